@@ -1,0 +1,262 @@
+/**
+ * The single source of truth for tunables, defaults and resource names.
+ *
+ * The CDK stack, the router and janitor Lambdas, the GPU worker and the local
+ * stack all read these values; nothing else in the repository hard-codes a TTL,
+ * a capacity or a resource name.
+ */
+
+/** Tunables with their defaults. Every field can be overridden (CDK context, env). */
+export interface Tunables {
+  /** Number of worker slots, i.e. the maximum number of GPU tasks. */
+  readonly slotCount: number;
+  /** Videos a slot takes before admission prefers another slot. */
+  readonly videosPerSlot: number;
+  /** How long a slot lease lives without a heartbeat. */
+  readonly slotLeaseTtlSeconds: number;
+  /** How often a worker renews its slot lease. */
+  readonly heartbeatIntervalSeconds: number;
+  /** A video with no frames for this long is released by its worker. */
+  readonly videoIdleReleaseSeconds: number;
+  /** How long a missing frame is waited for before it is recorded as a gap. */
+  readonly reorderWaitMs: number;
+  /** Most out-of-order frames a video may buffer; past it the oldest missing frame becomes a gap. */
+  readonly reorderBufferFrames: number;
+  /** Frames larger than this are rejected with a failure record instead of being decoded. */
+  readonly maxFrameBytes: number;
+  /** Frames per inference call (cross-video micro-batch). */
+  readonly inferenceBatchSize: number;
+  /** Longest a partial inference batch waits for more frames. */
+  readonly maxBatchWaitMs: number;
+  /** Visibility timeout of the slot FIFO queues. */
+  readonly slotQueueVisibilitySeconds: number;
+  /** Receives before a slot queue message goes to its DLQ. */
+  readonly slotQueueMaxReceiveCount: number;
+  /** Visibility timeout of the ingest queue (must exceed the router timeout). */
+  readonly ingestVisibilitySeconds: number;
+  /** Receives before an ingest message goes to the ingest DLQ. */
+  readonly ingestMaxReceiveCount: number;
+  /** Router Lambda batch size (records per invocation). */
+  readonly routerBatchSize: number;
+  /** Router Lambda maximum concurrency on the SQS event source. */
+  readonly routerMaxConcurrency: number;
+  /** After a launch request for a slot, how long before another may be made. */
+  readonly taskStartGraceSeconds: number;
+  /** How long the router may trust a cached video -> slot pin (safe: workers forward strays). */
+  readonly routerPinCacheSeconds: number;
+  /** How long the router may trust its cached view of slot liveness and load. */
+  readonly routerSlotCacheSeconds: number;
+  /** How long released video records (lease + checkpoint) are kept before TTL may collect them. */
+  readonly releasedVideoRetentionDays: number;
+  /** Janitor period. */
+  readonly janitorIntervalSeconds: number;
+  /** Where the worker loads its detector from: a local path or s3://bucket/key.onnx. Empty = demo model. */
+  readonly modelUri: string;
+  /** Detections below this score are discarded. */
+  readonly detectionScoreThreshold: number;
+}
+
+export const DEFAULT_TUNABLES: Tunables = Object.freeze({
+  slotCount: 4,
+  videosPerSlot: 8,
+  slotLeaseTtlSeconds: 15,
+  heartbeatIntervalSeconds: 5,
+  videoIdleReleaseSeconds: 60,
+  reorderWaitMs: 5_000,
+  reorderBufferFrames: 64,
+  maxFrameBytes: 20 * 1024 * 1024,
+  inferenceBatchSize: 8,
+  maxBatchWaitMs: 10,
+  slotQueueVisibilitySeconds: 60,
+  slotQueueMaxReceiveCount: 10,
+  ingestVisibilitySeconds: 180,
+  ingestMaxReceiveCount: 5,
+  routerBatchSize: 10,
+  routerMaxConcurrency: 10,
+  taskStartGraceSeconds: 120,
+  routerPinCacheSeconds: 30,
+  routerSlotCacheSeconds: 2,
+  releasedVideoRetentionDays: 30,
+  janitorIntervalSeconds: 60,
+  modelUri: '',
+  detectionScoreThreshold: 0.25,
+});
+
+/** Thrown when a configuration value is out of range; the message names the setting. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Checks cross-field and range constraints; throws {@link ConfigError} with every problem found. */
+export function validateTunables(t: Tunables): Tunables {
+  const problems: string[] = [];
+  const positiveInt = (k: keyof Tunables, max = Number.MAX_SAFE_INTEGER) => {
+    const v = t[k] as number;
+    if (!Number.isInteger(v) || v < 1 || v > max) problems.push(`${k} must be an integer between 1 and ${max} (got ${v})`);
+  };
+  positiveInt('slotCount', 500);
+  positiveInt('videosPerSlot', 1000);
+  positiveInt('slotLeaseTtlSeconds', 3600);
+  positiveInt('heartbeatIntervalSeconds', 3600);
+  positiveInt('videoIdleReleaseSeconds', 86_400);
+  positiveInt('reorderWaitMs', 3_600_000);
+  positiveInt('reorderBufferFrames', 10_000);
+  positiveInt('maxFrameBytes', 5 * 1024 * 1024 * 1024);
+  positiveInt('inferenceBatchSize', 256);
+  positiveInt('maxBatchWaitMs', 60_000);
+  positiveInt('slotQueueVisibilitySeconds', 43_200);
+  positiveInt('slotQueueMaxReceiveCount', 1000);
+  positiveInt('ingestVisibilitySeconds', 43_200);
+  positiveInt('ingestMaxReceiveCount', 1000);
+  positiveInt('routerBatchSize', 10);
+  positiveInt('routerMaxConcurrency', 1000);
+  positiveInt('taskStartGraceSeconds', 3600);
+  positiveInt('routerPinCacheSeconds', 3600);
+  positiveInt('routerSlotCacheSeconds', 3600);
+  positiveInt('releasedVideoRetentionDays', 3650);
+  positiveInt('janitorIntervalSeconds', 3600);
+  if (t.heartbeatIntervalSeconds * 2 > t.slotLeaseTtlSeconds) {
+    problems.push(
+      `heartbeatIntervalSeconds (${t.heartbeatIntervalSeconds}) must be at most half of slotLeaseTtlSeconds (${t.slotLeaseTtlSeconds}) so one lost heartbeat does not lose the slot`,
+    );
+  }
+  if (t.routerMaxConcurrency < 2) problems.push('routerMaxConcurrency must be at least 2 (Lambda SQS event source minimum)');
+  if (!(t.detectionScoreThreshold > 0 && t.detectionScoreThreshold < 1)) {
+    problems.push(`detectionScoreThreshold must be in (0, 1) (got ${t.detectionScoreThreshold})`);
+  }
+  if (t.modelUri && !/^(s3:\/\/[^/]+\/.+\.onnx|[^:]+\.onnx)$/.test(t.modelUri)) {
+    problems.push(`modelUri must be a local .onnx path or s3://bucket/key.onnx (got ${t.modelUri})`);
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  return t;
+}
+
+/** Environment variable that carries each tunable (e.g. SLOT_LEASE_TTL_SECONDS). */
+export function envNameOf(key: keyof Tunables): string {
+  return key.replace(/([A-Z])/g, '_$1').toUpperCase();
+}
+
+/** Overrides defaults with whatever is set in `env`; validates the result. */
+export function tunablesFromEnv(env: Record<string, string | undefined> = process.env): Tunables {
+  const out: Record<string, unknown> = { ...DEFAULT_TUNABLES };
+  for (const key of Object.keys(DEFAULT_TUNABLES) as (keyof Tunables)[]) {
+    const raw = env[envNameOf(key)];
+    if (raw === undefined || raw === '') continue;
+    if (typeof DEFAULT_TUNABLES[key] === 'number') {
+      const n = Number(raw);
+      if (!Number.isFinite(n)) throw new ConfigError(`${envNameOf(key)} must be a number (got "${raw}")`);
+      out[key] = n;
+    } else {
+      out[key] = raw;
+    }
+  }
+  return validateTunables(out as unknown as Tunables);
+}
+
+/** Renders tunables as the environment variables {@link tunablesFromEnv} reads. */
+export function tunablesToEnv(t: Tunables): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of Object.keys(t) as (keyof Tunables)[]) env[envNameOf(key)] = String(t[key]);
+  return env;
+}
+
+/** Physical names of every resource, derived from one prefix (the stack name). */
+export interface ResourceNames {
+  readonly prefix: string;
+  readonly leasesTable: string;
+  readonly resultsTable: string;
+  readonly ingestQueue: string;
+  readonly ingestDlq: string;
+  /** Where the router parks events it rejects (malformed keys, unknown events), with the reason attached. */
+  readonly slotQueue: (slot: number) => string;
+  readonly slotDlq: (slot: number) => string;
+  /** Prefix of every slot queue name: `${slotQueuePrefix}${slot}.fifo`. */
+  readonly slotQueuePrefix: string;
+  /** GSI on the leases table listing the videos pinned to a slot. */
+  readonly pinnedSlotIndex: string;
+  /** CloudWatch metrics namespace. */
+  readonly metricsNamespace: string;
+}
+
+export function resourceNames(prefix = 'FrameAffinity'): ResourceNames {
+  const p = prefix;
+  return {
+    prefix: p,
+    leasesTable: `${p}-leases`,
+    resultsTable: `${p}-results`,
+    ingestQueue: `${p}-ingest`,
+    ingestDlq: `${p}-ingest-dlq`,
+    slotQueuePrefix: `${p}-slot-`,
+    slotQueue: (slot) => `${p}-slot-${slot}.fifo`,
+    slotDlq: (slot) => `${p}-slot-${slot}-dlq.fifo`,
+    pinnedSlotIndex: 'byPinnedSlot',
+    metricsNamespace: 'FrameAffinity',
+  };
+}
+
+/** The S3 layout. */
+export const FRAME_PREFIX = 'frames/';
+/** Name of the end-of-stream marker object inside a video's folder. */
+export const END_MARKER_NAME = '_end';
+
+/**
+ * Runtime wiring shared by the router, janitor and worker: where the resources are.
+ * In AWS the CDK stack sets these as environment variables; locally the local stack does.
+ */
+export interface Wiring {
+  readonly region: string;
+  readonly bucket: string;
+  readonly leasesTable: string;
+  readonly resultsTable: string;
+  readonly ingestQueueUrl: string;
+  readonly ingestDlqUrl: string;
+  /** Slot queue URL = `${slotQueueUrlPrefix}${slot}.fifo`. */
+  readonly slotQueueUrlPrefix: string;
+  readonly pinnedSlotIndex: string;
+  readonly metricsNamespace: string;
+}
+
+export const WIRING_ENV = {
+  region: 'AWS_REGION',
+  bucket: 'FRAME_BUCKET',
+  leasesTable: 'LEASES_TABLE',
+  resultsTable: 'RESULTS_TABLE',
+  ingestQueueUrl: 'INGEST_QUEUE_URL',
+  ingestDlqUrl: 'INGEST_DLQ_URL',
+  slotQueueUrlPrefix: 'SLOT_QUEUE_URL_PREFIX',
+  pinnedSlotIndex: 'PINNED_SLOT_INDEX',
+  metricsNamespace: 'METRICS_NAMESPACE',
+} as const satisfies Record<keyof Wiring, string>;
+
+export function wiringFromEnv(env: Record<string, string | undefined> = process.env): Wiring {
+  const missing: string[] = [];
+  const read = (k: keyof Wiring, fallback?: string) => {
+    const v = env[WIRING_ENV[k]] ?? fallback;
+    if (v === undefined || v === '') missing.push(WIRING_ENV[k]);
+    return v ?? '';
+  };
+  const names = resourceNames();
+  const w: Wiring = {
+    region: read('region', env.AWS_DEFAULT_REGION),
+    bucket: read('bucket'),
+    leasesTable: read('leasesTable'),
+    resultsTable: read('resultsTable'),
+    ingestQueueUrl: read('ingestQueueUrl'),
+    ingestDlqUrl: read('ingestDlqUrl'),
+    slotQueueUrlPrefix: read('slotQueueUrlPrefix'),
+    pinnedSlotIndex: read('pinnedSlotIndex', names.pinnedSlotIndex),
+    metricsNamespace: read('metricsNamespace', names.metricsNamespace),
+  };
+  if (missing.length > 0) throw new ConfigError(`Missing environment: ${missing.join(', ')}`);
+  return w;
+}
+
+export function wiringToEnv(w: Wiring): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const k of Object.keys(WIRING_ENV) as (keyof Wiring)[]) env[WIRING_ENV[k]] = w[k];
+  return env;
+}
+
+export function slotQueueUrl(w: Pick<Wiring, 'slotQueueUrlPrefix'>, slot: number): string {
+  return `${w.slotQueueUrlPrefix}${slot}.fifo`;
+}

@@ -1,0 +1,87 @@
+/**
+ * Ports between the pipeline and the parts that plug into it. The pipeline issue
+ * owns these shapes; the vision library, the ECS adapter and the local stack
+ * implement them.
+ */
+
+/** One detection in source-image pixels, as written to the results table. */
+export interface Detection {
+  /** Track id from the per-video tracker; stable across frames and across failover. */
+  readonly trackId: number;
+  readonly label: string;
+  /** Detector confidence in [0, 1]. */
+  readonly score: number;
+  /** x1, y1, x2, y2 in source-image pixels. */
+  readonly box: readonly [number, number, number, number];
+}
+
+/** A frame handed to the processor: the encoded image as fetched from S3. */
+export interface FrameInput {
+  readonly videoId: string;
+  readonly frame: number;
+  /** Encoded JPEG/PNG bytes. */
+  readonly image: Uint8Array;
+}
+
+export type FrameOutcome =
+  | { readonly status: 'ok'; readonly detections: readonly Detection[] }
+  /** A frame that could not be used (corrupt image, undecodable): reason is a short machine-readable code. */
+  | { readonly status: 'failed'; readonly reason: string; readonly detail?: string };
+
+/**
+ * Turns frames into detections with per-video tracker state.
+ *
+ * The worker guarantees that, for each video, frames arrive in ascending frame
+ * order across calls and within one call, and that `openVideo` precedes them.
+ * Frame numbers may skip (gaps, failed frames); the tracker must account for the
+ * elapsed frames itself.
+ */
+export interface FrameProcessor {
+  /** One line for logs: model, execution provider, and why that provider. */
+  readonly description: string;
+  /** Loads the model and warms it up. Called once before any other method. */
+  start(): Promise<void>;
+  /** Creates the video's state, restoring it from a snapshot when one is given. */
+  openVideo(videoId: string, snapshot: string | undefined): void;
+  /**
+   * Processes frames, possibly of several videos, in one or more inference calls.
+   * Returns one outcome per input, in input order. Must not throw for a bad
+   * image: that is a `failed` outcome.
+   */
+  process(frames: readonly FrameInput[]): Promise<FrameOutcome[]>;
+  /** Serialises the video's state compactly; `openVideo(id, snapshot(id))` restores it exactly. */
+  snapshot(videoId: string): string;
+  /** Drops the video's state from memory. */
+  closeVideo(videoId: string): void;
+  /** Releases the model. */
+  stop(): Promise<void>;
+}
+
+/** Starts a worker task for a slot. Implementations are idempotent per slot. */
+export interface TaskLauncher {
+  launch(request: LaunchRequest): Promise<LaunchResult>;
+}
+
+export interface LaunchRequest {
+  readonly slot: number;
+  /** Grows every time a launch for this slot is granted; adapters derive idempotency tokens from it. */
+  readonly launchSeq: number;
+  /** Why the launch was requested, for logs. */
+  readonly reason: string;
+}
+
+export interface LaunchResult {
+  readonly launched: boolean;
+  /** ECS task ARN, or local process id. */
+  readonly taskId?: string;
+  /** Why nothing was launched (capacity, failure), for logs and metrics. */
+  readonly detail?: string;
+}
+
+/** Minimal metrics sink used by the pure core; adapters map it to Powertools or EMF. */
+export interface MetricSink {
+  count(name: string, value?: number, dimensions?: Record<string, string>): void;
+  milliseconds(name: string, value: number, dimensions?: Record<string, string>): void;
+}
+
+export const nullMetrics: MetricSink = { count() {}, milliseconds() {} };
