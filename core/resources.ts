@@ -1,0 +1,85 @@
+/**
+ * Shapes of the stateful resources, shared by the CDK constructs (infra/) and the
+ * local stack (local/), so both create the same tables and queues.
+ */
+import { DEFAULT_TUNABLES, resourceNames, type Tunables } from './config.ts';
+
+export interface KeyAttribute {
+  readonly name: string;
+  readonly type: 'S' | 'N';
+}
+
+export interface TableShape {
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey?: KeyAttribute;
+  /** Attribute holding an epoch-seconds expiry; TTL only garbage-collects, conditions never rely on it. */
+  readonly ttlAttribute: string;
+  readonly globalSecondaryIndexes: readonly {
+    readonly indexName: string;
+    readonly partitionKey: KeyAttribute;
+    readonly sortKey?: KeyAttribute;
+    readonly projection: 'KEYS_ONLY' | 'ALL';
+  }[];
+}
+
+/** Attribute names used in the leases table. */
+export const LEASE_ATTR = {
+  pk: 'pk',
+  ttl: 'ttlEpochSeconds',
+  pinnedSlot: 'pinnedSlot',
+} as const;
+
+export const LEASES_TABLE: TableShape = {
+  partitionKey: { name: LEASE_ATTR.pk, type: 'S' },
+  ttlAttribute: LEASE_ATTR.ttl,
+  globalSecondaryIndexes: [
+    {
+      indexName: resourceNames().pinnedSlotIndex,
+      partitionKey: { name: LEASE_ATTR.pinnedSlot, type: 'N' },
+      sortKey: { name: LEASE_ATTR.pk, type: 'S' },
+      projection: 'KEYS_ONLY',
+    },
+  ],
+};
+
+export const RESULTS_TABLE: TableShape = {
+  partitionKey: { name: 'videoId', type: 'S' },
+  sortKey: { name: 'frame', type: 'N' },
+  ttlAttribute: 'ttlEpochSeconds',
+  globalSecondaryIndexes: [],
+};
+
+export interface QueueShape {
+  readonly fifo: boolean;
+  readonly visibilityTimeoutSeconds: number;
+  /** Receives before the message moves to the queue's DLQ. */
+  readonly maxReceiveCount: number;
+  readonly retentionSeconds: number;
+  readonly dlqRetentionSeconds: number;
+}
+
+const FOURTEEN_DAYS_SECONDS = 14 * 24 * 3600;
+
+export function ingestQueueShape(t: Tunables = DEFAULT_TUNABLES): QueueShape {
+  return {
+    fifo: false,
+    visibilityTimeoutSeconds: t.ingestVisibilitySeconds,
+    maxReceiveCount: t.ingestMaxReceiveCount,
+    retentionSeconds: 4 * 24 * 3600,
+    dlqRetentionSeconds: FOURTEEN_DAYS_SECONDS,
+  };
+}
+
+/**
+ * Slot queues are FIFO with one message group per video. Deduplication is by explicit
+ * id (`videoId:frame`), not content, so a deliberate replay can choose a new id.
+ */
+export function slotQueueShape(t: Tunables = DEFAULT_TUNABLES): QueueShape {
+  return {
+    fifo: true,
+    visibilityTimeoutSeconds: t.slotQueueVisibilitySeconds,
+    maxReceiveCount: t.slotQueueMaxReceiveCount,
+    retentionSeconds: 4 * 24 * 3600,
+    dlqRetentionSeconds: FOURTEEN_DAYS_SECONDS,
+  };
+}
