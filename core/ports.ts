@@ -85,3 +85,10 @@ export interface MetricSink {
 }
 
 export const nullMetrics: MetricSink = { count() {}, milliseconds() {} };
+
+/** Structured logger used by the core; Powertools' Logger satisfies it. */
+export interface LogSink {
+  info(message: string, ...extra: Record<string, unknown>[]): void;
+  warn(message: string, ...extra: Record<string, unknown>[]): void;
+  error(message: string, ...extra: Record<string, unknown>[]): void;
+}

@@ -27,6 +27,8 @@ export interface FrameResultItem {
   readonly detail?: string;
   /** Commit time, epoch ms. */
   readonly committedAtMs: number;
+  /** For a long gap written as one item: the last missing frame of the run (frame..throughFrame). */
+  readonly throughFrame?: number;
   /** S3 key of the frame, when one existed. */
   readonly key?: string;
 }

@@ -1,0 +1,201 @@
+/**
+ * The routing core behind the router Lambda: resolves each video's pin (creating one
+ * for a new video, first come first served), sends frames to the pinned slot's FIFO
+ * queue in batches, and asks for a task where a slot has no live owner.
+ *
+ * Caching: a video's pin is cached for `routerPinCacheSeconds`. That is safe because a
+ * worker that receives a frame of a video pinned elsewhere forwards it, and one that
+ * receives a frame of a released video takes it. Slots (liveness, load) are cached for
+ * `routerSlotCacheSeconds`. At steady state the router therefore makes far fewer than one
+ * DynamoDB request per batch.
+ */
+import type { Tunables } from './config.ts';
+import { chooseSlot, needsLaunch, type SlotRecord } from './lease-logic.ts';
+import type { LeaseStore } from './lease-store.ts';
+import type { SlotMessage } from './messages.ts';
+import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
+import { parseIngestBody } from './s3-events.ts';
+import type { SlotQueues } from './slot-queues.ts';
+
+export interface RejectedEvent {
+  readonly body: string;
+  readonly reason: string;
+  readonly detail: string;
+}
+
+export type RouterLog = LogSink;
+
+export interface RouterDeps {
+  readonly bucket: string;
+  readonly tunables: Tunables;
+  readonly leases: LeaseStore;
+  readonly queues: SlotQueues;
+  /** Parks rejected events (with their reason) in the ingest DLQ; returns one ok flag per event. */
+  readonly deadLetter: (events: readonly RejectedEvent[]) => Promise<boolean[]>;
+  readonly launcher: () => TaskLauncher | undefined;
+  readonly metrics: MetricSink;
+  readonly log: RouterLog;
+  readonly now?: () => number;
+}
+
+export interface IngestRecord {
+  readonly id: string;
+  readonly body: string;
+}
+
+/** Per-record outcome: undefined = done, Error = report as a batch item failure (retry). */
+export type RecordOutcomes = Map<string, Error | undefined>;
+
+export class FrameRouter {
+  private readonly d: RouterDeps;
+  private readonly now: () => number;
+  private readonly pinCache = new Map<string, { slot: number; untilMs: number }>();
+  private slotCache: { slots: SlotRecord[]; untilMs: number } | undefined;
+
+  constructor(deps: RouterDeps) {
+    this.d = deps;
+    this.now = deps.now ?? Date.now;
+  }
+
+  async route(records: readonly IngestRecord[]): Promise<RecordOutcomes> {
+    const outcomes: RecordOutcomes = new Map(records.map((r) => [r.id, undefined]));
+    const fail = (id: string, e: Error) => {
+      if (!outcomes.get(id)) outcomes.set(id, e);
+    };
+    const rejects: { recordId: string; event: RejectedEvent }[] = [];
+    const routable: { recordId: string; message: SlotMessage }[] = [];
+    for (const r of records) {
+      for (const item of parseIngestBody(r.body, this.d.bucket)) {
+        if (item.kind === 'reject') {
+          rejects.push({ recordId: r.id, event: { body: r.body, reason: item.reason, detail: item.detail } });
+          this.d.metrics.count('EventsRejected', 1, { Reason: item.reason });
+          this.d.log.warn('event rejected', { reason: item.reason, detail: item.detail, key: item.key, messageId: r.id });
+        } else {
+          routable.push({ recordId: r.id, message: item.message });
+        }
+      }
+    }
+    if (rejects.length > 0) {
+      const ok = await this.d.deadLetter(rejects.map((r) => r.event));
+      ok.forEach((good, i) => {
+        if (!good) fail(rejects[i]!.recordId, new Error('could not dead-letter rejected event'));
+      });
+    }
+    if (routable.length === 0) return outcomes;
+
+    let pins: Map<string, number>;
+    try {
+      pins = await this.resolvePins([...new Set(routable.map((r) => r.message.videoId))]);
+    } catch (e) {
+      this.d.log.error('lease resolution failed; batch will be retried', { error: String(e) });
+      for (const r of routable) fail(r.recordId, e as Error);
+      return outcomes;
+    }
+
+    const bySlot = new Map<number, { recordId: string; message: SlotMessage }[]>();
+    for (const r of routable) {
+      const slot = pins.get(r.message.videoId);
+      if (slot === undefined) {
+        fail(r.recordId, new Error(`no slot for video ${r.message.videoId}`));
+        continue;
+      }
+      bySlot.set(slot, [...(bySlot.get(slot) ?? []), r]);
+    }
+    for (const [slot, entries] of bySlot) {
+      const sent = await this.d.queues.send(slot, entries.map((e) => ({ message: e.message })));
+      sent.forEach((s, i) => {
+        if (!s.ok) {
+          fail(entries[i]!.recordId, new Error(s.error));
+          this.d.log.error('send to slot queue failed', { slot, error: s.error });
+        }
+      });
+      const routed = sent.filter((s) => s.ok).length;
+      if (routed > 0) this.d.metrics.count('FramesRouted', routed);
+    }
+    await this.launchWhereNeeded([...bySlot.keys()]);
+    return outcomes;
+  }
+
+  /** video -> slot for every video, pinning new ones in arrival order. */
+  private async resolvePins(videoIds: readonly string[]): Promise<Map<string, number>> {
+    const now = this.now();
+    const out = new Map<string, number>();
+    const unknown: string[] = [];
+    for (const id of videoIds) {
+      const c = this.pinCache.get(id);
+      if (c && c.untilMs > now) out.set(id, c.slot);
+      else unknown.push(id);
+    }
+    if (unknown.length === 0) return out;
+    const stored = await this.d.leases.getPins(unknown);
+    const unpinned: string[] = [];
+    for (const id of unknown) {
+      const slot = stored.get(id)?.pinnedSlot;
+      if (slot !== undefined) this.remember(out, id, slot, now);
+      else unpinned.push(id);
+    }
+    for (const id of unpinned) {
+      const slots = await this.slots();
+      const decision = chooseSlot(slots, now, this.d.tunables);
+      const result = await this.d.leases.pinVideo(id, decision.slot, now);
+      if (result === 'pinned') {
+        this.slotCache = this.slotCache && {
+          ...this.slotCache,
+          slots: this.slotCache.slots.map((s) => (s.slot === decision.slot ? { ...s, videoCount: s.videoCount + 1 } : s)),
+        };
+        this.d.metrics.count('LeasesCreated');
+        if (decision.overCapacity) {
+          this.d.metrics.count('AdmissionOverCapacity');
+          this.d.log.warn('every slot is full: video admitted over capacity', { videoId: id, slot: decision.slot });
+        }
+        this.d.log.info('video pinned', { videoId: id, slot: decision.slot, overCapacity: decision.overCapacity });
+        this.remember(out, id, decision.slot, now);
+      } else {
+        // Someone else pinned it first: follow them.
+        const again = await this.d.leases.getPins([id]);
+        const slot = again.get(id)?.pinnedSlot;
+        if (slot === undefined) throw new Error(`video ${id} neither pinned nor pinnable`);
+        this.remember(out, id, slot, now);
+      }
+    }
+    return out;
+  }
+
+  private remember(out: Map<string, number>, videoId: string, slot: number, now: number): void {
+    out.set(videoId, slot);
+    this.pinCache.set(videoId, { slot, untilMs: now + this.d.tunables.routerPinCacheSeconds * 1000 });
+    if (this.pinCache.size > 10_000) this.pinCache.delete(this.pinCache.keys().next().value as string);
+  }
+
+  private async slots(): Promise<SlotRecord[]> {
+    const now = this.now();
+    if (this.slotCache && this.slotCache.untilMs > now) return this.slotCache.slots;
+    const slots = await this.d.leases.getSlots(this.d.tunables.slotCount);
+    this.slotCache = { slots, untilMs: now + this.d.tunables.routerSlotCacheSeconds * 1000 };
+    return slots;
+  }
+
+  private async launchWhereNeeded(targetSlots: readonly number[]): Promise<void> {
+    const launcher = this.d.launcher();
+    if (!launcher) return;
+    try {
+      const now = this.now();
+      const slots = await this.slots();
+      for (const slot of targetSlots) {
+        const s = slots.find((x) => x.slot === slot);
+        if (!s || !needsLaunch(s, now, this.d.tunables)) continue;
+        const launchSeq = await this.d.leases.requestLaunch(slot, now, this.d.tunables, 'if-dead');
+        // Whatever happened, our view of this slot is stale now.
+        this.slotCache = undefined;
+        if (launchSeq === undefined) continue;
+        const r = await launcher.launch({ slot, launchSeq, reason: 'frames routed to a slot without a live owner' });
+        this.d.metrics.count('TaskLaunchRequested');
+        this.d.log.info('task launch requested', { slot, launchSeq, launched: r.launched, taskId: r.taskId, detail: r.detail });
+      }
+    } catch (e) {
+      // Frames are safely queued; the janitor retries launches, so do not fail the batch.
+      this.d.log.error('task launch failed', { error: String(e) });
+      this.d.metrics.count('TaskLaunchFailures');
+    }
+  }
+}

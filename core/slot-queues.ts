@@ -1,0 +1,148 @@
+/**
+ * SQS adapter for the slot FIFO queues: batched sends (router, forwards), receives,
+ * deletes and visibility changes (worker). Group = video, dedup id = videoId:frame.
+ */
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { dedupId, type SlotMessage } from './messages.ts';
+
+export interface OutgoingMessage {
+  readonly message: SlotMessage;
+  /** Gives a deliberate re-send a fresh deduplication id. */
+  readonly replayTag?: string;
+}
+
+export interface ReceivedMessage {
+  readonly messageId: string;
+  readonly receiptHandle: string;
+  readonly body: string;
+  readonly receiveCount: number;
+}
+
+/** Per-entry outcome of a batched send, in input order. */
+export type SendOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string };
+
+export class SlotQueues {
+  private readonly sqs: SQSClient;
+  private readonly urlOf: (slot: number) => string;
+  private readonly dlqUrlOf: (slot: number) => string;
+
+  constructor(sqs: SQSClient, slotQueueUrlPrefix: string) {
+    this.sqs = sqs;
+    this.urlOf = (slot) => `${slotQueueUrlPrefix}${slot}.fifo`;
+    this.dlqUrlOf = (slot) => `${slotQueueUrlPrefix}${slot}-dlq.fifo`;
+  }
+
+  url(slot: number): string {
+    return this.urlOf(slot);
+  }
+
+  /** Sends in batches of 10 (one SendMessageBatch each); returns one outcome per message. */
+  async send(slot: number, messages: readonly OutgoingMessage[]): Promise<SendOutcome[]> {
+    const outcomes: SendOutcome[] = [];
+    for (let i = 0; i < messages.length; i += 10) {
+      const chunk = messages.slice(i, i + 10);
+      try {
+        const r = await this.sqs.send(
+          new SendMessageBatchCommand({
+            QueueUrl: this.urlOf(slot),
+            Entries: chunk.map((m, j) => ({
+              Id: String(j),
+              MessageBody: JSON.stringify(m.message),
+              MessageGroupId: m.message.videoId,
+              MessageDeduplicationId: dedupId(m.message, m.replayTag),
+            })),
+          }),
+        );
+        const failed = new Map((r.Failed ?? []).map((f) => [f.Id, `${f.Code}: ${f.Message ?? ''}`]));
+        chunk.forEach((_, j) => {
+          const err = failed.get(String(j));
+          outcomes.push(err ? { ok: false, error: err } : { ok: true });
+        });
+      } catch (e) {
+        for (const _ of chunk) outcomes.push({ ok: false, error: e instanceof Error ? e.message : String(e) });
+      }
+    }
+    return outcomes;
+  }
+
+  async receive(slot: number, maxMessages: number, waitSeconds: number, abortSignal?: AbortSignal): Promise<ReceivedMessage[]> {
+    const r = await this.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: this.urlOf(slot),
+        MaxNumberOfMessages: Math.min(10, maxMessages),
+        WaitTimeSeconds: waitSeconds,
+        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+      }),
+      { abortSignal },
+    );
+    return (r.Messages ?? []).map((m) => ({
+      messageId: m.MessageId ?? '',
+      receiptHandle: m.ReceiptHandle ?? '',
+      body: m.Body ?? '',
+      receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
+    }));
+  }
+
+  /** Deletes in batches of 10; returns how many deletes failed (they will be redelivered and deduplicated). */
+  async delete(slot: number, receiptHandles: readonly string[]): Promise<number> {
+    let failed = 0;
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10);
+      const r = await this.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: this.urlOf(slot),
+          Entries: chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h })),
+        }),
+      );
+      failed += r.Failed?.length ?? 0;
+    }
+    return failed;
+  }
+
+  async extendVisibility(slot: number, receiptHandles: readonly string[], seconds: number): Promise<void> {
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10);
+      await this.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: this.urlOf(slot),
+          Entries: chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: seconds })),
+        }),
+      );
+    }
+  }
+
+  /** Parks an unusable message in the slot's DLQ with the reason, so it never blocks its group. */
+  async deadLetter(slot: number, body: string, reason: string, groupId: string): Promise<void> {
+    await this.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.dlqUrlOf(slot),
+        MessageBody: body,
+        MessageGroupId: groupId.slice(0, 128) || 'malformed',
+        MessageDeduplicationId: `${Date.now()}-${Math.random().toString(36).slice(2)}`,
+        MessageAttributes: { reason: { DataType: 'String', StringValue: reason } },
+      }),
+    );
+  }
+
+  /** Visible and in-flight message counts. */
+  async depth(slot: number): Promise<{ visible: number; inFlight: number }> {
+    const r = await this.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: this.urlOf(slot),
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    return {
+      visible: Number(r.Attributes?.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(r.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
+    };
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * GPU worker entry point (ECS task, or a process spawned by the local stack).
+ *
+ * Environment: the wiring and tunables of core/config.ts, plus
+ *   SLOT_ID           slot to claim (set by the TaskLauncher); unset = first free slot
+ *   WORKER_ID         unique id for logs and the results' `worker` field (default host-pid-random)
+ *   FRAME_PROCESSOR   `vision` (default: ONNX detector + tracker) or `stats` (no model)
+ *   HEALTH_FILE       file touched on every confirmed heartbeat (container health check)
+ *
+ * Exit codes: 0 drained (SIGTERM/SIGINT) or no slot to claim; 3 slot lease lost.
+ */
+import { hostname } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
+import { createAwsClients } from '../core/aws/clients.ts';
+import { LeaseStore } from '../core/lease-store.ts';
+import { SlotQueues } from '../core/slot-queues.ts';
+import { FrameStore } from '../core/frame-store.ts';
+import type { FrameProcessor } from '../core/ports.ts';
+import { Worker } from './runtime/worker.ts';
+import { EmfMetrics } from './runtime/emf-metrics.ts';
+import { StatsProcessor } from './stats-processor.ts';
+
+export const EXIT_LEASE_LOST = 3;
+
+async function createProcessor(kind: string, tunables: ReturnType<typeof tunablesFromEnv>, log: Logger, s3: ReturnType<typeof createAwsClients>['s3']): Promise<FrameProcessor> {
+  if (kind === 'stats') return new StatsProcessor();
+  const { createVisionProcessor } = await import('./vision/index.ts');
+  return await createVisionProcessor({
+    modelUri: tunables.modelUri,
+    batchSize: tunables.inferenceBatchSize,
+    maxBatchWaitMs: tunables.maxBatchWaitMs,
+    scoreThreshold: tunables.detectionScoreThreshold,
+    s3Client: s3,
+    logger: (line: string | object) => log.info(typeof line === 'string' ? line : 'vision', typeof line === 'string' ? {} : (line as Record<string, unknown>)),
+  });
+}
+
+async function main(): Promise<number> {
+  const env = process.env;
+  const workerId = env.WORKER_ID || `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const slot = env.SLOT_ID !== undefined && env.SLOT_ID !== '' ? Number(env.SLOT_ID) : undefined;
+  const log = new Logger({ serviceName: 'worker', persistentKeys: { workerId, slot } });
+  const wiring = wiringFromEnv(env);
+  const tunables = tunablesFromEnv(env);
+  const clients = createAwsClients(env);
+  const metrics = new EmfMetrics(wiring.metricsNamespace, { service: 'worker' });
+  const processor = await createProcessor(env.FRAME_PROCESSOR ?? 'vision', tunables, log, clients.s3);
+  const provider = (processor as { provider?: string }).provider;
+  if (provider) metrics.count('ExecutionProvider', 1, { Provider: provider });
+
+  const worker = new Worker({
+    workerId,
+    ...(slot !== undefined ? { slot } : {}),
+    tunables,
+    leases: new LeaseStore(clients.ddb, { tableName: wiring.leasesTable, resultsTableName: wiring.resultsTable, pinnedSlotIndex: wiring.pinnedSlotIndex }),
+    queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix),
+    frames: new FrameStore(clients.s3),
+    processor,
+    metrics,
+    log,
+    onHeartbeat: env.HEALTH_FILE ? () => writeFileSync(env.HEALTH_FILE!, String(Date.now())) : undefined,
+    onLeaseLost: (reason) => {
+      // Stop the moment the lease is in doubt: no further writes, no drain.
+      log.error('exiting: slot lease lost', { reason });
+      void metrics.close().finally(() => process.exit(EXIT_LEASE_LOST));
+      setTimeout(() => process.exit(EXIT_LEASE_LOST), 500).unref();
+    },
+  });
+  const onSignal = (signal: string) => {
+    log.info('signal received: draining', { signal });
+    worker.requestStop();
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  const reason = await worker.run();
+  log.info('worker stopped', { reason });
+  await metrics.close();
+  return reason === 'lease-lost' ? EXIT_LEASE_LOST : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    console.error(JSON.stringify({ level: 'ERROR', message: 'worker crashed', error: String(e), stack: (e as Error)?.stack }));
+    process.exit(1);
+  },
+);

@@ -1,0 +1,67 @@
+/**
+ * Worker metrics as CloudWatch Embedded Metric Format lines on stdout (awslabs'
+ * aws-embedded-metrics; Powertools Metrics is Lambda-only). With the awslogs driver
+ * CloudWatch extracts them; locally the same lines show in the worker's log.
+ * Counts are summed and latencies collected, then flushed every `flushIntervalMs`.
+ */
+import { Configuration, StorageResolution, Unit, createMetricsLogger } from 'aws-embedded-metrics';
+import type { MetricSink } from '../../core/ports.ts';
+
+interface Series {
+  name: string;
+  unit: Unit;
+  dimensions: Record<string, string>;
+  values: number[];
+}
+
+export class EmfMetrics implements MetricSink {
+  private readonly series = new Map<string, Series>();
+  private readonly baseDimensions: Record<string, string>;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(namespace: string, baseDimensions: Record<string, string>, flushIntervalMs = 10_000) {
+    Configuration.namespace = namespace;
+    // stdout without probing instance metadata (which would hang off AWS).
+    Configuration.environmentOverride = (process.env.AWS_EMF_ENVIRONMENT as never) ?? ('Local' as never);
+    this.baseDimensions = baseDimensions;
+    this.timer = setInterval(() => void this.flush(), flushIntervalMs);
+    this.timer.unref();
+  }
+
+  count(name: string, value = 1, dimensions: Record<string, string> = {}): void {
+    const s = this.get(name, Unit.Count, dimensions);
+    if (s.values.length === 0) s.values.push(0);
+    s.values[0]! += value;
+  }
+
+  milliseconds(name: string, value: number, dimensions: Record<string, string> = {}): void {
+    const s = this.get(name, Unit.Milliseconds, dimensions);
+    if (s.values.length < 100) s.values.push(value);
+  }
+
+  async flush(): Promise<void> {
+    const all = [...this.series.values()];
+    this.series.clear();
+    for (const s of all) {
+      const logger = createMetricsLogger();
+      logger.setDimensions({ ...this.baseDimensions, ...s.dimensions });
+      for (const v of s.values) logger.putMetric(s.name, v, s.unit, StorageResolution.Standard);
+      await logger.flush();
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private get(name: string, unit: Unit, dimensions: Record<string, string>): Series {
+    const key = `${name}|${JSON.stringify(dimensions)}`;
+    let s = this.series.get(key);
+    if (!s) {
+      s = { name, unit, dimensions, values: [] };
+      this.series.set(key, s);
+    }
+    return s;
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * A simple, real FrameProcessor: decodes each frame with sharp and reports its mean
+ * luminance, carrying per-video state (frames seen, running mean) across frames. It
+ * makes state continuity visible without a model: `trackId` of the single whole-frame
+ * detection is the number of frames this video's state has seen, so a restart from
+ * scratch after failover would show as a counter that starts over.
+ *
+ * Used by fast pipeline tests; the vision processor is the default.
+ */
+import sharp from 'sharp';
+import type { FrameInput, FrameOutcome, FrameProcessor } from '../core/ports.ts';
+
+interface StatsState {
+  framesSeen: number;
+  meanLuma: number;
+  lastFrame: number | null;
+}
+
+export class StatsProcessor implements FrameProcessor {
+  readonly description = 'stats processor (sharp decode, mean luminance; no model)';
+  private readonly videos = new Map<string, StatsState>();
+
+  async start(): Promise<void> {}
+
+  openVideo(videoId: string, snapshot: string | undefined): void {
+    this.videos.set(videoId, snapshot ? (JSON.parse(snapshot) as StatsState) : { framesSeen: 0, meanLuma: 0, lastFrame: null });
+  }
+
+  async process(frames: readonly FrameInput[]): Promise<FrameOutcome[]> {
+    const decoded = await Promise.all(
+      frames.map(async (f) => {
+        try {
+          const img = sharp(f.image, { failOn: 'error' });
+          const [meta, stats] = await Promise.all([img.metadata(), img.stats()]);
+          const channels = stats.channels.slice(0, 3);
+          const luma = channels.reduce((a, c) => a + c.mean, 0) / channels.length;
+          return { ok: true as const, width: meta.width ?? 0, height: meta.height ?? 0, luma };
+        } catch (e) {
+          return { ok: false as const, detail: e instanceof Error ? e.message : String(e) };
+        }
+      }),
+    );
+    return frames.map((f, i): FrameOutcome => {
+      const d = decoded[i]!;
+      if (!d.ok) return { status: 'failed', reason: 'corrupt-image', detail: d.detail };
+      const s = this.videos.get(f.videoId);
+      if (!s) throw new Error(`video ${f.videoId} was not opened`);
+      // Never expected: the worker's sequencer guarantees order. Recorded, not thrown, so tests can see it.
+      if (s.lastFrame !== null && f.frame <= s.lastFrame) return { status: 'failed', reason: 'order-violation', detail: `frame ${f.frame} after ${s.lastFrame}` };
+      s.framesSeen += 1;
+      s.meanLuma += (d.luma - s.meanLuma) / s.framesSeen;
+      s.lastFrame = f.frame;
+      return {
+        status: 'ok',
+        detections: [{ trackId: s.framesSeen, label: 'frame', score: Math.min(1, d.luma / 255), box: [0, 0, d.width, d.height] }],
+      };
+    });
+  }
+
+  snapshot(videoId: string): string {
+    const s = this.videos.get(videoId);
+    return JSON.stringify(s ?? { framesSeen: 0, meanLuma: 0, lastFrame: null });
+  }
+
+  closeVideo(videoId: string): void {
+    this.videos.delete(videoId);
+  }
+
+  async stop(): Promise<void> {}
+}
