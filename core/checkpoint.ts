@@ -32,10 +32,10 @@ export interface VideoCheckpoint {
 
 export const MAX_OWNER_HISTORY = 50;
 
-export function emptyCheckpoint(): VideoCheckpoint {
+export function emptyCheckpoint(firstFrameNumber = 0): VideoCheckpoint {
   return {
     seq: 0,
-    sequencer: emptySequencerState(),
+    sequencer: emptySequencerState(firstFrameNumber),
     framesOk: 0,
     framesFailed: 0,
     framesGap: 0,

@@ -20,6 +20,11 @@ export interface Tunables {
   readonly videoIdleReleaseSeconds: number;
   /** How long a missing frame is waited for before it is recorded as a gap. */
   readonly reorderWaitMs: number;
+  /**
+   * Frame number every video starts at. Frames below it are recorded as failures
+   * (`before-first-frame`); a missing first frame becomes a gap after the reorder wait.
+   */
+  readonly firstFrameNumber: number;
   /** Most out-of-order frames a video may buffer; past it the oldest missing frame becomes a gap. */
   readonly reorderBufferFrames: number;
   /** Frames larger than this are rejected with a failure record instead of being decoded. */
@@ -28,7 +33,11 @@ export interface Tunables {
   readonly inferenceBatchSize: number;
   /** Longest a partial inference batch waits for more frames. */
   readonly maxBatchWaitMs: number;
-  /** Visibility timeout of the slot FIFO queues. */
+  /**
+   * Visibility timeout of the slot FIFO queues. Short on purpose: messages a crashed
+   * worker held return within this time, so failover is bounded by it too. A slow
+   * batch extends its own visibility.
+   */
   readonly slotQueueVisibilitySeconds: number;
   /** Receives before a slot queue message goes to its DLQ. */
   readonly slotQueueMaxReceiveCount: number;
@@ -63,11 +72,12 @@ export const DEFAULT_TUNABLES: Tunables = Object.freeze({
   heartbeatIntervalSeconds: 5,
   videoIdleReleaseSeconds: 60,
   reorderWaitMs: 5_000,
+  firstFrameNumber: 0,
   reorderBufferFrames: 64,
   maxFrameBytes: 20 * 1024 * 1024,
   inferenceBatchSize: 8,
   maxBatchWaitMs: 10,
-  slotQueueVisibilitySeconds: 60,
+  slotQueueVisibilitySeconds: 15,
   slotQueueMaxReceiveCount: 10,
   ingestVisibilitySeconds: 180,
   ingestMaxReceiveCount: 5,
@@ -101,6 +111,7 @@ export function validateTunables(t: Tunables): Tunables {
   positiveInt('videoIdleReleaseSeconds', 86_400);
   positiveInt('reorderWaitMs', 3_600_000);
   positiveInt('reorderBufferFrames', 10_000);
+  if (!Number.isSafeInteger(t.firstFrameNumber) || t.firstFrameNumber < 0) problems.push(`firstFrameNumber must be a non-negative integer (got ${t.firstFrameNumber})`);
   positiveInt('maxFrameBytes', 5 * 1024 * 1024 * 1024);
   positiveInt('inferenceBatchSize', 256);
   positiveInt('maxBatchWaitMs', 60_000);

@@ -72,6 +72,8 @@ export interface LeaseStoreOptions {
   readonly tableName: string;
   readonly resultsTableName: string;
   readonly pinnedSlotIndex: string;
+  /** Where a video seen for the first time starts (tunables.firstFrameNumber). @default 0 */
+  readonly firstFrameNumber?: number;
 }
 
 /** Thrown by renew when the outcome could not be confirmed either way. */
@@ -275,14 +277,19 @@ export class LeaseStore {
 
   async getVideo(videoId: string): Promise<VideoRecord> {
     const r = await this.ddb.send(new GetCommand({ TableName: this.o.tableName, Key: { pk: videoKey(videoId) }, ConsistentRead: true }));
-    return toVideoRecord(videoId, r.Item);
+    return toVideoRecord(videoId, r.Item, this.o.firstFrameNumber ?? 0);
   }
 
   /**
    * Pins an unpinned video to a slot and counts it on the slot. `taken` when another
-   * router or worker pinned it first: re-read to learn where.
+   * router or worker pinned it first: re-read to learn where. With `maxVideosOnSlot`,
+   * `slot-full` when concurrent admissions filled the slot meanwhile: choose again.
    */
-  async pinVideo(videoId: string, slot: number, nowMs: number): Promise<'pinned' | 'taken'> {
+  async pinVideo(videoId: string, slot: number, nowMs: number, maxVideosOnSlot?: number): Promise<'pinned' | 'taken' | 'slot-full'> {
+    const capacity =
+      maxVideosOnSlot === undefined
+        ? {}
+        : { ConditionExpression: 'attribute_not_exists(videoCount) OR videoCount < :cap', ExpressionAttributeValues: { ':slot': slot, ':one': 1, ':cap': maxVideosOnSlot } };
     try {
       await this.ddb.send(
         new TransactWriteCommand({
@@ -304,6 +311,7 @@ export class LeaseStore {
                 Key: { pk: slotKey(slot) },
                 UpdateExpression: 'SET slot = :slot ADD videoCount :one',
                 ExpressionAttributeValues: { ':slot': slot, ':one': 1 },
+                ...capacity,
               },
             },
           ],
@@ -312,6 +320,7 @@ export class LeaseStore {
       return 'pinned';
     } catch (e) {
       if (isConditionalCancel(e, 0)) return 'taken';
+      if (isConditionalCancel(e, 1)) return 'slot-full';
       throw e;
     }
   }
@@ -328,7 +337,7 @@ export class LeaseStore {
       if (current.owner === fence.workerId && current.ownerEpoch === fence.epoch) return current;
       const token = current.token + 1;
       const ck = current.checkpoint;
-      const owners = [...ck.owners, { worker: fence.workerId, token, sinceMs: nowMs, ...(ck.sequencer.nextFrame !== null ? { fromFrame: ck.sequencer.nextFrame } : {}) }].slice(-50);
+      const owners = [...ck.owners, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame }].slice(-50);
       const checkpoint: VideoCheckpoint = { ...ck, seq: ck.seq + 1, owners, ownerChanges: ck.ownerChanges + 1 };
       try {
         await this.ddb.send(
@@ -567,6 +576,76 @@ export class LeaseStore {
     }
   }
 
+  /**
+   * Operator replay: rewinds a video to `fromFrame` with a fresh processor state. The
+   * token grows and the pin is dropped, so a worker still holding the video is fenced
+   * and the next frame is admitted afresh. `kept` are the counts of results before
+   * `fromFrame`, which stay. The caller deletes results from `fromFrame` on and re-sends
+   * the frames with a replay tag (FIFO deduplication would drop plain re-sends).
+   */
+  async resetForReplay(
+    videoId: string,
+    fromFrame: number,
+    expectedToken: number,
+    kept: { framesOk: number; framesFailed: number; framesGap: number; firstFrame?: number; lastFrame?: number },
+    nowMs: number,
+  ): Promise<{ token: number } | 'token-moved'> {
+    const v = await this.getVideo(videoId);
+    if (v.token !== expectedToken) return 'token-moved';
+    const ck = v.checkpoint;
+    const checkpoint: VideoCheckpoint = {
+      seq: ck.seq + 1,
+      sequencer: { firstFrame: ck.sequencer.firstFrame, nextFrame: fromFrame, waitingSinceMs: null, buffered: [], endFrame: ck.sequencer.endFrame },
+      framesOk: kept.framesOk,
+      framesFailed: kept.framesFailed,
+      framesGap: kept.framesGap,
+      ...(kept.firstFrame !== undefined ? { firstFrame: kept.firstFrame } : {}),
+      ...(kept.lastFrame !== undefined ? { lastFrame: kept.lastFrame } : {}),
+      complete: false,
+      owners: ck.owners,
+      ownerChanges: ck.ownerChanges,
+    };
+    const items: TransactItem[] = [
+      {
+        Update: {
+          TableName: this.o.tableName,
+          Key: { pk: videoKey(videoId) },
+          UpdateExpression:
+            'SET checkpoint = :ck, ckSeq = :seq, #token = :next, #state = :released, releasedAtMs = :now, videoId = :vid REMOVE pinnedSlot, #owner, ownerEpoch',
+          ConditionExpression: '(attribute_not_exists(#token) AND :token = :zero) OR #token = :token',
+          ExpressionAttributeNames: { '#token': 'token', '#state': 'state', '#owner': 'owner' },
+          ExpressionAttributeValues: {
+            ':ck': checkpoint,
+            ':seq': checkpoint.seq,
+            ':next': expectedToken + 1,
+            ':token': expectedToken,
+            ':zero': 0,
+            ':released': 'released',
+            ':now': nowMs,
+            ':vid': videoId,
+          },
+        },
+      },
+    ];
+    if (v.pinnedSlot !== undefined) {
+      items.push({
+        Update: {
+          TableName: this.o.tableName,
+          Key: { pk: slotKey(v.pinnedSlot) },
+          UpdateExpression: 'ADD videoCount :minus',
+          ExpressionAttributeValues: { ':minus': -1 },
+        },
+      });
+    }
+    try {
+      await this.ddb.send(new TransactWriteCommand({ TransactItems: items }));
+      return { token: expectedToken + 1 };
+    } catch (e) {
+      if (e instanceof TransactionCanceledException) return 'token-moved';
+      throw e;
+    }
+  }
+
   private async batchGet(keys: readonly string[], consistent: boolean, projection?: string): Promise<Map<string, Record<string, unknown>>> {
     const out = new Map<string, Record<string, unknown>>();
     const unique = [...new Set(keys)];
@@ -609,9 +688,9 @@ function toSlotRecord(slot: number, it: Record<string, unknown> | undefined): Sl
   };
 }
 
-function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined): VideoRecord {
-  if (!it) return { videoId, token: 0, state: 'new', checkpoint: emptyCheckpoint() };
-  const ck = (it.checkpoint as VideoCheckpoint | undefined) ?? emptyCheckpoint();
+function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined, firstFrameNumber: number): VideoRecord {
+  if (!it) return { videoId, token: 0, state: 'new', checkpoint: emptyCheckpoint(firstFrameNumber) };
+  const ck = (it.checkpoint as VideoCheckpoint | undefined) ?? emptyCheckpoint(firstFrameNumber);
   return {
     videoId,
     ...(it.pinnedSlot !== undefined ? { pinnedSlot: Number(it.pinnedSlot) } : {}),

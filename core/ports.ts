@@ -39,6 +39,8 @@ export type FrameOutcome =
 export interface FrameProcessor {
   /** One line for logs: model, execution provider, and why that provider. */
   readonly description: string;
+  /** Execution provider really in use after `start()` (e.g. `cuda`, `cpu`), when there is a model. */
+  readonly provider?: string;
   /** Loads the model and warms it up. Called once before any other method. */
   start(): Promise<void>;
   /** Creates the video's state, restoring it from a snapshot when one is given. */
@@ -88,6 +90,7 @@ export const nullMetrics: MetricSink = { count() {}, milliseconds() {} };
 
 /** Structured logger used by the core; Powertools' Logger satisfies it. */
 export interface LogSink {
+  debug(message: string, ...extra: Record<string, unknown>[]): void;
   info(message: string, ...extra: Record<string, unknown>[]): void;
   warn(message: string, ...extra: Record<string, unknown>[]): void;
   error(message: string, ...extra: Record<string, unknown>[]): void;

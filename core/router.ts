@@ -41,6 +41,11 @@ export interface RouterDeps {
 export interface IngestRecord {
   readonly id: string;
   readonly body: string;
+  /**
+   * From the ingest message attribute `replayTag`: an operator's deliberate re-send,
+   * which needs fresh FIFO deduplication ids.
+   */
+  readonly replayTag?: string;
 }
 
 /** Per-record outcome: undefined = done, Error = report as a batch item failure (retry). */
@@ -63,7 +68,7 @@ export class FrameRouter {
       if (!outcomes.get(id)) outcomes.set(id, e);
     };
     const rejects: { recordId: string; event: RejectedEvent }[] = [];
-    const routable: { recordId: string; message: SlotMessage }[] = [];
+    const routable: { recordId: string; message: SlotMessage; replayTag?: string }[] = [];
     for (const r of records) {
       for (const item of parseIngestBody(r.body, this.d.bucket)) {
         if (item.kind === 'reject') {
@@ -71,7 +76,7 @@ export class FrameRouter {
           this.d.metrics.count('EventsRejected', 1, { Reason: item.reason });
           this.d.log.warn('event rejected', { reason: item.reason, detail: item.detail, key: item.key, messageId: r.id });
         } else {
-          routable.push({ recordId: r.id, message: item.message });
+          routable.push({ recordId: r.id, message: item.message, ...(r.replayTag ? { replayTag: r.replayTag } : {}) });
         }
       }
     }
@@ -92,7 +97,7 @@ export class FrameRouter {
       return outcomes;
     }
 
-    const bySlot = new Map<number, { recordId: string; message: SlotMessage }[]>();
+    const bySlot = new Map<number, { recordId: string; message: SlotMessage; replayTag?: string }[]>();
     for (const r of routable) {
       const slot = pins.get(r.message.videoId);
       if (slot === undefined) {
@@ -102,7 +107,7 @@ export class FrameRouter {
       bySlot.set(slot, [...(bySlot.get(slot) ?? []), r]);
     }
     for (const [slot, entries] of bySlot) {
-      const sent = await this.d.queues.send(slot, entries.map((e) => ({ message: e.message })));
+      const sent = await this.d.queues.send(slot, entries.map((e) => ({ message: e.message, ...(e.replayTag ? { replayTag: e.replayTag } : {}) })));
       sent.forEach((s, i) => {
         if (!s.ok) {
           fail(entries[i]!.recordId, new Error(s.error));
@@ -134,31 +139,43 @@ export class FrameRouter {
       if (slot !== undefined) this.remember(out, id, slot, now);
       else unpinned.push(id);
     }
-    for (const id of unpinned) {
-      const slots = await this.slots();
-      const decision = chooseSlot(slots, now, this.d.tunables);
-      const result = await this.d.leases.pinVideo(id, decision.slot, now);
-      if (result === 'pinned') {
-        this.slotCache = this.slotCache && {
-          ...this.slotCache,
-          slots: this.slotCache.slots.map((s) => (s.slot === decision.slot ? { ...s, videoCount: s.videoCount + 1 } : s)),
-        };
-        this.d.metrics.count('LeasesCreated');
-        if (decision.overCapacity) {
-          this.d.metrics.count('AdmissionOverCapacity');
-          this.d.log.warn('every slot is full: video admitted over capacity', { videoId: id, slot: decision.slot });
-        }
-        this.d.log.info('video pinned', { videoId: id, slot: decision.slot, overCapacity: decision.overCapacity });
-        this.remember(out, id, decision.slot, now);
-      } else {
-        // Someone else pinned it first: follow them.
-        const again = await this.d.leases.getPins([id]);
-        const slot = again.get(id)?.pinnedSlot;
-        if (slot === undefined) throw new Error(`video ${id} neither pinned nor pinnable`);
-        this.remember(out, id, slot, now);
-      }
-    }
+    for (const id of unpinned) this.remember(out, id, await this.admit(id), now);
     return out;
+  }
+
+  /**
+   * Pins a new video. Capacity is enforced by a condition on the slot's count, so
+   * concurrent routers cannot overfill a slot; on a lost race the slot view is
+   * refreshed and the choice made again.
+   */
+  private async admit(videoId: string): Promise<number> {
+    for (let attempt = 0; attempt < 2 * this.d.tunables.slotCount + 2; attempt++) {
+      const now = this.now();
+      const decision = chooseSlot(await this.slots(), now, this.d.tunables);
+      const result = await this.d.leases.pinVideo(videoId, decision.slot, now, decision.overCapacity ? undefined : this.d.tunables.videosPerSlot);
+      if (result === 'slot-full') {
+        this.slotCache = undefined;
+        continue;
+      }
+      if (result === 'taken') {
+        // Someone else pinned it first: follow them.
+        const slot = (await this.d.leases.getPins([videoId])).get(videoId)?.pinnedSlot;
+        if (slot !== undefined) return slot;
+        continue;
+      }
+      this.slotCache = this.slotCache && {
+        ...this.slotCache,
+        slots: this.slotCache.slots.map((s) => (s.slot === decision.slot ? { ...s, videoCount: s.videoCount + 1 } : s)),
+      };
+      this.d.metrics.count('LeasesCreated');
+      if (decision.overCapacity) {
+        this.d.metrics.count('AdmissionOverCapacity');
+        this.d.log.warn('every slot is full: video admitted over capacity', { videoId, slot: decision.slot });
+      }
+      this.d.log.info('video pinned', { videoId, slot: decision.slot, overCapacity: decision.overCapacity });
+      return decision.slot;
+    }
+    throw new Error(`could not admit video ${videoId}: slots kept filling up`);
   }
 
   private remember(out: Map<string, number>, videoId: string, slot: number, now: number): void {

@@ -19,10 +19,10 @@ export interface FrameRef {
 
 /** Serialisable sequencer state; lives inside the video checkpoint. */
 export interface SequencerState {
-  /** Next frame the tracker expects; null until the first frame of the video is decided. */
-  nextFrame: number | null;
-  /** When the first frame arrived, while the start is still undecided (epoch ms). */
-  firstArrivalMs: number | null;
+  /** Frame number the video starts at (`firstFrameNumber` when the video was first seen). */
+  firstFrame: number;
+  /** Next frame the tracker expects. */
+  nextFrame: number;
   /** Since when `nextFrame` has been missing while something later is known (epoch ms). */
   waitingSinceMs: number | null;
   /** Buffered frames, ascending by frame number, no duplicates. */
@@ -31,28 +31,30 @@ export interface SequencerState {
   endFrame: number | null;
 }
 
-export type OfferResult = 'accepted' | 'duplicate' | 'after-end';
+export type OfferResult = 'accepted' | 'duplicate' | 'after-end' | 'before-first';
 
 export type SequencedStep =
   | { readonly type: 'frame'; readonly ref: FrameRef }
   /** Frames `frame`..`throughFrame` never arrived within the wait. */
   | { readonly type: 'gap'; readonly frame: number; readonly throughFrame: number; readonly reason: 'missing-frame' }
-  | { readonly type: 'reject'; readonly ref: FrameRef; readonly reason: 'after-end-of-stream' };
+  | { readonly type: 'reject'; readonly ref: FrameRef; readonly reason: 'after-end-of-stream' | 'before-first-frame' };
 
 export interface SequencerOptions {
   readonly reorderWaitMs: number;
   readonly reorderBufferFrames: number;
+  /** Where every video starts (0 or 1 by convention). Known up front, so no start-up wait. */
+  readonly firstFrameNumber: number;
 }
 
-export function emptySequencerState(): SequencerState {
-  return { nextFrame: null, firstArrivalMs: null, waitingSinceMs: null, buffered: [], endFrame: null };
+export function emptySequencerState(firstFrameNumber = 0): SequencerState {
+  return { firstFrame: firstFrameNumber, nextFrame: firstFrameNumber, waitingSinceMs: null, buffered: [], endFrame: null };
 }
 
 export class VideoSequencer {
   private readonly state: SequencerState;
   private readonly options: SequencerOptions;
 
-  constructor(options: SequencerOptions, state: SequencerState = emptySequencerState()) {
+  constructor(options: SequencerOptions, state: SequencerState = emptySequencerState(options.firstFrameNumber)) {
     this.options = options;
     this.state = structuredClone(state);
   }
@@ -62,7 +64,7 @@ export class VideoSequencer {
     return structuredClone(this.state);
   }
 
-  get nextFrame(): number | null {
+  get nextFrame(): number {
     return this.state.nextFrame;
   }
 
@@ -78,15 +80,15 @@ export class VideoSequencer {
    * Offers a frame. `duplicate` means it was already processed, gapped or buffered
    * (a duplicate notification or a redelivery) and must change nothing.
    */
-  offer(ref: FrameRef, nowMs: number): OfferResult {
+  offer(ref: FrameRef, _nowMs: number): OfferResult {
     const s = this.state;
-    if (s.nextFrame !== null && ref.frame < s.nextFrame) return 'duplicate';
+    if (ref.frame < s.firstFrame) return 'before-first';
+    if (ref.frame < s.nextFrame) return 'duplicate';
     if (s.buffered.some((b) => b.frame === ref.frame)) return 'duplicate';
     if (s.endFrame !== null && ref.frame > s.endFrame) return 'after-end';
     const at = s.buffered.findIndex((b) => b.frame > ref.frame);
     if (at === -1) s.buffered.push(ref);
     else s.buffered.splice(at, 0, ref);
-    if (s.nextFrame === null && s.firstArrivalMs === null) s.firstArrivalMs = nowMs;
     return 'accepted';
   }
 
@@ -98,20 +100,19 @@ export class VideoSequencer {
   /** True once every frame up to the end marker has been emitted. */
   isComplete(): boolean {
     const s = this.state;
-    return s.endFrame !== null && s.nextFrame !== null && s.nextFrame > s.endFrame && s.buffered.length === 0;
+    return s.endFrame !== null && s.nextFrame > s.endFrame && s.buffered.length === 0;
   }
 
   /** True while frames are buffered or known to be outstanding. */
   hasPending(): boolean {
     const s = this.state;
     if (s.buffered.length > 0) return true;
-    return s.endFrame !== null && (s.nextFrame === null || s.nextFrame <= s.endFrame);
+    return s.endFrame !== null && s.nextFrame <= s.endFrame;
   }
 
   /** When a pending wait runs out (epoch ms), so the caller can poll no later than that. */
   nextDeadlineMs(): number | null {
     const s = this.state;
-    if (s.nextFrame === null) return s.firstArrivalMs === null ? null : s.firstArrivalMs + this.options.reorderWaitMs;
     return s.waitingSinceMs === null ? null : s.waitingSinceMs + this.options.reorderWaitMs;
   }
 
@@ -136,16 +137,6 @@ export class VideoSequencer {
         steps.push({ type: 'reject', ref, reason: 'after-end-of-stream' });
       }
       s.buffered = s.buffered.filter((b) => b.frame <= end);
-    }
-    if (s.nextFrame === null) {
-      if (s.buffered.length === 0) return steps;
-      // The first frame is undecided: a lower one may still be on its way. Start at
-      // once on frame 0, otherwise after the reorder wait or when the buffer is full.
-      const lowest = s.buffered[0]!.frame;
-      const waited = s.firstArrivalMs !== null && nowMs - s.firstArrivalMs >= this.options.reorderWaitMs;
-      if (lowest !== 0 && !waited && s.buffered.length < this.options.reorderBufferFrames) return steps;
-      s.nextFrame = lowest;
-      s.firstArrivalMs = null;
     }
     for (;;) {
       const next: number = s.nextFrame;

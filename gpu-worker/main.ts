@@ -5,6 +5,8 @@
  *   SLOT_ID           slot to claim (set by the TaskLauncher); unset = first free slot
  *   WORKER_ID         unique id for logs and the results' `worker` field (default host-pid-random)
  *   FRAME_PROCESSOR   `vision` (default: ONNX detector + tracker) or `stats` (no model)
+ *   STATS_PROCESSOR_DELAY_MS  with `stats`: extra ms per batch (stands in for a slow model in tests)
+ *   METRICS_FLUSH_INTERVAL_MS  how often EMF metric lines are written (default 10000)
  *   HEALTH_FILE       file touched on every confirmed heartbeat (container health check)
  *
  * Exit codes: 0 drained (SIGTERM/SIGINT) or no slot to claim; 3 slot lease lost.
@@ -26,7 +28,7 @@ import { StatsProcessor } from './stats-processor.ts';
 export const EXIT_LEASE_LOST = 3;
 
 async function createProcessor(kind: string, tunables: ReturnType<typeof tunablesFromEnv>, log: Logger, s3: ReturnType<typeof createAwsClients>['s3']): Promise<FrameProcessor> {
-  if (kind === 'stats') return new StatsProcessor();
+  if (kind === 'stats') return new StatsProcessor(Number(process.env.STATS_PROCESSOR_DELAY_MS ?? 0));
   const { createVisionProcessor } = await import('./vision/index.ts');
   return await createVisionProcessor({
     modelUri: tunables.modelUri,
@@ -46,16 +48,14 @@ async function main(): Promise<number> {
   const wiring = wiringFromEnv(env);
   const tunables = tunablesFromEnv(env);
   const clients = createAwsClients(env);
-  const metrics = new EmfMetrics(wiring.metricsNamespace, { service: 'worker' });
+  const metrics = new EmfMetrics(wiring.metricsNamespace, { service: 'worker' }, Number(env.METRICS_FLUSH_INTERVAL_MS ?? 10_000));
   const processor = await createProcessor(env.FRAME_PROCESSOR ?? 'vision', tunables, log, clients.s3);
-  const provider = (processor as { provider?: string }).provider;
-  if (provider) metrics.count('ExecutionProvider', 1, { Provider: provider });
 
   const worker = new Worker({
     workerId,
     ...(slot !== undefined ? { slot } : {}),
     tunables,
-    leases: new LeaseStore(clients.ddb, { tableName: wiring.leasesTable, resultsTableName: wiring.resultsTable, pinnedSlotIndex: wiring.pinnedSlotIndex }),
+    leases: new LeaseStore(clients.ddb, { tableName: wiring.leasesTable, resultsTableName: wiring.resultsTable, pinnedSlotIndex: wiring.pinnedSlotIndex, firstFrameNumber: tunables.firstFrameNumber }),
     queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix),
     frames: new FrameStore(clients.s3),
     processor,

@@ -17,8 +17,15 @@ interface StatsState {
 }
 
 export class StatsProcessor implements FrameProcessor {
-  readonly description = 'stats processor (sharp decode, mean luminance; no model)';
+  readonly description: string;
   private readonly videos = new Map<string, StatsState>();
+  private readonly delayMs: number;
+
+  /** @param delayMs extra time per call, to stand in for a slow model in tests */
+  constructor(delayMs = 0) {
+    this.delayMs = delayMs;
+    this.description = `stats processor (sharp decode, mean luminance; no model${delayMs ? `; ${delayMs} ms per call` : ''})`;
+  }
 
   async start(): Promise<void> {}
 
@@ -27,6 +34,7 @@ export class StatsProcessor implements FrameProcessor {
   }
 
   async process(frames: readonly FrameInput[]): Promise<FrameOutcome[]> {
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
     const decoded = await Promise.all(
       frames.map(async (f) => {
         try {

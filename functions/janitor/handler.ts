@@ -7,25 +7,30 @@ import { createAwsClients } from '../../core/aws/clients.ts';
 import { Janitor, stoppedSlotOf, type JanitorReport } from '../../core/janitor.ts';
 import { LeaseStore } from '../../core/lease-store.ts';
 import { SlotQueues } from '../../core/slot-queues.ts';
-import { createPowertools } from '../shared/powertools.ts';
+import { createPowertools, environmentKey } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';
 
 const { logger, metrics, sink } = createPowertools('janitor');
-let janitor: Janitor | undefined;
+let janitor: { key: string; instance: Janitor } | undefined;
 
 function getJanitor(): Janitor {
-  if (janitor) return janitor;
+  // Built once per container. The key only matters where one process hosts several
+  // stacks in turn (local tests): a changed environment means a new stack.
+  const key = environmentKey();
+  if (janitor?.key === key) return janitor.instance;
   const wiring = wiringFromEnv();
   const clients = createAwsClients();
-  janitor = new Janitor({
-    tunables: tunablesFromEnv(),
-    leases: new LeaseStore(clients.ddb, { tableName: wiring.leasesTable, resultsTableName: wiring.resultsTable, pinnedSlotIndex: wiring.pinnedSlotIndex }),
+  const tunables = tunablesFromEnv();
+  const instance = new Janitor({
+    tunables,
+    leases: new LeaseStore(clients.ddb, { tableName: wiring.leasesTable, resultsTableName: wiring.resultsTable, pinnedSlotIndex: wiring.pinnedSlotIndex, firstFrameNumber: tunables.firstFrameNumber }),
     queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix),
     launcher: resolveTaskLauncher,
     metrics: sink,
     log: logger,
   });
-  return janitor;
+  janitor = { key, instance };
+  return instance;
 }
 
 export const handler = async (event: unknown, context?: Context): Promise<JanitorReport> => {

@@ -11,14 +11,17 @@ import { createAwsClients } from '../../core/aws/clients.ts';
 import { LeaseStore } from '../../core/lease-store.ts';
 import { FrameRouter, type RejectedEvent } from '../../core/router.ts';
 import { SlotQueues } from '../../core/slot-queues.ts';
-import { createPowertools } from '../shared/powertools.ts';
+import { createPowertools, environmentKey } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';
 
 const { logger, metrics, sink } = createPowertools('router');
-let router: FrameRouter | undefined;
+let router: { key: string; instance: FrameRouter } | undefined;
 
 function getRouter(): FrameRouter {
-  if (router) return router;
+  // Built once per container. The key only matters where one process hosts several
+  // stacks in turn (local tests): a changed environment means a new stack.
+  const key = environmentKey();
+  if (router?.key === key) return router.instance;
   const wiring = wiringFromEnv();
   const tunables = tunablesFromEnv();
   const clients = createAwsClients();
@@ -49,23 +52,29 @@ function getRouter(): FrameRouter {
     }
     return ok;
   };
-  router = new FrameRouter({
+  const instance = new FrameRouter({
     bucket: wiring.bucket,
     tunables,
-    leases: new LeaseStore(clients.ddb, { tableName: wiring.leasesTable, resultsTableName: wiring.resultsTable, pinnedSlotIndex: wiring.pinnedSlotIndex }),
+    leases: new LeaseStore(clients.ddb, { tableName: wiring.leasesTable, resultsTableName: wiring.resultsTable, pinnedSlotIndex: wiring.pinnedSlotIndex, firstFrameNumber: tunables.firstFrameNumber }),
     queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix),
     deadLetter,
     launcher: resolveTaskLauncher,
     metrics: sink,
     log: logger,
   });
-  return router;
+  router = { key, instance };
+  return instance;
 }
 
 export const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
   logger.addContext(context);
   try {
-    const outcomes = await getRouter().route(event.Records.map((r) => ({ id: r.messageId, body: r.body })));
+    const outcomes = await getRouter().route(
+      event.Records.map((r) => {
+        const replayTag = r.messageAttributes?.replayTag?.stringValue;
+        return { id: r.messageId, body: r.body, ...(replayTag ? { replayTag } : {}) };
+      }),
+    );
     const recordHandler = async (record: SQSRecord): Promise<void> => {
       const error = outcomes.get(record.messageId);
       if (error) throw error;

@@ -98,7 +98,9 @@ export class Worker {
   async run(): Promise<ExitReason> {
     const t = this.d.tunables;
     await this.d.processor.start();
-    this.d.log.info('processor ready', { processor: this.d.processor.description });
+    this.d.log.info('processor ready', { processor: this.d.processor.description, provider: this.d.processor.provider });
+    // onnxruntime can fall back to CPU silently: report what really runs.
+    if (this.d.processor.provider) this.d.metrics.count('ExecutionProvider', 1, { Provider: this.d.processor.provider });
     const fence = await this.claimSlot();
     if (!fence) return 'no-slot';
     this.fence = fence;
@@ -282,8 +284,9 @@ export class Worker {
     }
     const offered = v.sequencer.offer({ frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes }, now);
     if (offered === 'duplicate') this.d.metrics.count('FramesDuplicate');
-    if (offered === 'after-end') {
-      v.rejects.push({ type: 'reject', ref: { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes }, reason: 'after-end-of-stream' });
+    if (offered === 'after-end' || offered === 'before-first') {
+      const reason = offered === 'after-end' ? 'after-end-of-stream' : 'before-first-frame';
+      v.rejects.push({ type: 'reject', ref: { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes }, reason });
     }
   }
 
@@ -379,13 +382,14 @@ export class Worker {
           }
           continue;
         }
-        note(step.ref.frame);
         if (step.type === 'reject') {
           framesFailed++;
           results.push({ ...base, frame: step.ref.frame, status: 'failed', detections: [], reason: step.reason, key: step.ref.key });
           this.d.metrics.count('FramesFailed', 1, { Reason: step.reason });
+          this.d.log.warn('frame outside the video rejected', { videoId: v.videoId, frame: step.ref.frame, reason: step.reason });
           continue;
         }
+        note(step.ref.frame);
         const outcome = outcomes.get(`${v.videoId}:${step.ref.frame}`)!;
         if (outcome.status === 'ok') {
           framesOk++;
@@ -498,6 +502,7 @@ export class Worker {
     });
     const present = inputs.filter((i): i is FrameInput => i !== undefined);
     if (present.length > 0) {
+      this.d.log.debug('processing batch', { frames: present.length, videos: plans.length });
       const started = this.now();
       const results = await this.d.processor.process(present);
       const perFrameMs = (this.now() - started) / present.length;

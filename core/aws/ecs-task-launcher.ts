@@ -1,0 +1,155 @@
+/**
+ * {@link TaskLauncher} on Amazon ECS: one RunTask per launch request, placed through
+ * the GPU capacity provider, with the slot number handed to the worker as `SLOT_ID`.
+ *
+ * The CDK stack (infra/gpu-fleet.ts) sets the variables in {@link ECS_LAUNCHER_ENV}
+ * on the router and janitor Lambdas; {@link ecsTaskLauncherFromEnv} reads them.
+ */
+import { createHash } from 'node:crypto';
+import { ECSClient, RunTaskCommand, type Failure, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
+import { ConfigError } from '../config.ts';
+import type { LaunchRequest, LaunchResult, TaskLauncher } from '../ports.ts';
+
+/** Environment variables the ECS launcher reads. */
+export const ECS_LAUNCHER_ENV = {
+  /** Cluster ARN (or name). */
+  cluster: 'ECS_CLUSTER_ARN',
+  /** Task definition family (RunTask then takes the latest ACTIVE revision) or full ARN. */
+  taskDefinition: 'ECS_TASK_DEFINITION',
+  /** Name of the worker container inside the task definition (target of the SLOT_ID override). */
+  containerName: 'ECS_CONTAINER_NAME',
+  /** Capacity provider that places the task on a GPU instance. */
+  capacityProvider: 'ECS_CAPACITY_PROVIDER',
+  /** Comma-separated subnet ids for the task ENI (awsvpc). */
+  subnets: 'ECS_SUBNETS',
+  /** Comma-separated security group ids for the task ENI. */
+  securityGroups: 'ECS_SECURITY_GROUPS',
+} as const;
+
+/** Environment variable, set per task through containerOverrides, that tells the worker its slot. */
+export const SLOT_ID_ENV = 'SLOT_ID';
+
+export interface EcsTaskLauncherOptions {
+  readonly cluster: string;
+  readonly taskDefinition: string;
+  readonly containerName: string;
+  readonly capacityProvider: string;
+  readonly subnets: readonly string[];
+  readonly securityGroups: readonly string[];
+}
+
+/** RunTask accepts client tokens of at most 64 characters. */
+const MAX_CLIENT_TOKEN_LENGTH = 64;
+
+/**
+ * Idempotency token for one launch of one slot. The same (slot, launchSeq) always
+ * yields the same token, so a retried request cannot start a second task; the hash
+ * of cluster and task definition keeps two stacks in one account from colliding.
+ */
+export function launchClientToken(
+  options: Pick<EcsTaskLauncherOptions, 'cluster' | 'taskDefinition'>,
+  request: Pick<LaunchRequest, 'slot' | 'launchSeq'>,
+): string {
+  const scope = createHash('sha256').update(`${options.cluster}\n${options.taskDefinition}`).digest('hex').slice(0, 16);
+  return `${scope}-slot-${request.slot}-launch-${request.launchSeq}`.slice(0, MAX_CLIENT_TOKEN_LENGTH);
+}
+
+/** `startedBy` tag on the task, so operators (and the janitor) can list a slot's tasks. */
+export function startedByOf(slot: number): string {
+  return `slot-${slot}`;
+}
+
+function describeFailures(failures: readonly Failure[]): string {
+  return failures.map((f) => [f.reason, f.detail, f.arn].filter(Boolean).join(' ')).join('; ');
+}
+
+export class EcsTaskLauncher implements TaskLauncher {
+  readonly #ecs: ECSClient;
+  readonly #options: EcsTaskLauncherOptions;
+
+  constructor(ecs: ECSClient, options: EcsTaskLauncherOptions) {
+    this.#ecs = ecs;
+    this.#options = options;
+  }
+
+  /** The RunTask request for a launch; exposed so tests and logs can show it. */
+  runTaskInput(request: LaunchRequest): RunTaskCommandInput {
+    const o = this.#options;
+    return {
+      cluster: o.cluster,
+      taskDefinition: o.taskDefinition,
+      count: 1,
+      capacityProviderStrategy: [{ capacityProvider: o.capacityProvider, weight: 1, base: 0 }],
+      networkConfiguration: {
+        awsvpcConfiguration: {
+          subnets: [...o.subnets],
+          securityGroups: [...o.securityGroups],
+          // Private subnets: the task reaches AWS through VPC endpoints (or NAT), never a public IP.
+          assignPublicIp: 'DISABLED',
+        },
+      },
+      overrides: {
+        containerOverrides: [{ name: o.containerName, environment: [{ name: SLOT_ID_ENV, value: String(request.slot) }] }],
+      },
+      startedBy: startedByOf(request.slot),
+      clientToken: launchClientToken(o, request),
+    };
+  }
+
+  /**
+   * Starts one task for the slot. Never throws: an API error or a placement failure
+   * (no GPU capacity, agent disconnected) is `launched: false` with a detail, because
+   * the janitor retries slots that have work and no owner.
+   */
+  async launch(request: LaunchRequest): Promise<LaunchResult> {
+    let response;
+    try {
+      response = await this.#ecs.send(new RunTaskCommand(this.runTaskInput(request)));
+    } catch (err) {
+      const e = err as Error;
+      return { launched: false, detail: `RunTask error ${e.name}: ${e.message}` };
+    }
+    const task = response.tasks?.[0];
+    if (task?.taskArn) return { launched: true, taskId: task.taskArn };
+    const failures = response.failures ?? [];
+    if (failures.length > 0) return { launched: false, detail: `RunTask failure: ${describeFailures(failures)}` };
+    return { launched: false, detail: 'RunTask returned neither a task nor a failure' };
+  }
+}
+
+function splitList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+/** Reads {@link ECS_LAUNCHER_ENV}; throws {@link ConfigError} naming every missing variable. */
+export function ecsLauncherOptionsFromEnv(env: Record<string, string | undefined> = process.env): EcsTaskLauncherOptions {
+  const missing: string[] = [];
+  const read = (name: string): string => {
+    const v = env[name]?.trim() ?? '';
+    if (v === '') missing.push(name);
+    return v;
+  };
+  const options: EcsTaskLauncherOptions = {
+    cluster: read(ECS_LAUNCHER_ENV.cluster),
+    taskDefinition: read(ECS_LAUNCHER_ENV.taskDefinition),
+    containerName: read(ECS_LAUNCHER_ENV.containerName),
+    capacityProvider: read(ECS_LAUNCHER_ENV.capacityProvider),
+    subnets: splitList(read(ECS_LAUNCHER_ENV.subnets)),
+    securityGroups: splitList(read(ECS_LAUNCHER_ENV.securityGroups)),
+  };
+  if (missing.length > 0) throw new ConfigError(`Missing environment for the ECS task launcher: ${missing.join(', ')}`);
+  if (options.subnets.length === 0) throw new ConfigError(`${ECS_LAUNCHER_ENV.subnets} lists no subnet`);
+  if (options.securityGroups.length === 0) throw new ConfigError(`${ECS_LAUNCHER_ENV.securityGroups} lists no security group`);
+  return options;
+}
+
+/** Builds the launcher from the environment the CDK stack sets on the router and janitor. */
+export function ecsTaskLauncherFromEnv(
+  env: Record<string, string | undefined> = process.env,
+  ecs: ECSClient = new ECSClient({ region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION }),
+): EcsTaskLauncher {
+  return new EcsTaskLauncher(ecs, ecsLauncherOptionsFromEnv(env));
+}

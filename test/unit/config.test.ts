@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULT_TUNABLES, envNameOf, tunablesFromEnv, tunablesToEnv, validateTunables } from '../../core/config.ts';
+
+describe('tunables', () => {
+  it('has the documented lease defaults', () => {
+    expect(DEFAULT_TUNABLES.slotLeaseTtlSeconds).toBe(15);
+    expect(DEFAULT_TUNABLES.heartbeatIntervalSeconds).toBe(5);
+    expect(DEFAULT_TUNABLES.videoIdleReleaseSeconds).toBe(60);
+  });
+
+  it('round-trips through the environment', () => {
+    const t = { ...DEFAULT_TUNABLES, slotCount: 7, modelUri: 's3://b/models/m.onnx' };
+    expect(tunablesFromEnv(tunablesToEnv(t))).toEqual(t);
+    expect(envNameOf('slotLeaseTtlSeconds')).toBe('SLOT_LEASE_TTL_SECONDS');
+  });
+
+  it('rejects out-of-range and inconsistent values with every problem named', () => {
+    const bad = { ...DEFAULT_TUNABLES, slotCount: 0, heartbeatIntervalSeconds: 10, modelUri: 'http://x' };
+    expect(() => validateTunables(bad)).toThrow(ConfigError);
+    try {
+      validateTunables(bad);
+    } catch (e) {
+      expect(String(e)).toMatch(/slotCount/);
+      expect(String(e)).toMatch(/heartbeatIntervalSeconds/);
+      expect(String(e)).toMatch(/modelUri/);
+    }
+    expect(() => tunablesFromEnv({ SLOT_COUNT: 'many' })).toThrow(/SLOT_COUNT/);
+  });
+});
