@@ -1,0 +1,195 @@
+/**
+ * The vision library behind the {@link FrameProcessor} port: YOLO-format ONNX
+ * detection with cross-video micro-batching, and a ByteTrack tracker per video.
+ */
+import type { S3Client } from '@aws-sdk/client-s3';
+import ort from 'onnxruntime-node';
+import type { Detection, FrameInput, FrameOutcome, FrameProcessor } from '../../core/ports.ts';
+import { MicroBatcher } from './batcher.ts';
+import { ensureDemoModel } from './demo-model/build-model.ts';
+import { loadModel, type ExecutionProvider, type LoadedModel } from './model.ts';
+import { postprocess, type RawDetection } from './postprocess.ts';
+import { ImageDecodeError, prepareFrame, type PreparedFrame } from './preprocess.ts';
+import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
+
+export { ensureDemoModel } from './demo-model/build-model.ts';
+export { generateClip } from './synthetic/generate.ts';
+export { evaluateMot } from './eval/mot.ts';
+export { ByteTracker } from './tracker.ts';
+
+export interface VisionProcessorOptions {
+  /** Local path or s3://bucket/key.onnx; empty or absent = the demo model (built if missing). */
+  readonly modelUri?: string;
+  /** Frames per inference call (`inferenceBatchSize`). */
+  readonly batchSize: number;
+  /** Longest a partial batch waits for more frames (`maxBatchWaitMs`). */
+  readonly maxBatchWaitMs: number;
+  /** Detections below this score are not reported (`detectionScoreThreshold`). */
+  readonly scoreThreshold: number;
+  /** Needed for s3:// model URIs. */
+  readonly s3Client?: S3Client;
+  /** Receives the one provider line at start. */
+  readonly logger?: (line: string | object) => void;
+  /** Try the CUDA execution provider first (default true). */
+  readonly preferCuda?: boolean;
+  /** Tracker tuning; ByteTrack defaults otherwise. */
+  readonly tracker?: Partial<TrackerOptions>;
+  /** IoU above which NMS suppresses a same-class box (default 0.5). */
+  readonly nmsIouThreshold?: number;
+  /** Where the demo model is built when `modelUri` is empty (default `.local/models`). */
+  readonly demoModelDir?: string;
+}
+
+/** A {@link FrameProcessor} that also tells which execution provider runs. */
+export interface VisionProcessor extends FrameProcessor {
+  /** Execution provider actually in use; valid after `start()`. */
+  readonly provider: ExecutionProvider;
+  /** Why that provider (e.g. the CUDA load error). */
+  readonly providerReason: string;
+  /** Sizes of the inference batches run so far. */
+  readonly batchSizes: readonly number[];
+}
+
+interface BatchItem {
+  readonly frame: FrameInput;
+  readonly prepared: PreparedFrame;
+}
+
+/** Creates the processor; the model loads in `start()`. */
+export function createVisionProcessor(options: VisionProcessorOptions): VisionProcessor {
+  return new OnnxVisionProcessor(options);
+}
+
+class OnnxVisionProcessor implements VisionProcessor {
+  private readonly options: VisionProcessorOptions;
+  private readonly trackerOptions: TrackerOptions;
+  private model: LoadedModel | undefined;
+  private batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome> | undefined;
+  private readonly trackers = new Map<string, ByteTracker>();
+
+  constructor(options: VisionProcessorOptions) {
+    this.options = options;
+    this.trackerOptions = { ...DEFAULT_TRACKER_OPTIONS, ...options.tracker };
+  }
+
+  get provider(): ExecutionProvider {
+    return this.model?.provider ?? 'cpu';
+  }
+
+  get providerReason(): string {
+    return this.model?.providerReason ?? 'not started';
+  }
+
+  get batchSizes(): readonly number[] {
+    return this.batcher?.batchSizes ?? [];
+  }
+
+  get description(): string {
+    if (!this.model) return 'vision processor (not started)';
+    const m = this.model;
+    return `model=${m.uri} input=${m.info.inputWidth}x${m.info.inputHeight} classes=${m.info.classNames.length} provider=${m.provider} (${m.providerReason}) batch=${m.info.dynamicBatch ? this.options.batchSize : 1}`;
+  }
+
+  async start(): Promise<void> {
+    if (this.model) return;
+    const uri = this.options.modelUri ? this.options.modelUri : await ensureDemoModel(this.options.demoModelDir);
+    this.model = await loadModel({ uri, s3Client: this.options.s3Client, preferCuda: this.options.preferCuda });
+    this.options.logger?.({
+      msg: 'vision model loaded',
+      provider: this.model.provider,
+      reason: this.model.providerReason,
+      model: uri,
+      dynamicBatch: this.model.info.dynamicBatch,
+    });
+    this.batcher = new MicroBatcher({
+      batchSize: this.options.batchSize,
+      maxBatchWaitMs: this.options.maxBatchWaitMs,
+      run: (items, streams) => this.runBatch(items, streams),
+    });
+  }
+
+  openVideo(videoId: string, snapshot: string | undefined): void {
+    this.trackers.set(videoId, snapshot ? ByteTracker.restore(snapshot, this.trackerOptions) : new ByteTracker(this.trackerOptions));
+  }
+
+  snapshot(videoId: string): string {
+    const tracker = this.trackers.get(videoId);
+    if (!tracker) throw new Error(`video ${videoId} is not open`);
+    return tracker.serialize();
+  }
+
+  closeVideo(videoId: string): void {
+    this.trackers.delete(videoId);
+  }
+
+  async stop(): Promise<void> {
+    this.batcher?.dispose();
+    this.batcher = undefined;
+    const session = this.model?.session;
+    this.model = undefined;
+    await session?.release();
+  }
+
+  async process(frames: readonly FrameInput[]): Promise<FrameOutcome[]> {
+    const model = this.model;
+    const batcher = this.batcher;
+    if (!model || !batcher) throw new Error('vision processor not started');
+    const { inputWidth, inputHeight } = model.info;
+    return Promise.all(
+      frames.map(async (frame): Promise<FrameOutcome> => {
+        if (!this.trackers.has(frame.videoId)) return { status: 'failed', reason: 'video-not-open' };
+        try {
+          const result = await batcher.submit(
+            frame.videoId,
+            prepareFrame(frame.image, inputWidth, inputHeight).then((prepared) => ({ frame, prepared })),
+          );
+          return Array.isArray(result) ? { status: 'ok', detections: result } : result;
+        } catch (error) {
+          if (error instanceof ImageDecodeError) return { status: 'failed', reason: error.reason, detail: error.message.slice(0, 200) };
+          return { status: 'failed', reason: 'inference-error', detail: error instanceof Error ? error.message.slice(0, 200) : String(error) };
+        }
+      }),
+    );
+  }
+
+  /** One inference call (or one per frame for a fixed-batch model), then tracker updates in batch order. */
+  private async runBatch(items: BatchItem[], _streams: string[]): Promise<(Detection[] | FrameOutcome)[]> {
+    const model = this.model;
+    if (!model) throw new Error('vision processor stopped');
+    const { info, session } = model;
+    const plane = 3 * info.inputWidth * info.inputHeight;
+    const groups = info.dynamicBatch ? [items] : items.map((it) => [it]);
+    const raw: RawDetection[][] = [];
+    const classCount = info.classNames.length;
+    const decode = {
+      scoreThreshold: Math.min(this.options.scoreThreshold, this.trackerOptions.lowScoreThreshold),
+      iouThreshold: this.options.nmsIouThreshold ?? 0.5,
+      maxDetections: 300,
+    };
+    for (const group of groups) {
+      const input = new Float32Array(plane * group.length);
+      group.forEach((it, i) => input.set(it.prepared.chw, i * plane));
+      const out = await session.run({ [info.inputName]: new ort.Tensor('float32', input, [group.length, 3, info.inputHeight, info.inputWidth]) });
+      const tensor = out[info.outputName];
+      const data = tensor.data as Float32Array;
+      const anchors = tensor.dims[2];
+      group.forEach((it, i) => raw.push(postprocess(data, i, classCount, anchors, it.prepared.geometry, decode)));
+    }
+    // Items of one video are in frame order within the batch, and batches run one at a time.
+    return items.map((it, i) => {
+      const tracker = this.trackers.get(it.frame.videoId);
+      if (!tracker) return { status: 'failed', reason: 'video-closed' } as const;
+      const last = tracker.lastFrameNumber;
+      if (last !== null && it.frame.frame <= last) {
+        return { status: 'failed', reason: 'frame-out-of-order', detail: `frame ${it.frame.frame} after ${last}` } as const;
+      }
+      const tracked = tracker.update(
+        it.frame.frame,
+        raw[i].map((d) => ({ box: d.box, score: d.score, label: info.classNames[d.classIndex] ?? `class${d.classIndex}` })),
+      );
+      return tracked
+        .filter((t) => t.score >= this.options.scoreThreshold)
+        .map((t): Detection => ({ trackId: t.trackId, label: t.label, score: t.score, box: t.box }));
+    });
+  }
+}

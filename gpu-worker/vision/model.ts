@@ -1,0 +1,217 @@
+/**
+ * Loads a YOLO-format ONNX detector from a local path or S3, reads its input
+ * size and class names (sidecar JSON, else Ultralytics ONNX metadata), picks an
+ * execution provider (CUDA when it really loads, CPU otherwise) and warms up.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import ort from 'onnxruntime-node';
+
+/** What the processor needs to know about a model. */
+export interface ModelInfo {
+  readonly inputName: string;
+  readonly outputName: string;
+  readonly inputWidth: number;
+  readonly inputHeight: number;
+  readonly classNames: readonly string[];
+  /** False when the model's batch dimension is fixed at 1: frames then run one per call. */
+  readonly dynamicBatch: boolean;
+  /** Where the input size and class names came from. */
+  readonly metadataSource: 'sidecar' | 'onnx-metadata' | 'input-shape';
+}
+
+/** Warm-up input value: the letterbox grey, so warm-up exercises the same path as padding. */
+const LETTERBOX_GREY = 114 / 255;
+
+export type ExecutionProvider = 'cuda' | 'cpu';
+
+export interface LoadedModel {
+  readonly session: ort.InferenceSession;
+  readonly info: ModelInfo;
+  readonly provider: ExecutionProvider;
+  readonly providerReason: string;
+  /** The URI the model came from, for logs. */
+  readonly uri: string;
+}
+
+export interface LoadModelOptions {
+  /** Local path or s3://bucket/key.onnx. */
+  readonly uri: string;
+  readonly s3Client?: S3Client;
+  /** Try CUDA first (default true). */
+  readonly preferCuda?: boolean;
+  /** Test seam: creates a session for a provider list (defaults to onnxruntime-node). */
+  readonly createSession?: (bytes: Uint8Array, providers: string[]) => Promise<ort.InferenceSession>;
+}
+
+/** Parses `s3://bucket/key`; undefined for anything else. */
+export function parseS3Uri(uri: string): { bucket: string; key: string } | undefined {
+  const m = /^s3:\/\/([^/]+)\/(.+)$/.exec(uri);
+  return m ? { bucket: m[1], key: m[2] } : undefined;
+}
+
+function isNotFound(error: unknown): boolean {
+  const e = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.code === 'ENOENT' || e?.$metadata?.httpStatusCode === 404;
+}
+
+/** Reads a local file or an S3 object; undefined when it does not exist and `optional`. */
+async function fetchBytes(uri: string, s3Client: S3Client | undefined, optional: boolean): Promise<Uint8Array | undefined> {
+  try {
+    const s3 = parseS3Uri(uri);
+    if (!s3) return new Uint8Array(await readFile(uri));
+    if (!s3Client) throw new Error(`an S3 client is needed to load ${uri}`);
+    const res = await s3Client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: s3.key }));
+    if (!res.Body) throw new Error(`empty body for ${uri}`);
+    return await res.Body.transformToByteArray();
+  } catch (error) {
+    if (optional && isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+interface SidecarJson {
+  inputWidth?: number;
+  inputHeight?: number;
+  classNames?: string[];
+}
+
+/**
+ * Reads Ultralytics' `names` ("{0: 'person', 1: 'car'}") and `imgsz` ("[640, 640]")
+ * metadata props from ONNX bytes. onnx-proto is only needed here; without it,
+ * or without those props, returns undefined.
+ */
+export async function readUltralyticsMetadata(bytes: Uint8Array): Promise<{ classNames?: string[]; imgsz?: [number, number] } | undefined> {
+  try {
+    const { default: onnxProto } = await import('onnx-proto');
+    const model = onnxProto.onnx.ModelProto.decode(bytes);
+    const props = new Map((model.metadataProps ?? []).map((p) => [p.key ?? '', p.value ?? '']));
+    const out: { classNames?: string[]; imgsz?: [number, number] } = {};
+    const names = props.get('names');
+    if (names) {
+      const pairs = [...names.matchAll(/(\d+)\s*:\s*['"]([^'"]*)['"]/g)].map((m) => [Number(m[1]), m[2]] as const);
+      pairs.sort((a, b) => a[0] - b[0]);
+      if (pairs.length > 0) out.classNames = pairs.map((p) => p[1]);
+    }
+    const imgsz = props.get('imgsz');
+    if (imgsz) {
+      const nums = [...imgsz.matchAll(/\d+/g)].map((m) => Number(m[0]));
+      if (nums.length === 1) out.imgsz = [nums[0], nums[0]];
+      else if (nums.length >= 2) out.imgsz = [nums[0], nums[1]];
+    }
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+const defaultCreateSession = (bytes: Uint8Array, providers: string[]) =>
+  // logSeverityLevel 3 keeps onnxruntime's own warnings out of the log; the one provider line says what happened.
+  ort.InferenceSession.create(bytes, { executionProviders: providers, logSeverityLevel: 3, graphOptimizationLevel: 'all' });
+
+/**
+ * Whether onnxruntime-node's CUDA provider library is installed (it is
+ * downloaded at install time only with ONNXRUNTIME_NODE_INSTALL=cuda12). Knowing
+ * it is absent gives a clearer reason than the load error, and spares the
+ * error onnxruntime prints when it fails to load it. Undefined where unknown
+ * (non-Linux, unexpected layout): then the load is simply tried.
+ */
+export function cudaProviderInstalled(): boolean | undefined {
+  if (process.platform !== 'linux') return undefined;
+  try {
+    const binRoot = join(dirname(createRequire(import.meta.url).resolve('onnxruntime-node')), '..', 'bin');
+    const napiDirs = readdirSync(binRoot).filter((d) => d.startsWith('napi-v'));
+    if (napiDirs.length === 0) return undefined;
+    return napiDirs.some((d) => existsSync(join(binRoot, d, 'linux', process.arch, 'libonnxruntime_providers_cuda.so')));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Creates the session on CUDA when possible and says why it did or did not.
+ * onnxruntime can fall back silently, so CUDA is requested alone: if it cannot
+ * load, creation throws and CPU is used with the error as the reason.
+ */
+export async function createSessionWithProvider(
+  bytes: Uint8Array,
+  preferCuda: boolean,
+  createSession: (bytes: Uint8Array, providers: string[]) => Promise<ort.InferenceSession> = defaultCreateSession,
+  cudaInstalled: boolean | undefined = cudaProviderInstalled(),
+): Promise<{ session: ort.InferenceSession; provider: ExecutionProvider; providerReason: string }> {
+  if (!preferCuda) {
+    return { session: await createSession(bytes, ['cpu']), provider: 'cpu', providerReason: 'CUDA not requested (preferCuda=false)' };
+  }
+  if (cudaInstalled === false) {
+    return {
+      session: await createSession(bytes, ['cpu']),
+      provider: 'cpu',
+      providerReason: 'onnxruntime-node has no CUDA provider library (install with ONNXRUNTIME_NODE_INSTALL=cuda12); using CPU',
+    };
+  }
+  try {
+    const session = await createSession(bytes, ['cuda']);
+    return { session, provider: 'cuda', providerReason: 'CUDA execution provider loaded' };
+  } catch (error) {
+    const message = (error instanceof Error ? error.message : String(error)).split('\n')[0].slice(0, 200);
+    return { session: await createSession(bytes, ['cpu']), provider: 'cpu', providerReason: `CUDA execution provider unavailable (${message}); using CPU` };
+  }
+}
+
+function tensorShape(meta: readonly ort.InferenceSession.ValueMetadata[], index: number): readonly (number | string)[] {
+  const m = meta[index];
+  return m && m.isTensor ? m.shape : [];
+}
+
+/** Loads, inspects and warms up a model. */
+export async function loadModel(options: LoadModelOptions): Promise<LoadedModel> {
+  const bytes = (await fetchBytes(options.uri, options.s3Client, false))!;
+  const sidecarBytes = await fetchBytes(`${options.uri}.json`, options.s3Client, true);
+  const { session, provider, providerReason } = await createSessionWithProvider(bytes, options.preferCuda ?? true, options.createSession);
+
+  const inputName = session.inputNames[0];
+  const outputName = session.outputNames[0];
+  const inShape = tensorShape(session.inputMetadata, 0);
+  const outShape = tensorShape(session.outputMetadata, 0);
+  const dynamicBatch = typeof inShape[0] !== 'number' || inShape[0] !== 1;
+
+  let inputWidth: number | undefined;
+  let inputHeight: number | undefined;
+  let classNames: string[] | undefined;
+  let metadataSource: ModelInfo['metadataSource'] = 'input-shape';
+  if (sidecarBytes) {
+    const sidecar = JSON.parse(new TextDecoder().decode(sidecarBytes)) as SidecarJson;
+    inputWidth = sidecar.inputWidth;
+    inputHeight = sidecar.inputHeight;
+    classNames = sidecar.classNames;
+    metadataSource = 'sidecar';
+  } else {
+    const meta = await readUltralyticsMetadata(bytes);
+    if (meta?.classNames || meta?.imgsz) {
+      metadataSource = 'onnx-metadata';
+      classNames = meta.classNames;
+      if (meta.imgsz) [inputHeight, inputWidth] = meta.imgsz;
+    }
+  }
+  inputHeight ??= typeof inShape[2] === 'number' ? inShape[2] : undefined;
+  inputWidth ??= typeof inShape[3] === 'number' ? inShape[3] : undefined;
+  if (!inputWidth || !inputHeight) throw new Error(`model ${options.uri}: input size unknown (no sidecar, metadata or static input shape)`);
+  if (!classNames) {
+    const channels = typeof outShape[1] === 'number' ? outShape[1] : undefined;
+    if (!channels || channels <= 4) throw new Error(`model ${options.uri}: class names unknown (no sidecar, metadata or static output shape)`);
+    classNames = Array.from({ length: channels - 4 }, (_, i) => `class${i}`);
+  }
+  const info: ModelInfo = { inputName, outputName, inputWidth, inputHeight, classNames, dynamicBatch, metadataSource };
+
+  // Warm-up: the first run allocates and plans; do it before the first real frame.
+  const warm = new ort.Tensor('float32', new Float32Array(3 * inputWidth * inputHeight).fill(LETTERBOX_GREY), [1, 3, inputHeight, inputWidth]);
+  const out = await session.run({ [inputName]: warm });
+  const dims = out[outputName].dims;
+  if (dims.length !== 3 || dims[1] !== 4 + classNames.length) {
+    throw new Error(`model ${options.uri}: output ${JSON.stringify(dims)} is not [B, 4+${classNames.length}, N] (YOLOv8/11 layout)`);
+  }
+  return { session, info, provider, providerReason, uri: options.uri };
+}

@@ -1,0 +1,119 @@
+/**
+ * YOLO (Ultralytics v8/11) output decoding, class-aware NMS, and mapping boxes
+ * from model input pixels back to source-image pixels.
+ */
+import type { LetterboxGeometry } from './preprocess.ts';
+
+/** A box in x1, y1, x2, y2 order. */
+export type Box = [number, number, number, number];
+
+/** A detection before tracking. */
+export interface RawDetection {
+  readonly box: Box;
+  readonly score: number;
+  readonly classIndex: number;
+}
+
+export interface DecodeOptions {
+  /** Candidates below this best-class score are dropped before NMS. */
+  readonly scoreThreshold: number;
+  /** Boxes of one class overlapping more than this (IoU) are suppressed. */
+  readonly iouThreshold: number;
+  /** At most this many detections are returned per image. */
+  readonly maxDetections: number;
+}
+
+export const DEFAULT_DECODE: DecodeOptions = Object.freeze({ scoreThreshold: 0.25, iouThreshold: 0.5, maxDetections: 300 });
+
+/** Intersection over union of two x1y1x2y2 boxes; 0 for empty boxes. */
+export function iou(a: readonly number[], b: readonly number[]): number {
+  const iw = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);
+  const ih = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
+  if (iw <= 0 || ih <= 0) return 0;
+  const inter = iw * ih;
+  const union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
+  return union > 0 ? inter / union : 0;
+}
+
+/**
+ * Decodes one image of a `[B, 4 + C, N]` output: `data` is the whole batch
+ * tensor, `image` the batch index. Boxes stay in model input pixels.
+ */
+export function decodeYolo(data: Float32Array, image: number, classCount: number, anchorCount: number, scoreThreshold: number): RawDetection[] {
+  const channels = 4 + classCount;
+  const base = image * channels * anchorCount;
+  const out: RawDetection[] = [];
+  for (let n = 0; n < anchorCount; n++) {
+    let best = -1;
+    let bestScore = -Infinity;
+    for (let c = 0; c < classCount; c++) {
+      const s = data[base + (4 + c) * anchorCount + n];
+      if (s > bestScore) {
+        bestScore = s;
+        best = c;
+      }
+    }
+    if (!(bestScore >= scoreThreshold)) continue;
+    const cx = data[base + n];
+    const cy = data[base + anchorCount + n];
+    const w = data[base + 2 * anchorCount + n];
+    const h = data[base + 3 * anchorCount + n];
+    if (!(w > 0 && h > 0)) continue;
+    out.push({ box: [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], score: bestScore, classIndex: best });
+  }
+  return out;
+}
+
+/**
+ * Greedy class-aware NMS. Ties in score keep the earlier candidate (stable
+ * sort), so the result is deterministic for identical scores.
+ */
+export function nms(candidates: readonly RawDetection[], iouThreshold: number, maxDetections: number): RawDetection[] {
+  const order = candidates.map((_, i) => i).sort((a, b) => candidates[b].score - candidates[a].score || a - b);
+  const kept: RawDetection[] = [];
+  const suppressed = new Uint8Array(candidates.length);
+  for (let oi = 0; oi < order.length && kept.length < maxDetections; oi++) {
+    const i = order[oi];
+    if (suppressed[i]) continue;
+    const keep = candidates[i];
+    kept.push(keep);
+    for (let oj = oi + 1; oj < order.length; oj++) {
+      const j = order[oj];
+      if (suppressed[j] || candidates[j].classIndex !== keep.classIndex) continue;
+      if (iou(keep.box, candidates[j].box) > iouThreshold) suppressed[j] = 1;
+    }
+  }
+  return kept;
+}
+
+/** Maps a model-input box to source pixels: undo padding and scale, clip to the image. */
+export function unletterboxBox(box: readonly number[], g: LetterboxGeometry): Box {
+  const clip = (v: number, max: number) => Math.min(Math.max(v, 0), max);
+  return [
+    clip((box[0] - g.padLeft) / g.scale, g.sourceWidth),
+    clip((box[1] - g.padTop) / g.scale, g.sourceHeight),
+    clip((box[2] - g.padLeft) / g.scale, g.sourceWidth),
+    clip((box[3] - g.padTop) / g.scale, g.sourceHeight),
+  ];
+}
+
+/**
+ * Full post-processing for one image: decode, NMS, map back to the source, and
+ * drop boxes that clipping left empty.
+ */
+export function postprocess(
+  data: Float32Array,
+  image: number,
+  classCount: number,
+  anchorCount: number,
+  geometry: LetterboxGeometry,
+  options: DecodeOptions = DEFAULT_DECODE,
+): RawDetection[] {
+  const kept = nms(decodeYolo(data, image, classCount, anchorCount, options.scoreThreshold), options.iouThreshold, options.maxDetections);
+  const out: RawDetection[] = [];
+  for (const d of kept) {
+    const box = unletterboxBox(d.box, geometry);
+    if (box[2] - box[0] > 0 && box[3] - box[1] > 0) out.push({ box, score: d.score, classIndex: d.classIndex });
+  }
+  return out;
+}

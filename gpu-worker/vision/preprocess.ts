@@ -1,0 +1,100 @@
+/**
+ * Decode + letterbox, the way Ultralytics prepares an image: scale to fit the
+ * model input keeping aspect, pad the rest with grey 114 split evenly around the
+ * image, and normalise to float32 NCHW in [0, 1].
+ */
+import sharp from 'sharp';
+
+/** Ultralytics' letterbox padding value. */
+export const LETTERBOX_PAD_VALUE = 114;
+
+/** How a source image was placed into the model input; enough to map boxes back. */
+export interface LetterboxGeometry {
+  readonly sourceWidth: number;
+  readonly sourceHeight: number;
+  /** Model pixels per source pixel. */
+  readonly scale: number;
+  /** Left padding in model pixels. */
+  readonly padLeft: number;
+  /** Top padding in model pixels. */
+  readonly padTop: number;
+  /** Size of the resized image inside the input, in model pixels. */
+  readonly resizedWidth: number;
+  readonly resizedHeight: number;
+}
+
+/**
+ * Placement of a `sourceWidth` x `sourceHeight` image in a `inputWidth` x
+ * `inputHeight` input. Mirrors Ultralytics `LetterBox` (center=True): the
+ * resized size rounds to nearest, and padding is `round(d/2 -/+ 0.1)` so an odd
+ * remainder puts the extra pixel bottom/right.
+ */
+export function letterboxGeometry(sourceWidth: number, sourceHeight: number, inputWidth: number, inputHeight: number): LetterboxGeometry {
+  const scale = Math.min(inputWidth / sourceWidth, inputHeight / sourceHeight);
+  const resizedWidth = Math.max(1, Math.round(sourceWidth * scale));
+  const resizedHeight = Math.max(1, Math.round(sourceHeight * scale));
+  const dw = (inputWidth - resizedWidth) / 2;
+  const dh = (inputHeight - resizedHeight) / 2;
+  // Python rounds half to even; after the -0.1 the argument is never at .5, so Math.round matches. max(0, .) turns -0 into 0.
+  const padLeft = Math.max(0, Math.round(dw - 0.1));
+  const padTop = Math.max(0, Math.round(dh - 0.1));
+  return { sourceWidth, sourceHeight, scale, padLeft, padTop, resizedWidth, resizedHeight };
+}
+
+/** A decoded, letterboxed frame ready to be stacked into a batch. */
+export interface PreparedFrame {
+  /** 3 x inputHeight x inputWidth, channel-major, values in [0, 1]. */
+  readonly chw: Float32Array;
+  readonly geometry: LetterboxGeometry;
+}
+
+/** Thrown for bytes that are not a decodable image; `reason` is the outcome code. */
+export class ImageDecodeError extends Error {
+  override name = 'ImageDecodeError';
+  readonly reason = 'corrupt-image';
+}
+
+/**
+ * Decodes JPEG/PNG bytes and letterboxes them to the model input. sharp runs on
+ * libuv's thread pool, so several of these overlap each other and a running
+ * inference.
+ */
+export async function prepareFrame(image: Uint8Array, inputWidth: number, inputHeight: number): Promise<PreparedFrame> {
+  let width: number;
+  let height: number;
+  let rgb: Buffer;
+  try {
+    const decoded = sharp(image, { failOn: 'error' });
+    const meta = await decoded.metadata();
+    if (!meta.width || !meta.height) throw new Error('image has no dimensions');
+    width = meta.width;
+    height = meta.height;
+    const g = letterboxGeometry(width, height, inputWidth, inputHeight);
+    let pipeline = decoded.removeAlpha().toColourspace('srgb');
+    if (g.resizedWidth !== width || g.resizedHeight !== height) {
+      // Ultralytics resizes with cv2.INTER_LINEAR.
+      pipeline = pipeline.resize(g.resizedWidth, g.resizedHeight, { fit: 'fill', kernel: 'linear' });
+    }
+    rgb = await pipeline
+      .extend({
+        top: g.padTop,
+        left: g.padLeft,
+        bottom: inputHeight - g.resizedHeight - g.padTop,
+        right: inputWidth - g.resizedWidth - g.padLeft,
+        background: { r: LETTERBOX_PAD_VALUE, g: LETTERBOX_PAD_VALUE, b: LETTERBOX_PAD_VALUE },
+      })
+      .raw()
+      .toBuffer();
+  } catch (error) {
+    throw new ImageDecodeError(error instanceof Error ? error.message : String(error));
+  }
+  const plane = inputWidth * inputHeight;
+  if (rgb.length !== plane * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${plane * 3}`);
+  const chw = new Float32Array(plane * 3);
+  for (let p = 0, q = 0; p < plane; p++, q += 3) {
+    chw[p] = rgb[q] / 255;
+    chw[plane + p] = rgb[q + 1] / 255;
+    chw[2 * plane + p] = rgb[q + 2] / 255;
+  }
+  return { chw, geometry: letterboxGeometry(width, height, inputWidth, inputHeight) };
+}

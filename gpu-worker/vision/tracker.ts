@@ -1,0 +1,335 @@
+/**
+ * ByteTrack-style multi-object tracker, one instance per video.
+ *
+ * - Motion: a constant-velocity Kalman filter on (cx, cy, w, h). With ByteTrack's
+ *   (BoT-SORT xywh variant) diagonal process and measurement noise and a
+ *   diagonal initial covariance, the 8-state filter splits exactly into four
+ *   independent 2-state (position, velocity) filters, so each is a 2x2 covariance
+ *   held in plain numbers.
+ * - Association: two stages. High-score detections against every tracked and
+ *   lost track; then low-score detections against the tracks still tracked and
+ *   unmatched. Unconfirmed (one-frame) tracks get the leftover high detections.
+ *   Cost is 1 - IoU of the predicted box (infinite across labels), solved with
+ *   the Hungarian algorithm.
+ * - Frame numbers may skip: the filter predicts once per elapsed frame.
+ * - State, including the track-id counter, serialises to JSON, which round-trips
+ *   every float exactly, so restore-then-continue equals an uninterrupted run.
+ */
+import { assign } from './assignment.ts';
+import { iou, type Box } from './postprocess.ts';
+
+export interface TrackerOptions {
+  /** Detections at or above this score take part in the first association and may start tracks. */
+  readonly highScoreThreshold: number;
+  /** Detections below this score are ignored entirely. */
+  readonly lowScoreThreshold: number;
+  /** A new track needs a detection at least this confident. */
+  readonly newTrackThreshold: number;
+  /** Max 1 - IoU for the first association. */
+  readonly firstMatchMaxCost: number;
+  /** Max 1 - IoU for the second (low-score) association. */
+  readonly secondMatchMaxCost: number;
+  /** Max 1 - IoU for unconfirmed tracks. */
+  readonly unconfirmedMatchMaxCost: number;
+  /** A lost track is dropped after this many frames without a match. */
+  readonly maxLostFrames: number;
+}
+
+/** ByteTrack's defaults (track_thresh 0.5, match_thresh 0.8, track_buffer 30). */
+export const DEFAULT_TRACKER_OPTIONS: TrackerOptions = Object.freeze({
+  highScoreThreshold: 0.5,
+  lowScoreThreshold: 0.1,
+  newTrackThreshold: 0.6,
+  firstMatchMaxCost: 0.8,
+  secondMatchMaxCost: 0.5,
+  unconfirmedMatchMaxCost: 0.7,
+  maxLostFrames: 30,
+});
+
+/** A detection fed to the tracker, in source pixels. */
+export interface TrackerInput {
+  readonly box: Box;
+  readonly score: number;
+  readonly label: string;
+}
+
+/** A detection the tracker confirmed this frame. */
+export interface TrackedDetection extends TrackerInput {
+  readonly trackId: number;
+  /** Index of the input detection this came from. */
+  readonly detectionIndex: number;
+}
+
+const STD_WEIGHT_POSITION = 1 / 20;
+const STD_WEIGHT_VELOCITY = 1 / 160;
+
+const TRACKED = 0;
+const LOST = 1;
+
+/**
+ * One track. `kf` holds, for each of cx, cy, w, h: [position, velocity,
+ * P00, P01, P11] (5 numbers each, 20 in all).
+ */
+interface Track {
+  id: number;
+  state: number;
+  activated: boolean;
+  label: string;
+  score: number;
+  startFrame: number;
+  lastSeenFrame: number;
+  kf: number[];
+}
+
+function boxToXywh(b: Box): [number, number, number, number] {
+  return [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2, b[2] - b[0], b[3] - b[1]];
+}
+
+function trackBox(t: Track): Box {
+  const cx = t.kf[0];
+  const cy = t.kf[5];
+  const w = t.kf[10];
+  const h = t.kf[15];
+  return [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2];
+}
+
+/** Per-dimension noise scale: x and w scale with width, y and h with height. */
+function dimScale(w: number, h: number, dim: number): number {
+  return dim % 2 === 0 ? w : h;
+}
+
+function kfInitiate(b: Box): number[] {
+  const m = boxToXywh(b);
+  const kf: number[] = [];
+  for (let d = 0; d < 4; d++) {
+    const s = dimScale(m[2], m[3], d);
+    const stdPos = 2 * STD_WEIGHT_POSITION * s;
+    const stdVel = 10 * STD_WEIGHT_VELOCITY * s;
+    kf.push(m[d], 0, stdPos * stdPos, 0, stdVel * stdVel);
+  }
+  return kf;
+}
+
+/** One frame of constant-velocity prediction (x' = x + v; P' = F P F^T + Q). */
+function kfPredict(kf: number[], freezeSize: boolean): void {
+  // ByteTrack zeroes the size velocity of tracks that are not currently tracked.
+  if (freezeSize) {
+    kf[11] = 0;
+    kf[16] = 0;
+  }
+  const w = kf[10];
+  const h = kf[15];
+  for (let d = 0; d < 4; d++) {
+    const o = d * 5;
+    const s = dimScale(w, h, d);
+    const qPos = (STD_WEIGHT_POSITION * s) ** 2;
+    const qVel = (STD_WEIGHT_VELOCITY * s) ** 2;
+    const p00 = kf[o + 2];
+    const p01 = kf[o + 3];
+    const p11 = kf[o + 4];
+    kf[o] += kf[o + 1];
+    kf[o + 2] = p00 + 2 * p01 + p11 + qPos;
+    kf[o + 3] = p01 + p11;
+    kf[o + 4] = p11 + qVel;
+  }
+}
+
+/** Measurement update with z = observed (cx, cy, w, h). */
+function kfUpdate(kf: number[], b: Box): void {
+  const z = boxToXywh(b);
+  const w = kf[10];
+  const h = kf[15];
+  for (let d = 0; d < 4; d++) {
+    const o = d * 5;
+    const r = (STD_WEIGHT_POSITION * dimScale(w, h, d)) ** 2;
+    const p00 = kf[o + 2];
+    const p01 = kf[o + 3];
+    const p11 = kf[o + 4];
+    const sInv = 1 / (p00 + r);
+    const k0 = p00 * sInv;
+    const k1 = p01 * sInv;
+    const innovation = z[d] - kf[o];
+    kf[o] += k0 * innovation;
+    kf[o + 1] += k1 * innovation;
+    kf[o + 2] = p00 * (1 - k0);
+    kf[o + 3] = p01 * (1 - k0);
+    kf[o + 4] = p11 - k1 * p01;
+  }
+}
+
+/** Serialised form, version 1: compact arrays, JSON numbers round-trip exactly. */
+interface TrackerSnapshotV1 {
+  v: 1;
+  /** Next track id to hand out. */
+  n: number;
+  /** Last frame number seen, or null before the first frame. */
+  f: number | null;
+  /** Tracks: [id, state, activated 0/1, label, score, startFrame, lastSeenFrame, ...kf(20)]. */
+  t: (number | string)[][];
+}
+
+/** Per-video ByteTrack state. */
+export class ByteTracker {
+  readonly options: TrackerOptions;
+  private nextId = 1;
+  private lastFrame: number | null = null;
+  private tracks: Track[] = [];
+
+  constructor(options: Partial<TrackerOptions> = {}) {
+    this.options = { ...DEFAULT_TRACKER_OPTIONS, ...options };
+  }
+
+  /** Number of live (tracked, unconfirmed or lost) tracks. */
+  get trackCount(): number {
+    return this.tracks.length;
+  }
+
+  /** Last frame number processed, or null. */
+  get lastFrameNumber(): number | null {
+    return this.lastFrame;
+  }
+
+  /**
+   * Advances the tracker to `frame` with that frame's detections and returns the
+   * confirmed tracks matched in it. `frame` must exceed the previous frame; the
+   * difference is the number of prediction steps.
+   */
+  update(frame: number, detections: readonly TrackerInput[]): TrackedDetection[] {
+    if (this.lastFrame !== null && frame <= this.lastFrame) {
+      throw new RangeError(`frame ${frame} is not after the last tracked frame ${this.lastFrame}`);
+    }
+    const firstFrame = this.lastFrame === null;
+    const elapsed = firstFrame ? 0 : frame - this.lastFrame!;
+    this.lastFrame = frame;
+    const o = this.options;
+
+    // Long gaps only need enough steps to push every track past its lost deadline.
+    const steps = Math.min(elapsed, o.maxLostFrames + 1);
+    for (const t of this.tracks) for (let s = 0; s < steps; s++) kfPredict(t.kf, t.state !== TRACKED);
+
+    const high: number[] = [];
+    const low: number[] = [];
+    detections.forEach((d, i) => {
+      if (d.score >= o.highScoreThreshold) high.push(i);
+      else if (d.score >= o.lowScoreThreshold) low.push(i);
+    });
+
+    const matchedDet = new Map<Track, number>();
+    const pool = this.tracks.filter((t) => t.activated);
+    const unconfirmed = this.tracks.filter((t) => !t.activated);
+
+    // Stage 1: high-score detections vs all confirmed tracks (tracked + lost).
+    const first = this.associate(pool, high, detections, o.firstMatchMaxCost);
+    for (const [ti, di] of first.matches) matchedDet.set(pool[ti], high[di]);
+
+    // Stage 2: low-score detections vs tracks that were tracked and are still unmatched.
+    const remainingTracked = first.unmatchedRows.map((i) => pool[i]).filter((t) => t.state === TRACKED);
+    const second = this.associate(remainingTracked, low, detections, o.secondMatchMaxCost);
+    for (const [ti, di] of second.matches) matchedDet.set(remainingTracked[ti], low[di]);
+    const secondUnmatched = new Set(second.unmatchedRows.map((i) => remainingTracked[i]));
+
+    // Stage 3: leftover high detections vs unconfirmed tracks.
+    const leftoverHigh = first.unmatchedCols.map((i) => high[i]);
+    const third = this.associate(unconfirmed, leftoverHigh, detections, o.unconfirmedMatchMaxCost);
+    for (const [ti, di] of third.matches) matchedDet.set(unconfirmed[ti], leftoverHigh[di]);
+    const thirdUnmatchedDets = third.unmatchedCols.map((i) => leftoverHigh[i]);
+    const unmatchedUnconfirmed = new Set(third.unmatchedRows.map((i) => unconfirmed[i]));
+
+    const output: TrackedDetection[] = [];
+    const survivors: Track[] = [];
+    for (const t of this.tracks) {
+      const di = matchedDet.get(t);
+      if (di !== undefined) {
+        const d = detections[di];
+        kfUpdate(t.kf, d.box);
+        t.state = TRACKED;
+        t.activated = true;
+        t.score = d.score;
+        t.lastSeenFrame = frame;
+        survivors.push(t);
+        output.push({ trackId: t.id, detectionIndex: di, box: d.box, score: d.score, label: d.label });
+        continue;
+      }
+      if (unmatchedUnconfirmed.has(t)) continue;
+      if (secondUnmatched.has(t)) t.state = LOST;
+      if (t.state === LOST && frame - t.lastSeenFrame > o.maxLostFrames) continue;
+      survivors.push(t);
+    }
+
+    for (const di of thirdUnmatchedDets) {
+      const d = detections[di];
+      if (d.score < o.newTrackThreshold) continue;
+      const t: Track = {
+        id: this.nextId++,
+        state: TRACKED,
+        // ByteTrack confirms a new track at once only on the very first frame.
+        activated: firstFrame,
+        label: d.label,
+        score: d.score,
+        startFrame: frame,
+        lastSeenFrame: frame,
+        kf: kfInitiate(d.box),
+      };
+      survivors.push(t);
+      if (firstFrame) output.push({ trackId: t.id, detectionIndex: di, box: d.box, score: d.score, label: d.label });
+    }
+    this.tracks = this.removeDuplicates(survivors);
+    output.sort((a, b) => a.detectionIndex - b.detectionIndex);
+    return output;
+  }
+
+  private associate(tracks: readonly Track[], detIdx: readonly number[], detections: readonly TrackerInput[], maxCost: number) {
+    const predicted = tracks.map(trackBox);
+    const cost = tracks.map((t, ti) =>
+      detIdx.map((di) => (detections[di].label === t.label ? 1 - iou(predicted[ti], detections[di].box) : Number.POSITIVE_INFINITY)),
+    );
+    return assign(cost, maxCost, detIdx.length);
+  }
+
+  /** ByteTrack's remove_duplicate_stracks: a lost track overlapping a tracked one (IoU > 0.85) goes, keeping the older. */
+  private removeDuplicates(tracks: Track[]): Track[] {
+    const tracked = tracks.filter((t) => t.state === TRACKED && t.activated);
+    const lost = tracks.filter((t) => t.state === LOST);
+    const drop = new Set<Track>();
+    for (const a of tracked) {
+      for (const b of lost) {
+        if (a.label !== b.label || iou(trackBox(a), trackBox(b)) <= 0.85) continue;
+        const ageA = a.lastSeenFrame - a.startFrame;
+        const ageB = b.lastSeenFrame - b.startFrame;
+        drop.add(ageA > ageB ? b : a);
+      }
+    }
+    return drop.size === 0 ? tracks : tracks.filter((t) => !drop.has(t));
+  }
+
+  /** Compact JSON checkpoint; {@link ByteTracker.restore} gives back an identical tracker. */
+  serialize(): string {
+    const snap: TrackerSnapshotV1 = {
+      v: 1,
+      n: this.nextId,
+      f: this.lastFrame,
+      t: this.tracks.map((t) => [t.id, t.state, t.activated ? 1 : 0, t.label, t.score, t.startFrame, t.lastSeenFrame, ...t.kf]),
+    };
+    return JSON.stringify(snap);
+  }
+
+  /** Rebuilds a tracker from {@link ByteTracker.serialize} output. */
+  static restore(snapshot: string, options: Partial<TrackerOptions> = {}): ByteTracker {
+    const snap = JSON.parse(snapshot) as TrackerSnapshotV1;
+    if (snap.v !== 1 || !Array.isArray(snap.t)) throw new Error('unsupported tracker snapshot');
+    const tracker = new ByteTracker(options);
+    tracker.nextId = snap.n;
+    tracker.lastFrame = snap.f;
+    tracker.tracks = snap.t.map((row) => ({
+      id: row[0] as number,
+      state: row[1] as number,
+      activated: row[2] === 1,
+      label: row[3] as string,
+      score: row[4] as number,
+      startFrame: row[5] as number,
+      lastSeenFrame: row[6] as number,
+      kf: row.slice(7) as number[],
+    }));
+    return tracker;
+  }
+}

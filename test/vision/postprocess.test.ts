@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest';
+import sharp from 'sharp';
+import { decodeYolo, iou, nms, postprocess, unletterboxBox, type RawDetection } from '../../gpu-worker/vision/postprocess.ts';
+import { ImageDecodeError, letterboxGeometry, prepareFrame } from '../../gpu-worker/vision/preprocess.ts';
+
+/** Builds a [B, 4 + C, N] tensor from per-anchor rows [cx, cy, w, h, ...scores]. */
+function yoloTensor(images: number[][][], classCount: number): Float32Array {
+  const n = images[0].length;
+  const ch = 4 + classCount;
+  const data = new Float32Array(images.length * ch * n);
+  images.forEach((anchors, b) => anchors.forEach((row, a) => row.forEach((v, c) => (data[b * ch * n + c * n + a] = v))));
+  return data;
+}
+
+describe('letterboxGeometry', () => {
+  it('fits a landscape image to the width and centres it vertically', () => {
+    // Prepare / Act
+    const g = letterboxGeometry(640, 480, 320, 320);
+    // Assess: scale 0.5 -> 320x240, (320-240)/2 = 40 on top.
+    expect(g).toEqual({ sourceWidth: 640, sourceHeight: 480, scale: 0.5, padLeft: 0, padTop: 40, resizedWidth: 320, resizedHeight: 240 });
+  });
+
+  it('fits a portrait image to the height and centres it horizontally', () => {
+    const g = letterboxGeometry(100, 200, 320, 320);
+    // scale 1.6 -> 160x320, (320-160)/2 = 80 on the left.
+    expect([g.scale, g.resizedWidth, g.resizedHeight, g.padLeft, g.padTop]).toEqual([1.6, 160, 320, 80, 0]);
+  });
+
+  it('puts the odd padding pixel at the bottom like Ultralytics', () => {
+    const g = letterboxGeometry(320, 99, 320, 320);
+    // dh = 110.5 -> top round(110.4) = 110, bottom 111.
+    expect([g.padTop, 320 - g.resizedHeight - g.padTop]).toEqual([110, 111]);
+  });
+});
+
+describe('unletterboxBox', () => {
+  it('undoes padding and scale', () => {
+    const g = letterboxGeometry(640, 480, 320, 320);
+    // Model box (10, 50)-(110, 90): x/0.5, (y-40)/0.5.
+    expect(unletterboxBox([10, 50, 110, 90], g)).toEqual([20, 20, 220, 100]);
+  });
+
+  it('clips boxes that reach into the padding or past the image edges', () => {
+    const g = letterboxGeometry(640, 480, 320, 320);
+    // y from 30 (inside top padding) to 290 (inside bottom padding), x from -4 to 330.
+    expect(unletterboxBox([-4, 30, 330, 290], g)).toEqual([0, 0, 640, 480]);
+  });
+});
+
+describe('decodeYolo', () => {
+  it('converts cx,cy,w,h to corners, takes the best class and applies the threshold', () => {
+    // Prepare: 3 anchors, 2 classes.
+    const data = yoloTensor(
+      [
+        [
+          [50, 40, 20, 10, 0.1, 0.9],
+          [10, 10, 4, 4, 0.2, 0.1],
+          [100, 100, 10, 30, 0.6, 0.3],
+        ],
+      ],
+      2,
+    );
+    // Act
+    const out = decodeYolo(data, 0, 2, 3, 0.25);
+    // Assess
+    expect(out).toEqual([
+      { box: [40, 35, 60, 45], score: expect.closeTo(0.9, 6), classIndex: 1 },
+      { box: [95, 85, 105, 115], score: expect.closeTo(0.6, 6), classIndex: 0 },
+    ]);
+  });
+
+  it('reads the requested image of a batch', () => {
+    const data = yoloTensor([[[1, 1, 2, 2, 0.9]], [[30, 30, 2, 2, 0.8]]], 1);
+    expect(decodeYolo(data, 1, 1, 1, 0.5)).toEqual([{ box: [29, 29, 31, 31], score: expect.closeTo(0.8, 6), classIndex: 0 }]);
+  });
+});
+
+describe('nms', () => {
+  const det = (box: [number, number, number, number], score: number, classIndex = 0): RawDetection => ({ box, score, classIndex });
+
+  it('keeps the earlier of two identical boxes with tied scores', () => {
+    const a = det([0, 0, 10, 10], 0.8);
+    const b = det([0, 0, 10, 10], 0.8);
+    const kept = nms([a, b], 0.5, 10);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]).toBe(a);
+  });
+
+  it('suppresses only within a class and keeps the higher score', () => {
+    const low = det([0, 0, 10, 10], 0.6);
+    const high = det([1, 0, 11, 10], 0.9);
+    const otherClass = det([0, 0, 10, 10], 0.7, 1);
+    const far = det([50, 50, 60, 60], 0.5);
+    expect(nms([low, high, otherClass, far], 0.5, 10)).toEqual([high, otherClass, far]);
+  });
+
+  it('keeps boxes whose overlap is at the threshold (suppression needs IoU above it)', () => {
+    // IoU of [0,0,10,10] and [5,0,15,10] = 50/150 = 1/3.
+    const a = det([0, 0, 10, 10], 0.9);
+    const b = det([5, 0, 15, 10], 0.8);
+    expect(iou(a.box, b.box)).toBeCloseTo(1 / 3, 12);
+    expect(nms([a, b], 1 / 3, 10)).toEqual([a, b]);
+    expect(nms([a, b], 0.3, 10)).toEqual([a]);
+  });
+
+  it('stops at maxDetections', () => {
+    const dets = [det([0, 0, 1, 1], 0.5), det([5, 5, 6, 6], 0.7), det([9, 9, 10, 10], 0.6)];
+    expect(nms(dets, 0.5, 2).map((d) => d.score)).toEqual([0.7, 0.6]);
+  });
+});
+
+describe('postprocess', () => {
+  it('maps boxes at the image edge back to source pixels and drops those clipped to nothing', () => {
+    // Prepare: 640x480 source in a 320 input (scale 0.5, padTop 40).
+    const g = letterboxGeometry(640, 480, 320, 320);
+    const data = yoloTensor(
+      [
+        [
+          [5, 50, 14, 20, 0.9], // x from -2: clipped to 0
+          [160, 20, 10, 10, 0.9], // entirely in the top padding: dropped
+          [315, 275, 10, 10, 0.8], // bottom-right corner
+        ],
+      ],
+      1,
+    );
+    // Act
+    const out = postprocess(data, 0, 1, 3, g);
+    // Assess
+    expect(out.map((d) => d.box)).toEqual([
+      [0, 0, 24, 40],
+      [620, 460, 640, 480],
+    ]);
+  });
+});
+
+describe('prepareFrame', () => {
+  it('letterboxes with grey 114 and normalises to CHW in [0, 1]', async () => {
+    // Prepare: 8x4 image, all black except a red pixel at (x=7, y=0).
+    const raw = Buffer.alloc(8 * 4 * 3);
+    raw[7 * 3] = 255;
+    const png = await sharp(raw, { raw: { width: 8, height: 4, channels: 3 } }).png().toBuffer();
+    // Act: into 8x8, scale 1, padTop 2.
+    const { chw, geometry } = await prepareFrame(png, 8, 8);
+    // Assess
+    const at = (c: number, y: number, x: number) => chw[c * 64 + y * 8 + x];
+    expect(geometry.padTop).toBe(2);
+    expect(at(0, 0, 0)).toBeCloseTo(114 / 255, 6);
+    expect(at(2, 7, 7)).toBeCloseTo(114 / 255, 6);
+    expect(at(0, 2, 7)).toBe(1);
+    expect(at(1, 2, 7)).toBe(0);
+    expect(at(0, 2, 6)).toBe(0);
+  });
+
+  it('rejects bytes that are not an image with a corrupt-image error', async () => {
+    const err = await prepareFrame(new TextEncoder().encode('not an image'), 8, 8).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageDecodeError);
+    expect((err as ImageDecodeError).reason).toBe('corrupt-image');
+  });
+
+  it('rejects a truncated JPEG', async () => {
+    const jpeg = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#0f0' } }).jpeg().toBuffer();
+    const err = await prepareFrame(jpeg.subarray(0, Math.floor(jpeg.length * 0.9)), 8, 8).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageDecodeError);
+  });
+
+  it('rejects a truncated PNG', async () => {
+    const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#f00' } }).png().toBuffer();
+    const err = await prepareFrame(png.subarray(0, png.length / 2), 8, 8).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageDecodeError);
+  });
+});
