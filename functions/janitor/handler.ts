@@ -10,7 +10,8 @@ import { SlotQueues } from '../../core/slot-queues.ts';
 import { createPowertools, environmentKey } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';
 
-const { logger, metrics, sink } = createPowertools('janitor');
+const ROLE = 'janitor';
+const { logger, metrics, sink } = createPowertools(ROLE);
 let janitor: { key: string; instance: Janitor } | undefined;
 
 function getJanitor(): Janitor {
@@ -19,7 +20,7 @@ function getJanitor(): Janitor {
   const key = environmentKey();
   if (janitor?.key === key) return janitor.instance;
   const wiring = wiringFromEnv();
-  const clients = createAwsClients();
+  const clients = createAwsClients(process.env, ROLE);
   const tunables = tunablesFromEnv();
   const instance = new Janitor({
     tunables,

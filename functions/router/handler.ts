@@ -14,7 +14,8 @@ import { SlotQueues } from '../../core/slot-queues.ts';
 import { createPowertools, environmentKey } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';
 
-const { logger, metrics, sink } = createPowertools('router');
+const ROLE = 'router';
+const { logger, metrics, sink } = createPowertools(ROLE);
 let router: { key: string; instance: FrameRouter } | undefined;
 
 function getRouter(): FrameRouter {
@@ -24,7 +25,7 @@ function getRouter(): FrameRouter {
   if (router?.key === key) return router.instance;
   const wiring = wiringFromEnv();
   const tunables = tunablesFromEnv();
-  const clients = createAwsClients();
+  const clients = createAwsClients(process.env, ROLE);
   const deadLetter = async (events: readonly RejectedEvent[]): Promise<boolean[]> => {
     const ok: boolean[] = [];
     for (let i = 0; i < events.length; i += 10) {

@@ -1,0 +1,317 @@
+import * as path from 'node:path';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { ECS_LAUNCHER_ENV } from '../core/aws/ecs-task-launcher.ts';
+import { acknowledge, nagArnPrefix } from './nag.ts';
+import { REPO_ROOT } from './lambda-defaults.ts';
+
+/** Name of the worker container in the task definition. */
+export const WORKER_CONTAINER_NAME = 'worker';
+
+/**
+ * Health-check contract with the worker: it touches the file named by
+ * `HEALTH_FILE` each time its slot heartbeat is confirmed; the check fails when the
+ * file is older than `HEALTH_MAX_AGE_SECONDS`. The same script is in the Dockerfile.
+ */
+export const HEALTH_ENV = { file: 'HEALTH_FILE', maxAgeSeconds: 'HEALTH_MAX_AGE_SECONDS' } as const;
+export const DEFAULT_HEALTH_FILE = '/tmp/worker-heartbeat';
+export const HEALTH_CHECK_SCRIPT =
+  "const f=process.env.HEALTH_FILE||'/tmp/worker-heartbeat';const m=Number(process.env.HEALTH_MAX_AGE_SECONDS||45);" +
+  "try{process.exit((Date.now()-require('node:fs').statSync(f).mtimeMs)/1000<=m?0:1)}catch{process.exit(1)}";
+
+/**
+ * ECS waits this long after SIGTERM before SIGKILL, giving the worker time to drain,
+ * checkpoint and hand its videos off. 120 s is the most the ECS agent allows.
+ */
+export const WORKER_STOP_TIMEOUT = Duration.seconds(120);
+
+export interface GpuFleetProps {
+  readonly vpc: ec2.IVpc;
+  /** Subnets of the instances and task ENIs. */
+  readonly subnets: ec2.SubnetSelection;
+  /** Security group of the task ENIs. */
+  readonly taskSecurityGroup: ec2.ISecurityGroup;
+  /** Wiring and tunables for the worker container. */
+  readonly environment: Record<string, string>;
+  /** Task definition family; also the prefix of the cluster and capacity provider names. */
+  readonly family: string;
+  /**
+   * GPU instance type.
+   * @default g5.xlarge
+   */
+  readonly instanceType?: ec2.InstanceType;
+  /**
+   * Most instances the capacity provider may start (one worker task per instance GPU).
+   * @default 4
+   */
+  readonly maxInstances?: number;
+  /**
+   * CPU units reserved per worker task.
+   * @default 3072
+   */
+  readonly taskCpuUnits?: number;
+  /**
+   * Memory reserved per worker task.
+   * @default 12288
+   */
+  readonly taskMemoryMiB?: number;
+  /**
+   * Root EBS volume size (the GPU AMI and CUDA image are large).
+   * @default 100
+   */
+  readonly rootVolumeGiB?: number;
+  /**
+   * How long the slot heartbeat file may go untouched before the container is unhealthy.
+   * @default Duration.seconds(45)
+   */
+  readonly healthMaxAge?: Duration;
+  /**
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Fate of the worker log group when the stack is deleted.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+  /**
+   * The worker image. Synth only stages the files; `cdk deploy` builds and pushes it.
+   * @default ecs.ContainerImage.fromAsset(repo root, gpu-worker/Dockerfile, linux/amd64)
+   */
+  readonly image?: ecs.ContainerImage;
+}
+
+/** The ECS cluster, GPU capacity provider (scales from zero) and the worker task definition. */
+export class GpuFleet extends Construct {
+  readonly cluster: ecs.Cluster;
+  readonly capacityProvider: ecs.AsgCapacityProvider;
+  readonly autoScalingGroup: autoscaling.AutoScalingGroup;
+  readonly taskDefinition: ecs.Ec2TaskDefinition;
+  readonly container: ecs.ContainerDefinition;
+  readonly taskRole: iam.Role;
+  readonly executionRole: iam.Role;
+  readonly instanceRole: iam.Role;
+  readonly logGroup: logs.LogGroup;
+  /** Security group of the GPU container instances (the ECS agent's traffic). */
+  readonly instanceSecurityGroup: ec2.SecurityGroup;
+  readonly #subnetIds: string[];
+  readonly #taskSecurityGroup: ec2.ISecurityGroup;
+
+  constructor(scope: Construct, id: string, props: GpuFleetProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    this.#taskSecurityGroup = props.taskSecurityGroup;
+    this.#subnetIds = props.vpc.selectSubnets(props.subnets).subnetIds;
+
+    this.cluster = new ecs.Cluster(this, 'Cluster', { vpc: props.vpc, containerInsightsV2: ecs.ContainerInsights.ENABLED });
+
+    // The instance role gets an explicit policy (below). CDK's cluster wiring would add `ecs:Submit*`
+    // and account-wide logs/ECR access to it, so the launch template gets a view that ignores additions.
+    this.instanceRole = new iam.Role(this, 'InstanceRole', {
+      assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
+      description: 'GPU container instances: ECS agent registration and polling for this cluster only',
+    });
+    this.#grantAgent(this.instanceRole);
+    acknowledge(this.instanceRole, {
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ecs:DiscoverPollEndpoint has no resource type; IAM accepts only "*" for it. Every other agent action is scoped to this cluster.',
+    });
+
+    const instanceSecurityGroup = (this.instanceSecurityGroup = new ec2.SecurityGroup(this, 'InstanceSecurityGroup', {
+      vpc: props.vpc,
+      description: 'GPU container instances: no inbound; outbound HTTPS to AWS APIs',
+      allowAllOutbound: false,
+    }));
+    instanceSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to AWS APIs (endpoints, gateways, NAT)');
+
+    const userData = ec2.UserData.forLinux();
+    userData.addCommands(
+      `echo ECS_CONTAINER_STOP_TIMEOUT=${WORKER_STOP_TIMEOUT.toSeconds()}s >> /etc/ecs/ecs.config`,
+      'echo ECS_ENABLE_GPU_SUPPORT=true >> /etc/ecs/ecs.config',
+      // Tasks have their own ENI; they get credentials from the agent, never from the instance.
+      'echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config',
+    );
+    const launchTemplate = new ec2.LaunchTemplate(this, 'LaunchTemplate', {
+      machineImage: ecs.EcsOptimizedImage.amazonLinux2023(ecs.AmiHardwareType.GPU),
+      instanceType: props.instanceType ?? new ec2.InstanceType('g5.xlarge'),
+      role: this.instanceRole.withoutPolicyUpdates(),
+      securityGroup: instanceSecurityGroup,
+      userData,
+      requireImdsv2: true,
+      httpPutResponseHopLimit: 1,
+      detailedMonitoring: true,
+      blockDevices: [
+        {
+          deviceName: '/dev/xvda',
+          volume: ec2.BlockDeviceVolume.ebs(props.rootVolumeGiB ?? 100, { encrypted: true, volumeType: ec2.EbsDeviceVolumeType.GP3 }),
+        },
+      ],
+    });
+
+    this.autoScalingGroup = new autoscaling.AutoScalingGroup(this, 'Instances', {
+      vpc: props.vpc,
+      vpcSubnets: props.subnets,
+      launchTemplate,
+      minCapacity: 0,
+      maxCapacity: props.maxInstances ?? 4,
+    });
+    acknowledge(
+      this.autoScalingGroup,
+      {
+        id: 'AwsSolutions-AS3',
+        reason: 'Scaling is driven by the ECS capacity provider; its events are visible in ECS and the dashboard shows live slots. Per-instance notifications would only add noise.',
+      },
+    );
+
+    this.capacityProvider = new ecs.AsgCapacityProvider(this, 'CapacityProvider', {
+      autoScalingGroup: this.autoScalingGroup,
+      enableManagedScaling: true,
+      minimumScalingStepSize: 1,
+      targetCapacityPercent: 100,
+      machineImageType: ecs.MachineImageType.AMAZON_LINUX_2,
+    });
+    this.cluster.addAsgCapacityProvider(this.capacityProvider);
+
+    this.logGroup = new logs.LogGroup(this, 'WorkerLogs', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    this.taskRole = new iam.Role(this, 'TaskRole', {
+      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com', {
+        conditions: { ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:ecs:${stack.region}:${stack.account}:*` } },
+      }),
+      description: 'GPU worker task: frames, models, leases/results tables, slot queues',
+    });
+    this.executionRole = new iam.Role(this, 'ExecutionRole', {
+      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+      description: 'GPU worker task execution: image pull and awslogs',
+    });
+
+    this.taskDefinition = new ecs.Ec2TaskDefinition(this, 'Worker', {
+      family: props.family,
+      networkMode: ecs.NetworkMode.AWS_VPC,
+      taskRole: this.taskRole,
+      executionRole: this.executionRole,
+    });
+    const healthMaxAge = props.healthMaxAge ?? Duration.seconds(45);
+    this.container = this.taskDefinition.addContainer(WORKER_CONTAINER_NAME, {
+      image:
+        props.image ??
+        ecs.ContainerImage.fromAsset(REPO_ROOT, {
+          file: path.join('gpu-worker', 'Dockerfile'),
+          platform: ecrAssets.Platform.LINUX_AMD64,
+        }),
+      essential: true,
+      gpuCount: 1,
+      // tini in front of node: forwards SIGTERM for the drain and reaps children.
+      linuxParameters: new ecs.LinuxParameters(this, 'WorkerLinux', { initProcessEnabled: true }),
+      cpu: props.taskCpuUnits ?? 3072,
+      memoryReservationMiB: props.taskMemoryMiB ?? 12288,
+      stopTimeout: WORKER_STOP_TIMEOUT,
+      logging: ecs.LogDrivers.awsLogs({ logGroup: this.logGroup, streamPrefix: 'worker', mode: ecs.AwsLogDriverMode.NON_BLOCKING }),
+      environment: {
+        ...props.environment,
+        [HEALTH_ENV.file]: DEFAULT_HEALTH_FILE,
+        [HEALTH_ENV.maxAgeSeconds]: String(healthMaxAge.toSeconds()),
+        // aws-embedded-metrics would look for a CloudWatch agent sidecar on ECS; stdout EMF via awslogs needs none.
+        AWS_EMF_ENVIRONMENT: 'Local',
+      },
+      healthCheck: {
+        command: ['CMD', 'node', '-e', HEALTH_CHECK_SCRIPT],
+        interval: Duration.seconds(15),
+        timeout: Duration.seconds(5),
+        retries: 3,
+        startPeriod: Duration.seconds(120),
+      },
+    });
+    acknowledge(this.executionRole, {
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ecr:GetAuthorizationToken (added by CDK for the image asset) has no resource type; IAM accepts only "*". Layer pulls are scoped to the asset repository.',
+    });
+    acknowledge(this.taskDefinition, {
+      id: 'AwsSolutions-ECS2',
+      reason: 'The environment holds only resource names, URLs and tunables (see core/config.ts); there are no secrets to move to Secrets Manager.',
+    });
+  }
+
+  /** Subnet ids of the task ENIs. */
+  get subnetIds(): readonly string[] {
+    return this.#subnetIds;
+  }
+
+  /** Environment for {@link ecsTaskLauncherFromEnv} (router and janitor). */
+  launcherEnvironment(): Record<string, string> {
+    return {
+      [ECS_LAUNCHER_ENV.cluster]: this.cluster.clusterArn,
+      // The exact revision: RunTask is granted on it alone, and a stack update rolls both forward together.
+      [ECS_LAUNCHER_ENV.taskDefinition]: this.taskDefinition.taskDefinitionArn,
+      [ECS_LAUNCHER_ENV.containerName]: WORKER_CONTAINER_NAME,
+      [ECS_LAUNCHER_ENV.capacityProvider]: this.capacityProvider.capacityProviderName,
+      [ECS_LAUNCHER_ENV.subnets]: this.#subnetIds.join(','),
+      [ECS_LAUNCHER_ENV.securityGroups]: this.#taskSecurityGroup.securityGroupId,
+    };
+  }
+
+  /**
+   * Start worker tasks: ecs:RunTask on this task definition revision in this
+   * cluster only, and iam:PassRole on its two roles, only towards ECS tasks.
+   */
+  grantLaunch(grantee: iam.IGrantable): iam.Grant {
+    const run = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['ecs:RunTask'],
+      resourceArns: [this.taskDefinition.taskDefinitionArn],
+      conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
+    });
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['iam:PassRole'],
+      resourceArns: [this.taskRole.roleArn, this.executionRole.roleArn],
+      conditions: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
+    });
+    return run;
+  }
+
+  // What AmazonEC2ContainerServiceforEC2Role gives the ECS agent, with actions spelled out and scoped to this cluster.
+  #grantAgent(role: iam.Role): void {
+    const stack = Stack.of(this);
+    const containerInstances = `arn:${stack.partition}:ecs:${stack.region}:${stack.account}:container-instance/${this.cluster.clusterName}/*`;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: [
+          'ecs:RegisterContainerInstance',
+          'ecs:DeregisterContainerInstance',
+          'ecs:SubmitAttachmentStateChanges',
+          'ecs:SubmitContainerStateChange',
+          'ecs:SubmitTaskStateChange',
+        ],
+        resources: [this.cluster.clusterArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['ecs:Poll', 'ecs:StartTelemetrySession', 'ecs:UpdateContainerInstancesState'],
+        resources: [containerInstances],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['ecs:TagResource'],
+        resources: [containerInstances],
+        conditions: { StringEquals: { 'ecs:CreateAction': 'RegisterContainerInstance' } },
+      }),
+    );
+    acknowledge(role, {
+      id: `AwsSolutions-IAM5[Resource::${nagArnPrefix(Stack.of(this), 'ecs')}container-instance/<${Stack.of(this).getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*]`,
+      reason: 'Container instances get their ids when they register; the ARN pattern is limited to instances of this cluster.',
+    });
+    // DiscoverPollEndpoint has no resource type: IAM only accepts "*" for it.
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['ecs:DiscoverPollEndpoint'], resources: ['*'] }));
+  }
+}

@@ -1,0 +1,106 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+export interface NetworkProps {
+  /**
+   * Availability zones used.
+   * @default 2
+   */
+  readonly maxAzs?: number;
+  /**
+   * NAT gateways. With 0 the private subnets are isolated and every AWS API is
+   * reached through a VPC endpoint; with NAT the interface endpoints are still
+   * created (traffic to AWS stays off the NAT data-processing charge) but the tasks
+   * can also reach the internet (e.g. a model URL).
+   * @default 0
+   */
+  readonly natGateways?: number;
+  /**
+   * Retention of the VPC flow log (rejected traffic).
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly flowLogRetention?: logs.RetentionDays;
+  /**
+   * What happens to the flow log group when the stack is deleted.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/**
+ * Interface endpoints the GPU container instances and tasks need when the subnets
+ * have no route to the internet: the ECS agent (ecs, ecs-agent, ecs-telemetry),
+ * image pulls (ecr.api, ecr.dkr; layers come from S3 through the gateway endpoint),
+ * awslogs (logs) and the slot queues (sqs).
+ */
+export const INTERFACE_ENDPOINTS: Readonly<Record<string, ec2.InterfaceVpcEndpointAwsService>> = {
+  Ecs: ec2.InterfaceVpcEndpointAwsService.ECS,
+  EcsAgent: ec2.InterfaceVpcEndpointAwsService.ECS_AGENT,
+  EcsTelemetry: ec2.InterfaceVpcEndpointAwsService.ECS_TELEMETRY,
+  EcrApi: ec2.InterfaceVpcEndpointAwsService.ECR,
+  EcrDocker: ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+  Logs: ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+  Sqs: ec2.InterfaceVpcEndpointAwsService.SQS,
+};
+
+/** VPC for the GPU fleet: private subnets, S3/DynamoDB gateway endpoints, interface endpoints, flow log. */
+export class Network extends Construct {
+  readonly vpc: ec2.Vpc;
+  /** Security group of the worker tasks: no ingress, egress to the endpoints and gateways. */
+  readonly taskSecurityGroup: ec2.SecurityGroup;
+  /** Subnets the tasks and instances live in. */
+  readonly workloadSubnets: ec2.SubnetSelection;
+  /** Interface endpoints; closed until {@link allowEndpointsFrom} opens them to a security group. */
+  readonly interfaceEndpoints: readonly ec2.InterfaceVpcEndpoint[];
+
+  constructor(scope: Construct, id: string, props: NetworkProps = {}) {
+    super(scope, id);
+    const natGateways = props.natGateways ?? 0;
+    const privateType = natGateways > 0 ? ec2.SubnetType.PRIVATE_WITH_EGRESS : ec2.SubnetType.PRIVATE_ISOLATED;
+    const subnetConfiguration: ec2.SubnetConfiguration[] = [{ name: 'workload', subnetType: privateType, cidrMask: 22 }];
+    if (natGateways > 0) subnetConfiguration.push({ name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 26 });
+
+    const flowLogGroup = new logs.LogGroup(this, 'FlowLogs', {
+      retention: props.flowLogRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    this.vpc = new ec2.Vpc(this, 'Vpc', {
+      maxAzs: props.maxAzs ?? 2,
+      natGateways,
+      subnetConfiguration,
+      restrictDefaultSecurityGroup: true,
+      gatewayEndpoints: {
+        S3: { service: ec2.GatewayVpcEndpointAwsService.S3 },
+        DynamoDb: { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB },
+      },
+      flowLogs: {
+        // Rejected traffic only: enough to debug a missing endpoint or SG rule, at a fraction of ALL's volume.
+        Rejected: { destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogGroup), trafficType: ec2.FlowLogTrafficType.REJECT },
+      },
+    });
+    this.workloadSubnets = { subnetType: privateType };
+
+    // open: false — instead of the default ingress from the whole VPC CIDR, only the
+    // worker tasks and container instances may reach the endpoints (allowEndpointsFrom).
+    this.interfaceEndpoints = Object.entries(INTERFACE_ENDPOINTS).map(([name, service]) =>
+      this.vpc.addInterfaceEndpoint(name, { service, subnets: this.workloadSubnets, privateDnsEnabled: true, open: false }),
+    );
+
+    this.taskSecurityGroup = new ec2.SecurityGroup(this, 'TaskSecurityGroup', {
+      vpc: this.vpc,
+      description: 'GPU worker tasks: no inbound; outbound HTTPS to VPC endpoints and gateway endpoints',
+      allowAllOutbound: false,
+    });
+    this.taskSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to AWS APIs (endpoints, gateways, NAT)');
+    this.allowEndpointsFrom(this.taskSecurityGroup);
+  }
+
+  /** Lets a security group reach every interface endpoint on 443. */
+  allowEndpointsFrom(...peers: ec2.IConnectable[]): void {
+    for (const endpoint of this.interfaceEndpoints) {
+      for (const peer of peers) endpoint.connections.allowDefaultPortFrom(peer, 'HTTPS from FrameAffinity workloads');
+    }
+  }
+}

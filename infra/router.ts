@@ -1,0 +1,70 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambdaEvents from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { buildServiceFunction } from './lambda-defaults.ts';
+
+export interface RouterProps {
+  /** Queue of S3 notifications the router consumes. */
+  readonly ingestQueue: sqs.IQueue;
+  /** Wiring, tunables and launcher settings (see core/config.ts and core/aws/ecs-task-launcher.ts). */
+  readonly environment: Record<string, string>;
+  /**
+   * Records per invocation.
+   * @default 10
+   */
+  readonly batchSize?: number;
+  /**
+   * Most concurrent router invocations the event source starts (2..1000).
+   * @default 10
+   */
+  readonly maxConcurrency?: number;
+  /**
+   * Function timeout; keep the ingest visibility timeout at six times this or more.
+   * @default Duration.seconds(30)
+   */
+  readonly timeout?: Duration;
+  /**
+   * @default 512
+   */
+  readonly memorySize?: number;
+  /**
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Fate of the log group when the stack is deleted.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/** Router Lambda: consumes the ingest queue with partial batch responses; pins videos and forwards frames. */
+export class Router extends Construct implements iam.IGrantable {
+  readonly function: nodejs.NodejsFunction;
+  readonly grantPrincipal: iam.IPrincipal;
+
+  constructor(scope: Construct, id: string, props: RouterProps) {
+    super(scope, id);
+    this.function = buildServiceFunction(this, 'Function', {
+      entry: 'functions/router/handler.ts',
+      description: 'FrameAffinity router: pins videos to worker slots and forwards frames',
+      environment: { POWERTOOLS_SERVICE_NAME: 'router', ...props.environment },
+      timeout: props.timeout ?? Duration.seconds(30),
+      memorySize: props.memorySize ?? 512,
+      logRetention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    this.grantPrincipal = this.function.grantPrincipal;
+    this.function.addEventSource(
+      new lambdaEvents.SqsEventSource(props.ingestQueue, {
+        batchSize: props.batchSize ?? 10,
+        maxConcurrency: props.maxConcurrency ?? 10,
+        reportBatchItemFailures: true,
+      }),
+    );
+  }
+}

@@ -1,0 +1,193 @@
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { STACK_OUTPUTS } from '../core/stack-outputs.ts';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { DEFAULT_TUNABLES, resourceNames, tunablesToEnv, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
+import { DEFAULT_STACK_CONFIG, janitorRateMinutes, routerTimeoutSeconds, validateStackConfig, type StackConfig } from './config.ts';
+import { FrameBucket } from './frame-bucket.ts';
+import { GpuFleet } from './gpu-fleet.ts';
+import { Janitor } from './janitor.ts';
+import { Monitoring } from './monitoring.ts';
+import { acknowledge } from './nag.ts';
+import { Network } from './network.ts';
+import { Router } from './router.ts';
+import { WorkQueues } from './queues.ts';
+import { StateTables } from './tables.ts';
+
+export interface FrameAffinityStackProps extends StackProps {
+  /**
+   * Tunables and deployment settings.
+   * @default DEFAULT_STACK_CONFIG
+   */
+  readonly config?: StackConfig;
+}
+
+/** The runtime tunables out of the stack configuration (deployment settings stay out of the environment). */
+function tunablesOf(config: StackConfig): Tunables {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(DEFAULT_TUNABLES) as (keyof Tunables)[]) out[key] = config[key];
+  return out as unknown as Tunables;
+}
+
+/** Everything the product deploys: bucket, queues, tables, router, janitor, GPU fleet, network, monitoring. */
+export class FrameAffinityStack extends Stack {
+  readonly config: StackConfig;
+  readonly network: Network;
+  readonly queues: WorkQueues;
+  readonly tables: StateTables;
+  readonly frames: FrameBucket;
+  readonly fleet: GpuFleet;
+  readonly router: Router;
+  readonly janitor: Janitor;
+  readonly monitoring: Monitoring;
+
+  constructor(scope: Construct, id: string, props: FrameAffinityStackProps = {}) {
+    super(scope, id, props);
+    const config = validateStackConfig(props.config ?? DEFAULT_STACK_CONFIG);
+    this.config = config;
+    const names = resourceNames(config.namePrefix);
+    const tunables = tunablesOf(config);
+    const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    const logRetention = config.logRetentionDays as logs.RetentionDays;
+
+    this.network = new Network(this, 'Network', { maxAzs: config.maxAzs, natGateways: config.natGateways, flowLogRetention: logRetention, removalPolicy });
+    this.queues = new WorkQueues(this, 'Queues', { names, tunables });
+    this.tables = new StateTables(this, 'Tables', { names, removalPolicy });
+    this.frames = new FrameBucket(this, 'Frames', {
+      ingestQueue: this.queues.ingestQueue,
+      frameRetention: Duration.days(config.frameRetentionDays),
+      removalPolicy,
+    });
+
+    const wiring: Wiring = {
+      region: this.region,
+      bucket: this.frames.bucket.bucketName,
+      leasesTable: this.tables.leases.tableName,
+      resultsTable: this.tables.results.tableName,
+      ingestQueueUrl: this.queues.ingestQueue.queueUrl,
+      ingestDlqUrl: this.queues.ingestDlq.queueUrl,
+      slotQueueUrlPrefix: this.queues.slotQueueUrlPrefix,
+      pinnedSlotIndex: names.pinnedSlotIndex,
+      metricsNamespace: names.metricsNamespace,
+    };
+    // AWS_REGION is reserved in Lambda (the runtime sets it); ECS tasks get it from the agent too.
+    const { AWS_REGION: _region, ...wiringEnv } = wiringToEnv(wiring);
+    const sharedEnv = { ...wiringEnv, ...tunablesToEnv(tunables), POWERTOOLS_METRICS_NAMESPACE: names.metricsNamespace };
+
+    this.fleet = new GpuFleet(this, 'Fleet', {
+      vpc: this.network.vpc,
+      subnets: this.network.workloadSubnets,
+      taskSecurityGroup: this.network.taskSecurityGroup,
+      environment: { ...sharedEnv, AWS_REGION: this.region, AWS_EMF_NAMESPACE: names.metricsNamespace, AWS_EMF_SERVICE_NAME: 'worker' },
+      family: `${names.prefix}-worker`,
+      instanceType: new ec2.InstanceType(config.instanceType),
+      maxInstances: config.maxInstances > 0 ? config.maxInstances : config.slotCount,
+      taskCpuUnits: config.taskCpuUnits,
+      taskMemoryMiB: config.taskMemoryMiB,
+      rootVolumeGiB: config.rootVolumeGiB,
+      healthMaxAge: Duration.seconds(config.slotLeaseTtlSeconds * 3),
+      logRetention,
+      removalPolicy,
+    });
+    this.network.allowEndpointsFrom(this.fleet.instanceSecurityGroup);
+    this.#grantWorker(tunables);
+
+    const controlEnv = { ...sharedEnv, ...this.fleet.launcherEnvironment() };
+    this.router = new Router(this, 'Router', {
+      ingestQueue: this.queues.ingestQueue,
+      environment: controlEnv,
+      batchSize: config.routerBatchSize,
+      maxConcurrency: config.routerMaxConcurrency,
+      timeout: Duration.seconds(routerTimeoutSeconds(config)),
+      logRetention,
+      removalPolicy,
+    });
+    this.tables.grantLeasesReadWrite(this.router);
+    this.queues.grantSendToIngestDlq(this.router);
+    this.queues.grantSendToSlots(this.router);
+    this.frames.grantReadFrames(this.router);
+    this.fleet.grantLaunch(this.router);
+
+    this.janitor = new Janitor(this, 'Janitor', {
+      environment: controlEnv,
+      interval: Duration.minutes(janitorRateMinutes(config)),
+      workerClusterArn: this.fleet.cluster.clusterArn,
+      logRetention,
+      removalPolicy,
+    });
+    this.tables.grantLeasesReadWrite(this.janitor);
+    this.queues.grantReadSlotAttributes(this.janitor);
+    this.fleet.grantLaunch(this.janitor);
+
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      namespace: names.metricsNamespace,
+      dashboardName: `${names.prefix}-${this.region}`,
+      ingestQueue: this.queues.ingestQueue,
+      slotQueues: this.queues.slotQueues,
+      deadLetterQueues: this.queues.deadLetterQueues,
+      router: this.router.function,
+      janitor: this.janitor.function,
+      ingestAgeThreshold: Duration.seconds(config.ingestAgeAlarmSeconds),
+      janitorInterval: Duration.minutes(janitorRateMinutes(config)),
+      alarmEmail: config.alarmEmail || undefined,
+    });
+
+    this.#acknowledgeScopedWildcards();
+    this.#outputs(wiring);
+  }
+
+  /** What the operator CLI (`affinity --stack <name>`) and users need to find the stack's parts. */
+  #outputs(wiring: Wiring): void {
+    const out = (id: string, value: string, description: string) => new CfnOutput(this, id, { value, description });
+    out(STACK_OUTPUTS.bucket, wiring.bucket, 'Upload frames to s3://<bucket>/frames/{videoId}/{frame}.jpg');
+    out(STACK_OUTPUTS.leasesTable, wiring.leasesTable, 'Slot and video leases with checkpoints');
+    out(STACK_OUTPUTS.resultsTable, wiring.resultsTable, 'Per-frame results (videoId, frame) and per-video summary (frame = -1)');
+    out(STACK_OUTPUTS.ingestQueueUrl, wiring.ingestQueueUrl, 'S3 notifications in');
+    out(STACK_OUTPUTS.ingestDlqUrl, wiring.ingestDlqUrl, 'Rejected and undeliverable events, with reason attributes');
+    out(STACK_OUTPUTS.slotQueueUrlPrefix, wiring.slotQueueUrlPrefix, 'Slot queue URL = prefix + slot + .fifo');
+    out(STACK_OUTPUTS.slotCount, String(this.config.slotCount), 'Worker slots');
+    out('DashboardUrl', `https://${this.region}.console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`, 'CloudWatch dashboard');
+  }
+
+  #grantWorker(tunables: Tunables): void {
+    const task = this.fleet.taskRole;
+    this.frames.grantReadFrames(task);
+    this.frames.grantReadModels(task);
+    const model = /^s3:\/\/([^/]+)\/(.+)$/.exec(tunables.modelUri);
+    if (model) {
+      task.addToPrincipalPolicy(
+        new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [`arn:${this.partition}:s3:::${model[1]}/${model[2]}`] }),
+      );
+    }
+    this.tables.grantLeasesReadWrite(task);
+    this.tables.grantResultsReadWrite(task);
+    this.queues.grantConsumeSlots(task);
+    this.queues.grantSendToSlots(task);
+  }
+
+  /**
+   * Resource wildcards that remain after scoping; each is listed with its reason in docs/deploy.md.
+   * (No action wildcards exist: test/infra asserts it.)
+   */
+  #acknowledgeScopedWildcards(): void {
+    const frameObjects = `Resource::<${this.getLogicalId(this.frames.bucket.node.defaultChild as never)}.Arn>/frames/*`;
+    const modelObjects = `Resource::<${this.getLogicalId(this.frames.bucket.node.defaultChild as never)}.Arn>/models/*`;
+    const framesReason = 'Object-level read on the frames/ prefix of the stack\'s own bucket: keys are per video and frame, so they cannot be listed in advance.';
+    acknowledge(this.router, { id: `AwsSolutions-IAM5[${frameObjects}]`, reason: framesReason });
+    acknowledge(this.fleet.taskRole, { id: `AwsSolutions-IAM5[${frameObjects}]`, reason: framesReason });
+    const notifications = this.node.tryFindChild('BucketNotificationsHandler050a0587b7544547bf325f094a3db834');
+    if (notifications) {
+      acknowledge(notifications, {
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+        reason: 'CDK-internal handler that configures the bucket notification at deploy time; its role is defined by aws-cdk-lib.',
+      });
+
+    }
+    acknowledge(this.fleet.taskRole, {
+      id: `AwsSolutions-IAM5[${modelObjects}]`,
+      reason: 'Object-level read on the models/ prefix of the stack\'s own bucket, where operators put the ONNX model named by modelUri.',
+    });
+  }
+}

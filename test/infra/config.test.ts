@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULT_TUNABLES } from '../../core/config.ts';
+import {
+  DEFAULT_STACK_CONFIG,
+  janitorRateMinutes,
+  routerTimeoutSeconds,
+  stackConfigFromContext,
+} from '../../infra/config.ts';
+
+const contextOf = (values: Record<string, unknown>) => (key: string) => values[key];
+
+describe('stackConfigFromContext', () => {
+  it('returns the documented defaults when the context is empty', () => {
+    // Act
+    const config = stackConfigFromContext(contextOf({}));
+
+    // Assess
+    expect(config).toEqual(DEFAULT_STACK_CONFIG);
+    expect(config.slotCount).toBe(DEFAULT_TUNABLES.slotCount);
+    expect(config.instanceType).toBe('g5.xlarge');
+  });
+
+  it('parses -c strings into numbers, booleans and strings', () => {
+    // Act
+    const config = stackConfigFromContext(
+      contextOf({ slotCount: '8', retainData: 'false', instanceType: 'g6.2xlarge', modelUri: 's3://models/yolo.onnx' }),
+    );
+
+    // Assess
+    expect(config.slotCount).toBe(8);
+    expect(config.retainData).toBe(false);
+    expect(config.instanceType).toBe('g6.2xlarge');
+    expect(config.modelUri).toBe('s3://models/yolo.onnx');
+  });
+
+  it('rejects a non-GPU instance type and a bad tunable together, naming both', () => {
+    // Act
+    const act = () => stackConfigFromContext(contextOf({ instanceType: 'm5.large', heartbeatIntervalSeconds: 10 }));
+
+    // Assess
+    expect(act).toThrow(ConfigError);
+    expect(act).toThrow(/instanceType must be an NVIDIA GPU instance type/);
+    expect(act).toThrow(/heartbeatIntervalSeconds \(10\) must be at most half/);
+  });
+
+  it('rejects a number that does not parse and a log retention CloudWatch does not offer', () => {
+    // Act & Assess
+    expect(() => stackConfigFromContext(contextOf({ slotCount: 'four' }))).toThrow(/slotCount must be a number/);
+    expect(() => stackConfigFromContext(contextOf({ logRetentionDays: 10 }))).toThrow(/logRetentionDays must be one of/);
+    expect(() => stackConfigFromContext(contextOf({ natGateways: 3, maxAzs: 2 }))).toThrow(/natGateways \(3\) cannot exceed maxAzs/);
+  });
+});
+
+describe('derived settings', () => {
+  it('rounds the janitor interval up to whole minutes, at least one', () => {
+    // Act & Assess
+    expect(janitorRateMinutes({ janitorIntervalSeconds: 20 })).toBe(1);
+    expect(janitorRateMinutes({ janitorIntervalSeconds: 60 })).toBe(1);
+    expect(janitorRateMinutes({ janitorIntervalSeconds: 90 })).toBe(2);
+  });
+
+  it('keeps the router timeout at a sixth of the ingest visibility timeout, within Lambda limits', () => {
+    // Act & Assess
+    expect(routerTimeoutSeconds({ ingestVisibilitySeconds: 180 })).toBe(30);
+    expect(routerTimeoutSeconds({ ingestVisibilitySeconds: 30 })).toBe(10);
+    expect(routerTimeoutSeconds({ ingestVisibilitySeconds: 43_200 })).toBe(900);
+  });
+});

@@ -1,0 +1,433 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { DEFAULT_TUNABLES, WIRING_ENV, resourceNames } from '../../core/config.ts';
+import { LEASES_TABLE } from '../../core/resources.ts';
+import { STACK_OUTPUTS } from '../../core/stack-outputs.ts';
+import { ECS_LAUNCHER_ENV } from '../../core/aws/ecs-task-launcher.ts';
+import { buildApp, cdkJsonContext } from '../../infra/app.ts';
+import type { FrameAffinityStack } from '../../infra/stack.ts';
+
+type Resources = Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+
+const outdirs: string[] = [];
+function synth(context: Record<string, unknown> = {}): { app: App; stack: FrameAffinityStack; template: Template } {
+  const outdir = mkdtempSync(join(tmpdir(), 'fa-cdk-'));
+  outdirs.push(outdir);
+  const { app, stack } = buildApp(new App({ outdir, context: { ...cdkJsonContext(), ...context } }));
+  return { app, stack, template: Template.fromStack(stack) };
+}
+
+/** Every IAM-style statement in the template: identity, resource, key and trust policies. */
+function allStatements(resources: Resources): { resource: string; statement: Record<string, unknown> }[] {
+  const out: { resource: string; statement: Record<string, unknown> }[] = [];
+  const walk = (node: unknown, resource: string) => {
+    if (Array.isArray(node)) node.forEach((n) => walk(n, resource));
+    else if (node && typeof node === 'object') {
+      const obj = node as Record<string, unknown>;
+      if (Array.isArray(obj.Statement)) for (const s of obj.Statement) out.push({ resource, statement: s as Record<string, unknown> });
+      for (const v of Object.values(obj)) walk(v, resource);
+    }
+  };
+  for (const [id, r] of Object.entries(resources)) walk(r.Properties, id);
+  return out;
+}
+
+const asList = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]);
+
+let app: App;
+let stack: FrameAffinityStack;
+let template: Template;
+let resources: Resources;
+const names = resourceNames('FrameAffinity');
+
+beforeAll(() => {
+  // One real synthesis (with esbuild bundling of both Lambdas) shared by the tests.
+  ({ app, stack, template } = synth());
+  resources = template.toJSON().Resources as Resources;
+});
+
+afterAll(() => {
+  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('queues', () => {
+  it('makes a standard ingest queue with SQS-managed SSE and a redrive to its DLQ', () => {
+    // Prepare
+    const dlq = Object.entries(resources).find(([, r]) => r.Type === 'AWS::SQS::Queue' && r.Properties?.QueueName === names.ingestDlq);
+
+    // Act
+    const ingest = template.findResources('AWS::SQS::Queue', { Properties: { QueueName: names.ingestQueue } });
+
+    // Assess
+    expect(dlq).toBeDefined();
+    expect(Object.values(ingest)).toHaveLength(1);
+    expect(Object.values(ingest)[0].Properties).toMatchObject({
+      SqsManagedSseEnabled: true,
+      VisibilityTimeout: DEFAULT_TUNABLES.ingestVisibilitySeconds,
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [dlq![0], 'Arn'] }, maxReceiveCount: DEFAULT_TUNABLES.ingestMaxReceiveCount },
+    });
+    expect(Object.values(ingest)[0].Properties?.FifoQueue).toBeUndefined();
+  });
+
+  it('makes one FIFO queue per slot, named for the URL prefix, each redriving to its own FIFO DLQ', () => {
+    // Prepare
+    const slotCount = DEFAULT_TUNABLES.slotCount;
+
+    // Act
+    const queues = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::SQS::Queue');
+    const byName = new Map(queues.map(([id, r]) => [r.Properties?.QueueName as string, { id, props: r.Properties! }]));
+
+    // Assess
+    for (let slot = 0; slot < slotCount; slot++) {
+      const queue = byName.get(names.slotQueue(slot));
+      const dlq = byName.get(names.slotDlq(slot));
+      expect(queue?.props).toMatchObject({ FifoQueue: true, ContentBasedDeduplication: false, SqsManagedSseEnabled: true });
+      expect(dlq?.props).toMatchObject({ FifoQueue: true, SqsManagedSseEnabled: true });
+      expect(queue?.props.RedrivePolicy).toEqual({
+        deadLetterTargetArn: { 'Fn::GetAtt': [dlq!.id, 'Arn'] },
+        maxReceiveCount: DEFAULT_TUNABLES.slotQueueMaxReceiveCount,
+      });
+    }
+    expect(byName.has(names.slotQueue(slotCount))).toBe(false);
+  });
+
+  it('denies non-TLS access on every queue', () => {
+    // Act
+    const policies = Object.values(template.findResources('AWS::SQS::QueuePolicy'));
+
+    // Assess
+    expect(policies).toHaveLength(2 + 2 * DEFAULT_TUNABLES.slotCount);
+    for (const p of policies) {
+      expect(JSON.stringify(p.Properties)).toContain('"aws:SecureTransport":"false"');
+    }
+  });
+
+  it('honours slotCount from context', () => {
+    // Act
+    const { template: six } = synth({ slotCount: '6', 'aws:cdk:bundling-stacks': [] });
+
+    // Assess
+    six.resourcePropertiesCountIs('AWS::SQS::Queue', { FifoQueue: true }, 12);
+    six.hasResourceProperties('AWS::SQS::Queue', { QueueName: names.slotQueue(5) });
+  });
+});
+
+describe('tables', () => {
+  it('makes the leases table on demand with PITR, TTL on the expiry attribute and the pinned-slot GSI', () => {
+    // Act & Assess
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      TableName: names.leasesTable,
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: LEASES_TABLE.ttlAttribute, Enabled: true },
+      KeySchema: [{ AttributeName: LEASES_TABLE.partitionKey.name, KeyType: 'HASH' }],
+      GlobalSecondaryIndexes: [
+        Match.objectLike({
+          IndexName: names.pinnedSlotIndex,
+          KeySchema: [
+            { AttributeName: 'pinnedSlot', KeyType: 'HASH' },
+            { AttributeName: 'pk', KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'KEYS_ONLY' },
+        }),
+      ],
+    });
+  });
+
+  it('makes the results table keyed by video and frame with PITR and TTL', () => {
+    // Act & Assess
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      TableName: names.resultsTable,
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: 'ttlEpochSeconds', Enabled: true },
+      KeySchema: [
+        { AttributeName: 'videoId', KeyType: 'HASH' },
+        { AttributeName: 'frame', KeyType: 'RANGE' },
+      ],
+    });
+  });
+});
+
+describe('frame bucket', () => {
+  it('notifies the ingest queue of objects created under frames/ only', () => {
+    // Prepare
+    const ingestId = Object.entries(resources).find(([, r]) => r.Properties?.QueueName === names.ingestQueue)![0];
+
+    // Act & Assess
+    template.hasResourceProperties('Custom::S3BucketNotifications', {
+      NotificationConfiguration: {
+        QueueConfigurations: [
+          {
+            Events: ['s3:ObjectCreated:*'],
+            Filter: { Key: { FilterRules: [{ Name: 'prefix', Value: 'frames/' }] } },
+            QueueArn: { 'Fn::GetAtt': [ingestId, 'Arn'] },
+          },
+        ],
+      },
+    });
+  });
+
+  it('is encrypted, private, access-logged and expires old frames', () => {
+    // Act & Assess
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      LoggingConfiguration: Match.objectLike({ LogFilePrefix: 'frame-bucket/' }),
+      LifecycleConfiguration: {
+        Rules: Match.arrayWith([Match.objectLike({ Prefix: 'frames/', ExpirationInDays: 30, Status: 'Enabled' })]),
+      },
+    });
+  });
+
+  it('denies every request without TLS in each bucket policy', () => {
+    // Act
+    const policies = Object.values(template.findResources('AWS::S3::BucketPolicy'));
+
+    // Assess
+    expect(policies).toHaveLength(2);
+    for (const p of policies) {
+      expect(p.Properties?.PolicyDocument).toMatchObject({
+        Statement: expect.arrayContaining([
+          expect.objectContaining({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      });
+    }
+  });
+});
+
+describe('router and janitor', () => {
+  it('consumes the ingest queue with partial batch responses, the tuned batch size and bounded concurrency', () => {
+    // Act & Assess
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: DEFAULT_TUNABLES.routerBatchSize,
+      ScalingConfig: { MaximumConcurrency: DEFAULT_TUNABLES.routerMaxConcurrency },
+    });
+  });
+
+  it('runs both functions on Node.js 24, arm64, with the wiring and launcher environment', () => {
+    // Prepare
+    const expectedEnv = [
+      ...Object.values(WIRING_ENV).filter((n) => n !== 'AWS_REGION'),
+      ...Object.values(ECS_LAUNCHER_ENV),
+      'SLOT_COUNT',
+      'HEARTBEAT_INTERVAL_SECONDS',
+    ];
+
+    // Act
+    const functions = [stack.router.function, stack.janitor.function].map(
+      (f) => resources[stack.getLogicalId(f.node.defaultChild as never)].Properties!,
+    );
+
+    // Assess
+    for (const props of functions) {
+      expect(props).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'] });
+      const env = (props.Environment as { Variables: Record<string, unknown> }).Variables;
+      for (const name of expectedEnv) expect(env, name).toHaveProperty(name);
+      expect(env).not.toHaveProperty('AWS_REGION');
+    }
+  });
+
+  it('schedules the janitor and gives every function a log group with retention', () => {
+    // Act & Assess
+    template.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 minute)' });
+    const groups = Object.values(template.findResources('AWS::Logs::LogGroup'));
+    expect(groups.length).toBeGreaterThanOrEqual(4);
+    for (const g of groups) expect(g.Properties?.RetentionInDays).toBe(30);
+  });
+});
+
+describe('failover trigger and outputs', () => {
+  it('runs the janitor at once when a worker task of this cluster stops', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.ecs'],
+        'detail-type': ['ECS Task State Change'],
+        detail: { lastStatus: ['STOPPED'], startedBy: [{ prefix: 'slot-' }], clusterArn: [Match.anyValue()] },
+      },
+      Targets: Match.arrayWith([Match.objectLike({ Arn: Match.anyValue() })]),
+    });
+  });
+
+  it('exports the outputs the operator CLI reads', () => {
+    const outputs = template.toJSON().Outputs as Record<string, unknown>;
+    for (const key of Object.values(STACK_OUTPUTS)) expect(outputs).toHaveProperty(key);
+  });
+});
+
+describe('GPU fleet', () => {
+  it('asks for one GPU on the worker container, with a drain-length stop timeout, health check and awslogs', () => {
+    // Act
+    const taskDefs = Object.values(template.findResources('AWS::ECS::TaskDefinition'));
+
+    // Assess
+    expect(taskDefs).toHaveLength(1);
+    const props = taskDefs[0].Properties!;
+    expect(props).toMatchObject({ NetworkMode: 'awsvpc', RequiresCompatibilities: ['EC2'] });
+    const [container] = props.ContainerDefinitions as Record<string, unknown>[];
+    expect(container).toMatchObject({
+      Name: 'worker',
+      ResourceRequirements: [{ Type: 'GPU', Value: '1' }],
+      StopTimeout: 120,
+      LinuxParameters: { InitProcessEnabled: true },
+      HealthCheck: { Command: ['CMD', 'node', '-e', expect.stringContaining('HEALTH_FILE')] },
+      LogConfiguration: { LogDriver: 'awslogs' },
+    });
+    const env = Object.fromEntries((container.Environment as { Name: string; Value: unknown }[]).map((e) => [e.Name, e.Value]));
+    expect(env).toHaveProperty('HEALTH_FILE', '/tmp/worker-heartbeat');
+    expect(env).toHaveProperty('AWS_REGION');
+    expect(env).toHaveProperty('SLOT_QUEUE_URL_PREFIX');
+  });
+
+  it('scales GPU instances from zero through a managed capacity provider', () => {
+    // Act & Assess
+    template.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', { MinSize: '0', MaxSize: String(DEFAULT_TUNABLES.slotCount) });
+    template.hasResourceProperties('AWS::ECS::CapacityProvider', {
+      AutoScalingGroupProvider: { ManagedScaling: { Status: 'ENABLED' } },
+    });
+    template.hasResourceProperties('AWS::ECS::ClusterCapacityProviderAssociations', {
+      CapacityProviders: [Match.anyValue()],
+    });
+  });
+
+  it('launches the ECS GPU AMI with IMDSv2 and encrypted EBS', () => {
+    // Act
+    const lt = Object.values(template.findResources('AWS::EC2::LaunchTemplate'))[0].Properties!;
+    const params = template.toJSON().Parameters as Record<string, { Default?: string }>;
+
+    // Assess
+    expect(lt.LaunchTemplateData).toMatchObject({
+      InstanceType: 'g5.xlarge',
+      MetadataOptions: { HttpTokens: 'required' },
+      BlockDeviceMappings: [{ Ebs: { Encrypted: true } }],
+    });
+    expect(Object.values(params).some((p) => p.Default === '/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/recommended/image_id')).toBe(true);
+  });
+
+  it('lets only the router and janitor run this task definition in this cluster and pass only its two roles', () => {
+    // Prepare
+    const taskDefId = stack.getLogicalId(stack.fleet.taskDefinition.node.defaultChild as never);
+    const statements = allStatements(resources).map((s) => s.statement);
+
+    // Act
+    const runTask = statements.filter((s) => asList(s.Action).includes('ecs:RunTask'));
+    const passRole = statements.filter((s) => asList(s.Action).includes('iam:PassRole'));
+
+    // Assess
+    expect(runTask).toHaveLength(2);
+    for (const s of runTask) {
+      expect(s.Resource).toEqual({ Ref: taskDefId });
+      expect(s.Condition).toMatchObject({ ArnEquals: { 'ecs:cluster': expect.anything() } });
+    }
+    expect(passRole).toHaveLength(2);
+    for (const s of passRole) {
+      expect(asList(s.Resource)).toHaveLength(2);
+      expect(s.Condition).toEqual({ StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } });
+    }
+  });
+});
+
+describe('network', () => {
+  it('uses isolated subnets with S3 and DynamoDB gateway endpoints and the interface endpoints the fleet needs', () => {
+    // Prepare
+    const endpoints = Object.values(template.findResources('AWS::EC2::VPCEndpoint')).map((r) => JSON.stringify(r.Properties?.ServiceName));
+
+    // Act
+    const has = (service: string) => endpoints.some((e) => e.includes(`.${service}"`));
+
+    // Assess
+    template.resourceCountIs('AWS::EC2::NatGateway', 0);
+    for (const service of ['s3', 'dynamodb', 'ecs', 'ecs-agent', 'ecs-telemetry', 'ecr.api', 'ecr.dkr', 'logs', 'sqs']) {
+      expect(has(service), service).toBe(true);
+    }
+    template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'REJECT' });
+  });
+
+  it('adds a NAT gateway when natGateways is set', () => {
+    // Act
+    const { template: withNat } = synth({ natGateways: 1, 'aws:cdk:bundling-stacks': [] });
+
+    // Assess
+    withNat.resourceCountIs('AWS::EC2::NatGateway', 1);
+  });
+});
+
+describe('monitoring', () => {
+  it('alarms on every DLQ, ingest age, slots without owner and router errors into an encrypted topic', () => {
+    // Act
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties!);
+
+    // Assess
+    const dlqAlarms = alarms.filter((a) => a.MetricName === 'ApproximateNumberOfMessagesVisible');
+    expect(dlqAlarms).toHaveLength(1 + DEFAULT_TUNABLES.slotCount);
+    expect(alarms.some((a) => a.MetricName === 'ApproximateAgeOfOldestMessage')).toBe(true);
+    const noOwner = alarms.find((a) => a.MetricName === 'SlotsWithWorkNoOwner');
+    expect(noOwner).toMatchObject({ Namespace: 'FrameAffinity', Dimensions: [{ Name: 'service', Value: 'janitor' }], Threshold: 1 });
+    expect(alarms.some((a) => a.MetricName === 'Errors' && a.Namespace === 'AWS/Lambda')).toBe(true);
+    for (const a of alarms) expect(asList(a.AlarmActions)).toHaveLength(1);
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+  });
+
+  it('has a dashboard with the pipeline metrics', () => {
+    // Act
+    const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0].Properties?.DashboardBody);
+
+    // Assess
+    for (const metric of ['FramesRouted', 'FramesProcessed', 'InferenceLatencyMs', 'LiveSlots', 'VideoTakeovers', 'EventsRejected', 'p99']) {
+      expect(body, metric).toContain(metric);
+    }
+  });
+});
+
+describe('least privilege', () => {
+  it('has no Allow statement with a wildcard action anywhere (Deny-on-no-TLS statements may use service:*)', () => {
+    // Act
+    const offenders = allStatements(resources)
+      .filter(({ statement }) => statement.Effect === 'Allow')
+      .flatMap(({ resource, statement }) => asList(statement.Action).filter((a) => String(a).includes('*')).map((a) => `${resource}: ${String(a)}`));
+
+    // Assess
+    expect(offenders).toEqual([]);
+  });
+
+  it('passes the cdk-nag AwsSolutions pack with every finding acknowledged', () => {
+    // Prepare
+    const pack = new AwsSolutionsChecks(app);
+
+    // Act
+    const report = pack.validateScope(app);
+
+    // Assess
+    expect(report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(', ')}`)).toEqual([]);
+    expect(report.success).toBe(true);
+  });
+
+  it('still passes cdk-nag when the stack has an explicit account and region (as under `cdk deploy`)', () => {
+    // Prepare
+    const saved = { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION };
+    process.env.CDK_DEFAULT_ACCOUNT = '111122223333';
+    process.env.CDK_DEFAULT_REGION = 'eu-west-1';
+    let pinned: App;
+    try {
+      pinned = synth({ 'aws:cdk:bundling-stacks': [] }).app;
+    } finally {
+      for (const [k, v] of [['CDK_DEFAULT_ACCOUNT', saved.account], ['CDK_DEFAULT_REGION', saved.region]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+
+    // Act
+    const report = new AwsSolutionsChecks(pinned).validateScope(pinned);
+
+    // Assess
+    expect(report.violations.map((v) => v.ruleName)).toEqual([]);
+  });
+});
