@@ -1,5 +1,5 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
-import { STACK_OUTPUTS } from '../core/stack-outputs.ts';
+import { STACK_OUTPUT_KEYS } from '../core/stack-outputs.ts';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -141,13 +141,13 @@ export class FrameAffinityStack extends Stack {
   /** What the operator CLI (`affinity --stack <name>`) and users need to find the stack's parts. */
   #outputs(wiring: Wiring): void {
     const out = (id: string, value: string, description: string) => new CfnOutput(this, id, { value, description });
-    out(STACK_OUTPUTS.bucket, wiring.bucket, 'Upload frames to s3://<bucket>/frames/{videoId}/{frame}.jpg');
-    out(STACK_OUTPUTS.leasesTable, wiring.leasesTable, 'Slot and video leases with checkpoints');
-    out(STACK_OUTPUTS.resultsTable, wiring.resultsTable, 'Per-frame results (videoId, frame) and per-video summary (frame = -1)');
-    out(STACK_OUTPUTS.ingestQueueUrl, wiring.ingestQueueUrl, 'S3 notifications in');
-    out(STACK_OUTPUTS.ingestDlqUrl, wiring.ingestDlqUrl, 'Rejected and undeliverable events, with reason attributes');
-    out(STACK_OUTPUTS.slotQueueUrlPrefix, wiring.slotQueueUrlPrefix, 'Slot queue URL = prefix + slot + .fifo');
-    out(STACK_OUTPUTS.slotCount, String(this.config.slotCount), 'Worker slots');
+    out(STACK_OUTPUT_KEYS.frameBucketName, wiring.bucket, 'Upload frames to s3://<bucket>/frames/{videoId}/{frame}.jpg');
+    out(STACK_OUTPUT_KEYS.leasesTableName, wiring.leasesTable, 'Slot and video leases with checkpoints');
+    out(STACK_OUTPUT_KEYS.resultsTableName, wiring.resultsTable, 'Per-frame results (videoId, frame) and per-video summary (frame = -1)');
+    out(STACK_OUTPUT_KEYS.ingestQueueUrl, wiring.ingestQueueUrl, 'S3 notifications in');
+    out(STACK_OUTPUT_KEYS.ingestDlqUrl, wiring.ingestDlqUrl, 'Rejected and undeliverable events, with reason attributes');
+    out(STACK_OUTPUT_KEYS.slotQueueUrlPrefix, wiring.slotQueueUrlPrefix, 'Slot queue URL = prefix + slot + .fifo');
+    out(STACK_OUTPUT_KEYS.slotCount, String(this.config.slotCount), 'Worker slots');
     out('DashboardUrl', `https://${this.region}.console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`, 'CloudWatch dashboard');
   }
 

@@ -7,7 +7,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { DEFAULT_TUNABLES, WIRING_ENV, resourceNames } from '../../core/config.ts';
 import { LEASES_TABLE } from '../../core/resources.ts';
-import { STACK_OUTPUTS } from '../../core/stack-outputs.ts';
+import { STACK_OUTPUT_KEYS } from '../../core/stack-outputs.ts';
 import { ECS_LAUNCHER_ENV } from '../../core/aws/ecs-task-launcher.ts';
 import { buildApp, cdkJsonContext } from '../../infra/app.ts';
 import type { FrameAffinityStack } from '../../infra/stack.ts';
@@ -257,7 +257,7 @@ describe('failover trigger and outputs', () => {
 
   it('exports the outputs the operator CLI reads', () => {
     const outputs = template.toJSON().Outputs as Record<string, unknown>;
-    for (const key of Object.values(STACK_OUTPUTS)) expect(outputs).toHaveProperty(key);
+    for (const key of Object.values(STACK_OUTPUT_KEYS)) expect(outputs).toHaveProperty(key);
   });
 });
 

@@ -27,6 +27,9 @@ export interface TestStack extends LocalStack {
 
 export async function startTestStack(options: Partial<LocalStackOptions> & { tunables?: Partial<Tunables>; workerEnv?: Record<string, string> } = {}): Promise<TestStack> {
   const workerLines: string[] = [];
+  // The router and janitor run in this process: keep their logs and EMF lines out of the test output.
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const stack = await startLocalStack({
     quiet: true,
     stateDir: `.local/test-${process.pid}-${Date.now()}`,

@@ -1,0 +1,118 @@
+/**
+ * AWS API calls per routed frame, for the router and the worker separately, at steady
+ * state and for a new video. Every SDK call the router, janitor and workers make is
+ * logged by a middleware (AWS_CALL_LOG, see core/aws/clients.ts); the user's PUTs and
+ * the emulated Lambda event source's own receive/delete are not counted (in AWS those
+ * are S3's and Lambda's calls, not ours).
+ *
+ *   npx node bench/api-calls.ts [videos=8] [framesPerVideo=40]
+ *
+ * Targets at steady state: router <= 0.1 DynamoDB requests per frame; all calls
+ * (router + worker, including the one S3 GET a frame needs) <= 1.6 per frame.
+ */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import sharp from 'sharp';
+import { frameKey } from '../core/keys.ts';
+import { startLocalStack } from '../local/stack.ts';
+
+const videos = Number(process.argv[2] ?? 8);
+const framesPerVideo = Number(process.argv[3] ?? 40);
+const callLog = `${process.cwd()}/.local/bench-api-calls.log`;
+mkdirSync('.local', { recursive: true });
+rmSync(callLog, { force: true });
+process.env.AWS_CALL_LOG = callLog;
+
+const stack = await startLocalStack({
+  quiet: true,
+  stateDir: '.local/bench-api-calls',
+  tunables: { slotCount: 1, videosPerSlot: videos + 1 },
+  workerEnv: { FRAME_PROCESSOR: 'stats', AWS_CALL_LOG: callLog },
+  routerWaitTimeSeconds: 1,
+});
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const image = await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 30, g: 160, b: 60 } } }).jpeg().toBuffer();
+const put = (key: string, body: Uint8Array | string) => stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: key, Body: body }));
+async function count(videoId: string): Promise<number> {
+  const r = await stack.clients.ddb.send(
+    new QueryCommand({ TableName: stack.wiring.resultsTable, KeyConditionExpression: 'videoId = :v AND #f >= :z', ExpressionAttributeNames: { '#f': 'frame' }, ExpressionAttributeValues: { ':v': videoId, ':z': 0 }, Select: 'COUNT' }),
+  );
+  return r.Count ?? 0;
+}
+async function waitAll(ids: string[], n: number) {
+  for (;;) {
+    const counts = await Promise.all(ids.map(count));
+    if (counts.every((c) => c >= n)) return;
+    await sleep(200);
+  }
+}
+type Tally = Record<string, number>;
+function tally(): { lines: string[]; byRoleService: Tally; byOp: Tally } {
+  const lines = readFileSync(callLog, 'utf8').split('\n').filter(Boolean);
+  const byRoleService: Tally = {};
+  const byOp: Tally = {};
+  for (const l of lines) {
+    const [role, service, op] = l.split('\t');
+    byRoleService[`${role}.${service}`] = (byRoleService[`${role}.${service}`] ?? 0) + 1;
+    byOp[`${role}.${service}.${op}`] = (byOp[`${role}.${service}.${op}`] ?? 0) + 1;
+  }
+  return { lines, byRoleService, byOp };
+}
+function perFrame(t: Tally, frames: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round((v / frames) * 1000) / 1000]));
+}
+function sum(t: Tally, pred: (k: string) => boolean): number {
+  return Object.entries(t).filter(([k]) => pred(k)).reduce((a, [, v]) => a + v, 0);
+}
+
+let report: Record<string, unknown>;
+try {
+  // Warm-up: start the worker, so its start-up calls are not billed to the videos.
+  await put(frameKey('warmup', 0), image);
+  await waitAll(['warmup'], 1);
+  await sleep(1500);
+
+  // New videos: the first frame of each.
+  rmSync(callLog, { force: true });
+  writeFileSync(callLog, '');
+  const ids = Array.from({ length: videos }, (_, i) => `cam-${i}`);
+  for (const id of ids) await put(frameKey(id, 0), image);
+  await waitAll(ids, 1);
+  await sleep(500);
+  const fresh = tally();
+
+  // Steady state: the following frames of the same videos, interleaved like live cameras.
+  writeFileSync(callLog, '');
+  const t0 = Date.now();
+  for (let f = 1; f <= framesPerVideo; f++) await Promise.all(ids.map((id) => put(frameKey(id, f), image)));
+  await waitAll(ids, framesPerVideo + 1);
+  const seconds = (Date.now() - t0) / 1000;
+  const steady = tally();
+  const frames = videos * framesPerVideo;
+  const steadyPerFrame = perFrame(steady.byRoleService, frames);
+  const routerDdb = sum(steady.byRoleService, (k) => k === 'router.dynamodb') / frames;
+  const total = sum(steady.byRoleService, (k) => k.startsWith('router.') || k.startsWith('worker.')) / frames;
+  report = {
+    setup: { videos, framesPerVideo, slots: 1, emulator: 'fauxqs returns at most one message per FIFO group per receive (real SQS: up to 10)' },
+    newVideo: {
+      callsPerNewVideo: perFrame(fresh.byRoleService, videos),
+      operations: perFrame(fresh.byOp, videos),
+    },
+    steadyState: {
+      frames,
+      seconds,
+      callsPerFrame: steadyPerFrame,
+      operations: perFrame(steady.byOp, frames),
+      routerDynamoDbPerFrame: Math.round(routerDdb * 1000) / 1000,
+      routerPlusWorkerPerFrame: Math.round(total * 1000) / 1000,
+      janitorCallsPerSecond: Math.round((sum(steady.byRoleService, (k) => k.startsWith('janitor.')) / seconds) * 100) / 100,
+      targets: { routerDynamoDbPerFrame: 0.1, routerPlusWorkerPerFrame: 1.6 },
+    },
+  };
+} finally {
+  await stack.stop();
+}
+mkdirSync('bench/results', { recursive: true });
+writeFileSync('bench/results/api-calls.json', `${JSON.stringify(report, null, 2)}\n`);
+console.log(JSON.stringify(report, null, 2));

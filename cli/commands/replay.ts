@@ -1,0 +1,178 @@
+/**
+ * `affinity replay <id> --from <frame>`: reprocesses a video from a frame on, from the
+ * frames still in S3.
+ *
+ *  1. counts the results kept (frames before `from`);
+ *  2. `resetForReplay`: rewinds the checkpoint to `from` with a fresh tracker, bumps the
+ *     token (fencing any worker still holding the video) and unpins it;
+ *  3. deletes the results from `from` on and marks the summary active again;
+ *  4. re-sends the frames (and the end marker, unless its frame is already known) as S3 events on the ingest queue with a
+ *     fresh `replayTag` attribute, so the router gives them fresh FIFO dedup ids.
+ */
+import { randomUUID } from 'node:crypto';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { BatchWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { FRAME_PREFIX } from '../../core/config.ts';
+import { parseFrameKey } from '../../core/keys.ts';
+import type { FrameResultItem } from '../../core/results.ts';
+import { buildObjectCreatedEvent } from '../../local/s3-notifications.ts';
+import { CliError, type Io } from '../io.ts';
+import { leaseStore, queryResults } from '../read.ts';
+import type { Target } from '../target.ts';
+
+export interface KeptCounts {
+  framesOk: number;
+  framesFailed: number;
+  framesGap: number;
+  firstFrame?: number;
+  lastFrame?: number;
+}
+
+/**
+ * Counts what stays when replaying from `fromFrame`. A gap run that straddles
+ * `fromFrame` cannot be split, so the replay starts at the run's first frame instead
+ * (`effectiveFrom`). Pure.
+ */
+export function keptBefore(items: readonly FrameResultItem[], fromFrame: number): { kept: KeptCounts; effectiveFrom: number } {
+  let effectiveFrom = fromFrame;
+  for (const r of items) {
+    if (r.status === 'gap' && r.throughFrame !== undefined && r.frame < effectiveFrom && r.throughFrame >= effectiveFrom) effectiveFrom = r.frame;
+  }
+  const kept: KeptCounts = { framesOk: 0, framesFailed: 0, framesGap: 0 };
+  for (const r of items) {
+    if (r.frame >= effectiveFrom) continue;
+    const last = r.throughFrame ?? r.frame;
+    if (r.status === 'ok') kept.framesOk++;
+    else if (r.status === 'failed') kept.framesFailed++;
+    else kept.framesGap += last - r.frame + 1;
+    kept.firstFrame = Math.min(kept.firstFrame ?? r.frame, r.frame);
+    kept.lastFrame = Math.max(kept.lastFrame ?? last, last);
+  }
+  return { kept, effectiveFrom };
+}
+
+interface StoredObject {
+  readonly key: string;
+  readonly sizeBytes: number;
+  readonly eTag: string;
+}
+
+async function listVideoObjects(target: Target, videoId: string): Promise<StoredObject[]> {
+  const out: StoredObject[] = [];
+  let token: string | undefined;
+  do {
+    const r = await target.clients.s3.send(new ListObjectsV2Command({ Bucket: target.bucket, Prefix: `${FRAME_PREFIX}${videoId}/`, ContinuationToken: token }));
+    for (const o of r.Contents ?? []) if (o.Key) out.push({ key: o.Key, sizeBytes: Number(o.Size ?? 0), eTag: (o.ETag ?? '').replace(/"/g, '') });
+    token = r.IsTruncated ? r.NextContinuationToken : undefined;
+  } while (token);
+  return out;
+}
+
+export interface ReplaySummary {
+  readonly fromFrame: number;
+  readonly token: number;
+  readonly deleted: number;
+  readonly resent: number;
+  readonly endMarker: boolean;
+  readonly replayTag: string;
+}
+
+export async function replayCommand(target: Target, o: { videoId: string; fromFrame: number }, io: Io): Promise<ReplaySummary> {
+  if (!Number.isSafeInteger(o.fromFrame) || o.fromFrame < 0) throw new CliError('--from must be a non-negative integer frame number', 2);
+  const store = leaseStore(target);
+  const v = await store.getVideo(o.videoId);
+  if (v.state === 'new') throw new CliError(`no such video "${o.videoId}": it has no lease in ${target.description}`);
+
+  const objects = await listVideoObjects(target, o.videoId);
+  const before: FrameResultItem[] = [];
+  for await (const page of queryResults(target, o.videoId, { beforeFrame: o.fromFrame })) before.push(...page);
+  const { kept, effectiveFrom } = keptBefore(before, o.fromFrame);
+  if (effectiveFrom !== o.fromFrame) io.err(`frame ${o.fromFrame} lies inside a gap run starting at ${effectiveFrom}; replaying from ${effectiveFrom}`);
+
+  const frames = objects
+    .map((ob) => ({ ob, parsed: parseFrameKey(ob.key) }))
+    .filter((x): x is { ob: StoredObject; parsed: { kind: 'frame'; videoId: string; frame: number; extension: string } } => x.parsed.kind === 'frame')
+    .filter((x) => x.parsed.frame >= effectiveFrom)
+    .sort((a, b) => a.parsed.frame - b.parsed.frame);
+  const end = objects.find((ob) => parseFrameKey(ob.key).kind === 'end');
+  if (frames.length === 0) throw new CliError(`no frames of "${o.videoId}" at or after frame ${effectiveFrom} in s3://${target.bucket}; nothing to replay`);
+
+  const reset = await store.resetForReplay(o.videoId, effectiveFrom, v.token, kept, Date.now());
+  if (reset === 'token-moved') {
+    throw new CliError(`the lease of "${o.videoId}" changed while preparing the replay (token is no longer ${v.token}); nothing changed; retry`);
+  }
+
+  // Delete the results being redone; the new owner writes them again (writes are create-only).
+  let deleted = 0;
+  const keys: { videoId: string; frame: number }[] = [];
+  for await (const page of queryResults(target, o.videoId, { fromFrame: effectiveFrom })) keys.push(...page.map((r) => ({ videoId: o.videoId, frame: r.frame })));
+  for (let i = 0; i < keys.length; i += 25) {
+    let pending = keys.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt >= 8) throw new CliError('DynamoDB left deletes unprocessed after retries; re-run the replay');
+      const r = await target.clients.ddb.send(new BatchWriteCommand({ RequestItems: { [target.resultsTable]: pending } }));
+      pending = (r.UnprocessedItems?.[target.resultsTable] ?? []) as typeof pending;
+      if (pending.length > 0) await new Promise((res) => setTimeout(res, 25 * 2 ** attempt));
+    }
+    deleted += Math.min(25, keys.length - i);
+  }
+
+  // The summary keeps saying "complete" until the next commit unless told otherwise.
+  try {
+    await target.clients.ddb.send(
+      new UpdateCommand({
+        TableName: target.resultsTable,
+        Key: { videoId: o.videoId, frame: -1 },
+        UpdateExpression: 'SET #status = :active, framesOk = :ok, framesFailed = :failed, framesGap = :gap, #token = :token, updatedAtMs = :now',
+        ConditionExpression: 'attribute_exists(videoId) AND #token <= :token',
+        ExpressionAttributeNames: { '#status': 'status', '#token': 'token' },
+        ExpressionAttributeValues: { ':active': 'active', ':ok': kept.framesOk, ':failed': kept.framesFailed, ':gap': kept.framesGap, ':token': reset.token, ':now': Date.now() },
+      }),
+    );
+  } catch (e) {
+    if (!(e instanceof ConditionalCheckFailedException)) throw e;
+  }
+
+  const replayTag = `replay-${Date.now().toString(36)}-${randomUUID().slice(0, 8)}`;
+  // The rewound checkpoint keeps a known end frame; re-sending the marker then would only
+  // re-admit the finished video once more after the replay completes.
+  const resendEnd = end !== undefined && v.checkpoint.sequencer.endFrame === null;
+  const toSend = [...frames.map((f) => f.ob), ...(resendEnd && end ? [end] : [])];
+  let resent = 0;
+  for (let i = 0; i < toSend.length; i += 10) {
+    const batch = toSend.slice(i, i + 10);
+    const r = await target.clients.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: target.ingestQueueUrl,
+        Entries: batch.map((ob, j) => ({
+          Id: String(j),
+          MessageBody: JSON.stringify(
+            buildObjectCreatedEvent({
+              region: target.region,
+              bucket: target.bucket,
+              key: ob.key,
+              sizeBytes: ob.sizeBytes,
+              eTag: ob.eTag,
+              eventName: 'ObjectCreated:Put',
+              eventTime: new Date(),
+              sequencer: (Date.now() * 1000 + i + j).toString(16).toUpperCase().padStart(18, '0'),
+              configurationId: 'affinity-replay',
+            }),
+          ),
+          MessageAttributes: { replayTag: { DataType: 'String', StringValue: replayTag } },
+        })),
+      }),
+    );
+    if ((r.Failed ?? []).length > 0) {
+      throw new CliError(`re-sending frames failed after ${resent}: ${r.Failed!.map((f) => f.Message ?? f.Code).join('; ')}; re-run the replay`);
+    }
+    resent += batch.length;
+  }
+  io.out(
+    `replaying ${o.videoId} from frame ${effectiveFrom}: token ${v.token} -> ${reset.token}, deleted ${deleted} result(s), ` +
+      `re-sent ${frames.length} frame(s)${resendEnd ? ' and the end marker' : v.checkpoint.sequencer.endFrame !== null ? ` (end frame ${v.checkpoint.sequencer.endFrame} already known)` : ''} (replay tag ${replayTag})`,
+  );
+  return { fromFrame: effectiveFrom, token: reset.token, deleted, resent: frames.length, endMarker: resendEnd, replayTag };
+}

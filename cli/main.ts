@@ -1,0 +1,253 @@
+/**
+ * The operator CLI's argument handling and dispatch (bin.ts only calls {@link main}).
+ * Arguments are parsed with `node:util` parseArgs: strict, typed, no dependency.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { CliError, processIo, type Io } from './io.ts';
+import { releaseCommand } from './commands/release.ts';
+import { renderCommand } from './commands/render.ts';
+import { replayCommand } from './commands/replay.ts';
+import { resultsCommand, type ResultsFormat } from './commands/results.ts';
+import { statusCommand } from './commands/status.ts';
+import { uploadCommand } from './commands/upload.ts';
+import { videoCommand } from './commands/video.ts';
+import { resolveTarget, type Target } from './target.ts';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+type Values = Record<string, string | boolean | undefined>;
+
+const GLOBAL_OPTIONS = {
+  'state-dir': { type: 'string' },
+  stack: { type: 'string' },
+  region: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies Options;
+
+const GLOBAL_HELP = `Global options:
+  --state-dir DIR   local stack state directory holding stack.json (default .local)
+  --stack NAME      target a deployed CloudFormation stack instead (AWS credential chain)
+  --region REGION   region of --stack (default: AWS_REGION / profile)
+  -h, --help        show help`;
+
+interface Command {
+  readonly usage: string;
+  readonly summary: string;
+  readonly details: string;
+  readonly positionals: readonly string[];
+  readonly options: Options;
+  run(target: Target, positionals: string[], values: Values, io: Io): Promise<unknown>;
+}
+
+function intFlag(values: Values, name: string): number | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (typeof raw !== 'string' || !/^-?\d+$/.test(raw) || !Number.isSafeInteger(n)) throw new CliError(`--${name} must be an integer (got "${String(raw)}")`, 2);
+  return n;
+}
+
+const COMMANDS: Record<string, Command> = {
+  upload: {
+    usage: 'upload <dir> --video <id> [--end] [--concurrency N] [--first-frame N]',
+    summary: 'upload a folder of frames (resumable, parallel)',
+    details: `Uploads the .jpg/.jpeg/.png files of <dir> as frames/<id>/<frame>.<ext>. The frame number is the
+last number in each file name, or else the file's position in natural order plus --first-frame.
+Objects already uploaded with the same size are skipped, so re-running resumes an interrupted upload.
+
+  --video ID         video id (required)
+  --end              write the end-of-stream marker frames/<id>/_end (last frame number) after the frames
+  --concurrency N    parallel uploads (default 8)
+  --first-frame N    first frame number for files without a number (default: the stack's firstFrameNumber)`,
+    positionals: ['dir'],
+    options: { video: { type: 'string' }, end: { type: 'boolean' }, concurrency: { type: 'string' }, 'first-frame': { type: 'string' } },
+    run: (t, [dir], v, io) => {
+      if (typeof v.video !== 'string') throw new CliError('upload needs --video <id>', 2);
+      return uploadCommand(
+        t,
+        {
+          dir: dir!,
+          videoId: v.video,
+          end: Boolean(v.end),
+          ...(v.concurrency !== undefined ? { concurrency: intFlag(v, 'concurrency')! } : {}),
+          ...(v['first-frame'] !== undefined ? { firstFrame: intFlag(v, 'first-frame')! } : {}),
+        },
+        io,
+      );
+    },
+  },
+  status: {
+    usage: 'status [--json]',
+    summary: 'slots, owners, heartbeats, leased videos, queue depths',
+    details: '  --json   print the report as JSON',
+    positionals: [],
+    options: { json: { type: 'boolean' } },
+    run: (t, _p, v, io) => statusCommand(t, { json: Boolean(v.json) }, io),
+  },
+  video: {
+    usage: 'video <id> [--json]',
+    summary: "a video's lease, owner history, progress, gaps and failures",
+    details: '  --json   print the report as JSON',
+    positionals: ['id'],
+    options: { json: { type: 'boolean' } },
+    run: (t, [id], v, io) => videoCommand(t, { videoId: id!, json: Boolean(v.json) }, io),
+  },
+  results: {
+    usage: 'results <id> [--json|--csv]',
+    summary: "stream a video's results in frame order",
+    details: `Text (default) and CSV print one line per detection (a frame without detections gets one line);
+--json prints one JSON object per frame (NDJSON). The summary item is not included.
+
+  --json   NDJSON, one line per frame
+  --csv    CSV with a header row`,
+    positionals: ['id'],
+    options: { json: { type: 'boolean' }, csv: { type: 'boolean' } },
+    run: (t, [id], v, io) => {
+      if (v.json && v.csv) throw new CliError('choose one of --json and --csv', 2);
+      const format: ResultsFormat = v.json ? 'json' : v.csv ? 'csv' : 'text';
+      return resultsCommand(t, { videoId: id!, format }, io);
+    },
+  },
+  release: {
+    usage: 'release <id> --force [--yes]',
+    summary: 'admin override: unpin a video (fenced: bumps its token)',
+    details: `Unpins the video from its slot, conditional on the token just read, and bumps the token so
+the current owner can no longer write for it. The next frame is admitted afresh.
+
+  --force   required: this is an override
+  --yes     do not ask for confirmation (required when not on a terminal)`,
+    positionals: ['id'],
+    options: { force: { type: 'boolean' }, yes: { type: 'boolean', short: 'y' } },
+    run: (t, [id], v, io) => releaseCommand(t, { videoId: id!, force: Boolean(v.force), yes: Boolean(v.yes) }, io),
+  },
+  replay: {
+    usage: 'replay <id> --from <frame>',
+    summary: 'reprocess a video from a frame on, from the frames in S3',
+    details: `Rewinds the video's checkpoint to <frame> with a fresh tracker (bumping its token, which fences
+the current owner), deletes the results from <frame> on, and re-sends the frames (and the end marker if still needed)
+to the ingest queue with a fresh replay tag so FIFO deduplication does not drop them.
+
+  --from N   first frame to reprocess (required)`,
+    positionals: ['id'],
+    options: { from: { type: 'string' } },
+    run: (t, [id], v, io) => {
+      const from = intFlag(v, 'from');
+      if (from === undefined) throw new CliError('replay needs --from <frame>', 2);
+      return replayCommand(t, { videoId: id!, fromFrame: from }, io);
+    },
+  },
+  render: {
+    usage: 'render <id> [--out DIR] [--max-frames N]',
+    summary: 'annotated frames: contact sheet PNG, animated GIF, HTML page',
+    details: `Draws each result's boxes and track IDs (colour derived from the track ID) on the frames from S3.
+
+  --out DIR          output folder (default .local/render/<id>)
+  --max-frames N     most frames in the animation, evenly sampled (default 300)`,
+    positionals: ['id'],
+    options: { out: { type: 'string' }, 'max-frames': { type: 'string' } },
+    run: (t, [id], v, io) =>
+      renderCommand(
+        t,
+        { videoId: id!, ...(typeof v.out === 'string' ? { outDir: v.out } : {}), ...(v['max-frames'] !== undefined ? { maxFrames: intFlag(v, 'max-frames')! } : {}) },
+        io,
+      ),
+  },
+};
+
+export function usage(): string {
+  const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));
+  return [
+    'affinity: operate a frame-affinity pipeline (local stack by default)',
+    '',
+    'Usage: affinity <command> [options]',
+    '',
+    'Commands:',
+    ...Object.values(COMMANDS).map((c) => `  ${c.usage.padEnd(width)}  ${c.summary}`),
+    '',
+    GLOBAL_HELP,
+    '',
+    "Run 'affinity <command> --help' for a command's options. `npm run demo` runs the whole pipeline end to end.",
+  ].join('\n');
+}
+
+function commandHelp(name: string, c: Command): string {
+  return [`Usage: affinity ${c.usage}`, '', c.summary, '', c.details, '', GLOBAL_HELP].join('\n');
+}
+
+/** Index of the command word: the first token that is neither a flag nor a global flag's value. */
+function commandIndex(argv: readonly string[]): number {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') return i + 1 < argv.length ? i + 1 : -1;
+    if (a.startsWith('-')) {
+      const name = a.replace(/^--?/, '');
+      if (!a.includes('=') && (GLOBAL_OPTIONS as Options)[name]?.type === 'string') i++;
+      continue;
+    }
+    return i;
+  }
+  return -1;
+}
+
+/**
+ * Runs the CLI with `argv` (without node and script); returns the exit code. Errors
+ * are printed as one clear line on `io.err`; unexpected ones with their stack.
+ */
+export async function main(argv: readonly string[], io: Io = processIo(), targetFor: typeof resolveTarget = resolveTarget): Promise<number> {
+  const at = commandIndex(argv);
+  const name = at >= 0 ? argv[at]! : undefined;
+  const rest = at >= 0 ? [...argv.slice(0, at), ...argv.slice(at + 1)] : [...argv];
+  if (name === undefined || name === 'help') {
+    const helpAsked = rest.includes('--help') || rest.includes('-h') || name === 'help';
+    (helpAsked ? io.out : io.err)(usage());
+    return helpAsked ? 0 : 2;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.err(`error: unknown command "${name}"\n\n${usage()}`);
+    return 2;
+  }
+  let target: Target | undefined;
+  try {
+    let parsed: { values: Values; positionals: string[] };
+    try {
+      parsed = parseArgs({ args: rest, options: { ...GLOBAL_OPTIONS, ...command.options }, allowPositionals: true, strict: true }) as typeof parsed;
+    } catch (e) {
+      throw new CliError(`${(e as Error).message}\n\n${commandHelp(name, command)}`, 2);
+    }
+    const { values, positionals } = parsed;
+    if (values.help) {
+      io.out(commandHelp(name, command));
+      return 0;
+    }
+    if (positionals.length !== command.positionals.length) {
+      throw new CliError(
+        positionals.length < command.positionals.length
+          ? `missing <${command.positionals[positionals.length]}>\nUsage: affinity ${command.usage}`
+          : `unexpected argument "${positionals[command.positionals.length]}"\nUsage: affinity ${command.usage}`,
+        2,
+      );
+    }
+    target = await targetFor({
+      ...(typeof values['state-dir'] === 'string' ? { stateDir: values['state-dir'] } : {}),
+      ...(typeof values.stack === 'string' ? { stack: values.stack } : {}),
+      ...(typeof values.region === 'string' ? { region: values.region } : {}),
+    });
+    await command.run(target, positionals, values, io);
+    return 0;
+  } catch (e) {
+    if (e instanceof CliError) {
+      io.err(`error: ${e.message}`);
+      return e.exitCode;
+    }
+    const err = e as Error & { code?: string; $metadata?: unknown };
+    if (err?.name === 'TimeoutError' || err?.code === 'ECONNREFUSED' || /ECONNREFUSED|connect/i.test(String(err?.message))) {
+      io.err(`error: cannot reach ${target?.description ?? 'the target'}: ${err.message || err.code}. Is the stack running?`);
+      return 1;
+    }
+    io.err(`error: ${err?.name ?? 'Error'}: ${err?.message ?? String(e)}`);
+    if (process.env.AFFINITY_DEBUG) io.err(String(err?.stack));
+    return 1;
+  } finally {
+    target?.close();
+  }
+}

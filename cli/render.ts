@@ -1,0 +1,220 @@
+/**
+ * Annotated frames: boxes and track IDs in colours derived from the track ID, so a
+ * track keeps its colour across frames, videos and runs. Track IDs are drawn with a
+ * tiny built-in bitmap font (SVG rects), because SVG `<text>` needs system fonts that
+ * minimal images lack; the HTML page adds browser-rendered labels.
+ */
+import sharp from 'sharp';
+import type { Detection } from '../core/ports.ts';
+
+/** Stable colour of a track: hues spread by the golden angle, fixed saturation and lightness. */
+export function trackColour(trackId: number): string {
+  const hue = (((trackId * 137.508) % 360) + 360) % 360;
+  return hslToHex(hue, 0.9, 0.55);
+}
+
+function hslToHex(h: number, s: number, l: number): string {
+  const a = s * Math.min(l, 1 - l);
+  const f = (n: number) => {
+    const k = (n + h / 30) % 12;
+    const c = l - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
+    return Math.round(c * 255)
+      .toString(16)
+      .padStart(2, '0');
+  };
+  return `#${f(0)}${f(8)}${f(4)}`;
+}
+
+/** 3x5 glyphs, rows top to bottom, bits left to right. */
+const GLYPHS: Record<string, readonly number[]> = {
+  '0': [0b111, 0b101, 0b101, 0b101, 0b111],
+  '1': [0b010, 0b110, 0b010, 0b010, 0b111],
+  '2': [0b111, 0b001, 0b111, 0b100, 0b111],
+  '3': [0b111, 0b001, 0b111, 0b001, 0b111],
+  '4': [0b101, 0b101, 0b111, 0b001, 0b001],
+  '5': [0b111, 0b100, 0b111, 0b001, 0b111],
+  '6': [0b111, 0b100, 0b111, 0b101, 0b111],
+  '7': [0b111, 0b001, 0b010, 0b010, 0b010],
+  '8': [0b111, 0b101, 0b111, 0b101, 0b111],
+  '9': [0b111, 0b101, 0b111, 0b001, 0b111],
+  '#': [0b101, 0b111, 0b101, 0b111, 0b101],
+  '-': [0b000, 0b000, 0b111, 0b000, 0b000],
+};
+
+/** Width in pixels of `text` drawn by {@link bitmapText} at `scale`. */
+export function bitmapTextWidth(text: string, scale: number): number {
+  return text.length === 0 ? 0 : text.length * 4 * scale - scale;
+}
+
+/** SVG rects drawing `text` (digits, '#', '-') with its top-left at x, y. */
+export function bitmapText(text: string, x: number, y: number, scale: number, fill: string): string {
+  const rects: string[] = [];
+  [...text].forEach((ch, i) => {
+    const rows = GLYPHS[ch];
+    if (!rows) return;
+    rows.forEach((bits, row) => {
+      for (let col = 0; col < 3; col++) {
+        if (bits & (0b100 >> col)) rects.push(`<rect x="${x + (i * 4 + col) * scale}" y="${y + row * scale}" width="${scale}" height="${scale}"/>`);
+      }
+    });
+  });
+  return `<g fill="${fill}">${rects.join('')}</g>`;
+}
+
+/** Black or white, whichever reads better on `hex`. */
+function inkFor(hex: string): string {
+  const n = parseInt(hex.slice(1), 16);
+  const luma = 0.299 * ((n >> 16) & 255) + 0.587 * ((n >> 8) & 255) + 0.114 * (n & 255);
+  return luma > 140 ? '#000' : '#fff';
+}
+
+/** The SVG overlay for one frame: a box and an ID tag per detection, the frame number in a corner. Pure. */
+export function overlaySvg(width: number, height: number, detections: readonly Detection[], options: { frame?: number; status?: string } = {}): string {
+  const scale = Math.max(2, Math.round(width / 110));
+  const parts: string[] = [];
+  for (const d of detections) {
+    const colour = trackColour(d.trackId);
+    const [x1, y1, x2, y2] = d.box.map((n) => Math.round(n)) as [number, number, number, number];
+    parts.push(`<rect x="${x1}" y="${y1}" width="${Math.max(1, x2 - x1)}" height="${Math.max(1, y2 - y1)}" fill="none" stroke="${colour}" stroke-width="2"/>`);
+    const label = String(d.trackId);
+    const tagW = bitmapTextWidth(label, scale) + 2 * scale;
+    const tagH = 5 * scale + 2 * scale;
+    // Above the box when there is room, else inside its top edge.
+    const tagX = Math.max(0, Math.min(width - tagW, x1));
+    const tagY = y1 - tagH >= 0 ? y1 - tagH : Math.max(0, y1);
+    parts.push(`<rect x="${tagX}" y="${tagY}" width="${tagW}" height="${tagH}" fill="${colour}"/>`);
+    parts.push(bitmapText(label, tagX + scale, tagY + scale, scale, inkFor(colour)));
+  }
+  if (options.frame !== undefined) {
+    const label = String(options.frame);
+    const w = bitmapTextWidth(label, scale) + 2 * scale;
+    const bg = options.status && options.status !== 'ok' ? '#c00' : '#000';
+    parts.push(`<rect x="0" y="${height - 7 * scale}" width="${w}" height="${7 * scale}" fill="${bg}" fill-opacity="0.7"/>`);
+    parts.push(bitmapText(label, scale, height - 6 * scale, scale, '#fff'));
+  }
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">${parts.join('')}</svg>`;
+}
+
+export interface RenderFrame {
+  readonly frame: number;
+  readonly status: string;
+  /** Encoded image (PNG/JPEG); absent for gaps. */
+  readonly image?: Uint8Array;
+  readonly detections: readonly Detection[];
+}
+
+export interface AnnotatedFrame {
+  readonly frame: number;
+  readonly status: string;
+  readonly width: number;
+  readonly height: number;
+  /** Raw RGB pixels. */
+  readonly rgb: Buffer;
+}
+
+/** Draws one frame's overlay; frames without an image (gaps) become a dark placeholder of `fallbackSize`. */
+export async function annotateFrame(f: RenderFrame, fallbackSize: { width: number; height: number }): Promise<AnnotatedFrame> {
+  const base = f.image
+    ? sharp(f.image).resize(fallbackSize.width, fallbackSize.height, { fit: 'fill' })
+    : sharp({ create: { width: fallbackSize.width, height: fallbackSize.height, channels: 3, background: { r: 40, g: 0, b: 0 } } });
+  const { width, height } = fallbackSize;
+  const svg = overlaySvg(width, height, f.detections, { frame: f.frame, status: f.status });
+  const rgb = await base
+    .composite([{ input: Buffer.from(svg), top: 0, left: 0 }])
+    .removeAlpha()
+    .raw()
+    .toBuffer();
+  return { frame: f.frame, status: f.status, width, height, rgb };
+}
+
+/** Evenly spaced picks of at most `max` items, first and last included. Pure. */
+export function sampleEvenly<T>(items: readonly T[], max: number): T[] {
+  if (items.length <= max) return [...items];
+  if (max <= 1) return items.slice(0, Math.max(0, max));
+  return Array.from({ length: max }, (_, i) => items[Math.round((i * (items.length - 1)) / (max - 1))]!);
+}
+
+/** A grid of thumbnails (PNG). */
+export async function contactSheet(frames: readonly AnnotatedFrame[], options: { columns?: number; thumbWidth?: number; gapPx?: number } = {}): Promise<Buffer> {
+  if (frames.length === 0) throw new Error('no frames to put on a contact sheet');
+  const columns = Math.min(options.columns ?? 6, frames.length);
+  const gap = options.gapPx ?? 4;
+  const first = frames[0]!;
+  const thumbW = Math.min(options.thumbWidth ?? 240, first.width);
+  const thumbH = Math.round((first.height * thumbW) / first.width);
+  const rows = Math.ceil(frames.length / columns);
+  const thumbs = await Promise.all(
+    frames.map((f) => sharp(f.rgb, { raw: { width: f.width, height: f.height, channels: 3 } }).resize(thumbW, thumbH).png().toBuffer()),
+  );
+  return sharp({
+    create: { width: columns * thumbW + (columns + 1) * gap, height: rows * thumbH + (rows + 1) * gap, channels: 3, background: { r: 24, g: 24, b: 24 } },
+  })
+    .composite(thumbs.map((input, i) => ({ input, left: gap + (i % columns) * (thumbW + gap), top: gap + Math.floor(i / columns) * (thumbH + gap) })))
+    .png()
+    .toBuffer();
+}
+
+/** An animated GIF of the frames (all the same size). */
+export async function animatedGif(frames: readonly AnnotatedFrame[], delayMs = 100): Promise<Buffer> {
+  if (frames.length === 0) throw new Error('no frames to animate');
+  const pngs = await Promise.all(frames.map((f) => sharp(f.rgb, { raw: { width: f.width, height: f.height, channels: 3 } }).png().toBuffer()));
+  return sharp(pngs, { join: { animated: true } })
+    .gif({ delay: frames.map(() => delayMs), loop: 0 })
+    .toBuffer();
+}
+
+export interface TrackSummary {
+  readonly trackId: number;
+  readonly label: string;
+  readonly firstFrame: number;
+  readonly lastFrame: number;
+  readonly frames: number;
+  readonly colour: string;
+}
+
+/** Per-track first/last frame and label, by track id. Pure. */
+export function summariseTracks(frames: readonly { frame: number; detections: readonly Detection[] }[]): TrackSummary[] {
+  const by = new Map<number, { label: string; firstFrame: number; lastFrame: number; frames: number }>();
+  for (const f of frames) {
+    for (const d of f.detections) {
+      const t = by.get(d.trackId);
+      if (!t) by.set(d.trackId, { label: d.label, firstFrame: f.frame, lastFrame: f.frame, frames: 1 });
+      else {
+        t.firstFrame = Math.min(t.firstFrame, f.frame);
+        t.lastFrame = Math.max(t.lastFrame, f.frame);
+        t.frames++;
+      }
+    }
+  }
+  return [...by.entries()].sort((a, b) => a[0] - b[0]).map(([trackId, t]) => ({ trackId, ...t, colour: trackColour(trackId) }));
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+
+/** A self-contained HTML page: the GIF and contact sheet inline, and a legend of tracks with labels. */
+export function htmlPage(o: { videoId: string; gif: Buffer; sheet: Buffer; tracks: readonly TrackSummary[]; frames: number; note?: string }): string {
+  const rows = o.tracks
+    .map(
+      (t) =>
+        `<tr><td><span class="sw" style="background:${t.colour}"></span> ${t.trackId}</td><td>${escapeHtml(t.label)}</td><td>${t.firstFrame}</td><td>${t.lastFrame}</td><td>${t.frames}</td></tr>`,
+    )
+    .join('\n');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(o.videoId)} - tracks</title>
+<style>
+body{font-family:system-ui,sans-serif;background:#111;color:#eee;margin:2rem}
+img{image-rendering:pixelated;border:1px solid #333;max-width:100%}
+table{border-collapse:collapse;margin-top:1rem}td,th{padding:.25rem .75rem;border-bottom:1px solid #333;text-align:left}
+.sw{display:inline-block;width:.9em;height:.9em;vertical-align:middle;border-radius:2px}
+</style></head><body>
+<h1>${escapeHtml(o.videoId)}</h1>
+<p>${o.frames} frames, ${o.tracks.length} tracks.${o.note ? ` ${escapeHtml(o.note)}` : ''} Box colours follow the track id.</p>
+<img alt="annotated frames (animated)" src="data:image/gif;base64,${o.gif.toString('base64')}" width="${640}">
+<table><thead><tr><th>track</th><th>label</th><th>first frame</th><th>last frame</th><th>frames</th></tr></thead><tbody>
+${rows}
+</tbody></table>
+<h2>Contact sheet</h2>
+<img alt="contact sheet" src="data:image/png;base64,${o.sheet.toString('base64')}">
+</body></html>
+`;
+}

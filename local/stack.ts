@@ -1,0 +1,391 @@
+/**
+ * The whole application on one machine: emulators, resources, the router behind an
+ * SQS event source, the janitor on a schedule, and workers as child processes.
+ * `npm start` (local/main.ts), the integration tests and the CLI all start it here.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { DEFAULT_TUNABLES, slotQueueUrl, tunablesToEnv, validateTunables, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
+import { setTaskLauncher } from '../core/launcher-registry.ts';
+import { LOCAL_CREDENTIALS, resolvePort, startDynamoDbLocal, startFauxqsEmulator, type PortRequest } from './emulators.ts';
+import { ScheduledInvoker, SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';
+import { LocalTaskLauncher, localAwsEnv, type LocalEndpoints, type WorkerInfo } from './local-task-launcher.ts';
+import { randomUUID } from 'node:crypto';
+import { ensureDemoModel } from '../gpu-worker/vision/index.ts';
+import { OrphanGuard } from './orphan-guard.ts';
+import { createLocalResources, type LocalResources } from './resources.ts';
+import { S3Notifier } from './s3-notifications.ts';
+
+export interface LocalCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
+
+export interface LocalStackOptions {
+  /** Resource name prefix (the stack name in AWS). @default 'FrameAffinity' */
+  readonly prefix?: string;
+  /** @default 'us-east-1' */
+  readonly region?: string;
+  /** Overrides of {@link DEFAULT_TUNABLES}; validated. */
+  readonly tunables?: Partial<Tunables>;
+  /**
+   * Router Lambda handler. Default: `handler` of functions/router/handler.ts.
+   * `false` runs no router (nothing consumes the ingest queue).
+   */
+  readonly routerHandler?: SqsHandler | false;
+  /** Janitor handler. Default: `handler` of functions/janitor/handler.ts; `false` runs none. */
+  readonly janitorHandler?: ScheduledHandler | false;
+  /** Janitor period. @default 5000 (locally faster than tunables.janitorIntervalSeconds) */
+  readonly janitorIntervalMs?: number;
+  /** Concurrent router invocations, capped by tunables.routerMaxConcurrency. @default 2 */
+  readonly routerConcurrency?: number;
+  /** Long-poll wait of the router's event source. @default 20 (seconds, as Lambda) */
+  readonly routerWaitTimeSeconds?: number;
+  /** Worker entry module relative to cwd. @default 'gpu-worker/main.ts' */
+  readonly workerEntry?: string;
+  /** Extra environment for workers. */
+  readonly workerEnv?: Record<string, string>;
+  /** Where stack.json and logs/ go. @default '.local' */
+  readonly stateDir?: string;
+  /** Ports; absent or 0 = any free port; `{ preferred }` falls back to a free one when busy. */
+  readonly ports?: { readonly s3sqs?: PortRequest; readonly dynamodb?: PortRequest };
+  /** Silence worker and emulator output on stdout. */
+  readonly quiet?: boolean;
+  /** Receives the stack's own log lines (default: console.log unless quiet). */
+  readonly log?: (line: string) => void;
+  /** Receives every worker output line (prefixed `[slot-N pid]`). */
+  readonly onWorkerLine?: (line: string) => void;
+  /** Grace period for workers between SIGTERM and SIGKILL on stop. @default 10000 */
+  readonly workerStopGraceMs?: number;
+}
+
+export interface LocalStack {
+  readonly region: string;
+  readonly prefix: string;
+  readonly wiring: Wiring;
+  readonly tunables: Tunables;
+  readonly endpoints: LocalEndpoints;
+  readonly credentials: LocalCredentials;
+  readonly resources: LocalResources;
+  readonly clients: { readonly s3: S3Client; readonly sqs: SQSClient; readonly ddb: DynamoDBDocumentClient; readonly dynamodb: DynamoDBClient };
+  readonly launcher: LocalTaskLauncher;
+  readonly notifier: S3Notifier;
+  /** Null when the stack runs no router. */
+  readonly router: SqsEventSource | null;
+  /** Null when the stack runs no janitor. */
+  readonly janitor: ScheduledInvoker | null;
+  /** Path of the written stack.json. */
+  readonly stackFile: string;
+  /** Pid of the DynamoDB Local (Java) process. */
+  readonly dynamodbPid: number;
+  /** Environment that points SDK clients and the AWS CLI at this stack (also set on process.env). */
+  readonly env: Record<string, string>;
+  /** Ports that were busy and replaced by free ones. */
+  readonly portFallbacks: readonly string[];
+  /** Stops everything; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** The JSON written to `<stateDir>/stack.json` for the CLI and other processes. */
+export interface StackFile {
+  readonly region: string;
+  readonly prefix: string;
+  readonly endpoints: LocalEndpoints;
+  readonly credentials: LocalCredentials;
+  readonly bucket: string;
+  readonly tables: { readonly results: string; readonly leases: string };
+  readonly queues: {
+    readonly ingest: string;
+    readonly ingestDlq: string;
+    readonly slots: readonly string[];
+    readonly slotDlqs: readonly string[];
+  };
+  readonly wiring: Wiring;
+  readonly tunables: Tunables;
+  readonly pids: { readonly stack: number; readonly dynamodb: number; readonly workers: readonly { slot: number; pid: number; workerId: string }[] };
+  readonly startedAt: string;
+}
+
+/** SDK v3 client configuration for each service of a local stack (the one way to build clients for it). */
+export function clientConfig(stack: Pick<LocalStack, 'endpoints' | 'region' | 'credentials'> | StackFile): {
+  s3: S3ClientConfig;
+  sqs: SQSClientConfig;
+  dynamodb: DynamoDBClientConfig;
+} {
+  const common = { region: stack.region, credentials: { ...stack.credentials } };
+  return {
+    // fauxqs serves path-style only: `bucket.127.0.0.1` is no host name.
+    s3: { ...common, endpoint: stack.endpoints.s3, forcePathStyle: true },
+    sqs: { ...common, endpoint: stack.endpoints.sqs },
+    dynamodb: { ...common, endpoint: stack.endpoints.dynamodb },
+  };
+}
+
+const DEFAULT_PREFIX = 'FrameAffinity';
+const DEFAULT_REGION = 'us-east-1';
+
+/** Starts the local stack; on any failure everything started so far is stopped again. */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const region = options.region ?? DEFAULT_REGION;
+  let tunables = validateTunables({ ...DEFAULT_TUNABLES, ...options.tunables });
+  const credentials: LocalCredentials = { ...LOCAL_CREDENTIALS };
+  const stateDir = resolve(options.stateDir ?? '.local');
+  const stackFile = join(stateDir, 'stack.json');
+  const log = options.log ?? ((line: string) => (options.quiet ? undefined : console.log(line)));
+
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const runCleanups = async () => {
+    while (cleanups.length > 0) {
+      const c = cleanups.pop()!;
+      try {
+        await c();
+      } catch (err) {
+        log(`[local] cleanup failed: ${String(err)}`);
+      }
+    }
+  };
+  const guard = new OrphanGuard();
+  cleanups.push(() => guard.dispose());
+  let exitKill: () => void = () => {};
+  const onExit = () => exitKill();
+  process.once('exit', onExit);
+  cleanups.push(() => void process.off('exit', onExit));
+
+  try {
+    const [s3sqsPort, ddbPort] = await Promise.all([resolvePort(options.ports?.s3sqs), resolvePort(options.ports?.dynamodb)]);
+    const portFallbacks: string[] = [];
+    if (s3sqsPort.fellBack) portFallbacks.push(`S3/SQS port ${JSON.stringify(options.ports?.s3sqs)} was busy; using ${s3sqsPort.port}`);
+    if (ddbPort.fellBack) portFallbacks.push(`DynamoDB port ${JSON.stringify(options.ports?.dynamodb)} was busy; using ${ddbPort.port}`);
+
+    // The notifier needs an SQS client for the fauxqs endpoint, which exists only after
+    // listening, and it must hook into the app before listening: give it a lazy client.
+    let sqsForNotifier: SQSClient | undefined;
+    const lazySqs = { send: (...args: Parameters<SQSClient['send']>) => sqsForNotifier!.send(...args) } as unknown as SQSClient;
+    const notifier = new S3Notifier({
+      region,
+      sqs: lazySqs,
+      onError: (err, detail) => log(`[s3-notifications] ${detail}: ${String(err)}`),
+    });
+
+    const [dynamo, fauxqs] = await Promise.all([
+      startDynamoDbLocal({ port: ddbPort.port, region }).then((d) => {
+        guard.watch(d.pid, { group: true });
+        cleanups.push(() => d.stop());
+        return d;
+      }),
+      startFauxqsEmulator({ port: s3sqsPort.port, region, configure: (app) => notifier.attach(app) }).then((f) => {
+        cleanups.push(() => f.stop());
+        return f;
+      }),
+    ]);
+    const endpoints: LocalEndpoints = { s3: fauxqs.endpoint, sqs: fauxqs.endpoint, dynamodb: dynamo.endpoint };
+    const cfg = clientConfig({ endpoints, region, credentials });
+    const dynamodb = new DynamoDBClient(cfg.dynamodb);
+    const clients = {
+      s3: new S3Client(cfg.s3),
+      sqs: new SQSClient(cfg.sqs),
+      dynamodb,
+      ddb: DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
+    };
+    sqsForNotifier = clients.sqs;
+    cleanups.push(() => {
+      clients.s3.destroy();
+      clients.sqs.destroy();
+      clients.dynamodb.destroy();
+    });
+    cleanups.push(() => notifier.flush());
+
+    const resources = await createLocalResources({
+      prefix,
+      region,
+      tunables,
+      dynamodb: clients.dynamodb,
+      sqs: clients.sqs,
+      s3: clients.s3,
+      notifier,
+    });
+    const { wiring } = resources;
+
+    // The handlers read their configuration from the environment at import / first use.
+    const env: Record<string, string> = { ...wiringToEnv(wiring), ...tunablesToEnv(tunables), ...localAwsEnv(endpoints, region, credentials) };
+    const saved = new Map<string, string | undefined>();
+    for (const [k, v] of Object.entries(env)) {
+      saved.set(k, process.env[k]);
+      if (v === '') delete process.env[k];
+      else process.env[k] = v;
+    }
+    cleanups.push(() => {
+      for (const [k, v] of saved) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    });
+
+    // Workers run the demo model unless told otherwise; build it once here rather than
+    // in every worker at once.
+    if (!tunables.modelUri) tunables = validateTunables({ ...tunables, modelUri: await ensureDemoModel() });
+    process.env.MODEL_URI = tunables.modelUri;
+
+    let writeStackFile = () => {};
+    let onWorkerExit: (w: WorkerInfo) => void = () => {};
+    const launcher = new LocalTaskLauncher({
+      wiring,
+      tunables,
+      endpoints,
+      credentials,
+      entry: options.workerEntry,
+      env: options.workerEnv,
+      logDir: join(stateDir, 'logs'),
+      quiet: options.quiet,
+      onLine: options.onWorkerLine ? (line) => options.onWorkerLine!(line) : undefined,
+      guard,
+      onChange: () => writeStackFile(),
+      onExit: (w) => onWorkerExit(w),
+    });
+    cleanups.push(() => launcher.stopAll(options.workerStopGraceMs ?? 10_000));
+    exitKill = () => {
+      launcher.killAllNow();
+      dynamo.killNow();
+    };
+    setTaskLauncher(launcher);
+    cleanups.push(() => setTaskLauncher(undefined));
+
+    const routerHandler =
+      options.routerHandler === false ? undefined : (options.routerHandler ?? (await importHandler<SqsHandler>('../functions/router/handler.ts', log)));
+    let router: SqsEventSource | null = null;
+    if (routerHandler) {
+      router = new SqsEventSource({
+        sqs: clients.sqs,
+        queueUrl: resources.ingest.url,
+        queueArn: resources.ingest.arn,
+        region,
+        handler: routerHandler,
+        functionName: `${prefix}-router`,
+        batchSize: tunables.routerBatchSize,
+        concurrency: Math.min(tunables.routerMaxConcurrency, options.routerConcurrency ?? 2),
+        waitTimeSeconds: options.routerWaitTimeSeconds,
+        // Lambda's timeout must stay under the ingest visibility timeout.
+        timeoutMs: Math.max(1_000, (tunables.ingestVisibilitySeconds * 1_000) / 2),
+        onError: (err, detail) => log(`[router] ${detail}: ${err instanceof Error ? (err.stack ?? err.message) : JSON.stringify(err)}`),
+      }).start();
+      const r = router;
+      cleanups.push(() => r.stop());
+    }
+
+    const janitorHandler =
+      options.janitorHandler === false ? undefined : (options.janitorHandler ?? (await importHandler<ScheduledHandler>('../functions/janitor/handler.ts', log)));
+    let janitor: ScheduledInvoker | null = null;
+    if (janitorHandler) {
+      janitor = new ScheduledInvoker({
+        handler: janitorHandler,
+        intervalMs: options.janitorIntervalMs ?? 5_000,
+        region,
+        functionName: `${prefix}-janitor`,
+        onError: (err) => log(`[janitor] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`),
+      }).start();
+      const j = janitor;
+      cleanups.push(() => j.stop());
+      // As in AWS, where an EventBridge rule runs the janitor when ECS reports a worker
+      // task STOPPED: a crashed worker's slot gets its successor at once.
+      let stopping = false;
+      cleanups.push(() => {
+        stopping = true;
+      });
+      onWorkerExit = (w) => {
+        if (stopping || w.exitCode === 0) return;
+        const event = {
+          version: '0',
+          id: randomUUID(),
+          'detail-type': 'ECS Task State Change',
+          source: 'aws.ecs',
+          account: '000000000000',
+          time: new Date().toISOString(),
+          region,
+          resources: [],
+          detail: { clusterArn: 'local', lastStatus: 'STOPPED', startedBy: `slot-${w.slot}`, stoppedAt: new Date().toISOString(), stoppedReason: `exit ${w.exitCode ?? w.exitSignal}` },
+        };
+        void Promise.resolve(janitorHandler(event as never, { functionName: `${prefix}-janitor` } as never)).catch((err: unknown) => log(`[janitor] ${String(err)}`));
+      };
+    }
+
+    const fileContent = (): StackFile => ({
+      region,
+      prefix,
+      endpoints,
+      credentials,
+      bucket: wiring.bucket,
+      tables: { results: wiring.resultsTable, leases: wiring.leasesTable },
+      queues: {
+        ingest: resources.ingest.url,
+        ingestDlq: resources.ingestDlq.url,
+        slots: resources.slots.map((s) => slotQueueUrl(wiring, s.slot)),
+        slotDlqs: resources.slots.map((s) => s.dlq.url),
+      },
+      wiring,
+      tunables,
+      pids: {
+        stack: process.pid,
+        dynamodb: dynamo.pid,
+        workers: launcher.workers().filter((w) => w.alive).map(({ slot, pid, workerId }) => ({ slot, pid, workerId })),
+      },
+      startedAt: new Date().toISOString(),
+    });
+    mkdirSync(stateDir, { recursive: true });
+    let stackFileWritten = true;
+    writeStackFile = () => {
+      if (stackFileWritten) writeFileSync(stackFile, `${JSON.stringify(fileContent(), null, 2)}\n`);
+    };
+    writeStackFile();
+    // Removed first on stop: a stack.json that outlives the stack misleads the CLI.
+    cleanups.push(() => {
+      stackFileWritten = false;
+      rmSync(stackFile, { force: true });
+    });
+
+    let stopping: Promise<void> | undefined;
+    return {
+      region,
+      prefix,
+      wiring,
+      tunables,
+      endpoints,
+      credentials,
+      resources,
+      clients,
+      launcher,
+      notifier,
+      router,
+      janitor,
+      stackFile,
+      dynamodbPid: dynamo.pid,
+      env,
+      portFallbacks,
+      stop: () => (stopping ??= runCleanups()),
+    };
+  } catch (err) {
+    await runCleanups();
+    throw err;
+  }
+}
+
+/** Imports a Lambda handler module in-process; a missing module means "not built yet", so the stack runs without it. */
+async function importHandler<H>(relativePath: string, log: (line: string) => void): Promise<H | undefined> {
+  const url = new URL(relativePath, import.meta.url);
+  try {
+    const mod = (await import(url.href)) as { handler?: H };
+    if (typeof mod.handler !== 'function') throw new Error(`${relativePath} exports no handler`);
+    return mod.handler;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { url?: string };
+    if (e.code === 'ERR_MODULE_NOT_FOUND' && String(e.message).includes(url.pathname)) {
+      log(`[local] ${relativePath} does not exist yet; running without it`);
+      return undefined;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * Every CLI command against one local stack (stats processor: no model needed),
+ * run in-process through `main` with --state-dir, plus the real binary once.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { memoryIo, type Io } from '../../cli/io.ts';
+import { main } from '../../cli/main.ts';
+import { jpeg, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
+
+const run = promisify(execFile);
+
+let stack: TestStack;
+let stateDir: string;
+let work: string;
+
+async function cli(args: string[], io: Io & { lines: string[]; errors: string[] } = memoryIo()) {
+  const code = await main([...args, '--state-dir', stateDir], io);
+  return { code, out: io.lines.join('\n'), err: io.errors.join('\n'), lines: io.lines };
+}
+
+async function lease(videoId: string) {
+  return (await stack.clients.ddb.send(new GetCommand({ TableName: stack.wiring.leasesTable, Key: { pk: `video#${videoId}` }, ConsistentRead: true }))).Item;
+}
+
+beforeAll(async () => {
+  stack = await startTestStack({ workerEnv: { FRAME_PROCESSOR: 'stats' }, tunables: { slotCount: 2 } });
+  stateDir = dirname(stack.stackFile);
+  work = mkdtempSync(join(tmpdir(), 'affinity-cli-'));
+  const body = await jpeg();
+  // Names carry the frame number; one non-image is ignored.
+  for (let f = 0; f < 6; f++) writeFileSync(join(work, `shot_${f}.jpg`), body);
+  writeFileSync(join(work, 'README.txt'), 'not a frame');
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+  if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe('affinity CLI on the local stack', () => {
+  it('upload: puts frames under the key contract with an end marker, and resumes without re-sending', async () => {
+    // Act
+    const first = await cli(['upload', work, '--video', 'up1', '--end', '--concurrency', '3']);
+    const again = await cli(['upload', work, '--video', 'up1', '--end']);
+    // Assess
+    expect(first.code, first.err).toBe(0);
+    expect(first.out).toContain('uploaded 6 frame(s)');
+    const listed = await stack.clients.s3.send(new ListObjectsV2Command({ Bucket: stack.wiring.bucket, Prefix: 'frames/up1/' }));
+    expect((listed.Contents ?? []).map((o) => o.Key).sort()).toEqual([
+      'frames/up1/000000.jpg',
+      'frames/up1/000001.jpg',
+      'frames/up1/000002.jpg',
+      'frames/up1/000003.jpg',
+      'frames/up1/000004.jpg',
+      'frames/up1/000005.jpg',
+      'frames/up1/_end',
+    ]);
+    const end = await stack.clients.s3.send(new GetObjectCommand({ Bucket: stack.wiring.bucket, Key: 'frames/up1/_end' }));
+    expect(await end.Body!.transformToString()).toBe('5');
+    expect(again.code).toBe(0);
+    expect(again.out).toContain('uploaded 0 frame(s)');
+    expect(again.out).toContain('skipped 6');
+    await waitFor('up1 complete', async () => (await summary(stack, 'up1'))?.status === 'complete', 60_000);
+  });
+
+  it('upload: fails clearly on a missing folder and an invalid video id', async () => {
+    // Act
+    const missing = await cli(['upload', join(work, 'nope'), '--video', 'v']);
+    const badId = await cli(['upload', work, '--video', 'bad/id']);
+    // Assess
+    expect(missing.code).toBe(1);
+    expect(missing.err).toMatch(/cannot read directory .*nope: ENOENT/);
+    expect(badId.code).toBe(2);
+    expect(badId.err).toMatch(/invalid video id "bad\/id"/);
+  });
+
+  it('results: streams frames in order as text, CSV and NDJSON, without the summary item', async () => {
+    // Act
+    const text = await cli(['results', 'up1']);
+    const csv = await cli(['results', 'up1', '--csv']);
+    const json = await cli(['results', 'up1', '--json']);
+    const none = await cli(['results', 'never-uploaded']);
+    // Assess
+    expect(text.code).toBe(0);
+    expect(text.lines.map((l) => Number(l.split('\t')[0]))).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(csv.lines[0]).toBe('frame,status,trackId,label,score,x1,y1,x2,y2,reason,worker,token');
+    expect(csv.lines.slice(1).map((l) => l.split(',').slice(0, 3).join(','))).toEqual(['0,ok,1', '1,ok,2', '2,ok,3', '3,ok,4', '4,ok,5', '5,ok,6']);
+    const frames = json.lines.map((l) => JSON.parse(l) as { frame: number; status: string });
+    expect(frames.map((f) => f.frame)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(frames.every((f) => f.status === 'ok')).toBe(true);
+    expect(none.code).toBe(1);
+    expect(none.err).toContain('no results for video "never-uploaded"');
+  });
+
+  it('video: shows lease, owners, progress and counts; unknown videos are an error', async () => {
+    // Act
+    const text = await cli(['video', 'up1']);
+    const json = await cli(['video', 'up1', '--json']);
+    const unknown = await cli(['video', 'nobody']);
+    // Assess
+    expect(text.code, text.err).toBe(0);
+    expect(text.out).toMatch(/lease\s+\w+.*token \d+/);
+    expect(text.out).toMatch(/progress\s+next frame 6/);
+    expect(text.out).toMatch(/results\s+complete: 6 ok, 0 failed, 0 gap/);
+    expect(text.out).toMatch(/OWNERS \(1\)[\s\S]*local-slot\d/);
+    const report = JSON.parse(json.out) as { progress: { nextFrame: number; endFrame: number }; owners: unknown[]; gaps: unknown[] };
+    expect(report.progress).toMatchObject({ nextFrame: 6, endFrame: 5 });
+    expect(report.owners).toHaveLength(1);
+    expect(report.gaps).toEqual([]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toContain('no such video "nobody"');
+  });
+
+  it('video: lists gaps and failures with reasons', async () => {
+    // Prepare: frame 1 never comes (gap after the reorder wait), frame 2 is not an image.
+    await uploadFrames(stack, 'holes', [0]);
+    await stack.clients.s3.send(
+      new (await import('@aws-sdk/client-s3')).PutObjectCommand({ Bucket: stack.wiring.bucket, Key: 'frames/holes/000002.jpg', Body: 'not a jpeg' }),
+    );
+    await uploadFrames(stack, 'holes', [3], { end: 3 });
+    await waitFor('holes complete', async () => (await summary(stack, 'holes'))?.status === 'complete', 60_000);
+    // Act
+    const text = await cli(['video', 'holes']);
+    // Assess
+    expect(text.code, text.err).toBe(0);
+    expect(text.out).toMatch(/GAPS \(1\)\n\s+1\s+missing-frame/);
+    expect(text.out).toMatch(/FAILURES \(1\)\n\s+2\s+\S+/);
+  });
+
+  it('status: shows slots with owners and heartbeat age, leased videos and every queue', async () => {
+    // Prepare: a video that stays leased (no end marker).
+    await uploadFrames(stack, 'held', [0, 1]);
+    await waitFor('held processed', async () => ((await results(stack, 'held')).length === 2 ? true : undefined));
+    // Act
+    const text = await cli(['status']);
+    const json = await cli(['status', '--json']);
+    // Assess
+    expect(text.code, text.err).toBe(0);
+    expect(text.out).toMatch(/SLOTS[\s\S]*live\s+local-slot\d-\S+\s+\d+\s+[\d.]+s ago/);
+    expect(text.out).toMatch(/LEASED VIDEOS \(\d+\)[\s\S]*held\s+\d\s+\d+\s+local-slot/);
+    const report = JSON.parse(json.out) as { slots: { state: string }[]; queues: { name: string; error?: string }[] };
+    expect(report.slots).toHaveLength(2);
+    expect(report.queues.map((q) => q.name)).toEqual(['ingest', 'ingest-dlq', 'slot-0', 'slot-0-dlq', 'slot-1', 'slot-1-dlq']);
+    expect(report.queues.filter((q) => q.error)).toEqual([]);
+  });
+
+  it('release --force: refuses without a terminal or --yes, asks on a terminal, then releases fenced', async () => {
+    // Prepare
+    const before = await waitFor('held leased', async () => {
+      const l = await lease('held');
+      return l?.pinnedSlot !== undefined ? l : undefined;
+    });
+    // Act
+    const noForce = await cli(['release', 'held']);
+    const noTty = await cli(['release', 'held', '--force']);
+    const declined = await cli(['release', 'held', '--force'], memoryIo({ interactive: true, answer: false }));
+    const unchanged = await lease('held');
+    const confirmedIo = memoryIo({ interactive: true, answer: true });
+    const confirmed = await cli(['release', 'held', '--force'], confirmedIo);
+    const after = await lease('held');
+    const twice = await cli(['release', 'held', '--force', '--yes']);
+    // Assess
+    expect(noForce.code).toBe(2);
+    expect(noForce.err).toContain('pass --force');
+    expect(noTty.code).toBe(2);
+    expect(noTty.err).toMatch(/refusing to force-release .* not a terminal; pass --yes/);
+    expect(declined.code).toBe(1);
+    expect(unchanged?.token).toBe(before.token);
+    expect(unchanged?.pinnedSlot).toBe(before.pinnedSlot);
+    expect(confirmedIo.questions[0]).toMatch(/Force-release video held/);
+    expect(confirmed.code, confirmed.err).toBe(0);
+    expect(after?.token).toBe(Number(before.token) + 1);
+    expect(after?.pinnedSlot).toBeUndefined();
+    expect(twice.code).toBe(1);
+    expect(twice.err).toContain('is not leased');
+    // The next frame is admitted afresh and committed under a newer token.
+    await uploadFrames(stack, 'held', [2]);
+    const items = await waitFor('held frame 2', async () => {
+      const r = await results(stack, 'held');
+      return r.length === 3 ? r : undefined;
+    });
+    expect(items[2]!.token).toBeGreaterThan(Number(before.token));
+  });
+
+  it('replay --from: redoes the frames from S3 under a new token and keeps the earlier ones', async () => {
+    // Prepare
+    const original = await results(stack, 'up1');
+    // Act
+    const replay = await cli(['replay', 'up1', '--from', '3']);
+    const redone = await waitFor('up1 replayed', async () => {
+      const r = await results(stack, 'up1');
+      const s = await summary(stack, 'up1');
+      return r.length === 6 && r.slice(3).every((x) => x.token > original[0]!.token) && s?.status === 'complete' ? r : undefined;
+    }, 60_000);
+    const bad = await cli(['replay', 'nobody', '--from', '0']);
+    // Assess
+    expect(replay.code, replay.err).toBe(0);
+    expect(replay.out).toMatch(/replaying up1 from frame 3: token \d+ -> \d+, deleted 3 result\(s\), re-sent 3 frame\(s\) \(end frame 5 already known\)/);
+    expect(redone.slice(0, 3)).toEqual(original.slice(0, 3));
+    expect(redone.slice(3).map((r) => r.frame)).toEqual([3, 4, 5]);
+    expect(redone.slice(3).every((r) => r.status === 'ok' && r.committedAtMs > original[5]!.committedAtMs)).toBe(true);
+    expect((await summary(stack, 'up1'))?.framesOk).toBe(6);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('no such video "nobody"');
+  });
+
+  it('render: writes a contact sheet PNG, an animated GIF and an HTML page', async () => {
+    // Prepare
+    const out = join(work, 'render');
+    // Act
+    const r = await cli(['render', 'up1', '--out', out]);
+    // Assess
+    expect(r.code, r.err).toBe(0);
+    const sheet = await sharp(join(out, 'up1-contact.png')).metadata();
+    const gif = await sharp(join(out, 'up1.gif'), { animated: true }).metadata();
+    expect(sheet.format).toBe('png');
+    expect([gif.format, gif.pages]).toEqual(['gif', 6]);
+    const html = readFileSync(join(out, 'up1.html'), 'utf8');
+    expect(html).toContain('data:image/gif;base64,');
+    expect(html).toContain('<td>frame</td>');
+    expect(existsSync(join(out, 'up1.gif'))).toBe(true);
+  });
+
+  it('the binary runs with Node 24 and exits non-zero with a clear message on errors', async () => {
+    // Act
+    const ok = await run(process.execPath, ['cli/bin.ts', 'status', '--state-dir', stateDir]);
+    const failed = await run(process.execPath, ['cli/bin.ts', 'video', 'nobody', '--state-dir', stateDir]).then(
+      () => undefined,
+      (e: { code: number; stderr: string }) => e,
+    );
+    // Assess
+    expect(ok.stdout).toContain('SLOTS');
+    expect(failed?.code).toBe(1);
+    expect(failed?.stderr).toContain('error: no such video "nobody"');
+  });
+});
