@@ -59,6 +59,14 @@ export class VideoSequencer {
     this.state = structuredClone(state);
   }
 
+  /**
+   * Restarts the wait for a missing frame (after a change of owner: while nobody owned
+   * the video its frames were queueing, not lost).
+   */
+  restartWait(nowMs: number): void {
+    if (this.state.waitingSinceMs !== null) this.state.waitingSinceMs = nowMs;
+  }
+
   /** A deep copy of the state, for the checkpoint. */
   snapshot(): SequencerState {
     return structuredClone(this.state);
@@ -120,7 +128,12 @@ export class VideoSequencer {
    * Emits everything that can go to the tracker now, in order: frames that are
    * next in line, gaps whose wait ran out, and frames beyond the end marker.
    */
-  take(nowMs: number, maxWeight = Infinity, weightOf: (step: SequencedStep) => number = () => 1): SequencedStep[] {
+  /**
+   * `mayGap: false` defers gap decisions: the caller has just received frames of this
+   * video, so the missing one may be right behind them in the queue. A full buffer
+   * forces gaps regardless, which bounds the deferral.
+   */
+  take(nowMs: number, maxWeight = Infinity, weightOf: (step: SequencedStep) => number = () => 1, mayGap = true): SequencedStep[] {
     const s = this.state;
     const steps: SequencedStep[] = [];
     let weight = 0;
@@ -155,7 +168,7 @@ export class VideoSequencer {
       if (!outstanding) break;
       if (s.waitingSinceMs === null) s.waitingSinceMs = nowMs;
       const overflow = s.buffered.length >= this.options.reorderBufferFrames;
-      if (!overflow && nowMs - s.waitingSinceMs < this.options.reorderWaitMs) break;
+      if (!overflow && (!mayGap || nowMs - s.waitingSinceMs < this.options.reorderWaitMs)) break;
       // The wait ran out: every missing frame up to the next known one is a gap.
       const upTo = head ? head.frame - 1 : (s.endFrame as number);
       const gap: SequencedStep = { type: 'gap', frame: next, throughFrame: upTo, reason: 'missing-frame' };

@@ -24,6 +24,8 @@ export interface ReceivedMessage {
   readonly receiptHandle: string;
   readonly body: string;
   readonly receiveCount: number;
+  /** FIFO message group (the video id). */
+  readonly groupId: string;
 }
 
 /** Per-entry outcome of a batched send, in input order. */
@@ -79,7 +81,7 @@ export class SlotQueues {
         QueueUrl: this.urlOf(slot),
         MaxNumberOfMessages: Math.min(10, maxMessages),
         WaitTimeSeconds: waitSeconds,
-        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'MessageGroupId'],
       }),
       { abortSignal },
     );
@@ -88,6 +90,7 @@ export class SlotQueues {
       receiptHandle: m.ReceiptHandle ?? '',
       body: m.Body ?? '',
       receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
+      groupId: m.Attributes?.MessageGroupId ?? '',
     }));
   }
 

@@ -10,7 +10,7 @@ import type { Tunables } from '../../core/config.ts';
 import { parseEndMarkerBody } from '../../core/keys.ts';
 import { parseSlotMessage, type SlotMessage } from '../../core/messages.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
-import { VideoSequencer, type SequencedStep } from '../../core/sequencer.ts';
+import { VideoSequencer, type SequencedStep, type SequencerState } from '../../core/sequencer.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import { summaryOf } from '../../core/checkpoint.ts';
 import type { CommitUnit, LeaseStore, SlotFence } from '../../core/lease-store.ts';
@@ -220,7 +220,10 @@ export class Worker {
       if (v.rejects.length > 0 || v.dirty) soonestMs = now;
     }
     if (soonestMs === Infinity) return 10;
-    return Math.max(0, Math.min(10, Math.ceil((soonestMs - now) / 1000)));
+    if (soonestMs <= now && [...this.owned.values()].some((v) => v.rejects.length > 0 || v.dirty)) return 0;
+    // At least 1 s: a gap is declared only after a receive that found none of the video's
+    // frames, and a short poll can miss messages that exist.
+    return Math.max(1, Math.min(10, Math.ceil((soonestMs - now) / 1000)));
   }
 
   // ------------------------------------------------------------------ one batch
@@ -255,7 +258,7 @@ export class Worker {
         await this.accept(owner, msg, now);
       }
       if (immediateDeletes.length > 0) await this.d.queues.delete(fence.slot, immediateDeletes);
-      await this.processAndCommit(now);
+      await this.processAndCommit(now, touched);
     } finally {
       extender.stop();
     }
@@ -307,7 +310,7 @@ export class Worker {
           videoId,
           token: adopted.token,
           committed: ck,
-          sequencer: new VideoSequencer(this.d.tunables, ck.sequencer),
+          sequencer: adoptedSequencer(this.d.tunables, ck.sequencer, this.now()),
           lastActivityMs: this.now(),
           rejects: [],
           handles: [],
@@ -343,11 +346,12 @@ export class Worker {
     this.d.log.info('forwarded frame of a video pinned elsewhere', { videoId: msg.videoId, toSlot: slot });
   }
 
-  private async processAndCommit(now: number): Promise<void> {
+  private async processAndCommit(now: number, received: ReadonlySet<string>): Promise<void> {
     const fence = this.fence!;
     const plans: { v: OwnedVideo; steps: SequencedStep[] }[] = [];
     for (const v of this.owned.values()) {
-      const steps = [...v.rejects, ...takeBounded(v.sequencer, now)];
+      // A video that just received frames may have its missing one right behind them.
+      const steps = [...v.rejects, ...takeBounded(v.sequencer, now, !received.has(v.videoId))];
       v.rejects = [];
       if (steps.length > 0 || v.dirty) plans.push({ v, steps });
     }
@@ -490,25 +494,36 @@ export class Worker {
         } else wanted.push({ videoId: v.videoId, ref: s.ref });
       }
     }
-    const inputs: (FrameInput | undefined)[] = await mapLimit(wanted, FETCH_CONCURRENCY, async (w) => {
-      try {
-        const image = await this.d.frames.get(w.ref.bucket, w.ref.key);
-        return { videoId: w.videoId, frame: w.ref.frame, image };
-      } catch (e) {
-        if (!(e instanceof ObjectMissingError)) throw e;
-        outcomes.set(`${w.videoId}:${w.ref.frame}`, { status: 'failed', reason: 'object-missing', detail: e.message });
-        return undefined;
-      }
-    });
-    const present = inputs.filter((i): i is FrameInput => i !== undefined);
-    if (present.length > 0) {
-      this.d.log.debug('processing batch', { frames: present.length, videos: plans.length });
-      const started = this.now();
-      const results = await this.d.processor.process(present);
-      const perFrameMs = (this.now() - started) / present.length;
-      present.forEach((input, i) => outcomes.set(`${input.videoId}:${input.frame}`, results[i]!));
-      this.d.metrics.milliseconds('InferenceLatencyMs', perFrameMs);
-    }
+    if (wanted.length === 0) return outcomes;
+    this.d.log.debug('processing batch', { frames: wanted.length, videos: plans.length });
+    // Each video's frames go to the processor as soon as they are fetched, so S3 GETs of
+    // one video overlap inference of another: the processor's micro-batcher merges the
+    // concurrent calls into cross-video batches (full, or after maxBatchWaitMs).
+    const byVideo = new Map<string, typeof wanted>();
+    for (const w of wanted) byVideo.set(w.videoId, [...(byVideo.get(w.videoId) ?? []), w]);
+    const fetchSlots = new Semaphore(FETCH_CONCURRENCY);
+    await Promise.all(
+      [...byVideo.values()].map(async (frames) => {
+        const inputs = await Promise.all(
+          frames.map(async (w): Promise<FrameInput | undefined> => {
+            try {
+              const image = await fetchSlots.run(() => this.d.frames.get(w.ref.bucket, w.ref.key));
+              return { videoId: w.videoId, frame: w.ref.frame, image };
+            } catch (e) {
+              if (!(e instanceof ObjectMissingError)) throw e;
+              outcomes.set(`${w.videoId}:${w.ref.frame}`, { status: 'failed', reason: 'object-missing', detail: e.message });
+              return undefined;
+            }
+          }),
+        );
+        const present = inputs.filter((i): i is FrameInput => i !== undefined);
+        if (present.length === 0) return;
+        const started = this.now();
+        const results = await this.d.processor.process(present);
+        this.d.metrics.milliseconds('InferenceLatencyMs', (this.now() - started) / present.length);
+        present.forEach((input, i) => outcomes.set(`${input.videoId}:${input.frame}`, results[i]!));
+      }),
+    );
     return outcomes;
   }
 
@@ -563,26 +578,41 @@ export class Worker {
   }
 }
 
+function adoptedSequencer(options: ConstructorParameters<typeof VideoSequencer>[0], state: SequencerState, now: number): VideoSequencer {
+  const seq = new VideoSequencer(options, state);
+  seq.restartWait(now);
+  return seq;
+}
+
 /** Takes sequenced steps without exceeding one transaction's worth of result items. */
-function takeBounded(seq: VideoSequencer, now: number): SequencedStep[] {
+function takeBounded(seq: VideoSequencer, now: number, mayGap: boolean): SequencedStep[] {
   return seq.take(now, MAX_RESULT_ITEMS_PER_COMMIT, (s) => {
     if (s.type !== 'gap') return 1;
     const run = s.throughFrame - s.frame + 1;
     return run <= MAX_GAP_ITEMS_PER_RUN ? run : 1;
-  });
+  }, mayGap);
 }
 
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const runners = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
+/** Bounds concurrent S3 GETs across the videos of a batch. */
+class Semaphore {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
     }
-  });
-  await Promise.all(runners);
-  return out;
+  }
 }
 
 function sleep(ms: number): Promise<void> {

@@ -37,6 +37,29 @@ describe('VideoSequencer', () => {
     expect(frames(seq.take(1999))).toEqual(['gap1-2', 3]);
   });
 
+  it('defers a gap while frames of the video keep arriving, until the buffer is full', () => {
+    const seq = new VideoSequencer({ ...opts, reorderBufferFrames: 3 });
+    seq.offer(ref(0), 0);
+    seq.take(0);
+    seq.offer(ref(2), 0);
+    seq.take(0);
+    expect(seq.take(5000, Infinity, () => 1, false)).toEqual([]);
+    seq.offer(ref(3), 5000);
+    seq.offer(ref(4), 5000);
+    expect(frames(seq.take(5000, Infinity, () => 1, false))).toEqual(['gap1-1', 2, 3, 4]);
+  });
+
+  it('restarts the wait after a change of owner', () => {
+    const seq = new VideoSequencer(opts);
+    seq.offer(ref(0), 0);
+    seq.offer(ref(2), 0);
+    seq.take(0);
+    const successor = new VideoSequencer(opts, seq.snapshot());
+    successor.restartWait(10_000);
+    expect(successor.take(10_500)).toEqual([]);
+    expect(frames(successor.take(11_000))).toEqual(['gap1-1', 2]);
+  });
+
   it('forces gaps when the buffer is full instead of waiting', () => {
     const seq = new VideoSequencer({ reorderWaitMs: 60_000, reorderBufferFrames: 3, firstFrameNumber: 0 });
     seq.offer(ref(0), 0);
