@@ -12,7 +12,7 @@
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { countResults } from '../core/results-reader.ts';
 import sharp from 'sharp';
 import { frameKey } from '../core/keys.ts';
 import { startLocalStack } from '../local/stack.ts';
@@ -34,12 +34,7 @@ const stack = await startLocalStack({
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const image = await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 30, g: 160, b: 60 } } }).jpeg().toBuffer();
 const put = (key: string, body: Uint8Array | string) => stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: key, Body: body }));
-async function count(videoId: string): Promise<number> {
-  const r = await stack.clients.ddb.send(
-    new QueryCommand({ TableName: stack.wiring.resultsTable, KeyConditionExpression: 'videoId = :v AND #f >= :z', ExpressionAttributeNames: { '#f': 'frame' }, ExpressionAttributeValues: { ':v': videoId, ':z': 0 }, Select: 'COUNT' }),
-  );
-  return r.Count ?? 0;
-}
+const count = (videoId: string) => countResults({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, videoId);
 async function waitAll(ids: string[], n: number) {
   for (;;) {
     const counts = await Promise.all(ids.map(count));

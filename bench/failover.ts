@@ -8,7 +8,8 @@
 import { startLocalStack } from '../local/stack.ts';
 import { frameKey } from '../core/keys.ts';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { QueryCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { allResults } from '../core/results-reader.ts';
 import sharp from 'sharp';
 import { writeFileSync, mkdirSync } from 'node:fs';
 
@@ -23,12 +24,7 @@ const stack = await startLocalStack({
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const image = await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 90, g: 90, b: 200 } } }).jpeg().toBuffer();
 
-async function rows(videoId: string) {
-  const r = await stack.clients.ddb.send(
-    new QueryCommand({ TableName: stack.wiring.resultsTable, KeyConditionExpression: 'videoId = :v AND #f >= :z', ExpressionAttributeNames: { '#f': 'frame' }, ExpressionAttributeValues: { ':v': videoId, ':z': 0 }, ConsistentRead: true }),
-  );
-  return r.Items ?? [];
-}
+const rows = (videoId: string) => allResults({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, videoId);
 
 const measurements: { kill: number; failoverSeconds: number; lost: number; doubled: number }[] = [];
 try {

@@ -7,11 +7,11 @@
  * complete, scores tracking against ground truth, renders annotated output under
  * `.local/demo/`, and stops everything.
  */
+import { countResults as countStored } from '../core/results-reader.ts';
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Tunables } from '../core/config.ts';
 import { endMarkerKey, frameKey } from '../core/keys.ts';
 import type { FrameResultItem } from '../core/results.ts';
@@ -86,24 +86,8 @@ function divertOutput(logFile: string): () => void {
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function countResults(stack: LocalStack, videoId: string): Promise<number> {
-  let n = 0;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await stack.clients.ddb.send(
-      new QueryCommand({
-        TableName: stack.wiring.resultsTable,
-        KeyConditionExpression: 'videoId = :v AND #f >= :zero',
-        ExpressionAttributeNames: { '#f': 'frame' },
-        ExpressionAttributeValues: { ':v': videoId, ':zero': 0 },
-        Select: 'COUNT',
-        ExclusiveStartKey: start,
-      }),
-    );
-    n += r.Count ?? 0;
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return n;
+function countResults(stack: LocalStack, videoId: string): Promise<number> {
+  return countStored({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, videoId);
 }
 
 async function progressLine(stack: LocalStack, uploaded: Map<string, number>): Promise<{ line: string; done: number }> {

@@ -169,7 +169,7 @@ export function usage(): string {
   ].join('\n');
 }
 
-function commandHelp(name: string, c: Command): string {
+function commandHelp(c: Command): string {
   return [`Usage: affinity ${c.usage}`, '', c.summary, '', c.details, '', GLOBAL_HELP].join('\n');
 }
 
@@ -212,11 +212,11 @@ export async function main(argv: readonly string[], io: Io = processIo(), target
     try {
       parsed = parseArgs({ args: rest, options: { ...GLOBAL_OPTIONS, ...command.options }, allowPositionals: true, strict: true }) as typeof parsed;
     } catch (e) {
-      throw new CliError(`${(e as Error).message}\n\n${commandHelp(name, command)}`, 2);
+      throw new CliError(`${(e as Error).message}\n\n${commandHelp(command)}`, 2);
     }
     const { values, positionals } = parsed;
     if (values.help) {
-      io.out(commandHelp(name, command));
+      io.out(commandHelp(command));
       return 0;
     }
     if (positionals.length !== command.positionals.length) {

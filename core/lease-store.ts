@@ -557,23 +557,7 @@ export class LeaseStore {
         },
       },
     ];
-    if (v.pinnedSlot !== undefined) {
-      items.push({
-        Update: {
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(v.pinnedSlot) },
-          UpdateExpression: 'ADD videoCount :minus',
-          ExpressionAttributeValues: { ':minus': -1 },
-        },
-      });
-    }
-    try {
-      await this.ddb.send(new TransactWriteCommand({ TransactItems: items }));
-      return true;
-    } catch (e) {
-      if (e instanceof TransactionCanceledException) return false;
-      throw e;
-    }
+    return this.unpinTransaction(items, v.pinnedSlot);
   }
 
   /**
@@ -627,21 +611,27 @@ export class LeaseStore {
         },
       },
     ];
-    if (v.pinnedSlot !== undefined) {
-      items.push({
+    return (await this.unpinTransaction(items, v.pinnedSlot)) ? { token: expectedToken + 1 } : 'token-moved';
+  }
+
+  /** Runs a video update together with uncounting the video from its slot; false when a condition failed. */
+  private async unpinTransaction(items: TransactItem[], pinnedSlot: number | undefined): Promise<boolean> {
+    const all = [...items];
+    if (pinnedSlot !== undefined) {
+      all.push({
         Update: {
           TableName: this.o.tableName,
-          Key: { pk: slotKey(v.pinnedSlot) },
+          Key: { pk: slotKey(pinnedSlot) },
           UpdateExpression: 'ADD videoCount :minus',
           ExpressionAttributeValues: { ':minus': -1 },
         },
       });
     }
     try {
-      await this.ddb.send(new TransactWriteCommand({ TransactItems: items }));
-      return { token: expectedToken + 1 };
+      await this.ddb.send(new TransactWriteCommand({ TransactItems: all }));
+      return true;
     } catch (e) {
-      if (e instanceof TransactionCanceledException) return 'token-moved';
+      if (e instanceof TransactionCanceledException) return false;
       throw e;
     }
   }

@@ -39,7 +39,7 @@ describe('order and affinity', () => {
     const videos = ['order-a', 'order-b', 'order-c'];
     const frameCount = 24;
     // Act: upload all three videos interleaved, each in a shuffled order
-    const perVideo = videos.map((v, i) => shuffled(Array.from({ length: frameCount }, (_, f) => f), 7 + i));
+    const perVideo = videos.map((_, i) => shuffled(Array.from({ length: frameCount }, (_, f) => f), 7 + i));
     for (let k = 0; k < frameCount; k++) {
       await Promise.all(videos.map((v, i) => uploadFrames(stack, v, [perVideo[i]![k]!])));
     }

@@ -11,7 +11,7 @@ import {
 import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { decodeS3EventKey } from '../../core/keys.ts';
 import { startFauxqsEmulator, type FauxqsHandle } from '../../local/emulators.ts';
-import { S3Notifier, buildObjectCreatedEvent, encodeS3EventKey, objectCreatedEventName } from '../../local/s3-notifications.ts';
+import { S3Notifier, encodeS3EventKey, objectCreatedEventName } from '../../local/s3-notifications.ts';
 
 const region = 'eu-central-1';
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };

@@ -3,7 +3,7 @@
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { allResults, getSummary } from '../../core/results-reader.ts';
 import sharp from 'sharp';
 import { frameKey } from '../../core/keys.ts';
 import type { Tunables } from '../../core/config.ts';
@@ -75,29 +75,12 @@ export function shuffled<T>(items: readonly T[], seed: number): T[] {
   return out;
 }
 
-export async function results(stack: LocalStack, videoId: string): Promise<FrameResultItem[]> {
-  const items: FrameResultItem[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await stack.clients.ddb.send(
-      new QueryCommand({
-        TableName: stack.wiring.resultsTable,
-        KeyConditionExpression: 'videoId = :v AND #f >= :zero',
-        ExpressionAttributeNames: { '#f': 'frame' },
-        ExpressionAttributeValues: { ':v': videoId, ':zero': 0 },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    items.push(...((r.Items ?? []) as FrameResultItem[]));
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return items;
+export function results(stack: LocalStack, videoId: string): Promise<FrameResultItem[]> {
+  return allResults({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, videoId);
 }
 
-export async function summary(stack: LocalStack, videoId: string): Promise<VideoSummaryItem | undefined> {
-  const r = await stack.clients.ddb.send(new GetCommand({ TableName: stack.wiring.resultsTable, Key: { videoId, frame: -1 }, ConsistentRead: true }));
-  return r.Item as VideoSummaryItem | undefined;
+export function summary(stack: LocalStack, videoId: string): Promise<VideoSummaryItem | undefined> {
+  return getSummary({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, videoId);
 }
 
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 250): Promise<T> {
