@@ -34,7 +34,7 @@ function tunableOverrides(): Partial<Tunables> {
 
 function banner(stack: LocalStack): string {
   const e = stack.endpoints;
-  const creds = `AWS_ACCESS_KEY_ID=${stack.credentials.accessKeyId} AWS_SECRET_ACCESS_KEY=${stack.credentials.secretAccessKey} AWS_REGION=${stack.region}`;
+  const creds = `AWS_ACCESS_KEY_ID=${stack.credentials.accessKeyId} AWS_SECRET_ACCESS_KEY=${stack.credentials.secretAccessKey} AWS_DEFAULT_REGION=${stack.region} AWS_REGION=${stack.region}`;
   return [
     '',
     'Local stack ready.',
@@ -50,7 +50,7 @@ function banner(stack: LocalStack): string {
     '',
     'Upload a frame:',
     `  ${creds} \\`,
-    `    aws --endpoint-url ${e.s3} s3 cp f.jpg s3://${stack.wiring.bucket}/frames/v1/000001.jpg`,
+    `    aws --endpoint-url ${e.s3} s3 cp f.jpg s3://${stack.wiring.bucket}/frames/v1/000000.jpg`,
     'Read results:',
     `  ${creds} \\`,
     `    aws --endpoint-url ${e.dynamodb} dynamodb query --table-name ${stack.wiring.resultsTable} \\`,

@@ -40,6 +40,6 @@ export const handler = async (event: unknown, context?: Context): Promise<Janito
     const stopped = stoppedSlotOf(event);
     return await getJanitor().run(stopped ? { kind: 'task-stopped', ...stopped } : { kind: 'schedule' });
   } finally {
-    metrics.publishStoredMetrics();
+    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
   }
 };

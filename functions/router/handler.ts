@@ -85,6 +85,6 @@ export const handler = async (event: SQSEvent, context: Context): Promise<SQSBat
       throwOnFullBatchFailure: false,
     });
   } finally {
-    metrics.publishStoredMetrics();
+    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
   }
 };

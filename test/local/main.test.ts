@@ -51,7 +51,7 @@ describe('local/main.ts (npm start)', () => {
     const pids = [file.pids.dynamodb, ...file.pids.workers.map((w) => w.pid)];
     expect(file.pids.workers).toHaveLength(2);
     expect(pids.every(isProcessAlive)).toBe(true);
-    expect(output()).toContain(`aws --endpoint-url ${file.endpoints.s3} s3 cp f.jpg s3://${file.bucket}/frames/v1/000001.jpg`);
+    expect(output()).toContain(`aws --endpoint-url ${file.endpoints.s3} s3 cp f.jpg s3://${file.bucket}/frames/v1/000000.jpg`);
     expect(output()).toContain('AWS_ACCESS_KEY_ID=local');
     // Workers have installed their SIGTERM handlers once they report their environment.
     await waitFor('workers running', () => (output().match(/\] ENV /g) ?? []).length === 2);
