@@ -291,7 +291,7 @@ export class LeaseStore {
         ? {}
         : { ConditionExpression: 'attribute_not_exists(videoCount) OR videoCount < :cap', ExpressionAttributeValues: { ':slot': slot, ':one': 1, ':cap': maxVideosOnSlot } };
     try {
-      await this.ddb.send(
+      await this.transact(
         new TransactWriteCommand({
           TransactItems: [
             {
@@ -408,7 +408,10 @@ export class LeaseStore {
         } else {
           const reasons = e.CancellationReasons ?? [];
           if (reasons[0]?.Code === 'ConditionalCheckFailed') return { kind: 'slot-lost' };
-          if (reasons.every((r) => !r.Code || r.Code === 'None' || r.Code === 'TransactionConflict')) continue;
+          if (reasons.every((r) => !r.Code || r.Code === 'None' || r.Code === 'TransactionConflict')) {
+            await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
+            continue;
+          }
         }
         // Decide per video by reading its lease: already committed, fenced, or retry.
         const next: CommitUnit[] = [];
@@ -491,7 +494,7 @@ export class LeaseStore {
    */
   async releaseVideo(videoId: string, fence: SlotFence, token: number, ckSeq: number, nowMs: number, retentionDays: number): Promise<boolean> {
     try {
-      await this.ddb.send(
+      await this.transact(
         new TransactWriteCommand({
           TransactItems: [
             {
@@ -628,11 +631,32 @@ export class LeaseStore {
       });
     }
     try {
-      await this.ddb.send(new TransactWriteCommand({ TransactItems: all }));
+      await this.transact(new TransactWriteCommand({ TransactItems: all }));
       return true;
     } catch (e) {
       if (e instanceof TransactionCanceledException) return false;
       throw e;
+    }
+  }
+
+  /**
+   * Sends a transaction, retrying when it was cancelled only by conflicts with other
+   * transactions on the same items (router pins, worker commits and releases touch the
+   * slot item concurrently); a failed condition is never retried.
+   */
+  private async transact(command: TransactWriteCommand): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.ddb.send(command);
+        return;
+      } catch (e) {
+        const conflictOnly =
+          e instanceof TransactionCanceledException &&
+          (e.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict') &&
+          (e.CancellationReasons ?? []).every((r) => !r.Code || r.Code === 'None' || r.Code === 'TransactionConflict');
+        if (!conflictOnly || attempt >= 6) throw e;
+        await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
+      }
     }
   }
 

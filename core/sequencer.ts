@@ -61,10 +61,10 @@ export class VideoSequencer {
 
   /**
    * Restarts the wait for a missing frame (after a change of owner: while nobody owned
-   * the video its frames were queueing, not lost).
+   * the video its frames were queueing, not lost), optionally `extraMs` longer than usual.
    */
-  restartWait(nowMs: number): void {
-    if (this.state.waitingSinceMs !== null) this.state.waitingSinceMs = nowMs;
+  restartWait(nowMs: number, extraMs = 0): void {
+    if (this.state.waitingSinceMs !== null) this.state.waitingSinceMs = nowMs + extraMs;
   }
 
   /** A deep copy of the state, for the checkpoint. */

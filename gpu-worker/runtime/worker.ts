@@ -46,6 +46,8 @@ export type ExitReason = 'drained' | 'lease-lost' | 'no-slot';
 export const MAX_GAP_ITEMS_PER_RUN = 20;
 /** Most result items one video commits per loop iteration (a transaction holds 100 items). */
 const MAX_RESULT_ITEMS_PER_COMMIT = 80;
+/** Longest long poll; it also bounds how long a drain waits for the receive in progress. */
+const MAX_POLL_WAIT_SECONDS = 5;
 /** Concurrent S3 GETs per batch. */
 const FETCH_CONCURRENCY = 8;
 
@@ -91,8 +93,10 @@ export class Worker {
 
   /** Asks the loop to drain: finish the current batch, commit, release the slot. */
   requestStop(): void {
+    // The receive in progress is not aborted: SQS may already have handed its messages
+    // out, and abandoning them would hide them (and block their videos) for a whole
+    // visibility timeout. The drain handles them instead; a poll lasts at most MAX_POLL_WAIT_SECONDS.
     this.stopRequested = true;
-    this.receiveAbort.abort();
   }
 
   async run(): Promise<ExitReason> {
@@ -209,6 +213,15 @@ export class Worker {
     }
   }
 
+  /**
+   * After a takeover, a missing frame may be one the previous owner had received when it
+   * died: hidden for up to the queue's visibility timeout, not lost. Its wait is
+   * stretched so the gap decision comes no earlier than that.
+   */
+  private adoptionGraceMs(): number {
+    return Math.max(0, this.d.tunables.slotQueueVisibilitySeconds * 1000 - this.d.tunables.reorderWaitMs);
+  }
+
   /** Long-poll unless a reorder wait or idle release is due soon. */
   private pollWaitSeconds(): number {
     const now = this.now();
@@ -219,11 +232,11 @@ export class Worker {
       else if (v.sequencer.hasPending()) soonestMs = Math.min(soonestMs, now + 1000);
       if (v.rejects.length > 0 || v.dirty) soonestMs = now;
     }
-    if (soonestMs === Infinity) return 10;
+    if (soonestMs === Infinity) return MAX_POLL_WAIT_SECONDS;
     if (soonestMs <= now && [...this.owned.values()].some((v) => v.rejects.length > 0 || v.dirty)) return 0;
     // At least 1 s: a gap is declared only after a receive that found none of the video's
     // frames, and a short poll can miss messages that exist.
-    return Math.max(1, Math.min(10, Math.ceil((soonestMs - now) / 1000)));
+    return Math.max(1, Math.min(MAX_POLL_WAIT_SECONDS, Math.ceil((soonestMs - now) / 1000)));
   }
 
   // ------------------------------------------------------------------ one batch
@@ -310,7 +323,7 @@ export class Worker {
           videoId,
           token: adopted.token,
           committed: ck,
-          sequencer: adoptedSequencer(this.d.tunables, ck.sequencer, this.now()),
+          sequencer: adoptedSequencer(this.d.tunables, ck.sequencer, this.now(), this.adoptionGraceMs()),
           lastActivityMs: this.now(),
           rejects: [],
           handles: [],
@@ -578,9 +591,9 @@ export class Worker {
   }
 }
 
-function adoptedSequencer(options: ConstructorParameters<typeof VideoSequencer>[0], state: SequencerState, now: number): VideoSequencer {
+function adoptedSequencer(options: ConstructorParameters<typeof VideoSequencer>[0], state: SequencerState, now: number, graceMs: number): VideoSequencer {
   const seq = new VideoSequencer(options, state);
-  seq.restartWait(now);
+  seq.restartWait(now, graceMs);
   return seq;
 }
 

@@ -91,7 +91,9 @@ describe('SIGTERM drain', () => {
     await waitFor('drain complete', async () => (await summary(stack, 'drain'))?.status === 'complete', 60_000);
     const items = (await results(stack, 'drain')).sort((a, b) => a.frame - b.frame);
     expect(items.map((r) => r.frame)).toEqual(Array.from({ length: total }, (_, f) => f));
-    expect(items.filter((r) => r.status !== 'ok').map((r) => `${r.frame}:${r.status}:${r.reason}`)).toEqual([]);
+    const notOk = items.filter((r) => r.status !== 'ok').map((r) => `${r.frame}:${r.status}:${r.reason}`);
+    if (notOk.length > 0) console.log([...stack.stackLines, ...stack.workerLines.filter((l) => l.includes('drain') && !l.includes('_aws'))].join('\n'));
+    expect(notOk).toEqual([]);
     expect(new Set(items.map((r) => r.worker)).size).toBeGreaterThanOrEqual(2);
     expect(items.map((r) => r.detections[0]!.trackId)).toEqual(items.map((r) => r.frame + 1));
   });

@@ -23,10 +23,13 @@ export const FAST_TUNABLES: Partial<Tunables> = {
 export interface TestStack extends LocalStack {
   /** Every line every worker printed, for assertions on logs. */
   readonly workerLines: string[];
+  /** The stack's own lines (router and janitor errors among them). */
+  readonly stackLines: string[];
 }
 
 export async function startTestStack(options: Partial<LocalStackOptions> & { tunables?: Partial<Tunables>; workerEnv?: Record<string, string> } = {}): Promise<TestStack> {
   const workerLines: string[] = [];
+  const stackLines: string[] = [];
   // The router and janitor run in this process: keep their logs and EMF lines out of the test output.
   process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -35,13 +38,14 @@ export async function startTestStack(options: Partial<LocalStackOptions> & { tun
     stateDir: `.local/test-${process.pid}-${Date.now()}`,
     routerWaitTimeSeconds: 1,
     janitorIntervalMs: 1000,
-    workerStopGraceMs: 5000,
+    workerStopGraceMs: 10_000,
     ...options,
     tunables: { ...FAST_TUNABLES, ...options.tunables },
     workerEnv: { FRAME_PROCESSOR: 'stats', POWERTOOLS_LOG_LEVEL: 'DEBUG', METRICS_FLUSH_INTERVAL_MS: '500', ...options.workerEnv },
     onWorkerLine: (line) => workerLines.push(line),
+    log: (line) => stackLines.push(line),
   });
-  return Object.assign(stack, { workerLines });
+  return Object.assign(stack, { workerLines, stackLines });
 }
 
 let imageCache: Buffer | undefined;

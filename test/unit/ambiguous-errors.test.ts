@@ -4,7 +4,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { LeaseStore, UnconfirmedError, type CommitUnit } from '../../core/lease-store.ts';
@@ -82,6 +82,22 @@ describe('commit with an ambiguous error', () => {
     ddbMock.on(GetCommand, { Key: { pk: 'slot#0' } }).resolves({ Item: { owner: 'A', epoch: 3, expiresAtMs: Date.now() + 10_000 } });
     expect((await store.commit(fence, [unit], Date.now())).kind).toBe('committed');
     expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 2);
+  });
+});
+
+describe('transaction conflicts', () => {
+  it('retries a pin cancelled only by a conflicting transaction, and does not retry a failed condition', async () => {
+    const conflict = () =>
+      new TransactionCanceledException({ message: 'conflict', $metadata: {}, CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict' }] });
+    ddbMock.on(TransactWriteCommand).rejectsOnce(conflict()).resolves({});
+    expect(await store.pinVideo('v', 0, 1)).toBe('pinned');
+    expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 2);
+    ddbMock.reset();
+    ddbMock
+      .on(TransactWriteCommand)
+      .rejects(new TransactionCanceledException({ message: 'taken', $metadata: {}, CancellationReasons: [{ Code: 'ConditionalCheckFailed' }, { Code: 'None' }] }));
+    expect(await store.pinVideo('v', 0, 1)).toBe('taken');
+    expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 1);
   });
 });
 

@@ -58,6 +58,10 @@ describe('VideoSequencer', () => {
     successor.restartWait(10_000);
     expect(successor.take(10_500)).toEqual([]);
     expect(frames(successor.take(11_000))).toEqual(['gap1-1', 2]);
+    const patient = new VideoSequencer(opts, seq.snapshot());
+    patient.restartWait(10_000, 4000);
+    expect(patient.take(14_500)).toEqual([]);
+    expect(frames(patient.take(15_000))).toEqual(['gap1-1', 2]);
   });
 
   it('forces gaps when the buffer is full instead of waiting', () => {
