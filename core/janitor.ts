@@ -8,6 +8,7 @@ import { isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease
 import type { LeaseStore } from './lease-store.ts';
 import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import type { SlotQueues } from './slot-queues.ts';
+import { METRIC_NAMES } from './metric-names.ts';
 
 export type JanitorLog = LogSink;
 
@@ -71,10 +72,10 @@ export class Janitor {
       }
     }
     const liveSlots = slots.filter((s) => isSlotLive(s, now)).length;
-    this.d.metrics.count('LiveSlots', liveSlots);
-    this.d.metrics.count('SlotsWithWorkNoOwner', withWorkNoOwner.length);
-    this.d.metrics.count('PinnedVideos', pinnedVideos);
-    this.d.metrics.count('TasksRelaunched', launched.length);
+    this.d.metrics.count(METRIC_NAMES.janitor.liveSlots, liveSlots);
+    this.d.metrics.count(METRIC_NAMES.janitor.slotsWithWorkNoOwner, withWorkNoOwner.length);
+    this.d.metrics.count(METRIC_NAMES.janitor.pinnedVideos, pinnedVideos);
+    this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, launched.length);
     const report = { liveSlots, slotsWithWorkNoOwner: withWorkNoOwner, pinnedVideos, launched, countsRepaired };
     if (launched.length > 0 || countsRepaired.length > 0) this.d.log.info('janitor acted', { ...report, trigger: trigger.kind });
     return report;
@@ -94,7 +95,7 @@ export class Janitor {
       return r.launched;
     } catch (e) {
       this.d.log.error('task launch failed', { slot: s.slot, error: String(e) });
-      this.d.metrics.count('TaskLaunchFailures');
+      this.d.metrics.count(METRIC_NAMES.janitor.taskLaunchFailures);
       return false;
     }
   }

@@ -16,6 +16,7 @@ import type { SlotMessage } from './messages.ts';
 import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import { parseIngestBody } from './s3-events.ts';
 import type { SlotQueues } from './slot-queues.ts';
+import { METRIC_NAMES } from './metric-names.ts';
 
 export interface RejectedEvent {
   readonly body: string;
@@ -73,7 +74,7 @@ export class FrameRouter {
       for (const item of parseIngestBody(r.body, this.d.bucket)) {
         if (item.kind === 'reject') {
           rejects.push({ recordId: r.id, event: { body: r.body, reason: item.reason, detail: item.detail } });
-          this.d.metrics.count('EventsRejected', 1, { Reason: item.reason });
+          this.d.metrics.count(METRIC_NAMES.router.eventsRejected, 1, { Reason: item.reason });
           this.d.log.warn('event rejected', { reason: item.reason, detail: item.detail, key: item.key, messageId: r.id });
         } else {
           routable.push({ recordId: r.id, message: item.message, ...(r.replayTag ? { replayTag: r.replayTag } : {}) });
@@ -115,7 +116,7 @@ export class FrameRouter {
         }
       });
       const routed = sent.filter((s) => s.ok).length;
-      if (routed > 0) this.d.metrics.count('FramesRouted', routed);
+      if (routed > 0) this.d.metrics.count(METRIC_NAMES.router.framesRouted, routed);
     }
     await this.launchWhereNeeded([...bySlot.keys()]);
     return outcomes;
@@ -167,9 +168,9 @@ export class FrameRouter {
         ...this.slotCache,
         slots: this.slotCache.slots.map((s) => (s.slot === decision.slot ? { ...s, videoCount: s.videoCount + 1 } : s)),
       };
-      this.d.metrics.count('LeasesCreated');
+      this.d.metrics.count(METRIC_NAMES.router.leasesCreated);
       if (decision.overCapacity) {
-        this.d.metrics.count('AdmissionOverCapacity');
+        this.d.metrics.count(METRIC_NAMES.router.admissionOverCapacity);
         this.d.log.warn('every slot is full: video admitted over capacity', { videoId, slot: decision.slot });
       }
       this.d.log.info('video pinned', { videoId, slot: decision.slot, overCapacity: decision.overCapacity });
@@ -206,13 +207,13 @@ export class FrameRouter {
         this.slotCache = undefined;
         if (launchSeq === undefined) continue;
         const r = await launcher.launch({ slot, launchSeq, reason: 'frames routed to a slot without a live owner' });
-        this.d.metrics.count('TaskLaunchRequested');
+        this.d.metrics.count(METRIC_NAMES.router.taskLaunchRequested);
         this.d.log.info('task launch requested', { slot, launchSeq, launched: r.launched, taskId: r.taskId, detail: r.detail });
       }
     } catch (e) {
       // Frames are safely queued; the janitor retries launches, so do not fail the batch.
       this.d.log.error('task launch failed', { error: String(e) });
-      this.d.metrics.count('TaskLaunchFailures');
+      this.d.metrics.count(METRIC_NAMES.router.taskLaunchFailures);
     }
   }
 }

@@ -1,3 +1,4 @@
+import { METRIC_NAMES } from '../core/metric-names.ts';
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -10,36 +11,12 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 
 /**
- * Metric names the code emits (EMF) in the `FrameAffinity` namespace. Every metric
- * carries one `service` dimension naming its emitter ({@link METRIC_SERVICE}: Powertools
- * adds it in the Lambdas, the worker's EmfMetrics sets it), plus the extra dimension
+ * Metric names the code emits (EMF), from core/metric-names.ts. Every metric carries one
+ * `service` dimension naming its emitter ({@link METRIC_SERVICE}: Powertools adds it in
+ * the Lambdas, the worker's EmfMetrics sets it), plus the extra dimension
  * {@link METRIC_DIMENSIONS} names, if any.
  */
-export const METRIC_NAMES = {
-  router: {
-    framesRouted: 'FramesRouted',
-    eventsRejected: 'EventsRejected',
-    leasesCreated: 'LeasesCreated',
-    admissionOverCapacity: 'AdmissionOverCapacity',
-    taskLaunchRequested: 'TaskLaunchRequested',
-  },
-  worker: {
-    framesProcessed: 'FramesProcessed',
-    framesFailed: 'FramesFailed',
-    framesGap: 'FramesGap',
-    inferenceLatencyMs: 'InferenceLatencyMs',
-    videoLeasesAdopted: 'VideoLeasesAdopted',
-    videoTakeovers: 'VideoTakeovers',
-    commitsFenced: 'CommitsFenced',
-    executionProvider: 'ExecutionProvider',
-  },
-  janitor: {
-    liveSlots: 'LiveSlots',
-    slotsWithWorkNoOwner: 'SlotsWithWorkNoOwner',
-    pinnedVideos: 'PinnedVideos',
-    tasksRelaunched: 'TasksRelaunched',
-  },
-} as const;
+export { METRIC_NAMES };
 
 /** Dimension every metric carries, and its value per emitter. */
 export const SERVICE_DIMENSION = 'service';

@@ -18,6 +18,7 @@ import { UnconfirmedError } from '../../core/lease-store.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import type { ReceivedMessage, SlotQueues } from '../../core/slot-queues.ts';
 import { ObjectMissingError, type FrameStore } from '../../core/frame-store.ts';
+import { METRIC_NAMES } from '../../core/metric-names.ts';
 
 export type WorkerLog = LogSink;
 
@@ -104,12 +105,12 @@ export class Worker {
     await this.d.processor.start();
     this.d.log.info('processor ready', { processor: this.d.processor.description, provider: this.d.processor.provider });
     // onnxruntime can fall back to CPU silently: report what really runs.
-    if (this.d.processor.provider) this.d.metrics.count('ExecutionProvider', 1, { Provider: this.d.processor.provider });
+    if (this.d.processor.provider) this.d.metrics.count(METRIC_NAMES.worker.executionProvider, 1, { Provider: this.d.processor.provider });
     const fence = await this.claimSlot();
     if (!fence) return 'no-slot';
     this.fence = fence;
     this.d.log.info('slot claimed', { slot: fence.slot, epoch: fence.epoch, workerId: fence.workerId });
-    this.d.metrics.count('SlotsClaimed');
+    this.d.metrics.count(METRIC_NAMES.worker.slotsClaimed);
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), t.heartbeatIntervalSeconds * 1000);
     try {
       // Take over every video already pinned to this slot (a predecessor's), so their
@@ -178,7 +179,7 @@ export class Worker {
     } catch (e) {
       const detail = e instanceof UnconfirmedError ? e.message : String(e);
       this.d.log.warn('heartbeat not confirmed', { detail });
-      this.d.metrics.count('HeartbeatsUnconfirmed');
+      this.d.metrics.count(METRIC_NAMES.worker.heartbeatsUnconfirmed);
       // Keep trying while the last confirmed lease still has a heartbeat's margin left.
       if (this.now() >= this.lastConfirmedExpiryMs - this.d.tunables.heartbeatIntervalSeconds * 1000) {
         this.loseLease(`heartbeat could not be confirmed: ${detail}`);
@@ -192,7 +193,7 @@ export class Worker {
     if (this.lost) return;
     this.lost = reason;
     this.d.log.error('slot lease lost; stopping at once', { reason, slot: this.fence?.slot });
-    this.d.metrics.count('SlotLeasesLost');
+    this.d.metrics.count(METRIC_NAMES.worker.slotLeasesLost);
     this.receiveAbort.abort();
     this.d.onLeaseLost?.(reason);
   }
@@ -252,7 +253,7 @@ export class Worker {
         const msg = parseSlotMessage(m.body);
         if (!msg) {
           this.d.log.warn('malformed slot message dead-lettered', { messageId: m.messageId });
-          this.d.metrics.count('MessagesDeadLettered', 1, { Reason: 'malformed-message' });
+          this.d.metrics.count(METRIC_NAMES.worker.messagesDeadLettered, 1, { Reason: 'malformed-message' });
           await this.d.queues.deadLetter(fence.slot, m.body, 'malformed-message', 'malformed');
           immediateDeletes.push(m.receiptHandle);
           continue;
@@ -290,7 +291,7 @@ export class Worker {
       }
       if (endFrame === undefined) {
         this.d.log.warn('bad end-of-stream marker ignored', { videoId: v.videoId, key: msg.key, problem });
-        this.d.metrics.count('EventsRejected', 1, { Reason: 'bad-end-marker' });
+        this.d.metrics.count(METRIC_NAMES.worker.eventsRejected, 1, { Reason: 'bad-end-marker' });
         await this.d.queues.deadLetter(this.fence!.slot, JSON.stringify(msg), `bad-end-marker: ${problem}`, v.videoId);
         return;
       }
@@ -299,7 +300,7 @@ export class Worker {
       return;
     }
     const offered = v.sequencer.offer({ frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes }, now);
-    if (offered === 'duplicate') this.d.metrics.count('FramesDuplicate');
+    if (offered === 'duplicate') this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
     if (offered === 'after-end' || offered === 'before-first') {
       const reason = offered === 'after-end' ? 'after-end-of-stream' : 'before-first-frame';
       v.rejects.push({ type: 'reject', ref: { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes }, reason });
@@ -330,8 +331,8 @@ export class Worker {
           dirty: false,
         };
         this.owned.set(videoId, v);
-        this.d.metrics.count('VideoLeasesAdopted');
-        if (ck.owners.length > 1) this.d.metrics.count('VideoTakeovers');
+        this.d.metrics.count(METRIC_NAMES.worker.videoLeasesAdopted);
+        if (ck.owners.length > 1) this.d.metrics.count(METRIC_NAMES.worker.videoTakeovers);
         this.d.log.info('video adopted', {
           videoId,
           token: adopted.token,
@@ -355,7 +356,7 @@ export class Worker {
   private async forward(msg: SlotMessage, slot: number): Promise<void> {
     const [outcome] = await this.d.queues.send(slot, [{ message: msg }]);
     if (!outcome?.ok) throw new Error(`forward of ${msg.videoId} to slot ${slot} failed: ${outcome?.ok === false ? outcome.error : ''}`);
-    this.d.metrics.count('FramesForwarded');
+    this.d.metrics.count(METRIC_NAMES.worker.framesForwarded);
     this.d.log.info('forwarded frame of a video pinned elsewhere', { videoId: msg.videoId, toSlot: slot });
   }
 
@@ -402,7 +403,7 @@ export class Worker {
         if (step.type === 'reject') {
           framesFailed++;
           results.push({ ...base, frame: step.ref.frame, status: 'failed', detections: [], reason: step.reason, key: step.ref.key });
-          this.d.metrics.count('FramesFailed', 1, { Reason: step.reason });
+          this.d.metrics.count(METRIC_NAMES.worker.framesFailed, 1, { Reason: step.reason });
           this.d.log.warn('frame outside the video rejected', { videoId: v.videoId, frame: step.ref.frame, reason: step.reason });
           continue;
         }
@@ -422,7 +423,7 @@ export class Worker {
             ...(outcome.detail ? { detail: outcome.detail.slice(0, 500) } : {}),
             key: step.ref.key,
           });
-          this.d.metrics.count('FramesFailed', 1, { Reason: outcome.reason });
+          this.d.metrics.count(METRIC_NAMES.worker.framesFailed, 1, { Reason: outcome.reason });
           this.d.log.warn('frame failed', { videoId: v.videoId, frame: step.ref.frame, reason: outcome.reason, detail: outcome.detail });
         }
       }
@@ -457,7 +458,7 @@ export class Worker {
       return;
     }
     if (outcome.kind === 'slot-lost') {
-      this.d.metrics.count('CommitsFenced');
+      this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
       this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: fence.slot, epoch: fence.epoch });
       this.loseLease('commit fenced by the store');
       return;
@@ -467,7 +468,7 @@ export class Worker {
     for (const u of units) {
       const v = this.owned.get(u.videoId)!;
       if (fenced.has(u.videoId)) {
-        this.d.metrics.count('CommitsFenced');
+        this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
         this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: u.videoId, token: u.token });
         await this.drop(v, true);
         continue;
@@ -479,9 +480,9 @@ export class Worker {
       let processed = 0;
       for (const r of u.results) {
         if (r.status === 'ok') processed++;
-        if (r.status === 'gap') this.d.metrics.count('FramesGap', (r.throughFrame ?? r.frame) - r.frame + 1);
+        if (r.status === 'gap') this.d.metrics.count(METRIC_NAMES.worker.framesGap, (r.throughFrame ?? r.frame) - r.frame + 1);
       }
-      if (processed > 0) this.d.metrics.count('FramesProcessed', processed);
+      if (processed > 0) this.d.metrics.count(METRIC_NAMES.worker.framesProcessed, processed);
     }
     if (toDelete.length > 0) {
       const failed = await this.d.queues.delete(fence.slot, toDelete);
@@ -533,7 +534,7 @@ export class Worker {
         if (present.length === 0) return;
         const started = this.now();
         const results = await this.d.processor.process(present);
-        this.d.metrics.milliseconds('InferenceLatencyMs', (this.now() - started) / present.length);
+        this.d.metrics.milliseconds(METRIC_NAMES.worker.inferenceLatencyMs, (this.now() - started) / present.length);
         present.forEach((input, i) => outcomes.set(`${input.videoId}:${input.frame}`, results[i]!));
       }),
     );
@@ -574,7 +575,7 @@ export class Worker {
     const ok = await this.d.leases.releaseVideo(v.videoId, fence, v.token, v.committed.seq, this.now(), this.d.tunables.releasedVideoRetentionDays);
     this.d.processor.closeVideo(v.videoId);
     this.owned.delete(v.videoId);
-    this.d.metrics.count('VideosReleased', 1, { Why: why });
+    this.d.metrics.count(METRIC_NAMES.worker.videosReleased, 1, { Why: why });
     this.d.log.info('video released', { videoId: v.videoId, why, ok, token: v.token, framesOk: v.committed.framesOk });
   }
 

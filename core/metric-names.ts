@@ -1,0 +1,68 @@
+/**
+ * Metric names, one source for the code that emits them (router, worker, janitor) and
+ * the dashboard and alarms that read them (infra/monitoring.ts). Namespace:
+ * `resourceNames().metricsNamespace`; every metric carries the dimension `service`
+ * (router | worker | janitor), plus the dimension named in its description.
+ */
+export const METRIC_NAMES = {
+  router: {
+    /** Frames sent to a slot queue. */
+    framesRouted: 'FramesRouted',
+    /** Events dead-lettered with a reason (dimension Reason). */
+    eventsRejected: 'EventsRejected',
+    /** New videos pinned to a slot. */
+    leasesCreated: 'LeasesCreated',
+    /** Videos admitted while every slot was full. */
+    admissionOverCapacity: 'AdmissionOverCapacity',
+    /** Launch grants acted on. */
+    taskLaunchRequested: 'TaskLaunchRequested',
+    /** Launch attempts that failed. */
+    taskLaunchFailures: 'TaskLaunchFailures',
+  },
+  worker: {
+    /** Frames committed with status ok. */
+    framesProcessed: 'FramesProcessed',
+    /** Frames committed with status failed (dimension Reason). */
+    framesFailed: 'FramesFailed',
+    /** Frames recorded as gaps. */
+    framesGap: 'FramesGap',
+    /** Redelivered or duplicate frames recognised and dropped. */
+    framesDuplicate: 'FramesDuplicate',
+    /** Frames forwarded to the slot their video is pinned to. */
+    framesForwarded: 'FramesForwarded',
+    /** Per-frame processing time inside the worker. */
+    inferenceLatencyMs: 'InferenceLatencyMs',
+    /** Videos taken by this worker (token + 1). */
+    videoLeasesAdopted: 'VideoLeasesAdopted',
+    /** Adoptions from a previous owner. */
+    videoTakeovers: 'VideoTakeovers',
+    /** Videos released (dimension Why: idle | end-of-stream). */
+    videosReleased: 'VideosReleased',
+    /** Commits the store rejected under an old lease. */
+    commitsFenced: 'CommitsFenced',
+    /** Emitted once at start (dimension Provider: cuda | cpu). */
+    executionProvider: 'ExecutionProvider',
+    /** Slot leases claimed. */
+    slotsClaimed: 'SlotsClaimed',
+    /** Slot leases lost or unconfirmable (the worker exits). */
+    slotLeasesLost: 'SlotLeasesLost',
+    /** Heartbeats whose outcome could not be confirmed. */
+    heartbeatsUnconfirmed: 'HeartbeatsUnconfirmed',
+    /** Malformed slot messages parked in the slot DLQ. */
+    messagesDeadLettered: 'MessagesDeadLettered',
+    /** Events dead-lettered with a reason (dimension Reason). */
+    eventsRejected: 'EventsRejected',
+  },
+  janitor: {
+    /** Slots with a valid lease. */
+    liveSlots: 'LiveSlots',
+    /** Slots with queued frames or pinned videos and no live owner. */
+    slotsWithWorkNoOwner: 'SlotsWithWorkNoOwner',
+    /** Videos pinned to any slot. */
+    pinnedVideos: 'PinnedVideos',
+    /** Tasks the janitor launched. */
+    tasksRelaunched: 'TasksRelaunched',
+    /** Launch attempts that failed. */
+    taskLaunchFailures: 'TaskLaunchFailures',
+  },
+} as const;
