@@ -271,3 +271,21 @@ export function wiringToEnv(w: Wiring): Record<string, string> {
 export function slotQueueUrl(w: Pick<Wiring, 'slotQueueUrlPrefix'>, slot: number): string {
   return `${w.slotQueueUrlPrefix}${slot}.fifo`;
 }
+
+/** Environment the worker reads besides wiring and tunables (set by the TaskLauncher, the task definition or tests). */
+export const WORKER_ENV = {
+  /** Slot to claim; set per launch (ECS containerOverrides, local spawn). */
+  slotId: 'SLOT_ID',
+  /** Worker id in logs and results; default host-pid-random. */
+  workerId: 'WORKER_ID',
+  /** `vision` (ONNX detector + tracker, default) or `stats` (no model). */
+  frameProcessor: 'FRAME_PROCESSOR',
+  /** File touched on every confirmed heartbeat, for the container health check. */
+  healthFile: 'HEALTH_FILE',
+  /** Health check: the heartbeat file may be at most this old. */
+  healthMaxAgeSeconds: 'HEALTH_MAX_AGE_SECONDS',
+  /** With `stats`: extra milliseconds per batch, standing in for a slow model in tests. */
+  statsDelayMs: 'STATS_PROCESSOR_DELAY_MS',
+  /** How often EMF metric lines are written (default 10000). */
+  metricsFlushIntervalMs: 'METRICS_FLUSH_INTERVAL_MS',
+} as const;

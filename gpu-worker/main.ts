@@ -15,7 +15,7 @@ import { hostname } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
+import { WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
 import { createAwsClients } from '../core/aws/clients.ts';
 import { LeaseStore } from '../core/lease-store.ts';
 import { SlotQueues } from '../core/slot-queues.ts';
@@ -28,7 +28,7 @@ import { StatsProcessor } from './stats-processor.ts';
 export const EXIT_LEASE_LOST = 3;
 
 async function createProcessor(kind: string, tunables: ReturnType<typeof tunablesFromEnv>, log: Logger, s3: ReturnType<typeof createAwsClients>['s3']): Promise<FrameProcessor> {
-  if (kind === 'stats') return new StatsProcessor(Number(process.env.STATS_PROCESSOR_DELAY_MS ?? 0));
+  if (kind === 'stats') return new StatsProcessor(Number(process.env[WORKER_ENV.statsDelayMs] ?? 0));
   const { createVisionProcessor } = await import('./vision/index.ts');
   return await createVisionProcessor({
     modelUri: tunables.modelUri,
@@ -42,14 +42,16 @@ async function createProcessor(kind: string, tunables: ReturnType<typeof tunable
 
 async function main(): Promise<number> {
   const env = process.env;
-  const workerId = env.WORKER_ID || `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  const slot = env.SLOT_ID !== undefined && env.SLOT_ID !== '' ? Number(env.SLOT_ID) : undefined;
+  const workerId = env[WORKER_ENV.workerId] || `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const slotText = env[WORKER_ENV.slotId];
+  const slot = slotText !== undefined && slotText !== '' ? Number(slotText) : undefined;
   const log = new Logger({ serviceName: 'worker', persistentKeys: { workerId, slot } });
+  const healthFile = env[WORKER_ENV.healthFile];
   const wiring = wiringFromEnv(env);
   const tunables = tunablesFromEnv(env);
   const clients = createAwsClients(env);
-  const metrics = new EmfMetrics(wiring.metricsNamespace, { service: 'worker' }, Number(env.METRICS_FLUSH_INTERVAL_MS ?? 10_000));
-  const processor = await createProcessor(env.FRAME_PROCESSOR ?? 'vision', tunables, log, clients.s3);
+  const metrics = new EmfMetrics(wiring.metricsNamespace, { service: 'worker' }, Number(env[WORKER_ENV.metricsFlushIntervalMs] ?? 10_000));
+  const processor = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3);
 
   const worker = new Worker({
     workerId,
@@ -61,7 +63,7 @@ async function main(): Promise<number> {
     processor,
     metrics,
     log,
-    onHeartbeat: env.HEALTH_FILE ? () => writeFileSync(env.HEALTH_FILE!, String(Date.now())) : undefined,
+    onHeartbeat: healthFile ? () => writeFileSync(healthFile, String(Date.now())) : undefined,
     onLeaseLost: (reason) => {
       // Stop the moment the lease is in doubt: no further writes, no drain.
       log.error('exiting: slot lease lost', { reason });

@@ -1,3 +1,4 @@
+import { WORKER_ENV } from '../core/config.ts';
 import * as path from 'node:path';
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
@@ -19,7 +20,7 @@ export const WORKER_CONTAINER_NAME = 'worker';
  * `HEALTH_FILE` each time its slot heartbeat is confirmed; the check fails when the
  * file is older than `HEALTH_MAX_AGE_SECONDS`. The same script is in the Dockerfile.
  */
-export const HEALTH_ENV = { file: 'HEALTH_FILE', maxAgeSeconds: 'HEALTH_MAX_AGE_SECONDS' } as const;
+export const HEALTH_ENV = { file: WORKER_ENV.healthFile, maxAgeSeconds: WORKER_ENV.healthMaxAgeSeconds } as const;
 export const DEFAULT_HEALTH_FILE = '/tmp/worker-heartbeat';
 export const HEALTH_CHECK_SCRIPT =
   "const f=process.env.HEALTH_FILE||'/tmp/worker-heartbeat';const m=Number(process.env.HEALTH_MAX_AGE_SECONDS||45);" +

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { tunablesToEnv, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
+import { WORKER_ENV, tunablesToEnv, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
 import type { LaunchRequest, LaunchResult, TaskLauncher } from '../core/ports.ts';
 import type { OrphanGuard } from './orphan-guard.ts';
 
@@ -202,8 +202,8 @@ export class LocalTaskLauncher implements TaskLauncher {
       ...wiringToEnv(o.wiring),
       ...tunablesToEnv(o.tunables),
       ...localAwsEnv(o.endpoints, o.wiring.region, o.credentials),
-      SLOT_ID: String(request.slot),
-      WORKER_ID: workerId,
+      [WORKER_ENV.slotId]: String(request.slot),
+      [WORKER_ENV.workerId]: workerId,
       LAUNCH_SEQ: String(request.launchSeq),
       // The worker's EMF lines go to stdout locally; no CloudWatch agent to send them.
       AWS_EMF_ENVIRONMENT: 'Local',

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ECSClient, RunTaskCommand, type Failure, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
-import { ConfigError } from '../config.ts';
+import { ConfigError, WORKER_ENV } from '../config.ts';
 import type { LaunchRequest, LaunchResult, TaskLauncher } from '../ports.ts';
 
 /** Environment variables the ECS launcher reads. */
@@ -27,7 +27,7 @@ export const ECS_LAUNCHER_ENV = {
 } as const;
 
 /** Environment variable, set per task through containerOverrides, that tells the worker its slot. */
-export const SLOT_ID_ENV = 'SLOT_ID';
+export const SLOT_ID_ENV = WORKER_ENV.slotId;
 
 export interface EcsTaskLauncherOptions {
   readonly cluster: string;
