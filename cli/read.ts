@@ -1,5 +1,7 @@
 /** Read helpers over the results table, shared by the commands and the demo. */
 import { allResults as coreAll, getSummary as coreSummary, queryResults as coreQuery, type ResultsSource } from '../core/results-reader.ts';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { FRAME_PREFIX } from '../core/config.ts';
 import { LeaseStore } from '../core/lease-store.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../core/results.ts';
 import type { Target } from './target.ts';
@@ -26,10 +28,24 @@ export function getSummary(target: ResultsTarget, videoId: string): Promise<Vide
 }
 
 export function leaseStore(target: Target): LeaseStore {
-  return new LeaseStore(target.clients.ddb, {
-    tableName: target.leasesTable,
-    resultsTableName: target.resultsTable,
-    pinnedSlotIndex: target.pinnedSlotIndex,
-    firstFrameNumber: target.firstFrameNumber,
-  });
+  return LeaseStore.forWiring(target.clients.ddb, target, target);
+}
+
+/** An object stored under a video's prefix. */
+export interface StoredObject {
+  readonly key: string;
+  readonly sizeBytes: number;
+  readonly eTag: string;
+}
+
+/** Every object under `frames/{videoId}/` (frames and the end marker), paginated. */
+export async function listVideoObjects(target: Pick<Target, 'clients' | 'bucket'>, videoId: string): Promise<StoredObject[]> {
+  const out: StoredObject[] = [];
+  let token: string | undefined;
+  do {
+    const r = await target.clients.s3.send(new ListObjectsV2Command({ Bucket: target.bucket, Prefix: `${FRAME_PREFIX}${videoId}/`, ContinuationToken: token }));
+    for (const o of r.Contents ?? []) if (o.Key) out.push({ key: o.Key, sizeBytes: Number(o.Size ?? 0), eTag: (o.ETag ?? '').replace(/"/g, '') });
+    token = r.IsTruncated ? r.NextContinuationToken : undefined;
+  } while (token);
+  return out;
 }

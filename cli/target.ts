@@ -7,12 +7,12 @@ import { STACK_OUTPUT_KEYS } from '../core/stack-outputs.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES, resourceNames } from '../core/config.ts';
 import { clientConfig, type StackFile } from '../local/stack.ts';
+import { createAwsClientsFrom } from '../core/aws/clients.ts';
 import { CliError } from './io.ts';
 
 /**
@@ -78,13 +78,7 @@ export function loadLocalTarget(stateDir: string): Target {
   } catch (e) {
     throw new CliError(`cannot read ${file}: ${(e as Error).message}`);
   }
-  const cfg = clientConfig(s);
-  const dynamodb = new DynamoDBClient(cfg.dynamodb);
-  const clients = {
-    s3: new S3Client(cfg.s3),
-    sqs: new SQSClient(cfg.sqs),
-    ddb: DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
-  };
+  const clients = createAwsClientsFrom(clientConfig(s));
   return {
     description: `local stack (${file})`,
     kind: 'local',
@@ -102,11 +96,7 @@ export function loadLocalTarget(stateDir: string): Target {
     firstFrameNumber: s.tunables.firstFrameNumber,
     slotLeaseTtlSeconds: s.tunables.slotLeaseTtlSeconds,
     clients,
-    close: () => {
-      clients.s3.destroy();
-      clients.sqs.destroy();
-      dynamodb.destroy();
-    },
+    close: () => clients.destroy(),
   };
 }
 
@@ -151,12 +141,7 @@ export async function loadAwsTarget(stackName: string, region?: string): Promise
     cfn.destroy();
   }
   const res = resourcesFromOutputs(outputs, stackName);
-  const dynamodb = new DynamoDBClient({ region: resolvedRegion });
-  const clients = {
-    s3: new S3Client({ region: resolvedRegion }),
-    sqs: new SQSClient({ region: resolvedRegion }),
-    ddb: DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
-  };
+  const clients = createAwsClientsFrom({ s3: { region: resolvedRegion }, sqs: { region: resolvedRegion }, dynamodb: { region: resolvedRegion } });
   return {
     description: `CloudFormation stack ${stackName} (${resolvedRegion})`,
     kind: 'aws',
@@ -167,10 +152,6 @@ export async function loadAwsTarget(stackName: string, region?: string): Promise
     firstFrameNumber: DEFAULT_TUNABLES.firstFrameNumber,
     slotLeaseTtlSeconds: DEFAULT_TUNABLES.slotLeaseTtlSeconds,
     clients,
-    close: () => {
-      clients.s3.destroy();
-      clients.sqs.destroy();
-      dynamodb.destroy();
-    },
+    close: () => clients.destroy(),
   };
 }

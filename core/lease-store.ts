@@ -20,7 +20,8 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { emptySlotRecord, type LivenessOptions, type SlotRecord } from './lease-logic.ts';
-import { emptyCheckpoint, type VideoCheckpoint } from './checkpoint.ts';
+import type { Tunables, Wiring } from './config.ts';
+import { emptyCheckpoint, withNewOwner, type VideoCheckpoint } from './checkpoint.ts';
 import type { FrameResultItem, VideoSummaryItem } from './results.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -90,6 +91,16 @@ export class LeaseStore {
   constructor(ddb: DynamoDBDocumentClient, options: LeaseStoreOptions) {
     this.ddb = ddb;
     this.o = options;
+  }
+
+  /** The store for a deployment's wiring and tunables. */
+  static forWiring(ddb: DynamoDBDocumentClient, wiring: Pick<Wiring, 'leasesTable' | 'resultsTable' | 'pinnedSlotIndex'>, tunables: Pick<Tunables, 'firstFrameNumber'>): LeaseStore {
+    return new LeaseStore(ddb, {
+      tableName: wiring.leasesTable,
+      resultsTableName: wiring.resultsTable,
+      pinnedSlotIndex: wiring.pinnedSlotIndex,
+      firstFrameNumber: tunables.firstFrameNumber,
+    });
   }
 
   // ---------------------------------------------------------------- slots
@@ -337,8 +348,8 @@ export class LeaseStore {
       if (current.owner === fence.workerId && current.ownerEpoch === fence.epoch) return current;
       const token = current.token + 1;
       const ck = current.checkpoint;
-      const owners = [...ck.owners, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame }].slice(-50);
-      const checkpoint: VideoCheckpoint = { ...ck, seq: ck.seq + 1, owners, ownerChanges: ck.ownerChanges + 1 };
+      const adopted = withNewOwner(ck, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame });
+      const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1 };
       try {
         await this.ddb.send(
           new UpdateCommand({
@@ -493,46 +504,11 @@ export class LeaseStore {
    * after the retention period.
    */
   async releaseVideo(videoId: string, fence: SlotFence, token: number, ckSeq: number, nowMs: number, retentionDays: number): Promise<boolean> {
-    try {
-      await this.transact(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.o.tableName,
-                Key: { pk: videoKey(videoId) },
-                UpdateExpression: 'SET #state = :released, releasedAtMs = :now, ttlEpochSeconds = :ttl REMOVE pinnedSlot, #owner, ownerEpoch',
-                ConditionExpression: '#owner = :me AND #token = :token AND ckSeq = :seq AND pinnedSlot = :slot',
-                ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#token': 'token' },
-                ExpressionAttributeValues: {
-                  ':released': 'released',
-                  ':now': nowMs,
-                  ':ttl': Math.floor(nowMs / 1000) + retentionDays * 86_400,
-                  ':me': fence.workerId,
-                  ':token': token,
-                  ':seq': ckSeq,
-                  ':slot': fence.slot,
-                },
-              },
-            },
-            {
-              Update: {
-                TableName: this.o.tableName,
-                Key: { pk: slotKey(fence.slot) },
-                UpdateExpression: 'ADD videoCount :minus',
-                ConditionExpression: '#owner = :me AND epoch = :epoch',
-                ExpressionAttributeNames: { '#owner': 'owner' },
-                ExpressionAttributeValues: { ':minus': -1, ':me': fence.workerId, ':epoch': fence.epoch },
-              },
-            },
-          ],
-        }),
-      );
-      return true;
-    } catch (e) {
-      if (e instanceof TransactionCanceledException) return false;
-      throw e;
-    }
+    return this.unpin(videoId, fence.slot, nowMs, retentionDays, {
+      condition: '#owner = :me AND #token = :token AND ckSeq = :seq AND pinnedSlot = :slot',
+      values: { ':me': fence.workerId, ':token': token, ':seq': ckSeq, ':slot': fence.slot },
+      slotGuard: { condition: '#owner = :me AND epoch = :epoch', values: { ':me': fence.workerId, ':epoch': fence.epoch } },
+    });
   }
 
   /**
@@ -542,25 +518,11 @@ export class LeaseStore {
   async forceReleaseVideo(videoId: string, expectedToken: number, nowMs: number, retentionDays: number): Promise<boolean> {
     const v = await this.getVideo(videoId);
     if (v.token !== expectedToken) return false;
-    const items: TransactItem[] = [
-      {
-        Update: {
-          TableName: this.o.tableName,
-          Key: { pk: videoKey(videoId) },
-          UpdateExpression: 'SET #state = :released, releasedAtMs = :now, ttlEpochSeconds = :ttl, #token = :next REMOVE pinnedSlot, #owner, ownerEpoch',
-          ConditionExpression: '#token = :token',
-          ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#token': 'token' },
-          ExpressionAttributeValues: {
-            ':released': 'released',
-            ':now': nowMs,
-            ':ttl': Math.floor(nowMs / 1000) + retentionDays * 86_400,
-            ':token': expectedToken,
-            ':next': expectedToken + 1,
-          },
-        },
-      },
-    ];
-    return this.unpinTransaction(items, v.pinnedSlot);
+    return this.unpin(videoId, v.pinnedSlot, nowMs, retentionDays, {
+      set: '#token = :next',
+      condition: '#token = :token',
+      values: { ':token': expectedToken, ':next': expectedToken + 1 },
+    });
   }
 
   /**
@@ -592,46 +554,61 @@ export class LeaseStore {
       owners: ck.owners,
       ownerChanges: ck.ownerChanges,
     };
+    const reset = await this.unpin(videoId, v.pinnedSlot, nowMs, undefined, {
+      set: 'checkpoint = :ck, ckSeq = :seq, #token = :next, videoId = :vid',
+      condition: '(attribute_not_exists(#token) AND :token = :zero) OR #token = :token',
+      values: { ':ck': checkpoint, ':seq': checkpoint.seq, ':next': expectedToken + 1, ':token': expectedToken, ':zero': 0, ':vid': videoId },
+    });
+    return reset ? { token: expectedToken + 1 } : 'token-moved';
+  }
+
+  /**
+   * The one way a video leaves its slot: marks it released (keeping token and
+   * checkpoint unless `set` changes them), removes pin and owner, and uncounts it from
+   * the slot, in one transaction under the caller's conditions. With `retentionDays`, TTL
+   * may collect the item after that. False when a condition failed.
+   */
+  private async unpin(
+    videoId: string,
+    pinnedSlot: number | undefined,
+    nowMs: number,
+    retentionDays: number | undefined,
+    guard: {
+      readonly condition: string;
+      readonly values: Record<string, unknown>;
+      readonly set?: string;
+      readonly slotGuard?: { readonly condition: string; readonly values: Record<string, unknown> };
+    },
+  ): Promise<boolean> {
+    const ttl = retentionDays === undefined ? {} : { ':ttl': Math.floor(nowMs / 1000) + retentionDays * 86_400 };
+    const set = ['#state = :released', 'releasedAtMs = :now', ...(retentionDays === undefined ? [] : ['ttlEpochSeconds = :ttl']), ...(guard.set ? [guard.set] : [])];
     const items: TransactItem[] = [
       {
         Update: {
           TableName: this.o.tableName,
           Key: { pk: videoKey(videoId) },
-          UpdateExpression:
-            'SET checkpoint = :ck, ckSeq = :seq, #token = :next, #state = :released, releasedAtMs = :now, videoId = :vid REMOVE pinnedSlot, #owner, ownerEpoch',
-          ConditionExpression: '(attribute_not_exists(#token) AND :token = :zero) OR #token = :token',
-          ExpressionAttributeNames: { '#token': 'token', '#state': 'state', '#owner': 'owner' },
-          ExpressionAttributeValues: {
-            ':ck': checkpoint,
-            ':seq': checkpoint.seq,
-            ':next': expectedToken + 1,
-            ':token': expectedToken,
-            ':zero': 0,
-            ':released': 'released',
-            ':now': nowMs,
-            ':vid': videoId,
-          },
+          UpdateExpression: `SET ${set.join(', ')} REMOVE pinnedSlot, #owner, ownerEpoch`,
+          ConditionExpression: guard.condition,
+          // DynamoDB rejects names an expression does not use.
+          ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', ...(`${guard.condition} ${guard.set ?? ''}`.includes('#token') ? { '#token': 'token' } : {}) },
+          ExpressionAttributeValues: { ':released': 'released', ':now': nowMs, ...ttl, ...guard.values },
         },
       },
     ];
-    return (await this.unpinTransaction(items, v.pinnedSlot)) ? { token: expectedToken + 1 } : 'token-moved';
-  }
-
-  /** Runs a video update together with uncounting the video from its slot; false when a condition failed. */
-  private async unpinTransaction(items: TransactItem[], pinnedSlot: number | undefined): Promise<boolean> {
-    const all = [...items];
     if (pinnedSlot !== undefined) {
-      all.push({
+      const slotGuard = guard.slotGuard;
+      items.push({
         Update: {
           TableName: this.o.tableName,
           Key: { pk: slotKey(pinnedSlot) },
           UpdateExpression: 'ADD videoCount :minus',
-          ExpressionAttributeValues: { ':minus': -1 },
+          ExpressionAttributeValues: { ':minus': -1, ...slotGuard?.values },
+          ...(slotGuard ? { ConditionExpression: slotGuard.condition, ExpressionAttributeNames: { '#owner': 'owner' } } : {}),
         },
       });
     }
     try {
-      await this.transact(new TransactWriteCommand({ TransactItems: all }));
+      await this.transact(new TransactWriteCommand({ TransactItems: items }));
       return true;
     } catch (e) {
       if (e instanceof TransactionCanceledException) return false;

@@ -105,7 +105,9 @@ export class FrameRouter {
         fail(r.recordId, new Error(`no slot for video ${r.message.videoId}`));
         continue;
       }
-      bySlot.set(slot, [...(bySlot.get(slot) ?? []), r]);
+      const list = bySlot.get(slot);
+      if (list) list.push(r);
+      else bySlot.set(slot, [r]);
     }
     for (const [slot, entries] of bySlot) {
       const sent = await this.d.queues.send(slot, entries.map((e) => ({ message: e.message, ...(e.replayTag ? { replayTag: e.replayTag } : {}) })));

@@ -9,6 +9,7 @@ import {
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
+  type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { dedupId, type SlotMessage } from './messages.ts';
@@ -47,32 +48,16 @@ export class SlotQueues {
   }
 
   /** Sends in batches of 10 (one SendMessageBatch each); returns one outcome per message. */
-  async send(slot: number, messages: readonly OutgoingMessage[]): Promise<SendOutcome[]> {
-    const outcomes: SendOutcome[] = [];
-    for (let i = 0; i < messages.length; i += 10) {
-      const chunk = messages.slice(i, i + 10);
-      try {
-        const r = await this.sqs.send(
-          new SendMessageBatchCommand({
-            QueueUrl: this.urlOf(slot),
-            Entries: chunk.map((m, j) => ({
-              Id: String(j),
-              MessageBody: JSON.stringify(m.message),
-              MessageGroupId: m.message.videoId,
-              MessageDeduplicationId: dedupId(m.message, m.replayTag),
-            })),
-          }),
-        );
-        const failed = new Map((r.Failed ?? []).map((f) => [f.Id, `${f.Code}: ${f.Message ?? ''}`]));
-        chunk.forEach((_, j) => {
-          const err = failed.get(String(j));
-          outcomes.push(err ? { ok: false, error: err } : { ok: true });
-        });
-      } catch (e) {
-        for (const _ of chunk) outcomes.push({ ok: false, error: e instanceof Error ? e.message : String(e) });
-      }
-    }
-    return outcomes;
+  send(slot: number, messages: readonly OutgoingMessage[]): Promise<SendOutcome[]> {
+    return sendInBatches(
+      this.sqs,
+      this.urlOf(slot),
+      messages.map((m) => ({
+        MessageBody: JSON.stringify(m.message),
+        MessageGroupId: m.message.videoId,
+        MessageDeduplicationId: dedupId(m.message, m.replayTag),
+      })),
+    );
   }
 
   async receive(slot: number, maxMessages: number, waitSeconds: number, abortSignal?: AbortSignal): Promise<ReceivedMessage[]> {
@@ -148,4 +133,29 @@ export class SlotQueues {
       inFlight: Number(r.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
     };
   }
+}
+
+/** A message for {@link sendInBatches}; the batch entry id is assigned there. */
+export type BatchEntry = Omit<SendMessageBatchRequestEntry, 'Id'>;
+
+/**
+ * Sends entries in SendMessageBatch calls of 10 and returns one outcome per entry, in
+ * order: a failed entry or a failed call fails only the entries it covers.
+ */
+export async function sendInBatches(sqs: SQSClient, queueUrl: string, entries: readonly BatchEntry[]): Promise<SendOutcome[]> {
+  const outcomes: SendOutcome[] = [];
+  for (let i = 0; i < entries.length; i += 10) {
+    const chunk = entries.slice(i, i + 10);
+    try {
+      const r = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((e, j) => ({ ...e, Id: String(j) })) }));
+      const failed = new Map((r.Failed ?? []).map((f) => [f.Id, `${f.Code}: ${f.Message ?? ''}`]));
+      chunk.forEach((_, j) => {
+        const err = failed.get(String(j));
+        outcomes.push(err ? { ok: false, error: err } : { ok: true });
+      });
+    } catch (e) {
+      for (const _ of chunk) outcomes.push({ ok: false, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  return outcomes;
 }

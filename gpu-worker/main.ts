@@ -57,7 +57,7 @@ async function main(): Promise<number> {
     workerId,
     ...(slot !== undefined ? { slot } : {}),
     tunables,
-    leases: new LeaseStore(clients.ddb, { tableName: wiring.leasesTable, resultsTableName: wiring.resultsTable, pinnedSlotIndex: wiring.pinnedSlotIndex, firstFrameNumber: tunables.firstFrameNumber }),
+    leases: LeaseStore.forWiring(clients.ddb, wiring, tunables),
     queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix),
     frames: new FrameStore(clients.s3),
     processor,

@@ -5,12 +5,10 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
-import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES, slotQueueUrl, tunablesToEnv, validateTunables, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
 import { setTaskLauncher } from '../core/launcher-registry.ts';
+import { createAwsClientsFrom, type AwsClientConfig, type AwsClients } from '../core/aws/clients.ts';
 import { LOCAL_CREDENTIALS, resolvePort, startDynamoDbLocal, startFauxqsEmulator, type PortRequest } from './emulators.ts';
 import { ScheduledInvoker, SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';
 import { LocalTaskLauncher, localAwsEnv, type LocalEndpoints, type WorkerInfo } from './local-task-launcher.ts';
@@ -71,7 +69,7 @@ export interface LocalStack {
   readonly endpoints: LocalEndpoints;
   readonly credentials: LocalCredentials;
   readonly resources: LocalResources;
-  readonly clients: { readonly s3: S3Client; readonly sqs: SQSClient; readonly ddb: DynamoDBDocumentClient; readonly dynamodb: DynamoDBClient };
+  readonly clients: AwsClients;
   readonly launcher: LocalTaskLauncher;
   readonly notifier: S3Notifier;
   /** Null when the stack runs no router. */
@@ -111,11 +109,7 @@ export interface StackFile {
 }
 
 /** SDK v3 client configuration for each service of a local stack (the one way to build clients for it). */
-export function clientConfig(stack: Pick<LocalStack, 'endpoints' | 'region' | 'credentials'> | StackFile): {
-  s3: S3ClientConfig;
-  sqs: SQSClientConfig;
-  dynamodb: DynamoDBClientConfig;
-} {
+export function clientConfig(stack: Pick<LocalStack, 'endpoints' | 'region' | 'credentials'> | StackFile): AwsClientConfig {
   const common = { region: stack.region, credentials: { ...stack.credentials } };
   return {
     // fauxqs serves path-style only: `bucket.127.0.0.1` is no host name.
@@ -132,7 +126,10 @@ const DEFAULT_REGION = 'us-east-1';
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const region = options.region ?? DEFAULT_REGION;
-  let tunables = validateTunables({ ...DEFAULT_TUNABLES, ...options.tunables });
+  const requested = validateTunables({ ...DEFAULT_TUNABLES, ...options.tunables });
+  // Workers run the demo model unless told otherwise; build it once here rather than in
+  // every worker at once.
+  const tunables = requested.modelUri ? requested : validateTunables({ ...requested, modelUri: await ensureDemoModel() });
   const credentials: LocalCredentials = { ...LOCAL_CREDENTIALS };
   const stateDir = resolve(options.stateDir ?? '.local');
   const stackFile = join(stateDir, 'stack.json');
@@ -184,20 +181,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       }),
     ]);
     const endpoints: LocalEndpoints = { s3: fauxqs.endpoint, sqs: fauxqs.endpoint, dynamodb: dynamo.endpoint };
-    const cfg = clientConfig({ endpoints, region, credentials });
-    const dynamodb = new DynamoDBClient(cfg.dynamodb);
-    const clients = {
-      s3: new S3Client(cfg.s3),
-      sqs: new SQSClient(cfg.sqs),
-      dynamodb,
-      ddb: DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
-    };
+    const clients = createAwsClientsFrom(clientConfig({ endpoints, region, credentials }));
     sqsForNotifier = clients.sqs;
-    cleanups.push(() => {
-      clients.s3.destroy();
-      clients.sqs.destroy();
-      clients.dynamodb.destroy();
-    });
+    cleanups.push(() => clients.destroy());
     cleanups.push(() => notifier.flush());
 
     const resources = await createLocalResources({
@@ -225,11 +211,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         else process.env[k] = v;
       }
     });
-
-    // Workers run the demo model unless told otherwise; build it once here rather than
-    // in every worker at once.
-    if (!tunables.modelUri) tunables = validateTunables({ ...tunables, modelUri: await ensureDemoModel() });
-    process.env.MODEL_URI = tunables.modelUri;
 
     let writeStackFile = () => {};
     let onWorkerExit: (w: WorkerInfo) => void = () => {};

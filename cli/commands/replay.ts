@@ -10,16 +10,14 @@
  *     fresh `replayTag` attribute, so the router gives them fresh FIFO dedup ids.
  */
 import { randomUUID } from 'node:crypto';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { FRAME_PREFIX } from '../../core/config.ts';
 import { parseFrameKey } from '../../core/keys.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { buildObjectCreatedEvent } from '../../local/s3-notifications.ts';
 import { CliError, type Io } from '../io.ts';
-import { leaseStore, queryResults } from '../read.ts';
+import { leaseStore, listVideoObjects, queryResults, type StoredObject } from '../read.ts';
 import type { Target } from '../target.ts';
 
 export interface KeptCounts {
@@ -51,23 +49,6 @@ export function keptBefore(items: readonly FrameResultItem[], fromFrame: number)
     kept.lastFrame = Math.max(kept.lastFrame ?? last, last);
   }
   return { kept, effectiveFrom };
-}
-
-interface StoredObject {
-  readonly key: string;
-  readonly sizeBytes: number;
-  readonly eTag: string;
-}
-
-async function listVideoObjects(target: Target, videoId: string): Promise<StoredObject[]> {
-  const out: StoredObject[] = [];
-  let token: string | undefined;
-  do {
-    const r = await target.clients.s3.send(new ListObjectsV2Command({ Bucket: target.bucket, Prefix: `${FRAME_PREFIX}${videoId}/`, ContinuationToken: token }));
-    for (const o of r.Contents ?? []) if (o.Key) out.push({ key: o.Key, sizeBytes: Number(o.Size ?? 0), eTag: (o.ETag ?? '').replace(/"/g, '') });
-    token = r.IsTruncated ? r.NextContinuationToken : undefined;
-  } while (token);
-  return out;
 }
 
 export interface ReplaySummary {

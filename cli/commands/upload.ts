@@ -7,11 +7,12 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { FRAME_PREFIX } from '../../core/config.ts';
 import { VIDEO_ID_PATTERN, endMarkerKey, frameKey } from '../../core/keys.ts';
 import { formatBytes, progressLine } from '../format.ts';
 import { CliError, type Io } from '../io.ts';
+import { listVideoObjects } from '../read.ts';
 import type { Target } from '../target.ts';
 
 const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png']);
@@ -49,16 +50,7 @@ export function planFrameNumbers(names: readonly string[], firstFrame: number): 
 
 /** Sizes of the objects already stored under a video's prefix (for resume). */
 export async function existingObjects(target: Pick<Target, 'clients' | 'bucket'>, videoId: string): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  let token: string | undefined;
-  do {
-    const r = await target.clients.s3.send(
-      new ListObjectsV2Command({ Bucket: target.bucket, Prefix: `${FRAME_PREFIX}${videoId}/`, ContinuationToken: token }),
-    );
-    for (const o of r.Contents ?? []) if (o.Key) out.set(o.Key, Number(o.Size ?? 0));
-    token = r.IsTruncated ? r.NextContinuationToken : undefined;
-  } while (token);
-  return out;
+  return new Map((await listVideoObjects(target, videoId)).map((o) => [o.key, o.sizeBytes]));
 }
 
 /** One object to put; `body` is read lazily so big folders do not sit in memory. */

@@ -4,68 +4,35 @@
  * partial batch failures so only the records that failed are retried.
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { tunablesFromEnv, wiringFromEnv } from '../../core/config.ts';
-import { createAwsClients } from '../../core/aws/clients.ts';
-import { LeaseStore } from '../../core/lease-store.ts';
 import { FrameRouter, type RejectedEvent } from '../../core/router.ts';
-import { SlotQueues } from '../../core/slot-queues.ts';
-import { createPowertools, environmentKey } from '../shared/powertools.ts';
+import { sendInBatches } from '../../core/slot-queues.ts';
+import { functionContext, perEnvironment } from '../shared/context.ts';
+import { createPowertools } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';
 
-const ROLE = 'router';
-const { logger, metrics, sink } = createPowertools(ROLE);
-let router: { key: string; instance: FrameRouter } | undefined;
+const { logger, metrics, sink } = createPowertools('router');
 
-function getRouter(): FrameRouter {
-  // Built once per container. The key only matters where one process hosts several
-  // stacks in turn (local tests): a changed environment means a new stack.
-  const key = environmentKey();
-  if (router?.key === key) return router.instance;
-  const wiring = wiringFromEnv();
-  const tunables = tunablesFromEnv();
-  const clients = createAwsClients(process.env, ROLE);
+const getRouter = perEnvironment(() => {
+  const { wiring, tunables, clients, leases, queues } = functionContext('router');
+  // Rejected events are parked in the ingest DLQ with their reason, not retried.
   const deadLetter = async (events: readonly RejectedEvent[]): Promise<boolean[]> => {
-    const ok: boolean[] = [];
-    for (let i = 0; i < events.length; i += 10) {
-      const chunk = events.slice(i, i + 10);
-      try {
-        const r = await clients.sqs.send(
-          new SendMessageBatchCommand({
-            QueueUrl: wiring.ingestDlqUrl,
-            Entries: chunk.map((e, j) => ({
-              Id: String(j),
-              MessageBody: e.body,
-              MessageAttributes: {
-                reason: { DataType: 'String', StringValue: e.reason },
-                detail: { DataType: 'String', StringValue: e.detail.slice(0, 1000) || '-' },
-              },
-            })),
-          }),
-        );
-        const failed = new Set((r.Failed ?? []).map((f) => f.Id));
-        chunk.forEach((_, j) => ok.push(!failed.has(String(j))));
-      } catch (e) {
-        logger.error('dead-lettering failed', { error: String(e) });
-        chunk.forEach(() => ok.push(false));
-      }
-    }
-    return ok;
+    const sent = await sendInBatches(
+      clients.sqs,
+      wiring.ingestDlqUrl,
+      events.map((e) => ({
+        MessageBody: e.body,
+        MessageAttributes: {
+          reason: { DataType: 'String', StringValue: e.reason },
+          detail: { DataType: 'String', StringValue: e.detail.slice(0, 1000) || '-' },
+        },
+      })),
+    );
+    for (const s of sent) if (!s.ok) logger.error('dead-lettering failed', { error: s.error });
+    return sent.map((s) => s.ok);
   };
-  const instance = new FrameRouter({
-    bucket: wiring.bucket,
-    tunables,
-    leases: new LeaseStore(clients.ddb, { tableName: wiring.leasesTable, resultsTableName: wiring.resultsTable, pinnedSlotIndex: wiring.pinnedSlotIndex, firstFrameNumber: tunables.firstFrameNumber }),
-    queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix),
-    deadLetter,
-    launcher: resolveTaskLauncher,
-    metrics: sink,
-    log: logger,
-  });
-  router = { key, instance };
-  return instance;
-}
+  return new FrameRouter({ bucket: wiring.bucket, tunables, leases, queues, deadLetter, launcher: resolveTaskLauncher, metrics: sink, log: logger });
+});
 
 export const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
   logger.addContext(context);

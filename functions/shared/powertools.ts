@@ -4,7 +4,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { DEFAULT_TUNABLES, WIRING_ENV, envNameOf, resourceNames } from '../../core/config.ts';
+import { resourceNames } from '../../core/config.ts';
 import type { MetricSink } from '../../core/ports.ts';
 
 export function createPowertools(serviceName: string): { logger: Logger; metrics: Metrics; sink: MetricSink } {
@@ -22,14 +22,4 @@ export function createPowertools(serviceName: string): { logger: Logger; metrics
     },
   };
   return { logger, metrics, sink };
-}
-
-/** Identifies the stack a process is configured for: wiring, tunables and endpoints. */
-export function environmentKey(env: Record<string, string | undefined> = process.env): string {
-  const names = [
-    ...Object.values(WIRING_ENV),
-    ...Object.keys(DEFAULT_TUNABLES).map((k) => envNameOf(k as keyof typeof DEFAULT_TUNABLES)),
-    ...Object.keys(env).filter((k) => k.startsWith('AWS_ENDPOINT_URL')),
-  ].sort();
-  return names.map((k) => `${k}=${env[k] ?? ''}`).join(';');
 }

@@ -378,77 +378,7 @@ export class Worker {
       await this.rollback(plans.map((p) => p.v));
       return;
     }
-    const units: CommitUnit[] = [];
-    for (const { v, steps } of plans) {
-      const results: FrameResultItem[] = [];
-      const ck = { ...v.committed };
-      let { framesOk, framesFailed, framesGap, firstFrame, lastFrame } = ck;
-      const base = { videoId: v.videoId, token: v.token, worker: fence.workerId, committedAtMs: now };
-      const note = (frame: number) => {
-        firstFrame = firstFrame === undefined ? frame : Math.min(firstFrame, frame);
-        lastFrame = lastFrame === undefined ? frame : Math.max(lastFrame, frame);
-      };
-      for (const step of steps) {
-        if (step.type === 'gap') {
-          const run = step.throughFrame - step.frame + 1;
-          framesGap += run;
-          note(step.throughFrame);
-          if (run <= MAX_GAP_ITEMS_PER_RUN) {
-            for (let f = step.frame; f <= step.throughFrame; f++) results.push({ ...base, frame: f, status: 'gap', detections: [], reason: step.reason });
-          } else {
-            results.push({ ...base, frame: step.frame, status: 'gap', detections: [], reason: step.reason, throughFrame: step.throughFrame });
-          }
-          continue;
-        }
-        if (step.type === 'reject') {
-          framesFailed++;
-          results.push({ ...base, frame: step.ref.frame, status: 'failed', detections: [], reason: step.reason, key: step.ref.key });
-          this.d.metrics.count(METRIC_NAMES.worker.framesFailed, 1, { Reason: step.reason });
-          this.d.log.warn('frame outside the video rejected', { videoId: v.videoId, frame: step.ref.frame, reason: step.reason });
-          continue;
-        }
-        note(step.ref.frame);
-        const outcome = outcomes.get(`${v.videoId}:${step.ref.frame}`)!;
-        if (outcome.status === 'ok') {
-          framesOk++;
-          results.push({ ...base, frame: step.ref.frame, status: 'ok', detections: outcome.detections, key: step.ref.key });
-        } else {
-          framesFailed++;
-          results.push({
-            ...base,
-            frame: step.ref.frame,
-            status: 'failed',
-            detections: [],
-            reason: outcome.reason,
-            ...(outcome.detail ? { detail: outcome.detail.slice(0, 500) } : {}),
-            key: step.ref.key,
-          });
-          this.d.metrics.count(METRIC_NAMES.worker.framesFailed, 1, { Reason: outcome.reason });
-          this.d.log.warn('frame failed', { videoId: v.videoId, frame: step.ref.frame, reason: outcome.reason, detail: outcome.detail });
-        }
-      }
-      const sequencer = v.sequencer.snapshot();
-      const checkpoint: VideoCheckpoint = {
-        ...ck,
-        seq: ck.seq + 1,
-        sequencer,
-        processor: this.d.processor.snapshot(v.videoId),
-        framesOk,
-        framesFailed,
-        framesGap,
-        ...(firstFrame !== undefined ? { firstFrame } : {}),
-        ...(lastFrame !== undefined ? { lastFrame } : {}),
-        complete: v.sequencer.isComplete(),
-      };
-      units.push({
-        videoId: v.videoId,
-        token: v.token,
-        expectedSeq: ck.seq,
-        checkpoint,
-        results,
-        summary: summaryOf(v.videoId, checkpoint, { token: v.token, worker: fence.workerId, slot: fence.slot }, now),
-      });
-    }
+    const units = plans.map(({ v, steps }) => this.commitUnitFor(v, steps, outcomes, now));
     let outcome;
     try {
       outcome = await this.d.leases.commit(fence, units, now);
@@ -477,12 +407,7 @@ export class Worker {
       v.dirty = false;
       toDelete.push(...v.handles);
       v.handles = [];
-      let processed = 0;
-      for (const r of u.results) {
-        if (r.status === 'ok') processed++;
-        if (r.status === 'gap') this.d.metrics.count(METRIC_NAMES.worker.framesGap, (r.throughFrame ?? r.frame) - r.frame + 1);
-      }
-      if (processed > 0) this.d.metrics.count(METRIC_NAMES.worker.framesProcessed, processed);
+      this.countCommitted(u.results);
     }
     if (toDelete.length > 0) {
       const failed = await this.d.queues.delete(fence.slot, toDelete);
@@ -494,7 +419,79 @@ export class Worker {
     }
   }
 
-  /** Fetches the frames to process and runs them through the processor in one call. */
+  /** Turns one video's sequenced steps and their outcomes into results, checkpoint and summary. */
+  private commitUnitFor(v: OwnedVideo, steps: readonly SequencedStep[], outcomes: ReadonlyMap<string, FrameOutcome>, now: number): CommitUnit {
+    const fence = this.fence!;
+    const prev = v.committed;
+    const results: FrameResultItem[] = [];
+    let { framesOk, framesFailed, framesGap, firstFrame, lastFrame } = prev;
+    const base = { videoId: v.videoId, token: v.token, worker: fence.workerId, committedAtMs: now };
+    const note = (frame: number) => {
+      firstFrame = firstFrame === undefined ? frame : Math.min(firstFrame, frame);
+      lastFrame = lastFrame === undefined ? frame : Math.max(lastFrame, frame);
+    };
+    for (const step of steps) {
+      if (step.type === 'gap') {
+        const run = step.throughFrame - step.frame + 1;
+        framesGap += run;
+        note(step.throughFrame);
+        if (run <= MAX_GAP_ITEMS_PER_RUN) {
+          for (let f = step.frame; f <= step.throughFrame; f++) results.push({ ...base, frame: f, status: 'gap', detections: [], reason: step.reason });
+        } else {
+          results.push({ ...base, frame: step.frame, status: 'gap', detections: [], reason: step.reason, throughFrame: step.throughFrame });
+        }
+      } else if (step.type === 'reject') {
+        framesFailed++;
+        results.push({ ...base, frame: step.ref.frame, status: 'failed', detections: [], reason: step.reason, key: step.ref.key });
+        this.d.log.warn('frame outside the video rejected', { videoId: v.videoId, frame: step.ref.frame, reason: step.reason });
+      } else {
+        note(step.ref.frame);
+        const outcome = outcomes.get(`${v.videoId}:${step.ref.frame}`)!;
+        if (outcome.status === 'ok') {
+          framesOk++;
+          results.push({ ...base, frame: step.ref.frame, status: 'ok', detections: outcome.detections, key: step.ref.key });
+        } else {
+          framesFailed++;
+          const detail = outcome.detail ? { detail: outcome.detail.slice(0, 500) } : {};
+          results.push({ ...base, frame: step.ref.frame, status: 'failed', detections: [], reason: outcome.reason, ...detail, key: step.ref.key });
+          this.d.log.warn('frame failed', { videoId: v.videoId, frame: step.ref.frame, reason: outcome.reason, detail: outcome.detail });
+        }
+      }
+    }
+    const checkpoint: VideoCheckpoint = {
+      ...prev,
+      seq: prev.seq + 1,
+      sequencer: v.sequencer.snapshot(),
+      processor: this.d.processor.snapshot(v.videoId),
+      framesOk,
+      framesFailed,
+      framesGap,
+      ...(firstFrame !== undefined ? { firstFrame } : {}),
+      ...(lastFrame !== undefined ? { lastFrame } : {}),
+      complete: v.sequencer.isComplete(),
+    };
+    return {
+      videoId: v.videoId,
+      token: v.token,
+      expectedSeq: prev.seq,
+      checkpoint,
+      results,
+      summary: summaryOf(v.videoId, checkpoint, { token: v.token, worker: fence.workerId, slot: fence.slot }, now),
+    };
+  }
+
+  /** Metrics for results once they are durable. */
+  private countCommitted(results: readonly FrameResultItem[]): void {
+    let processed = 0;
+    for (const r of results) {
+      if (r.status === 'ok') processed++;
+      else if (r.status === 'gap') this.d.metrics.count(METRIC_NAMES.worker.framesGap, (r.throughFrame ?? r.frame) - r.frame + 1);
+      else this.d.metrics.count(METRIC_NAMES.worker.framesFailed, 1, { Reason: r.reason ?? 'unknown' });
+    }
+    if (processed > 0) this.d.metrics.count(METRIC_NAMES.worker.framesProcessed, processed);
+  }
+
+  /** Fetches the frames to process and runs each video's frames through the processor as soon as they are in. */
   private async runFrames(plans: readonly { v: OwnedVideo; steps: SequencedStep[] }[]): Promise<Map<string, FrameOutcome>> {
     const outcomes = new Map<string, FrameOutcome>();
     const wanted: { videoId: string; ref: { frame: number; bucket: string; key: string; sizeBytes: number } }[] = [];
@@ -514,7 +511,11 @@ export class Worker {
     // one video overlap inference of another: the processor's micro-batcher merges the
     // concurrent calls into cross-video batches (full, or after maxBatchWaitMs).
     const byVideo = new Map<string, typeof wanted>();
-    for (const w of wanted) byVideo.set(w.videoId, [...(byVideo.get(w.videoId) ?? []), w]);
+    for (const w of wanted) {
+      const list = byVideo.get(w.videoId);
+      if (list) list.push(w);
+      else byVideo.set(w.videoId, [w]);
+    }
     const fetchSlots = new Semaphore(FETCH_CONCURRENCY);
     await Promise.all(
       [...byVideo.values()].map(async (frames) => {

@@ -22,13 +22,4 @@ export function processState(pid: number): string | undefined {
   }
 }
 
-/** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */
-export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 10_000, intervalMs = 50): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
+export { waitFor } from '../support/wait.ts';

@@ -1,6 +1,7 @@
 /**
  * Helpers for integration tests that drive the whole pipeline on the local stack.
  */
+import { waitFor } from './wait.ts';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { allResults, getSummary } from '../../core/results-reader.ts';
@@ -87,20 +88,7 @@ export function summary(stack: LocalStack, videoId: string): Promise<VideoSummar
   return getSummary({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, videoId);
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await probe();
-      if (v !== undefined && v !== false) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
-}
+export { waitFor };
 
 /** Waits until the video has a result for every frame in 0..lastFrame. */
 export async function waitForFrames(stack: LocalStack, videoId: string, count: number, timeoutMs = 60_000): Promise<FrameResultItem[]> {
