@@ -434,6 +434,7 @@ export class Worker {
       if (step.type === 'gap') {
         const run = step.throughFrame - step.frame + 1;
         framesGap += run;
+        note(step.frame);
         note(step.throughFrame);
         if (run <= MAX_GAP_ITEMS_PER_RUN) {
           for (let f = step.frame; f <= step.throughFrame; f++) results.push({ ...base, frame: f, status: 'gap', detections: [], reason: step.reason });
