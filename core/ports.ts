@@ -23,6 +23,24 @@ export interface FrameInput {
   readonly image: Uint8Array;
 }
 
+/** The nearest committed record on one side of a late frame, with its tracked detections. */
+export interface NeighbourFrame {
+  readonly frame: number;
+  readonly detections: readonly Detection[];
+}
+
+/**
+ * A frame that arrived after the tracker moved past it (its number was gapped, or lies
+ * below the video's chosen start). It is detected like any frame, but its track IDs are
+ * associated from the neighbouring committed frames, and the live tracker is not touched.
+ */
+export interface LateFrameInput extends FrameInput {
+  /** Nearest committed frame below, with detections (status ok or late), if any. */
+  readonly before?: NeighbourFrame;
+  /** Nearest committed frame above, with detections (status ok or late), if any. */
+  readonly after?: NeighbourFrame;
+}
+
 export type FrameOutcome =
   | { readonly status: 'ok'; readonly detections: readonly Detection[] }
   /** A frame that could not be used (corrupt image, undecodable): reason is a short machine-readable code. */
@@ -51,8 +69,19 @@ export interface FrameProcessor {
    * image: that is a `failed` outcome.
    */
   process(frames: readonly FrameInput[]): Promise<FrameOutcome[]>;
-  /** Serialises the video's state compactly; `openVideo(id, snapshot(id))` restores it exactly. */
-  snapshot(videoId: string): string;
+  /**
+   * Processes late frames (see {@link LateFrameInput}): detection as usual, track IDs
+   * by association with the neighbours (0 when a detection matches no neighbouring
+   * track). Must not change any video's tracker state, and must not throw for a bad
+   * image. Returns one outcome per input, in input order.
+   */
+  processLate(frames: readonly LateFrameInput[]): Promise<FrameOutcome[]>;
+  /**
+   * Serialises the video's state compactly; `openVideo(id, snapshot(id))` restores it
+   * exactly. With `maxBytes`, the state must fit: the processor drops what matters least
+   * (a tracker: its oldest lost tracks first), so the checkpoint stays under DynamoDB's item limit.
+   */
+  snapshot(videoId: string, maxBytes?: number): string;
   /** Drops the video's state from memory. */
   closeVideo(videoId: string): void;
   /** Releases the model. */

@@ -6,9 +6,13 @@
  * scratch after failover would show as a counter that starts over.
  *
  * Used by fast pipeline tests; the vision processor is the default.
+ *
+ * Late frames are decoded the same way but leave the state alone; their detection
+ * takes the `before` neighbour's track ID, so a test can see which neighbour a late
+ * frame was given.
  */
 import sharp from 'sharp';
-import type { FrameInput, FrameOutcome, FrameProcessor } from '../core/ports.ts';
+import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../core/ports.ts';
 
 interface StatsState {
   framesSeen: number;
@@ -34,20 +38,7 @@ export class StatsProcessor implements FrameProcessor {
   }
 
   async process(frames: readonly FrameInput[]): Promise<FrameOutcome[]> {
-    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
-    const decoded = await Promise.all(
-      frames.map(async (f) => {
-        try {
-          const img = sharp(f.image, { failOn: 'error' });
-          const [meta, stats] = await Promise.all([img.metadata(), img.stats()]);
-          const channels = stats.channels.slice(0, 3);
-          const luma = channels.reduce((a, c) => a + c.mean, 0) / channels.length;
-          return { ok: true as const, width: meta.width ?? 0, height: meta.height ?? 0, luma };
-        } catch (e) {
-          return { ok: false as const, detail: e instanceof Error ? e.message : String(e) };
-        }
-      }),
-    );
+    const decoded = await this.decodeAll(frames);
     return frames.map((f, i): FrameOutcome => {
       const d = decoded[i]!;
       if (!d.ok) return { status: 'failed', reason: 'corrupt-image', detail: d.detail };
@@ -65,7 +56,40 @@ export class StatsProcessor implements FrameProcessor {
     });
   }
 
-  snapshot(videoId: string): string {
+  /**
+   * Decodes like `process`, without reading or changing any video's state (the video
+   * need not be open). The one whole-frame detection carries the `before` neighbour's
+   * first track ID, or 0 when there is none.
+   */
+  async processLate(frames: readonly LateFrameInput[]): Promise<FrameOutcome[]> {
+    const decoded = await this.decodeAll(frames);
+    return frames.map((f, i): FrameOutcome => {
+      const d = decoded[i]!;
+      if (!d.ok) return { status: 'failed', reason: 'corrupt-image', detail: d.detail };
+      const trackId = f.before?.detections[0]?.trackId ?? 0;
+      return { status: 'ok', detections: [{ trackId, label: 'frame', score: Math.min(1, d.luma / 255), box: [0, 0, d.width, d.height] }] };
+    });
+  }
+
+  private async decodeAll(frames: readonly FrameInput[]) {
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+    return Promise.all(
+      frames.map(async (f) => {
+        try {
+          const img = sharp(f.image, { failOn: 'error' });
+          const [meta, stats] = await Promise.all([img.metadata(), img.stats()]);
+          const channels = stats.channels.slice(0, 3);
+          const luma = channels.reduce((a, c) => a + c.mean, 0) / channels.length;
+          return { ok: true as const, width: meta.width ?? 0, height: meta.height ?? 0, luma };
+        } catch (e) {
+          return { ok: false as const, detail: e instanceof Error ? e.message : String(e) };
+        }
+      }),
+    );
+  }
+
+  /** The state is a few numbers, far under any budget: `_maxBytes` never needs anything dropped. */
+  snapshot(videoId: string, _maxBytes?: number): string {
     const s = this.videos.get(videoId);
     return JSON.stringify(s ?? { framesSeen: 0, meanLuma: 0, lastFrame: null });
   }

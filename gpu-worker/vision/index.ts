@@ -4,9 +4,10 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import ort from 'onnxruntime-node';
-import type { Detection, FrameInput, FrameOutcome, FrameProcessor } from '../../core/ports.ts';
+import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
 import { MicroBatcher } from './batcher.ts';
 import { ensureDemoModel } from './demo-model/build-model.ts';
+import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 import { loadModel, type ExecutionProvider, type LoadedModel } from './model.ts';
 import { postprocess, type RawDetection } from './postprocess.ts';
 import { ImageDecodeError, prepareFrame, type PreparedFrame } from './preprocess.ts';
@@ -16,6 +17,7 @@ export { ensureDemoModel } from './demo-model/build-model.ts';
 export { generateClip } from './synthetic/generate.ts';
 export { evaluateMot } from './eval/mot.ts';
 export { ByteTracker } from './tracker.ts';
+export { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 
 export interface VisionProcessorOptions {
   /** Local path or s3://bucket/key.onnx; empty or absent = the demo model (built if missing). */
@@ -38,6 +40,8 @@ export interface VisionProcessorOptions {
   readonly nmsIouThreshold?: number;
   /** Where the demo model is built when `modelUri` is empty (default `.local/models`). */
   readonly demoModelDir?: string;
+  /** Least IoU for a late frame's detection to take a neighbouring track's ID (default {@link DEFAULT_LATE_MIN_IOU}). */
+  readonly lateMinIou?: number;
 }
 
 /** A {@link FrameProcessor} that also tells which execution provider runs. */
@@ -51,8 +55,20 @@ export interface VisionProcessor extends FrameProcessor {
 }
 
 interface BatchItem {
-  readonly frame: FrameInput;
+  /** A late frame carries its neighbours: `runBatch` associates it with them instead of updating the tracker. */
+  readonly frame: FrameInput | LateFrameInput;
   readonly prepared: PreparedFrame;
+  readonly late: boolean;
+}
+
+/**
+ * Batcher stream of a video's late frames. Separate from the video's own stream
+ * (the batcher keeps a stream in submission order, and a late frame needs no order),
+ * so a late frame still decoding never holds back the live frames behind it. `#` is
+ * not allowed in video IDs, so this cannot name a real video's stream.
+ */
+function lateStream(videoId: string): string {
+  return `${videoId}#late`;
 }
 
 /** Creates the processor; the model loads in `start()`. */
@@ -112,10 +128,28 @@ class OnnxVisionProcessor implements VisionProcessor {
     this.trackers.set(videoId, snapshot ? ByteTracker.restore(snapshot, this.trackerOptions) : new ByteTracker(this.trackerOptions));
   }
 
-  snapshot(videoId: string): string {
+  /**
+   * The video's tracker state. With `maxBytes`, the tracker evicts what matters least
+   * (oldest lost tracks first, see {@link ByteTracker.compact}) until it fits, in memory
+   * as well as in the returned snapshot, so the two stay the same state.
+   */
+  snapshot(videoId: string, maxBytes?: number): string {
     const tracker = this.trackers.get(videoId);
     if (!tracker) throw new Error(`video ${videoId} is not open`);
-    return tracker.serialize();
+    if (maxBytes === undefined) return tracker.serialize();
+    const c = tracker.compact(maxBytes);
+    if (c.evictedIds.length > 0 || !c.fits) {
+      this.options.logger?.({
+        msg: 'tracker state compacted to fit its budget',
+        videoId,
+        maxBytes,
+        fullBytes: c.fullBytes,
+        bytes: c.bytes,
+        evicted: c.evicted,
+        fits: c.fits,
+      });
+    }
+    return c.snapshot;
   }
 
   closeVideo(videoId: string): void {
@@ -138,21 +172,49 @@ class OnnxVisionProcessor implements VisionProcessor {
     return Promise.all(
       frames.map(async (frame): Promise<FrameOutcome> => {
         if (!this.trackers.has(frame.videoId)) return { status: 'failed', reason: 'video-not-open' };
-        try {
-          const result = await batcher.submit(
-            frame.videoId,
-            prepareFrame(frame.image, inputWidth, inputHeight).then((prepared) => ({ frame, prepared })),
-          );
-          return Array.isArray(result) ? { status: 'ok', detections: result } : result;
-        } catch (error) {
-          if (error instanceof ImageDecodeError) return { status: 'failed', reason: error.reason, detail: error.message.slice(0, 200) };
-          return { status: 'failed', reason: 'inference-error', detail: error instanceof Error ? error.message.slice(0, 200) : String(error) };
-        }
+        return this.submit(batcher, frame.videoId, frame, false, inputWidth, inputHeight);
       }),
     );
   }
 
-  /** One inference call (or one per frame for a fixed-batch model), then tracker updates in batch order. */
+  /**
+   * Late frames go through the same batcher and model as live ones (they may share an
+   * inference call with other videos' live frames), but never reach a tracker: their
+   * IDs come from the neighbours. The video need not be open, since a late frame may
+   * arrive after its video was released.
+   */
+  async processLate(frames: readonly LateFrameInput[]): Promise<FrameOutcome[]> {
+    const model = this.model;
+    const batcher = this.batcher;
+    if (!model || !batcher) throw new Error('vision processor not started');
+    const { inputWidth, inputHeight } = model.info;
+    return Promise.all(frames.map((frame) => this.submit(batcher, lateStream(frame.videoId), frame, true, inputWidth, inputHeight)));
+  }
+
+  private async submit(
+    batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome>,
+    stream: string,
+    frame: FrameInput | LateFrameInput,
+    late: boolean,
+    inputWidth: number,
+    inputHeight: number,
+  ): Promise<FrameOutcome> {
+    try {
+      const result = await batcher.submit(
+        stream,
+        prepareFrame(frame.image, inputWidth, inputHeight).then((prepared) => ({ frame, prepared, late })),
+      );
+      return Array.isArray(result) ? { status: 'ok', detections: result } : result;
+    } catch (error) {
+      if (error instanceof ImageDecodeError) return { status: 'failed', reason: error.reason, detail: error.message.slice(0, 200) };
+      return { status: 'failed', reason: 'inference-error', detail: error instanceof Error ? error.message.slice(0, 200) : String(error) };
+    }
+  }
+
+  /**
+   * One inference call (or one per frame for a fixed-batch model), then tracker updates
+   * in batch order; late items are associated with their neighbours instead.
+   */
   private async runBatch(items: BatchItem[], _streams: string[]): Promise<(Detection[] | FrameOutcome)[]> {
     const model = this.model;
     if (!model) throw new Error('vision processor stopped');
@@ -175,8 +237,18 @@ class OnnxVisionProcessor implements VisionProcessor {
       const anchors = tensor.dims[2];
       group.forEach((it, i) => raw.push(postprocess(data, i, classCount, anchors, it.prepared.geometry, decode)));
     }
-    // Items of one video are in frame order within the batch, and batches run one at a time.
+    const labelOf = (classIndex: number) => info.classNames[classIndex] ?? `class${classIndex}`;
+    // Live items of one video are in frame order within the batch, and batches run one at a time.
     return items.map((it, i) => {
+      if (it.late) {
+        // Only what `process` would report (score >= scoreThreshold) is associated, so a
+        // late frame's detections are held to the same bar as a live frame's.
+        const late = it.frame as LateFrameInput;
+        const detections = raw[i]
+          .filter((d) => d.score >= this.options.scoreThreshold)
+          .map((d) => ({ box: d.box, score: d.score, label: labelOf(d.classIndex) }));
+        return associateLateFrame(late.frame, detections, late.before, late.after, { minIou: this.options.lateMinIou });
+      }
       const tracker = this.trackers.get(it.frame.videoId);
       if (!tracker) return { status: 'failed', reason: 'video-closed' } as const;
       const last = tracker.lastFrameNumber;
@@ -185,7 +257,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       }
       const tracked = tracker.update(
         it.frame.frame,
-        raw[i].map((d) => ({ box: d.box, score: d.score, label: info.classNames[d.classIndex] ?? `class${d.classIndex}` })),
+        raw[i].map((d) => ({ box: d.box, score: d.score, label: labelOf(d.classIndex) })),
       );
       return tracked
         .filter((t) => t.score >= this.options.scoreThreshold)

@@ -14,6 +14,11 @@
  * - Frame numbers may skip: the filter predicts once per elapsed frame.
  * - State, including the track-id counter, serialises to JSON, which round-trips
  *   every float exactly, so restore-then-continue equals an uninterrupted run.
+ * - Bounded state: `serialize(maxBytes)` / `compact(maxBytes)` evict the tracks that
+ *   matter least until the serialisation fits (lost tracks, oldest lost first; then
+ *   unconfirmed; only then confirmed tracked ones, lowest score first). The eviction is
+ *   applied to the live tracker too, so memory, the checkpoint and a restored tracker
+ *   agree and restore-then-continue still equals an uninterrupted run.
  */
 import { assign } from './assignment.ts';
 import { iou, type Box } from './postprocess.ts';
@@ -168,6 +173,54 @@ interface TrackerSnapshotV1 {
   t: (number | string)[][];
 }
 
+/** Serialised row of one track (see {@link TrackerSnapshotV1.t}). */
+function trackRow(t: Track): (number | string)[] {
+  return [t.id, t.state, t.activated ? 1 : 0, t.label, t.score, t.startFrame, t.lastSeenFrame, ...t.kf];
+}
+
+/**
+ * Eviction class of a track under a byte budget, lowest goes first:
+ * 0 lost (confirmed, currently unmatched), 1 unconfirmed (one-frame, tentative),
+ * 2 confirmed and tracked. (Removed tracks are never kept, so there is no class for them.)
+ */
+function evictionClass(t: Track): number {
+  if (t.state === LOST) return 0;
+  if (!t.activated) return 1;
+  return 2;
+}
+
+/**
+ * Eviction order: by class; lost tracks longest unmatched first; unconfirmed and
+ * tracked ones lowest score first, then least recently updated; ties by id (oldest first),
+ * so the order is total and the result deterministic.
+ */
+function evictionOrder(a: Track, b: Track): number {
+  const ca = evictionClass(a);
+  const cb = evictionClass(b);
+  if (ca !== cb) return ca - cb;
+  if (ca === 0) return a.lastSeenFrame - b.lastSeenFrame || a.id - b.id;
+  return a.score - b.score || a.lastSeenFrame - b.lastSeenFrame || a.id - b.id;
+}
+
+/** What {@link ByteTracker.compact} did to fit a byte budget. */
+export interface TrackerCompaction {
+  /** The serialisation after eviction (what {@link ByteTracker.serialize} with the budget returns). */
+  readonly snapshot: string;
+  /** UTF-8 bytes of `snapshot`. */
+  readonly bytes: number;
+  /** UTF-8 bytes of the full serialisation, before any eviction. */
+  readonly fullBytes: number;
+  /** Tracks evicted, by kind. All zero when the budget was already met. */
+  readonly evicted: { readonly lost: number; readonly unconfirmed: number; readonly tracked: number };
+  /** IDs of the evicted tracks, in eviction order. */
+  readonly evictedIds: readonly number[];
+  /**
+   * False only when even a tracker with no tracks is larger than the budget: the
+   * snapshot then holds the counter and frame alone (a few dozen bytes), which are never dropped.
+   */
+  readonly fits: boolean;
+}
+
 /** Per-video ByteTrack state. */
 export class ByteTracker {
   readonly options: TrackerOptions;
@@ -302,15 +355,78 @@ export class ByteTracker {
     return drop.size === 0 ? tracks : tracks.filter((t) => !drop.has(t));
   }
 
-  /** Compact JSON checkpoint; {@link ByteTracker.restore} gives back an identical tracker. */
-  serialize(): string {
-    const snap: TrackerSnapshotV1 = {
-      v: 1,
-      n: this.nextId,
-      f: this.lastFrame,
-      t: this.tracks.map((t) => [t.id, t.state, t.activated ? 1 : 0, t.label, t.score, t.startFrame, t.lastSeenFrame, ...t.kf]),
-    };
+  /**
+   * Compact JSON checkpoint; {@link ByteTracker.restore} gives back an identical tracker.
+   *
+   * With `maxBytes`, the tracker first {@link ByteTracker.compact | compacts} itself to fit:
+   * the tracks that matter least are evicted from this tracker (not only from the returned
+   * string), so the snapshot still describes the live state exactly. When the state
+   * already fits, nothing changes and the result is byte-identical to `serialize()`.
+   */
+  serialize(maxBytes?: number): string {
+    if (maxBytes !== undefined) return this.compact(maxBytes).snapshot;
+    const snap: TrackerSnapshotV1 = { v: 1, n: this.nextId, f: this.lastFrame, t: this.tracks.map(trackRow) };
     return JSON.stringify(snap);
+  }
+
+  /**
+   * Evicts tracks until the serialisation is at most `maxBytes` UTF-8 bytes, and returns
+   * it. Order (see {@link evictionOrder}): lost tracks, longest since last matched first;
+   * then unconfirmed tracks; only as a last resort confirmed tracked ones, lowest score
+   * first. Evicted tracks leave the live tracker as if they had expired: an object that
+   * comes back later starts a new track with a new ID. The ID counter and the last frame
+   * are never dropped, so IDs stay unique; the kept tracks keep their order, so
+   * association on later frames is what an uninterrupted run with the same state gives.
+   *
+   * Cost: each track is stringified once (as for `serialize()`), plus one sort of the
+   * tracks; the size after each eviction is known exactly from the per-track row sizes.
+   */
+  compact(maxBytes: number): TrackerCompaction {
+    if (Number.isNaN(maxBytes)) throw new RangeError('maxBytes must be a number');
+    const empty = JSON.stringify({ v: 1, n: this.nextId, f: this.lastFrame, t: [] } satisfies TrackerSnapshotV1);
+    // `...,"t":[` + rows joined by "," + `]}`: identical to JSON.stringify of the whole snapshot.
+    const prefix = empty.slice(0, -2);
+    const suffix = empty.slice(-2);
+    const rows = this.tracks.map((t) => JSON.stringify(trackRow(t)));
+    const rowBytes = rows.map((r) => Buffer.byteLength(r));
+    const frame = Buffer.byteLength(empty);
+    let rowSum = rowBytes.reduce((a, b) => a + b, 0);
+    let count = rows.length;
+    const sizeOf = () => frame + rowSum + Math.max(0, count - 1);
+    const fullBytes = sizeOf();
+
+    const evicted = new Set<Track>();
+    const evictedIds: number[] = [];
+    const byKind = { lost: 0, unconfirmed: 0, tracked: 0 };
+    if (fullBytes > maxBytes) {
+      const index = new Map(this.tracks.map((t, i) => [t, i]));
+      const order = [...this.tracks].sort(evictionOrder);
+      for (const t of order) {
+        if (sizeOf() <= maxBytes) break;
+        evicted.add(t);
+        evictedIds.push(t.id);
+        rowSum -= rowBytes[index.get(t)!];
+        count--;
+        const kind = evictionClass(t);
+        if (kind === 0) byKind.lost++;
+        else if (kind === 1) byKind.unconfirmed++;
+        else byKind.tracked++;
+      }
+    }
+    const bytes = sizeOf();
+    let kept = rows;
+    if (evicted.size > 0) {
+      kept = rows.filter((_, i) => !evicted.has(this.tracks[i]));
+      this.tracks = this.tracks.filter((t) => !evicted.has(t));
+    }
+    return {
+      snapshot: prefix + kept.join(',') + suffix,
+      bytes,
+      fullBytes,
+      evicted: byKind,
+      evictedIds,
+      fits: bytes <= maxBytes,
+    };
   }
 
   /** Rebuilds a tracker from {@link ByteTracker.serialize} output. */

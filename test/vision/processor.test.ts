@@ -2,10 +2,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FrameInput, FrameOutcome } from '../../core/ports.ts';
+import type { Detection, FrameInput, FrameOutcome, NeighbourFrame } from '../../core/ports.ts';
 import { buildDemoModelBytes, DEMO_SIDECAR, ensureDemoModel } from '../../gpu-worker/vision/demo-model/build-model.ts';
 import { evaluateMot, type MotFrame } from '../../gpu-worker/vision/eval/mot.ts';
 import { createVisionProcessor, type VisionProcessor } from '../../gpu-worker/vision/index.ts';
+import { iou } from '../../gpu-worker/vision/postprocess.ts';
 import { generateClip, type Clip } from '../../gpu-worker/vision/synthetic/generate.ts';
 
 const opts = { batchSize: 8, maxBatchWaitMs: 5, scoreThreshold: 0.25 };
@@ -151,6 +152,78 @@ describe('vision processor with the demo model', () => {
   it('refuses frames of a video that is not open, without throwing', async () => {
     const outcomes = await processor.process(inputs('never-opened', plainClip, 0, 1));
     expect(outcomes).toEqual([{ status: 'failed', reason: 'video-not-open' }]);
+  });
+});
+
+function detectionsOf(outcome: FrameOutcome): readonly Detection[] {
+  if (outcome.status !== 'ok') throw new Error(`expected ok, got ${JSON.stringify(outcome)}`);
+  return outcome.detections;
+}
+
+function neighbourOf(frames: readonly FrameInput[], outcomes: readonly FrameOutcome[], frame: number): NeighbourFrame {
+  const i = frames.findIndex((f) => f.frame === frame);
+  return { frame, detections: detectionsOf(outcomes[i]) };
+}
+
+describe('late frames (processLate)', () => {
+  it('gives a gapped frame the IDs of its neighbours and leaves the tracker untouched', async () => {
+    // Prepare: the uninterrupted run as reference; then the same clip with frame 15 held back.
+    const all = inputs('late-ref', plainClip, 0, 30);
+    processor.openVideo('late-ref', undefined);
+    const reference = await processor.process(all);
+    const live = inputs('late', plainClip, 0, 30).filter((f) => f.frame !== 15);
+    processor.openVideo('late', undefined);
+    const outcomes = await processor.process(live);
+    const before = processor.snapshot('late');
+    // Act: frame 15 arrives after the tracker passed frame 29.
+    const [late] = await processor.processLate([
+      { ...inputs('late', plainClip, 15, 16)[0], before: neighbourOf(live, outcomes, 14), after: neighbourOf(live, outcomes, 16) },
+    ]);
+    // Assess: state unchanged; every detection has the ID the uninterrupted run gave that object.
+    expect(processor.snapshot('late')).toBe(before);
+    const got = detectionsOf(late);
+    const expected = detectionsOf(reference[15]);
+    expect(expected.length).toBeGreaterThanOrEqual(2);
+    expect(got).toHaveLength(expected.length);
+    for (const d of got) {
+      const match = expected.find((e) => iou(e.box, d.box) > 0.9);
+      expect(match?.trackId).toBe(d.trackId);
+      expect(d.trackId).toBeGreaterThan(0);
+    }
+    processor.closeVideo('late-ref');
+    processor.closeVideo('late');
+  });
+
+  it('shares an inference batch with live frames, for a video that is not open', async () => {
+    // Prepare: batch 2 with a long wait, so the batch runs only when both frames are in it.
+    const shared = createVisionProcessor({ ...opts, batchSize: 2, maxBatchWaitMs: 5_000 });
+    await shared.start();
+    processor.openVideo('ref', undefined);
+    const [ref0] = await processor.process(inputs('ref', plainClip, 0, 1));
+    processor.closeVideo('ref');
+    shared.openVideo('live', undefined);
+    // Act: a live frame of one video and a late frame of a released video, at once.
+    const [[live0], [late1]] = await Promise.all([
+      shared.process(inputs('live', plainClip, 0, 1)),
+      shared.processLate([{ ...inputs('released', plainClip, 1, 2)[0], before: { frame: 0, detections: detectionsOf(ref0) } }]),
+    ]);
+    // Assess
+    expect(shared.batchSizes).toEqual([2]);
+    expect(rounded([live0])).toEqual(rounded([ref0]));
+    const ids = detectionsOf(late1).map((d) => d.trackId);
+    expect(ids.length).toBe(detectionsOf(ref0).length);
+    expect([...ids].sort((a, b) => a - b)).toEqual(detectionsOf(ref0).map((d) => d.trackId).sort((a, b) => a - b));
+    expect(() => shared.snapshot('released')).toThrow(/not open/);
+    await shared.stop();
+  });
+
+  it('fails a corrupt late frame alone, without throwing', async () => {
+    const [good, bad] = inputs('late-bad', plainClip, 3, 5);
+    const outcomes = await processor.processLate([good, { ...bad, image: bad.image.slice(0, 100) }]);
+    expect(outcomes[0].status).toBe('ok');
+    // No neighbours: every detection is unassociated.
+    expect(detectionsOf(outcomes[0]).every((d) => d.trackId === 0)).toBe(true);
+    expect(outcomes[1]).toMatchObject({ status: 'failed', reason: 'corrupt-image' });
   });
 });
 
