@@ -3,7 +3,7 @@
  * the last commit left off. Stored inside the video's lease item and written in the
  * same transaction as the results it covers.
  */
-import { emptySequencerState, type SequencerState } from './sequencer.ts';
+import { emptySequencerState, upgradeSequencerState, type SequencerState } from './sequencer.ts';
 import type { VideoSummaryItem } from './results.ts';
 
 export interface OwnerRecord {
@@ -20,6 +20,7 @@ export interface VideoCheckpoint {
   /** Opaque FrameProcessor snapshot (tracker state). */
   readonly processor?: string;
   readonly framesOk: number;
+  readonly framesLate: number;
   readonly framesFailed: number;
   readonly framesGap: number;
   readonly firstFrame?: number;
@@ -32,17 +33,23 @@ export interface VideoCheckpoint {
 
 export const MAX_OWNER_HISTORY = 50;
 
-export function emptyCheckpoint(firstFrameNumber = 0): VideoCheckpoint {
+export function emptyCheckpoint(firstFrameNumber = -1): VideoCheckpoint {
   return {
     seq: 0,
     sequencer: emptySequencerState(firstFrameNumber),
     framesOk: 0,
+    framesLate: 0,
     framesFailed: 0,
     framesGap: 0,
     complete: false,
     owners: [],
     ownerChanges: 0,
   };
+}
+
+/** Fills fields a checkpoint written by an older version lacks. */
+export function upgradeCheckpoint(ck: VideoCheckpoint): VideoCheckpoint {
+  return { ...ck, framesLate: ck.framesLate ?? 0, sequencer: upgradeSequencerState(ck.sequencer) };
 }
 
 /** The checkpoint after a change of owner. */
@@ -64,6 +71,7 @@ export function summaryOf(
     kind: 'summary',
     status: ck.complete ? 'complete' : 'active',
     framesOk: ck.framesOk,
+    framesLate: ck.framesLate,
     framesFailed: ck.framesFailed,
     framesGap: ck.framesGap,
     ...(ck.firstFrame !== undefined ? { firstFrame: ck.firstFrame } : {}),

@@ -75,3 +75,39 @@ export async function countResults(source: ResultsSource, videoId: string): Prom
   } while (start);
   return n;
 }
+
+/** One frame's record, read consistently (the source of truth for late vs. duplicate). */
+export async function getFrameResult(source: ResultsSource, videoId: string, frame: number): Promise<FrameResultItem | undefined> {
+  const r = await source.ddb.send(new GetCommand({ TableName: source.resultsTable, Key: { videoId, frame }, ConsistentRead: true }));
+  return r.Item as FrameResultItem | undefined;
+}
+
+/**
+ * The nearest processed record (`ok` or `late`, so with detections) below or above
+ * `frame`, looking at most `maxDistance` frames away: the neighbours a late frame's track
+ * IDs are associated from. One Query (a page of up to `maxDistance` items).
+ */
+export async function nearestProcessed(
+  source: ResultsSource,
+  videoId: string,
+  frame: number,
+  direction: 'before' | 'after',
+  maxDistance = 30,
+): Promise<FrameResultItem | undefined> {
+  const before = direction === 'before';
+  const r = await source.ddb.send(
+    new QueryCommand({
+      TableName: source.resultsTable,
+      KeyConditionExpression: 'videoId = :v AND #f BETWEEN :lo AND :hi',
+      ExpressionAttributeNames: { '#f': 'frame' },
+      ExpressionAttributeValues: {
+        ':v': videoId,
+        ':lo': before ? Math.max(0, frame - maxDistance) : frame + 1,
+        ':hi': before ? frame - 1 : frame + maxDistance,
+      },
+      ScanIndexForward: !before,
+      ConsistentRead: true,
+    }),
+  );
+  return ((r.Items ?? []) as FrameResultItem[]).find((it) => it.status === 'ok' || it.status === 'late');
+}

@@ -2,12 +2,17 @@
  * The results contract: what users, operator tooling and tests read.
  *
  * Results table: partition key `videoId` (S), sort key `frame` (N).
- *   - one item per frame (frame >= 0) with `status` ok | failed | gap;
+ *   - one item per frame (frame >= 0) with `status` ok | late | failed | gap;
  *   - one summary item per video at frame = {@link SUMMARY_FRAME} (-1), readable with one GetItem.
  */
 import type { Detection } from './ports.ts';
 
-export type FrameStatus = 'ok' | 'failed' | 'gap';
+/**
+ * `ok`: processed in order. `late`: processed after the tracker had moved past it (its
+ * gap record, if any, was replaced); track IDs come from the neighbouring frames.
+ * `failed`: unusable, with a reason. `gap`: no object existed when the watermark passed it.
+ */
+export type FrameStatus = 'ok' | 'late' | 'failed' | 'gap';
 
 /** Sort key of the per-video summary item. */
 export const SUMMARY_FRAME = -1;
@@ -27,7 +32,7 @@ export interface FrameResultItem {
   readonly detail?: string;
   /** Commit time, epoch ms. */
   readonly committedAtMs: number;
-  /** For a long gap written as one item: the last missing frame of the run (frame..throughFrame). */
+  /** Only in records written before gaps were per frame: the last frame of a gap run (frame..throughFrame). */
   readonly throughFrame?: number;
   /** S3 key of the frame, when one existed. */
   readonly key?: string;
@@ -41,8 +46,12 @@ export interface VideoSummaryItem {
   readonly kind: 'summary';
   readonly status: VideoStatus;
   readonly framesOk: number;
+  /** Frames processed late (their gap record, if any, replaced). */
+  readonly framesLate: number;
   readonly framesFailed: number;
+  /** Frames whose record is still a gap (goes down when a late frame replaces one). */
   readonly framesGap: number;
+  /** First frame of the video: the chosen start, or a lower late frame. */
   readonly firstFrame?: number;
   /** Highest frame committed so far. */
   readonly lastFrame?: number;

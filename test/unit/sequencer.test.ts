@@ -1,121 +1,255 @@
 import { describe, expect, it } from 'vitest';
-import { VideoSequencer, type FrameRef, type SequencedStep } from '../../core/sequencer.ts';
+import { QUIET_WAITS, VideoSequencer, emptySequencerState, upgradeSequencerState, type FrameRef, type SequencedStep } from '../../core/sequencer.ts';
 
-const opts = { reorderWaitMs: 1000, reorderBufferFrames: 8, firstFrameNumber: 0 };
+const WAIT = 1000;
+const explicit = { reorderWaitMs: WAIT, reorderBufferFrames: 8, firstFrameNumber: 0 };
+const auto = { ...explicit, firstFrameNumber: -1 };
 const ref = (frame: number): FrameRef => ({ frame, bucket: 'b', key: `frames/v/${frame}.jpg`, sizeBytes: 10 });
-const frames = (steps: SequencedStep[]) => steps.map((s) => (s.type === 'frame' ? s.ref.frame : s.type === 'gap' ? `gap${s.frame}-${s.throughFrame}` : `rej${s.ref.frame}`));
+const show = (steps: SequencedStep[]) =>
+  steps.map((s) => (s.type === 'frame' ? s.ref.frame : s.type === 'gap' ? `gap${s.frame}` : s.type === 'late' ? `late${s.ref.frame}` : `rej${s.ref.frame}`));
 
-describe('VideoSequencer', () => {
+/** Answers the sequencer's listing requests from a set of frames that "exist in S3". */
+function listFor(seq: VideoSequencer, inS3: readonly number[], now: number): boolean {
+  const want = seq.listingNeeded(now);
+  if (!want) return false;
+  seq.learnListing(want.fromFrame, inS3.filter((f) => f >= want.fromFrame).map(ref), true, now);
+  return true;
+}
+
+describe('VideoSequencer: order', () => {
   it('emits shuffled frames in order once the head arrives', () => {
     // Prepare
-    const seq = new VideoSequencer(opts);
+    const seq = new VideoSequencer(explicit);
     // Act
     for (const f of [2, 0, 3]) seq.offer(ref(f), 0);
     const first = seq.take(0);
     seq.offer(ref(1), 10);
     const second = seq.take(10);
     // Assess
-    expect(frames(first)).toEqual([0]);
-    expect(frames(second)).toEqual([1, 2, 3]);
+    expect(show(first)).toEqual([0]);
+    expect(show(second)).toEqual([1, 2, 3]);
     expect(seq.nextFrame).toBe(4);
   });
 
-  it('starts at the configured first frame, gaps it if it never comes, and rejects frames below it', () => {
-    const seq = new VideoSequencer({ ...opts, firstFrameNumber: 1 });
-    expect(seq.offer(ref(0), 0)).toBe('before-first');
-    seq.offer(ref(2), 0);
-    expect(seq.take(0)).toEqual([]);
-    expect(frames(seq.take(1000))).toEqual(['gap1-1', 2]);
+  it('calls a redelivered buffered frame a duplicate and keeps one copy', () => {
+    const seq = new VideoSequencer(explicit);
+    seq.offer(ref(0), 0);
+    expect(seq.offer(ref(3), 0)).toBe('accepted');
+    expect(seq.offer(ref(3), 5)).toBe('duplicate');
+    expect(show(seq.take(0))).toEqual([0]);
+    expect(seq.bufferedCount).toBe(1);
   });
 
-  it('turns a frame that never comes into a gap after the reorder wait, never blocking forever', () => {
-    const seq = new VideoSequencer(opts);
-    seq.offer(ref(0), 0);
-    seq.offer(ref(3), 0);
-    expect(frames(seq.take(0))).toEqual([0]);
-    expect(seq.take(999)).toEqual([]);
-    expect(frames(seq.take(1999))).toEqual(['gap1-2', 3]);
-  });
-
-  it('defers a gap while frames of the video keep arriving, until the buffer is full', () => {
-    const seq = new VideoSequencer({ ...opts, reorderBufferFrames: 3 });
-    seq.offer(ref(0), 0);
-    seq.take(0);
-    seq.offer(ref(2), 0);
-    seq.take(0);
-    expect(seq.take(5000, Infinity, () => 1, false)).toEqual([]);
-    seq.offer(ref(3), 5000);
-    seq.offer(ref(4), 5000);
-    expect(frames(seq.take(5000, Infinity, () => 1, false))).toEqual(['gap1-1', 2, 3, 4]);
-  });
-
-  it('restarts the wait after a change of owner', () => {
-    const seq = new VideoSequencer(opts);
-    seq.offer(ref(0), 0);
-    seq.offer(ref(2), 0);
-    seq.take(0);
-    const successor = new VideoSequencer(opts, seq.snapshot());
-    successor.restartWait(10_000);
-    expect(successor.take(10_500)).toEqual([]);
-    expect(frames(successor.take(11_000))).toEqual(['gap1-1', 2]);
-    const patient = new VideoSequencer(opts, seq.snapshot());
-    patient.restartWait(10_000, 4000);
-    expect(patient.take(14_500)).toEqual([]);
-    expect(frames(patient.take(15_000))).toEqual(['gap1-1', 2]);
-  });
-
-  it('forces gaps when the buffer is full instead of waiting', () => {
-    const seq = new VideoSequencer({ reorderWaitMs: 60_000, reorderBufferFrames: 3, firstFrameNumber: 0 });
-    seq.offer(ref(0), 0);
-    seq.take(0);
-    for (const f of [5, 6, 7]) seq.offer(ref(f), 0);
-    expect(frames(seq.take(1))).toEqual(['gap1-4', 5, 6, 7]);
-  });
-
-  it('recognises duplicates and redeliveries', () => {
-    const seq = new VideoSequencer(opts);
-    seq.offer(ref(0), 0);
-    expect(seq.offer(ref(2), 0)).toBe('accepted');
-    expect(seq.offer(ref(2), 0)).toBe('duplicate');
-    seq.take(0);
-    expect(seq.offer(ref(0), 0)).toBe('duplicate');
-  });
-
-  it('completes at the end marker, gapping missing tail frames after the wait', () => {
-    const seq = new VideoSequencer(opts);
-    seq.offer(ref(0), 0);
+  it('rejects frames beyond the end marker, within the step budget, and completes', () => {
+    const seq = new VideoSequencer(explicit);
+    for (let f = 0; f < 12; f++) seq.offer(ref(f), 0);
     seq.setEnd(2);
-    expect(frames(seq.take(0))).toEqual([0]);
-    expect(seq.isComplete()).toBe(false);
-    expect(seq.take(10)).toEqual([]);
-    expect(frames(seq.take(2000))).toEqual(['gap1-2']);
+    const first = seq.take(0, 5);
+    const rest = seq.take(0, 100);
+    expect(first).toHaveLength(5);
+    expect(first.every((s) => s.type === 'reject')).toBe(true);
+    expect(show(rest)).toEqual(['rej8', 'rej9', 'rej10', 'rej11', 0, 1, 2]);
     expect(seq.isComplete()).toBe(true);
-    expect(seq.hasPending()).toBe(false);
+    expect(seq.offer(ref(3), 0)).toBe('after-end');
+  });
+});
+
+describe('VideoSequencer: the watermark decides gaps per frame', () => {
+  it('gaps a really missing frame reorderWaitMs after the frames after it started arriving, once a listing confirms it', () => {
+    // Prepare: a steady stream 0..9, 11..14; frame 10 is never uploaded.
+    const seq = new VideoSequencer(explicit);
+    const inS3 = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14];
+    for (let f = 0; f <= 9; f++) seq.offer(ref(f), f * 100);
+    expect(seq.take(900)).toHaveLength(10);
+    seq.offer(ref(11), 1100);
+    seq.offer(ref(12), 1200);
+    // Act + Assess: nothing before the deadline (seen(11) + wait), not even a listing.
+    expect(seq.listingNeeded(2099)).toBeUndefined();
+    expect(seq.take(2099)).toEqual([]);
+    // Frames still arriving do not postpone the decision.
+    seq.offer(ref(13), 2000);
+    expect(seq.nextDeadlineMs()).toBe(2100);
+    expect(seq.take(2100)).toEqual([]); // no listing yet: no gap
+    expect(listFor(seq, inS3, 2100)).toBe(true);
+    expect(show(seq.take(2100))).toEqual(['gap10', 11, 12, 13]); // 14 exists too, but its own notification will bring it
   });
 
-  it('rejects frames beyond the end marker', () => {
-    const seq = new VideoSequencer(opts);
+  it('does not let one stray frame far ahead gap the frames coming at the uploader\'s pace', () => {
+    const seq = new VideoSequencer(explicit);
+    const emitted: (string | number)[] = [];
+    seq.offer(ref(41), 0); // the stray
+    for (let f = 0; f <= 40; f++) {
+      const now = 300 + f * 400; // one frame every 0.4 reorder waits
+      expect(seq.listingNeeded(now)).toBeUndefined();
+      emitted.push(...show(seq.take(now)));
+      seq.offer(ref(f), now);
+      emitted.push(...show(seq.take(now)));
+    }
+    expect(emitted).toEqual(Array.from({ length: 42 }, (_, f) => f));
+  });
+
+  it('gaps a whole outage once the stream has resumed, one record per frame', () => {
+    const seq = new VideoSequencer(explicit);
     seq.offer(ref(0), 0);
-    seq.offer(ref(5), 0);
-    seq.setEnd(1);
-    expect(seq.offer(ref(9), 0)).toBe('after-end');
-    const steps = seq.take(0);
-    expect(frames(steps)).toEqual(['rej5', 0]);
+    seq.take(0);
+    seq.offer(ref(5), 100);
+    seq.offer(ref(6), 200);
+    expect(listFor(seq, [0, 5, 6], 1100)).toBe(true);
+    expect(show(seq.take(1100))).toEqual(['gap1', 'gap2', 'gap3', 'gap4', 5, 6]);
   });
 
-  it('round-trips through a snapshot exactly, buffered frames included', () => {
-    const seq = new VideoSequencer(opts);
+  it('processes a frame the listing finds although its notification has not come', () => {
+    const seq = new VideoSequencer(explicit);
+    seq.offer(ref(0), 0);
+    seq.take(0);
+    seq.offer(ref(2), 100);
+    seq.offer(ref(3), 100);
+    expect(listFor(seq, [0, 1, 2, 3], 1100)).toBe(true);
+    expect(show(seq.take(1100))).toEqual([1, 2, 3]);
+    // The notification comes later: it is below nextFrame, and its record says ok (caller's check).
+    expect(seq.offer(ref(1), 5000)).toBe('below');
+  });
+
+  it('ignores a listing made before the deadline', () => {
+    const seq = new VideoSequencer(explicit);
+    seq.offer(ref(0), 0);
+    seq.take(0);
+    seq.offer(ref(2), 100);
+    seq.offer(ref(3), 100);
+    seq.learnListing(1, [ref(2), ref(3)], true, 50); // early listing, before the watermark passed 1
+    expect(seq.take(1100)).toEqual([]);
+    expect(seq.listingNeeded(1100)).toEqual({ fromFrame: 1, why: 'overdue' });
+  });
+
+  it('gaps missing tail frames before the end marker once the video has been quiet', () => {
+    const seq = new VideoSequencer(explicit);
+    for (const f of [0, 1, 2]) seq.offer(ref(f), 0);
+    seq.setEnd(4);
+    expect(show(seq.take(0))).toEqual([0, 1, 2]);
+    const quietAt = QUIET_WAITS * WAIT;
+    expect(seq.listingNeeded(quietAt - 1)).toBeUndefined();
+    expect(listFor(seq, [0, 1, 2], quietAt)).toBe(true);
+    expect(show(seq.take(quietAt))).toEqual(['gap3', 'gap4']);
+    expect(seq.isComplete()).toBe(true);
+  });
+
+  it('a full buffer makes the missing frame overdue, still confirmed by a listing', () => {
+    const seq = new VideoSequencer({ ...explicit, reorderBufferFrames: 3 });
+    seq.offer(ref(0), 0);
+    seq.take(0);
+    // Far apart frames give no support; the buffer filling up at t=30 does.
+    for (const [f, t] of [[20, 10], [40, 20], [60, 30]] as const) seq.offer(ref(f), t);
+    expect(seq.listingNeeded(30)).toEqual({ fromFrame: 1, why: 'overdue' });
+    seq.learnListing(1, [ref(20), ref(40), ref(60)], true, 30);
+    const steps = seq.take(30);
+    expect(steps.filter((s) => s.type === 'gap')).toHaveLength(19);
+    expect(show(steps).at(-1)).toBe(20);
+  });
+
+  it('rate-limits listings', () => {
+    const seq = new VideoSequencer(explicit);
+    seq.offer(ref(0), 0);
+    seq.take(0);
+    seq.offer(ref(2), 0);
+    seq.offer(ref(3), 0);
+    seq.learnListing(1, [ref(1), ref(2), ref(3)].filter((r) => r.frame !== 1), false, 999);
+    expect(seq.listingNeeded(1000)).toBeUndefined();
+  });
+});
+
+describe('VideoSequencer: late frames', () => {
+  it('queues a late frame out of line, before in-order frames, without moving nextFrame', () => {
+    const seq = new VideoSequencer(explicit);
     for (const f of [0, 2, 3]) seq.offer(ref(f), 0);
     seq.take(0);
-    const restored = new VideoSequencer(opts, JSON.parse(JSON.stringify(seq.snapshot())));
-    restored.offer(ref(1), 5);
-    expect(frames(restored.take(5))).toEqual([1, 2, 3]);
+    listFor(seq, [0, 2, 3], 1000);
+    expect(show(seq.take(1000))).toEqual(['gap1', 2, 3]);
+    // Act: frame 1 turns up after its gap.
+    expect(seq.offer(ref(1), 5000)).toBe('below');
+    seq.addLate(ref(1), true);
+    expect(seq.offer(ref(1), 5001)).toBe('duplicate');
+    seq.offer(ref(4), 5002);
+    // Assess
+    const steps = seq.take(5002);
+    expect(show(steps)).toEqual(['late1', 4]);
+    expect(steps[0]).toMatchObject({ type: 'late', ref: { frame: 1, replacesGap: true } });
+    expect(seq.nextFrame).toBe(5);
   });
 
-  it('stops before exceeding a step budget without losing frames', () => {
-    const seq = new VideoSequencer(opts);
-    for (let f = 0; f < 6; f++) seq.offer(ref(f), 0);
-    expect(frames(seq.take(0, 4))).toEqual([0, 1, 2, 3]);
-    expect(frames(seq.take(0, 4))).toEqual([4, 5]);
+  it('a video with an end marker is complete only when its late frames are processed too', () => {
+    const seq = new VideoSequencer(explicit);
+    for (const f of [0, 1]) seq.offer(ref(f), 0);
+    seq.setEnd(1);
+    seq.take(0);
+    expect(seq.isComplete()).toBe(true);
+    seq.addLate(ref(0), false);
+    expect(seq.isComplete()).toBe(false);
+    seq.take(0);
+    expect(seq.isComplete()).toBe(true);
+  });
+});
+
+describe('VideoSequencer: the start of a video', () => {
+  it('starts a video numbered from 1 at frame 1, with no gap at 0', () => {
+    const seq = new VideoSequencer(auto);
+    for (const f of [2, 1, 3]) seq.offer(ref(f), 0);
+    expect(seq.take(0)).toEqual([]);
+    expect(seq.listingNeeded(WAIT - 1)).toBeUndefined();
+    expect(listFor(seq, [1, 2, 3], WAIT)).toBe(true);
+    expect(show(seq.take(WAIT))).toEqual([1, 2, 3]);
+    expect(seq.firstFrame).toBe(1);
+  });
+
+  it('starts at once, without a listing, when frame 0 is known', () => {
+    const seq = new VideoSequencer(auto);
+    seq.offer(ref(1), 0);
+    seq.offer(ref(0), 1);
+    expect(seq.listingNeeded(1)).toBeUndefined();
+    expect(show(seq.take(1))).toEqual([0, 1]);
+  });
+
+  it('starts at the lowest frame that exists, even one whose notification has not come', () => {
+    const seq = new VideoSequencer(auto);
+    seq.offer(ref(5), 0);
+    expect(listFor(seq, [3, 4, 5], WAIT)).toBe(true);
+    expect(show(seq.take(WAIT))).toEqual([3, 4, 5]);
+  });
+
+  it('treats a frame below the chosen start as late, not failed', () => {
+    const seq = new VideoSequencer(auto);
+    seq.offer(ref(5), 0);
+    listFor(seq, [5], WAIT);
+    seq.take(WAIT);
+    expect(seq.offer(ref(2), 9000)).toBe('below');
+  });
+
+  it('rejects frames below an explicit firstFrameNumber, and gaps a missing explicit first frame', () => {
+    const seq = new VideoSequencer({ ...explicit, firstFrameNumber: 1 });
+    expect(seq.offer(ref(0), 0)).toBe('before-first');
+    seq.offer(ref(2), 0);
+    seq.offer(ref(3), 0);
+    expect(seq.take(0)).toEqual([]);
+    listFor(seq, [0, 2, 3], WAIT);
+    expect(show(seq.take(WAIT))).toEqual(['gap1', 2, 3]);
+  });
+});
+
+describe('VideoSequencer: state', () => {
+  it('restores exactly from its snapshot', () => {
+    const seq = new VideoSequencer(explicit);
+    for (const f of [0, 3, 5]) seq.offer(ref(f), 7);
+    seq.take(7);
+    seq.setEnd(9);
+    const copy = new VideoSequencer(explicit, seq.snapshot());
+    expect(copy.snapshot()).toEqual(seq.snapshot());
+    expect(copy.nextDeadlineMs()).toBe(seq.nextDeadlineMs());
+  });
+
+  it('reads a checkpoint written before watermarks existed', () => {
+    const old = { firstFrame: 0, nextFrame: 4, waitingSinceMs: null, buffered: [ref(6)], endFrame: null } as unknown as Parameters<typeof upgradeSequencerState>[0];
+    const state = upgradeSequencerState(old);
+    expect(state).toMatchObject({ firstFrame: 0, nextFrame: 4, late: [], absent: null, buffered: [{ frame: 6, seenAtMs: 0 }] });
+    expect(emptySequencerState(-1).firstFrame).toBeNull();
+    expect(emptySequencerState(1)).toMatchObject({ firstFrame: 1, nextFrame: 1 });
   });
 });
