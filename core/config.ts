@@ -21,8 +21,10 @@ export interface Tunables {
   /** How long a missing frame is waited for before it is recorded as a gap. */
   readonly reorderWaitMs: number;
   /**
-   * Frame number every video starts at. Frames below it are recorded as failures
-   * (`before-first-frame`); a missing first frame becomes a gap after the reorder wait.
+   * Where videos start. -1 (the default) is automatic: a video starts at the lowest frame
+   * that exists for it (decided `reorderWaitMs` after its first frame, from an S3 listing),
+   * and a frame below that start which turns up later is processed as `late`. A value of 0
+   * or more fixes the start: frames below it are recorded as failures (`before-first-frame`).
    */
   readonly firstFrameNumber: number;
   /** Most out-of-order frames a video may buffer; past it the oldest missing frame becomes a gap. */
@@ -34,9 +36,11 @@ export interface Tunables {
   /** Longest a partial inference batch waits for more frames. */
   readonly maxBatchWaitMs: number;
   /**
-   * Visibility timeout of the slot FIFO queues. Short on purpose: messages a crashed
-   * worker held return within this time, so failover is bounded by it too. A slow
-   * batch extends its own visibility.
+   * Visibility timeout of the slot FIFO queues (default 5 s). Short on purpose: messages
+   * a crashed worker held, and their video's FIFO group with them, return within this
+   * time, so it is the floor of failover after a crash (the slot lease of a stopped task
+   * is expired at once; see Janitor). The worker extends the visibility of a batch still
+   * running every half of this, so it must comfortably exceed one extension call.
    */
   readonly slotQueueVisibilitySeconds: number;
   /** Receives before a slot queue message goes to its DLQ. */
@@ -65,6 +69,15 @@ export interface Tunables {
   readonly detectionScoreThreshold: number;
 }
 
+/**
+ * Upper bound of `reorderBufferFrames`: the buffer is part of the checkpoint, which lives
+ * in one DynamoDB item (400 KB) and is budgeted at 300,000 bytes. A reference costs up to
+ * ~310 bytes (128-character video id, 15-digit frame, 63-character bucket), so 500 of
+ * them, plus the frames one receive adds after the buffer fills, leave the tracker at
+ * least 120 KB (test/unit/checkpoint-size.test.ts).
+ */
+export const MAX_REORDER_BUFFER_FRAMES = 500;
+
 export const DEFAULT_TUNABLES: Tunables = Object.freeze({
   slotCount: 4,
   videosPerSlot: 8,
@@ -72,12 +85,12 @@ export const DEFAULT_TUNABLES: Tunables = Object.freeze({
   heartbeatIntervalSeconds: 5,
   videoIdleReleaseSeconds: 60,
   reorderWaitMs: 5_000,
-  firstFrameNumber: 0,
+  firstFrameNumber: -1,
   reorderBufferFrames: 64,
   maxFrameBytes: 20 * 1024 * 1024,
   inferenceBatchSize: 8,
   maxBatchWaitMs: 10,
-  slotQueueVisibilitySeconds: 15,
+  slotQueueVisibilitySeconds: 5,
   slotQueueMaxReceiveCount: 10,
   ingestVisibilitySeconds: 180,
   ingestMaxReceiveCount: 5,
@@ -110,8 +123,8 @@ export function validateTunables(t: Tunables): Tunables {
   positiveInt('heartbeatIntervalSeconds', 3600);
   positiveInt('videoIdleReleaseSeconds', 86_400);
   positiveInt('reorderWaitMs', 3_600_000);
-  positiveInt('reorderBufferFrames', 10_000);
-  if (!Number.isSafeInteger(t.firstFrameNumber) || t.firstFrameNumber < 0) problems.push(`firstFrameNumber must be a non-negative integer (got ${t.firstFrameNumber})`);
+  positiveInt('reorderBufferFrames', MAX_REORDER_BUFFER_FRAMES);
+  if (!Number.isSafeInteger(t.firstFrameNumber) || t.firstFrameNumber < -1) problems.push(`firstFrameNumber must be -1 (automatic) or a non-negative integer (got ${t.firstFrameNumber})`);
   positiveInt('maxFrameBytes', 5 * 1024 * 1024 * 1024);
   positiveInt('inferenceBatchSize', 256);
   positiveInt('maxBatchWaitMs', 60_000);
@@ -129,6 +142,12 @@ export function validateTunables(t: Tunables): Tunables {
   if (t.heartbeatIntervalSeconds * 2 > t.slotLeaseTtlSeconds) {
     problems.push(
       `heartbeatIntervalSeconds (${t.heartbeatIntervalSeconds}) must be at most half of slotLeaseTtlSeconds (${t.slotLeaseTtlSeconds}) so one lost heartbeat does not lose the slot`,
+    );
+  }
+  if (!(t.videoIdleReleaseSeconds > t.routerPinCacheSeconds)) {
+    problems.push(
+      `videoIdleReleaseSeconds (${t.videoIdleReleaseSeconds}) must exceed routerPinCacheSeconds (${t.routerPinCacheSeconds}): ` +
+        'stale router pins are only safe because a video is released for idleness only after every router\'s cached pin of it has expired',
     );
   }
   if (t.routerMaxConcurrency < 2) problems.push('routerMaxConcurrency must be at least 2 (Lambda SQS event source minimum)');
@@ -272,6 +291,9 @@ export function slotQueueUrl(w: Pick<Wiring, 'slotQueueUrlPrefix'>, slot: number
   return `${w.slotQueueUrlPrefix}${slot}.fifo`;
 }
 
+/** Exit code of a worker that stopped because its slot lease was lost (it no longer held the slot). */
+export const EXIT_LEASE_LOST = 3;
+
 /** Environment the worker reads besides wiring and tunables (set by the TaskLauncher, the task definition or tests). */
 export const WORKER_ENV = {
   /** Slot to claim; set per launch (ECS containerOverrides, local spawn). */
@@ -289,3 +311,46 @@ export const WORKER_ENV = {
   /** How often EMF metric lines are written (default 10000). */
   metricsFlushIntervalMs: 'METRICS_FLUSH_INTERVAL_MS',
 } as const;
+
+// ---------------------------------------------------------------------------------------
+// AWS SDK timeouts and retries (applied by core/aws/clients.ts to every client it builds).
+// Not tunables: they describe the AWS calls, not the pipeline. Explicit client
+// configuration (`requestHandler`, `maxAttempts`, `retryMode`) overrides them.
+// ---------------------------------------------------------------------------------------
+
+/** How one service's calls are bounded. */
+export interface AwsCallPolicy {
+  /** TCP connect must finish within this. */
+  readonly connectionTimeoutMs: number;
+  /** From sending a request to its response headers; past it the attempt fails with `TimeoutError` (retried). */
+  readonly requestTimeoutMs: number;
+  /** Longest the socket may stay idle during a call, including while a response body streams. */
+  readonly socketTimeoutMs: number;
+  /** Attempts per call, the first included (standard retry mode: jittered exponential backoff, retry quota). */
+  readonly maxAttempts: number;
+}
+
+/**
+ * Why these numbers (defaults: slot lease 15 s, heartbeat every 5 s):
+ *
+ * - DynamoDB: a single-item or transactional write answers in milliseconds, so 1.5 s is
+ *   far beyond normal latency. A heartbeat is one UpdateItem, plus one GetItem when the
+ *   update errs (it may have been applied). With 3 attempts an UpdateItem gives up after
+ *   at most about 3 × 1.5 s = 4.5 s, less than the heartbeat interval, so a hung call
+ *   delays at most one heartbeat; update plus re-read take at most about 9 s, less than
+ *   TTL − interval = 10 s, so a worker cut off from DynamoDB declares its slot lost before
+ *   the lease runs out (test/unit/aws-clients.test.ts checks this arithmetic).
+ * - SQS: sends, deletes and visibility changes get 5 s. A long poll legitimately holds
+ *   the response for `WaitTimeSeconds` (at most 20 s), so a ReceiveMessage gets its wait
+ *   plus `longPollMarginMs`, and the socket idle limit must exceed 20 s as well.
+ * - S3: 5 s to the first response byte of a GET, LIST or HEAD; uploads get
+ *   `uploadMsPerMiB` more per MiB of body (the response only comes after the whole body).
+ *   Frames and models can be many MiB, so a GET body is bounded by the idle limit
+ *   (10 s without a byte), not by a total time.
+ */
+export const AWS_CALL_POLICY = Object.freeze({
+  retryMode: 'standard' as const,
+  dynamodb: Object.freeze({ connectionTimeoutMs: 1_000, requestTimeoutMs: 1_500, socketTimeoutMs: 1_500, maxAttempts: 3 }) satisfies AwsCallPolicy,
+  sqs: Object.freeze({ connectionTimeoutMs: 2_000, requestTimeoutMs: 5_000, socketTimeoutMs: 25_000, maxAttempts: 3, longPollMarginMs: 5_000 }) satisfies AwsCallPolicy,
+  s3: Object.freeze({ connectionTimeoutMs: 2_000, requestTimeoutMs: 5_000, socketTimeoutMs: 10_000, maxAttempts: 3, uploadMsPerMiB: 1_000 }) satisfies AwsCallPolicy,
+});

@@ -1,33 +1,26 @@
 /**
- * DynamoDB adapter for the lease protocol. Two kinds of item share the leases table:
+ * DynamoDB adapter for the video half of the lease protocol. `video#{id}` items in the
+ * leases table hold a video lease: pinnedSlot, token (the video's fencing token: grows on
+ * every change of owner), owner, ownerEpoch, and the checkpoint. Results and summaries go
+ * to the results table in the same fenced transaction as the checkpoint that covers them.
  *
- *   slot#{n}       a worker slot: owner, epoch (grows on every claim), expiresAtMs, heartbeat,
- *                  videoCount, launch bookkeeping. Held by heartbeat.
- *   video#{id}     a video lease: pinnedSlot, token (the video's fencing token: grows on every
- *                  change of owner), owner, ownerEpoch, and the checkpoint.
- *
- * Every write is conditional and compares expiry attributes itself; the TTL attribute
- * only garbage-collects released videos. Decisions live in lease-logic.ts.
+ * The slot half (claims, heartbeats, launch grants) is slot-lease-store.ts; this class
+ * extends it, so one object is the adapter for the whole table. Every write is
+ * conditional; the TTL attribute only garbage-collects released videos.
  */
-import {
-  BatchGetCommand,
-  GetCommand,
-  QueryCommand,
-  TransactWriteCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-  type TransactWriteCommandInput,
-} from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { emptySlotRecord, type LivenessOptions, type SlotRecord } from './lease-logic.ts';
+import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Tunables, Wiring } from './config.ts';
-import { emptyCheckpoint, withNewOwner, type VideoCheckpoint } from './checkpoint.ts';
-import type { FrameResultItem, VideoSummaryItem } from './results.ts';
+import { emptyCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from './checkpoint.ts';
+import { emptySequencerState } from './sequencer.ts';
+import { packUnits, type CommitUnit } from './commit-packing.ts';
+import { SlotLeaseStore, slotKey, videoKey, type LeaseTableOptions, type SlotFence } from './slot-lease-store.ts';
+
+export { slotKey, videoKey, UnconfirmedError, type SlotFence } from './slot-lease-store.ts';
+export { packUnits, type CommitUnit } from './commit-packing.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-export const slotKey = (slot: number) => `slot#${slot}`;
-export const videoKey = (videoId: string) => `video#${videoId}`;
 
 export interface VideoRecord {
   readonly videoId: string;
@@ -44,55 +37,29 @@ export interface VideoPin {
   readonly token: number;
 }
 
-/** Identifies the slot lease a worker writes under; every commit re-checks it. */
-export interface SlotFence {
-  readonly slot: number;
-  readonly workerId: string;
-  readonly epoch: number;
-}
-
-/** Everything one video commits at once: results, the checkpoint that covers them, the summary. */
-export interface CommitUnit {
-  readonly videoId: string;
-  readonly token: number;
-  /** The checkpoint's `seq` before this commit; the new checkpoint has seq + 1. */
-  readonly expectedSeq: number;
-  readonly checkpoint: VideoCheckpoint;
-  readonly results: readonly FrameResultItem[];
-  readonly summary: VideoSummaryItem;
-}
-
 export type CommitOutcome =
   | { readonly kind: 'committed'; readonly ambiguousRetries: number }
   /** The slot lease is gone: the worker must stop at once. */
   | { readonly kind: 'slot-lost' }
-  /** These videos' leases moved (token or seq changed): drop their in-memory state. */
-  | { readonly kind: 'videos-fenced'; readonly videoIds: readonly string[]; readonly committedVideoIds: readonly string[] };
+  /**
+   * Some videos did not commit: `videoIds` because their leases moved (token or seq
+   * changed: drop their in-memory state), `conflicts` because a result they carried met an
+   * existing record (its frame named); the rest committed.
+   */
+  | {
+      readonly kind: 'videos-fenced';
+      readonly videoIds: readonly string[];
+      readonly committedVideoIds: readonly string[];
+      readonly conflicts?: readonly { readonly videoId: string; readonly frame: number }[];
+    };
 
-export interface LeaseStoreOptions {
-  readonly tableName: string;
-  readonly resultsTableName: string;
-  readonly pinnedSlotIndex: string;
-  /** Where a video seen for the first time starts (tunables.firstFrameNumber). @default 0 */
+export interface LeaseStoreOptions extends LeaseTableOptions {
+  /** Where a video seen for the first time starts (tunables.firstFrameNumber; -1 = automatic). @default -1 */
   readonly firstFrameNumber?: number;
 }
 
-/** Thrown by renew when the outcome could not be confirmed either way. */
-export class UnconfirmedError extends Error {
-  override name = 'UnconfirmedError';
-}
 
-const MAX_TRANSACT_ITEMS = 100;
-
-export class LeaseStore {
-  private readonly ddb: DynamoDBDocumentClient;
-  private readonly o: LeaseStoreOptions;
-
-  constructor(ddb: DynamoDBDocumentClient, options: LeaseStoreOptions) {
-    this.ddb = ddb;
-    this.o = options;
-  }
-
+export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
   /** The store for a deployment's wiring and tunables. */
   static forWiring(ddb: DynamoDBDocumentClient, wiring: Pick<Wiring, 'leasesTable' | 'resultsTable' | 'pinnedSlotIndex'>, tunables: Pick<Tunables, 'firstFrameNumber'>): LeaseStore {
     return new LeaseStore(ddb, {
@@ -101,176 +68,6 @@ export class LeaseStore {
       pinnedSlotIndex: wiring.pinnedSlotIndex,
       firstFrameNumber: tunables.firstFrameNumber,
     });
-  }
-
-  // ---------------------------------------------------------------- slots
-
-  /** Reads slots 0..count-1 (missing items read as never-claimed). One BatchGetItem per 100 slots. */
-  async getSlots(count: number): Promise<SlotRecord[]> {
-    const keys = Array.from({ length: count }, (_, i) => slotKey(i));
-    const items = await this.batchGet(keys, true);
-    return keys.map((k, i) => toSlotRecord(i, items.get(k)));
-  }
-
-  async getSlot(slot: number): Promise<SlotRecord> {
-    const r = await this.ddb.send(new GetCommand({ TableName: this.o.tableName, Key: { pk: slotKey(slot) }, ConsistentRead: true }));
-    return toSlotRecord(slot, r.Item);
-  }
-
-  /**
-   * Claims a slot whose lease has run out (or that this worker already holds).
-   * Returns the new epoch, or undefined while another worker's lease is valid.
-   */
-  async claimSlot(slot: number, workerId: string, nowMs: number, ttlMs: number): Promise<{ epoch: number; expiresAtMs: number } | undefined> {
-    const expiresAtMs = nowMs + ttlMs;
-    try {
-      const r = await this.ddb.send(
-        new UpdateCommand({
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(slot) },
-          UpdateExpression:
-            'SET #owner = :me, expiresAtMs = :exp, heartbeatAtMs = :now, slot = :slot, claimedAtMs = :now, videoCount = if_not_exists(videoCount, :zero) ADD epoch :one',
-          ConditionExpression: 'attribute_not_exists(expiresAtMs) OR expiresAtMs <= :now OR attribute_not_exists(#owner)',
-          ExpressionAttributeNames: { '#owner': 'owner' },
-          ExpressionAttributeValues: { ':me': workerId, ':exp': expiresAtMs, ':now': nowMs, ':slot': slot, ':one': 1, ':zero': 0 },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return { epoch: Number(r.Attributes?.epoch), expiresAtMs };
-    } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return undefined;
-      throw e;
-    }
-  }
-
-  /**
-   * Renews a slot lease. `lost` means another worker claimed it (or it was released).
-   * An error that may have hidden a success is resolved by re-reading; if that is
-   * impossible too, {@link UnconfirmedError} is thrown and the caller decides.
-   */
-  async renewSlot(fence: SlotFence, nowMs: number, ttlMs: number): Promise<'renewed' | 'lost'> {
-    const expiresAtMs = nowMs + ttlMs;
-    try {
-      await this.ddb.send(
-        new UpdateCommand({
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(fence.slot) },
-          UpdateExpression: 'SET expiresAtMs = :exp, heartbeatAtMs = :now',
-          ConditionExpression: '#owner = :me AND epoch = :epoch',
-          ExpressionAttributeNames: { '#owner': 'owner' },
-          ExpressionAttributeValues: { ':me': fence.workerId, ':epoch': fence.epoch, ':exp': expiresAtMs, ':now': nowMs },
-        }),
-      );
-      return 'renewed';
-    } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return 'lost';
-      // The write may have been applied even though we got an error: look before concluding.
-      let current: SlotRecord;
-      try {
-        current = await this.getSlot(fence.slot);
-      } catch (readError) {
-        throw new UnconfirmedError(`heartbeat failed (${errorName(e)}) and could not be re-read (${errorName(readError)})`);
-      }
-      if (current.owner !== fence.workerId || current.epoch !== fence.epoch) return 'lost';
-      if (current.expiresAtMs === expiresAtMs) return 'renewed';
-      throw new UnconfirmedError(`heartbeat failed (${errorName(e)}); lease still ours but not renewed`);
-    }
-  }
-
-  /** Gives the slot up at once so a successor need not wait for the lease to run out. */
-  async releaseSlot(fence: SlotFence, nowMs: number): Promise<boolean> {
-    try {
-      await this.ddb.send(
-        new UpdateCommand({
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(fence.slot) },
-          UpdateExpression: 'SET expiresAtMs = :now, releasedAtMs = :now REMOVE #owner',
-          ConditionExpression: '#owner = :me AND epoch = :epoch',
-          ExpressionAttributeNames: { '#owner': 'owner' },
-          ExpressionAttributeValues: { ':me': fence.workerId, ':epoch': fence.epoch, ':now': nowMs },
-        }),
-      );
-      return true;
-    } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return false;
-      throw e;
-    }
-  }
-
-  /**
-   * Grants one launch for a slot: succeeds for one caller per grace window, only
-   * while the slot has no live owner (or `force`, when its task is known to have
-   * stopped, or its owner missed heartbeats). Returns the launch sequence number.
-   */
-  async requestLaunch(slot: number, nowMs: number, o: LivenessOptions, mode: 'if-dead' | 'force'): Promise<number | undefined> {
-    const graceCutoffMs = nowMs - o.taskStartGraceSeconds * 1000;
-    const staleHeartbeatMs = nowMs - 2 * o.heartbeatIntervalSeconds * 1000;
-    const grace = '(attribute_not_exists(launchRequestedAtMs) OR launchRequestedAtMs < :cutoff OR launchRequestedAtMs < heartbeatAtMs)';
-    const dead =
-      mode === 'force'
-        ? ''
-        : ' AND (attribute_not_exists(#owner) OR attribute_not_exists(expiresAtMs) OR expiresAtMs <= :now OR heartbeatAtMs < :stale)';
-    try {
-      const r = await this.ddb.send(
-        new UpdateCommand({
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(slot) },
-          UpdateExpression: 'SET launchRequestedAtMs = :now, slot = :slot, videoCount = if_not_exists(videoCount, :zero) ADD launchSeq :one',
-          ConditionExpression: `${grace}${dead}`,
-          ExpressionAttributeNames: mode === 'force' ? undefined : { '#owner': 'owner' },
-          ExpressionAttributeValues: {
-            ':now': nowMs,
-            ':cutoff': graceCutoffMs,
-            ':slot': slot,
-            ':one': 1,
-            ':zero': 0,
-            ...(mode === 'force' ? {} : { ':stale': staleHeartbeatMs }),
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return Number(r.Attributes?.launchSeq);
-    } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return undefined;
-      throw e;
-    }
-  }
-
-  /** Janitor repair: sets a slot's video count to what the index says. */
-  async setVideoCount(slot: number, expected: number, actual: number): Promise<void> {
-    try {
-      await this.ddb.send(
-        new UpdateCommand({
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(slot) },
-          UpdateExpression: 'SET videoCount = :actual, slot = :slot',
-          ConditionExpression: 'attribute_not_exists(videoCount) OR videoCount = :expected',
-          ExpressionAttributeValues: { ':actual': actual, ':expected': expected, ':slot': slot },
-        }),
-      );
-    } catch (e) {
-      if (!(e instanceof ConditionalCheckFailedException)) throw e;
-    }
-  }
-
-  /** Video ids pinned to a slot, from the sparse GSI. */
-  async listPinned(slot: number): Promise<string[]> {
-    const ids: string[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const r = await this.ddb.send(
-        new QueryCommand({
-          TableName: this.o.tableName,
-          IndexName: this.o.pinnedSlotIndex,
-          KeyConditionExpression: 'pinnedSlot = :s',
-          ExpressionAttributeValues: { ':s': slot },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const it of r.Items ?? []) ids.push(String(it.pk).slice('video#'.length));
-      start = r.LastEvaluatedKey;
-    } while (start);
-    return ids;
   }
 
   // ---------------------------------------------------------------- videos
@@ -288,7 +85,7 @@ export class LeaseStore {
 
   async getVideo(videoId: string): Promise<VideoRecord> {
     const r = await this.ddb.send(new GetCommand({ TableName: this.o.tableName, Key: { pk: videoKey(videoId) }, ConsistentRead: true }));
-    return toVideoRecord(videoId, r.Item, this.o.firstFrameNumber ?? 0);
+    return toVideoRecord(videoId, r.Item, this.o.firstFrameNumber ?? -1);
   }
 
   /**
@@ -339,9 +136,10 @@ export class LeaseStore {
   /**
    * Takes ownership of a video pinned to the caller's slot: the token grows by one
    * (a change of owner) and the owner history records it. Returns the record as now
-   * stored, or `not-here` when the video is pinned elsewhere or not at all.
+   * stored, `not-here` when the video is pinned elsewhere or not at all, or `slot-lost`
+   * when the caller's slot lease is no longer valid (checked in the same transaction).
    */
-  async adoptVideo(videoId: string, fence: SlotFence, nowMs: number): Promise<VideoRecord | 'not-here'> {
+  async adoptVideo(videoId: string, fence: SlotFence, nowMs: number): Promise<VideoRecord | 'not-here' | 'slot-lost'> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = await this.getVideo(videoId);
       if (current.pinnedSlot !== fence.slot) return 'not-here';
@@ -352,28 +150,39 @@ export class LeaseStore {
       const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1 };
       try {
         await this.ddb.send(
-          new UpdateCommand({
-            TableName: this.o.tableName,
-            Key: { pk: videoKey(videoId) },
-            UpdateExpression: 'SET #owner = :me, ownerEpoch = :epoch, #token = :token, adoptedAtMs = :now, checkpoint = :ck, ckSeq = :seq',
-            ConditionExpression: 'pinnedSlot = :slot AND #token = :prevToken AND (attribute_not_exists(ckSeq) OR ckSeq = :prevSeq)',
-            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
-            ExpressionAttributeValues: {
-              ':me': fence.workerId,
-              ':epoch': fence.epoch,
-              ':token': token,
-              ':prevToken': current.token,
-              ':now': nowMs,
-              ':ck': checkpoint,
-              ':seq': checkpoint.seq,
-              ':prevSeq': ck.seq,
-              ':slot': fence.slot,
-            },
+          new TransactWriteCommand({
+            TransactItems: [
+              // A stale worker (slot epoch moved on) must not bump the token.
+              slotFenceCheck(this.o.tableName, fence, nowMs),
+              {
+                Update: {
+                  TableName: this.o.tableName,
+                  Key: { pk: videoKey(videoId) },
+                  UpdateExpression: 'SET #owner = :me, ownerEpoch = :epoch, #token = :token, adoptedAtMs = :now, checkpoint = :ck, ckSeq = :seq',
+                  ConditionExpression: 'pinnedSlot = :slot AND #token = :prevToken AND (attribute_not_exists(ckSeq) OR ckSeq = :prevSeq)',
+                  ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+                  ExpressionAttributeValues: {
+                    ':me': fence.workerId,
+                    ':epoch': fence.epoch,
+                    ':token': token,
+                    ':prevToken': current.token,
+                    ':now': nowMs,
+                    ':ck': checkpoint,
+                    ':seq': checkpoint.seq,
+                    ':prevSeq': ck.seq,
+                    ':slot': fence.slot,
+                  },
+                },
+              },
+            ],
           }),
         );
         return { ...current, owner: fence.workerId, ownerEpoch: fence.epoch, token, checkpoint, state: 'pinned' };
       } catch (e) {
-        if (!(e instanceof ConditionalCheckFailedException)) throw e;
+        if (!(e instanceof TransactionCanceledException)) throw e;
+        const reasons = e.CancellationReasons ?? [];
+        if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'slot-lost';
+        // The video's lease changed (or a conflicting transaction): look again.
       }
     }
     throw new Error(`could not adopt video ${videoId}: lease kept changing`);
@@ -387,15 +196,18 @@ export class LeaseStore {
   async commit(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): Promise<CommitOutcome> {
     const fenced: string[] = [];
     const committed: string[] = [];
+    const conflicts: { videoId: string; frame: number }[] = [];
     let ambiguousRetries = 0;
-    for (const group of packUnits(units, MAX_TRANSACT_ITEMS - 1)) {
+    for (const group of packUnits(units)) {
       const outcome = await this.commitGroup(fence, group, nowMs);
       if (outcome.kind === 'slot-lost') return outcome;
       ambiguousRetries += outcome.ambiguousRetries;
       fenced.push(...outcome.fenced);
-      committed.push(...group.map((u) => u.videoId).filter((id) => !outcome.fenced.includes(id)));
+      conflicts.push(...outcome.conflicts);
+      const failed = new Set([...outcome.fenced, ...outcome.conflicts.map((c) => c.videoId)]);
+      committed.push(...group.map((u) => u.videoId).filter((id) => !failed.has(id)));
     }
-    if (fenced.length > 0) return { kind: 'videos-fenced', videoIds: fenced, committedVideoIds: committed };
+    if (fenced.length > 0 || conflicts.length > 0) return { kind: 'videos-fenced', videoIds: fenced, committedVideoIds: committed, ...(conflicts.length > 0 ? { conflicts } : {}) };
     return { kind: 'committed', ambiguousRetries };
   }
 
@@ -403,15 +215,16 @@ export class LeaseStore {
     fence: SlotFence,
     units: readonly CommitUnit[],
     nowMs: number,
-  ): Promise<{ kind: 'ok'; fenced: string[]; ambiguousRetries: number } | { kind: 'slot-lost' }> {
+  ): Promise<{ kind: 'ok'; fenced: string[]; conflicts: { videoId: string; frame: number }[]; ambiguousRetries: number } | { kind: 'slot-lost' }> {
     let pending = [...units];
     const fenced: string[] = [];
+    const conflicts: { videoId: string; frame: number }[] = [];
     let ambiguousRetries = 0;
     for (let attempt = 0; attempt < 5 && pending.length > 0; attempt++) {
-      const items = this.transactItemsFor(fence, pending, nowMs);
+      const { items, owners } = this.transactItemsFor(fence, pending, nowMs);
       try {
         await this.ddb.send(new TransactWriteCommand({ TransactItems: items }));
-        return { kind: 'ok', fenced, ambiguousRetries };
+        return { kind: 'ok', fenced, conflicts, ambiguousRetries };
       } catch (e) {
         if (!(e instanceof TransactionCanceledException)) {
           // Unknown outcome (timeout, 5xx after retries): re-reading decides per video below.
@@ -421,6 +234,18 @@ export class LeaseStore {
           if (reasons[0]?.Code === 'ConditionalCheckFailed') return { kind: 'slot-lost' };
           if (reasons.every((r) => !r.Code || r.Code === 'None' || r.Code === 'TransactionConflict')) {
             await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
+            continue;
+          }
+          // A result that met an existing record takes only its own video out of the
+          // group; retrying it unchanged would fail the same way every time.
+          const clashing = new Map<string, number>();
+          reasons.forEach((r, i) => {
+            const owner = owners[i];
+            if (r.Code === 'ConditionalCheckFailed' && owner?.frame !== undefined && !clashing.has(owner.videoId)) clashing.set(owner.videoId, owner.frame);
+          });
+          if (clashing.size > 0) {
+            for (const [videoId, frame] of clashing) conflicts.push({ videoId, frame });
+            pending = pending.filter((u) => !clashing.has(u.videoId));
             continue;
           }
         }
@@ -441,22 +266,15 @@ export class LeaseStore {
       }
     }
     if (pending.length > 0) throw new Error(`commit did not settle for ${pending.map((u) => u.videoId).join(', ')}`);
-    return { kind: 'ok', fenced, ambiguousRetries };
+    return { kind: 'ok', fenced, conflicts, ambiguousRetries };
   }
 
-  private transactItemsFor(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): TransactItem[] {
-    const items: TransactItem[] = [
-      {
-        ConditionCheck: {
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(fence.slot) },
-          ConditionExpression: '#owner = :me AND epoch = :epoch AND expiresAtMs > :now',
-          ExpressionAttributeNames: { '#owner': 'owner' },
-          ExpressionAttributeValues: { ':me': fence.workerId, ':epoch': fence.epoch, ':now': nowMs },
-        },
-      },
-    ];
+  /** The transaction's items, and for each item the video (and result frame) it belongs to. */
+  private transactItemsFor(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): { items: TransactItem[]; owners: ({ videoId: string; frame?: number } | undefined)[] } {
+    const items: TransactItem[] = [slotFenceCheck(this.o.tableName, fence, nowMs)];
+    const owners: ({ videoId: string; frame?: number } | undefined)[] = [undefined];
     for (const u of units) {
+      owners.push({ videoId: u.videoId });
       items.push({
         Update: {
           TableName: this.o.tableName,
@@ -475,16 +293,26 @@ export class LeaseStore {
           },
         },
       });
+      const replaceable = new Set(u.replacesGap ?? []);
       for (const r of u.results) {
+        owners.push({ videoId: u.videoId, frame: r.frame });
         items.push({
           Put: {
             TableName: this.o.resultsTableName,
             Item: r,
             // A frame's result is written once; redeliveries and duplicates never overwrite it.
-            ConditionExpression: 'attribute_not_exists(videoId)',
+            // Only a late frame may replace its gap record, and nothing else.
+            ...(replaceable.has(r.frame)
+              ? {
+                  ConditionExpression: 'attribute_not_exists(videoId) OR #status = :gap',
+                  ExpressionAttributeNames: { '#status': 'status' },
+                  ExpressionAttributeValues: { ':gap': 'gap' },
+                }
+              : { ConditionExpression: 'attribute_not_exists(videoId)' }),
           },
         });
       }
+      owners.push({ videoId: u.videoId });
       items.push({
         Put: {
           TableName: this.o.resultsTableName,
@@ -495,7 +323,7 @@ export class LeaseStore {
         },
       });
     }
-    return items;
+    return { items, owners };
   }
 
   /**
@@ -536,7 +364,7 @@ export class LeaseStore {
     videoId: string,
     fromFrame: number,
     expectedToken: number,
-    kept: { framesOk: number; framesFailed: number; framesGap: number; firstFrame?: number; lastFrame?: number },
+    kept: { framesOk: number; framesLate?: number; framesFailed: number; framesGap: number; firstFrame?: number; lastFrame?: number },
     nowMs: number,
   ): Promise<{ token: number } | 'token-moved'> {
     const v = await this.getVideo(videoId);
@@ -544,8 +372,9 @@ export class LeaseStore {
     const ck = v.checkpoint;
     const checkpoint: VideoCheckpoint = {
       seq: ck.seq + 1,
-      sequencer: { firstFrame: ck.sequencer.firstFrame, nextFrame: fromFrame, waitingSinceMs: null, buffered: [], endFrame: ck.sequencer.endFrame },
+      sequencer: { ...emptySequencerState(Math.max(0, ck.sequencer.firstFrame ?? fromFrame)), nextFrame: fromFrame, endFrame: ck.sequencer.endFrame },
       framesOk: kept.framesOk,
+      framesLate: kept.framesLate ?? 0,
       framesFailed: kept.framesFailed,
       framesGap: kept.framesGap,
       ...(kept.firstFrame !== undefined ? { firstFrame: kept.firstFrame } : {}),
@@ -615,73 +444,12 @@ export class LeaseStore {
       throw e;
     }
   }
-
-  /**
-   * Sends a transaction, retrying when it was cancelled only by conflicts with other
-   * transactions on the same items (router pins, worker commits and releases touch the
-   * slot item concurrently); a failed condition is never retried.
-   */
-  private async transact(command: TransactWriteCommand): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.ddb.send(command);
-        return;
-      } catch (e) {
-        const conflictOnly =
-          e instanceof TransactionCanceledException &&
-          (e.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict') &&
-          (e.CancellationReasons ?? []).every((r) => !r.Code || r.Code === 'None' || r.Code === 'TransactionConflict');
-        if (!conflictOnly || attempt >= 6) throw e;
-        await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
-      }
-    }
-  }
-
-  private async batchGet(keys: readonly string[], consistent: boolean, projection?: string): Promise<Map<string, Record<string, unknown>>> {
-    const out = new Map<string, Record<string, unknown>>();
-    const unique = [...new Set(keys)];
-    for (let i = 0; i < unique.length; i += 100) {
-      let request: Record<string, { pk: string }[]> | undefined = { [this.o.tableName]: unique.slice(i, i + 100).map((pk) => ({ pk })) };
-      for (let attempt = 0; request && attempt < 8; attempt++) {
-        const r = await this.ddb.send(
-          new BatchGetCommand({
-            RequestItems: {
-              [this.o.tableName]: {
-                Keys: request[this.o.tableName]!,
-                ConsistentRead: consistent,
-                ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: { '#token': 'token' } } : {}),
-              },
-            },
-          }),
-        );
-        for (const it of r.Responses?.[this.o.tableName] ?? []) out.set(String(it.pk), it);
-        const left = r.UnprocessedKeys?.[this.o.tableName]?.Keys as { pk: string }[] | undefined;
-        request = left && left.length > 0 ? { [this.o.tableName]: left } : undefined;
-        if (request) await new Promise((res) => setTimeout(res, 20 * 2 ** attempt));
-      }
-      if (request) throw new Error('BatchGetItem left keys unprocessed after retries');
-    }
-    return out;
-  }
 }
 
-function toSlotRecord(slot: number, it: Record<string, unknown> | undefined): SlotRecord {
-  if (!it) return emptySlotRecord(slot);
-  return {
-    slot,
-    ...(typeof it.owner === 'string' ? { owner: it.owner } : {}),
-    epoch: Number(it.epoch ?? 0),
-    expiresAtMs: Number(it.expiresAtMs ?? 0),
-    heartbeatAtMs: Number(it.heartbeatAtMs ?? 0),
-    videoCount: Number(it.videoCount ?? 0),
-    launchSeq: Number(it.launchSeq ?? 0),
-    launchRequestedAtMs: Number(it.launchRequestedAtMs ?? 0),
-  };
-}
 
 function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined, firstFrameNumber: number): VideoRecord {
   if (!it) return { videoId, token: 0, state: 'new', checkpoint: emptyCheckpoint(firstFrameNumber) };
-  const ck = (it.checkpoint as VideoCheckpoint | undefined) ?? emptyCheckpoint(firstFrameNumber);
+  const ck = upgradeCheckpoint((it.checkpoint as VideoCheckpoint | undefined) ?? emptyCheckpoint(firstFrameNumber));
   return {
     videoId,
     ...(it.pinnedSlot !== undefined ? { pinnedSlot: Number(it.pinnedSlot) } : {}),
@@ -693,30 +461,20 @@ function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined,
   };
 }
 
-/** Packs commit units into groups whose item count fits one transaction. */
-export function packUnits(units: readonly CommitUnit[], maxItems: number): CommitUnit[][] {
-  const groups: CommitUnit[][] = [];
-  let current: CommitUnit[] = [];
-  let size = 0;
-  for (const u of units) {
-    const n = u.results.length + 2;
-    if (n > maxItems) throw new Error(`commit unit for ${u.videoId} has ${n} items; split it before committing`);
-    if (size + n > maxItems && current.length > 0) {
-      groups.push(current);
-      current = [];
-      size = 0;
-    }
-    current.push(u);
-    size += n;
-  }
-  if (current.length > 0) groups.push(current);
-  return groups;
-}
 
 function isConditionalCancel(e: unknown, index: number): boolean {
   return e instanceof TransactionCanceledException && e.CancellationReasons?.[index]?.Code === 'ConditionalCheckFailed';
 }
 
-function errorName(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+/** The transaction item every fenced write starts with: the slot is still ours (owner, epoch, unexpired). */
+function slotFenceCheck(tableName: string, fence: SlotFence, nowMs: number): TransactItem {
+  return {
+    ConditionCheck: {
+      TableName: tableName,
+      Key: { pk: slotKey(fence.slot) },
+      ConditionExpression: '#owner = :me AND epoch = :epoch AND expiresAtMs > :now',
+      ExpressionAttributeNames: { '#owner': 'owner' },
+      ExpressionAttributeValues: { ':me': fence.workerId, ':epoch': fence.epoch, ':now': nowMs },
+    },
+  };
 }

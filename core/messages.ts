@@ -2,6 +2,9 @@
  * Messages on the slot FIFO queues (router -> worker, and worker -> worker forwards).
  * MessageGroupId is the video id; MessageDeduplicationId is {@link dedupId}.
  */
+import { createHash } from 'node:crypto';
+import { VIDEO_ID_PATTERN } from './keys.ts';
+
 export interface FrameMessage {
   readonly kind: 'frame';
   readonly videoId: string;
@@ -12,6 +15,12 @@ export interface FrameMessage {
   readonly sizeBytes: number;
   /** When S3 says the object was created (ISO 8601); used for end-to-end latency. */
   readonly eventTime: string;
+  /**
+   * Set on an operator's deliberate re-send (`affinity replay`): part of the deduplication
+   * id, so the re-send is not swallowed by FIFO deduplication (queue-wide, 5 minutes).
+   * Carried in the body so that a worker forwarding the message keeps it.
+   */
+  readonly replayTag?: string;
 }
 
 export interface EndMessage {
@@ -20,14 +29,46 @@ export interface EndMessage {
   readonly bucket: string;
   readonly key: string;
   readonly eventTime: string;
+  /** See {@link FrameMessage.replayTag}. */
+  readonly replayTag?: string;
 }
 
 export type SlotMessage = FrameMessage | EndMessage;
 
-/** FIFO deduplication id; `replayTag` gives a deliberate re-send a fresh id (dedup is queue-wide for 5 minutes). */
+/** SQS limit on MessageDeduplicationId and MessageGroupId. */
+export const SQS_MAX_ID_LENGTH = 128;
+/** What SQS accepts in MessageDeduplicationId and MessageGroupId: alphanumerics and ASCII punctuation. */
+export const SQS_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
+
+const SHA256_HEX_LENGTH = 64;
+
+/**
+ * FIFO deduplication id of a message: `{videoId}:{frame}` (`{videoId}:end` for the end
+ * marker), plus `:{replayTag}` for a deliberate re-send (`replayTag` argument, else the
+ * message's own `replayTag`).
+ *
+ * Always a valid SQS id (1-128 characters of `[\x21-\x7e]`). When the readable form does
+ * not fit (a video id of up to 128 characters leaves no room for `:frame`; a long or
+ * unusual replay tag), the id is `{videoId prefix}:{frame|end}#{sha256 hex}` instead: the
+ * digest covers video id, frame and tag, so the id is stable for the same message and
+ * distinct for distinct ones. The two forms cannot collide: after the video id (or its
+ * prefix) and `:{frame|end}`, a readable id continues with `:` or ends, a hashed one
+ * continues with `#`.
+ */
 export function dedupId(m: SlotMessage, replayTag?: string): string {
-  const base = m.kind === 'frame' ? `${m.videoId}:${m.frame}` : `${m.videoId}:end`;
-  return replayTag ? `${base}:${replayTag}` : base;
+  const tag = replayTag || m.replayTag || undefined;
+  const position = m.kind === 'frame' ? String(m.frame) : 'end';
+  const readable = tag ? `${m.videoId}:${position}:${tag}` : `${m.videoId}:${position}`;
+  if (readable.length <= SQS_MAX_ID_LENGTH && VIDEO_ID_PATTERN.test(m.videoId) && (tag === undefined || SQS_ID_PATTERN.test(tag))) {
+    return readable;
+  }
+  const digest = createHash('sha256')
+    .update(JSON.stringify([m.videoId, m.kind === 'frame' ? m.frame : 'end', tag ?? null]))
+    .digest('hex');
+  // Keep as much of the video id as fits, for people reading queues; only `[A-Za-z0-9._-]`.
+  const room = Math.max(0, SQS_MAX_ID_LENGTH - SHA256_HEX_LENGTH - position.length - 2);
+  const prefix = m.videoId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, room);
+  return `${prefix}:${position}#${digest}`.slice(-SQS_MAX_ID_LENGTH);
 }
 
 /** Parses a slot-queue body; returns undefined for anything that is not a well-formed message. */
@@ -42,6 +83,7 @@ export function parseSlotMessage(body: string): SlotMessage | undefined {
   const m = v as Record<string, unknown>;
   if (typeof m.videoId !== 'string' || typeof m.bucket !== 'string' || typeof m.key !== 'string') return undefined;
   if (typeof m.eventTime !== 'string') return undefined;
+  if (m.replayTag !== undefined && typeof m.replayTag !== 'string') return undefined;
   if (m.kind === 'end') return m as unknown as EndMessage;
   if (m.kind === 'frame' && Number.isSafeInteger(m.frame) && typeof m.sizeBytes === 'number') return m as unknown as FrameMessage;
   return undefined;

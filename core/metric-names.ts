@@ -24,8 +24,20 @@ export const METRIC_NAMES = {
     framesProcessed: 'FramesProcessed',
     /** Frames committed with status failed (dimension Reason). */
     framesFailed: 'FramesFailed',
+    /** Frames committed with status late (processed after the tracker had moved past them). */
+    framesLate: 'FramesLate',
     /** Frames recorded as gaps. */
     framesGap: 'FramesGap',
+    /** Frames given up on after repeated errors, recorded as failed (the reason is in the record); retry with `affinity replay`. */
+    framesParked: 'FramesParked',
+    /** A video's batch rolled back on an error (dimension Reason); it retries with backoff. */
+    videoRollbacks: 'VideoRollbacks',
+    /** Errors the run loop survived (dimension Where). */
+    workerErrors: 'WorkerErrors',
+    /** S3 listings of a video's frames (dimension Why: start | overdue). */
+    framesListed: 'FrameListings',
+    /** Size of each committed checkpoint, bytes (cap MAX_CHECKPOINT_BYTES). */
+    checkpointBytes: 'CheckpointBytes',
     /** Redelivered or duplicate frames recognised and dropped. */
     framesDuplicate: 'FramesDuplicate',
     /** Frames forwarded to the slot their video is pinned to. */

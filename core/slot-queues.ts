@@ -1,7 +1,9 @@
 /**
  * SQS adapter for the slot FIFO queues: batched sends (router, forwards), receives,
- * deletes and visibility changes (worker). Group = video, dedup id = videoId:frame.
+ * deletes and visibility changes (worker). Group = video, dedup id = videoId:frame
+ * (see {@link dedupId}: hashed when too long for SQS, and tagged for replays).
  */
+import { randomUUID } from 'node:crypto';
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
@@ -16,7 +18,10 @@ import { dedupId, type SlotMessage } from './messages.ts';
 
 export interface OutgoingMessage {
   readonly message: SlotMessage;
-  /** Gives a deliberate re-send a fresh deduplication id. */
+  /**
+   * Gives a deliberate re-send a fresh deduplication id; written into the body as well
+   * (replacing any tag the message had), so forwards of it keep the tag.
+   */
   readonly replayTag?: string;
 }
 
@@ -52,11 +57,15 @@ export class SlotQueues {
     return sendInBatches(
       this.sqs,
       this.urlOf(slot),
-      messages.map((m) => ({
-        MessageBody: JSON.stringify(m.message),
-        MessageGroupId: m.message.videoId,
-        MessageDeduplicationId: dedupId(m.message, m.replayTag),
-      })),
+      messages.map((m) => {
+        // The tag travels in the body too, so a worker that forwards the message keeps it.
+        const message: SlotMessage = m.replayTag ? { ...m.message, replayTag: m.replayTag } : m.message;
+        return {
+          MessageBody: JSON.stringify(message),
+          MessageGroupId: message.videoId,
+          MessageDeduplicationId: dedupId(message),
+        };
+      }),
     );
   }
 
@@ -113,8 +122,10 @@ export class SlotQueues {
       new SendMessageCommand({
         QueueUrl: this.dlqUrlOf(slot),
         MessageBody: body,
-        MessageGroupId: groupId.slice(0, 128) || 'malformed',
-        MessageDeduplicationId: `${Date.now()}-${Math.random().toString(36).slice(2)}`,
+        // Both ids must be 1-128 characters of [\x21-\x7e] or SQS refuses the message.
+        MessageGroupId: groupId.replace(/[^\x21-\x7e]/g, '_').slice(0, 128) || 'malformed',
+        // Every parking is its own message (a UUID: 36 characters, hex and '-').
+        MessageDeduplicationId: randomUUID(),
         MessageAttributes: { reason: { DataType: 'String', StringValue: reason } },
       }),
     );

@@ -45,6 +45,14 @@ describe('slot leases', () => {
     expect((await store.claimSlot(10, 'C', t0 + 7300, TTL_MS))?.epoch).toBe(3);
   });
 
+  it('does not let a heartbeat revive a lease that has run out, even before anyone claims it', async () => {
+    const t0 = Date.now();
+    const a = await store.claimSlot(14, 'A', t0, TTL_MS);
+    const fence = { slot: 14, workerId: 'A', epoch: a!.epoch };
+    expect(await store.renewSlot(fence, t0 + TTL_MS + 1, TTL_MS)).toBe('lost');
+    expect((await store.claimSlot(14, 'B', t0 + TTL_MS + 2, TTL_MS))?.epoch).toBe(a!.epoch + 1);
+  });
+
   it('grants one launch per slot per grace window', async () => {
     const now = Date.now();
     const o = { heartbeatIntervalSeconds: 5, taskStartGraceSeconds: 60 };
@@ -74,7 +82,7 @@ describe('fencing', () => {
     const fenceA: SlotFence = { slot: 20, workerId: 'A', epoch: a!.epoch };
     expect(await store.pinVideo('fv', 20, t0)).toBe('pinned');
     const adoptedA = await store.adoptVideo('fv', fenceA, t0);
-    if (adoptedA === 'not-here') throw new Error('not adopted');
+    if (typeof adoptedA === 'string') throw new Error(`not adopted: ${adoptedA}`);
     expect(adoptedA.token).toBe(1);
     expect((await store.commit(fenceA, [unit('fv', 1, adoptedA.checkpoint, 0, 'A', 20, t0)], Date.now())).kind).toBe('committed');
     // Act: A pauses past its lease; B claims the slot and adopts the video (token 2)
@@ -82,7 +90,7 @@ describe('fencing', () => {
     const b = await store.claimSlot(20, 'B', t1, TTL_MS);
     const fenceB: SlotFence = { slot: 20, workerId: 'B', epoch: b!.epoch };
     const adoptedB = await store.adoptVideo('fv', fenceB, t1);
-    if (adoptedB === 'not-here') throw new Error('not adopted');
+    if (typeof adoptedB === 'string') throw new Error(`not adopted: ${adoptedB}`);
     expect(adoptedB.token).toBe(2);
     expect(adoptedB.checkpoint.sequencer.nextFrame).toBe(1);
     // Assess: A's late write is rejected by the store; B's goes through
@@ -105,7 +113,7 @@ describe('fencing', () => {
     const fence: SlotFence = { slot: 21, workerId: 'A', epoch: a!.epoch };
     await store.pinVideo('rv', 21, t0);
     const v = await store.adoptVideo('rv', fence, t0);
-    if (v === 'not-here') throw new Error('not adopted');
+    if (typeof v === 'string') throw new Error(`not adopted: ${v}`);
     await store.commit(fence, [unit('rv', v.token, v.checkpoint, 0, 'A', 21, t0)], t0);
     const after = await store.getVideo('rv');
     expect(await store.releaseVideo('rv', fence, after.token, after.checkpoint.seq, t0, DEFAULT_TUNABLES.releasedVideoRetentionDays)).toBe(true);
@@ -113,10 +121,78 @@ describe('fencing', () => {
     expect(released.pinnedSlot).toBeUndefined();
     expect((await store.getSlot(21)).videoCount).toBe(0);
     await store.pinVideo('rv', 21, t0);
-    const again = await store.adoptVideo('rv', { ...fence, workerId: 'A2' }, t0);
-    if (again === 'not-here') throw new Error('not adopted');
+    const again = await store.adoptVideo('rv', fence, t0);
+    if (typeof again === 'string') throw new Error(`not adopted: ${again}`);
     expect(again.token).toBe(v.token + 1);
     expect(again.checkpoint.sequencer.nextFrame).toBe(1);
     expect(again.checkpoint.ownerChanges).toBe(2);
+  });
+
+  it('does not let a worker whose slot epoch moved on adopt a video (no token churn)', async () => {
+    // Prepare: A claims slot 22, pins a video; A's lease runs out and B claims the slot.
+    const t0 = Date.now();
+    const a = await store.claimSlot(22, 'A', t0, TTL_MS);
+    const fenceA: SlotFence = { slot: 22, workerId: 'A', epoch: a!.epoch };
+    await store.pinVideo('ev', 22, t0);
+    const t1 = t0 + TTL_MS + 1;
+    const b = await store.claimSlot(22, 'B', t1, TTL_MS);
+    expect(b).toBeDefined();
+    const before = await store.getVideo('ev');
+    // Act: the stale A tries to adopt
+    const outcome = await store.adoptVideo('ev', fenceA, t1);
+    // Assess
+    expect(outcome).toBe('slot-lost');
+    expect((await store.getVideo('ev')).token).toBe(before.token);
+  });
+});
+
+describe('records', () => {
+  /** A unit committing one result with the given status for `frame`. */
+  function recordUnit(videoId: string, token: number, prev: VideoCheckpoint, frame: number, status: FrameResultItem['status'], fence: SlotFence, replacesGap = false): CommitUnit {
+    const base = unit(videoId, token, prev, frame, fence.workerId, fence.slot, Date.now());
+    return { ...base, results: [{ ...base.results[0]!, status }], ...(replacesGap ? { replacesGap: [frame] } : {}) };
+  }
+
+  async function owned(slot: number, videoId: string): Promise<{ fence: SlotFence; token: number; ck: () => Promise<VideoCheckpoint> }> {
+    const t0 = Date.now();
+    const a = await store.claimSlot(slot, `W${slot}`, t0, TTL_MS);
+    const fence: SlotFence = { slot, workerId: `W${slot}`, epoch: a!.epoch };
+    await store.pinVideo(videoId, slot, t0);
+    const v = await store.adoptVideo(videoId, fence, t0);
+    if (typeof v === 'string') throw new Error(v);
+    return { fence, token: v.token, ck: async () => (await store.getVideo(videoId)).checkpoint };
+  }
+
+  const record = async (videoId: string, frame: number) =>
+    (await stack.clients.ddb.send(new GetCommand({ TableName: stack.wiring.resultsTable, Key: { videoId, frame }, ConsistentRead: true }))).Item;
+
+  it('lets a late record replace a gap record, and nothing else', async () => {
+    // Prepare: frame 0 recorded as a gap
+    const { fence, token, ck } = await owned(30, 'lr');
+    expect((await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'gap', fence)], Date.now())).kind).toBe('committed');
+    // Act: the late frame replaces it
+    const late = await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'late', fence, true)], Date.now());
+    // Assess
+    expect(late.kind).toBe('committed');
+    expect(await record('lr', 0)).toMatchObject({ status: 'late' });
+    // A second late record for the same frame meets a record that is no longer a gap.
+    const again = await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'late', fence, true)], Date.now());
+    expect(again).toMatchObject({ kind: 'videos-fenced', videoIds: [], conflicts: [{ videoId: 'lr', frame: 0 }] });
+  });
+
+  it('takes only the video whose result meets an existing record out of a shared commit', async () => {
+    // Prepare: two videos on one slot; frame 0 of "clash" already has an ok record
+    const { fence, token, ck } = await owned(31, 'clash');
+    await store.pinVideo('calm', 31, Date.now());
+    const calm = await store.adoptVideo('calm', fence, Date.now());
+    if (typeof calm === 'string') throw new Error(calm);
+    expect((await store.commit(fence, [recordUnit('clash', token, await ck(), 0, 'ok', fence)], Date.now())).kind).toBe('committed');
+    const clashCk = await ck();
+    // Act: one transaction with a create-only record for an existing frame, and a good unit
+    const outcome = await store.commit(fence, [recordUnit('clash', token, clashCk, 0, 'ok', fence), recordUnit('calm', calm.token, calm.checkpoint, 0, 'ok', fence)], Date.now());
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'videos-fenced', videoIds: [], committedVideoIds: ['calm'], conflicts: [{ videoId: 'clash', frame: 0 }] });
+    expect(await record('calm', 0)).toMatchObject({ status: 'ok' });
+    expect((await store.getVideo('clash')).checkpoint.seq).toBe(clashCk.seq);
   });
 });

@@ -26,4 +26,17 @@ describe('tunables', () => {
     }
     expect(() => tunablesFromEnv({ SLOT_COUNT: 'many' })).toThrow(/SLOT_COUNT/);
   });
+
+  it('requires videoIdleReleaseSeconds to exceed routerPinCacheSeconds, saying why', () => {
+    // Act
+    const equal = () => validateTunables({ ...DEFAULT_TUNABLES, videoIdleReleaseSeconds: 30, routerPinCacheSeconds: 30 });
+    const below = () => tunablesFromEnv({ VIDEO_IDLE_RELEASE_SECONDS: '10', ROUTER_PIN_CACHE_SECONDS: '60' });
+    // Assess
+    expect(equal).toThrow(ConfigError);
+    expect(equal).toThrow(/videoIdleReleaseSeconds \(30\) must exceed routerPinCacheSeconds \(30\)/);
+    expect(equal).toThrow(/stale router pins are only safe/);
+    expect(below).toThrow(/videoIdleReleaseSeconds \(10\) must exceed routerPinCacheSeconds \(60\)/);
+    expect(validateTunables({ ...DEFAULT_TUNABLES, videoIdleReleaseSeconds: 31, routerPinCacheSeconds: 30 }).videoIdleReleaseSeconds).toBe(31);
+    expect(DEFAULT_TUNABLES.videoIdleReleaseSeconds).toBeGreaterThan(DEFAULT_TUNABLES.routerPinCacheSeconds);
+  });
 });

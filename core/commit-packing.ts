@@ -1,0 +1,66 @@
+/**
+ * Sizing of fenced commits against DynamoDB's limits: an item is at most 400 KB, and a
+ * transaction at most 100 items and 4 MB. Sizes are estimated as the UTF-8 length of the
+ * item's JSON, which is at least DynamoDB's own count (attribute names and values) for
+ * the shapes we store, so the caps below keep a margin.
+ */
+import type { VideoCheckpoint } from './checkpoint.ts';
+import type { FrameResultItem, VideoSummaryItem } from './results.ts';
+
+/** Items one TransactWriteItems may hold (the first is the slot's ConditionCheck). */
+export const MAX_TRANSACT_ITEMS = 100;
+/** Bytes one transaction may carry, with a margin under DynamoDB's 4 MB. */
+export const MAX_TRANSACTION_BYTES = 3_000_000;
+/**
+ * Largest checkpoint a video item may hold, with room under the 400 KB item limit for the
+ * item's other attributes. The worker compacts tracker state to stay under it.
+ */
+export const MAX_CHECKPOINT_BYTES = 300_000;
+
+/** Everything one video commits at once: results, the checkpoint that covers them, the summary. */
+export interface CommitUnit {
+  readonly videoId: string;
+  readonly token: number;
+  /** The checkpoint's `seq` before this commit; the new checkpoint has seq + 1. */
+  readonly expectedSeq: number;
+  readonly checkpoint: VideoCheckpoint;
+  readonly results: readonly FrameResultItem[];
+  /** Frames whose result may replace an existing `gap` record (late frames); every other result is create-only. */
+  readonly replacesGap?: readonly number[];
+  readonly summary: VideoSummaryItem;
+}
+
+/** Estimated stored size of a value, in bytes. */
+export function estimatedBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
+}
+
+/** Items and bytes a unit adds to a transaction: the checkpoint update, its results, the summary. */
+export function unitCost(u: CommitUnit): { items: number; bytes: number } {
+  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + u.results.reduce((n, r) => n + estimatedBytes(r), 0);
+  return { items: u.results.length + 2, bytes };
+}
+
+/** Packs commit units, in order, into groups that fit one transaction by item count and by size. */
+export function packUnits(units: readonly CommitUnit[], maxItems = MAX_TRANSACT_ITEMS - 1, maxBytes = MAX_TRANSACTION_BYTES): CommitUnit[][] {
+  const groups: CommitUnit[][] = [];
+  let current: CommitUnit[] = [];
+  let items = 0;
+  let bytes = 0;
+  for (const u of units) {
+    const cost = unitCost(u);
+    if (cost.items > maxItems) throw new Error(`commit unit for ${u.videoId} has ${cost.items} items; split it before committing`);
+    if (cost.bytes > maxBytes) throw new Error(`commit unit for ${u.videoId} is ${cost.bytes} bytes; split it before committing`);
+    if ((items + cost.items > maxItems || bytes + cost.bytes > maxBytes) && current.length > 0) {
+      groups.push(current);
+      current = [];
+      items = 0;
+      bytes = 0;
+    }
+    current.push(u);
+    items += cost.items;
+    bytes += cost.bytes;
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
+}
