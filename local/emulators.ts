@@ -193,7 +193,8 @@ const FAUXQS_QUEUE_URL_ORIGIN = /http:\/\/sqs\.[a-z0-9-]+\.localhost(?::\d+)?\//
  * Starts fauxqs in-process on loopback.
  *
  * Uses `buildApp()` rather than `startFauxqs()` because only the Fastify instance lets
- * us add hooks (S3 notifications, queue URL rewriting) and listen on 127.0.0.1 instead
+ * us add hooks (S3 notifications, queue URL rewriting, the SQS limits of
+ * {@link enforceSqsLimits}) and listen on 127.0.0.1 instead
  * of every interface. fauxqs looks queues up by the name at the end of the URL and
  * ignores its host, so rewritten `http://127.0.0.1:<port>/000000000000/<name>` URLs
  * address the same queues.
@@ -208,6 +209,7 @@ export async function startFauxqsEmulator(options: FauxqsOptions): Promise<Fauxq
     }
     return payload.replace(FAUXQS_QUEUE_URL_ORIGIN, `${origin}/`);
   });
+  enforceSqsLimits(app);
   options.configure?.(app);
   await app.listen({ port: options.port ?? 0, host: LOOPBACK });
   const { port } = app.server.address() as AddressInfo;
@@ -228,4 +230,135 @@ export async function startFauxqsEmulator(options: FauxqsOptions): Promise<Fauxq
 /** The queue URL the local stack uses for a queue name (what the rewritten responses carry). */
 export function localQueueUrl(sqsEndpoint: string, queueName: string): string {
   return `${sqsEndpoint}/000000000000/${queueName}`;
+}
+
+/**
+ * SQS limits that fauxqs 2.4 does not enforce but AWS does (so code that breaks them
+ * fails here, not first in production).
+ */
+export const SQS_LIMITS = Object.freeze({
+  /** MessageGroupId and MessageDeduplicationId: 1-128 characters, alphanumerics and ASCII punctuation. */
+  idPattern: /^[\x21-\x7e]{1,128}$/,
+  /**
+   * Largest message (body plus attributes) and largest batch, in bytes: 256 KiB, the
+   * default `MaximumMessageSize` of a queue the stack creates without setting it. (fauxqs
+   * defaults to 1 MiB, the highest value a queue may be configured with.)
+   */
+  maxMessageBytes: 256 * 1024,
+});
+
+interface SqsEntry {
+  readonly Id?: unknown;
+  readonly MessageBody?: unknown;
+  readonly MessageGroupId?: unknown;
+  readonly MessageDeduplicationId?: unknown;
+  readonly MessageAttributes?: unknown;
+}
+
+interface BatchFailure {
+  readonly Id: string;
+  readonly SenderFault: true;
+  readonly Code: string;
+  readonly Message: string;
+}
+
+/** Body plus attributes in bytes, as SQS counts a message's size. */
+function messageBytes(e: SqsEntry): number {
+  let size = typeof e.MessageBody === 'string' ? Buffer.byteLength(e.MessageBody, 'utf8') : 0;
+  if (typeof e.MessageAttributes === 'object' && e.MessageAttributes !== null) {
+    for (const [name, a] of Object.entries(e.MessageAttributes as Record<string, Record<string, unknown>>)) {
+      size += Buffer.byteLength(name, 'utf8');
+      for (const k of ['DataType', 'StringValue', 'BinaryValue'] as const) {
+        const v = a?.[k];
+        if (typeof v === 'string') size += Buffer.byteLength(v, 'utf8');
+      }
+    }
+  }
+  return size;
+}
+
+/** What SQS would refuse in one message, or undefined. */
+function entryProblem(e: SqsEntry): string | undefined {
+  for (const param of ['MessageGroupId', 'MessageDeduplicationId'] as const) {
+    const v = e[param];
+    if (v !== undefined && (typeof v !== 'string' || !SQS_LIMITS.idPattern.test(v))) {
+      return `Value ${String(v)} for parameter ${param} is invalid. Reason: ${param} can only include alphanumeric and punctuation characters. 1 to 128 in length.`;
+    }
+  }
+  if (messageBytes(e) > SQS_LIMITS.maxMessageBytes) {
+    return `One or more parameters are invalid. Reason: Message must be shorter than ${SQS_LIMITS.maxMessageBytes} bytes.`;
+  }
+  return undefined;
+}
+
+const BATCH_ENTRY_ID = /^[A-Za-z0-9_-]{1,80}$/;
+
+/**
+ * Makes fauxqs refuse what SQS refuses: a SendMessage or SendMessageBatch entry whose
+ * MessageGroupId or MessageDeduplicationId is longer than 128 characters or uses
+ * characters outside SQS's set, or whose message is larger than
+ * {@link SQS_LIMITS.maxMessageBytes}; and a batch larger than that in total.
+ *
+ * Answers in the SQS JSON protocol's shape: HTTP 400 with `__type`
+ * `com.amazonaws.sqs#InvalidParameterValue` and `x-amzn-query-error` for a single send;
+ * per-entry `Failed[]` records (code `InvalidParameterValue`, sender fault) for a batch,
+ * the valid entries of which are still sent. Must be called before the server listens.
+ */
+export function enforceSqsLimits(app: FauxqsApp): void {
+  const batchFailures = new WeakMap<object, BatchFailure[]>();
+  const refuse = (reply: { code(c: number): unknown; header(k: string, v: string): unknown; send(p: unknown): unknown }, code: string, message: string) => {
+    reply.code(400);
+    reply.header('content-type', 'application/x-amz-json-1.0');
+    reply.header('x-amzn-query-error', `${code};Sender`);
+    reply.send({ __type: `com.amazonaws.sqs#${code}`, message });
+    return reply;
+  };
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.method !== 'POST' || !String(request.headers['content-type'] ?? '').includes('application/x-amz-json-1.0')) return;
+    const target = request.headers['x-amz-target'];
+    const body = request.body as Record<string, unknown> | null;
+    if (typeof body !== 'object' || body === null) return;
+    if (target === 'AmazonSQS.SendMessage') {
+      const problem = entryProblem(body as SqsEntry);
+      if (problem) return refuse(reply, 'InvalidParameterValue', problem);
+      return;
+    }
+    if (target !== 'AmazonSQS.SendMessageBatch' || !Array.isArray(body.Entries)) return;
+    const entries = body.Entries as SqsEntry[];
+    // Malformed batches (empty, too many, bad or repeated ids) are fauxqs's to refuse as a whole.
+    const ids = entries.map((e) => e?.Id);
+    if (entries.length === 0 || entries.length > 10 || !ids.every((id) => typeof id === 'string' && BATCH_ENTRY_ID.test(id)) || new Set(ids).size !== ids.length) return;
+    const total = entries.reduce((n, e) => n + messageBytes(e), 0);
+    if (total > SQS_LIMITS.maxMessageBytes) {
+      return refuse(reply, 'BatchRequestTooLong', `Batch requests cannot be longer than ${SQS_LIMITS.maxMessageBytes} bytes.`);
+    }
+    const failed: BatchFailure[] = [];
+    const valid: SqsEntry[] = [];
+    for (const e of entries) {
+      const problem = entryProblem(e);
+      if (problem) failed.push({ Id: e.Id as string, SenderFault: true, Code: 'InvalidParameterValue', Message: problem });
+      else valid.push(e);
+    }
+    if (failed.length === 0) return;
+    if (valid.length === 0) {
+      reply.header('content-type', 'application/x-amz-json-1.0');
+      reply.send({ Successful: [], Failed: failed });
+      return reply;
+    }
+    // fauxqs sends the valid entries; onSend adds the refused ones to its answer.
+    body.Entries = valid;
+    batchFailures.set(request, failed);
+  });
+  app.addHook('onSend', async (request, _reply, payload) => {
+    const failed = batchFailures.get(request);
+    if (!failed || typeof payload !== 'string') return payload;
+    batchFailures.delete(request);
+    try {
+      const answer = JSON.parse(payload) as { Successful?: unknown[]; Failed?: unknown[] };
+      if (!Array.isArray(answer.Successful)) return payload; // an error answer: leave it alone
+      return JSON.stringify({ ...answer, Failed: [...(answer.Failed ?? []), ...failed] });
+    } catch {
+      return payload;
+    }
+  });
 }

@@ -6,17 +6,19 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DEFAULT_TUNABLES, slotQueueUrl, tunablesToEnv, validateTunables, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
+import { DEFAULT_TUNABLES, WORKER_ENV, slotQueueUrl, tunablesToEnv, validateTunables, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
 import { setTaskLauncher } from '../core/launcher-registry.ts';
 import { createAwsClientsFrom, type AwsClientConfig, type AwsClients } from '../core/aws/clients.ts';
 import { LOCAL_CREDENTIALS, resolvePort, startDynamoDbLocal, startFauxqsEmulator, type PortRequest } from './emulators.ts';
 import { ScheduledInvoker, SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';
 import { LocalTaskLauncher, localAwsEnv, type LocalEndpoints, type WorkerInfo } from './local-task-launcher.ts';
 import { randomUUID } from 'node:crypto';
+import { constants as osConstants } from 'node:os';
 import { ensureDemoModel } from '../gpu-worker/vision/index.ts';
 import { OrphanGuard } from './orphan-guard.ts';
 import { createLocalResources, type LocalResources } from './resources.ts';
-import { S3Notifier } from './s3-notifications.ts';
+import { S3Notifier, type NotificationFaultFn } from './s3-notifications.ts';
+export type { NotificationFault, NotificationFaultFn, NotificationCounts } from './s3-notifications.ts';
 
 export interface LocalCredentials {
   readonly accessKeyId: string;
@@ -59,6 +61,13 @@ export interface LocalStackOptions {
   readonly onWorkerLine?: (line: string) => void;
   /** Grace period for workers between SIGTERM and SIGKILL on stop. @default 10000 */
   readonly workerStopGraceMs?: number;
+  /**
+   * Per-key fault injection for the emulated S3 notifications: drop, duplicate or delay
+   * the event of an object (see {@link NotificationFault}); also settable later with
+   * `stack.notifier.setNotificationFault`. Counters: `stack.notifier.counts`.
+   * @default every notification delivered once
+   */
+  readonly notificationFault?: NotificationFaultFn;
 }
 
 export interface LocalStack {
@@ -167,6 +176,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       region,
       sqs: lazySqs,
       onError: (err, detail) => log(`[s3-notifications] ${detail}: ${String(err)}`),
+      notificationFault: options.notificationFault,
     });
 
     const [dynamo, fauxqs] = await Promise.all([
@@ -277,8 +287,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       cleanups.push(() => {
         stopping = true;
       });
+      // The event names the worker (its WORKER_ID in the container overrides) and its exit
+      // code, so the janitor expires the slot lease only if this worker still held it.
       onWorkerExit = (w) => {
         if (stopping || w.exitCode === 0) return;
+        const stoppedAt = new Date(w.exitedAtMs ?? Date.now()).toISOString();
         const event = {
           version: '0',
           id: randomUUID(),
@@ -288,7 +301,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           time: new Date().toISOString(),
           region,
           resources: [],
-          detail: { clusterArn: 'local', lastStatus: 'STOPPED', startedBy: `slot-${w.slot}`, stoppedAt: new Date().toISOString(), stoppedReason: `exit ${w.exitCode ?? w.exitSignal}` },
+          detail: {
+            clusterArn: 'local',
+            lastStatus: 'STOPPED',
+            startedBy: `slot-${w.slot}`,
+            executionStoppedAt: stoppedAt,
+            stoppedAt,
+            stoppedReason: `exit ${w.exitCode ?? w.exitSignal}`,
+            // As ECS reports a container killed by a signal: 128 + its number.
+            containers: [{ name: 'worker', exitCode: w.exitCode ?? 128 + (w.exitSignal ? (osConstants.signals[w.exitSignal] ?? 0) : 0) }],
+            overrides: { containerOverrides: [{ name: 'worker', environment: [{ name: WORKER_ENV.workerId, value: w.workerId }] }] },
+          },
         };
         void Promise.resolve(janitorHandler(event as never, { functionName: `${prefix}-janitor` } as never)).catch((err: unknown) => log(`[janitor] ${String(err)}`));
       };
