@@ -15,17 +15,16 @@ import { hostname } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
+import { EXIT_LEASE_LOST, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
 import { createAwsClients } from '../core/aws/clients.ts';
 import { LeaseStore } from '../core/lease-store.ts';
 import { SlotQueues } from '../core/slot-queues.ts';
 import { FrameStore } from '../core/frame-store.ts';
 import type { FrameProcessor } from '../core/ports.ts';
-import { Worker } from './runtime/worker.ts';
+import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { StatsProcessor } from './stats-processor.ts';
 
-export const EXIT_LEASE_LOST = 3;
 
 async function createProcessor(kind: string, tunables: ReturnType<typeof tunablesFromEnv>, log: Logger, s3: ReturnType<typeof createAwsClients>['s3']): Promise<FrameProcessor> {
   if (kind === 'stats') return new StatsProcessor(Number(process.env[WORKER_ENV.statsDelayMs] ?? 0));
@@ -60,15 +59,17 @@ async function main(): Promise<number> {
     leases: LeaseStore.forWiring(clients.ddb, wiring, tunables),
     queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix),
     frames: new FrameStore(clients.s3),
+    bucket: wiring.bucket,
+    results: { ddb: clients.ddb, resultsTable: wiring.resultsTable },
     processor,
     metrics,
     log,
     onHeartbeat: healthFile ? () => writeFileSync(healthFile, String(Date.now())) : undefined,
     onLeaseLost: (reason) => {
-      // Stop the moment the lease is in doubt: no further writes, no drain.
-      log.error('exiting: slot lease lost', { reason });
-      void metrics.close().finally(() => process.exit(EXIT_LEASE_LOST));
-      setTimeout(() => process.exit(EXIT_LEASE_LOST), 500).unref();
+      // No further writes from here on (they would be fenced anyway). The run loop ends
+      // within one poll and hands back what that poll received; this is the backstop.
+      log.error('slot lease lost: stopping', { reason });
+      setTimeout(() => process.exit(EXIT_LEASE_LOST), (MAX_POLL_WAIT_SECONDS + 3) * 1000).unref();
     },
   });
   const onSignal = (signal: string) => {

@@ -1,24 +1,33 @@
 /**
- * The worker runtime: holds one slot, receives that slot's FIFO queue, keeps each
- * video's frames in order, runs the FrameProcessor, and commits results together
- * with the checkpoint that covers them, fenced by the slot epoch and video token.
+ * The worker runtime: holds one slot (slot-keeper.ts), receives that slot's FIFO queue,
+ * keeps each video's frames in order (core/sequencer.ts), runs them (frame-runner.ts),
+ * and commits results together with the checkpoint that covers them (commit-builder.ts),
+ * fenced by the slot epoch and the video token.
  *
- * Message life cycle: a message is deleted only after the commit whose checkpoint
- * covers it (as a processed frame, or as a reference in the reorder buffer) is durable.
+ * Message life cycle: a message is deleted only after the commit whose checkpoint covers
+ * it (as a processed frame, a record, or a reference in the reorder buffer) is durable.
+ *
+ * Faults cost one video a few seconds, never the slot: a video whose round fails is
+ * restored alone from its last checkpoint and retried with backoff; a frame that keeps
+ * failing is parked as a `failed` record with its reason; errors the loop does not
+ * expect are logged, counted and survived. Only a lost lease ends the process early.
  */
 import type { Tunables } from '../../core/config.ts';
 import { parseEndMarkerBody } from '../../core/keys.ts';
 import { parseSlotMessage, type SlotMessage } from '../../core/messages.ts';
-import type { FrameInput, FrameOutcome, FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
-import { VideoSequencer, type SequencedStep, type SequencerState } from '../../core/sequencer.ts';
+import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
+import { VideoSequencer, type FrameRef, type SequencedStep } from '../../core/sequencer.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
-import { summaryOf } from '../../core/checkpoint.ts';
-import type { CommitUnit, LeaseStore, SlotFence } from '../../core/lease-store.ts';
-import { UnconfirmedError } from '../../core/lease-store.ts';
+import type { LeaseStore, SlotFence } from '../../core/lease-store.ts';
+import { estimatedBytes, MAX_CHECKPOINT_BYTES } from '../../core/commit-packing.ts';
 import type { FrameResultItem } from '../../core/results.ts';
+import { getFrameResult, type ResultsSource } from '../../core/results-reader.ts';
 import type { ReceivedMessage, SlotQueues } from '../../core/slot-queues.ts';
-import { ObjectMissingError, type FrameStore } from '../../core/frame-store.ts';
+import { ObjectMissingError, padWidthOf, type FrameStore } from '../../core/frame-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
+import { SlotKeeper, sleep } from './slot-keeper.ts';
+import { FrameRunner, errorCode } from './frame-runner.ts';
+import { buildCommit } from './commit-builder.ts';
 
 export type WorkerLog = LogSink;
 
@@ -30,27 +39,33 @@ export interface WorkerDeps {
   readonly leases: LeaseStore;
   readonly queues: SlotQueues;
   readonly frames: FrameStore;
+  /** The frame bucket, listed to confirm gaps and find where a video starts. */
+  readonly bucket: string;
+  /** The results table: a frame's record tells a late frame from a duplicate. */
+  readonly results: ResultsSource;
   readonly processor: FrameProcessor;
   readonly metrics: MetricSink;
   readonly log: WorkerLog;
   readonly now?: () => number;
   /** Called on every confirmed heartbeat (health file for the container health check). */
   readonly onHeartbeat?: () => void;
-  /** Called the moment the slot lease is lost or cannot be confirmed; the process should exit at once. */
+  /** Called the moment the slot lease is lost or cannot be confirmed; the run loop ends within one poll. */
   readonly onLeaseLost?: (reason: string) => void;
 }
 
 /** Why the run loop ended; main.ts maps it to an exit code. */
 export type ExitReason = 'drained' | 'lease-lost' | 'no-slot';
 
-/** Gap runs longer than this are written as one range item instead of one item per frame. */
-export const MAX_GAP_ITEMS_PER_RUN = 20;
-/** Most result items one video commits per loop iteration (a transaction holds 100 items). */
+/** Most result items one video commits per round (a transaction holds 100 items). */
 const MAX_RESULT_ITEMS_PER_COMMIT = 80;
-/** Longest long poll; it also bounds how long a drain waits for the receive in progress. */
-const MAX_POLL_WAIT_SECONDS = 5;
-/** Concurrent S3 GETs per batch. */
-const FETCH_CONCURRENCY = 8;
+/** Longest long poll; it also bounds how long a drain or a lost lease waits for the receive in progress. */
+export const MAX_POLL_WAIT_SECONDS = 5;
+/** After this many failed rounds in a row, a video's blamed frames are parked as failures. */
+export const MAX_VIDEO_FAILURES = 4;
+const RETRY_BASE_MS = 500;
+const RETRY_MAX_MS = 30_000;
+/** Unpadded keys are listed whole, at most this many pages of 1,000. */
+const MAX_UNPADDED_LISTING_PAGES = 100;
 
 interface OwnedVideo {
   readonly videoId: string;
@@ -59,33 +74,66 @@ interface OwnedVideo {
   committed: VideoCheckpoint;
   sequencer: VideoSequencer;
   lastActivityMs: number;
-  /** After-end frames waiting for their failure record. */
-  rejects: SequencedStep[];
+  /** Frames outside the video waiting for their failure record. */
+  rejects: Extract<SequencedStep, { type: 'reject' }>[];
   /** Receipt handles to delete once this video's next commit is durable. */
   handles: string[];
   /** Whether anything changed since the last commit. */
   dirty: boolean;
+  /** Zero-padding width of the video's keys, when they show one (listings can then seek). */
+  padWidth?: number;
+  /** Failed rounds in a row, and no work before `retryAtMs` (backoff). */
+  failures: number;
+  retryAtMs: number;
+  /** Frames blamed by failed rounds, with the reason: parked once `failures` reaches the limit. */
+  blamed: Map<number, string>;
+  /**
+   * Frames this worker committed a final record for (ok, late or failed), most recent
+   * last: a redelivery of one is a duplicate without reading its record. Bounded.
+   */
+  settled: Set<number>;
+  /** Frames a commit found already recorded: left out of later rounds. */
+  recorded: Set<number>;
 }
+
+/** How many settled frames a video remembers. */
+const SETTLED_MEMORY_FRAMES = 512;
 
 export class Worker {
   private readonly d: WorkerDeps;
   private readonly now: () => number;
   private readonly owned = new Map<string, OwnedVideo>();
-  private fence: SlotFence | undefined;
-  private lastConfirmedExpiryMs = 0;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
-  private heartbeatInFlight = false;
+  private readonly keeper: SlotKeeper;
+  private readonly runner: FrameRunner;
   private stopRequested = false;
-  private lost: string | undefined;
-  private receiveAbort = new AbortController();
 
   constructor(deps: WorkerDeps) {
     this.d = deps;
     this.now = deps.now ?? Date.now;
+    this.keeper = new SlotKeeper({
+      workerId: deps.workerId,
+      ...(deps.slot !== undefined ? { slot: deps.slot } : {}),
+      tunables: deps.tunables,
+      leases: deps.leases,
+      metrics: deps.metrics,
+      log: deps.log,
+      now: this.now,
+      ...(deps.onHeartbeat ? { onHeartbeat: deps.onHeartbeat } : {}),
+      onLost: (reason) => deps.onLeaseLost?.(reason),
+    });
+    this.runner = new FrameRunner({
+      frames: deps.frames,
+      processor: deps.processor,
+      results: deps.results,
+      tunables: deps.tunables,
+      metrics: deps.metrics,
+      log: deps.log,
+      now: this.now,
+    });
   }
 
   get slot(): number | undefined {
-    return this.fence?.slot;
+    return this.keeper.fence?.slot;
   }
 
   get ownedVideos(): string[] {
@@ -100,210 +148,229 @@ export class Worker {
     this.stopRequested = true;
   }
 
+  private get lost(): boolean {
+    return this.keeper.lost !== undefined;
+  }
+
+  private get fence(): SlotFence {
+    return this.keeper.fence!;
+  }
+
   async run(): Promise<ExitReason> {
-    const t = this.d.tunables;
     await this.d.processor.start();
     this.d.log.info('processor ready', { processor: this.d.processor.description, provider: this.d.processor.provider });
     // onnxruntime can fall back to CPU silently: report what really runs.
     if (this.d.processor.provider) this.d.metrics.count(METRIC_NAMES.worker.executionProvider, 1, { Provider: this.d.processor.provider });
-    const fence = await this.claimSlot();
+    const fence = await this.keeper.claim(() => this.stopRequested);
     if (!fence) return 'no-slot';
-    this.fence = fence;
     this.d.log.info('slot claimed', { slot: fence.slot, epoch: fence.epoch, workerId: fence.workerId });
     this.d.metrics.count(METRIC_NAMES.worker.slotsClaimed);
-    this.heartbeatTimer = setInterval(() => void this.heartbeat(), t.heartbeatIntervalSeconds * 1000);
+    this.keeper.startHeartbeat();
     try {
       // Take over every video already pinned to this slot (a predecessor's), so their
       // checkpoints — including buffered frames — resume even if no new message comes.
-      for (const videoId of await this.d.leases.listPinned(fence.slot)) {
-        if (this.lost) break;
-        await this.ensureOwned(videoId);
-      }
+      await this.survive('adopt-pinned', async () => {
+        for (const videoId of await this.d.leases.listPinned(fence.slot)) {
+          if (this.lost) break;
+          await this.ensureOwned(videoId);
+        }
+      });
+      let idle = false;
       while (!this.stopRequested && !this.lost) {
-        const messages = await this.receive();
-        if (this.lost) break;
-        await this.handle(messages);
-        if (this.lost) break;
-        await this.housekeeping();
+        const messages = await this.receive(idle);
+        if (this.lost) {
+          await this.giveBack(messages);
+          break;
+        }
+        const worked = await this.survive('batch', () => this.handle(messages));
+        await this.survive('housekeeping', () => this.housekeeping());
+        idle = messages.length === 0 && worked !== true;
       }
     } finally {
-      clearInterval(this.heartbeatTimer);
+      this.keeper.stopHeartbeat();
     }
     if (this.lost) return 'lease-lost';
-    // Drain: everything received has been committed and deleted; hand the slot off now
-    // rather than making the successor wait for the lease to run out.
-    await this.d.leases.releaseSlot(fence, this.now());
+    // Drain: everything received has been committed and deleted (or handed back); hand
+    // the slot off now rather than making the successor wait for the lease to run out.
+    await this.keeper.release();
     this.d.log.info('drained and released slot', { slot: fence.slot, videos: this.ownedVideos });
     await this.d.processor.stop();
     return 'drained';
   }
 
-  // ------------------------------------------------------------------ slot lease
-
-  private async claimSlot(): Promise<SlotFence | undefined> {
-    const t = this.d.tunables;
-    const ttlMs = t.slotLeaseTtlSeconds * 1000;
-    // A replacement may start while the dead owner's lease still runs: wait it out.
-    const giveUpAtMs = this.now() + 2 * ttlMs + 5_000;
-    const candidates = this.d.slot !== undefined ? [this.d.slot] : Array.from({ length: t.slotCount }, (_, i) => i);
-    while (!this.stopRequested && this.now() < giveUpAtMs) {
-      for (const slot of candidates) {
-        const now = this.now();
-        const claimed = await this.d.leases.claimSlot(slot, this.d.workerId, now, ttlMs);
-        if (claimed) {
-          this.lastConfirmedExpiryMs = claimed.expiresAtMs;
-          this.d.onHeartbeat?.();
-          return { slot, workerId: this.d.workerId, epoch: claimed.epoch };
-        }
-      }
-      await sleep(500);
-    }
-    this.d.log.warn('no slot could be claimed; exiting', { candidates });
-    return undefined;
-  }
-
-  private async heartbeat(): Promise<void> {
-    const fence = this.fence;
-    if (!fence || this.heartbeatInFlight || this.lost) return;
-    this.heartbeatInFlight = true;
-    const ttlMs = this.d.tunables.slotLeaseTtlSeconds * 1000;
-    const now = this.now();
+  /** Runs one part of the loop; an error it did not expect is logged and counted, and the loop goes on. */
+  private async survive<T>(where: string, fn: () => Promise<T>): Promise<T | undefined> {
     try {
-      const r = await this.d.leases.renewSlot(fence, now, ttlMs);
-      if (r === 'lost') {
-        this.loseLease('slot taken over by another worker');
-        return;
-      }
-      this.lastConfirmedExpiryMs = now + ttlMs;
-      this.d.onHeartbeat?.();
+      return await fn();
     } catch (e) {
-      const detail = e instanceof UnconfirmedError ? e.message : String(e);
-      this.d.log.warn('heartbeat not confirmed', { detail });
-      this.d.metrics.count(METRIC_NAMES.worker.heartbeatsUnconfirmed);
-      // Keep trying while the last confirmed lease still has a heartbeat's margin left.
-      if (this.now() >= this.lastConfirmedExpiryMs - this.d.tunables.heartbeatIntervalSeconds * 1000) {
-        this.loseLease(`heartbeat could not be confirmed: ${detail}`);
-      }
-    } finally {
-      this.heartbeatInFlight = false;
+      this.d.log.error('worker error survived', { where, error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: where });
+      await sleep(1000);
+      return undefined;
     }
-  }
-
-  private loseLease(reason: string): void {
-    if (this.lost) return;
-    this.lost = reason;
-    this.d.log.error('slot lease lost; stopping at once', { reason, slot: this.fence?.slot });
-    this.d.metrics.count(METRIC_NAMES.worker.slotLeasesLost);
-    this.receiveAbort.abort();
-    this.d.onLeaseLost?.(reason);
   }
 
   // ------------------------------------------------------------------ receive
 
-  private async receive(): Promise<ReceivedMessage[]> {
-    const fence = this.fence!;
-    const waitSeconds = this.pollWaitSeconds();
-    if (this.receiveAbort.signal.aborted) this.receiveAbort = new AbortController();
+  private async receive(idle: boolean): Promise<ReceivedMessage[]> {
     try {
-      return await this.d.queues.receive(fence.slot, 10, waitSeconds, this.receiveAbort.signal);
+      return await this.d.queues.receive(this.fence.slot, 10, this.pollWaitSeconds(idle));
     } catch (e) {
       if (this.stopRequested || this.lost) return [];
-      this.d.log.warn('receive failed', { error: String(e) });
+      this.d.log.warn('receive failed', { error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'receive' });
       await sleep(1000);
       return [];
     }
   }
 
-  /**
-   * After a takeover, a missing frame may be one the previous owner had received when it
-   * died: hidden for up to the queue's visibility timeout, not lost. Its wait is
-   * stretched so the gap decision comes no earlier than that.
-   */
-  private adoptionGraceMs(): number {
-    return Math.max(0, this.d.tunables.slotQueueVisibilitySeconds * 1000 - this.d.tunables.reorderWaitMs);
-  }
-
-  /** Long-poll unless a reorder wait or idle release is due soon. */
-  private pollWaitSeconds(): number {
+  /** Long-poll unless a video has work due sooner; never spin when the last round did nothing. */
+  private pollWaitSeconds(idle: boolean): number {
     const now = this.now();
     let soonestMs = Infinity;
     for (const v of this.owned.values()) {
-      const deadline = v.sequencer.nextDeadlineMs();
-      if (deadline !== null) soonestMs = Math.min(soonestMs, deadline);
-      else if (v.sequencer.hasPending()) soonestMs = Math.min(soonestMs, now + 1000);
+      if (v.retryAtMs > now) {
+        soonestMs = Math.min(soonestMs, v.retryAtMs);
+        continue;
+      }
       if (v.rejects.length > 0 || v.dirty) soonestMs = now;
+      const deadline = v.sequencer.nextDeadlineMs();
+      if (deadline !== undefined) soonestMs = Math.min(soonestMs, deadline);
     }
     if (soonestMs === Infinity) return MAX_POLL_WAIT_SECONDS;
-    if (soonestMs <= now && [...this.owned.values()].some((v) => v.rejects.length > 0 || v.dirty)) return 0;
-    // At least 1 s: a gap is declared only after a receive that found none of the video's
-    // frames, and a short poll can miss messages that exist.
-    return Math.max(1, Math.min(MAX_POLL_WAIT_SECONDS, Math.ceil((soonestMs - now) / 1000)));
+    const wait = Math.min(MAX_POLL_WAIT_SECONDS, Math.max(0, Math.ceil((soonestMs - now) / 1000)));
+    return idle ? Math.max(1, wait) : wait;
+  }
+
+  /** Makes messages received after the lease was lost visible again at once, for the successor. */
+  private async giveBack(messages: readonly ReceivedMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    try {
+      await this.d.queues.extendVisibility(this.fence.slot, messages.map((m) => m.receiptHandle), 0);
+    } catch (e) {
+      this.d.log.warn('could not hand messages back; they return after the visibility timeout', { error: errorText(e) });
+    }
   }
 
   // ------------------------------------------------------------------ one batch
 
-  private async handle(messages: readonly ReceivedMessage[]): Promise<void> {
-    const fence = this.fence!;
+  /** Handles one receive and runs what is due; true when anything was committed. */
+  private async handle(messages: readonly ReceivedMessage[]): Promise<boolean> {
     const now = this.now();
-    const touched = new Set<string>();
+    const byVideo = new Map<string, { msg: SlotMessage; handle: string }[]>();
     const immediateDeletes: string[] = [];
     const extender = this.startVisibilityExtender(messages.map((m) => m.receiptHandle));
     try {
       for (const m of messages) {
         const msg = parseSlotMessage(m.body);
         if (!msg) {
-          this.d.log.warn('malformed slot message dead-lettered', { messageId: m.messageId });
+          if (await this.deadLetter(m.body, 'malformed-message', 'malformed')) immediateDeletes.push(m.receiptHandle);
           this.d.metrics.count(METRIC_NAMES.worker.messagesDeadLettered, 1, { Reason: 'malformed-message' });
-          await this.d.queues.deadLetter(fence.slot, m.body, 'malformed-message', 'malformed');
-          immediateDeletes.push(m.receiptHandle);
           continue;
         }
-        const owner = await this.ensureOwned(msg.videoId);
-        if (owner === 'lost') return;
-        if (typeof owner === 'number') {
-          await this.forward(msg, owner);
-          immediateDeletes.push(m.receiptHandle);
-          continue;
-        }
-        touched.add(msg.videoId);
-        owner.handles.push(m.receiptHandle);
-        owner.lastActivityMs = now;
-        owner.dirty = true;
-        await this.accept(owner, msg, now);
+        const list = byVideo.get(msg.videoId);
+        if (list) list.push({ msg, handle: m.receiptHandle });
+        else byVideo.set(msg.videoId, [{ msg, handle: m.receiptHandle }]);
       }
-      if (immediateDeletes.length > 0) await this.d.queues.delete(fence.slot, immediateDeletes);
-      await this.processAndCommit(now, touched);
+      for (const [videoId, items] of byVideo) {
+        if (this.lost) return false;
+        await this.acceptVideo(videoId, items, now, immediateDeletes);
+      }
+      if (immediateDeletes.length > 0) await this.deleteMessages(immediateDeletes);
+      if (this.lost) return false;
+      await this.listWhereNeeded(now);
+      return await this.processAndCommit(now);
     } finally {
       extender.stop();
+    }
+  }
+
+  /** Takes one video's messages of a receive: forward them, or offer them to its sequencer. */
+  private async acceptVideo(videoId: string, items: readonly { msg: SlotMessage; handle: string }[], now: number, immediateDeletes: string[]): Promise<void> {
+    let owner: OwnedVideo | number | 'lost' | 'nothing-new';
+    try {
+      owner = await this.ensureOwned(videoId, (released) => this.anyNews(videoId, released, items));
+      if (owner === 'nothing-new') {
+        // Redeliveries for a released video that change nothing: no need to take it back.
+        for (const { handle } of items) immediateDeletes.push(handle);
+        this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate, items.length);
+        this.d.log.info('duplicates for a released video dropped', { videoId, messages: items.length });
+        return;
+      }
+    } catch (e) {
+      // Left in flight: they return after the visibility timeout, and nothing else waits on them.
+      this.d.log.warn('could not settle the lease of a video; its messages will come back', { videoId, error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'ensure-owned' });
+      return;
+    }
+    if (owner === 'lost') return;
+    if (typeof owner === 'number') {
+      for (const { msg, handle } of items) if (await this.forward(msg, owner)) immediateDeletes.push(handle);
+      return;
+    }
+    const v = owner;
+    if (v.retryAtMs > now) {
+      // The video is backing off after a failure: its messages come back when it retries.
+      await this.holdBack(items.map((i) => i.handle), v.retryAtMs - now);
+      return;
+    }
+    try {
+      for (const { msg, handle } of items) {
+        v.handles.push(handle);
+        v.lastActivityMs = now;
+        v.dirty = true;
+        await this.accept(v, msg, now);
+      }
+    } catch (e) {
+      await this.failRound(v, errorCode(e), errorText(e), [], now);
     }
   }
 
   private async accept(v: OwnedVideo, msg: SlotMessage, now: number): Promise<void> {
     if (msg.kind === 'end') {
       let endFrame: number | undefined;
-      let problem = '';
+      let problem = 'end marker body is not a frame number';
       try {
         endFrame = parseEndMarkerBody(await this.d.frames.getText(msg.bucket, msg.key));
-        if (endFrame === undefined) problem = 'end marker body is not a frame number';
       } catch (e) {
-        problem = e instanceof ObjectMissingError ? 'end marker object is missing' : String(e);
         if (!(e instanceof ObjectMissingError)) throw e;
+        problem = 'end marker object is missing';
       }
       if (endFrame === undefined) {
         this.d.log.warn('bad end-of-stream marker ignored', { videoId: v.videoId, key: msg.key, problem });
         this.d.metrics.count(METRIC_NAMES.worker.eventsRejected, 1, { Reason: 'bad-end-marker' });
-        await this.d.queues.deadLetter(this.fence!.slot, JSON.stringify(msg), `bad-end-marker: ${problem}`, v.videoId);
+        if (!(await this.deadLetter(JSON.stringify(msg), `bad-end-marker: ${problem}`, v.videoId))) throw new Error('could not dead-letter a bad end marker');
         return;
       }
       v.sequencer.setEnd(endFrame);
       this.d.log.info('end of stream announced', { videoId: v.videoId, endFrame });
       return;
     }
-    const offered = v.sequencer.offer({ frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes }, now);
-    if (offered === 'duplicate') this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
-    if (offered === 'after-end' || offered === 'before-first') {
-      const reason = offered === 'after-end' ? 'after-end-of-stream' : 'before-first-frame';
-      v.rejects.push({ type: 'reject', ref: { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes }, reason });
+    const ref: FrameRef = { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes };
+    v.padWidth ??= padWidthOf(msg.key);
+    const offered = v.sequencer.offer(ref, now);
+    if (offered === 'accepted') return;
+    if (offered === 'duplicate') {
+      this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
+      return;
+    }
+    if (v.settled.has(msg.frame)) {
+      this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
+      return;
+    }
+    // Below the tracker, or outside the video: the frame's record is the source of truth.
+    const record = await getFrameResult(this.d.results, v.videoId, msg.frame);
+    if (record && record.status !== 'gap') {
+      this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
+      return;
+    }
+    if (offered === 'below') {
+      v.sequencer.addLate(ref, record?.status === 'gap');
+      this.d.log.info('late frame accepted', { videoId: v.videoId, frame: msg.frame, replacesGap: record?.status === 'gap' });
+      return;
+    }
+    if (!v.rejects.some((r) => r.ref.frame === ref.frame)) {
+      v.rejects.push({ type: 'reject', ref, reason: offered === 'after-end' ? 'after-end-of-stream' : 'before-first-frame' });
     }
   }
 
@@ -311,41 +378,23 @@ export class Worker {
    * Finds or takes the lease of a video. Returns the owned state, the slot to forward
    * to when the video lives elsewhere, or `lost` when our slot is gone.
    */
-  private async ensureOwned(videoId: string): Promise<OwnedVideo | number | 'lost'> {
+  private async ensureOwned(videoId: string, takeReleased?: (released: VideoCheckpoint) => Promise<boolean>): Promise<OwnedVideo | number | 'lost' | 'nothing-new'> {
     const existing = this.owned.get(videoId);
     if (existing) return existing;
-    const fence = this.fence!;
+    const fence = this.fence;
     for (let attempt = 0; attempt < 4; attempt++) {
       const adopted = await this.d.leases.adoptVideo(videoId, fence, this.now());
-      if (adopted !== 'not-here') {
-        const ck = adopted.checkpoint;
-        this.d.processor.openVideo(videoId, ck.processor);
-        const v: OwnedVideo = {
-          videoId,
-          token: adopted.token,
-          committed: ck,
-          sequencer: adoptedSequencer(this.d.tunables, ck.sequencer, this.now(), this.adoptionGraceMs()),
-          lastActivityMs: this.now(),
-          rejects: [],
-          handles: [],
-          dirty: false,
-        };
-        this.owned.set(videoId, v);
-        this.d.metrics.count(METRIC_NAMES.worker.videoLeasesAdopted);
-        if (ck.owners.length > 1) this.d.metrics.count(METRIC_NAMES.worker.videoTakeovers);
-        this.d.log.info('video adopted', {
-          videoId,
-          token: adopted.token,
-          nextFrame: ck.sequencer.nextFrame,
-          buffered: ck.sequencer.buffered.length,
-          previousOwner: ck.owners.at(-2)?.worker,
-        });
-        return v;
+      if (adopted === 'slot-lost') {
+        this.keeper.lose('adoption fenced: the slot lease moved on');
+        return 'lost';
       }
+      if (adopted !== 'not-here') return this.own(videoId, adopted.token, adopted.checkpoint);
       const current = await this.d.leases.getVideo(videoId);
       if (current.pinnedSlot !== undefined && current.pinnedSlot !== fence.slot) return current.pinnedSlot;
+      // Released (idle or finished) while the router still sent here: take it ourselves,
+      // unless what came is only redeliveries of what it already has.
       if (current.pinnedSlot === undefined) {
-        // Released (idle or finished) while the router still sent here: take it ourselves.
+        if (takeReleased && current.state === 'released' && !(await takeReleased(current.checkpoint))) return 'nothing-new';
         await this.d.leases.pinVideo(videoId, fence.slot, this.now());
       }
     }
@@ -353,211 +402,274 @@ export class Worker {
     throw new Error(`could not settle the lease of video ${videoId}`);
   }
 
-  private async forward(msg: SlotMessage, slot: number): Promise<void> {
-    const [outcome] = await this.d.queues.send(slot, [{ message: msg }]);
-    if (!outcome?.ok) throw new Error(`forward of ${msg.videoId} to slot ${slot} failed: ${outcome?.ok === false ? outcome.error : ''}`);
-    this.d.metrics.count(METRIC_NAMES.worker.framesForwarded);
-    this.d.log.info('forwarded frame of a video pinned elsewhere', { videoId: msg.videoId, toSlot: slot });
+  /**
+   * Whether messages for a released video carry anything new: a frame without a final
+   * record (new, or late for a gap), or an end marker a finished video has not seen.
+   */
+  private async anyNews(videoId: string, released: VideoCheckpoint, items: readonly { msg: SlotMessage }[]): Promise<boolean> {
+    for (const { msg } of items) {
+      if (msg.kind === 'end') {
+        if (!released.complete) return true;
+        continue;
+      }
+      const record = await getFrameResult(this.d.results, videoId, msg.frame);
+      if (!record || record.status === 'gap') return true;
+    }
+    return false;
   }
 
-  private async processAndCommit(now: number, received: ReadonlySet<string>): Promise<void> {
-    const fence = this.fence!;
+  private own(videoId: string, token: number, ck: VideoCheckpoint): OwnedVideo {
+    this.d.processor.openVideo(videoId, ck.processor);
+    const known = ck.sequencer.buffered[0]?.key;
+    const v: OwnedVideo = {
+      videoId,
+      token,
+      committed: ck,
+      sequencer: new VideoSequencer(this.d.tunables, ck.sequencer),
+      lastActivityMs: this.now(),
+      rejects: [],
+      handles: [],
+      dirty: false,
+      ...(known && padWidthOf(known) !== undefined ? { padWidth: padWidthOf(known) } : {}),
+      failures: 0,
+      retryAtMs: 0,
+      blamed: new Map(),
+      settled: new Set(),
+      recorded: new Set(),
+    };
+    this.owned.set(videoId, v);
+    this.d.metrics.count(METRIC_NAMES.worker.videoLeasesAdopted);
+    if (ck.owners.length > 1) this.d.metrics.count(METRIC_NAMES.worker.videoTakeovers);
+    this.d.log.info('video adopted', {
+      videoId,
+      token,
+      nextFrame: ck.sequencer.nextFrame,
+      buffered: ck.sequencer.buffered.length,
+      previousOwner: ck.owners.at(-2)?.worker,
+    });
+    return v;
+  }
+
+  /** Sends a frame of a video pinned elsewhere to its slot (same body, so the same dedup id and replay tag). */
+  private async forward(msg: SlotMessage, slot: number): Promise<boolean> {
+    try {
+      const [outcome] = await this.d.queues.send(slot, [{ message: msg }]);
+      if (!outcome?.ok) throw new Error(outcome?.ok === false ? outcome.error : 'no outcome');
+    } catch (e) {
+      this.d.log.warn('forward failed; the message will come back', { videoId: msg.videoId, toSlot: slot, error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'forward' });
+      return false;
+    }
+    this.d.metrics.count(METRIC_NAMES.worker.framesForwarded);
+    this.d.log.info('forwarded frame of a video pinned elsewhere', { videoId: msg.videoId, toSlot: slot });
+    return true;
+  }
+
+  private async deadLetter(body: string, reason: string, groupId: string): Promise<boolean> {
+    try {
+      await this.d.queues.deadLetter(this.fence.slot, body, reason, groupId);
+      this.d.log.warn('slot message dead-lettered', { reason });
+      return true;
+    } catch (e) {
+      this.d.log.warn('dead-lettering failed; the message will come back', { reason, error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'dead-letter' });
+      return false;
+    }
+  }
+
+  private async deleteMessages(handles: readonly string[]): Promise<void> {
+    try {
+      const failed = await this.d.queues.delete(this.fence.slot, handles);
+      if (failed > 0) this.d.log.warn('some deletes failed; redeliveries will be recognised as duplicates', { failed });
+    } catch (e) {
+      this.d.log.warn('delete failed; redeliveries will be recognised as duplicates', { error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'delete' });
+    }
+  }
+
+  private async holdBack(handles: readonly string[], forMs: number): Promise<void> {
+    try {
+      await this.d.queues.extendVisibility(this.fence.slot, handles, Math.min(43_200, Math.max(1, Math.ceil(forMs / 1000))));
+    } catch (e) {
+      this.d.log.warn('could not hold messages back; they return after the visibility timeout', { error: errorText(e) });
+    }
+  }
+
+  /** Lists the videos whose sequencer needs S3's word before deciding (start, or a frame overdue). */
+  private async listWhereNeeded(now: number): Promise<void> {
+    for (const v of this.owned.values()) {
+      if (v.retryAtMs > now) continue;
+      const want = v.sequencer.listingNeeded(now);
+      if (!want) continue;
+      try {
+        const pages = v.padWidth !== undefined ? 1 : MAX_UNPADDED_LISTING_PAGES;
+        const listing = await this.d.frames.listFrames(this.d.bucket, v.videoId, want.fromFrame, v.padWidth, pages);
+        v.sequencer.learnListing(want.fromFrame, listing.frames, listing.complete, now);
+        this.d.metrics.count(METRIC_NAMES.worker.framesListed, listing.requests, { Why: want.why });
+        this.d.log.debug('listed frames', { videoId: v.videoId, fromFrame: want.fromFrame, why: want.why, found: listing.frames.length, complete: listing.complete });
+      } catch (e) {
+        this.d.log.warn('listing failed; will retry', { videoId: v.videoId, error: errorText(e) });
+        this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'list' });
+        v.retryAtMs = now + 1000;
+      }
+    }
+  }
+
+  /** Runs every video's due steps and commits them; true when anything was committed. */
+  private async processAndCommit(now: number): Promise<boolean> {
     const plans: { v: OwnedVideo; steps: SequencedStep[] }[] = [];
     for (const v of this.owned.values()) {
-      // A video that just received frames may have its missing one right behind them.
-      const steps = [...v.rejects, ...takeBounded(v.sequencer, now, !received.has(v.videoId))];
-      v.rejects = [];
+      if (v.retryAtMs > now) continue;
+      const rejects = v.rejects.splice(0, MAX_RESULT_ITEMS_PER_COMMIT);
+      const room = MAX_RESULT_ITEMS_PER_COMMIT - rejects.length;
+      const taken: SequencedStep[] = [...rejects, ...(room > 0 ? v.sequencer.take(now, room) : [])];
+      const steps = v.recorded.size === 0 ? taken : taken.filter((st) => !v.recorded.has(st.type === 'gap' ? st.frame : st.ref.frame));
       if (steps.length > 0 || v.dirty) plans.push({ v, steps });
     }
-    if (plans.length === 0) return;
-    let outcomes: Map<string, FrameOutcome>;
-    try {
-      outcomes = await this.runFrames(plans);
-    } catch (e) {
-      this.d.log.error('batch failed before commit; reloading its videos from their checkpoints', { error: String(e) });
-      await this.rollback(plans.map((p) => p.v));
-      return;
+    if (plans.length === 0) return false;
+    const runs = await this.runner.run(
+      plans.map(({ v, steps }) => ({ videoId: v.videoId, steps, parked: v.failures >= MAX_VIDEO_FAILURES ? v.blamed : new Map<number, string>() })),
+    );
+    const built: { v: OwnedVideo; unit: ReturnType<typeof buildCommit>['unit']; parked: number }[] = [];
+    for (const { v, steps } of plans) {
+      const run = runs.get(v.videoId)!;
+      if (!run.ok) {
+        await this.failRound(v, run.reason, run.detail, run.blamed, now);
+        continue;
+      }
+      const { unit, failures } = buildCommit({
+        videoId: v.videoId,
+        token: v.token,
+        workerId: this.fence.workerId,
+        slot: this.fence.slot,
+        committed: v.committed,
+        steps,
+        outcomes: run.outcomes,
+        sequencer: v.sequencer.snapshot(),
+        complete: v.sequencer.isComplete(),
+        processor: this.processorSnapshot(v),
+        nowMs: now,
+      });
+      for (const f of failures) this.d.log.warn('frame failed', { videoId: v.videoId, ...f });
+      const parked = v.failures >= MAX_VIDEO_FAILURES ? steps.filter((s) => (s.type === 'frame' || s.type === 'late') && v.blamed.has(s.ref.frame)).length : 0;
+      built.push({ v, unit, parked });
     }
-    const units = plans.map(({ v, steps }) => this.commitUnitFor(v, steps, outcomes, now));
+    if (built.length === 0) return false;
     let outcome;
     try {
-      outcome = await this.d.leases.commit(fence, units, now);
+      outcome = await this.d.leases.commit(this.fence, built.map((b) => b.unit), now);
     } catch (e) {
-      this.d.log.error('commit failed; reloading videos from their checkpoints', { error: String(e) });
-      await this.rollback(plans.map((p) => p.v));
-      return;
+      for (const { v } of built) await this.failRound(v, 'commit-error', errorText(e), [], now);
+      return false;
     }
     if (outcome.kind === 'slot-lost') {
       this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
-      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: fence.slot, epoch: fence.epoch });
-      this.loseLease('commit fenced by the store');
-      return;
+      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.fence.slot, epoch: this.fence.epoch });
+      this.keeper.lose('commit fenced by the store');
+      return false;
     }
     const fenced = outcome.kind === 'videos-fenced' ? new Set(outcome.videoIds) : new Set<string>();
+    const conflicts = new Map(outcome.kind === 'videos-fenced' ? (outcome.conflicts ?? []).map((c) => [c.videoId, c.frame] as const) : []);
     const toDelete: string[] = [];
-    for (const u of units) {
-      const v = this.owned.get(u.videoId)!;
-      if (fenced.has(u.videoId)) {
-        this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
-        this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: u.videoId, token: u.token });
-        await this.drop(v, true);
+    for (const { v, unit, parked } of built) {
+      const conflict = conflicts.get(v.videoId);
+      if (conflict !== undefined) {
+        // A record this commit would create already exists, so the frame is settled: the
+        // retry leaves it out (the existing record stands) and the rest goes through.
+        v.recorded.add(conflict);
+        await this.failRound(v, 'record-exists', `frame ${conflict} already has a record`, [conflict], now);
         continue;
       }
-      v.committed = u.checkpoint;
+      if (fenced.has(v.videoId)) {
+        this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
+        this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: v.videoId, token: v.token });
+        await this.drop(v);
+        continue;
+      }
+      v.committed = unit.checkpoint;
       v.dirty = false;
       toDelete.push(...v.handles);
       v.handles = [];
-      this.countCommitted(u.results);
+      if (parked > 0) this.d.metrics.count(METRIC_NAMES.worker.framesParked, parked);
+      if (v.failures >= MAX_VIDEO_FAILURES) v.blamed.clear();
+      v.failures = 0;
+      this.d.metrics.count(METRIC_NAMES.worker.checkpointBytes, estimatedBytes(unit.checkpoint));
+      this.countCommitted(unit.results);
+      remember(v.settled, unit.results.filter((r) => r.status !== 'gap').map((r) => r.frame));
     }
-    if (toDelete.length > 0) {
-      const failed = await this.d.queues.delete(fence.slot, toDelete);
-      if (failed > 0) this.d.log.warn('some deletes failed; redeliveries will be recognised as duplicates', { failed });
+    if (toDelete.length > 0) await this.deleteMessages(toDelete);
+    for (const { v, unit } of built) {
+      if (unit.checkpoint.complete && !fenced.has(v.videoId) && !conflicts.has(v.videoId) && this.owned.has(v.videoId)) await this.release(v, 'end-of-stream');
     }
-    for (const u of units) {
-      const v = this.owned.get(u.videoId);
-      if (v && u.checkpoint.complete) await this.release(v, 'end-of-stream');
-    }
+    return true;
   }
 
-  /** Turns one video's sequenced steps and their outcomes into results, checkpoint and summary. */
-  private commitUnitFor(v: OwnedVideo, steps: readonly SequencedStep[], outcomes: ReadonlyMap<string, FrameOutcome>, now: number): CommitUnit {
-    const fence = this.fence!;
-    const prev = v.committed;
-    const results: FrameResultItem[] = [];
-    let { framesOk, framesFailed, framesGap, firstFrame, lastFrame } = prev;
-    const base = { videoId: v.videoId, token: v.token, worker: fence.workerId, committedAtMs: now };
-    const note = (frame: number) => {
-      firstFrame = firstFrame === undefined ? frame : Math.min(firstFrame, frame);
-      lastFrame = lastFrame === undefined ? frame : Math.max(lastFrame, frame);
-    };
-    for (const step of steps) {
-      if (step.type === 'gap') {
-        const run = step.throughFrame - step.frame + 1;
-        framesGap += run;
-        note(step.frame);
-        note(step.throughFrame);
-        if (run <= MAX_GAP_ITEMS_PER_RUN) {
-          for (let f = step.frame; f <= step.throughFrame; f++) results.push({ ...base, frame: f, status: 'gap', detections: [], reason: step.reason });
-        } else {
-          results.push({ ...base, frame: step.frame, status: 'gap', detections: [], reason: step.reason, throughFrame: step.throughFrame });
-        }
-      } else if (step.type === 'reject') {
-        framesFailed++;
-        results.push({ ...base, frame: step.ref.frame, status: 'failed', detections: [], reason: step.reason, key: step.ref.key });
-        this.d.log.warn('frame outside the video rejected', { videoId: v.videoId, frame: step.ref.frame, reason: step.reason });
-      } else {
-        note(step.ref.frame);
-        const outcome = outcomes.get(`${v.videoId}:${step.ref.frame}`)!;
-        if (outcome.status === 'ok') {
-          framesOk++;
-          results.push({ ...base, frame: step.ref.frame, status: 'ok', detections: outcome.detections, key: step.ref.key });
-        } else {
-          framesFailed++;
-          const detail = outcome.detail ? { detail: outcome.detail.slice(0, 500) } : {};
-          results.push({ ...base, frame: step.ref.frame, status: 'failed', detections: [], reason: outcome.reason, ...detail, key: step.ref.key });
-          this.d.log.warn('frame failed', { videoId: v.videoId, frame: step.ref.frame, reason: outcome.reason, detail: outcome.detail });
-        }
-      }
-    }
-    const checkpoint: VideoCheckpoint = {
-      ...prev,
-      seq: prev.seq + 1,
-      sequencer: v.sequencer.snapshot(),
-      processor: this.d.processor.snapshot(v.videoId),
-      framesOk,
-      framesFailed,
-      framesGap,
-      ...(firstFrame !== undefined ? { firstFrame } : {}),
-      ...(lastFrame !== undefined ? { lastFrame } : {}),
-      complete: v.sequencer.isComplete(),
-    };
-    return {
+  /**
+   * The processor's snapshot for the checkpoint, compacted when the checkpoint would
+   * outgrow {@link MAX_CHECKPOINT_BYTES} (the tracker evicts its oldest lost tracks).
+   */
+  private processorSnapshot(v: OwnedVideo): string {
+    const full = this.d.processor.snapshot(v.videoId);
+    const rest = estimatedBytes({ ...v.committed, processor: undefined, sequencer: v.sequencer.snapshot() });
+    // The snapshot is stored as a string: JSON escaping of its quotes and its key add a
+    // few percent to the estimate, so the processor gets a little less than the gap.
+    const room = Math.floor((MAX_CHECKPOINT_BYTES - rest) * 0.97) - 64;
+    if (Buffer.byteLength(full) <= room) return full;
+    const compact = this.d.processor.snapshot(v.videoId, Math.max(0, room));
+    this.d.log.warn('checkpoint over its cap: processor state compacted', { videoId: v.videoId, fullBytes: Buffer.byteLength(full), compactBytes: Buffer.byteLength(compact), room });
+    return compact;
+  }
+
+  /**
+   * A video's round failed: restore it alone from its last checkpoint, give its messages
+   * back after a backoff, and remember the frames to blame. Nothing else is rolled back.
+   */
+  private async failRound(v: OwnedVideo, reason: string, detail: string, blamed: readonly number[], now: number): Promise<void> {
+    v.failures++;
+    for (const f of blamed) v.blamed.set(f, reason);
+    const backoffMs = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (v.failures - 1));
+    this.d.metrics.count(METRIC_NAMES.worker.videoRollbacks, 1, { Reason: reason });
+    this.d.log.warn('video round failed; restored from its checkpoint, retrying after a backoff', {
       videoId: v.videoId,
-      token: v.token,
-      expectedSeq: prev.seq,
-      checkpoint,
-      results,
-      summary: summaryOf(v.videoId, checkpoint, { token: v.token, worker: fence.workerId, slot: fence.slot }, now),
-    };
+      reason,
+      detail: detail.slice(0, 300),
+      blamed,
+      failures: v.failures,
+      parksAfter: MAX_VIDEO_FAILURES,
+      backoffMs,
+    });
+    this.d.processor.closeVideo(v.videoId);
+    this.d.processor.openVideo(v.videoId, v.committed.processor);
+    v.sequencer = new VideoSequencer(this.d.tunables, v.committed.sequencer);
+    v.rejects = [];
+    v.dirty = false;
+    v.retryAtMs = now + backoffMs;
+    const handles = v.handles;
+    v.handles = [];
+    if (handles.length > 0) await this.holdBack(handles, backoffMs);
   }
 
   /** Metrics for results once they are durable. */
   private countCommitted(results: readonly FrameResultItem[]): void {
     let processed = 0;
+    let late = 0;
+    let gaps = 0;
     for (const r of results) {
       if (r.status === 'ok') processed++;
-      else if (r.status === 'gap') this.d.metrics.count(METRIC_NAMES.worker.framesGap, (r.throughFrame ?? r.frame) - r.frame + 1);
+      else if (r.status === 'late') late++;
+      else if (r.status === 'gap') gaps++;
       else this.d.metrics.count(METRIC_NAMES.worker.framesFailed, 1, { Reason: r.reason ?? 'unknown' });
     }
     if (processed > 0) this.d.metrics.count(METRIC_NAMES.worker.framesProcessed, processed);
+    if (late > 0) this.d.metrics.count(METRIC_NAMES.worker.framesLate, late);
+    if (gaps > 0) this.d.metrics.count(METRIC_NAMES.worker.framesGap, gaps);
   }
 
-  /** Fetches the frames to process and runs each video's frames through the processor as soon as they are in. */
-  private async runFrames(plans: readonly { v: OwnedVideo; steps: SequencedStep[] }[]): Promise<Map<string, FrameOutcome>> {
-    const outcomes = new Map<string, FrameOutcome>();
-    const wanted: { videoId: string; ref: { frame: number; bucket: string; key: string; sizeBytes: number } }[] = [];
-    for (const { v, steps } of plans) {
-      for (const s of steps) {
-        if (s.type !== 'frame') continue;
-        const id = `${v.videoId}:${s.ref.frame}`;
-        if (s.ref.sizeBytes === 0) outcomes.set(id, { status: 'failed', reason: 'empty-object', detail: 'zero-byte object' });
-        else if (s.ref.sizeBytes > this.d.tunables.maxFrameBytes) {
-          outcomes.set(id, { status: 'failed', reason: 'oversized', detail: `${s.ref.sizeBytes} bytes > maxFrameBytes ${this.d.tunables.maxFrameBytes}` });
-        } else wanted.push({ videoId: v.videoId, ref: s.ref });
-      }
-    }
-    if (wanted.length === 0) return outcomes;
-    this.d.log.debug('processing batch', { frames: wanted.length, videos: plans.length });
-    // Each video's frames go to the processor as soon as they are fetched, so S3 GETs of
-    // one video overlap inference of another: the processor's micro-batcher merges the
-    // concurrent calls into cross-video batches (full, or after maxBatchWaitMs).
-    const byVideo = new Map<string, typeof wanted>();
-    for (const w of wanted) {
-      const list = byVideo.get(w.videoId);
-      if (list) list.push(w);
-      else byVideo.set(w.videoId, [w]);
-    }
-    const fetchSlots = new Semaphore(FETCH_CONCURRENCY);
-    await Promise.all(
-      [...byVideo.values()].map(async (frames) => {
-        const inputs = await Promise.all(
-          frames.map(async (w): Promise<FrameInput | undefined> => {
-            try {
-              const image = await fetchSlots.run(() => this.d.frames.get(w.ref.bucket, w.ref.key));
-              return { videoId: w.videoId, frame: w.ref.frame, image };
-            } catch (e) {
-              if (!(e instanceof ObjectMissingError)) throw e;
-              outcomes.set(`${w.videoId}:${w.ref.frame}`, { status: 'failed', reason: 'object-missing', detail: e.message });
-              return undefined;
-            }
-          }),
-        );
-        const present = inputs.filter((i): i is FrameInput => i !== undefined);
-        if (present.length === 0) return;
-        const started = this.now();
-        const results = await this.d.processor.process(present);
-        this.d.metrics.milliseconds(METRIC_NAMES.worker.inferenceLatencyMs, (this.now() - started) / present.length);
-        present.forEach((input, i) => outcomes.set(`${input.videoId}:${input.frame}`, results[i]!));
-      }),
-    );
-    return outcomes;
-  }
-
-  /** Forgets in-memory progress of these videos and makes their messages visible again at once. */
-  private async rollback(videos: readonly OwnedVideo[]): Promise<void> {
-    for (const v of videos) await this.drop(v, true);
-  }
-
-  private async drop(v: OwnedVideo, redeliverNow: boolean): Promise<void> {
+  /** Forgets a video whose lease moved, and makes its messages visible again at once. */
+  private async drop(v: OwnedVideo): Promise<void> {
     this.d.processor.closeVideo(v.videoId);
     this.owned.delete(v.videoId);
-    if (redeliverNow && v.handles.length > 0) {
-      try {
-        await this.d.queues.extendVisibility(this.fence!.slot, v.handles, 0);
-      } catch (e) {
-        this.d.log.warn('could not reset visibility; messages return after the timeout', { error: String(e) });
-      }
-    }
+    if (v.handles.length > 0) await this.holdBack(v.handles, 0).catch(() => undefined);
   }
 
   // ------------------------------------------------------------------ housekeeping
@@ -566,15 +678,24 @@ export class Worker {
     const now = this.now();
     const idleMs = this.d.tunables.videoIdleReleaseSeconds * 1000;
     for (const v of [...this.owned.values()]) {
-      if (!v.dirty && v.handles.length === 0 && !v.sequencer.hasPending() && now - v.lastActivityMs >= idleMs) {
+      // A video backing off after a failure is not idle: releasing it would forget its failures.
+      const failing = v.failures > 0 || v.retryAtMs > now;
+      if (!failing && !v.dirty && v.handles.length === 0 && v.rejects.length === 0 && !v.sequencer.hasPending() && now - v.lastActivityMs >= idleMs) {
         await this.release(v, 'idle');
       }
     }
   }
 
   private async release(v: OwnedVideo, why: 'idle' | 'end-of-stream'): Promise<void> {
-    const fence = this.fence!;
-    const ok = await this.d.leases.releaseVideo(v.videoId, fence, v.token, v.committed.seq, this.now(), this.d.tunables.releasedVideoRetentionDays);
+    let ok: boolean;
+    try {
+      ok = await this.d.leases.releaseVideo(v.videoId, this.fence, v.token, v.committed.seq, this.now(), this.d.tunables.releasedVideoRetentionDays);
+    } catch (e) {
+      // Still ours and committed: the next housekeeping round tries again once it is idle.
+      this.d.log.warn('video release failed; will retry when idle', { videoId: v.videoId, why, error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'release' });
+      return;
+    }
     this.d.processor.closeVideo(v.videoId);
     this.owned.delete(v.videoId);
     this.d.metrics.count(METRIC_NAMES.worker.videosReleased, 1, { Why: why });
@@ -586,51 +707,25 @@ export class Worker {
     if (handles.length === 0) return { stop() {} };
     const seconds = this.d.tunables.slotQueueVisibilitySeconds;
     const timer = setInterval(() => {
-      void this.d.queues.extendVisibility(this.fence!.slot, handles, seconds).catch((e) => {
-        this.d.log.warn('visibility extension failed', { error: String(e) });
+      void this.d.queues.extendVisibility(this.fence.slot, handles, seconds).catch((e) => {
+        this.d.log.debug('visibility extension failed (messages may already be deleted)', { error: errorText(e) });
       });
     }, (seconds * 1000) / 2);
     return { stop: () => clearInterval(timer) };
   }
 }
 
-function adoptedSequencer(options: ConstructorParameters<typeof VideoSequencer>[0], state: SequencerState, now: number, graceMs: number): VideoSequencer {
-  const seq = new VideoSequencer(options, state);
-  seq.restartWait(now, graceMs);
-  return seq;
-}
-
-/** Takes sequenced steps without exceeding one transaction's worth of result items. */
-function takeBounded(seq: VideoSequencer, now: number, mayGap: boolean): SequencedStep[] {
-  return seq.take(now, MAX_RESULT_ITEMS_PER_COMMIT, (s) => {
-    if (s.type !== 'gap') return 1;
-    const run = s.throughFrame - s.frame + 1;
-    return run <= MAX_GAP_ITEMS_PER_RUN ? run : 1;
-  }, mayGap);
-}
-
-/** Bounds concurrent S3 GETs across the videos of a batch. */
-class Semaphore {
-  private free: number;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(size: number) {
-    this.free = size;
+function remember(settled: Set<number>, frames: readonly number[]): void {
+  for (const f of frames) {
+    settled.delete(f);
+    settled.add(f);
   }
-
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.free > 0) this.free--;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    try {
-      return await fn();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.free++;
-    }
+  for (const f of settled) {
+    if (settled.size <= SETTLED_MEMORY_FRAMES) break;
+    settled.delete(f);
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+function errorText(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }

@@ -11,7 +11,7 @@ import { jpeg, put, results, startTestStack, summary, uploadFrames, waitFor, typ
 let stack: TestStack;
 
 beforeAll(async () => {
-  stack = await startTestStack({ tunables: { slotCount: 2, videosPerSlot: 1, videoIdleReleaseSeconds: 2, routerPinCacheSeconds: 60 } });
+  stack = await startTestStack({ tunables: { slotCount: 2, videosPerSlot: 1, videoIdleReleaseSeconds: 2, routerPinCacheSeconds: 1 } });
 });
 
 afterAll(async () => {

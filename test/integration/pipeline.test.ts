@@ -76,14 +76,6 @@ describe('order and affinity', () => {
   });
 });
 
-describe('summary', () => {
-  it('counts a gap at the start of a video in its first frame', async () => {
-    await uploadFrames(stack, 'late-start', [2, 3], { end: 3 });
-    await waitFor('late-start complete', async () => (await summary(stack, 'late-start'))?.status === 'complete');
-    expect(await summary(stack, 'late-start')).toMatchObject({ firstFrame: 0, lastFrame: 3, framesGap: 2, framesOk: 2 });
-  });
-});
-
 describe('nothing doubled', () => {
   it('gives one result per frame when the same notification is delivered twice and objects are re-uploaded', async () => {
     // Prepare

@@ -1,0 +1,104 @@
+/**
+ * Turns one video's sequenced steps and their outcomes into a commit unit: one result
+ * per frame, the counts, the checkpoint that covers them and the summary. Pure: the
+ * worker hands it the state, the store writes what it returns in one fenced transaction.
+ */
+import { summaryOf, type VideoCheckpoint } from '../../core/checkpoint.ts';
+import type { CommitUnit } from '../../core/commit-packing.ts';
+import type { FrameOutcome } from '../../core/ports.ts';
+import type { FrameResultItem } from '../../core/results.ts';
+import type { SequencedStep, SequencerState } from '../../core/sequencer.ts';
+
+export interface CommitInput {
+  readonly videoId: string;
+  readonly token: number;
+  readonly workerId: string;
+  readonly slot: number;
+  /** Last committed checkpoint. */
+  readonly committed: VideoCheckpoint;
+  readonly steps: readonly SequencedStep[];
+  /** Outcomes of the frame and late steps, by frame number. */
+  readonly outcomes: ReadonlyMap<number, FrameOutcome>;
+  /** The sequencer after the steps were taken. */
+  readonly sequencer: SequencerState;
+  readonly complete: boolean;
+  /** The processor's snapshot after the frames were processed. */
+  readonly processor: string | undefined;
+  readonly nowMs: number;
+}
+
+export interface BuiltCommit {
+  readonly unit: CommitUnit;
+  /** Failures, for logs: frame, reason, detail. */
+  readonly failures: readonly { frame: number; reason: string; detail?: string }[];
+}
+
+export function buildCommit(input: CommitInput): BuiltCommit {
+  const prev = input.committed;
+  const results: FrameResultItem[] = [];
+  const replacesGap: number[] = [];
+  const failures: { frame: number; reason: string; detail?: string }[] = [];
+  let { framesOk, framesLate, framesFailed, framesGap, firstFrame, lastFrame } = prev;
+  const base = { videoId: input.videoId, token: input.token, worker: input.workerId, committedAtMs: input.nowMs };
+  const note = (frame: number) => {
+    firstFrame = firstFrame === undefined ? frame : Math.min(firstFrame, frame);
+    lastFrame = lastFrame === undefined ? frame : Math.max(lastFrame, frame);
+  };
+  const failed = (frame: number, reason: string, detail: string | undefined, key: string | undefined): FrameResultItem => {
+    failures.push({ frame, reason, ...(detail ? { detail } : {}) });
+    return { ...base, frame, status: 'failed', detections: [], reason, ...(detail ? { detail: detail.slice(0, 500) } : {}), ...(key ? { key } : {}) };
+  };
+  for (const step of input.steps) {
+    if (step.type === 'gap') {
+      framesGap++;
+      note(step.frame);
+      results.push({ ...base, frame: step.frame, status: 'gap', detections: [], reason: step.reason });
+    } else if (step.type === 'reject') {
+      framesFailed++;
+      results.push(failed(step.ref.frame, step.reason, undefined, step.ref.key));
+    } else {
+      const frame = step.ref.frame;
+      const outcome = input.outcomes.get(frame);
+      if (!outcome) throw new Error(`no outcome for ${input.videoId} frame ${frame}`);
+      note(frame);
+      const late = step.type === 'late';
+      if (late && step.ref.replacesGap) {
+        framesGap--;
+        replacesGap.push(frame);
+      }
+      if (outcome.status === 'ok') {
+        if (late) framesLate++;
+        else framesOk++;
+        results.push({ ...base, frame, status: late ? 'late' : 'ok', detections: outcome.detections, key: step.ref.key });
+      } else {
+        framesFailed++;
+        results.push(failed(frame, outcome.reason, outcome.detail, step.ref.key));
+      }
+    }
+  }
+  const checkpoint: VideoCheckpoint = {
+    ...prev,
+    seq: prev.seq + 1,
+    sequencer: input.sequencer,
+    ...(input.processor !== undefined ? { processor: input.processor } : {}),
+    framesOk,
+    framesLate,
+    framesFailed,
+    framesGap,
+    ...(firstFrame !== undefined ? { firstFrame } : {}),
+    ...(lastFrame !== undefined ? { lastFrame } : {}),
+    complete: input.complete,
+  };
+  return {
+    unit: {
+      videoId: input.videoId,
+      token: input.token,
+      expectedSeq: prev.seq,
+      checkpoint,
+      results,
+      ...(replacesGap.length > 0 ? { replacesGap } : {}),
+      summary: summaryOf(input.videoId, checkpoint, { token: input.token, worker: input.workerId, slot: input.slot }, input.nowMs),
+    },
+    failures,
+  };
+}

@@ -1,0 +1,225 @@
+/**
+ * Runs the frames of a batch: fetches them from S3 and hands each video's frames to the
+ * processor as soon as they are in, so S3 GETs of one video overlap inference of
+ * another (the processor's micro-batcher merges concurrent calls across videos).
+ *
+ * Faults are isolated per frame and per video:
+ * - a frame that cannot be read for good (missing, archived, denied, undecodable) gets a
+ *   `failed` outcome whose reason is the S3 error code;
+ * - a transient error (throttling, 5xx, timeout) is retried with backoff, and if it
+ *   persists the video alone fails this round ({@link VideoRun} `ok: false`, with the
+ *   frames to blame) while the other videos of the batch go on;
+ * - every video's work is awaited before the batch returns, so no processing abandoned
+ *   by a failure can touch a video's state after the worker restores it.
+ */
+import { isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
+import type { Tunables } from '../../core/config.ts';
+import { ObjectMissingError, type FrameStore } from '../../core/frame-store.ts';
+import { METRIC_NAMES } from '../../core/metric-names.ts';
+import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink, NeighbourFrame } from '../../core/ports.ts';
+import { nearestProcessed, type ResultsSource } from '../../core/results-reader.ts';
+import type { FrameRef, LateFrame, SequencedStep } from '../../core/sequencer.ts';
+
+/** Concurrent S3 GETs per batch. */
+const FETCH_CONCURRENCY = 8;
+/** Retries of a transient S3 error inside one round, on top of the SDK's own. */
+const FETCH_RETRIES = 2;
+const FETCH_RETRY_BASE_MS = 200;
+/** How far a late frame looks for committed neighbours, frames. */
+const NEIGHBOUR_DISTANCE_FRAMES = 30;
+
+export interface VideoPlan {
+  readonly videoId: string;
+  readonly steps: readonly SequencedStep[];
+  /** Frames given up on after repeated failures: recorded as failed with this reason, not fetched. */
+  readonly parked: ReadonlyMap<number, string>;
+}
+
+export type VideoRun =
+  | { readonly ok: true; readonly outcomes: Map<number, FrameOutcome> }
+  /** The video failed this round; `blamed` are the frames at fault (all of its frames when unknown). */
+  | { readonly ok: false; readonly reason: string; readonly detail: string; readonly blamed: readonly number[] };
+
+export interface FrameRunnerDeps {
+  readonly frames: FrameStore;
+  readonly processor: FrameProcessor;
+  readonly results: ResultsSource;
+  readonly tunables: Pick<Tunables, 'maxFrameBytes'>;
+  readonly metrics: MetricSink;
+  readonly log: LogSink;
+  readonly now: () => number;
+}
+
+/** An error that fails one video's round, naming the frames at fault. */
+class VideoRoundError extends Error {
+  readonly reason: string;
+  readonly blamed: readonly number[];
+
+  constructor(reason: string, detail: string, blamed: readonly number[]) {
+    super(detail);
+    this.reason = reason;
+    this.blamed = blamed;
+  }
+}
+
+export class FrameRunner {
+  private readonly d: FrameRunnerDeps;
+
+  constructor(deps: FrameRunnerDeps) {
+    this.d = deps;
+  }
+
+  /** Runs every plan; one entry per plan, whatever happened to the others. */
+  async run(plans: readonly VideoPlan[]): Promise<Map<string, VideoRun>> {
+    const fetchSlots = new Semaphore(FETCH_CONCURRENCY);
+    const settled = await Promise.allSettled(plans.map((p) => this.runVideo(p, fetchSlots)));
+    const out = new Map<string, VideoRun>();
+    settled.forEach((s, i) => {
+      const plan = plans[i]!;
+      if (s.status === 'fulfilled') {
+        out.set(plan.videoId, { ok: true, outcomes: s.value });
+        return;
+      }
+      const e = s.reason;
+      const all = plan.steps.flatMap((st) => (st.type === 'frame' || st.type === 'late' ? [st.ref.frame] : []));
+      if (e instanceof VideoRoundError) out.set(plan.videoId, { ok: false, reason: e.reason, detail: e.message, blamed: e.blamed });
+      else out.set(plan.videoId, { ok: false, reason: 'processing-error', detail: errorText(e), blamed: all });
+    });
+    return out;
+  }
+
+  private async runVideo(plan: VideoPlan, fetchSlots: Semaphore): Promise<Map<number, FrameOutcome>> {
+    const outcomes = new Map<number, FrameOutcome>();
+    const inOrder: FrameRef[] = [];
+    const late: LateFrame[] = [];
+    for (const s of plan.steps) {
+      if (s.type !== 'frame' && s.type !== 'late') continue;
+      const parkedReason = plan.parked.get(s.ref.frame);
+      const screened = parkedReason ? { status: 'failed' as const, reason: parkedReason, detail: 'given up after repeated errors; retry with `affinity replay`' } : this.screen(s.ref);
+      if (screened) outcomes.set(s.ref.frame, screened);
+      else if (s.type === 'late') late.push(s.ref);
+      else inOrder.push(s.ref);
+    }
+    const fetched = async (ref: FrameRef): Promise<FrameInput | undefined> => {
+      const got = await this.fetch(plan.videoId, ref, fetchSlots);
+      if ('failed' in got) {
+        outcomes.set(ref.frame, got.failed);
+        return undefined;
+      }
+      return got.input;
+    };
+    const [inputs, lateInputs] = await Promise.all([
+      settleAll(inOrder.map(fetched)),
+      settleAll(
+        late.map(async (ref): Promise<LateFrameInput | undefined> => {
+          const [input, neighbours] = await Promise.all([fetched(ref), this.neighbours(plan.videoId, ref.frame)]);
+          return input ? { ...input, ...neighbours } : undefined;
+        }),
+      ),
+    ]);
+    const present = inputs.filter((i): i is FrameInput => i !== undefined);
+    const presentLate = lateInputs.filter((i): i is LateFrameInput => i !== undefined);
+    const started = this.d.now();
+    const [results, lateResults] = await settleAll([
+      present.length > 0 ? this.d.processor.process(present) : Promise.resolve([]),
+      presentLate.length > 0 ? this.d.processor.processLate(presentLate) : Promise.resolve([]),
+    ]);
+    const processed = present.length + presentLate.length;
+    if (processed > 0) this.d.metrics.milliseconds(METRIC_NAMES.worker.inferenceLatencyMs, (this.d.now() - started) / processed);
+    present.forEach((input, i) => outcomes.set(input.frame, results[i]!));
+    presentLate.forEach((input, i) => outcomes.set(input.frame, lateResults[i]!));
+    return outcomes;
+  }
+
+  /** Frames that need no fetch to know they are unusable. */
+  private screen(ref: FrameRef): FrameOutcome | undefined {
+    if (ref.sizeBytes === 0) return { status: 'failed', reason: 'empty-object', detail: 'zero-byte object' };
+    if (ref.sizeBytes > this.d.tunables.maxFrameBytes) {
+      return { status: 'failed', reason: 'oversized', detail: `${ref.sizeBytes} bytes > maxFrameBytes ${this.d.tunables.maxFrameBytes}` };
+    }
+    return undefined;
+  }
+
+  private async fetch(videoId: string, ref: FrameRef, fetchSlots: Semaphore): Promise<{ input: FrameInput } | { failed: FrameOutcome }> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const image = await fetchSlots.run(() => this.d.frames.get(ref.bucket, ref.key));
+        return { input: { videoId, frame: ref.frame, image } };
+      } catch (e) {
+        if (e instanceof ObjectMissingError) return { failed: { status: 'failed', reason: 'object-missing', detail: e.message } };
+        const code = errorCode(e);
+        if (!isTransient(e)) {
+          // For good: an archived object (InvalidObjectState), SSE-C, a denied KMS key...
+          this.d.log.warn('frame cannot be read', { videoId, frame: ref.frame, key: ref.key, code, error: errorText(e) });
+          return { failed: { status: 'failed', reason: code, detail: errorText(e).slice(0, 300) } };
+        }
+        if (attempt >= FETCH_RETRIES) throw new VideoRoundError(code, `s3://${ref.bucket}/${ref.key}: ${errorText(e)}`, [ref.frame]);
+        await new Promise((r) => setTimeout(r, FETCH_RETRY_BASE_MS * 4 ** attempt * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  private async neighbours(videoId: string, frame: number): Promise<{ before?: NeighbourFrame; after?: NeighbourFrame }> {
+    try {
+      const [before, after] = await Promise.all([
+        nearestProcessed(this.d.results, videoId, frame, 'before', NEIGHBOUR_DISTANCE_FRAMES),
+        nearestProcessed(this.d.results, videoId, frame, 'after', NEIGHBOUR_DISTANCE_FRAMES),
+      ]);
+      return {
+        ...(before ? { before: { frame: before.frame, detections: before.detections } } : {}),
+        ...(after ? { after: { frame: after.frame, detections: after.detections } } : {}),
+      };
+    } catch (e) {
+      throw new VideoRoundError(errorCode(e), `neighbours of late frame ${frame}: ${errorText(e)}`, [frame]);
+    }
+  }
+}
+
+/** Whether an AWS SDK error is worth retrying (throttling, 5xx, timeouts, dropped connections). */
+export function isTransient(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  const err = e as Parameters<typeof isTransientError>[0];
+  if (isThrottlingError(err) || isTransientError(err) || isServerError(err)) return true;
+  // A timeout or a network error carries no HTTP response at all.
+  return (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === undefined && !('$fault' in e && (e as { $fault?: string }).$fault === 'client');
+}
+
+/** The service's error code (e.g. `InvalidObjectState`), or the error's name. */
+export function errorCode(e: unknown): string {
+  if (e instanceof Error) return (e as { Code?: string }).Code ?? e.name ?? 'Error';
+  return 'Error';
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
+
+/** Awaits every promise (so none is left running), then rethrows the first failure. */
+async function settleAll<T>(promises: readonly Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
+}
+
+/** Bounds concurrent S3 GETs across the videos of a batch. */
+class Semaphore {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
+}

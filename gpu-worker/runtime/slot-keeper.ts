@@ -1,0 +1,141 @@
+/**
+ * Holds the worker's slot lease: claims a slot, renews it by heartbeat, and declares it
+ * lost the moment a heartbeat says so or can no longer be confirmed in time. Every
+ * durable write the worker makes is fenced by the {@link SlotFence} this returns, so
+ * losing the lease here only stops work early; the store already rejects stale writes.
+ */
+import type { Tunables } from '../../core/config.ts';
+import type { LogSink, MetricSink } from '../../core/ports.ts';
+import { UnconfirmedError, type LeaseStore, type SlotFence } from '../../core/lease-store.ts';
+import { METRIC_NAMES } from '../../core/metric-names.ts';
+
+export interface SlotKeeperDeps {
+  readonly workerId: string;
+  /** The slot to claim; undefined = the first free one. */
+  readonly slot?: number;
+  readonly tunables: Tunables;
+  readonly leases: LeaseStore;
+  readonly metrics: MetricSink;
+  readonly log: LogSink;
+  readonly now: () => number;
+  /** Called on every confirmed heartbeat. */
+  readonly onHeartbeat?: () => void;
+  /** Called once, the moment the lease is lost or cannot be confirmed. */
+  readonly onLost: (reason: string) => void;
+}
+
+export class SlotKeeper {
+  private readonly d: SlotKeeperDeps;
+  private fenceValue: SlotFence | undefined;
+  private lastConfirmedExpiryMs = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight = false;
+  private lostReason: string | undefined;
+
+  constructor(deps: SlotKeeperDeps) {
+    this.d = deps;
+  }
+
+  get fence(): SlotFence | undefined {
+    return this.fenceValue;
+  }
+
+  /** Why the lease was lost, or undefined while it is held. */
+  get lost(): string | undefined {
+    return this.lostReason;
+  }
+
+  /**
+   * Claims a slot, waiting out a predecessor's lease if needed (a replacement may start
+   * while the dead owner's lease still runs). Undefined when none could be had in time
+   * or `shouldStop` said so.
+   */
+  async claim(shouldStop: () => boolean): Promise<SlotFence | undefined> {
+    const t = this.d.tunables;
+    const ttlMs = t.slotLeaseTtlSeconds * 1000;
+    const giveUpAtMs = this.d.now() + 2 * ttlMs + 5_000;
+    const candidates = this.d.slot !== undefined ? [this.d.slot] : Array.from({ length: t.slotCount }, (_, i) => i);
+    while (!shouldStop() && this.d.now() < giveUpAtMs) {
+      for (const slot of candidates) {
+        let claimed: Awaited<ReturnType<LeaseStore['claimSlot']>>;
+        try {
+          claimed = await this.d.leases.claimSlot(slot, this.d.workerId, this.d.now(), ttlMs);
+        } catch (e) {
+          // A throttle or timeout while claiming: nothing is held yet, try again shortly.
+          this.d.log.warn('slot claim failed; retrying', { slot, error: String(e) });
+          continue;
+        }
+        if (claimed) {
+          this.lastConfirmedExpiryMs = claimed.expiresAtMs;
+          this.d.onHeartbeat?.();
+          this.fenceValue = { slot, workerId: this.d.workerId, epoch: claimed.epoch };
+          return this.fenceValue;
+        }
+      }
+      await sleep(250);
+    }
+    this.d.log.warn('no slot could be claimed; exiting', { candidates });
+    return undefined;
+  }
+
+  startHeartbeat(): void {
+    this.timer = setInterval(() => void this.heartbeat(), this.d.tunables.heartbeatIntervalSeconds * 1000);
+  }
+
+  stopHeartbeat(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Gives the slot up at once so a successor need not wait for the lease to run out. */
+  async release(): Promise<void> {
+    const fence = this.fenceValue;
+    if (!fence || this.lostReason) return;
+    try {
+      await this.d.leases.releaseSlot(fence, this.d.now());
+    } catch (e) {
+      this.d.log.warn('slot release failed; the lease runs out by itself', { error: String(e) });
+    }
+  }
+
+  /** Declares the lease lost (also used when a commit is fenced by the store). */
+  lose(reason: string): void {
+    if (this.lostReason) return;
+    this.lostReason = reason;
+    this.stopHeartbeat();
+    this.d.log.error('slot lease lost; stopping at once', { reason, slot: this.fenceValue?.slot });
+    this.d.metrics.count(METRIC_NAMES.worker.slotLeasesLost);
+    this.d.onLost(reason);
+  }
+
+  /** One heartbeat; exported for tests through the worker's timer. */
+  async heartbeat(): Promise<void> {
+    const fence = this.fenceValue;
+    if (!fence || this.inFlight || this.lostReason) return;
+    this.inFlight = true;
+    const ttlMs = this.d.tunables.slotLeaseTtlSeconds * 1000;
+    const now = this.d.now();
+    try {
+      const r = await this.d.leases.renewSlot(fence, now, ttlMs);
+      if (r === 'lost') {
+        this.lose('slot taken over by another worker');
+        return;
+      }
+      this.lastConfirmedExpiryMs = now + ttlMs;
+      this.d.onHeartbeat?.();
+    } catch (e) {
+      const detail = e instanceof UnconfirmedError ? e.message : String(e);
+      this.d.log.warn('heartbeat not confirmed', { detail });
+      this.d.metrics.count(METRIC_NAMES.worker.heartbeatsUnconfirmed);
+      // Keep trying while the last confirmed lease still has a heartbeat's margin left.
+      if (this.d.now() >= this.lastConfirmedExpiryMs - this.d.tunables.heartbeatIntervalSeconds * 1000) {
+        this.lose(`heartbeat could not be confirmed: ${detail}`);
+      }
+    } finally {
+      this.inFlight = false;
+    }
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,481 @@
+/**
+ * Runs the real worker (gpu-worker/runtime/worker.ts) in this process, against:
+ *  - the real LeaseStore on DynamoDB Local (tables made by local/resources.ts),
+ *  - SlotQueues over the SQS FIFO model (test/support/sqs-fifo-model.ts), or over fauxqs,
+ *  - a real FrameStore over fauxqs's S3, optionally wrapped to fail chosen keys,
+ *  - the StatsProcessor (trackId = frames the video's state has seen), optionally wrapped.
+ *
+ * It only uses the worker's public surface (`WorkerDeps`, `run`, `requestStop`), so it
+ * survives changes inside the worker loop.
+ *
+ *   const h = await WorkerHarness.start({ slots: 2 });           // beforeAll
+ *   const w = h.createWorker(0, { tunables: { firstFrameNumber: 0 } }).start();
+ *   await h.pinVideo('v1', 0);
+ *   await h.putFrames('v1', frames); await h.sendFrames(0, 'v1', order);
+ *   await h.putEnd('v1', 29); await h.sendEnd(0, 'v1');
+ *   await h.waitForSummary('v1', (s) => s.status === 'complete');
+ *   await w.stop();
+ *   await h.stop();                                              // afterAll
+ */
+import { randomBytes } from 'node:crypto';
+import { PutObjectCommand, S3ServiceException } from '@aws-sdk/client-s3';
+import sharp from 'sharp';
+import { DEFAULT_TUNABLES, validateTunables, type Tunables, type Wiring } from '../../core/config.ts';
+import { createAwsClientsFrom, type AwsClients } from '../../core/aws/clients.ts';
+import { LeaseStore } from '../../core/lease-store.ts';
+import { SlotQueues } from '../../core/slot-queues.ts';
+import { FrameStore } from '../../core/frame-store.ts';
+import { endMarkerKey, frameKey } from '../../core/keys.ts';
+import type { EndMessage, FrameMessage } from '../../core/messages.ts';
+import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
+import { allResults, getSummary, type ResultsSource } from '../../core/results-reader.ts';
+import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
+import { Worker, type ExitReason, type WorkerDeps } from '../../gpu-worker/runtime/worker.ts';
+import { StatsProcessor } from '../../gpu-worker/stats-processor.ts';
+import { LOCAL_CREDENTIALS, startDynamoDbLocal, startFauxqsEmulator, type DynamoDbLocalHandle, type FauxqsHandle } from '../../local/emulators.ts';
+import { OrphanGuard } from '../../local/orphan-guard.ts';
+import { createLocalResources, type LocalResources } from '../../local/resources.ts';
+import { S3Notifier } from '../../local/s3-notifications.ts';
+import { SqsFifoModel, type SqsFifoModelOptions } from './sqs-fifo-model.ts';
+import { waitFor } from './wait.ts';
+
+export interface WorkerHarnessOptions {
+  /** Slots (and slot queues). @default 2 */
+  readonly slots?: number;
+  /** Overrides of DEFAULT_TUNABLES for queue creation and as every worker's base. */
+  readonly tunables?: Partial<Tunables>;
+  /** Where the slot queues live. @default 'model' */
+  readonly queueBackend?: 'model' | 'fauxqs';
+  /** Options of the SQS FIFO model. @default { longPollCapMs: 1000 } (a stop waits for one poll) */
+  readonly model?: SqsFifoModelOptions;
+  /** Resource name prefix. @default a unique one */
+  readonly prefix?: string;
+  /** Print worker log lines to stderr (also `WORKER_HARNESS_LOG=1`). */
+  readonly printLogs?: boolean;
+}
+
+export interface HarnessLogEntry {
+  readonly level: 'debug' | 'info' | 'warn' | 'error';
+  readonly message: string;
+  readonly fields: Record<string, unknown>;
+  readonly atMs: number;
+}
+
+export interface HarnessMetric {
+  readonly name: string;
+  readonly value: number;
+  readonly unit: 'count' | 'ms';
+  readonly dimensions: Record<string, string>;
+}
+
+/** Decides whether a FrameStore `get` fails: return the error to throw, or undefined. */
+export type FrameFault = (bucket: string, key: string, attempt: number) => Error | undefined;
+
+export interface HarnessWorkerOptions {
+  /** Merged over the harness's tunables (which are merged over DEFAULT_TUNABLES). */
+  readonly tunables?: Partial<Tunables>;
+  /** @default `w<n>-slot<slot>` */
+  readonly workerId?: string;
+  /** Makes FrameStore.get (and getText) throw for chosen keys, e.g. an S3 `InvalidObjectState`. */
+  readonly frameFault?: FrameFault;
+  /** Wraps (or replaces) the worker's FrameStore; applied after `frameFault`. */
+  readonly frames?: (inner: FrameStore) => FrameStore;
+  /** Wraps (or replaces) the worker's processor (a StatsProcessor). */
+  readonly processor?: (inner: StatsProcessor) => FrameProcessor;
+  /** Extra ms per StatsProcessor call (a slow model). */
+  readonly statsDelayMs?: number;
+  /** The worker's clock. @default Date.now */
+  readonly now?: () => number;
+  /** Extra WorkerDeps fields (for dependencies added to the worker later). */
+  readonly extraDeps?: Partial<WorkerDeps> & Record<string, unknown>;
+}
+
+/** A FrameStore whose reads fail for the keys a {@link FrameFault} chooses. */
+export class FaultyFrameStore extends FrameStore {
+  private readonly fault: FrameFault;
+  private readonly attempts = new Map<string, number>();
+
+  constructor(s3: ConstructorParameters<typeof FrameStore>[0], fault: FrameFault) {
+    super(s3);
+    this.fault = fault;
+  }
+
+  /** How many times `get` was asked for `key` (failed or not). */
+  attemptsFor(key: string): number {
+    return this.attempts.get(key) ?? 0;
+  }
+
+  override async get(bucket: string, key: string): Promise<Uint8Array> {
+    const attempt = (this.attempts.get(key) ?? 0) + 1;
+    this.attempts.set(key, attempt);
+    const e = this.fault(bucket, key, attempt);
+    if (e) throw e;
+    return super.get(bucket, key);
+  }
+}
+
+/** An error shaped like the S3 client's service exceptions (`name` = S3's error code). */
+export function s3Error(name: string, message = name, httpStatusCode = 403): S3ServiceException {
+  return new S3ServiceException({ name, $fault: httpStatusCode >= 500 ? 'server' : 'client', $metadata: { httpStatusCode }, message });
+}
+
+/**
+ * A FrameProcessor that delegates to `inner` except for the methods given, for a
+ * {@link HarnessWorkerOptions.processor} wrapper (e.g. to record or fail chosen frames):
+ *   processor: (inner) => wrapProcessor(inner, { process: (f) => { seen.push(...f); return inner.process(f); } })
+ */
+export function wrapProcessor(inner: FrameProcessor, overrides: Partial<Omit<FrameProcessor, 'description' | 'provider'>>): FrameProcessor {
+  return {
+    get description() {
+      return inner.description;
+    },
+    get provider() {
+      return inner.provider;
+    },
+    start: overrides.start ?? (() => inner.start()),
+    openVideo: overrides.openVideo ?? ((videoId, snapshot) => inner.openVideo(videoId, snapshot)),
+    process: overrides.process ?? ((frames) => inner.process(frames)),
+    processLate: overrides.processLate ?? ((frames) => inner.processLate(frames)),
+    snapshot: overrides.snapshot ?? ((videoId, maxBytes) => inner.snapshot(videoId, maxBytes)),
+    closeVideo: overrides.closeVideo ?? ((videoId) => inner.closeVideo(videoId)),
+    stop: overrides.stop ?? (() => inner.stop()),
+  };
+}
+
+/** Deterministic shuffle of each consecutive window of `window` items (arrival out of order, but bounded). */
+export function shuffledWithinWindows<T>(items: readonly T[], window: number, seed: number): T[] {
+  const out: T[] = [];
+  let s = seed;
+  for (let start = 0; start < items.length; start += window) {
+    const chunk = items.slice(start, start + window);
+    for (let i = chunk.length - 1; i > 0; i--) {
+      s = (s * 1103515245 + 12345) & 0x7fffffff;
+      const j = s % (i + 1);
+      [chunk[i], chunk[j]] = [chunk[j]!, chunk[i]!];
+    }
+    out.push(...chunk);
+  }
+  return out;
+}
+
+/** One worker run in the background. */
+export class HarnessWorker {
+  readonly worker: Worker;
+  readonly workerId: string;
+  readonly slot: number;
+  readonly tunables: Tunables;
+  readonly logs: HarnessLogEntry[];
+  readonly metrics: HarnessMetric[];
+  /** The FrameStore the worker uses (a {@link FaultyFrameStore} when `frameFault` was given). */
+  readonly frames: FrameStore;
+  /** Why the slot lease was lost, if it was. */
+  leaseLost: string | undefined;
+  private running: Promise<ExitReason> | undefined;
+  private failure: unknown;
+
+  constructor(init: { worker: Worker; workerId: string; slot: number; tunables: Tunables; logs: HarnessLogEntry[]; metrics: HarnessMetric[]; frames: FrameStore }) {
+    this.worker = init.worker;
+    this.workerId = init.workerId;
+    this.slot = init.slot;
+    this.tunables = init.tunables;
+    this.logs = init.logs;
+    this.metrics = init.metrics;
+    this.frames = init.frames;
+  }
+
+  /** Starts `worker.run()` in the background. */
+  start(): this {
+    if (this.running) throw new Error(`worker ${this.workerId} already started`);
+    this.running = this.worker.run();
+    this.running.catch((e: unknown) => {
+      this.failure = e;
+    });
+    return this;
+  }
+
+  get started(): boolean {
+    return this.running !== undefined;
+  }
+
+  /** Resolves with the run's exit reason (rejects if run() threw). */
+  get done(): Promise<ExitReason> {
+    if (!this.running) throw new Error(`worker ${this.workerId} was not started`);
+    return this.running;
+  }
+
+  /** The error run() threw, if it threw. */
+  get crashed(): unknown {
+    return this.failure;
+  }
+
+  /** Asks the worker to drain and waits for run() to end. */
+  async stop(): Promise<ExitReason> {
+    this.worker.requestStop();
+    return this.done;
+  }
+
+  /** Sum of a metric's values (optionally only those with the given dimensions). */
+  metricTotal(name: string, dimensions: Record<string, string> = {}): number {
+    return this.metrics
+      .filter((m) => m.name === name && Object.entries(dimensions).every(([k, v]) => m.dimensions[k] === v))
+      .reduce((n, m) => n + m.value, 0);
+  }
+
+  /** Log entries at a level or above whose message matches. */
+  logsMatching(pattern: RegExp, levels: readonly HarnessLogEntry['level'][] = ['debug', 'info', 'warn', 'error']): HarnessLogEntry[] {
+    return this.logs.filter((l) => levels.includes(l.level) && pattern.test(l.message));
+  }
+}
+
+let imageCache: Buffer | undefined;
+/** A small valid JPEG. */
+export async function testJpeg(): Promise<Buffer> {
+  imageCache ??= await sharp({ create: { width: 32, height: 24, channels: 3, background: { r: 40, g: 160, b: 90 } } })
+    .jpeg()
+    .toBuffer();
+  return imageCache;
+}
+
+export class WorkerHarness {
+  readonly tunables: Tunables;
+  readonly wiring: Wiring;
+  readonly resources: LocalResources;
+  readonly clients: AwsClients;
+  /** The SQS FIFO model (undefined with the fauxqs backend). */
+  readonly model: SqsFifoModel | undefined;
+  /** Sender-side SlotQueues (the production dedup id logic) over the chosen backend. */
+  readonly queues: SlotQueues;
+  /** A LeaseStore for set-up and inspection (pins, slots). */
+  readonly leases: LeaseStore;
+  readonly results: ResultsSource;
+  readonly workers: HarnessWorker[] = [];
+  private readonly dynamo: DynamoDbLocalHandle;
+  private readonly fauxqs: FauxqsHandle;
+  private readonly guard: OrphanGuard;
+  private readonly printLogs: boolean;
+  private workerSeq = 0;
+  private idSeq = 0;
+
+  private constructor(init: {
+    tunables: Tunables;
+    resources: LocalResources;
+    clients: AwsClients;
+    model: SqsFifoModel | undefined;
+    queues: SlotQueues;
+    dynamo: DynamoDbLocalHandle;
+    fauxqs: FauxqsHandle;
+    guard: OrphanGuard;
+    printLogs: boolean;
+  }) {
+    this.tunables = init.tunables;
+    this.resources = init.resources;
+    this.wiring = init.resources.wiring;
+    this.clients = init.clients;
+    this.model = init.model;
+    this.queues = init.queues;
+    this.dynamo = init.dynamo;
+    this.fauxqs = init.fauxqs;
+    this.guard = init.guard;
+    this.printLogs = init.printLogs;
+    this.leases = LeaseStore.forWiring(init.clients.ddb, this.wiring, this.tunables);
+    this.results = { ddb: init.clients.ddb, resultsTable: this.wiring.resultsTable };
+  }
+
+  /** Starts DynamoDB Local and fauxqs (S3), creates tables, the bucket and the slot queues. */
+  static async start(options: WorkerHarnessOptions = {}): Promise<WorkerHarness> {
+    const region = 'us-east-1';
+    const slots = options.slots ?? 2;
+    const tunables = validateTunables({ ...DEFAULT_TUNABLES, slotCount: slots, ...options.tunables });
+    const prefix = options.prefix ?? `WH${randomBytes(3).toString('hex')}`;
+    const guard = new OrphanGuard();
+    const cleanups: (() => Promise<void> | void)[] = [() => guard.dispose()];
+    try {
+      const [dynamo, fauxqs] = await Promise.all([
+        startDynamoDbLocal({ region }).then((d) => {
+          guard.watch(d.pid, { group: true });
+          cleanups.push(() => d.stop());
+          return d;
+        }),
+        startFauxqsEmulator({ region }).then((f) => {
+          cleanups.push(() => f.stop());
+          return f;
+        }),
+      ]);
+      const common = { region, credentials: { ...LOCAL_CREDENTIALS } };
+      const clients = createAwsClientsFrom({
+        s3: { ...common, endpoint: fauxqs.endpoint, forcePathStyle: true },
+        sqs: { ...common, endpoint: fauxqs.endpoint },
+        dynamodb: { ...common, endpoint: dynamo.endpoint },
+      });
+      cleanups.push(() => clients.destroy());
+      // Not attached to fauxqs: frames put by the harness notify nobody (the harness sends the slot messages itself).
+      const notifier = new S3Notifier({ region, sqs: clients.sqs });
+      const resources = await createLocalResources({ prefix, region, tunables, dynamodb: clients.dynamodb, sqs: clients.sqs, s3: clients.s3, notifier });
+      let model: SqsFifoModel | undefined;
+      let sqs = clients.sqs;
+      if ((options.queueBackend ?? 'model') === 'model') {
+        model = new SqsFifoModel({ longPollCapMs: 1000, ...options.model });
+        model.createSlotQueues(resources.wiring.slotQueueUrlPrefix, slots, {
+          visibilityTimeoutSeconds: tunables.slotQueueVisibilitySeconds,
+          maxReceiveCount: tunables.slotQueueMaxReceiveCount,
+        });
+        sqs = model.asClient();
+      }
+      return new WorkerHarness({
+        tunables,
+        resources,
+        clients,
+        model,
+        queues: new SlotQueues(sqs, resources.wiring.slotQueueUrlPrefix),
+        dynamo,
+        fauxqs,
+        guard,
+        printLogs: options.printLogs ?? process.env.WORKER_HARNESS_LOG === '1',
+      });
+    } catch (e) {
+      for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  get bucket(): string {
+    return this.wiring.bucket;
+  }
+
+  slotUrl(slot: number): string {
+    return this.queues.url(slot);
+  }
+
+  dlqUrl(slot: number): string {
+    return `${this.wiring.slotQueueUrlPrefix}${slot}-dlq.fifo`;
+  }
+
+  /** A video id no other test of this harness uses. */
+  videoId(base = 'video'): string {
+    this.idSeq++;
+    return `${base}-${this.idSeq}-${randomBytes(2).toString('hex')}`;
+  }
+
+  /** Builds (does not start) a worker for `slot`. */
+  createWorker(slot: number, options: HarnessWorkerOptions = {}): HarnessWorker {
+    this.workerSeq++;
+    const workerId = options.workerId ?? `w${this.workerSeq}-slot${slot}`;
+    const tunables = validateTunables({ ...this.tunables, ...options.tunables });
+    const logs: HarnessLogEntry[] = [];
+    const metrics: HarnessMetric[] = [];
+    const print = this.printLogs;
+    const logAt =
+      (level: HarnessLogEntry['level']) =>
+      (message: string, ...extra: Record<string, unknown>[]) => {
+        const fields = Object.assign({}, ...extra) as Record<string, unknown>;
+        logs.push({ level, message, fields, atMs: Date.now() });
+        if (print) process.stderr.write(`${new Date().toISOString().slice(11, 23)} [${workerId}] ${level} ${message} ${JSON.stringify(fields)}\n`);
+      };
+    const log: LogSink = { debug: logAt('debug'), info: logAt('info'), warn: logAt('warn'), error: logAt('error') };
+    const metricSink: MetricSink = {
+      count: (name, value = 1, dimensions = {}) => void metrics.push({ name, value, unit: 'count', dimensions }),
+      milliseconds: (name, value, dimensions = {}) => void metrics.push({ name, value, unit: 'ms', dimensions }),
+    };
+    let frames: FrameStore = options.frameFault ? new FaultyFrameStore(this.clients.s3, options.frameFault) : new FrameStore(this.clients.s3);
+    if (options.frames) frames = options.frames(frames);
+    const stats = new StatsProcessor(options.statsDelayMs ?? 0);
+    const processor = options.processor ? options.processor(stats) : stats;
+    let harnessWorker: HarnessWorker | undefined;
+    const deps: WorkerDeps = {
+      workerId,
+      slot,
+      tunables,
+      leases: LeaseStore.forWiring(this.clients.ddb, this.wiring, tunables),
+      queues: this.queues,
+      frames,
+      bucket: this.bucket,
+      results: this.results,
+      processor,
+      metrics: metricSink,
+      log,
+      ...(options.now ? { now: options.now } : {}),
+      onLeaseLost: (reason) => {
+        if (harnessWorker) harnessWorker.leaseLost = reason;
+      },
+      ...options.extraDeps,
+    };
+    harnessWorker = new HarnessWorker({ worker: new Worker(deps), workerId, slot, tunables, logs, metrics, frames });
+    this.workers.push(harnessWorker);
+    return harnessWorker;
+  }
+
+  /** Pins a video to a slot, as the router would. */
+  async pinVideo(videoId: string, slot: number): Promise<void> {
+    const r = await this.leases.pinVideo(videoId, slot, Date.now());
+    if (r !== 'pinned') throw new Error(`could not pin ${videoId} to slot ${slot}: ${r}`);
+  }
+
+  /** Puts frame objects into S3 (no messages). */
+  async putFrames(videoId: string, frames: readonly number[], body?: Uint8Array): Promise<void> {
+    const b = body ?? (await testJpeg());
+    for (const f of frames) await this.clients.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: frameKey(videoId, f), Body: b }));
+  }
+
+  /** Puts the end-of-stream marker (its body is the last frame number). */
+  async putEnd(videoId: string, lastFrame: number): Promise<void> {
+    await this.clients.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: endMarkerKey(videoId), Body: String(lastFrame) }));
+  }
+
+  /** The frame message the router would send for a frame. */
+  frameMessage(videoId: string, frame: number, sizeBytes?: number): FrameMessage {
+    return { kind: 'frame', videoId, frame, bucket: this.bucket, key: frameKey(videoId, frame), sizeBytes: sizeBytes ?? imageCache?.byteLength ?? 1, eventTime: new Date().toISOString() };
+  }
+
+  /** Sends frame messages to a slot queue in the given order, through SlotQueues.send; throws if any is not accepted. */
+  async sendFrames(slot: number, videoId: string, frames: readonly number[], options: { replayTag?: string } = {}): Promise<void> {
+    await testJpeg();
+    const outcomes = await this.queues.send(
+      slot,
+      frames.map((f) => ({ message: this.frameMessage(videoId, f), ...(options.replayTag ? { replayTag: options.replayTag } : {}) })),
+    );
+    const failed = outcomes.map((o, i) => (o.ok ? undefined : `frame ${frames[i]}: ${o.error}`)).filter((x) => x !== undefined);
+    if (failed.length > 0) throw new Error(`slot ${slot} did not accept ${failed.length} message(s): ${failed.join('; ')}`);
+  }
+
+  /** Sends the end-of-stream message of a video. */
+  async sendEnd(slot: number, videoId: string): Promise<void> {
+    const msg: EndMessage = { kind: 'end', videoId, bucket: this.bucket, key: endMarkerKey(videoId), eventTime: new Date().toISOString() };
+    const [outcome] = await this.queues.send(slot, [{ message: msg }]);
+    if (!outcome?.ok) throw new Error(`end message not accepted: ${outcome && !outcome.ok ? outcome.error : 'no outcome'}`);
+  }
+
+  /** Every per-frame result of a video, in frame order. */
+  frameResults(videoId: string): Promise<FrameResultItem[]> {
+    return allResults(this.results, videoId);
+  }
+
+  summary(videoId: string): Promise<VideoSummaryItem | undefined> {
+    return getSummary(this.results, videoId);
+  }
+
+  /** Waits until the video's summary satisfies `predicate`. */
+  waitForSummary(videoId: string, predicate: (s: VideoSummaryItem) => boolean, timeoutMs = 60_000): Promise<VideoSummaryItem> {
+    return waitFor(`summary of ${videoId}`, async () => {
+      const s = await this.summary(videoId);
+      return s && predicate(s) ? s : undefined;
+    }, timeoutMs, 200);
+  }
+
+  /** Waits until the video has at least `count` per-frame results. */
+  waitForResults(videoId: string, count: number, timeoutMs = 60_000): Promise<FrameResultItem[]> {
+    return waitFor(`${count} results of ${videoId}`, async () => {
+      const r = await this.frameResults(videoId);
+      return r.length >= count ? r : undefined;
+    }, timeoutMs, 200);
+  }
+
+  /** Stops every started worker that is still running (drain), then the emulators. */
+  async stop(): Promise<void> {
+    const running = this.workers.filter((w) => w.started);
+    await Promise.allSettled(running.map((w) => w.stop()));
+    this.clients.destroy();
+    await this.fauxqs.stop().catch(() => undefined);
+    await this.dynamo.stop().catch(() => undefined);
+    this.guard.dispose();
+  }
+}
