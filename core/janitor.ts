@@ -3,7 +3,7 @@
  * slot video counts from the pinned-slot index, and publishes fleet metrics.
  * Runs on a schedule, and at once when ECS reports a worker task stopped.
  */
-import type { Tunables } from './config.ts';
+import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from './config.ts';
 import { isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease-logic.ts';
 import type { LeaseStore } from './lease-store.ts';
 import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
@@ -22,8 +22,27 @@ export interface JanitorDeps {
   readonly now?: () => number;
 }
 
-/** What triggered a run: the schedule, or a worker task that stopped (its slot, and when). */
-export type JanitorTrigger = { readonly kind: 'schedule' } | { readonly kind: 'task-stopped'; readonly slot: number; readonly stoppedAtMs: number };
+/**
+ * What triggered a run: the schedule, or a worker task that stopped (its slot, when, and
+ * where the report says so, its worker id and its container's exit code).
+ */
+export type JanitorTrigger = { readonly kind: 'schedule' } | ({ readonly kind: 'task-stopped' } & StoppedTask);
+
+export interface StoppedTask {
+  readonly slot: number;
+  readonly stoppedAtMs: number;
+  /** The stopped task's worker id (its `WORKER_ID`), when the report carries it. */
+  readonly workerId?: string;
+  /** The worker container's exit code, when known. */
+  readonly exitCode?: number;
+}
+
+/**
+ * Exit codes of a worker that was not holding its slot when it stopped: 0 (drained and
+ * released the slot, or never claimed one) and 3 (lease lost; gpu-worker/main.ts's
+ * EXIT_LEASE_LOST). Their stop says nothing about the slot's current owner.
+ */
+export const WORKER_EXITS_WITHOUT_LEASE: readonly number[] = [0, EXIT_LEASE_LOST];
 
 export interface JanitorReport {
   readonly liveSlots: number;
@@ -44,6 +63,9 @@ export class Janitor {
 
   async run(trigger: JanitorTrigger = { kind: 'schedule' }): Promise<JanitorReport> {
     const t = this.d.tunables;
+    // A stopped task cannot renew its lease: end it now so the replacement launched below
+    // claims at once instead of waiting for the TTL.
+    const expiry = trigger.kind === 'task-stopped' ? await this.expireStoppedOwner(trigger) : undefined;
     const now = this.now();
     const slots = await this.d.leases.getSlots(t.slotCount);
     const launched: number[] = [];
@@ -59,7 +81,13 @@ export class Janitor {
       }
       const live = isSlotLive(s, now);
       const suspect = isSlotSuspect(s, now, t);
-      const stoppedHere = trigger.kind === 'task-stopped' && trigger.slot === s.slot && !(live && s.heartbeatAtMs > trigger.stoppedAtMs);
+      // The stopped task held this slot: its lease is expired now (or, if that write
+      // failed, its owner has not heartbeated since the stop). A slot still live after a
+      // refused expiry has another owner: nothing to replace.
+      const stoppedHere =
+        trigger.kind === 'task-stopped' &&
+        trigger.slot === s.slot &&
+        (!live || (expiry === 'failed' && !(s.heartbeatAtMs > trigger.stoppedAtMs)));
       if (live && !suspect && !stoppedHere) continue;
       const depth = await this.d.queues.depth(s.slot);
       const hasWork = depth.visible + depth.inFlight > 0 || pinned.length > 0;
@@ -79,6 +107,24 @@ export class Janitor {
     const report = { liveSlots, slotsWithWorkNoOwner: withWorkNoOwner, pinnedVideos, launched, countsRepaired };
     if (launched.length > 0 || countsRepaired.length > 0) this.d.log.info('janitor acted', { ...report, trigger: trigger.kind });
     return report;
+  }
+
+  /**
+   * Expires the slot lease of a task reported stopped, if that task still held it: the
+   * owner must have claimed before the stop (and be the stopped worker, when the report
+   * names it). A task that exited without its lease (drained, or lease lost) is skipped.
+   */
+  private async expireStoppedOwner(stopped: StoppedTask): Promise<'expired' | 'not-held' | 'failed'> {
+    if (stopped.exitCode !== undefined && WORKER_EXITS_WITHOUT_LEASE.includes(stopped.exitCode)) return 'not-held';
+    try {
+      const expired = await this.d.leases.expireStoppedOwner(stopped.slot, stopped.stoppedAtMs, this.now(), stopped.workerId);
+      if (expired) this.d.log.info('slot lease of stopped task expired', { slot: stopped.slot, stoppedAtMs: stopped.stoppedAtMs, workerId: stopped.workerId });
+      return expired ? 'expired' : 'not-held';
+    } catch (e) {
+      // The TTL still ends the lease: failover is slower, not wrong.
+      this.d.log.warn('could not expire the slot lease of a stopped task', { slot: stopped.slot, error: String(e) });
+      return 'failed';
+    }
   }
 
   private async launch(s: SlotRecord, mode: 'if-dead' | 'force', reason: string): Promise<boolean> {
@@ -101,12 +147,37 @@ export class Janitor {
   }
 }
 
-/** Reads the slot of an ECS "Task State Change" event for a stopped worker task (startedBy = slot-N). */
-export function stoppedSlotOf(event: unknown): { slot: number; stoppedAtMs: number } | undefined {
-  const e = event as { 'detail-type'?: string; detail?: { lastStatus?: string; startedBy?: string; stoppedAt?: string }; time?: string };
+interface EcsTaskStateChange {
+  'detail-type'?: string;
+  time?: string;
+  detail?: {
+    lastStatus?: string;
+    startedBy?: string;
+    stoppedAt?: string;
+    executionStoppedAt?: string;
+    containers?: { exitCode?: number }[];
+    overrides?: { containerOverrides?: { environment?: { name?: string; value?: string }[] }[] };
+  };
+}
+
+/**
+ * Reads an ECS "Task State Change" event for a stopped worker task (startedBy = slot-N):
+ * its slot; when it stopped (`executionStoppedAt`, when the container stopped, else
+ * `stoppedAt`, else the event time); and, where present, the worker's exit code and its
+ * `WORKER_ID` from the container overrides.
+ */
+export function stoppedSlotOf(event: unknown): StoppedTask | undefined {
+  const e = event as EcsTaskStateChange;
   if (e?.['detail-type'] !== 'ECS Task State Change' || e.detail?.lastStatus !== 'STOPPED') return undefined;
   const m = /^slot-(\d+)$/.exec(e.detail.startedBy ?? '');
   if (!m) return undefined;
-  const at = Date.parse(e.detail.stoppedAt ?? e.time ?? '');
-  return { slot: Number(m[1]), stoppedAtMs: Number.isFinite(at) ? at : Date.now() };
+  const times = [e.detail.executionStoppedAt, e.detail.stoppedAt, e.time].map((x) => Date.parse(x ?? '')).filter(Number.isFinite);
+  const exitCodes = (e.detail.containers ?? []).map((c) => c.exitCode).filter((c): c is number => typeof c === 'number');
+  const workerIds = (e.detail.overrides?.containerOverrides ?? []).flatMap((c) => c.environment ?? []).filter((v) => v.name === WORKER_ENV.workerId && v.value);
+  return {
+    slot: Number(m[1]),
+    stoppedAtMs: times[0] ?? Date.now(),
+    ...(exitCodes.length === 1 ? { exitCode: exitCodes[0]! } : {}),
+    ...(workerIds.length === 1 ? { workerId: workerIds[0]!.value! } : {}),
+  };
 }

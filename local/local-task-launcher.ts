@@ -53,6 +53,10 @@ export interface WorkerInfo {
   readonly paused: boolean;
   readonly exitCode: number | null;
   readonly exitSignal: NodeJS.Signals | null;
+  /** When the process was spawned (epoch ms). */
+  readonly startedAtMs: number;
+  /** When the process exited (epoch ms); null while it runs. */
+  readonly exitedAtMs: number | null;
 }
 
 export interface LocalTaskLauncherOptions {
@@ -88,6 +92,8 @@ interface Tracked {
     paused: boolean;
     exitCode: number | null;
     exitSignal: NodeJS.Signals | null;
+    startedAtMs: number;
+    exitedAtMs: number | null;
   };
   child: ChildProcess;
   exited: Promise<void>;
@@ -210,6 +216,7 @@ export class LocalTaskLauncher implements TaskLauncher {
       ...o.env,
     };
     for (const k of ['AWS_PROFILE', 'AWS_SESSION_TOKEN']) if (env[k] === '') delete env[k];
+    const startedAtMs = Date.now();
     const child = spawn(process.execPath, [o.entry ?? 'gpu-worker/main.ts'], {
       cwd: o.cwd ?? process.cwd(),
       env,
@@ -224,7 +231,7 @@ export class LocalTaskLauncher implements TaskLauncher {
     let markExited = () => {};
     const exited = new Promise<void>((resolve) => (markExited = resolve));
     const tracked: Tracked = {
-      info: { slot: request.slot, pid, workerId, launchSeq: request.launchSeq, paused: false, exitCode: null, exitSignal: null },
+      info: { slot: request.slot, pid, workerId, launchSeq: request.launchSeq, paused: false, exitCode: null, exitSignal: null, startedAtMs, exitedAtMs: null },
       child,
       exited,
       hasExited: false,
@@ -246,6 +253,7 @@ export class LocalTaskLauncher implements TaskLauncher {
     child.once('exit', (code, signal) => {
       tracked.info.exitCode = code;
       tracked.info.exitSignal = signal;
+      tracked.info.exitedAtMs = Date.now();
     });
     child.once('error', (err) => emit(`spawn error: ${err.message}`));
     // 'close' fires after the output is drained, so no line is lost after exit.

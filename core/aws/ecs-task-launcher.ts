@@ -89,7 +89,17 @@ export class EcsTaskLauncher implements TaskLauncher {
         },
       },
       overrides: {
-        containerOverrides: [{ name: o.containerName, environment: [{ name: SLOT_ID_ENV, value: String(request.slot) }] }],
+        // WORKER_ID names the task's lease owner, so the janitor can tell from an ECS
+        // task-stopped event whether the stopped task still held its slot.
+        containerOverrides: [
+          {
+            name: o.containerName,
+            environment: [
+              { name: SLOT_ID_ENV, value: String(request.slot) },
+              { name: WORKER_ENV.workerId, value: workerIdOf(request) },
+            ],
+          },
+        ],
       },
       startedBy: startedByOf(request.slot),
       clientToken: launchClientToken(o, request),
@@ -152,4 +162,9 @@ export function ecsTaskLauncherFromEnv(
   ecs: ECSClient = new ECSClient({ region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION }),
 ): EcsTaskLauncher {
   return new EcsTaskLauncher(ecs, ecsLauncherOptionsFromEnv(env));
+}
+
+/** The worker id a launched task runs under: unique per launch grant of its slot. */
+export function workerIdOf(request: Pick<LaunchRequest, 'slot' | 'launchSeq'>): string {
+  return `slot${request.slot}-launch${request.launchSeq}`;
 }

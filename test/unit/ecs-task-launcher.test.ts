@@ -55,7 +55,7 @@ describe('EcsTaskLauncher', () => {
       networkConfiguration: {
         awsvpcConfiguration: { subnets: ['subnet-a', 'subnet-b'], securityGroups: ['sg-1'], assignPublicIp: 'DISABLED' },
       },
-      overrides: { containerOverrides: [{ name: 'worker', environment: [{ name: 'SLOT_ID', value: '3' }] }] },
+      overrides: { containerOverrides: [{ name: 'worker', environment: [{ name: 'SLOT_ID', value: '3' }, { name: 'WORKER_ID', value: expect.stringMatching(/^slot3-launch\d+$/) }] }] },
       startedBy: 'slot-3',
       clientToken: launchClientToken(options, { slot: 3, launchSeq: 7 }),
     });
