@@ -35,6 +35,7 @@ export const DEMO_TUNABLES: Partial<Tunables> = {
   reorderWaitMs: 2000,
   taskStartGraceSeconds: 20,
   videoIdleReleaseSeconds: 30,
+  routerPinCacheSeconds: 10,
 };
 
 const VIDEOS = [

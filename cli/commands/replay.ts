@@ -4,14 +4,24 @@
  *
  *  1. counts the results kept (frames before `from`);
  *  2. `resetForReplay`: rewinds the checkpoint to `from` with a fresh tracker, bumps the
- *     token (fencing any worker still holding the video) and unpins it;
- *  3. deletes the results from `from` on and marks the summary active again;
- *  4. re-sends the frames (and the end marker, unless its frame is already known) as S3 events on the ingest queue with a
- *     fresh `replayTag` attribute, so the router gives them fresh FIFO dedup ids.
+ *     token from T to T+1 (fencing any worker still holding the video: from now on no
+ *     result can be committed under T or older) and unpins it;
+ *  3. deletes the results from `from` on, in frame order, each delete conditional on the
+ *     result's token being at most T. A live frame committed after the reset (by whoever
+ *     adopts the video next, under T+1 or later) is never deleted. Deleting before the
+ *     reset would not do: the old owner could still commit results between the deletes
+ *     and the reset. Then marks the summary active again;
+ *  4. re-sends the frames (and the end marker, unless its frame is already known) as S3
+ *     events on the ingest queue with a fresh `replayTag` attribute, so the router gives
+ *     them fresh FIFO dedup ids and writes the tag into the slot messages' bodies (a
+ *     worker forwarding one keeps it). Sending after the deletes also covers the one
+ *     remaining race: if a new owner reached a frame while its old result still stood, it
+ *     kept that result as settled; once deleted, the re-sent frame finds no record and is
+ *     processed (as `late`), so no frame is left without a record.
  */
 import { randomUUID } from 'node:crypto';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { BatchWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { parseFrameKey } from '../../core/keys.ts';
 import type { FrameResultItem } from '../../core/results.ts';
@@ -22,6 +32,8 @@ import type { Target } from '../target.ts';
 
 export interface KeptCounts {
   framesOk: number;
+  /** Present when any kept frame was processed late. */
+  framesLate?: number;
   framesFailed: number;
   framesGap: number;
   firstFrame?: number;
@@ -43,6 +55,7 @@ export function keptBefore(items: readonly FrameResultItem[], fromFrame: number)
     if (r.frame >= effectiveFrom) continue;
     const last = r.throughFrame ?? r.frame;
     if (r.status === 'ok') kept.framesOk++;
+    else if (r.status === 'late') kept.framesLate = (kept.framesLate ?? 0) + 1;
     else if (r.status === 'failed') kept.framesFailed++;
     else kept.framesGap += last - r.frame + 1;
     kept.firstFrame = Math.min(kept.firstFrame ?? r.frame, r.frame);
@@ -55,6 +68,8 @@ export interface ReplaySummary {
   readonly fromFrame: number;
   readonly token: number;
   readonly deleted: number;
+  /** Results from `fromFrame` on that were committed after the reset (newer token), and so kept. */
+  readonly keptNewer: number;
   readonly resent: number;
   readonly endMarker: boolean;
   readonly replayTag: string;
@@ -85,20 +100,11 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
     throw new CliError(`the lease of "${o.videoId}" changed while preparing the replay (token is no longer ${v.token}); nothing changed; retry`);
   }
 
-  // Delete the results being redone; the new owner writes them again (writes are create-only).
-  let deleted = 0;
-  const keys: { videoId: string; frame: number }[] = [];
-  for await (const page of queryResults(target, o.videoId, { fromFrame: effectiveFrom })) keys.push(...page.map((r) => ({ videoId: o.videoId, frame: r.frame })));
-  for (let i = 0; i < keys.length; i += 25) {
-    let pending = keys.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      if (attempt >= 8) throw new CliError('DynamoDB left deletes unprocessed after retries; re-run the replay');
-      const r = await target.clients.ddb.send(new BatchWriteCommand({ RequestItems: { [target.resultsTable]: pending } }));
-      pending = (r.UnprocessedItems?.[target.resultsTable] ?? []) as typeof pending;
-      if (pending.length > 0) await new Promise((res) => setTimeout(res, 25 * 2 ** attempt));
-    }
-    deleted += Math.min(25, keys.length - i);
-  }
+  // Delete the results being redone (the new owner writes them again; writes are
+  // create-only), but only those committed under the old token or before: the reset has
+  // fenced that token, so nothing can add to them any more, while anything committed
+  // since (token > v.token) is a live result of the new owner and stays.
+  const { deleted, keptNewer } = await deleteResultsUpTo(target, o.videoId, effectiveFrom, v.token);
 
   // The summary keeps saying "complete" until the next commit unless told otherwise.
   try {
@@ -106,10 +112,18 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
       new UpdateCommand({
         TableName: target.resultsTable,
         Key: { videoId: o.videoId, frame: -1 },
-        UpdateExpression: 'SET #status = :active, framesOk = :ok, framesFailed = :failed, framesGap = :gap, #token = :token, updatedAtMs = :now',
+        UpdateExpression: 'SET #status = :active, framesOk = :ok, framesLate = :late, framesFailed = :failed, framesGap = :gap, #token = :token, updatedAtMs = :now',
         ConditionExpression: 'attribute_exists(videoId) AND #token <= :token',
         ExpressionAttributeNames: { '#status': 'status', '#token': 'token' },
-        ExpressionAttributeValues: { ':active': 'active', ':ok': kept.framesOk, ':failed': kept.framesFailed, ':gap': kept.framesGap, ':token': reset.token, ':now': Date.now() },
+        ExpressionAttributeValues: {
+          ':active': 'active',
+          ':ok': kept.framesOk,
+          ':late': kept.framesLate ?? 0,
+          ':failed': kept.framesFailed,
+          ':gap': kept.framesGap,
+          ':token': reset.token,
+          ':now': Date.now(),
+        },
       }),
     );
   } catch (e) {
@@ -153,7 +167,50 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
   }
   io.out(
     `replaying ${o.videoId} from frame ${effectiveFrom}: token ${v.token} -> ${reset.token}, deleted ${deleted} result(s), ` +
+      (keptNewer > 0 ? `kept ${keptNewer} committed since the reset, ` : '') +
       `re-sent ${frames.length} frame(s)${resendEnd ? ' and the end marker' : v.checkpoint.sequencer.endFrame !== null ? ` (end frame ${v.checkpoint.sequencer.endFrame} already known)` : ''} (replay tag ${replayTag})`,
   );
-  return { fromFrame: effectiveFrom, token: reset.token, deleted, resent: frames.length, endMarker: resendEnd, replayTag };
+  return { fromFrame: effectiveFrom, token: reset.token, deleted, keptNewer, resent: frames.length, endMarker: resendEnd, replayTag };
+}
+
+/** Deletes in flight at once; the deletes still sweep upwards in frame order, as the new owner processes. */
+const DELETE_CONCURRENCY = 16;
+
+/**
+ * Deletes a video's results from `fromFrame` on whose token is at most `maxToken`, in
+ * frame order, each with its own condition (BatchWriteItem has none). Results with a newer
+ * token are counted and kept. Exported for tests.
+ */
+export async function deleteResultsUpTo(
+  target: Pick<Target, 'clients' | 'resultsTable'>,
+  videoId: string,
+  fromFrame: number,
+  maxToken: number,
+): Promise<{ deleted: number; keptNewer: number }> {
+  let deleted = 0;
+  let keptNewer = 0;
+  const deleteOne = async (frame: number): Promise<void> => {
+    try {
+      const r = await target.clients.ddb.send(
+        new DeleteCommand({
+          TableName: target.resultsTable,
+          Key: { videoId, frame },
+          ConditionExpression: 'attribute_not_exists(#token) OR #token <= :old',
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: { ':old': maxToken },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      if (r.Attributes) deleted++;
+    } catch (e) {
+      if (!(e instanceof ConditionalCheckFailedException)) throw e;
+      keptNewer++;
+    }
+  };
+  for await (const page of queryResults(target, videoId, { fromFrame })) {
+    for (let i = 0; i < page.length; i += DELETE_CONCURRENCY) {
+      await Promise.all(page.slice(i, i + DELETE_CONCURRENCY).map((r) => deleteOne(r.frame)));
+    }
+  }
+  return { deleted, keptNewer };
 }

@@ -98,7 +98,7 @@ export function printVideo(r: VideoReport, io: Io, nowMs = Date.now()): void {
   const s = r.summary;
   if (s) {
     io.out(
-      `  results   ${s.status}: ${s.framesOk} ok, ${s.framesFailed} failed, ${s.framesGap} gap` +
+      `  results   ${s.status}: ${s.framesOk} ok, ${s.framesLate ?? 0} late, ${s.framesFailed} failed, ${s.framesGap} gap` +
         (s.firstFrame !== undefined ? `, frames ${s.firstFrame}..${s.lastFrame ?? '?'}` : '') +
         `, ${s.ownerChanges} owner change(s), updated ${formatDurationMs(nowMs - s.updatedAtMs)} ago`,
     );

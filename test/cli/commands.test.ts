@@ -8,11 +8,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryIo, type Io } from '../../cli/io.ts';
 import { main } from '../../cli/main.ts';
+import { deleteResultsUpTo, replayCommand } from '../../cli/commands/replay.ts';
+import { loadLocalTarget } from '../../cli/target.ts';
 import { jpeg, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
 
 const run = promisify(execFile);
@@ -31,7 +34,8 @@ async function lease(videoId: string) {
 }
 
 beforeAll(async () => {
-  stack = await startTestStack({ workerEnv: { FRAME_PROCESSOR: 'stats' }, tunables: { slotCount: 2 } });
+  // The pin cache must stay below the idle release (validateTunables), whatever the shared test tunables say.
+  stack = await startTestStack({ workerEnv: { FRAME_PROCESSOR: 'stats' }, tunables: { slotCount: 2, routerPinCacheSeconds: 10 } });
   stateDir = dirname(stack.stackFile);
   work = mkdtempSync(join(tmpdir(), 'affinity-cli-'));
   const body = await jpeg();
@@ -110,7 +114,7 @@ describe('affinity CLI on the local stack', () => {
     expect(text.code, text.err).toBe(0);
     expect(text.out).toMatch(/lease\s+\w+.*token \d+/);
     expect(text.out).toMatch(/progress\s+next frame 6/);
-    expect(text.out).toMatch(/results\s+complete: 6 ok, 0 failed, 0 gap/);
+    expect(text.out).toMatch(/results\s+complete: 6 ok, (0 late, )?0 failed, 0 gap/);
     expect(text.out).toMatch(/OWNERS \(1\)[\s\S]*local-slot\d/);
     const report = JSON.parse(json.out) as { progress: { nextFrame: number; endFrame: number }; owners: unknown[]; gaps: unknown[] };
     expect(report.progress).toMatchObject({ nextFrame: 6, endFrame: 5 });
@@ -211,6 +215,67 @@ describe('affinity CLI on the local stack', () => {
     expect((await summary(stack, 'up1'))?.framesOk).toBe(6);
     expect(bad.code).toBe(1);
     expect(bad.err).toContain('no such video "nobody"');
+  });
+
+  it('replay: never deletes a result committed under the new token between the reset and the deletes', async () => {
+    // Prepare: a finished video, and a target whose DynamoDB client lets a "live" commit
+    // land right after the replay's reset (the window where the old order lost results).
+    await uploadFrames(stack, 'race', [0, 1, 2, 3, 4, 5], { end: 5 });
+    await waitFor('race complete', async () => (await summary(stack, 'race'))?.status === 'complete', 60_000);
+    const original = await results(stack, 'race');
+    const target = loadLocalTarget(stateDir);
+    let injected: number | undefined;
+    const commitAfterReset: InitializeMiddleware<object, MetadataBearer> = (next) => async (args) => {
+      const out = await next(args);
+      const items = (args.input as { TransactItems?: { Update?: { Key?: { pk?: unknown }; ExpressionAttributeValues?: Record<string, unknown> } }[] }).TransactItems ?? [];
+      const reset = items.find((i) => i.Update?.Key?.pk === 'video#race' && i.Update.ExpressionAttributeValues?.[':next'] !== undefined);
+      if (reset && injected === undefined) {
+        injected = Number(reset.Update!.ExpressionAttributeValues![':next']);
+        await stack.clients.ddb.send(
+          new PutCommand({
+            TableName: stack.wiring.resultsTable,
+            Item: { videoId: 'race', frame: 4, status: 'ok', detections: [], token: injected, worker: 'live-owner', committedAtMs: Date.now() },
+          }),
+        );
+      }
+      return out;
+    };
+    target.clients.ddb.middlewareStack.add(commitAfterReset, { step: 'initialize', name: 'commitAfterReset' });
+    const io = memoryIo();
+    // Act
+    const summaryOfReplay = await replayCommand(target, { videoId: 'race', fromFrame: 3 }, io);
+    const afterReplay = await results(stack, 'race');
+    target.close();
+    const redone = await waitFor('race frames 3 and 5 redone', async () => {
+      const r = await results(stack, 'race');
+      return r.length === 6 && [3, 5].every((f) => r.find((x) => x.frame === f)!.token > original[0]!.token) ? r : undefined;
+    }, 60_000);
+    // Assess: the live result survived the replay's deletes and everything else was redone
+    expect(injected).toBe(summaryOfReplay.token);
+    expect(summaryOfReplay).toMatchObject({ fromFrame: 3, deleted: 2, keptNewer: 1, resent: 3 });
+    expect(io.lines.join('\n')).toContain('deleted 2 result(s), kept 1 committed since the reset');
+    expect(afterReplay.find((r) => r.frame === 4)).toMatchObject({ worker: 'live-owner', token: injected });
+    expect(afterReplay.map((r) => r.frame)).toEqual([0, 1, 2, 4]);
+    expect(redone.find((r) => r.frame === 4)).toMatchObject({ worker: 'live-owner', token: injected });
+    expect(redone.slice(0, 3)).toEqual(original.slice(0, 3));
+  });
+
+  it('replay deletes results only up to the old token, in frame order', async () => {
+    // Prepare: results of a video nobody processes, old (token 3) and newer (token 4)
+    const target = { clients: stack.clients, resultsTable: stack.wiring.resultsTable };
+    const put = (frame: number, token: number) =>
+      stack.clients.ddb.send(new PutCommand({ TableName: stack.wiring.resultsTable, Item: { videoId: 'tokens', frame, status: 'ok', detections: [], token, worker: 'w', committedAtMs: 1 } }));
+    for (const [frame, token] of [[0, 3], [1, 3], [2, 3], [3, 4], [4, 3], [5, 4]] as const) await put(frame, token);
+    // Act
+    const r = await deleteResultsUpTo(target, 'tokens', 1, 3);
+    const left = await results(stack, 'tokens');
+    // Assess
+    expect(r).toEqual({ deleted: 3, keptNewer: 2 });
+    expect(left.map((x) => [x.frame, x.token])).toEqual([
+      [0, 3],
+      [3, 4],
+      [5, 4],
+    ]);
   });
 
   it('render: writes a contact sheet PNG, an animated GIF and an HTML page', async () => {
