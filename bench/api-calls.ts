@@ -5,10 +5,15 @@
  * the emulated Lambda event source's own receive/delete are not counted (in AWS those
  * are S3's and Lambda's calls, not ours).
  *
- *   npx node bench/api-calls.ts [videos=8] [framesPerVideo=40]
+ *   npx node bench/api-calls.ts [videos=8] [framesPerVideo=100] [lostPercent=1]
+ *
+ * Videos are numbered from 1, as ffmpeg writes them, so a new video's start costs the
+ * worker one S3 LIST; in the steady state `lostPercent` of the frames are never uploaded,
+ * so each of those costs one LIST to confirm its gap (docs/decisions.md, 12).
  *
  * Targets at steady state: router <= 0.1 DynamoDB requests per frame; all calls
- * (router + worker, including the one S3 GET a frame needs) <= 1.6 per frame.
+ * (router + worker, including the one S3 GET a frame needs and the LISTs) <= 1.6 per frame;
+ * at most 1 LIST per 100 frames per video.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -18,7 +23,8 @@ import { frameKey } from '../core/keys.ts';
 import { startLocalStack } from '../local/stack.ts';
 
 const videos = Number(process.argv[2] ?? 8);
-const framesPerVideo = Number(process.argv[3] ?? 40);
+const framesPerVideo = Number(process.argv[3] ?? 100);
+const lostPercent = Number(process.argv[4] ?? 1);
 const callLog = `${process.cwd()}/.local/bench-api-calls.log`;
 mkdirSync('.local', { recursive: true });
 rmSync(callLog, { force: true });
@@ -68,28 +74,44 @@ try {
   await waitAll(['warmup'], 1);
   await sleep(1500);
 
-  // New videos: the first frame of each.
+  // New videos: the first frame of each (numbered from 1: the start is decided by a listing).
   rmSync(callLog, { force: true });
   writeFileSync(callLog, '');
   const ids = Array.from({ length: videos }, (_, i) => `cam-${i}`);
-  for (const id of ids) await put(frameKey(id, 0), image);
+  for (const id of ids) await put(frameKey(id, 1), image);
   await waitAll(ids, 1);
   await sleep(500);
   const fresh = tally();
 
-  // Steady state: the following frames of the same videos, interleaved like live cameras.
+  // Steady state: the following frames of the same videos, interleaved like live cameras;
+  // a deterministic `lostPercent` of them never uploaded (their records are gaps).
   writeFileSync(callLog, '');
   const t0 = Date.now();
-  for (let f = 1; f <= framesPerVideo; f++) await Promise.all(ids.map((id) => put(frameKey(id, f), image)));
-  await waitAll(ids, framesPerVideo + 1);
+  const lostEvery = lostPercent > 0 ? Math.round(100 / lostPercent) : Infinity;
+  let lost = 0;
+  for (let f = 2; f <= framesPerVideo + 1; f++) {
+    await Promise.all(
+      ids.map((id, i) => {
+        if ((f + i * 13) % lostEvery === 0) {
+          lost++;
+          return undefined;
+        }
+        return put(frameKey(id, f), image);
+      }),
+    );
+  }
+  // The last frame of each video closes the stream, so a loss near the end is not a tail.
+  for (const id of ids) await put(frameKey(id, framesPerVideo + 2), image);
+  await waitAll(ids, framesPerVideo + 2);
   const seconds = (Date.now() - t0) / 1000;
   const steady = tally();
-  const frames = videos * framesPerVideo;
+  const frames = videos * (framesPerVideo + 1);
+  const lists = sum(steady.byOp, (k) => k === 'worker.s3.ListObjectsV2Command');
   const steadyPerFrame = perFrame(steady.byRoleService, frames);
   const routerDdb = sum(steady.byRoleService, (k) => k === 'router.dynamodb') / frames;
   const total = sum(steady.byRoleService, (k) => k.startsWith('router.') || k.startsWith('worker.')) / frames;
   report = {
-    setup: { videos, framesPerVideo, slots: 1, emulator: 'fauxqs returns at most one message per FIFO group per receive (real SQS: up to 10)' },
+    setup: { videos, framesPerVideo, lostPercent, firstFrame: 1, slots: 1, emulator: 'fauxqs returns at most one message per FIFO group per receive (real SQS: up to 10)' },
     newVideo: {
       callsPerNewVideo: perFrame(fresh.byRoleService, videos),
       operations: perFrame(fresh.byOp, videos),
@@ -101,8 +123,10 @@ try {
       operations: perFrame(steady.byOp, frames),
       routerDynamoDbPerFrame: Math.round(routerDdb * 1000) / 1000,
       routerPlusWorkerPerFrame: Math.round(total * 1000) / 1000,
+      framesNeverUploaded: lost,
+      s3ListsPer100FramesPerVideo: Math.round((lists / frames) * 100 * 1000) / 1000,
       janitorCallsPerSecond: Math.round((sum(steady.byRoleService, (k) => k.startsWith('janitor.')) / seconds) * 100) / 100,
-      targets: { routerDynamoDbPerFrame: 0.1, routerPlusWorkerPerFrame: 1.6 },
+      targets: { routerDynamoDbPerFrame: 0.1, routerPlusWorkerPerFrame: 1.6, s3ListsPer100FramesPerVideo: 1 },
     },
   };
 } finally {

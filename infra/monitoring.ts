@@ -28,6 +28,9 @@ export const METRIC_DIMENSIONS = {
   EventsRejected: 'Reason',
   FramesFailed: 'Reason',
   ExecutionProvider: 'Provider',
+  VideoRollbacks: 'Reason',
+  WorkerErrors: 'Where',
+  FrameListings: 'Why',
 } as const;
 
 export interface MonitoringProps {
@@ -222,6 +225,7 @@ export class Monitoring extends Construct {
             period: FIVE_MINUTES,
           }),
           m('worker', METRIC_NAMES.worker.framesGap),
+          m('worker', METRIC_NAMES.worker.framesLate),
         ],
       }),
       new cloudwatch.GraphWidget({
@@ -263,6 +267,23 @@ export class Monitoring extends Construct {
         title: 'Failures by reason',
         width,
         left: [this.#byDimension('EventsRejected', 'rejected'), this.#byDimension('FramesFailed', 'failed')],
+      }),
+    );
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Worker faults: parked frames, video rollbacks, survived errors',
+        width,
+        left: [
+          m('worker', METRIC_NAMES.worker.framesParked),
+          this.#byDimension('VideoRollbacks', 'rollback'),
+          this.#byDimension('WorkerErrors', 'error in'),
+        ],
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'S3 listings and checkpoint size (bytes, max)',
+        width,
+        left: [this.#byDimension('FrameListings', 'listings')],
+        right: [m('worker', METRIC_NAMES.worker.checkpointBytes, 'Maximum')],
       }),
     );
     dashboard.addWidgets(

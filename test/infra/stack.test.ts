@@ -380,7 +380,7 @@ describe('monitoring', () => {
     const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0].Properties?.DashboardBody);
 
     // Assess
-    for (const metric of ['FramesRouted', 'FramesProcessed', 'InferenceLatencyMs', 'LiveSlots', 'VideoTakeovers', 'EventsRejected', 'p99']) {
+    for (const metric of ['FramesRouted', 'FramesProcessed', 'InferenceLatencyMs', 'LiveSlots', 'VideoTakeovers', 'EventsRejected', 'p99', 'FramesLate', 'FramesParked', 'VideoRollbacks', 'WorkerErrors', 'FrameListings', 'CheckpointBytes']) {
       expect(body, metric).toContain(metric);
     }
   });
