@@ -145,6 +145,7 @@ describe('S3 is the source of truth', () => {
     await complete(video);
     const items = await results(stack, video);
     expect(items).toHaveLength(12);
+    expect(stack.notifier.counts.dropped).toBe(1); // the event really never came
     expect(items.find((r) => r.frame === 5)).toMatchObject({ status: 'ok', key: frameKey(video, 5) });
     // The stats processor's per-video counter saw frame 5 in its place.
     expect(items.map((r) => r.detections[0]?.trackId)).toEqual(Array.from({ length: 12 }, (_, f) => f + 1));
