@@ -10,7 +10,8 @@
  *   have started arriving (at least {@link SUPPORT_FRAMES} known frames within
  *   {@link SUPPORT_WINDOW_FRAMES} of the next known one: one stray frame far ahead is not
  *   evidence), or the video has been quiet for {@link QUIET_WAITS} × `reorderWaitMs`
- *   with frames outstanding, or the reorder buffer is full. Bounded out-of-orderness, as
+ *   with frames outstanding ({@link STRAY_QUIET_WAITS} × when all that is outstanding is
+ *   one lone frame far ahead, with no end marker), or the reorder buffer is full. Bounded out-of-orderness, as
  *   in Flink's and Beam's watermarks: the watermark passes `m` at that deadline.
  * - An overdue frame becomes a gap only after an S3 listing made *after* its deadline
  *   says its object does not exist: S3 LIST is strongly consistent, notifications are
@@ -97,6 +98,12 @@ export const SUPPORT_FRAMES = 2;
 export const SUPPORT_WINDOW_FRAMES = 8;
 /** A video quiet for this many reorder waits, with frames outstanding, makes its missing frame overdue. */
 export const QUIET_WAITS = 2;
+/**
+ * The same, when the only evidence is frames far ahead without support (a stray) and no
+ * end marker: a pause of the uploader must not turn everything below a stray into gaps
+ * (60 s at the default wait). A stray with nothing after it is still settled, not kept.
+ */
+export const STRAY_QUIET_WAITS = 12;
 /** Least time between two listings of one video, ms. */
 export const MIN_LISTING_INTERVAL_MS = 1_000;
 
@@ -354,16 +361,18 @@ export class VideoSequencer {
     if (!outstanding) return null;
     const wait = this.options.reorderWaitMs;
     const candidates: number[] = [];
+    let strayOnly = false;
     if (head) {
       const windowEnd = head.frame + SUPPORT_WINDOW_FRAMES;
       const support = s.buffered.filter((b) => b.frame < windowEnd).map((b) => b.seenAtMs).sort((a, b) => a - b);
       const possible = s.endFrame !== null ? Math.min(SUPPORT_FRAMES, s.endFrame - head.frame + 1) : SUPPORT_FRAMES;
       if (support.length >= possible) candidates.push(Math.max(support[0]! + wait, support[possible - 1]!));
+      else strayOnly = s.endFrame === null && head.frame - next >= SUPPORT_WINDOW_FRAMES;
       if (s.buffered.length >= this.options.reorderBufferFrames) {
         candidates.push(s.buffered.map((b) => b.seenAtMs).sort((a, b) => a - b)[this.options.reorderBufferFrames - 1]!);
       }
     }
-    if (s.lastArrivalMs !== null) candidates.push(s.lastArrivalMs + QUIET_WAITS * wait);
+    if (s.lastArrivalMs !== null) candidates.push(s.lastArrivalMs + (strayOnly ? STRAY_QUIET_WAITS : QUIET_WAITS) * wait);
     return candidates.length > 0 ? Math.min(...candidates) : null;
   }
 

@@ -115,6 +115,24 @@ describe('gaps only for what is really missing', () => {
     expect(items.filter((r) => r.status !== 'ok').map((r) => `${r.frame}:${r.status}`)).toEqual([]);
   });
 
+  it('does not gap the frames below a stray when the uploader pauses for several reorder waits and then resumes', async () => {
+    // Prepare: the stray 25 first, 0..10 at a steady pace; then the uploader stalls for
+    // 4 reorder waits (twice the quiet that settles a missing tail), then resumes.
+    const video = 'stray-pause';
+    await uploadFrames(stack, video, [25]);
+    await steady(video, Array.from({ length: 11 }, (_, f) => f), WAIT_MS / 3);
+    await waitFor('frames 0..10 processed', async () => (await results(stack, video)).length === 11);
+    await sleep(4 * WAIT_MS);
+    // Act
+    await steady(video, Array.from({ length: 14 }, (_, i) => 11 + i), WAIT_MS / 3);
+    await put(stack, `frames/${video}/_end`, '25');
+    // Assess: every frame ok, in order (the stats processor's counter is the frame + 1)
+    await complete(video);
+    const items = (await results(stack, video)).sort((a, b) => a.frame - b.frame);
+    expect(items.filter((r) => r.status !== 'ok').map((r) => `${r.frame}:${r.status}`)).toEqual([]);
+    expect(items.map((r) => r.detections[0]?.trackId)).toEqual(Array.from({ length: 26 }, (_, f) => f + 1));
+  });
+
   it('commits the gap of a frame that never comes while the stream goes on, without waiting for the buffer to fill', async () => {
     // Prepare: 0..39 at 5 fps, frame 10 never uploaded; the buffer (64) can never overflow
     const video = 'one-lost';

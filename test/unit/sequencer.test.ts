@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { QUIET_WAITS, VideoSequencer, emptySequencerState, upgradeSequencerState, type FrameRef, type SequencedStep } from '../../core/sequencer.ts';
+import { QUIET_WAITS, STRAY_QUIET_WAITS, VideoSequencer, emptySequencerState, upgradeSequencerState, type FrameRef, type SequencedStep } from '../../core/sequencer.ts';
 
 const WAIT = 1000;
 const explicit = { reorderWaitMs: WAIT, reorderBufferFrames: 8, firstFrameNumber: 0 };
@@ -86,6 +86,40 @@ describe('VideoSequencer: the watermark decides gaps per frame', () => {
       emitted.push(...show(seq.take(now)));
     }
     expect(emitted).toEqual(Array.from({ length: 42 }, (_, f) => f));
+  });
+
+  it('waits out a pause of the uploader below a lone stray far ahead, and settles the stray only after a long quiet', () => {
+    // Prepare: frames 0..10 in order, the stray 41 early; then the uploader pauses.
+    const seq = new VideoSequencer(explicit);
+    seq.offer(ref(41), 0);
+    for (let f = 0; f <= 10; f++) {
+      seq.offer(ref(f), 100 + f * 100);
+      seq.take(100 + f * 100);
+    }
+    const lastArrival = 1100;
+    // Act / Assess: an ordinary quiet (2 waits) is not enough evidence against 11..40.
+    expect(seq.listingNeeded(lastArrival + QUIET_WAITS * WAIT + 1)).toBeUndefined();
+    expect(show(seq.take(lastArrival + QUIET_WAITS * WAIT + 1))).toEqual([]);
+    // The stream resumes 5 waits later, at its own pace: every frame in order, no gap.
+    const emitted: (string | number)[] = [];
+    for (let f = 11; f <= 40; f++) {
+      const now = lastArrival + 5 * WAIT + f * 100;
+      expect(seq.listingNeeded(now)).toBeUndefined();
+      seq.offer(ref(f), now);
+      emitted.push(...show(seq.take(now)));
+    }
+    expect(emitted).toEqual([...Array.from({ length: 30 }, (_, i) => i + 11), 41]);
+  });
+
+  it('settles a lone stray with nothing after it once the video has been quiet for the long wait', () => {
+    const seq = new VideoSequencer(explicit);
+    seq.offer(ref(0), 0);
+    seq.take(0);
+    seq.offer(ref(20), 100);
+    expect(seq.listingNeeded(100 + STRAY_QUIET_WAITS * WAIT - 1)).toBeUndefined();
+    const at = 100 + STRAY_QUIET_WAITS * WAIT;
+    expect(listFor(seq, [0, 20], at)).toBe(true);
+    expect(show(seq.take(at))).toEqual([...Array.from({ length: 19 }, (_, i) => `gap${i + 1}`), 20]);
   });
 
   it('gaps a whole outage once the stream has resumed, one record per frame', () => {
