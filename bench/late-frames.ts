@@ -29,7 +29,7 @@ import { evaluateMot } from '../gpu-worker/vision/eval/mot.ts';
 import { createVisionProcessor, type VisionProcessor } from '../gpu-worker/vision/index.ts';
 import { DEFAULT_LATE_MIN_IOU } from '../gpu-worker/vision/late-association.ts';
 import { iou } from '../gpu-worker/vision/postprocess.ts';
-import { generateClip, type GroundTruthFrame } from '../gpu-worker/vision/synthetic/generate.ts';
+import { generateClip, rng, type GroundTruthFrame } from '../gpu-worker/vision/synthetic/generate.ts';
 
 /** IoU at or above which a detection and a ground-truth object are the same object (as in eval/mot.ts). */
 const GT_MATCH_IOU = 0.5;
@@ -88,17 +88,6 @@ function shares(c: LateFramesCounts): { share: number; associationShare: number 
   return { share: c.lateDetections > 0 ? c.correct / c.lateDetections : 1, associationShare: onGroundTruth > 0 ? c.correct / onGroundTruth : 1 };
 }
 
-/** Mulberry32, as the clip generator uses: the same draw on every platform. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function shuffled<T>(items: readonly T[], rand: () => number): T[] {
   const out = [...items];

@@ -59,7 +59,7 @@ import type { FrameResultItem, VideoSummaryItem } from '../core/results.ts';
 import { videoKey } from '../core/slot-lease-store.ts';
 import { evaluateMot, type MotFrame } from '../gpu-worker/vision/eval/mot.ts';
 import { createVisionProcessor, generateClip } from '../gpu-worker/vision/index.ts';
-import type { GroundTruthFrame } from '../gpu-worker/vision/synthetic/generate.ts';
+import { rng, type GroundTruthFrame } from '../gpu-worker/vision/synthetic/generate.ts';
 import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { failoverSeconds } from '../cli/demo-lib.ts';
 import { formatDurationMs, table } from '../cli/format.ts';
@@ -134,17 +134,6 @@ if (argv.processor !== 'vision' && argv.processor !== 'stats') throw new Error(`
 // ---------------------------------------------------------------------------------------
 // Pure helpers
 
-/** Mulberry32. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function normal(rand: () => number): number {
   const u = Math.max(rand(), 1e-12);

@@ -837,12 +837,17 @@ export class SqsFifoModel {
   }
 
   private deleteMessageBatch(input: Input): Output {
+    return this.perEntry(input, (q, e) => this.deleteOne(q, 'DeleteMessageBatch', e));
+  }
+
+  /** A batch call's answer: each entry succeeds or fails on its own, as in SQS. */
+  private perEntry(input: Input, one: (q: QueueState, entry: Input) => { code: string; message: string; senderFault: boolean } | undefined): Output {
     const q = this.queue(input.QueueUrl);
     const entries = this.checkBatch(input.Entries);
     const Successful: Output[] = [];
     const Failed: Output[] = [];
     for (const e of entries) {
-      const problem = this.deleteOne(q, 'DeleteMessageBatch', e);
+      const problem = one(q, e);
       if (problem) Failed.push({ Id: e.Id, SenderFault: problem.senderFault, Code: problem.code, Message: problem.message });
       else Successful.push({ Id: e.Id });
     }
@@ -875,16 +880,7 @@ export class SqsFifoModel {
   }
 
   private changeVisibilityBatch(input: Input): Output {
-    const q = this.queue(input.QueueUrl);
-    const entries = this.checkBatch(input.Entries);
-    const Successful: Output[] = [];
-    const Failed: Output[] = [];
-    for (const e of entries) {
-      const problem = this.changeOne(q, 'ChangeMessageVisibilityBatch', e);
-      if (problem) Failed.push({ Id: e.Id, SenderFault: problem.senderFault, Code: problem.code, Message: problem.message });
-      else Successful.push({ Id: e.Id });
-    }
-    return { Successful, Failed };
+    return this.perEntry(input, (q, e) => this.changeOne(q, 'ChangeMessageVisibilityBatch', e));
   }
 
   private getQueueAttributes(input: Input): Output {

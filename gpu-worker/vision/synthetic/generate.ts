@@ -59,7 +59,7 @@ export interface Clip {
 }
 
 /** Mulberry32: small, fast, good enough for test data, and the same on every platform. */
-function rng(seed: number): () => number {
+export function rng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
