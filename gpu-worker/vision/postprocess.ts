@@ -53,7 +53,8 @@ export function decodeYolo(data: Float32Array, image: number, classCount: number
         best = c;
       }
     }
-    if (!(bestScore >= scoreThreshold)) continue;
+    // Strictly above, as Ultralytics' non_max_suppression (`amax > conf_thres`).
+    if (!(bestScore > scoreThreshold)) continue;
     const cx = data[base + n];
     const cy = data[base + anchorCount + n];
     const w = data[base + 2 * anchorCount + n];

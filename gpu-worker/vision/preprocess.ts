@@ -26,19 +26,27 @@ export interface LetterboxGeometry {
 /**
  * Placement of a `sourceWidth` x `sourceHeight` image in a `inputWidth` x
  * `inputHeight` input. Mirrors Ultralytics `LetterBox` (center=True): the
- * resized size rounds to nearest, and padding is `round(d/2 -/+ 0.1)` so an odd
- * remainder puts the extra pixel bottom/right.
+ * resized size is Python's `round()` (half to even), and padding is
+ * `round(d/2 -/+ 0.1)` so an odd remainder puts the extra pixel bottom/right.
  */
 export function letterboxGeometry(sourceWidth: number, sourceHeight: number, inputWidth: number, inputHeight: number): LetterboxGeometry {
   const scale = Math.min(inputWidth / sourceWidth, inputHeight / sourceHeight);
-  const resizedWidth = Math.max(1, Math.round(sourceWidth * scale));
-  const resizedHeight = Math.max(1, Math.round(sourceHeight * scale));
+  const resizedWidth = Math.max(1, roundHalfToEven(sourceWidth * scale));
+  const resizedHeight = Math.max(1, roundHalfToEven(sourceHeight * scale));
   const dw = (inputWidth - resizedWidth) / 2;
   const dh = (inputHeight - resizedHeight) / 2;
   // Python rounds half to even; after the -0.1 the argument is never at .5, so Math.round matches. max(0, .) turns -0 into 0.
   const padLeft = Math.max(0, Math.round(dw - 0.1));
   const padTop = Math.max(0, Math.round(dh - 0.1));
   return { sourceWidth, sourceHeight, scale, padLeft, padTop, resizedWidth, resizedHeight };
+}
+
+/** Python 3's `round(x)`: to the nearest integer, ties to the even one (2.5 -> 2, 3.5 -> 4). */
+export function roundHalfToEven(x: number): number {
+  const floor = Math.floor(x);
+  const fraction = x - floor;
+  if (fraction !== 0.5) return Math.round(x);
+  return floor % 2 === 0 ? floor : floor + 1;
 }
 
 /** A decoded, letterboxed frame ready to be stacked into a batch. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
 import { decodeYolo, iou, nms, postprocess, unletterboxBox, type RawDetection } from '../../gpu-worker/vision/postprocess.ts';
-import { ImageDecodeError, letterboxGeometry, prepareFrame } from '../../gpu-worker/vision/preprocess.ts';
+import { ImageDecodeError, letterboxGeometry, prepareFrame, roundHalfToEven } from '../../gpu-worker/vision/preprocess.ts';
 
 /** Builds a [B, 4 + C, N] tensor from per-anchor rows [cx, cy, w, h, ...scores]. */
 function yoloTensor(images: number[][][], classCount: number): Float32Array {
@@ -24,6 +24,14 @@ describe('letterboxGeometry', () => {
     const g = letterboxGeometry(100, 200, 320, 320);
     // scale 1.6 -> 160x320, (320-160)/2 = 80 on the left.
     expect([g.scale, g.resizedWidth, g.resizedHeight, g.padLeft, g.padTop]).toEqual([1.6, 160, 320, 80, 0]);
+  });
+
+  it('rounds the resized size half to even, like Python and Ultralytics', () => {
+    // Scale 0.5: widths 5, 7, 9 become 2.5 -> 2 (half-up would give 3), 3.5 -> 4, 4.5 -> 4 (not 5).
+    expect(letterboxGeometry(5, 100, 50, 50).resizedWidth).toBe(2);
+    expect(letterboxGeometry(7, 100, 50, 50).resizedWidth).toBe(4);
+    expect(letterboxGeometry(9, 100, 50, 50).resizedWidth).toBe(4);
+    expect([roundHalfToEven(0.5), roundHalfToEven(1.5), roundHalfToEven(2.5), roundHalfToEven(2.4999), roundHalfToEven(2.5001), roundHalfToEven(-1.5)]).toEqual([0, 2, 2, 2, 3, -2]);
   });
 
   it('puts the odd padding pixel at the bottom like Ultralytics', () => {
@@ -67,6 +75,11 @@ describe('decodeYolo', () => {
       { box: [40, 35, 60, 45], score: expect.closeTo(0.9, 6), classIndex: 1 },
       { box: [95, 85, 105, 115], score: expect.closeTo(0.6, 6), classIndex: 0 },
     ]);
+  });
+
+  it('keeps only scores strictly above the threshold, like Ultralytics', () => {
+    const data = yoloTensor([[[10, 10, 4, 4, 0.5], [30, 30, 4, 4, 0.5000001]]], 1);
+    expect(decodeYolo(data, 0, 1, 2, 0.5).map((d) => d.box)).toEqual([[28, 28, 32, 32]]);
   });
 
   it('reads the requested image of a batch', () => {

@@ -3,7 +3,6 @@
  * switches) and IDF1 (Ristani et al. 2016), with IoU matching.
  */
 import { munkres } from 'munkres';
-import { assign } from '../assignment.ts';
 import { iou } from '../postprocess.ts';
 
 /** One object (ground truth or prediction) in one frame. */
@@ -34,22 +33,33 @@ export interface MotResult {
   readonly meanIou: number;
 }
 
+/** A continuing match outweighs any IoU (TrackEval's CLEAR uses the same 1000). */
+const CONTINUATION_BONUS = 1000;
+const EPS = Number.EPSILON;
+
 /**
  * Evaluates `predictions` against `groundTruth` (frames may be missing on either
  * side: a missing frame has no objects).
  *
- * Per frame, as py-motmetrics does: a ground-truth object keeps the prediction
- * it matched last time while their IoU stays >= threshold; the rest are matched
- * by the Hungarian algorithm on 1 - IoU. An ID switch is counted when a
- * ground-truth object is matched to a different predicted id than the last one
- * it was matched to.
+ * CLEAR MOT as TrackEval computes it (`trackeval/metrics/clear.py`, the reference behind
+ * HOTA and the MOTChallenge devkit), so figures agree with published ones:
+ * - per frame, one Hungarian assignment maximising `1000 × continuing + IoU` over pairs
+ *   with IoU ≥ threshold, where *continuing* means the ground-truth object was matched to
+ *   that prediction id in the **previous frame** (not in any earlier frame);
+ * - an ID switch is counted when a ground-truth object is matched to a different id than
+ *   the **last** id it was matched to, in any earlier frame;
+ * - a frame with no ground truth or no predictions matches nothing and leaves the
+ *   previous frame's matches in place for the next frame (TrackEval skips it).
  */
 export function evaluateMot(groundTruth: readonly MotFrame[], predictions: readonly MotFrame[], iouThreshold = 0.5): MotResult {
   const gtBy = new Map(groundTruth.map((f) => [f.frame, f.objects]));
   const prBy = new Map(predictions.map((f) => [f.frame, f.objects]));
   const frames = [...new Set([...gtBy.keys(), ...prBy.keys()])].sort((a, b) => a - b);
 
+  /** Ground-truth id -> the prediction id it was last matched to (any earlier frame): for switches. */
   const lastMatch = new Map<number, number>();
+  /** Ground-truth id -> the prediction id it was matched to in the previous frame: for matching. */
+  let previousFrameMatch = new Map<number, number>();
   const pairFrames = new Map<number, Map<number, number>>();
   let fp = 0;
   let fn = 0;
@@ -66,41 +76,38 @@ export function evaluateMot(groundTruth: readonly MotFrame[], predictions: reado
     prCount += prs.length;
 
     // IDF1 co-occurrence counts: every (gt, pred) pair over threshold in this frame.
-    for (const g of gts) {
-      for (const p of prs) {
-        if (iou(g.box, p.box) < iouThreshold) continue;
+    const ious = gts.map((g) => prs.map((p) => iou(g.box, p.box)));
+    gts.forEach((g, gi) => {
+      prs.forEach((p, pi) => {
+        if (ious[gi][pi] < iouThreshold - EPS) return;
         let row = pairFrames.get(g.id);
         if (!row) pairFrames.set(g.id, (row = new Map()));
         row.set(p.id, (row.get(p.id) ?? 0) + 1);
-      }
+      });
+    });
+    if (gts.length === 0 || prs.length === 0) {
+      fn += gts.length;
+      fp += prs.length;
+      continue;
     }
 
-    const gtUsed = new Set<number>();
-    const prUsed = new Set<number>();
-    const frameMatches: [number, number][] = [];
-    gts.forEach((g, gi) => {
-      const prev = lastMatch.get(g.id);
-      if (prev === undefined) return;
-      const pi = prs.findIndex((p, i) => p.id === prev && !prUsed.has(i));
-      if (pi >= 0 && iou(g.box, prs[pi].box) >= iouThreshold) {
-        gtUsed.add(gi);
-        prUsed.add(pi);
-        frameMatches.push([gi, pi]);
-      }
-    });
-    const gRest = gts.map((_, i) => i).filter((i) => !gtUsed.has(i));
-    const pRest = prs.map((_, i) => i).filter((i) => !prUsed.has(i));
-    const cost = gRest.map((gi) => pRest.map((pi) => 1 - iou(gts[gi].box, prs[pi].box)));
-    for (const [r, c] of assign(cost, 1 - iouThreshold, pRest.length).matches) frameMatches.push([gRest[r], pRest[c]]);
+    const score = gts.map((g, gi) =>
+      prs.map((p, pi) => (ious[gi][pi] < iouThreshold - EPS ? 0 : (previousFrameMatch.get(g.id) === p.id ? CONTINUATION_BONUS : 0) + ious[gi][pi])),
+    );
+    const maxScore = Math.max(...score.flat());
+    const frameMatches = munkres(score.map((row) => row.map((v) => maxScore - v))).filter(([gi, pi]) => score[gi][pi] > EPS);
 
+    const thisFrame = new Map<number, number>();
     for (const [gi, pi] of frameMatches) {
       const g = gts[gi];
       const p = prs[pi];
-      const prev = lastMatch.get(g.id);
-      if (prev !== undefined && prev !== p.id) idsw++;
+      const last = lastMatch.get(g.id);
+      if (last !== undefined && last !== p.id) idsw++;
       lastMatch.set(g.id, p.id);
-      iouSum += iou(g.box, p.box);
+      thisFrame.set(g.id, p.id);
+      iouSum += ious[gi][pi];
     }
+    previousFrameMatch = thisFrame;
     matches += frameMatches.length;
     fn += gts.length - frameMatches.length;
     fp += prs.length - frameMatches.length;
