@@ -1,0 +1,54 @@
+/**
+ * Real Ultralytics YOLO graphs (random weights, `../shared/models/`, see its README)
+ * through the unchanged VisionProcessor: metadata-driven loading (640 input, 80 class
+ * names), letterboxing, `[N, 84, 8400]` decoding, NMS, tracking and batching. Their
+ * scores are ~1e-5..1.6e-4, so thresholds near 1e-4 push real numbers of boxes through.
+ * The graphs are AGPL fixtures that stay outside the repository: where the folder is
+ * absent, these tests are skipped with a message saying so.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createVisionProcessor, type VisionProcessor } from '../../gpu-worker/vision/index.ts';
+import { generateClip } from '../../gpu-worker/vision/synthetic/generate.ts';
+
+const MODELS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'shared', 'models');
+const GRAPHS = ['yolov8n-random.onnx', 'yolo11n-random.onnx'].map((f) => join(MODELS_DIR, f));
+const present = GRAPHS.every((g) => existsSync(g));
+if (!present) console.warn(`SKIPPED test/vision/yolo-graphs.test.ts: the YOLO fixtures are not at ${MODELS_DIR} (see shared/models/README.md)`);
+
+/** Thresholds scaled to random weights' scores (ByteTrack's defaults are 0.1 / 0.5 / 0.6). */
+const RANDOM_WEIGHTS = { scoreThreshold: 1e-4, tracker: { lowScoreThreshold: 5e-5, highScoreThreshold: 1e-4, newTrackThreshold: 1.2e-4 } };
+
+describe.skipIf(!present).each(GRAPHS)('%s through the VisionProcessor', (graph) => {
+  let processor: VisionProcessor | undefined;
+  afterAll(async () => {
+    await processor?.stop();
+  });
+
+  it('loads from its metadata, batches 4 frames in one call, and reports tracked boxes in source pixels', async () => {
+    // Prepare
+    processor = createVisionProcessor({ modelUri: graph, batchSize: 4, maxBatchWaitMs: 50, preferCuda: false, ...RANDOM_WEIGHTS });
+    await processor.start();
+    const clip = await generateClip({ seed: 3, frames: 4 });
+    processor.openVideo('yolo', undefined);
+    // Act
+    const outcomes = await processor.process(clip.frames.map((f) => ({ videoId: 'yolo', frame: f.frame, image: f.image })));
+    // Assess
+    expect(processor.provider).toBe('cpu');
+    expect(processor.batchSizes).toEqual([4]);
+    expect(outcomes.map((o) => o.status)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    const detections = outcomes.flatMap((o) => (o.status === 'ok' ? o.detections : []));
+    expect(detections.length).toBeGreaterThan(0);
+    for (const d of detections) {
+      // COCO class names come from the graph's own metadata; boxes are mapped back to the 320x240 source.
+      expect(typeof d.label).toBe('string');
+      expect(d.label).not.toMatch(/^class/);
+      expect(d.box[0]).toBeGreaterThanOrEqual(-1);
+      expect(d.box[2]).toBeLessThanOrEqual(clip.width + 1);
+      expect(d.box[3]).toBeLessThanOrEqual(clip.height + 1);
+      expect(d.trackId).toBeGreaterThan(0);
+    }
+  });
+});
