@@ -9,13 +9,15 @@
  *   METRICS_FLUSH_INTERVAL_MS  how often EMF metric lines are written (default 10000)
  *   HEALTH_FILE       file touched on every confirmed heartbeat (container health check)
  *
- * Exit codes: 0 drained (SIGTERM/SIGINT) or no slot to claim; 3 slot lease lost.
+ * Exit codes (core/config.ts): EXIT_DONE (0) drained on SIGTERM/SIGINT, idle for
+ * WORKER_IDLE_EXIT_SECONDS (slot released), or no slot to claim; EXIT_LEASE_LOST (3) slot
+ * lease lost. Neither is a crash to the janitor; a slot left with work is relaunched.
  */
 import { hostname } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { EXIT_LEASE_LOST, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
+import { EXIT_DONE, EXIT_LEASE_LOST, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
 import { createAwsClients } from '../core/aws/clients.ts';
 import { LeaseStore } from '../core/lease-store.ts';
 import { SlotQueues } from '../core/slot-queues.ts';
@@ -81,7 +83,7 @@ async function main(): Promise<number> {
   const reason = await worker.run();
   log.info('worker stopped', { reason });
   await metrics.close();
-  return reason === 'lease-lost' ? EXIT_LEASE_LOST : 0;
+  return reason === 'lease-lost' ? EXIT_LEASE_LOST : EXIT_DONE;
 }
 
 main().then(

@@ -1,6 +1,6 @@
 import { WORKER_ENV } from '../core/config.ts';
 import * as path from 'node:path';
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Size, Stack } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
@@ -9,6 +9,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { ECS_LAUNCHER_ENV } from '../core/aws/ecs-task-launcher.ts';
+import { FleetTeardown } from './fleet-teardown.ts';
 import { acknowledge, nagArnPrefix } from './nag.ts';
 import { REPO_ROOT } from './lambda-defaults.ts';
 
@@ -31,6 +32,19 @@ export const HEALTH_CHECK_SCRIPT =
  * checkpoint and hand its videos off. 120 s is the most the ECS agent allows.
  */
 export const WORKER_STOP_TIMEOUT = Duration.seconds(120);
+
+/**
+ * Buffer of the awslogs driver in non-blocking mode. Non-blocking, because Node writes
+ * stdout to a pipe synchronously: a blocking driver stalled by CloudWatch Logs would
+ * stall the event loop, and with it the slot heartbeat, so a logging hiccup would cost
+ * the slot lease. The buffer is 25 MiB instead of the 1 MiB Docker default (ECS's
+ * default is 10 MiB) so a burst of EMF metric lines (every flush writes them together)
+ * and logs rides out a slow CloudWatch Logs instead of being dropped: AWS's tests of the
+ * awslogs driver lost nothing at up to 5 MB/s with 25 MiB ("Preventing log loss with
+ * non-blocking mode in the AWSLogs container log driver", AWS Containers blog). A worker
+ * writes far less than that. The memory comes from the instance, not the task.
+ */
+export const WORKER_LOG_BUFFER = Size.mebibytes(25);
 
 export interface GpuFleetProps {
   readonly vpc: ec2.IVpc;
@@ -88,7 +102,11 @@ export interface GpuFleetProps {
   readonly image?: ecs.ContainerImage;
 }
 
-/** The ECS cluster, GPU capacity provider (scales from zero) and the worker task definition. */
+/**
+ * The ECS cluster, GPU capacity provider (scales from zero, and back to zero when the
+ * workers exit for idleness), the worker task definition, and the teardown that lets the
+ * stack be deleted while the fleet is in use.
+ */
 export class GpuFleet extends Construct {
   readonly cluster: ecs.Cluster;
   readonly capacityProvider: ecs.AsgCapacityProvider;
@@ -101,6 +119,8 @@ export class GpuFleet extends Construct {
   readonly logGroup: logs.LogGroup;
   /** Security group of the GPU container instances (the ECS agent's traffic). */
   readonly instanceSecurityGroup: ec2.SecurityGroup;
+  /** Stops the fleet when the stack is deleted, before its cluster, capacity provider and group go. */
+  readonly teardown: FleetTeardown;
   readonly #subnetIds: string[];
   readonly #taskSecurityGroup: ec2.ISecurityGroup;
 
@@ -155,6 +175,8 @@ export class GpuFleet extends Construct {
       ],
     });
 
+    // No instance when no task: minimum 0 and no desired capacity (CloudFormation starts at
+    // the minimum; the capacity provider sets it from then on).
     this.autoScalingGroup = new autoscaling.AutoScalingGroup(this, 'Instances', {
       vpc: props.vpc,
       vpcSubnets: props.subnets,
@@ -170,9 +192,16 @@ export class GpuFleet extends Construct {
       },
     );
 
+    // Scale to zero: a worker exits when idle (workerIdleExitSeconds), and managed scaling
+    // at a 100 % target wants exactly the instances that tasks need, so with no task it
+    // scales the group in to zero. Managed termination protection protects only
+    // instances that run a task: ECS sets scale-in protection when it places a task and
+    // removes it once the instance's last task has stopped, so an idle instance is retired
+    // and a busy one never is. (Stack deletion removes the protection itself: FleetTeardown.)
     this.capacityProvider = new ecs.AsgCapacityProvider(this, 'CapacityProvider', {
       autoScalingGroup: this.autoScalingGroup,
       enableManagedScaling: true,
+      enableManagedTerminationProtection: true,
       minimumScalingStepSize: 1,
       targetCapacityPercent: 100,
       machineImageType: ecs.MachineImageType.AMAZON_LINUX_2,
@@ -215,7 +244,7 @@ export class GpuFleet extends Construct {
       cpu: props.taskCpuUnits ?? 3072,
       memoryReservationMiB: props.taskMemoryMiB ?? 12288,
       stopTimeout: WORKER_STOP_TIMEOUT,
-      logging: ecs.LogDrivers.awsLogs({ logGroup: this.logGroup, streamPrefix: 'worker', mode: ecs.AwsLogDriverMode.NON_BLOCKING }),
+      logging: ecs.LogDrivers.awsLogs({ logGroup: this.logGroup, streamPrefix: 'worker', mode: ecs.AwsLogDriverMode.NON_BLOCKING, maxBufferSize: WORKER_LOG_BUFFER }),
       environment: {
         ...props.environment,
         [HEALTH_ENV.file]: DEFAULT_HEALTH_FILE,
@@ -238,6 +267,14 @@ export class GpuFleet extends Construct {
     acknowledge(this.taskDefinition, {
       id: 'AwsSolutions-ECS2',
       reason: 'The environment holds only resource names, URLs and tunables (see core/config.ts); there are no secrets to move to Secrets Manager.',
+    });
+
+    this.teardown = new FleetTeardown(this, 'Teardown', {
+      cluster: this.cluster,
+      autoScalingGroup: this.autoScalingGroup,
+      capacityProvider: this.capacityProvider,
+      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
+      ...(props.removalPolicy !== undefined ? { removalPolicy: props.removalPolicy } : {}),
     });
   }
 
@@ -262,6 +299,11 @@ export class GpuFleet extends Construct {
   /**
    * Start worker tasks: ecs:RunTask on this task definition revision in this
    * cluster only, and iam:PassRole on its two roles, only towards ECS tasks.
+   *
+   * On stack deletion the grantee (its function, rules and event source) and its role are
+   * deleted before the fleet teardown runs (they depend on it): a router or janitor can
+   * then no longer start a task behind the teardown, for instance the janitor replacing
+   * a worker the teardown has just stopped.
    */
   grantLaunch(grantee: iam.IGrantable): iam.Grant {
     const run = iam.Grant.addToPrincipal({
@@ -276,6 +318,10 @@ export class GpuFleet extends Construct {
       resourceArns: [this.taskRole.roleArn, this.executionRole.roleArn],
       conditions: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
     });
+    // The grant's own dependables are filled only at synthesis (policy splitting), so the
+    // order is set on the grantee (a Router or Janitor construct: function, rules, event
+    // source) and on its principal (the role holding the policy).
+    this.teardown.runsAfter(...new Set([grantee, grantee.grantPrincipal].filter((c) => Construct.isConstruct(c))));
     return run;
   }
 

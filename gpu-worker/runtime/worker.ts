@@ -11,6 +11,10 @@
  * restored alone from its last checkpoint and retried with backoff; a frame that keeps
  * failing is parked as a `failed` record with its reason; errors the loop does not
  * expect are logged, counted and survived. Only a lost lease ends the process early.
+ *
+ * Idle exit: a worker that owns no video, finds none pinned to its slot and has received
+ * nothing for `workerIdleExitSeconds` releases its slot and ends (`idle`), so an idle fleet
+ * drains to zero tasks; the next frame for the slot launches a task again.
  */
 import type { Tunables } from '../../core/config.ts';
 import { parseEndMarkerBody } from '../../core/keys.ts';
@@ -54,7 +58,7 @@ export interface WorkerDeps {
 }
 
 /** Why the run loop ended; main.ts maps it to an exit code. */
-export type ExitReason = 'drained' | 'lease-lost' | 'no-slot';
+export type ExitReason = 'drained' | 'idle' | 'lease-lost' | 'no-slot';
 
 /** Most result items one video commits per round (a transaction holds 100 items). */
 const MAX_RESULT_ITEMS_PER_COMMIT = 80;
@@ -106,6 +110,8 @@ export class Worker {
   private readonly keeper: SlotKeeper;
   private readonly runner: FrameRunner;
   private stopRequested = false;
+  /** When the last receive brought messages (or the slot was claimed): the idle-exit clock. */
+  private lastMessageAtMs = 0;
 
   constructor(deps: WorkerDeps) {
     this.d = deps;
@@ -166,6 +172,7 @@ export class Worker {
     this.d.log.info('slot claimed', { slot: fence.slot, epoch: fence.epoch, workerId: fence.workerId });
     this.d.metrics.count(METRIC_NAMES.worker.slotsClaimed);
     this.keeper.startHeartbeat();
+    let exit: 'drained' | 'idle' = 'drained';
     try {
       // Take over every video already pinned to this slot (a predecessor's), so their
       // checkpoints — including buffered frames — resume even if no new message comes.
@@ -176,26 +183,55 @@ export class Worker {
         }
       });
       let idle = false;
+      this.lastMessageAtMs = this.now();
       while (!this.stopRequested && !this.lost) {
         const messages = await this.receive(idle);
         if (this.lost) {
           await this.giveBack(messages);
           break;
         }
+        if (messages.length > 0) this.lastMessageAtMs = this.now();
         const worked = await this.survive('batch', () => this.handle(messages));
         await this.survive('housekeeping', () => this.housekeeping());
         idle = messages.length === 0 && worked !== true;
+        if (idle && (await this.survive('idle-exit', () => this.idleExitDue())) === true) {
+          exit = 'idle';
+          break;
+        }
       }
     } finally {
       this.keeper.stopHeartbeat();
     }
     if (this.lost) return 'lease-lost';
-    // Drain: everything received has been committed and deleted (or handed back); hand
-    // the slot off now rather than making the successor wait for the lease to run out.
+    // Drain or idle exit: everything received has been committed and deleted (or handed
+    // back); hand the slot off now rather than making a successor wait for the lease to run out.
     await this.keeper.release();
-    this.d.log.info('drained and released slot', { slot: fence.slot, videos: this.ownedVideos });
+    if (exit === 'idle') {
+      this.d.log.info('idle: released slot and exiting', { slot: fence.slot, idleSeconds: Math.round((this.now() - this.lastMessageAtMs) / 1000) });
+    } else {
+      this.d.log.info('drained and released slot', { slot: fence.slot, videos: this.ownedVideos });
+    }
     await this.d.processor.stop();
-    return 'drained';
+    return exit;
+  }
+
+  /**
+   * Whether the worker may exit for idleness: it owns no video, has received nothing for
+   * `workerIdleExitSeconds`, and no video is pinned to its slot. The router pins a video
+   * before it sends the video's first frame, so a pin this worker has not seen means frames
+   * are on their way (or a predecessor's video was never adopted): such videos are adopted,
+   * as at start, and released by the idle rule if nothing comes, rather than left pinned to
+   * a slot without an owner. Released videos the index still lists are not taken back.
+   */
+  private async idleExitDue(): Promise<boolean> {
+    const limitSeconds = this.d.tunables.workerIdleExitSeconds;
+    if (limitSeconds === 0 || this.owned.size > 0) return false;
+    if (this.now() - this.lastMessageAtMs < limitSeconds * 1000) return false;
+    for (const videoId of await this.d.leases.listPinned(this.fence.slot)) {
+      if (this.lost) return false;
+      await this.ensureOwned(videoId, async () => false);
+    }
+    return this.owned.size === 0 && !this.lost && !this.stopRequested;
   }
 
   /** Runs one part of the loop; an error it did not expect is logged and counted, and the loop goes on. */
@@ -214,7 +250,11 @@ export class Worker {
 
   private async receive(idle: boolean): Promise<ReceivedMessage[]> {
     try {
-      return await this.d.queues.receive(this.fence.slot, 10, this.pollWaitSeconds(idle));
+      const messages = await this.d.queues.receive(this.fence.slot, 10, this.pollWaitSeconds(idle));
+      // How long frames waited in the slot queue: one fleet-wide series for the age alarm.
+      const sentAt = messages.flatMap((m) => (m.sentAtMs !== undefined ? [m.sentAtMs] : []));
+      if (sentAt.length > 0) this.d.metrics.milliseconds(METRIC_NAMES.worker.slotMessageAgeMs, Math.max(0, this.now() - Math.min(...sentAt)));
+      return messages;
     } catch (e) {
       if (this.stopRequested || this.lost) return [];
       this.d.log.warn('receive failed', { error: errorText(e) });
