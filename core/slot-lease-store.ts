@@ -7,7 +7,7 @@
  * lease-logic.ts. The video half (pins, adoption, fenced commits) is lease-store.ts,
  * which extends this class: both halves share one table and its retry helpers.
  */
-import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient, type TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { emptySlotRecord, type LivenessOptions, type SlotRecord } from './lease-logic.ts';
@@ -48,6 +48,13 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
     const keys = Array.from({ length: count }, (_, i) => slotKey(i));
     const items = await this.batchGet(keys, true);
     return keys.map((k, i) => toSlotRecord(i, items.get(k)));
+  }
+
+  /** Reads the given slots only (one BatchGetItem per 100): what a router needs for its launch check, whatever `slotCount` is. */
+  async getSlotsNumbered(slots: readonly number[]): Promise<SlotRecord[]> {
+    const keys = slots.map(slotKey);
+    const items = await this.batchGet(keys, true);
+    return slots.map((slot, i) => toSlotRecord(slot, items.get(keys[i]!)));
   }
 
   async getSlot(slot: number): Promise<SlotRecord> {
@@ -252,6 +259,29 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
       start = r.LastEvaluatedKey;
     } while (start);
     return ids;
+  }
+
+  /**
+   * Every pinned video, by slot, from one Scan of the sparse keys-only GSI (one request
+   * per MB of keys, about 15,000 videos): the janitor's view of every slot at once, where
+   * {@link listPinned} per slot would cost one Query per slot. Eventually consistent, as
+   * any read of a GSI.
+   */
+  async listPinnedBySlot(): Promise<Map<number, string[]>> {
+    const bySlot = new Map<number, string[]>();
+    let start: Record<string, unknown> | undefined;
+    do {
+      const r = await this.ddb.send(new ScanCommand({ TableName: this.o.tableName, IndexName: this.o.pinnedSlotIndex, ExclusiveStartKey: start }));
+      for (const it of r.Items ?? []) {
+        const slot = Number(it.pinnedSlot);
+        const id = String(it.pk).slice('video#'.length);
+        const list = bySlot.get(slot);
+        if (list) list.push(id);
+        else bySlot.set(slot, [id]);
+      }
+      start = r.LastEvaluatedKey;
+    } while (start);
+    return bySlot;
   }
 
   /**

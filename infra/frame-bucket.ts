@@ -1,7 +1,6 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import * as s3n from 'aws-cdk-lib/aws-s3-notifications';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { FRAME_PREFIX } from '../core/config.ts';
@@ -24,13 +23,53 @@ export interface FrameBucketProps {
    */
   readonly accessLogRetention?: Duration;
   /**
+   * Superseded versions of objects under `models/` are kept this long, so that an
+   * overwritten model can be restored (copy the old version back over the key).
+   * @default Duration.days(90)
+   */
+  readonly modelVersionRetention?: Duration;
+  /**
    * What happens to the buckets when the stack is deleted.
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
 }
 
-/** The upload bucket: TLS-only, S3-managed encryption, no public access, access-logged, frames expire. */
+/**
+ * The notification target: the ingest queue's policy lets S3 send only for this bucket
+ * (`aws:SourceArn`) in this account (`aws:SourceAccount`). aws-cdk-lib's SqsDestination
+ * checks the bucket ARN alone; bucket names are global, so a bucket of the same name in
+ * another account (after this one is deleted) could otherwise feed the queue.
+ */
+class IngestQueueDestination implements s3.IBucketNotificationDestination {
+  readonly #queue: sqs.IQueue;
+
+  constructor(queue: sqs.IQueue) {
+    this.#queue = queue;
+  }
+
+  bind(_scope: Construct, bucket: s3.IBucket): s3.BucketNotificationDestinationConfig {
+    this.#queue.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'S3NotificationsFromFrameBucket',
+        principals: [new iam.ServicePrincipal('s3.amazonaws.com')],
+        actions: ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
+        resources: [this.#queue.queueArn],
+        conditions: {
+          ArnLike: { 'aws:SourceArn': bucket.bucketArn },
+          StringEquals: { 'aws:SourceAccount': Stack.of(bucket).account },
+        },
+      }),
+    );
+    return { arn: this.#queue.queueArn, type: s3.BucketNotificationDestinationType.QUEUE, dependencies: [this.#queue] };
+  }
+}
+
+/**
+ * The upload bucket: TLS-only, S3-managed encryption, no public access, access-logged,
+ * frames expire. Versioned, so that an overwritten or deleted model under `models/` can
+ * be restored; superseded frame versions are removed a day after they stop being current.
+ */
 export class FrameBucket extends Construct {
   readonly bucket: s3.Bucket;
   readonly accessLogBucket: s3.Bucket;
@@ -56,35 +95,48 @@ export class FrameBucket extends Construct {
       serverAccessLogsBucket: this.accessLogBucket,
       serverAccessLogsPrefix: 'frame-bucket/',
       removalPolicy,
+      versioned: true,
       lifecycleRules: [
-        { id: 'expire-frames', prefix: FRAME_PREFIX, expiration: props.frameRetention ?? Duration.days(30) },
+        // On a versioned bucket, expiry adds a delete marker and keeps the frame as a
+        // noncurrent version: remove that a day later, then the lone delete marker.
+        {
+          id: 'expire-frames',
+          prefix: FRAME_PREFIX,
+          expiration: props.frameRetention ?? Duration.days(30),
+          noncurrentVersionExpiration: Duration.days(1),
+        },
+        { id: 'expire-frame-delete-markers', prefix: FRAME_PREFIX, expiredObjectDeleteMarker: true },
+        { id: 'expire-old-models', prefix: MODEL_PREFIX, noncurrentVersionExpiration: props.modelVersionRetention ?? Duration.days(90) },
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
       ],
     });
-    this.bucket.addEventNotification(
-      s3.EventType.OBJECT_CREATED,
-      new s3n.SqsDestination(props.ingestQueue),
-      { prefix: FRAME_PREFIX },
-    );
+    this.bucket.addEventNotification(s3.EventType.OBJECT_CREATED, new IngestQueueDestination(props.ingestQueue), { prefix: FRAME_PREFIX });
   }
 
   /**
    * Read access to uploaded frames and end markers (`frames/*`). `s3:ListBucket` is
-   * included so that a missing object (an end marker not yet written) answers 404
-   * NoSuchKey instead of 403; it reveals key names of this bucket only.
+   * included so that the worker can list a video's frames and a missing object can
+   * answer 404 NoSuchKey instead of 403; it is limited to listings under `frames/`
+   * (`s3:prefix`).
    */
   grantReadFrames(grantee: iam.IGrantable): iam.Grant {
     return this.#grantGet(grantee, FRAME_PREFIX);
   }
 
-  /** Read access to models stored in this bucket (`models/*`). */
+  /** Read access to models stored in this bucket (`models/*`), listings limited to `models/`. */
   grantReadModels(grantee: iam.IGrantable): iam.Grant {
     return this.#grantGet(grantee, MODEL_PREFIX);
   }
 
   // Bucket.grantRead would add s3:GetObject*, s3:GetBucket* and s3:List*: wildcard actions the project rules out.
   #grantGet(grantee: iam.IGrantable, prefix: string): iam.Grant {
-    iam.Grant.addToPrincipal({ grantee, actions: ['s3:ListBucket'], resourceArns: [this.bucket.bucketArn] });
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:ListBucket'],
+        resources: [this.bucket.bucketArn],
+        conditions: { StringLike: { 's3:prefix': `${prefix}*` } },
+      }),
+    );
     return iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetObject'], resourceArns: [this.bucket.arnForObjects(`${prefix}*`)] });
   }
 }

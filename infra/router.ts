@@ -18,6 +18,14 @@ export interface RouterProps {
    */
   readonly batchSize?: number;
   /**
+   * How long the event source may gather records before it invokes the router with a
+   * batch smaller than `batchSize`. Without one, a trickle of frames means about one
+   * invocation per frame; with one, at most one invocation per window per poller.
+   * `Duration.seconds(0)` turns it off.
+   * @default Duration.seconds(1)
+   */
+  readonly maxBatchingWindow?: Duration;
+  /**
    * Most concurrent router invocations the event source starts (2..1000).
    * @default 10
    */
@@ -62,6 +70,7 @@ export class Router extends Construct implements iam.IGrantable {
     this.function.addEventSource(
       new lambdaEvents.SqsEventSource(props.ingestQueue, {
         batchSize: props.batchSize ?? 10,
+        maxBatchingWindow: props.maxBatchingWindow ?? Duration.seconds(1),
         maxConcurrency: props.maxConcurrency ?? 10,
         reportBatchItemFailures: true,
       }),
