@@ -2,9 +2,13 @@
  * The janitor: relaunches tasks for slots that have work and no live owner, repairs
  * slot video counts from the pinned-slot index, and publishes fleet metrics.
  * Runs on a schedule, and at once when ECS reports a worker task stopped.
+ *
+ * Its cost per run is bounded, not one call per slot: one BatchGetItem per 100 slots, one
+ * Scan of the keys-only pinned-slot index (one request per MB of pins), and at most
+ * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads (bench/janitor-calls.ts).
  */
 import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from './config.ts';
-import { isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease-logic.ts';
+import { isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease-logic.ts';
 import type { LeaseStore } from './lease-store.ts';
 import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import type { SlotQueues } from './slot-queues.ts';
@@ -44,12 +48,54 @@ export interface StoppedTask {
  */
 export const WORKER_EXITS_WITHOUT_LEASE: readonly number[] = [0, EXIT_LEASE_LOST];
 
+/**
+ * Whether a slot's last launch grant was never followed by a heartbeat. Asked of the slot
+ * as read before a new grant succeeded (which needs the previous grant's
+ * `taskStartGraceSeconds` to have run out, or a heartbeat since): true means the task
+ * launched then did not come up within the grace, the signal of the task-start alarm.
+ * A slot whose task ran and then stopped (a crash, an idle exit) heartbeated after its
+ * grant, so replacing it is not a start timeout.
+ */
+export function startTimedOut(s: Pick<SlotRecord, 'launchRequestedAtMs' | 'heartbeatAtMs'>): boolean {
+  return s.launchRequestedAtMs > 0 && s.launchRequestedAtMs > s.heartbeatAtMs;
+}
+
 export interface JanitorReport {
   readonly liveSlots: number;
   readonly slotsWithWorkNoOwner: number[];
   readonly pinnedVideos: number;
   readonly launched: number[];
   readonly countsRepaired: number[];
+  /** Slots whose queue depth this run read. */
+  readonly queuesChecked: number[];
+}
+
+/**
+ * Most slot queues one run looks into among slots that have no live owner and no pinned
+ * video. Such a slot has work only if its queue holds messages nobody pinned there (a
+ * frame routed on a stale pin, or forwarded by a worker), which the video's own worker
+ * also finds through its S3 listing; so these queues are swept in turns rather than all
+ * at every run. Up to this many slots, every queue is read at every run, as before;
+ * beyond it, each is read once every ceil(slotCount / this) runs (10 minutes at 1,000
+ * slots with the default one-minute schedule).
+ */
+export const QUEUE_SWEEP_SLOTS_PER_RUN = 100;
+
+/**
+ * Whether an ownerless slot without pinned videos has its queue read in the run at
+ * `nowMs`: slots are split into ceil(slotCount / perRun) groups (slot mod groups), and
+ * each janitor period (`janitorIntervalSeconds`) takes the next group, so every slot's
+ * turn comes once in that many periods without any state kept between runs.
+ */
+export function inQueueSweep(
+  slot: number,
+  nowMs: number,
+  t: Pick<Tunables, 'slotCount' | 'janitorIntervalSeconds'>,
+  perRun: number = QUEUE_SWEEP_SLOTS_PER_RUN,
+): boolean {
+  const groups = Math.ceil(t.slotCount / perRun);
+  if (groups <= 1) return true;
+  return slot % groups === Math.floor(nowMs / (t.janitorIntervalSeconds * 1000)) % groups;
 }
 
 export class Janitor {
@@ -68,12 +114,15 @@ export class Janitor {
     const expiry = trigger.kind === 'task-stopped' ? await this.expireStoppedOwner(trigger) : undefined;
     const now = this.now();
     const slots = await this.d.leases.getSlots(t.slotCount);
+    // One Scan of the pinned-slot index for every slot, not one Query per slot.
+    const pinnedBySlot = await this.d.leases.listPinnedBySlot();
     const launched: number[] = [];
     const withWorkNoOwner: number[] = [];
     const countsRepaired: number[] = [];
+    const queuesChecked: number[] = [];
     let pinnedVideos = 0;
     for (const s of slots) {
-      const pinned = await this.d.leases.listPinned(s.slot);
+      const pinned = pinnedBySlot.get(s.slot) ?? [];
       pinnedVideos += pinned.length;
       if (pinned.length !== s.videoCount) {
         await this.d.leases.setVideoCount(s.slot, s.videoCount, pinned.length);
@@ -89,10 +138,20 @@ export class Janitor {
         trigger.slot === s.slot &&
         (!live || (expiry === 'failed' && !(s.heartbeatAtMs > trigger.stoppedAtMs)));
       if (live && !suspect && !stoppedHere) continue;
-      const depth = await this.d.queues.depth(s.slot);
-      const hasWork = depth.visible + depth.inFlight > 0 || pinned.length > 0;
+      // Pinned videos are work whatever the queue holds. Without them, the queue decides:
+      // read at once for a slot whose task stopped or missed heartbeats, in turn for the
+      // rest (see QUEUE_SWEEP_SLOTS_PER_RUN).
+      let hasWork = pinned.length > 0;
+      if (!hasWork && (live || stoppedHere || inQueueSweep(s.slot, now, t))) {
+        const depth = await this.d.queues.depth(s.slot);
+        queuesChecked.push(s.slot);
+        hasWork = depth.visible + depth.inFlight > 0;
+      }
       if (!hasWork) continue;
-      if (!live || stoppedHere) withWorkNoOwner.push(s.slot);
+      // A slot whose launch is still inside its grace is starting (from cold: capacity
+      // provider, GPU boot, image pull), not ownerless: counting it would alarm on every
+      // cold start. A start that overruns the grace is counted (TaskStartTimeouts) when relaunched.
+      if ((!live || stoppedHere) && !isSlotLaunching(s, now, t)) withWorkNoOwner.push(s.slot);
       if (stoppedHere || needsLaunch(s, now, t)) {
         if (await this.launch(s, stoppedHere ? 'force' : 'if-dead', stoppedHere ? 'worker task stopped' : live ? 'owner missed heartbeats' : 'slot has work and no live owner')) {
           launched.push(s.slot);
@@ -104,8 +163,12 @@ export class Janitor {
     this.d.metrics.count(METRIC_NAMES.janitor.slotsWithWorkNoOwner, withWorkNoOwner.length);
     this.d.metrics.count(METRIC_NAMES.janitor.pinnedVideos, pinnedVideos);
     this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, launched.length);
-    const report = { liveSlots, slotsWithWorkNoOwner: withWorkNoOwner, pinnedVideos, launched, countsRepaired };
-    if (launched.length > 0 || countsRepaired.length > 0) this.d.log.info('janitor acted', { ...report, trigger: trigger.kind });
+    this.d.metrics.count(METRIC_NAMES.janitor.slotDlqMessages, await this.slotDlqMessages(slots, now));
+    const report = { liveSlots, slotsWithWorkNoOwner: withWorkNoOwner, pinnedVideos, launched, countsRepaired, queuesChecked };
+    if (launched.length > 0 || countsRepaired.length > 0) {
+      const { queuesChecked: _checked, ...acted } = report;
+      this.d.log.info('janitor acted', { ...acted, queuesChecked: queuesChecked.length, trigger: trigger.kind });
+    }
     return report;
   }
 
@@ -127,6 +190,31 @@ export class Janitor {
     }
   }
 
+  /**
+   * Messages visible in the DLQs of slots that had an owner within the last two janitor
+   * periods plus a lease TTL: one gauge for the fleet, so one alarm covers every slot DLQ.
+   * A slot DLQ gains messages only while a worker receives from its slot (a redrive after
+   * `slotQueueMaxReceiveCount` receives) or parks a malformed message, so every arrival
+   * is seen by at least one run; idle slots cost no call (one GetQueueAttributes per
+   * recently owned slot, none for an idle fleet). A failed read counts as 0 for this run.
+   */
+  private async slotDlqMessages(slots: readonly SlotRecord[], nowMs: number): Promise<number> {
+    const t = this.d.tunables;
+    const lookbackMs = (2 * t.janitorIntervalSeconds + t.slotLeaseTtlSeconds) * 1000;
+    const recent = slots.filter((s) => s.heartbeatAtMs > 0 && nowMs - s.heartbeatAtMs <= lookbackMs);
+    const depths = await Promise.all(
+      recent.map(async (s) => {
+        try {
+          return await this.d.queues.dlqDepth(s.slot);
+        } catch (e) {
+          this.d.log.warn('could not read a slot DLQ depth', { slot: s.slot, error: String(e) });
+          return 0;
+        }
+      }),
+    );
+    return depths.reduce((sum, n) => sum + n, 0);
+  }
+
   private async launch(s: SlotRecord, mode: 'if-dead' | 'force', reason: string): Promise<boolean> {
     const launcher = this.d.launcher();
     if (!launcher) {
@@ -135,6 +223,10 @@ export class Janitor {
     }
     const launchSeq = await this.d.leases.requestLaunch(s.slot, this.now(), this.d.tunables, mode);
     if (launchSeq === undefined) return false;
+    if (startTimedOut(s)) {
+      this.d.metrics.count(METRIC_NAMES.janitor.taskStartTimeouts);
+      this.d.log.warn('previous task for the slot never heartbeated within the start grace', { slot: s.slot, launchSeq, graceSeconds: this.d.tunables.taskStartGraceSeconds });
+    }
     try {
       const r = await launcher.launch({ slot: s.slot, launchSeq, reason });
       this.d.log.info('task launch requested', { slot: s.slot, launchSeq, reason, launched: r.launched, taskId: r.taskId, detail: r.detail });

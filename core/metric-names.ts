@@ -18,6 +18,14 @@ export const METRIC_NAMES = {
     taskLaunchRequested: 'TaskLaunchRequested',
     /** Launch attempts that failed. */
     taskLaunchFailures: 'TaskLaunchFailures',
+    /**
+     * Launches granted for a slot whose previous launch never produced a heartbeat within
+     * `taskStartGraceSeconds`: a task that did not come up (capacity, image pull, a crash
+     * at start). The janitor counts the same.
+     */
+    taskStartTimeouts: 'TaskStartTimeouts',
+    /** `s3:TestEvent`s (sent when the bucket notification is configured) acknowledged, not dead-lettered. */
+    s3TestEvents: 'S3TestEvents',
   },
   worker: {
     /** Frames committed with status ok. */
@@ -64,11 +72,20 @@ export const METRIC_NAMES = {
     messagesDeadLettered: 'MessagesDeadLettered',
     /** Events dead-lettered with a reason (dimension Reason). */
     eventsRejected: 'EventsRejected',
+    /**
+     * Age of the oldest message in each receive (now - SentTimestamp), ms: how long frames
+     * waited in the slot queue. One series for the whole fleet (Maximum), so the slot-queue
+     * age alarm does not grow with the slot count.
+     */
+    slotMessageAgeMs: 'SlotMessageAgeMs',
   },
   janitor: {
     /** Slots with a valid lease. */
     liveSlots: 'LiveSlots',
-    /** Slots with queued frames or pinned videos and no live owner. */
+    /**
+     * Slots with queued frames or pinned videos, no live owner, and no launch still inside
+     * its `taskStartGraceSeconds` (a task starting from cold is not counted).
+     */
     slotsWithWorkNoOwner: 'SlotsWithWorkNoOwner',
     /** Videos pinned to any slot. */
     pinnedVideos: 'PinnedVideos',
@@ -76,5 +93,13 @@ export const METRIC_NAMES = {
     tasksRelaunched: 'TasksRelaunched',
     /** Launch attempts that failed. */
     taskLaunchFailures: 'TaskLaunchFailures',
+    /** As the router's: a launch granted because the previous one never produced a heartbeat within the grace. */
+    taskStartTimeouts: 'TaskStartTimeouts',
+    /**
+     * Messages visible in the DLQs of slots that had an owner in the last two janitor
+     * periods plus a lease TTL (the only time a slot DLQ can gain messages): one fleet-wide
+     * gauge instead of an alarm per slot DLQ.
+     */
+    slotDlqMessages: 'SlotDlqMessages',
   },
 } as const;

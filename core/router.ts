@@ -17,6 +17,7 @@ import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import { parseIngestBody } from './s3-events.ts';
 import type { SlotQueues } from './slot-queues.ts';
 import { METRIC_NAMES } from './metric-names.ts';
+import { startTimedOut } from './janitor.ts';
 
 export interface RejectedEvent {
   readonly body: string;
@@ -56,7 +57,13 @@ export class FrameRouter {
   private readonly d: RouterDeps;
   private readonly now: () => number;
   private readonly pinCache = new Map<string, { slot: number; untilMs: number }>();
+  /** Every slot, for admission (new videos): read whole, at most every `routerSlotCacheSeconds`. */
   private slotCache: { slots: SlotRecord[]; untilMs: number } | undefined;
+  /**
+   * Single slots, for the launch check of the slots a batch goes to: read one by one (in
+   * one BatchGetItem), so routing pinned videos costs the same at 4 slots or 1,000.
+   */
+  private readonly slotRecords = new Map<number, { record: SlotRecord; untilMs: number }>();
 
   constructor(deps: RouterDeps) {
     this.d = deps;
@@ -72,6 +79,14 @@ export class FrameRouter {
     const routable: { recordId: string; message: SlotMessage; replayTag?: string }[] = [];
     for (const r of records) {
       for (const item of parseIngestBody(r.body, this.d.bucket)) {
+        if (item.kind === 'reject' && item.reason === 's3-test-event') {
+          // S3 sends one when the bucket notification is created or changed: proof that the
+          // wiring works, not bad input. Dead-lettering it would put the ingest-DLQ alarm in
+          // ALARM on every fresh deploy, so it is acknowledged (deleted) and counted.
+          this.d.metrics.count(METRIC_NAMES.router.s3TestEvents);
+          this.d.log.info('s3 test event acknowledged', { messageId: r.id });
+          continue;
+        }
         if (item.kind === 'reject') {
           rejects.push({ recordId: r.id, event: { body: r.body, reason: item.reason, detail: item.detail } });
           this.d.metrics.count(METRIC_NAMES.router.eventsRejected, 1, { Reason: item.reason });
@@ -191,8 +206,21 @@ export class FrameRouter {
     const now = this.now();
     if (this.slotCache && this.slotCache.untilMs > now) return this.slotCache.slots;
     const slots = await this.d.leases.getSlots(this.d.tunables.slotCount);
-    this.slotCache = { slots, untilMs: now + this.d.tunables.routerSlotCacheSeconds * 1000 };
+    const untilMs = now + this.d.tunables.routerSlotCacheSeconds * 1000;
+    this.slotCache = { slots, untilMs };
+    for (const record of slots) this.slotRecords.set(record.slot, { record, untilMs });
     return slots;
+  }
+
+  /** The records of `targets`, reading only those whose cached record is stale. */
+  private async targetSlots(targets: readonly number[]): Promise<Map<number, SlotRecord>> {
+    const now = this.now();
+    const stale = targets.filter((t) => !((this.slotRecords.get(t)?.untilMs ?? 0) > now));
+    if (stale.length > 0) {
+      const untilMs = now + this.d.tunables.routerSlotCacheSeconds * 1000;
+      for (const record of await this.d.leases.getSlotsNumbered(stale)) this.slotRecords.set(record.slot, { record, untilMs });
+    }
+    return new Map(targets.map((t) => [t, this.slotRecords.get(t)!.record]));
   }
 
   private async launchWhereNeeded(targetSlots: readonly number[]): Promise<void> {
@@ -200,14 +228,19 @@ export class FrameRouter {
     if (!launcher) return;
     try {
       const now = this.now();
-      const slots = await this.slots();
+      const slots = await this.targetSlots(targetSlots);
       for (const slot of targetSlots) {
-        const s = slots.find((x) => x.slot === slot);
+        const s = slots.get(slot);
         if (!s || !needsLaunch(s, now, this.d.tunables)) continue;
         const launchSeq = await this.d.leases.requestLaunch(slot, now, this.d.tunables, 'if-dead');
         // Whatever happened, our view of this slot is stale now.
         this.slotCache = undefined;
+        this.slotRecords.delete(slot);
         if (launchSeq === undefined) continue;
+        if (startTimedOut(s)) {
+          this.d.metrics.count(METRIC_NAMES.router.taskStartTimeouts);
+          this.d.log.warn('previous task for the slot never heartbeated within the start grace', { slot, launchSeq, graceSeconds: this.d.tunables.taskStartGraceSeconds });
+        }
         const r = await launcher.launch({ slot, launchSeq, reason: 'frames routed to a slot without a live owner' });
         this.d.metrics.count(METRIC_NAMES.router.taskLaunchRequested);
         this.d.log.info('task launch requested', { slot, launchSeq, launched: r.launched, taskId: r.taskId, detail: r.detail });

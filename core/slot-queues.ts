@@ -32,6 +32,8 @@ export interface ReceivedMessage {
   readonly receiveCount: number;
   /** FIFO message group (the video id). */
   readonly groupId: string;
+  /** When SQS accepted the message (epoch ms): the worker's `SlotMessageAgeMs` is now minus the oldest. */
+  readonly sentAtMs?: number;
 }
 
 /** Per-entry outcome of a batched send, in input order. */
@@ -75,7 +77,7 @@ export class SlotQueues {
         QueueUrl: this.urlOf(slot),
         MaxNumberOfMessages: Math.min(10, maxMessages),
         WaitTimeSeconds: waitSeconds,
-        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'MessageGroupId'],
+        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'MessageGroupId', 'SentTimestamp'],
       }),
       { abortSignal },
     );
@@ -85,6 +87,7 @@ export class SlotQueues {
       body: m.Body ?? '',
       receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
       groupId: m.Attributes?.MessageGroupId ?? '',
+      ...(m.Attributes?.SentTimestamp ? { sentAtMs: Number(m.Attributes.SentTimestamp) } : {}),
     }));
   }
 
@@ -129,6 +132,12 @@ export class SlotQueues {
         MessageAttributes: { reason: { DataType: 'String', StringValue: reason } },
       }),
     );
+  }
+
+  /** Messages visible in the slot's DLQ (the janitor's fleet-wide SlotDlqMessages gauge). */
+  async dlqDepth(slot: number): Promise<number> {
+    const r = await this.sqs.send(new GetQueueAttributesCommand({ QueueUrl: this.dlqUrlOf(slot), AttributeNames: ['ApproximateNumberOfMessages'] }));
+    return Number(r.Attributes?.ApproximateNumberOfMessages ?? 0);
   }
 
   /** Visible and in-flight message counts. */

@@ -1,5 +1,5 @@
 import { METRIC_NAMES } from '../core/metric-names.ts';
-import { Duration, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -33,15 +33,41 @@ export const METRIC_DIMENSIONS = {
   FrameListings: 'Why',
 } as const;
 
+/**
+ * The alarms, by id; each is named `<alarmNamePrefix>-<id>`. Their number is fixed: no
+ * alarm per slot (per-slot signals reach them as fleet-wide metrics, docs/decisions.md 16).
+ */
+export const ALARM_IDS = [
+  'IngestDlqNotEmpty',
+  'SlotDlqNotEmpty',
+  'IngestAgeHigh',
+  'SlotQueueAgeHigh',
+  'SlotWithWorkNoOwner',
+  'TaskStartTimedOut',
+  'TaskLaunchFailures',
+  'RouterErrors',
+  'JanitorErrors',
+] as const;
+export type AlarmId = (typeof ALARM_IDS)[number];
+
 export interface MonitoringProps {
   /** CloudWatch namespace of the EMF metrics. */
   readonly namespace: string;
   /** Dashboard name. */
   readonly dashboardName: string;
+  /**
+   * Prefix of every alarm name (`<prefix>-IngestDlqNotEmpty`, ...). The topic lets
+   * CloudWatch publish only for alarms of this account and region named so.
+   */
+  readonly alarmNamePrefix: string;
   readonly ingestQueue: sqs.IQueue;
-  readonly slotQueues: readonly sqs.IQueue[];
-  /** Every DLQ; each gets a not-empty alarm. */
-  readonly deadLetterQueues: readonly sqs.IQueue[];
+  /** The ingest DLQ; it gets the one not-empty alarm on an AWS/SQS metric. */
+  readonly ingestDeadLetterQueue: sqs.IQueue;
+  /**
+   * Name prefix of every slot queue and slot DLQ (`<prefix>-slot-`). The dashboard finds
+   * them with SEARCH expressions, so no widget or alarm grows with the slot count.
+   */
+  readonly slotQueueNamePrefix: string;
   readonly router: lambda.IFunction;
   readonly janitor: lambda.IFunction;
   /**
@@ -50,7 +76,14 @@ export interface MonitoringProps {
    */
   readonly ingestAgeThreshold?: Duration;
   /**
-   * Janitor period: the no-owner alarm needs three periods in a row.
+   * Oldest slot-queue message age at receive (the workers' `SlotMessageAgeMs`) above which
+   * the slot-queue age alarm fires.
+   * @default Duration.minutes(5)
+   */
+  readonly slotAgeThreshold?: Duration;
+  /**
+   * Janitor period: its gauges are read at this period, and the no-owner alarm needs
+   * three periods in a row.
    * @default Duration.minutes(1)
    */
   readonly janitorInterval?: Duration;
@@ -59,25 +92,36 @@ export interface MonitoringProps {
    * @default - no subscription
    */
   readonly alarmEmail?: string;
+  /**
+   * What happens to the topic's KMS key when the stack is deleted: follows `retainData`
+   * (DESTROY schedules its deletion after the 7-day minimum waiting period).
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
 }
 
 const FIVE_MINUTES = Duration.minutes(5);
 const ONE_MINUTE = Duration.minutes(1);
 
-/** Dashboard and alarms; alarms notify a KMS-encrypted, TLS-only SNS topic. */
+/** Dashboard and alarms; alarms notify a KMS-encrypted, TLS-only SNS topic that CloudWatch may publish to. */
 export class Monitoring extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarmTopic: sns.Topic;
   readonly alarmKey: kms.Key;
   readonly alarms: cloudwatch.Alarm[] = [];
   readonly #namespace: string;
+  readonly #alarmNamePrefix: string;
+  readonly #slotQueueNamePrefix: string;
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
     this.#namespace = props.namespace;
+    this.#alarmNamePrefix = props.alarmNamePrefix;
+    this.#slotQueueNamePrefix = props.slotQueueNamePrefix;
 
-    this.alarmKey = this.#buildAlarmKey();
+    this.alarmKey = this.#buildAlarmKey(props.removalPolicy ?? RemovalPolicy.RETAIN);
     this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { masterKey: this.alarmKey, enforceSSL: true, displayName: 'FrameAffinity alarms' });
+    this.#allowCloudWatchToPublish();
     if (props.alarmEmail) this.alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(props.alarmEmail));
 
     this.#buildAlarms(props);
@@ -104,9 +148,30 @@ export class Monitoring extends Construct {
     return new cloudwatch.MathExpression({ expression: this.#searchExpression(metricName), label, period: FIVE_MINUTES });
   }
 
+  /**
+   * A SEARCH over an AWS/SQS metric of every slot queue (or every slot DLQ), found by the
+   * tokens of the name prefix: `<prefix>-slot-<n>.fifo` and `<prefix>-slot-<n>-dlq.fifo`.
+   * A SEARCH returns at most 500 series, and SQS publishes metrics only for queues active
+   * in the last six hours, so the idle slots of a large fleet drop out on their own.
+   */
+  #slotQueueSearch(metricName: string, which: 'queues' | 'dlqs', statistic = 'Maximum'): string {
+    const tokens = this.#slotQueueNamePrefix.split(/[^A-Za-z0-9]+/).filter(Boolean);
+    const terms = tokens.map((t) => `QueueName=${t}`).join(' AND ');
+    const dlq = which === 'dlqs' ? 'AND QueueName=dlq' : 'AND NOT QueueName=dlq';
+    return `SEARCH('{AWS/SQS,QueueName} MetricName="${metricName}" AND ${terms} ${dlq}', '${statistic}', 60)`;
+  }
+
+  /**
+   * A line over slot queue SEARCH results; without a label, one line per series, each
+   * labelled with its queue name (a CloudWatch dynamic label).
+   */
+  #slotQueueLine(expression: string, label = "${PROP('Dim.QueueName')}"): cloudwatch.MathExpression {
+    return new cloudwatch.MathExpression({ expression, label, period: ONE_MINUTE });
+  }
+
   // A customer key: SNS's AWS-managed key does not let CloudWatch alarms publish.
   // The key policy spells out its actions instead of the default `kms:*` for the account.
-  #buildAlarmKey(): kms.Key {
+  #buildAlarmKey(removalPolicy: RemovalPolicy): kms.Key {
     const stack = Stack.of(this);
     const policy = new iam.PolicyDocument({
       statements: [
@@ -146,27 +211,75 @@ export class Monitoring extends Construct {
         }),
       ],
     });
-    return new kms.Key(this, 'AlarmKey', { description: 'FrameAffinity alarm topic', enableKeyRotation: true, policy });
+    // The key only encrypts alarm notifications in flight: nothing is lost with it, so it
+    // goes with the stack unless the deployment retains its data.
+    return new kms.Key(this, 'AlarmKey', {
+      description: 'FrameAffinity alarm topic',
+      enableKeyRotation: true,
+      policy,
+      removalPolicy,
+      pendingWindow: Duration.days(7),
+    });
   }
 
-  #alarm(id: string, props: cloudwatch.AlarmProps): cloudwatch.Alarm {
-    const alarm = new cloudwatch.Alarm(this, id, props);
+  /**
+   * A topic policy replaces SNS's default one, and `enforceSSL` writes only a Deny: without
+   * this Allow no alarm could publish. Scoped to this account's alarms named with the
+   * stack's prefix in this region (confused-deputy protection).
+   */
+  #allowCloudWatchToPublish(): void {
+    const stack = Stack.of(this);
+    this.alarmTopic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [this.alarmTopic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account },
+          ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: `${this.#alarmNamePrefix}-*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+        },
+      }),
+    );
+  }
+
+  #alarm(id: AlarmId, props: Omit<cloudwatch.AlarmProps, 'alarmName'>): cloudwatch.Alarm {
+    const alarm = new cloudwatch.Alarm(this, id, { ...props, alarmName: `${this.#alarmNamePrefix}-${id}` });
     alarm.addAlarmAction(new cwActions.SnsAction(this.alarmTopic));
     alarm.addOkAction(new cwActions.SnsAction(this.alarmTopic));
     this.alarms.push(alarm);
     return alarm;
   }
 
+  /** Router + janitor sum of a counter both emit, as one series (a missing side counts 0). */
+  #routerAndJanitor(metricName: string, label: string): cloudwatch.MathExpression {
+    return new cloudwatch.MathExpression({
+      // Ids unique per metric: a widget may hold several of these expressions.
+      expression: `FILL(router${metricName}, 0) + FILL(janitor${metricName}, 0)`,
+      usingMetrics: { [`router${metricName}`]: this.metric('router', metricName), [`janitor${metricName}`]: this.metric('janitor', metricName) },
+      label,
+      period: FIVE_MINUTES,
+    });
+  }
+
   #buildAlarms(props: MonitoringProps): void {
-    props.deadLetterQueues.forEach((dlq, i) => {
-      this.#alarm(`Dlq${i}NotEmpty`, {
-        alarmDescription: `Dead-letter queue ${i === 0 ? 'ingest' : `slot ${i - 1}`} holds messages: inspect them (they carry the reason) and redrive or discard`,
-        metric: dlq.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
+    const atLeastOnce = {
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    };
+    const janitorPeriod = props.janitorInterval ?? ONE_MINUTE;
+    this.#alarm('IngestDlqNotEmpty', {
+      alarmDescription: 'The ingest DLQ holds messages: read them (each carries a reason attribute), fix the uploader, then purge them (records, not work)',
+      metric: props.ingestDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
+      ...atLeastOnce,
+    });
+    this.#alarm('SlotDlqNotEmpty', {
+      alarmDescription:
+        'A slot DLQ of a slot active in the last minutes holds messages (janitor SlotDlqMessages): a malformed slot message or one received slotQueueMaxReceiveCount times; read it, check the worker logs, replay the video if frames were skipped',
+      metric: this.metric('janitor', METRIC_NAMES.janitor.slotDlqMessages, 'Maximum', janitorPeriod),
+      ...atLeastOnce,
     });
     this.#alarm('IngestAgeHigh', {
       alarmDescription: 'Oldest ingest message is too old: the router is failing, throttled or at its concurrency limit',
@@ -176,22 +289,39 @@ export class Monitoring extends Construct {
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
-    const janitorPeriod = props.janitorInterval ?? ONE_MINUTE;
+    this.#alarm('SlotQueueAgeHigh', {
+      alarmDescription:
+        'Frames waited too long in a slot queue before a worker received them (worker SlotMessageAgeMs, the oldest over the fleet): a worker is over capacity or stalled; see the slot-queue widgets for which slot',
+      metric: this.metric('worker', METRIC_NAMES.worker.slotMessageAgeMs, 'Maximum', ONE_MINUTE),
+      threshold: (props.slotAgeThreshold ?? FIVE_MINUTES).toMilliseconds(),
+      evaluationPeriods: 3,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
     this.#alarm('SlotWithWorkNoOwner', {
-      alarmDescription: 'A slot queue has work but no live worker heartbeat for three janitor runs: tasks are not starting (GPU capacity, image, IAM)',
+      alarmDescription:
+        'A slot has work, no live worker and no launch inside its start grace for three janitor runs: launches are not being requested (no launcher, DynamoDB errors)',
       metric: this.metric('janitor', METRIC_NAMES.janitor.slotsWithWorkNoOwner, 'Maximum', janitorPeriod),
       threshold: 1,
       evaluationPeriods: 3,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    this.#alarm('TaskStartTimedOut', {
+      alarmDescription:
+        'A worker task launched for a slot did not heartbeat within taskStartGraceSeconds and was launched again: GPU capacity or quota, image pull, or the worker failing at start (check ECS stopped tasks)',
+      metric: this.#routerAndJanitor(METRIC_NAMES.router.taskStartTimeouts, 'task starts timed out'),
+      ...atLeastOnce,
+    });
+    this.#alarm('TaskLaunchFailures', {
+      alarmDescription: 'ECS RunTask failed for a slot (router or janitor): IAM, capacity provider, cluster or task definition problem; the janitor retries after taskStartGraceSeconds',
+      metric: this.#routerAndJanitor(METRIC_NAMES.router.taskLaunchFailures, 'task launch failures'),
+      ...atLeastOnce,
+    });
     this.#alarm('RouterErrors', {
       alarmDescription: 'Router invocations fail as a whole (not per record): check its logs',
       metric: props.router.metricErrors({ period: FIVE_MINUTES }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      ...atLeastOnce,
     });
     this.#alarm('JanitorErrors', {
       alarmDescription: 'Janitor runs fail: slots without owners will not be relaunched',
@@ -205,11 +335,6 @@ export class Monitoring extends Construct {
 
   #buildDashboard(props: MonitoringProps): cloudwatch.Dashboard {
     const m = (emitter: Emitter, name: string, stat = 'Sum') => this.metric(emitter, name, stat);
-    const perSlot = (f: (q: sqs.IQueue) => cloudwatch.IMetric, label: string) =>
-      props.slotQueues.map((q, slot) => {
-        const metric = f(q) as cloudwatch.Metric;
-        return metric.with({ label: `${label} slot ${slot}` });
-      });
     const width = 12;
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: props.dashboardName });
     dashboard.addWidgets(
@@ -234,22 +359,28 @@ export class Monitoring extends Construct {
         left: [m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p50'), m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p99')],
       }),
     );
+    // Per-slot queues appear as aggregates and the ten busiest slots, whatever slotCount is.
+    const visible = this.#slotQueueSearch('ApproximateNumberOfMessagesVisible', 'queues');
+    const age = this.#slotQueueSearch('ApproximateAgeOfOldestMessage', 'queues');
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
-        title: 'Slot queue depth (visible + in flight)',
+        title: 'Slot queues: messages, all slots and the 10 deepest',
         width,
         left: [
-          ...perSlot((q) => q.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum' }), 'visible'),
-          ...perSlot((q) => q.metricApproximateNumberOfMessagesNotVisible({ statistic: 'Maximum' }), 'in flight'),
+          this.#slotQueueLine(`SUM(${visible})`, 'visible, all slots'),
+          this.#slotQueueLine(`SUM(${this.#slotQueueSearch('ApproximateNumberOfMessagesNotVisible', 'queues')})`, 'in flight, all slots'),
+          this.#slotQueueLine(`SORT(${visible}, MAX, DESC, 10)`),
         ],
       }),
       new cloudwatch.GraphWidget({
-        title: 'Oldest message age (s)',
+        title: 'Oldest message age (s): ingest, slots (max and the 10 oldest)',
         width,
         left: [
           props.ingestQueue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', label: 'ingest' }),
-          ...perSlot((q) => q.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum' }), 'age'),
+          this.#slotQueueLine(`MAX(${age})`, 'slot queues, max'),
+          this.#slotQueueLine(`SORT(${age}, MAX, DESC, 10)`),
         ],
+        right: [m('worker', METRIC_NAMES.worker.slotMessageAgeMs, 'Maximum').with({ label: 'age at receive (ms, workers)' })],
       }),
     );
     dashboard.addWidgets(
@@ -286,13 +417,18 @@ export class Monitoring extends Construct {
         right: [m('worker', METRIC_NAMES.worker.checkpointBytes, 'Maximum')],
       }),
     );
+    const dlqVisible = this.#slotQueueSearch('ApproximateNumberOfMessagesVisible', 'dlqs');
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
-        title: 'Dead-letter queue depth',
+        title: 'Dead-letter queues: ingest, slots (all and the 10 fullest)',
         width,
-        left: props.deadLetterQueues.map((q, i) =>
-          q.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', label: i === 0 ? 'ingest DLQ' : `slot ${i - 1} DLQ` }),
-        ),
+        left: [
+          props.ingestDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', label: 'ingest DLQ' }),
+          this.#slotQueueLine(`SUM(${dlqVisible})`, 'slot DLQs, all'),
+          m('janitor', METRIC_NAMES.janitor.slotDlqMessages, 'Maximum').with({ label: 'slot DLQs of active slots (alarm)' }),
+          this.#slotQueueLine(`SORT(${dlqVisible}, MAX, DESC, 10)`),
+        ],
+        right: [m('router', METRIC_NAMES.router.s3TestEvents).with({ label: 'S3 test events (acknowledged)' })],
       }),
       new cloudwatch.GraphWidget({
         title: 'Fleet: live slots, slots with work and no owner, pinned videos',
@@ -306,6 +442,8 @@ export class Monitoring extends Construct {
           m('janitor', METRIC_NAMES.janitor.tasksRelaunched),
           m('router', METRIC_NAMES.router.taskLaunchRequested),
           m('router', METRIC_NAMES.router.admissionOverCapacity),
+          this.#routerAndJanitor(METRIC_NAMES.router.taskStartTimeouts, 'task starts timed out'),
+          this.#routerAndJanitor(METRIC_NAMES.router.taskLaunchFailures, 'task launch failures'),
         ],
       }),
     );

@@ -150,7 +150,8 @@ describe('bad input is contained', () => {
       return want.every((w) => collected.includes(w)) ? collected : undefined;
     });
     expect(reasons.filter((r) => r === 'bad-video-id').length).toBeGreaterThanOrEqual(2);
-    expect(reasons).toContain('s3-test-event');
+    // The s3:TestEvent of the notification setup is acknowledged, not dead-lettered (quiet-first-run.test.ts).
+    expect(reasons).not.toContain('s3-test-event');
   });
 });
 

@@ -109,6 +109,10 @@ describe('worker on the SQS FIFO model', () => {
     expect(model.messages(h.dlqUrl(slot))).toEqual([]);
     expect(model.deliveries(h.slotUrl(slot)).filter((d) => d.receiveCount > 1)).toEqual([]);
     expect(worker.metricTotal(METRIC_NAMES.worker.framesProcessed)).toBe(3 * FRAMES);
+    // The slot-queue age the fleet alarm watches: one sample per non-empty receive, never negative.
+    const ages = worker.metrics.filter((m) => m.name === METRIC_NAMES.worker.slotMessageAgeMs).map((m) => m.value);
+    expect(ages.length).toBeGreaterThan(0);
+    expect(ages.every((a) => a >= 0)).toBe(true);
   });
 
   it('lets redeliveries after failed deletes (during and after the video) change nothing', async () => {
