@@ -51,9 +51,22 @@ export interface Tunables {
   readonly ingestMaxReceiveCount: number;
   /** Router Lambda batch size (records per invocation). */
   readonly routerBatchSize: number;
+  /**
+   * Router event source batching window: how long records are gathered before the router
+   * is invoked with fewer than `routerBatchSize` (0 = invoke at once). Trades up to this
+   * much ingest latency for about one invocation per batch instead of one per frame at
+   * low traffic.
+   */
+  readonly routerBatchWindowSeconds: number;
   /** Router Lambda maximum concurrency on the SQS event source. */
   readonly routerMaxConcurrency: number;
-  /** After a launch request for a slot, how long before another may be made. */
+  /**
+   * How long a launched task may take to heartbeat: until then no other launch is made
+   * for its slot and the slot is not counted as ownerless. It covers a cold start from
+   * zero (capacity provider reaction, GPU instance boot and agent registration, pulling
+   * the multi-GB CUDA image: 5-10 minutes), with half again as margin; a start that
+   * overruns it is relaunched and counted (TaskStartTimeouts, which alarms).
+   */
   readonly taskStartGraceSeconds: number;
   /** How long the router may trust a cached video -> slot pin (safe: workers forward strays). */
   readonly routerPinCacheSeconds: number;
@@ -63,6 +76,13 @@ export interface Tunables {
   readonly releasedVideoRetentionDays: number;
   /** Janitor period. */
   readonly janitorIntervalSeconds: number;
+  /**
+   * A worker that owns no video, finds none pinned to its slot, and has received no
+   * message for this long releases its slot and exits (code 0), so an idle fleet drains
+   * to zero tasks and the capacity provider can retire the GPU instances. Frames arriving
+   * later launch a task again, as from cold. 0 = never exit for idleness (keep the fleet warm).
+   */
+  readonly workerIdleExitSeconds: number;
   /** Where the worker loads its detector from: a local path or s3://bucket/key.onnx. Empty = demo model. */
   readonly modelUri: string;
   /** Detections below this score are discarded. */
@@ -95,12 +115,14 @@ export const DEFAULT_TUNABLES: Tunables = Object.freeze({
   ingestVisibilitySeconds: 180,
   ingestMaxReceiveCount: 5,
   routerBatchSize: 10,
+  routerBatchWindowSeconds: 1,
   routerMaxConcurrency: 10,
-  taskStartGraceSeconds: 120,
+  taskStartGraceSeconds: 900,
   routerPinCacheSeconds: 30,
   routerSlotCacheSeconds: 2,
   releasedVideoRetentionDays: 30,
   janitorIntervalSeconds: 60,
+  workerIdleExitSeconds: 600,
   modelUri: '',
   detectionScoreThreshold: 0.25,
 });
@@ -117,7 +139,7 @@ export function validateTunables(t: Tunables): Tunables {
     const v = t[k] as number;
     if (!Number.isInteger(v) || v < 1 || v > max) problems.push(`${k} must be an integer between 1 and ${max} (got ${v})`);
   };
-  positiveInt('slotCount', 500);
+  positiveInt('slotCount', 1000);
   positiveInt('videosPerSlot', 1000);
   positiveInt('slotLeaseTtlSeconds', 3600);
   positiveInt('heartbeatIntervalSeconds', 3600);
@@ -133,12 +155,18 @@ export function validateTunables(t: Tunables): Tunables {
   positiveInt('ingestVisibilitySeconds', 43_200);
   positiveInt('ingestMaxReceiveCount', 1000);
   positiveInt('routerBatchSize', 10);
+  if (!Number.isInteger(t.routerBatchWindowSeconds) || t.routerBatchWindowSeconds < 0 || t.routerBatchWindowSeconds > 300) {
+    problems.push(`routerBatchWindowSeconds must be an integer between 0 and 300 (got ${t.routerBatchWindowSeconds})`);
+  }
   positiveInt('routerMaxConcurrency', 1000);
   positiveInt('taskStartGraceSeconds', 3600);
   positiveInt('routerPinCacheSeconds', 3600);
   positiveInt('routerSlotCacheSeconds', 3600);
   positiveInt('releasedVideoRetentionDays', 3650);
   positiveInt('janitorIntervalSeconds', 3600);
+  if (!Number.isInteger(t.workerIdleExitSeconds) || t.workerIdleExitSeconds < 0 || t.workerIdleExitSeconds > 86_400) {
+    problems.push(`workerIdleExitSeconds must be 0 (never) or an integer between 1 and 86400 (got ${t.workerIdleExitSeconds})`);
+  }
   if (t.heartbeatIntervalSeconds * 2 > t.slotLeaseTtlSeconds) {
     problems.push(
       `heartbeatIntervalSeconds (${t.heartbeatIntervalSeconds}) must be at most half of slotLeaseTtlSeconds (${t.slotLeaseTtlSeconds}) so one lost heartbeat does not lose the slot`,
@@ -290,6 +318,14 @@ export function wiringToEnv(w: Wiring): Record<string, string> {
 export function slotQueueUrl(w: Pick<Wiring, 'slotQueueUrlPrefix'>, slot: number): string {
   return `${w.slotQueueUrlPrefix}${slot}.fifo`;
 }
+
+/**
+ * Exit code of a worker that stopped without its slot lease and left nothing behind:
+ * drained on SIGTERM, idle for `workerIdleExitSeconds` (slot released), or no slot to
+ * claim. The janitor does not treat it as a crash (core/janitor.ts WORKER_EXITS_WITHOUT_LEASE);
+ * a slot that still has work is relaunched like any slot without a live owner.
+ */
+export const EXIT_DONE = 0;
 
 /** Exit code of a worker that stopped because its slot lease was lost (it no longer held the slot). */
 export const EXIT_LEASE_LOST = 3;

@@ -99,11 +99,15 @@ export class FrameAffinityStack extends Stack {
       ingestQueue: this.queues.ingestQueue,
       environment: controlEnv,
       batchSize: config.routerBatchSize,
+      maxBatchingWindow: Duration.seconds(config.routerBatchWindowSeconds),
       maxConcurrency: config.routerMaxConcurrency,
       timeout: Duration.seconds(routerTimeoutSeconds(config)),
       logRetention,
       removalPolicy,
     });
+    // The slot queues are in nested stacks and found by name: make the router (and its
+    // event source) wait for them, so no frame is routed before its queue exists.
+    for (const slots of this.queues.slotQueueStacks) this.router.node.addDependency(slots);
     this.tables.grantLeasesReadWrite(this.router);
     this.queues.grantSendToIngestDlq(this.router);
     this.queues.grantSendToSlots(this.router);
@@ -117,21 +121,26 @@ export class FrameAffinityStack extends Stack {
       logRetention,
       removalPolicy,
     });
+    for (const slots of this.queues.slotQueueStacks) this.janitor.node.addDependency(slots);
     this.tables.grantLeasesReadWrite(this.janitor);
+    this.tables.grantScanPinnedIndex(this.janitor);
     this.queues.grantReadSlotAttributes(this.janitor);
     this.fleet.grantLaunch(this.janitor);
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
       namespace: names.metricsNamespace,
       dashboardName: `${names.prefix}-${this.region}`,
+      alarmNamePrefix: names.prefix,
       ingestQueue: this.queues.ingestQueue,
-      slotQueues: this.queues.slotQueues,
-      deadLetterQueues: this.queues.deadLetterQueues,
+      ingestDeadLetterQueue: this.queues.ingestDlq,
+      // Slot queues are found by name (SEARCH, janitor gauges): nothing here grows with slotCount.
+      slotQueueNamePrefix: names.slotQueuePrefix,
       router: this.router.function,
       janitor: this.janitor.function,
       ingestAgeThreshold: Duration.seconds(config.ingestAgeAlarmSeconds),
       janitorInterval: Duration.minutes(janitorRateMinutes(config)),
       alarmEmail: config.alarmEmail || undefined,
+      removalPolicy,
     });
 
     this.#acknowledgeScopedWildcards();
