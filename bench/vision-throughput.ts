@@ -15,14 +15,13 @@
  * Run: npx node bench/vision-throughput.ts [--json bench/results/vision-throughput.json]
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as ort from 'onnxruntime-node';
 import type { FrameInput } from '../core/ports.ts';
 import { createVisionProcessor, type VisionProcessorOptions } from '../gpu-worker/vision/index.ts';
-import { createSessionWithProvider } from '../gpu-worker/vision/model.ts';
+import { bareModelFps, percentile } from './model-timing.ts';
 import { ensureDemoModel } from '../gpu-worker/vision/demo-model/build-model.ts';
 import { generateClip, type Clip } from '../gpu-worker/vision/synthetic/generate.ts';
 
@@ -52,9 +51,6 @@ const MODELS: ModelCase[] = [
   },
 ];
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 async function runOnce(model: ModelCase, batchSize: number, clips: Clip[]): Promise<{ fps: number; p50: number; p99: number; meanBatch: number; provider: string; detectionsPerFrame: number }> {
   const processor = createVisionProcessor({ modelUri: model.uri, batchSize, maxBatchWaitMs: MAX_BATCH_WAIT_MS, preferCuda: false, ...model.options });
@@ -93,22 +89,6 @@ async function runOnce(model: ModelCase, batchSize: number, clips: Clip[]): Prom
   };
 }
 
-/** Frames/s of `session.run` alone at `batchSize` (same session options as the worker's, CPU), median of `runs`. */
-async function bareModelFps(uri: string, batchSize: number, inputSize: number, runs = 10): Promise<number> {
-  const { session } = await createSessionWithProvider(new Uint8Array(await readFile(uri)), false);
-  const input = new ort.Tensor('float32', new Float32Array(batchSize * 3 * inputSize * inputSize).fill(114 / 255), [batchSize, 3, inputSize, inputSize]);
-  const feeds = { [session.inputNames[0]]: input };
-  await session.run(feeds);
-  const perRunMs: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    await session.run(feeds);
-    perRunMs.push(performance.now() - t);
-  }
-  await session.release();
-  perRunMs.sort((a, b) => a - b);
-  return (batchSize / percentile(perRunMs, 50)) * 1000;
-}
 
 const jsonAt = process.argv.indexOf('--json');
 const jsonPath = jsonAt >= 0 ? process.argv[jsonAt + 1] : join(here, 'results', 'vision-throughput.json');

@@ -1,0 +1,31 @@
+/**
+ * The bare model, for comparison with the pipeline around it: frames/s of
+ * `session.run` alone at a batch size, on letterbox-grey input, with the worker's own
+ * session options (CPU). Shared by bench/vision-throughput.ts and
+ * bench/worker-throughput.ts.
+ */
+import { readFile } from 'node:fs/promises';
+import * as ort from 'onnxruntime-node';
+import { createSessionWithProvider } from '../gpu-worker/vision/model.ts';
+
+/** p-th percentile of an ascending array. */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Median frames/s of `runs` calls of `session.run` at `batchSize`, after one warm-up call. */
+export async function bareModelFps(uri: string, batchSize: number, inputSize: number, runs = 10): Promise<number> {
+  const { session } = await createSessionWithProvider(new Uint8Array(await readFile(uri)), false);
+  const input = new ort.Tensor('float32', new Float32Array(batchSize * 3 * inputSize * inputSize).fill(114 / 255), [batchSize, 3, inputSize, inputSize]);
+  const feeds = { [session.inputNames[0]!]: input };
+  await session.run(feeds);
+  const perRunMs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await session.run(feeds);
+    perRunMs.push(performance.now() - t);
+  }
+  await session.release();
+  perRunMs.sort((a, b) => a - b);
+  return (batchSize / percentile(perRunMs, 50)) * 1000;
+}
