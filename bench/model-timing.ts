@@ -7,11 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
 import { createSessionWithProvider } from '../gpu-worker/vision/model.ts';
-
-/** p-th percentile of an ascending array. */
-export function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
+import { percentile } from './support.ts';
 
 /** Median frames/s of `runs` calls of `session.run` at `batchSize`, after one warm-up call. */
 export async function bareModelFps(uri: string, batchSize: number, inputSize: number, runs = 10): Promise<number> {

@@ -64,13 +64,13 @@ import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { failoverSeconds } from '../cli/demo-lib.ts';
 import { formatDurationMs, table } from '../cli/format.ts';
 import { listVideoObjects } from '../cli/read.ts';
+import { Z99, ms, normal, percentile } from './support.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** Frames per synthetic segment: objects cross a 320-px frame in about 100 frames. */
 const SEGMENT_FRAMES = 100;
 /** Ground-truth IDs of segment k are offset by k x this. */
 const SEGMENT_ID_STRIDE = 1000;
-const Z99 = 2.3263478740408408;
 
 // ---------------------------------------------------------------------------------------
 // Options
@@ -134,20 +134,6 @@ if (argv.processor !== 'vision' && argv.processor !== 'stats') throw new Error(`
 // ---------------------------------------------------------------------------------------
 // Pure helpers
 
-
-function normal(rand: () => number): number {
-  const u = Math.max(rand(), 1e-12);
-  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
-}
-
-/** Nearest-rank percentile of unsorted values; NaN when empty. */
-function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-}
-
-const ms = (v: number) => (Number.isFinite(v) ? `${Math.round(v)} ms` : '-');
 
 /** Significant digits of a DynamoDB number (leading and trailing zeros trimmed). */
 function numberBytes(n: string): number {

@@ -21,7 +21,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FrameInput } from '../core/ports.ts';
 import { createVisionProcessor, type VisionProcessorOptions } from '../gpu-worker/vision/index.ts';
-import { bareModelFps, percentile } from './model-timing.ts';
+import { bareModelFps } from './model-timing.ts';
+import { percentile } from './support.ts';
 import { ensureDemoModel } from '../gpu-worker/vision/demo-model/build-model.ts';
 import { generateClip, type Clip } from '../gpu-worker/vision/synthetic/generate.ts';
 

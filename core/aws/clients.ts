@@ -14,6 +14,13 @@
  *
  * `AWS_CALL_LOG=<file>` appends one line per API call (`role service operation`) to
  * that file; the API-calls-per-frame benchmark reads it. Retries are not counted.
+ *
+ * `AWS_FAULT_INJECTION='{"rate":0.02,"seed":7}'` (chaos runs only, never set in AWS) makes
+ * that share of request attempts fail before they leave the process, with the errors
+ * AWS returns under load: throttling and 5xx ({@link FaultInjectionConfig}). They come
+ * from below the SDK's retry middleware, so the SDK classifies and retries them as it
+ * would the real ones (`core/aws/fault-injection.ts`). Read only when set; absent, no
+ * middleware is added.
  */
 import { appendFileSync } from 'node:fs';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
@@ -21,7 +28,8 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import type { HttpHandlerOptions, HttpRequest, InitializeMiddleware, MetadataBearer, NodeHttpHandlerOptions } from '@smithy/types';
-import { AWS_CALL_POLICY, type AwsCallPolicy } from '../config.ts';
+import { AWS_CALL_POLICY, WORKER_ENV, type AwsCallPolicy } from '../config.ts';
+import { installFaultInjection } from './fault-injection.ts';
 
 export interface AwsClients {
   readonly s3: S3Client;
@@ -179,5 +187,6 @@ export function createAwsClients(env: Record<string, string | undefined> = proce
     clients.s3.middlewareStack.add(logCalls('s3'), { step: 'initialize', name: 'callLog' });
     clients.sqs.middlewareStack.add(logCalls('sqs'), { step: 'initialize', name: 'callLog' });
   }
+  if (env.AWS_FAULT_INJECTION) installFaultInjection(clients, env.AWS_FAULT_INJECTION, role, env[WORKER_ENV.workerId]);
   return clients;
 }

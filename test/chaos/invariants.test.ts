@@ -1,0 +1,123 @@
+/**
+ * The chaos run's invariant checks (bench/chaos.ts checkInvariants) on made-up outcomes:
+ * a clean video passes all six, and each kind of damage the run must catch is counted
+ * against the right invariant. (The chaos run itself is test/chaos/chaos.test.ts, CHAOS=1.)
+ */
+import { describe, expect, it } from 'vitest';
+import { checkInvariants, type VideoOutcome } from '../../bench/chaos.ts';
+import type { FrameResultItem, FrameStatus, VideoSummaryItem } from '../../core/results.ts';
+
+const W1 = 'w1';
+const W2 = 'w2';
+
+function record(frame: number, status: FrameStatus, token: number, worker: string, trackId?: number): FrameResultItem {
+  return {
+    videoId: 'v',
+    frame,
+    status,
+    token,
+    worker,
+    committedAtMs: 1_000 + frame,
+    detections: trackId === undefined ? [] : [{ trackId, label: 'frame', score: 0.5, box: [0, 0, 1, 1] }],
+  };
+}
+
+/**
+ * Frames 1-6: 1-3 by w1 (token 1), w2 adopts at frame 4 (token 2); frame 5 failed (corrupt),
+ * frame 2 arrived late (after a gap) and was committed late by w2. The stats processor's
+ * track ID counts in-order frames: 1 (frame 1), 2 (frame 3), 3 (frame 4), 4 (frame 6).
+ */
+function clean(): VideoOutcome & { records: FrameResultItem[]; summary: VideoSummaryItem | undefined } {
+  const records = [
+    record(1, 'ok', 1, W1, 1),
+    record(2, 'late', 2, W2, 1),
+    record(3, 'ok', 1, W1, 2),
+    record(4, 'ok', 2, W2, 3),
+    record(5, 'failed', 2, W2),
+    record(6, 'ok', 2, W2, 4),
+  ];
+  const summary: VideoSummaryItem = {
+    videoId: 'v',
+    frame: -1,
+    kind: 'summary',
+    status: 'complete',
+    framesOk: 4,
+    framesLate: 1,
+    framesFailed: 1,
+    framesGap: 0,
+    ownerChanges: 2,
+    token: 2,
+    worker: W2,
+    slot: 0,
+    updatedAtMs: 2_000,
+    owners: [
+      { worker: W1, token: 1, sinceMs: 1_000, fromFrame: 1 },
+      { worker: W2, token: 2, sinceMs: 1_500, fromFrame: 4 },
+    ],
+  };
+  return { videoId: 'v', uploaded: new Set([1, 2, 3, 4, 5, 6]), neverUploaded: new Set([7]), records, summary, inS3: new Set([1, 2, 3, 4, 5, 6]) };
+}
+
+const violations = (v: VideoOutcome) => Object.fromEntries(checkInvariants([v]).map((i) => [i.name, i.violations]));
+
+describe('chaos invariants', () => {
+  it('find nothing wrong with a clean failover, a late frame and a corrupt one', () => {
+    const results = checkInvariants([clean()]);
+    expect(results).toHaveLength(6);
+    for (const r of results) {
+      expect(r.violations, r.name).toBe(0);
+      expect(r.checked, r.name).toBeGreaterThan(0);
+    }
+  });
+
+  it('accept a gap for a frame never uploaded, and count one that is not a gap', () => {
+    const v = clean();
+    v.records.push(record(7, 'gap', 2, W2));
+    v.summary = { ...v.summary!, framesGap: 1 };
+    expect(checkInvariants([v]).every((i) => i.violations === 0)).toBe(true);
+    v.records[6] = record(7, 'ok', 2, W2, 5);
+    expect(violations(v)['every uploaded frame has exactly one record']).toBe(1);
+  });
+
+  it('count an uploaded frame without a record, and a record for a frame neither uploaded nor lost', () => {
+    const v = clean();
+    v.records.splice(v.records.findIndex((r) => r.frame === 3), 1, record(8, 'gap', 2, W2));
+    expect(violations(v)['every uploaded frame has exactly one record']).toBe(2);
+  });
+
+  it('count a gap record for an object that exists', () => {
+    const v = clean();
+    v.records[5] = record(6, 'gap', 2, W2);
+    expect(violations(v)['no frame whose object exists ends as gap']).toBe(1);
+  });
+
+  it("count a zombie's write below the new owner's token in the new owner's tenure", () => {
+    const v = clean();
+    v.records[5] = record(6, 'ok', 1, W1, 4);
+    const found = violations(v);
+    expect(found["every record's token >= the token of the lease that held the video when it was written"]).toBe(1);
+    expect(found["no two owners' tenures overlap for a video"]).toBe(1);
+  });
+
+  it('count a token used by two workers', () => {
+    const v = clean();
+    v.records[3] = record(4, 'ok', 2, W1, 3);
+    expect(violations(v)["no two owners' tenures overlap for a video"]).toBe(1);
+  });
+
+  it('count a summary whose counts differ from the records', () => {
+    const v = clean();
+    v.records[4] = record(5, 'ok', 2, W2, 4);
+    v.records[5] = record(6, 'ok', 2, W2, 5);
+    const found = violations(v);
+    expect(found['summaries equal the records they summarise']).toBe(1);
+    expect(found["track IDs equal an uninterrupted run's on frames processed in order"]).toBe(0);
+  });
+
+  it('count track IDs that restarted after a failover (state lost)', () => {
+    const v = clean();
+    v.records[3] = record(4, 'ok', 2, W2, 1);
+    v.records[5] = record(6, 'ok', 2, W2, 2);
+    expect(violations(v)["track IDs equal an uninterrupted run's on frames processed in order"]).toBe(2);
+  });
+});
