@@ -3,7 +3,7 @@
  * running them side by side would distort each other's figures), with their default
  * arguments. Each writes its own file under bench/results/; see bench/README.md.
  *
- * Run: npm run bench  (about 15 minutes on the 2-core development machine)
+ * Run: npm run bench  (about 30 minutes on the 2-core development machine)
  * One benchmark: npx node bench/<name>.ts
  */
 import { spawnSync } from 'node:child_process';
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** In the order of bench/README.md. */
-const BENCHMARKS = ['failover.ts', 'api-calls.ts', 'vision-throughput.ts', 'late-frames.ts', 'soak.ts', 'synth-size.ts', 'janitor-calls.ts'];
+const BENCHMARKS = ['failover.ts', 'api-calls.ts', 'vision-throughput.ts', 'late-frames.ts', 'soak.ts', 'synth-size.ts', 'janitor-calls.ts', 'chaos.ts', 'compare.ts', 'worker-throughput.ts'];
 
 const failed: string[] = [];
 for (const script of BENCHMARKS) {
