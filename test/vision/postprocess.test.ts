@@ -164,6 +164,23 @@ describe('prepareFrame', () => {
     expect(at(0, 2, 6)).toBe(0);
   });
 
+  it('places a portrait image between left and right padding, row by row', async () => {
+    // Prepare: 4x8 image, green at (x=0, y=0) and blue at (x=3, y=7), grey 50 elsewhere.
+    const raw = Buffer.alloc(4 * 8 * 3, 50);
+    raw.set([0, 255, 0], 0);
+    raw.set([0, 0, 255], (7 * 4 + 3) * 3);
+    const png = await sharp(raw, { raw: { width: 4, height: 8, channels: 3 } }).png().toBuffer();
+    // Act: into 8x8, scale 1, padLeft 2.
+    const { chw, geometry } = await prepareFrame(png, 8, 8);
+    // Assess
+    const at = (c: number, y: number, x: number) => chw[c * 64 + y * 8 + x];
+    expect([geometry.padLeft, geometry.padTop]).toEqual([2, 0]);
+    expect([at(0, 0, 1), at(1, 7, 6)]).toEqual([Math.fround(114 / 255), Math.fround(114 / 255)]);
+    expect([at(0, 0, 2), at(1, 0, 2), at(2, 0, 2)]).toEqual([0, 1, 0]);
+    expect([at(0, 7, 5), at(1, 7, 5), at(2, 7, 5)]).toEqual([0, 0, 1]);
+    expect(at(0, 3, 3)).toBe(Math.fround(50 / 255));
+  });
+
   it('rejects bytes that are not an image with a corrupt-image error', async () => {
     const err = await prepareFrame(new TextEncoder().encode('not an image'), 8, 8).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ImageDecodeError);
