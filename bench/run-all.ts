@@ -3,7 +3,7 @@
  * running them side by side would distort each other's figures), with their default
  * arguments. Each writes its own file under bench/results/; see bench/README.md.
  *
- * Run: npm run bench  (about 30 minutes on the 2-core development machine)
+ * Run: npm run bench  (about 35 minutes on the 2-core development machine)
  * One benchmark: npx node bench/<name>.ts
  */
 import { spawnSync } from 'node:child_process';
