@@ -58,19 +58,16 @@ import { allResults, getSummary } from '../core/results-reader.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../core/results.ts';
 import { videoKey } from '../core/slot-lease-store.ts';
 import { evaluateMot, type MotFrame } from '../gpu-worker/vision/eval/mot.ts';
-import { createVisionProcessor, generateClip } from '../gpu-worker/vision/index.ts';
-import { rng, type GroundTruthFrame } from '../gpu-worker/vision/synthetic/generate.ts';
+import { createVisionProcessor } from '../gpu-worker/vision/index.ts';
+import { rng } from '../gpu-worker/vision/synthetic/generate.ts';
 import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { failoverSeconds } from '../cli/demo-lib.ts';
 import { formatDurationMs, table } from '../cli/format.ts';
 import { listVideoObjects } from '../cli/read.ts';
 import { Z99, ms, normal, percentile } from './support.ts';
+import { makeSegmentedVideo, SEGMENT_FRAMES } from './workload.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-/** Frames per synthetic segment: objects cross a 320-px frame in about 100 frames. */
-const SEGMENT_FRAMES = 100;
-/** Ground-truth IDs of segment k are offset by k x this. */
-const SEGMENT_ID_STRIDE = 1000;
 
 // ---------------------------------------------------------------------------------------
 // Options
@@ -253,26 +250,6 @@ function makePlan(reorderWaitMs: number): Plan {
   return { videoIds, uploads, lost, sigma };
 }
 
-/** One video's frames and ground truth: segments of different clips, numbered from 1. */
-async function makeVideo(videoIndex: number): Promise<{ images: Map<number, Uint8Array>; groundTruth: GroundTruthFrame[] }> {
-  const images = new Map<number, Uint8Array>();
-  const groundTruth: GroundTruthFrame[] = [];
-  for (let k = 0; k * SEGMENT_FRAMES < opts.frames; k++) {
-    const frames = Math.min(SEGMENT_FRAMES, opts.frames - k * SEGMENT_FRAMES);
-    const clip = await generateClip({
-      seed: opts.seed * 1000 + videoIndex * 10 + k,
-      frames,
-      firstFrame: 1 + k * SEGMENT_FRAMES,
-      format: 'jpeg',
-      objects: 4 + ((videoIndex + k) % 3),
-      crossings: (videoIndex + k) % 2 === 1,
-    });
-    for (const f of clip.frames) images.set(f.frame, f.image);
-    for (const g of clip.groundTruth) groundTruth.push({ frame: g.frame, objects: g.objects.map((o) => ({ ...o, id: o.id + k * SEGMENT_ID_STRIDE })) });
-  }
-  return { images, groundTruth };
-}
-
 // ---------------------------------------------------------------------------------------
 // Run
 
@@ -292,7 +269,7 @@ let dupOf = new Map<string, number>();
 
 say(`soak: ${opts.videos} videos x ${opts.frames} frames, processor ${opts.processor}, seed ${opts.seed}; generating clips and starting the local stack...`);
 const [videos, stack] = await Promise.all([
-  Promise.all(Array.from({ length: opts.videos }, (_, i) => makeVideo(i))),
+  Promise.all(Array.from({ length: opts.videos }, (_, i) => makeSegmentedVideo(opts.seed, i, opts.frames))),
   startLocalStack({
     quiet: true,
     stateDir,

@@ -1,6 +1,6 @@
 /**
- * Workload and accounting helpers for bench/compare.ts: segmented synthetic clips with
- * ground truth (the same shapes as bench/soak.ts's), the AWS call log of
+ * Workload and accounting helpers for bench/compare.ts and bench/soak.ts: segmented
+ * synthetic clips with ground truth, the AWS call log of
  * core/aws/clients.ts, and the workers' EMF metric lines.
  */
 import { existsSync, readFileSync } from 'node:fs';
