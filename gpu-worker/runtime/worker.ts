@@ -7,6 +7,12 @@
  * Message life cycle: a message is deleted only after the commit whose checkpoint covers
  * it (as a processed frame, a record, or a reference in the reorder buffer) is durable.
  *
+ * Rounds overlap: a round's commit runs in the background while the next round receives,
+ * fetches, decodes and infers. The videos of the commit in flight sit that round out
+ * (their FIFO groups are blocked anyway until its deletes), a receive that brings one of
+ * them waits for the commit first, and commits stay one at a time in round order, so each
+ * video still sees rounds strictly one after another.
+ *
  * Faults cost one video a few seconds, never the slot: a video whose round fails is
  * restored alone from its last checkpoint and retried with backoff; a frame that keeps
  * failing is parked as a `failed` record with its reason; errors the loop does not
@@ -100,6 +106,16 @@ interface OwnedVideo {
   recorded: Set<number>;
 }
 
+/** One video's share of a round, built while the round ran, committed after it. */
+interface RoundUnit {
+  readonly v: OwnedVideo;
+  readonly unit: ReturnType<typeof buildCommit>['unit'];
+  /** Frames parked (given up on) in this unit, for the metric once it is durable. */
+  readonly parked: number;
+  /** The receipt handles the unit's checkpoint covers: deleted once it is durable. */
+  readonly handles: readonly string[];
+}
+
 /** How many settled frames a video remembers. */
 const SETTLED_MEMORY_FRAMES = 512;
 
@@ -112,6 +128,10 @@ export class Worker {
   private stopRequested = false;
   /** When the last receive brought messages (or the slot was claimed): the idle-exit clock. */
   private lastMessageAtMs = 0;
+  /** The previous round's commit, running while the next round is processed; never rejects. */
+  private pendingCommit: Promise<boolean> | undefined;
+  /** Videos of {@link pendingCommit}: left out of rounds until it is applied. */
+  private readonly committing = new Set<string>();
 
   constructor(deps: WorkerDeps) {
     this.d = deps;
@@ -200,6 +220,8 @@ export class Worker {
         }
       }
     } finally {
+      // Whatever ends the loop, the last round's commit finishes (or is fenced) under the lease.
+      await this.settleCommit();
       this.keeper.stopHeartbeat();
     }
     if (this.lost) return 'lease-lost';
@@ -294,12 +316,15 @@ export class Worker {
 
   // ------------------------------------------------------------------ one batch
 
-  /** Handles one receive and runs what is due; true when anything was committed. */
+  /**
+   * Handles one receive and runs what is due, then starts its commit in the background
+   * (after the previous round's has been applied); true when anything was or is being committed.
+   */
   private async handle(messages: readonly ReceivedMessage[]): Promise<boolean> {
     const now = this.now();
     const byVideo = new Map<string, { msg: SlotMessage; handle: string }[]>();
     const immediateDeletes: string[] = [];
-    const extender = this.startVisibilityExtender(messages.map((m) => m.receiptHandle));
+    let extender = this.startVisibilityExtender(messages.map((m) => m.receiptHandle));
     try {
       for (const m of messages) {
         const msg = parseSlotMessage(m.body);
@@ -312,17 +337,47 @@ export class Worker {
         if (list) list.push({ msg, handle: m.receiptHandle });
         else byVideo.set(msg.videoId, [{ msg, handle: m.receiptHandle }]);
       }
+      // A video of the commit in flight takes new messages only once that commit is applied
+      // (its outcome may restore the video, or delete exactly the handles it covers).
+      let committed = false;
+      if ([...byVideo.keys()].some((videoId) => this.committing.has(videoId))) committed = await this.settleCommit();
       for (const [videoId, items] of byVideo) {
-        if (this.lost) return false;
+        if (this.lost) return committed;
         await this.acceptVideo(videoId, items, now, immediateDeletes);
       }
       if (immediateDeletes.length > 0) await this.deleteMessages(immediateDeletes);
-      if (this.lost) return false;
+      if (this.lost) return committed;
       await this.listWhereNeeded(now);
-      return await this.processAndCommit(now);
+      const round = await this.processRound(now);
+      committed = (await this.settleCommit()) || committed;
+      if (!round || this.lost) return committed;
+      // The commit keeps this round's messages invisible until it has deleted them.
+      const roundExtender = extender;
+      extender = { stop() {} };
+      for (const { v } of round) this.committing.add(v.videoId);
+      this.pendingCommit = this.commitRound(round, now)
+        .catch((e: unknown) => {
+          this.d.log.error('worker error survived', { where: 'commit', error: errorText(e) });
+          this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'commit' });
+          return false;
+        })
+        .finally(() => {
+          roundExtender.stop();
+          this.committing.clear();
+        });
+      return true;
     } finally {
       extender.stop();
     }
+  }
+
+  /** Waits for the commit in flight, if any, to be applied; whether it committed anything. */
+  private async settleCommit(): Promise<boolean> {
+    const pending = this.pendingCommit;
+    if (!pending) return false;
+    const committed = await pending;
+    if (this.pendingCommit === pending) this.pendingCommit = undefined;
+    return committed;
   }
 
   /** Takes one video's messages of a receive: forward them, or offer them to its sequencer. */
@@ -538,7 +593,7 @@ export class Worker {
   /** Lists the videos whose sequencer needs S3's word before deciding (start, or a frame overdue). */
   private async listWhereNeeded(now: number): Promise<void> {
     for (const v of this.owned.values()) {
-      if (v.retryAtMs > now) continue;
+      if (v.retryAtMs > now || this.committing.has(v.videoId)) continue;
       const want = v.sequencer.listingNeeded(now);
       if (!want) continue;
       try {
@@ -555,22 +610,25 @@ export class Worker {
     }
   }
 
-  /** Runs every video's due steps and commits them; true when anything was committed. */
-  private async processAndCommit(now: number): Promise<boolean> {
+  /**
+   * Runs the due steps of every video not in the commit in flight, and builds their
+   * commit units; undefined when there is nothing to commit.
+   */
+  private async processRound(now: number): Promise<RoundUnit[] | undefined> {
     const plans: { v: OwnedVideo; steps: SequencedStep[] }[] = [];
     for (const v of this.owned.values()) {
-      if (v.retryAtMs > now) continue;
+      if (v.retryAtMs > now || this.committing.has(v.videoId)) continue;
       const rejects = v.rejects.splice(0, MAX_RESULT_ITEMS_PER_COMMIT);
       const room = MAX_RESULT_ITEMS_PER_COMMIT - rejects.length;
       const taken: SequencedStep[] = [...rejects, ...(room > 0 ? v.sequencer.take(now, room) : [])];
       const steps = v.recorded.size === 0 ? taken : taken.filter((st) => !v.recorded.has(st.type === 'gap' ? st.frame : st.ref.frame));
       if (steps.length > 0 || v.dirty) plans.push({ v, steps });
     }
-    if (plans.length === 0) return false;
+    if (plans.length === 0) return undefined;
     const runs = await this.runner.run(
       plans.map(({ v, steps }) => ({ videoId: v.videoId, steps, parked: v.failures >= MAX_VIDEO_FAILURES ? v.blamed : new Map<number, string>() })),
     );
-    const built: { v: OwnedVideo; unit: ReturnType<typeof buildCommit>['unit']; parked: number }[] = [];
+    const built: RoundUnit[] = [];
     for (const { v, steps } of plans) {
       const run = runs.get(v.videoId)!;
       if (!run.ok) {
@@ -592,9 +650,13 @@ export class Worker {
       });
       for (const f of failures) this.d.log.warn('frame failed', { videoId: v.videoId, ...f });
       const parked = v.failures >= MAX_VIDEO_FAILURES ? steps.filter((s) => (s.type === 'frame' || s.type === 'late') && v.blamed.has(s.ref.frame)).length : 0;
-      built.push({ v, unit, parked });
+      built.push({ v, unit, parked, handles: [...v.handles] });
     }
-    if (built.length === 0) return false;
+    return built.length > 0 ? built : undefined;
+  }
+
+  /** Commits a round's units and applies the outcome; true when anything was committed. */
+  private async commitRound(built: readonly RoundUnit[], now: number): Promise<boolean> {
     let outcome;
     try {
       outcome = await this.d.leases.commit(this.fence, built.map((b) => b.unit), now);
@@ -611,7 +673,7 @@ export class Worker {
     const fenced = outcome.kind === 'videos-fenced' ? new Set(outcome.videoIds) : new Set<string>();
     const conflicts = new Map(outcome.kind === 'videos-fenced' ? (outcome.conflicts ?? []).map((c) => [c.videoId, c.frame] as const) : []);
     const toDelete: string[] = [];
-    for (const { v, unit, parked } of built) {
+    for (const { v, unit, parked, handles } of built) {
       const conflict = conflicts.get(v.videoId);
       if (conflict !== undefined) {
         // A record this commit would create already exists, so the frame is settled: the
@@ -627,9 +689,11 @@ export class Worker {
         continue;
       }
       v.committed = unit.checkpoint;
-      v.dirty = false;
-      toDelete.push(...v.handles);
-      v.handles = [];
+      // Only the handles the checkpoint covers; the video took no messages since (handle()).
+      const covered = new Set(handles);
+      v.handles = v.handles.filter((h) => !covered.has(h));
+      v.dirty = v.handles.length > 0;
+      toDelete.push(...handles);
       if (parked > 0) this.d.metrics.count(METRIC_NAMES.worker.framesParked, parked);
       if (v.failures >= MAX_VIDEO_FAILURES) v.blamed.clear();
       v.failures = 0;
@@ -718,6 +782,7 @@ export class Worker {
     const now = this.now();
     const idleMs = this.d.tunables.videoIdleReleaseSeconds * 1000;
     for (const v of [...this.owned.values()]) {
+      if (this.committing.has(v.videoId)) continue;
       // A video backing off after a failure is not idle: releasing it would forget its failures.
       const failing = v.failures > 0 || v.retryAtMs > now;
       if (!failing && !v.dirty && v.handles.length === 0 && v.rejects.length === 0 && !v.sequencer.hasPending() && now - v.lastActivityMs >= idleMs) {
