@@ -5,8 +5,9 @@
  *
  * Per batch size: a local stack with one slot and the vision worker running YOLOv8n
  * (`../shared/models/yolov8n-random.onnx`, real graph, random weights, decoding at a
- * score threshold of 1e-4 so ~20 boxes per frame reach NMS), 10 videos of 640x480 JPEG
- * frames. Warm-up: each video's frame 0 is uploaded and recorded first, so the worker has
+ * score threshold of 1e-4 so ~20 boxes per frame reach NMS), `--videos` (20) videos of
+ * 640x480 JPEG frames; fauxqs hands out one message per video per receive, so 20 let the
+ * worker run one receive's videos while the previous receive's commit (decision 19). Warm-up: each video's frame 0 is uploaded and recorded first, so the worker has
  * launched, loaded its model and owns every video before the clock starts. Then the
  * remaining N frames per video are uploaded at once (in order per video, all videos in
  * parallel), a backlog the worker cannot keep up with. The router polls with one
@@ -17,12 +18,12 @@
  * A commit round stamps its records with the time the round began (`committedAtMs`), so
  * the backlog frames of every round but the last were processed between the first and the
  * last stamp: worker frames/s = those frames / (last stamp - first stamp). Bare frames/s
- * = `session.run` alone at the same batch size, on the same graph, measured in the same
- * run right after, in the bench process, with the stack still up and idle (emulators, the
- * router's long polls, the worker waiting for messages): bench/model-timing.ts, median of
- * 30 calls.
+ * = `session.run` alone at the same batch size, on the same graph, in the bench process
+ * with the stack up and idle (emulators, the router's long polls, the worker waiting for
+ * messages), right before and right after the worker run: the mean of the two medians of
+ * 30 calls (bench/model-timing.ts), since this machine's speed drifts.
  *
- * Run: npx node bench/worker-throughput.ts [--frames 40] [--batches 1,8]
+ * Run: npx node bench/worker-throughput.ts [--videos 20] [--frames 40] [--batches 1,8]
  * Writes bench/results/worker-throughput.json. Skipped with a message without the graph.
  */
 import { existsSync } from 'node:fs';
@@ -40,9 +41,13 @@ import { bareModelFps } from './model-timing.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const YOLO_PATH = join(here, '..', '..', 'shared', 'models', 'yolov8n-random.onnx');
-/** fauxqs returns one message per FIFO group per receive (SQS: up to 10): 10 videos let a receive fill. */
-const VIDEOS = 10;
-const { values } = parseArgs({ options: { frames: { type: 'string', default: '40' }, batches: { type: 'string', default: '1,8' } } });
+const { values } = parseArgs({ options: { videos: { type: 'string', default: '20' }, frames: { type: 'string', default: '40' }, batches: { type: 'string', default: '1,8' } } });
+/**
+ * fauxqs returns one message per FIFO group per receive (SQS: up to 10 of one group), so a
+ * receive holds at most one frame of each of 10 videos; with 20, the next receive finds
+ * other videos to run while the previous round commits.
+ */
+const VIDEOS = Number(values.videos);
 const framesPerVideo = Number(values.frames);
 const batches = values.batches.split(',').map(Number);
 
@@ -85,6 +90,9 @@ for (const batchSize of batches) {
     // Warm-up: worker launched, model loaded, every video owned.
     await Promise.all(clips.map((clip, v) => put(v, clip.frames[0]!)));
     await waitForRecords(VIDEOS, 'warm-up');
+    // This machine's speed drifts by tens of percent from minute to minute: time the bare
+    // model right before and right after the worker run, and compare with their mean.
+    const bareBefore = await bareModelFps(YOLO_PATH, batchSize, 640, 30);
     await Promise.all(
       clips.map(async (clip, v) => {
         for (const f of clip.frames.slice(1)) await put(v, f);
@@ -102,9 +110,10 @@ for (const batchSize of batches) {
     const workerFps = (timed / (lastStamp - times[0]!)) * 1000;
     const boxes = records.reduce((n, r) => n + r.detections.length, 0) / records.length;
     // With the stack still up and idle (emulators, router polling, the idle worker), as it was around the worker.
-    const bare = await bareModelFps(YOLO_PATH, batchSize, 640, 30);
+    const bareAfter = await bareModelFps(YOLO_PATH, batchSize, 640, 30);
+    const bare = (bareBefore + bareAfter) / 2;
     await stack.stop();
-    rows.push({ batchSize, workerFps, bareSessionRunFps: bare, ratio: workerFps / bare, framesTimed: timed, commitRounds: rounds, meanTrackedBoxesPerFrame: boxes });
+    rows.push({ batchSize, workerFps, bareSessionRunFps: bare, bareBefore, bareAfter, ratio: workerFps / bare, framesTimed: timed, commitRounds: rounds, meanTrackedBoxesPerFrame: boxes });
     console.log(`${String(batchSize).padStart(5)} | ${workerFps.toFixed(1).padStart(15)} | ${bare.toFixed(1).padStart(25)} | ${(workerFps / bare).toFixed(2).padStart(13)} | ${boxes.toFixed(1)}`);
   } finally {
     await stack.stop();
