@@ -59,7 +59,7 @@ import type { ScheduledHandler } from '../local/event-source.ts';
 import { startLocalStack, type LocalStack, type NotificationFault } from '../local/stack.ts';
 import { FAST_TUNABLES } from '../test/support/pipeline.ts';
 import { formatDurationMs, table } from '../cli/format.ts';
-import { framesInS3, gapFrames, normal, sleep } from './support.ts';
+import { framesInS3, gapFrames, normal, numberOption, sleep } from './support.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -151,12 +151,7 @@ export function parseOptions(args: readonly string[]): ChaosOptions | undefined 
     );
     return undefined;
   }
-  const num = (name: keyof typeof argv, fallback: number, min: number, max: number): number => {
-    if (argv[name] === undefined) return fallback;
-    const v = Number(argv[name]);
-    if (!Number.isFinite(v) || v < min || v > max) throw new Error(`--${name} must be a number in [${min}, ${max}] (got ${String(argv[name])})`);
-    return v;
-  };
+  const num = (name: keyof typeof argv, fallback: number, min: number, max: number): number => (argv[name] === undefined ? fallback : numberOption(argv, name, min, max));
   // A fresh seed unless one is given: printed first thing, so any run can be replayed.
   const seed = Math.round(num('seed', Math.floor(Math.random() * 2 ** 31), 0, 2 ** 31));
   return {

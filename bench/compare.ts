@@ -52,7 +52,7 @@ import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { failoverSeconds } from '../cli/demo-lib.ts';
 import { formatDurationMs, table } from '../cli/format.ts';
 import { BaselineFleet, createBaselineResources, earlyEmptyReceives, readEvents, sendFrameMessage, SEED_SETTINGS, type BaselineResources } from './baseline/fleet.ts';
-import { percentile } from './support.ts';
+import { numberOption, percentile } from './support.ts';
 import { emfValues, makeSegmentedVideo, tallyCallLog } from './workload.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -81,11 +81,7 @@ if (argv.help) {
   );
   process.exit(0);
 }
-const num = (name: keyof typeof argv, min: number, max: number): number => {
-  const v = Number(argv[name]);
-  if (!Number.isFinite(v) || v < min || v > max) throw new Error(`--${name} must be a number in [${min}, ${max}] (got ${String(argv[name])})`);
-  return v;
-};
+const num = (name: keyof typeof argv, min: number, max: number): number => numberOption(argv, name, min, max);
 const opts = {
   videos: Math.round(num('videos', 1, 64)),
   frames: Math.round(num('frames', 4, 10_000)),

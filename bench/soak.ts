@@ -64,7 +64,7 @@ import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { failoverSeconds } from '../cli/demo-lib.ts';
 import { formatDurationMs, table } from '../cli/format.ts';
 import { listVideoObjects } from '../cli/read.ts';
-import { Z99, ms, normal, percentile } from './support.ts';
+import { Z99, ms, normal, numberOption, percentile } from './support.ts';
 import { makeSegmentedVideo, SEGMENT_FRAMES } from './workload.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -102,11 +102,7 @@ if (argv.help) {
   );
   process.exit(0);
 }
-const num = (name: keyof typeof argv, min: number, max: number): number => {
-  const v = Number(argv[name]);
-  if (!Number.isFinite(v) || v < min || v > max) throw new Error(`--${name} must be a number in [${min}, ${max}] (got ${String(argv[name])})`);
-  return v;
-};
+const num = (name: keyof typeof argv, min: number, max: number): number => numberOption(argv, name, min, max);
 const opts = {
   videos: Math.round(num('videos', 1, 64)),
   frames: Math.round(num('frames', 20, 100_000)),

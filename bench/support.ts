@@ -39,3 +39,10 @@ export function gapFrames(results: readonly FrameResultItem[]): Set<number> {
   for (const r of results) if (String(r.status) === 'gap') for (let f = r.frame; f <= (r.throughFrame ?? r.frame); f++) out.add(f);
   return out;
 }
+
+/** A numeric command-line option in [min, max]; throws naming the option otherwise. */
+export function numberOption(values: Record<string, unknown>, name: string, min: number, max: number): number {
+  const v = Number(values[name]);
+  if (!Number.isFinite(v) || v < min || v > max) throw new Error(`--${name} must be a number in [${min}, ${max}] (got ${String(values[name])})`);
+  return v;
+}

@@ -6,6 +6,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import type { DeserializeMiddleware, MetadataBearer } from '@smithy/types';
+import { rng } from '../random.ts';
 import type { AwsClients, CallerRole } from './clients.ts';
 
 /** The AWS services the project's clients talk to. */
@@ -59,17 +60,11 @@ export function parseFaultInjection(text: string): FaultInjectionConfig {
   };
 }
 
-/** A seeded uniform draw in [0, 1) (mulberry32), its seed mixed with `salt`. */
+/** A seeded uniform draw in [0, 1) ({@link rng}), its seed mixed with `salt`. */
 export function faultRng(seed: number, salt = ''): () => number {
   let a = seed >>> 0;
   for (let i = 0; i < salt.length; i++) a = Math.imul(a ^ salt.charCodeAt(i), 0x9e3779b1) >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return rng(a);
 }
 
 /**

@@ -3,48 +3,18 @@
  * that never answers fails with a TimeoutError after the configured attempts instead of
  * hanging; long polls get their wait; explicit configuration overrides the defaults.
  */
-import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createAwsClients, createAwsClientsFrom, s3RequestTimeoutMs, sqsRequestTimeoutMs, type AwsClients } from '../../core/aws/clients.ts';
+import { createAwsClients, createAwsClientsFrom, s3RequestTimeoutMs, sqsRequestTimeoutMs } from '../../core/aws/clients.ts';
 import { AWS_CALL_POLICY, DEFAULT_TUNABLES } from '../../core/config.ts';
+import { closeFakeServers, startFakeServer } from '../support/fake-aws-server.ts';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-const opened: { server: Server; clients?: AwsClients }[] = [];
-
-/** A server on loopback that counts requests and answers each one with `answer` (or never). */
-async function fakeServer(answer?: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; requests: () => number; track: (c: AwsClients) => AwsClients }> {
-  let count = 0;
-  const server = createServer((req, res) => {
-    count++;
-    req.resume();
-    answer?.(req, res);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const entry: { server: Server; clients?: AwsClients } = { server };
-  opened.push(entry);
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests: () => count,
-    track: (c) => {
-      entry.clients = c;
-      return c;
-    },
-  };
-}
-
-afterEach(async () => {
+afterEach(() => {
   vi.unstubAllEnvs();
-  for (const { server, clients } of opened.splice(0)) {
-    clients?.destroy();
-    server.closeAllConnections();
-    server.close();
-  }
+  closeFakeServers();
 });
 
 const failure = (p: Promise<unknown>) =>
@@ -56,7 +26,7 @@ const failure = (p: Promise<unknown>) =>
 describe('AWS clients against a server that never answers', () => {
   it('fail a DynamoDB call (the heartbeat case) with a TimeoutError after the configured attempts', async () => {
     // Prepare: the worker's way of building clients, endpoint from the SDK's own variable
-    const hung = await fakeServer();
+    const hung = await startFakeServer();
     vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', hung.url);
     vi.stubEnv('AWS_ACCESS_KEY_ID', 'test');
     vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test');
@@ -71,7 +41,7 @@ describe('AWS clients against a server that never answers', () => {
 
   it('honour explicit timeouts and attempts, as the local stack and CLI pass them', async () => {
     // Prepare
-    const hung = await fakeServer();
+    const hung = await startFakeServer();
     const fast = { requestHandler: { requestTimeout: 200 }, maxAttempts: 1 };
     const clients = hung.track(
       createAwsClientsFrom({
@@ -91,7 +61,7 @@ describe('AWS clients against a server that never answers', () => {
 
   it('honour AWS_MAX_ATTEMPTS in the environment', async () => {
     // Prepare
-    const hung = await fakeServer();
+    const hung = await startFakeServer();
     vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', hung.url);
     vi.stubEnv('AWS_ACCESS_KEY_ID', 'test');
     vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test');
@@ -105,7 +75,7 @@ describe('AWS clients against a server that never answers', () => {
 
   it('fail an S3 download whose body stops arriving (socket idle timeout)', async () => {
     // Prepare: headers and a first chunk, then nothing
-    const stalls = await fakeServer((_req, res) => {
+    const stalls = await startFakeServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': '1000' });
       res.write(Buffer.alloc(10));
     });
@@ -127,7 +97,7 @@ describe('AWS clients against a server that never answers', () => {
 describe('SQS long polls', () => {
   it('get their wait on top of the request timeout, while other SQS calls keep the short one', async () => {
     // Prepare: a server that answers every request after 1.2 s
-    const slow = await fakeServer((req, res) => {
+    const slow = await startFakeServer((req, res) => {
       setTimeout(() => {
         res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
         res.end(req.headers['x-amz-target'] === 'AmazonSQS.ReceiveMessage' ? '{"Messages":[]}' : '{}');

@@ -4,10 +4,7 @@
  * process, with errors the SDK's standard retry strategy retries (so a call that draws a
  * fault is retried, and one that draws it on every attempt fails after maxAttempts).
  */
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
@@ -17,15 +14,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAwsClients, type AwsClients } from '../../core/aws/clients.ts';
 import { faultRng, injectedError, parseFaultInjection } from '../../core/aws/fault-injection.ts';
 import { AWS_CALL_POLICY } from '../../core/config.ts';
-
-const opened: { server: Server; clients?: AwsClients }[] = [];
+import { closeFakeServers, startFakeServer, type FakeServer } from '../support/fake-aws-server.ts';
 
 /** A loopback server standing in for all three services: answers every request with a minimal success. */
-async function fakeAws(): Promise<{ url: string; requests: () => number; track: (c: AwsClients) => AwsClients }> {
-  let count = 0;
-  const server = createServer((req, res) => {
-    count++;
-    req.resume();
+function fakeAws(): Promise<FakeServer> {
+  return startFakeServer((req, res) => {
     req.once('end', () => {
       const target = String(req.headers['x-amz-target'] ?? '');
       if (target.startsWith('AmazonSQS.')) {
@@ -41,27 +34,11 @@ async function fakeAws(): Promise<{ url: string; requests: () => number; track: 
       }
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const entry: { server: Server; clients?: AwsClients } = { server };
-  opened.push(entry);
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests: () => count,
-    track: (c) => {
-      entry.clients = c;
-      return c;
-    },
-  };
 }
 
 afterEach(() => {
   vi.unstubAllEnvs();
-  for (const { server, clients } of opened.splice(0)) {
-    clients?.destroy();
-    server.closeAllConnections();
-    server.close();
-  }
+  closeFakeServers();
 });
 
 type SdkError = Error & { $metadata?: { attempts?: number; httpStatusCode?: number } };

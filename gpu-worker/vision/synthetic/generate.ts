@@ -10,6 +10,9 @@
  */
 import sharp from 'sharp';
 import { DEMO_CLASSES } from '../demo-model/build-model.ts';
+import { rng } from '../../../core/random.ts';
+
+export { rng };
 
 export interface ClipOptions {
   readonly seed: number;
@@ -58,17 +61,6 @@ export interface Clip {
   readonly groundTruth: GroundTruthFrame[];
 }
 
-/** Mulberry32: small, fast, good enough for test data, and the same on every platform. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Fisher-Yates shuffle driven by `rand`. */
 function shuffle<T>(items: T[], rand: () => number): T[] {

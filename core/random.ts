@@ -1,0 +1,16 @@
+/**
+ * Seeded randomness, the same on every platform: synthetic clips, benchmark plans and
+ * chaos faults replay from their seed.
+ */
+
+/** Mulberry32: a uniform draw in [0, 1); small, fast, good enough for test data. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
