@@ -95,7 +95,8 @@ export async function prepareFrame(image: Uint8Array, inputWidth: number, inputH
   // padded copy from sharp and a second pass, and on a CPU every ms here is taken from
   // inference, which already uses every core.
   const plane = inputWidth * inputHeight;
-  const chw = new Float32Array(plane * 3).fill(LETTERBOX_PAD_VALUE / 255);
+  const chw = new Float32Array(plane * 3);
+  fillPadding(chw, plane, inputWidth, geometry);
   for (let y = 0, q = 0; y < resizedHeight; y++) {
     let p = (padTop + y) * inputWidth + padLeft;
     for (let x = 0; x < resizedWidth; x++, p++, q += 3) {
@@ -105,6 +106,29 @@ export async function prepareFrame(image: Uint8Array, inputWidth: number, inputH
     }
   }
   return { chw, geometry };
+}
+
+/**
+ * Writes the grey pad value only where the image does not go (the bands above and
+ * below, and each row's left and right margins): a whole-tensor fill would first
+ * write the 4.9 MB of a 640x640 input that the image then overwrites.
+ */
+function fillPadding(chw: Float32Array, plane: number, inputWidth: number, g: LetterboxGeometry): void {
+  const pad = LETTERBOX_PAD_VALUE / 255;
+  const imageTop = g.padTop * inputWidth;
+  const imageBottom = (g.padTop + g.resizedHeight) * inputWidth;
+  const rightMargin = inputWidth - g.padLeft - g.resizedWidth;
+  for (let c = 0; c < 3; c++) {
+    const base = c * plane;
+    chw.fill(pad, base, base + imageTop);
+    chw.fill(pad, base + imageBottom, base + plane);
+    if (g.padLeft === 0 && rightMargin === 0) continue;
+    for (let y = g.padTop; y < g.padTop + g.resizedHeight; y++) {
+      const row = base + y * inputWidth;
+      chw.fill(pad, row, row + g.padLeft);
+      chw.fill(pad, row + g.padLeft + g.resizedWidth, row + inputWidth);
+    }
+  }
 }
 
 /** byte / 255 as float32, looked up rather than divided per channel. */

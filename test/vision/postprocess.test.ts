@@ -82,6 +82,12 @@ describe('decodeYolo', () => {
     expect(decodeYolo(data, 0, 1, 2, 0.5).map((d) => d.box)).toEqual([[28, 28, 32, 32]]);
   });
 
+  it('takes the first class on a tied score and never a NaN one', () => {
+    // Anchor 0: classes 1 and 2 tie at 0.7. Anchor 1: class 0 is NaN, class 2 is 0.6.
+    const data = yoloTensor([[[10, 10, 4, 4, 0.1, 0.7, 0.7], [30, 30, 4, 4, Number.NaN, 0.2, 0.6]]], 3);
+    expect(decodeYolo(data, 0, 3, 2, 0.5).map((d) => d.classIndex)).toEqual([1, 2]);
+  });
+
   it('reads the requested image of a batch', () => {
     const data = yoloTensor([[[1, 1, 2, 2, 0.9]], [[30, 30, 2, 2, 0.8]]], 1);
     expect(decodeYolo(data, 1, 1, 1, 0.5)).toEqual([{ box: [29, 29, 31, 31], score: expect.closeTo(0.8, 6), classIndex: 0 }]);
@@ -179,6 +185,31 @@ describe('prepareFrame', () => {
     expect([at(0, 0, 2), at(1, 0, 2), at(2, 0, 2)]).toEqual([0, 1, 0]);
     expect([at(0, 7, 5), at(1, 7, 5), at(2, 7, 5)]).toEqual([0, 0, 1]);
     expect(at(0, 3, 3)).toBe(Math.fround(50 / 255));
+  });
+
+  it.each([
+    [5, 3, 8, 8],
+    [3, 7, 8, 8],
+    [7, 7, 9, 6],
+    [6, 4, 6, 4],
+  ])('pads every pixel outside a %ix%i image in a %ix%i input, and no pixel inside', async (width, height, inputWidth, inputHeight) => {
+    // Prepare: channel values 1..254, never the pad value 114, so a pad pixel inside the image shows.
+    const raw = Buffer.from(Array.from({ length: width * height * 3 }, (_, i) => 1 + ((i * 37) % 113)));
+    const png = await sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer();
+    // Act
+    const { chw, geometry: g } = await prepareFrame(png, inputWidth, inputHeight);
+    // Assess
+    const pad = Math.fround(114 / 255);
+    for (let c = 0; c < 3; c++) {
+      for (let y = 0; y < inputHeight; y++) {
+        for (let x = 0; x < inputWidth; x++) {
+          const inside = x >= g.padLeft && x < g.padLeft + g.resizedWidth && y >= g.padTop && y < g.padTop + g.resizedHeight;
+          const v = chw[c * inputWidth * inputHeight + y * inputWidth + x];
+          if (inside) expect(v, `c${c} y${y} x${x}`).not.toBe(pad);
+          else expect(v, `c${c} y${y} x${x}`).toBe(pad);
+        }
+      }
+    }
   });
 
   it('rejects bytes that are not an image with a corrupt-image error', async () => {
