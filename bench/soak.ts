@@ -58,7 +58,7 @@ import { allResults, getSummary } from '../core/results-reader.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../core/results.ts';
 import { videoKey } from '../core/slot-lease-store.ts';
 import { evaluateMot, type MotFrame } from '../gpu-worker/vision/eval/mot.ts';
-import { createVisionProcessor } from '../gpu-worker/vision/index.ts';
+import { createVisionProcessor, visionOptionsFromTunables } from '../gpu-worker/vision/index.ts';
 import { rng } from '../gpu-worker/vision/synthetic/generate.ts';
 import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { failoverSeconds } from '../cli/demo-lib.ts';
@@ -764,10 +764,7 @@ async function baseline(
   uploaded: ReadonlyMap<string, number>,
 ): Promise<{ videoId: string; idf1: number; idSwitches: number; frames: number }[]> {
   const processor = createVisionProcessor({
-    modelUri: tunables.modelUri,
-    batchSize: tunables.inferenceBatchSize,
-    maxBatchWaitMs: tunables.maxBatchWaitMs,
-    scoreThreshold: tunables.detectionScoreThreshold,
+    ...visionOptionsFromTunables(tunables),
     preferCuda: false,
   });
   await processor.start();

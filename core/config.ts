@@ -87,6 +87,16 @@ export interface Tunables {
   readonly modelUri: string;
   /** Detections below this score are discarded. */
   readonly detectionScoreThreshold: number;
+  /**
+   * The tracker's first association and new tracks take detections at or above this
+   * score (ByteTrack's `track_thresh`). Scores are the model's own scale: a detector
+   * calibrated differently from COCO-trained YOLO needs its own values.
+   */
+  readonly trackHighScoreThreshold: number;
+  /** Detections between this and `trackHighScoreThreshold` only extend tracks (ByteTrack's second association); below it they are ignored. */
+  readonly trackLowScoreThreshold: number;
+  /** A detection left unmatched starts a new track only at or above this score. */
+  readonly newTrackScoreThreshold: number;
 }
 
 /**
@@ -125,6 +135,10 @@ export const DEFAULT_TUNABLES: Tunables = Object.freeze({
   workerIdleExitSeconds: 600,
   modelUri: '',
   detectionScoreThreshold: 0.25,
+  // ByteTrack's published values.
+  trackHighScoreThreshold: 0.5,
+  trackLowScoreThreshold: 0.1,
+  newTrackScoreThreshold: 0.6,
 });
 
 /** Thrown when a configuration value is out of range; the message names the setting. */
@@ -181,6 +195,12 @@ export function validateTunables(t: Tunables): Tunables {
   if (t.routerMaxConcurrency < 2) problems.push('routerMaxConcurrency must be at least 2 (Lambda SQS event source minimum)');
   if (!(t.detectionScoreThreshold > 0 && t.detectionScoreThreshold < 1)) {
     problems.push(`detectionScoreThreshold must be in (0, 1) (got ${t.detectionScoreThreshold})`);
+  }
+  for (const k of ['trackHighScoreThreshold', 'trackLowScoreThreshold', 'newTrackScoreThreshold'] as const) {
+    if (!(t[k] > 0 && t[k] < 1)) problems.push(`${k} must be in (0, 1) (got ${t[k]})`);
+  }
+  if (!(t.trackLowScoreThreshold <= t.trackHighScoreThreshold)) {
+    problems.push(`trackLowScoreThreshold (${t.trackLowScoreThreshold}) must be at most trackHighScoreThreshold (${t.trackHighScoreThreshold})`);
   }
   if (t.modelUri && !/^(s3:\/\/[^/]+\/.+\.onnx|[^:]+\.onnx)$/.test(t.modelUri)) {
     problems.push(`modelUri must be a local .onnx path or s3://bucket/key.onnx (got ${t.modelUri})`);

@@ -30,12 +30,9 @@ import { StatsProcessor } from './stats-processor.ts';
 
 async function createProcessor(kind: string, tunables: ReturnType<typeof tunablesFromEnv>, log: Logger, s3: ReturnType<typeof createAwsClients>['s3']): Promise<FrameProcessor> {
   if (kind === 'stats') return new StatsProcessor(Number(process.env[WORKER_ENV.statsDelayMs] ?? 0));
-  const { createVisionProcessor } = await import('./vision/index.ts');
+  const { createVisionProcessor, visionOptionsFromTunables } = await import('./vision/index.ts');
   return await createVisionProcessor({
-    modelUri: tunables.modelUri,
-    batchSize: tunables.inferenceBatchSize,
-    maxBatchWaitMs: tunables.maxBatchWaitMs,
-    scoreThreshold: tunables.detectionScoreThreshold,
+    ...visionOptionsFromTunables(tunables),
     s3Client: s3,
     logger: (line: string | object) => log.info(typeof line === 'string' ? line : 'vision', typeof line === 'string' ? {} : (line as Record<string, unknown>)),
   });

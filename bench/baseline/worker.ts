@@ -67,12 +67,9 @@ const locks = new BaselineLockClient({ ddb: clients.ddb, table: lockTable, owner
 
 async function createProcessor(): Promise<FrameProcessor> {
   if ((env.FRAME_PROCESSOR ?? 'vision') === 'stats') return new StatsProcessor(0);
-  const { createVisionProcessor } = await import('../../gpu-worker/vision/index.ts');
+  const { createVisionProcessor, visionOptionsFromTunables } = await import('../../gpu-worker/vision/index.ts');
   return createVisionProcessor({
-    modelUri: tunables.modelUri,
-    batchSize: tunables.inferenceBatchSize,
-    maxBatchWaitMs: tunables.maxBatchWaitMs,
-    scoreThreshold: tunables.detectionScoreThreshold,
+    ...visionOptionsFromTunables(tunables),
     s3Client: clients.s3,
     preferCuda: false,
   });

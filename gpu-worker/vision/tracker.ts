@@ -20,6 +20,7 @@
  *   applied to the live tracker too, so memory, the checkpoint and a restored tracker
  *   agree and restore-then-continue still equals an uninterrupted run.
  */
+import { DEFAULT_TUNABLES } from '../../core/config.ts';
 import { assign } from './assignment.ts';
 import { iou, type Box } from './postprocess.ts';
 
@@ -40,11 +41,11 @@ export interface TrackerOptions {
   readonly maxLostFrames: number;
 }
 
-/** ByteTrack's defaults (track_thresh 0.5, match_thresh 0.8, track_buffer 30). */
+/** ByteTrack's defaults (track_thresh 0.5, match_thresh 0.8, track_buffer 30); the score thresholds are tunables. */
 export const DEFAULT_TRACKER_OPTIONS: TrackerOptions = Object.freeze({
-  highScoreThreshold: 0.5,
-  lowScoreThreshold: 0.1,
-  newTrackThreshold: 0.6,
+  highScoreThreshold: DEFAULT_TUNABLES.trackHighScoreThreshold,
+  lowScoreThreshold: DEFAULT_TUNABLES.trackLowScoreThreshold,
+  newTrackThreshold: DEFAULT_TUNABLES.newTrackScoreThreshold,
   firstMatchMaxCost: 0.8,
   secondMatchMaxCost: 0.5,
   unconfirmedMatchMaxCost: 0.7,

@@ -39,4 +39,15 @@ describe('tunables', () => {
     expect(validateTunables({ ...DEFAULT_TUNABLES, videoIdleReleaseSeconds: 31, routerPinCacheSeconds: 30 }).videoIdleReleaseSeconds).toBe(31);
     expect(DEFAULT_TUNABLES.videoIdleReleaseSeconds).toBeGreaterThan(DEFAULT_TUNABLES.routerPinCacheSeconds);
   });
+
+  it('takes the tracker thresholds from the environment and rejects a low threshold above the high one', () => {
+    // Act
+    const t = tunablesFromEnv({ TRACK_HIGH_SCORE_THRESHOLD: '0.3', TRACK_LOW_SCORE_THRESHOLD: '0.05', NEW_TRACK_SCORE_THRESHOLD: '0.35' });
+    const inverted = () => tunablesFromEnv({ TRACK_HIGH_SCORE_THRESHOLD: '0.2', TRACK_LOW_SCORE_THRESHOLD: '0.4' });
+    // Assess
+    expect([t.trackHighScoreThreshold, t.trackLowScoreThreshold, t.newTrackScoreThreshold]).toEqual([0.3, 0.05, 0.35]);
+    expect(inverted).toThrow(/trackLowScoreThreshold \(0.4\) must be at most trackHighScoreThreshold \(0.2\)/);
+    expect(() => validateTunables({ ...DEFAULT_TUNABLES, newTrackScoreThreshold: 1 })).toThrow(/newTrackScoreThreshold must be in \(0, 1\)/);
+    expect(() => validateTunables({ ...DEFAULT_TUNABLES, trackLowScoreThreshold: 0 })).toThrow(/trackLowScoreThreshold must be in \(0, 1\)/);
+  });
 });

@@ -10,7 +10,8 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createVisionProcessor, type VisionProcessor } from '../../gpu-worker/vision/index.ts';
+import { tunablesFromEnv } from '../../core/config.ts';
+import { createVisionProcessor, visionOptionsFromTunables, type VisionProcessor } from '../../gpu-worker/vision/index.ts';
 import { generateClip } from '../../gpu-worker/vision/synthetic/generate.ts';
 
 const MODELS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'shared', 'models');
@@ -50,5 +51,29 @@ describe.skipIf(!present).each(GRAPHS)('%s through the VisionProcessor', (graph)
       expect(d.box[3]).toBeLessThanOrEqual(clip.height + 1);
       expect(d.trackId).toBeGreaterThan(0);
     }
+  });
+});
+
+describe.skipIf(!present)('tracker thresholds from the tunables', () => {
+  it('tracks random-weight YOLOv8n boxes only with thresholds set on its score scale through the environment', async () => {
+    // Prepare: the same decode threshold; ByteTrack's default tracker thresholds, then ones at the graph's scores.
+    const clip = await generateClip({ seed: 3, frames: 3 });
+    const detectionsWith = async (env: Record<string, string>) => {
+      const p = createVisionProcessor({ ...visionOptionsFromTunables(tunablesFromEnv({ MODEL_URI: GRAPHS[0]!, INFERENCE_BATCH_SIZE: '1', DETECTION_SCORE_THRESHOLD: '0.0001', ...env })), preferCuda: false });
+      await p.start();
+      try {
+        p.openVideo('v', undefined);
+        const outcomes = await p.process(clip.frames.map((f) => ({ videoId: 'v', frame: f.frame, image: f.image })));
+        return outcomes.flatMap((o) => (o.status === 'ok' ? o.detections : []));
+      } finally {
+        await p.stop();
+      }
+    };
+    // Act
+    const byDefault = await detectionsWith({});
+    const tuned = await detectionsWith({ TRACK_HIGH_SCORE_THRESHOLD: '0.0001', TRACK_LOW_SCORE_THRESHOLD: '0.00005', NEW_TRACK_SCORE_THRESHOLD: '0.00012' });
+    // Assess
+    expect(byDefault).toEqual([]);
+    expect(tuned.length).toBeGreaterThan(0);
   });
 });
