@@ -1,17 +1,19 @@
 /**
  * The bare model, for comparison with the pipeline around it: frames/s of
- * `session.run` alone at a batch size, on letterbox-grey input, with the worker's own
- * session options (CPU). Shared by bench/vision-throughput.ts and
+ * `session.run` alone at a batch size, on letterbox-grey input, with onnxruntime's
+ * default options and full graph optimisation (BARE_SESSION_OPTIONS: intra-op threads
+ * spin, which is faster for a lone model), called on this thread (CPU). Shared by bench/vision-throughput.ts and
  * bench/worker-throughput.ts.
  */
 import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
-import { createSessionWithProvider } from '../gpu-worker/vision/model.ts';
+import { BARE_SESSION_OPTIONS } from '../gpu-worker/vision/model.ts';
 import { percentile } from './support.ts';
 
 /** Median frames/s of `runs` calls of `session.run` at `batchSize`, after one warm-up call. */
 export async function bareModelFps(uri: string, batchSize: number, inputSize: number, runs = 10): Promise<number> {
-  const { session } = await createSessionWithProvider(new Uint8Array(await readFile(uri)), false);
+  // On this thread, as a user's own script would call it: no worker thread in between.
+  const session = await ort.InferenceSession.create(new Uint8Array(await readFile(uri)), { ...BARE_SESSION_OPTIONS, executionProviders: ['cpu'] });
   const input = new ort.Tensor('float32', new Float32Array(batchSize * 3 * inputSize * inputSize).fill(114 / 255), [batchSize, 3, inputSize, inputSize]);
   const feeds = { [session.inputNames[0]!]: input };
   await session.run(feeds);

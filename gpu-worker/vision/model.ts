@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import ort from 'onnxruntime-node';
+import { createThreadedSession, type InferenceSessionLike } from './inference-thread.ts';
 
 /** What the processor needs to know about a model. */
 export interface ModelInfo {
@@ -29,7 +30,7 @@ const LETTERBOX_GREY = 114 / 255;
 export type ExecutionProvider = 'cuda' | 'cpu';
 
 export interface LoadedModel {
-  readonly session: ort.InferenceSession;
+  readonly session: InferenceSessionLike;
   readonly info: ModelInfo;
   readonly provider: ExecutionProvider;
   readonly providerReason: string;
@@ -44,7 +45,7 @@ export interface LoadModelOptions {
   /** Try CUDA first (default true). */
   readonly preferCuda?: boolean;
   /** Test seam: creates a session for a provider list (defaults to onnxruntime-node). */
-  readonly createSession?: (bytes: Uint8Array, providers: string[]) => Promise<ort.InferenceSession>;
+  readonly createSession?: (bytes: Uint8Array, providers: string[]) => Promise<InferenceSessionLike>;
 }
 
 /** Parses `s3://bucket/key`; undefined for anything else. */
@@ -108,9 +109,31 @@ export async function readUltralyticsMetadata(bytes: Uint8Array): Promise<{ clas
   }
 }
 
-const defaultCreateSession = (bytes: Uint8Array, providers: string[]) =>
-  // logSeverityLevel 3 keeps onnxruntime's own warnings out of the log; the one provider line says what happened.
-  ort.InferenceSession.create(bytes, { executionProviders: providers, logSeverityLevel: 3, graphOptimizationLevel: 'all' });
+/**
+ * onnxruntime's own defaults, with full graph optimisation; what a script that only
+ * runs the model would use (the bench's bare timing does).
+ */
+export const BARE_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = Object.freeze({
+  // Level 3 keeps onnxruntime's own warnings out of the log; the one provider line says what happened.
+  logSeverityLevel: 3,
+  graphOptimizationLevel: 'all',
+});
+
+/**
+ * The worker's: the bare options, and intra-op threads that sleep when they run out of
+ * work instead of spinning. A spinning thread holds its core between operators and after
+ * each run, which a lone `session.run` does not mind but the worker does: its decodes,
+ * NMS, tracking and AWS calls need those cores between and beside the runs. On the
+ * 2-core bench machine the model ran 55 ms per YOLOv8n frame inside the worker without
+ * spinning against 72 ms with it (bench/README.md, worker throughput).
+ */
+export const WORKER_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = Object.freeze({
+  ...BARE_SESSION_OPTIONS,
+  extra: { session: { intra_op: { allow_spinning: '0' } } },
+});
+
+/** Off the main thread, so the event loop runs while the model does (inference-thread.ts). */
+const defaultCreateSession = (bytes: Uint8Array, providers: string[]) => createThreadedSession(bytes, providers, WORKER_SESSION_OPTIONS);
 
 /**
  * Whether onnxruntime-node's CUDA provider library is installed (it is
@@ -139,9 +162,9 @@ export function cudaProviderInstalled(): boolean | undefined {
 export async function createSessionWithProvider(
   bytes: Uint8Array,
   preferCuda: boolean,
-  createSession: (bytes: Uint8Array, providers: string[]) => Promise<ort.InferenceSession> = defaultCreateSession,
+  createSession: (bytes: Uint8Array, providers: string[]) => Promise<InferenceSessionLike> = defaultCreateSession,
   cudaInstalled: boolean | undefined = cudaProviderInstalled(),
-): Promise<{ session: ort.InferenceSession; provider: ExecutionProvider; providerReason: string }> {
+): Promise<{ session: InferenceSessionLike; provider: ExecutionProvider; providerReason: string }> {
   if (!preferCuda) {
     return { session: await createSession(bytes, ['cpu']), provider: 'cpu', providerReason: 'CUDA not requested (preferCuda=false)' };
   }

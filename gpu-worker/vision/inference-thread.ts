@@ -1,0 +1,194 @@
+/**
+ * An onnxruntime session on its own thread. onnxruntime-node runs `session.run`
+ * synchronously on the calling thread (1.30: inside a setImmediate), so on the main
+ * thread every inference freezes the event loop: S3 GETs, the commit in flight, the
+ * heartbeat and every decode step wait until it returns. Here the session lives in a
+ * worker thread; the main thread sends the input tensor (its buffer transferred, not
+ * copied) and gets the outputs back the same way, and its event loop keeps fetching,
+ * decoding and committing while the model runs (decision 20).
+ *
+ * This module is also the thread's entry point: loaded with `workerData.role ===
+ * 'inference-thread'`, it creates the session and serves runs.
+ */
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import ort from 'onnxruntime-node';
+
+/** The part of an onnxruntime session the model loader and the processor use. */
+export type InferenceSessionLike = Pick<ort.InferenceSession, 'inputNames' | 'outputNames' | 'inputMetadata' | 'outputMetadata' | 'run' | 'release'>;
+
+interface WireTensor {
+  readonly type: ort.Tensor.Type;
+  readonly data: ort.Tensor.DataType;
+  readonly dims: readonly number[];
+}
+
+type Request = { readonly id: number; readonly op: 'run'; readonly feeds: Record<string, WireTensor> } | { readonly id: number; readonly op: 'release' };
+
+type Reply =
+  | { readonly id: number; readonly ok: true; readonly outputs?: Record<string, WireTensor> }
+  | { readonly id: number; readonly ok: false; readonly error: string };
+
+type Ready =
+  | {
+      readonly ready: true;
+      readonly inputNames: readonly string[];
+      readonly outputNames: readonly string[];
+      readonly inputMetadata: readonly ort.InferenceSession.ValueMetadata[];
+      readonly outputMetadata: readonly ort.InferenceSession.ValueMetadata[];
+    }
+  | { readonly ready: false; readonly error: string };
+
+const ROLE = 'inference-thread';
+
+/** A buffer that can be handed over whole: not a view into a larger (pooled) one. */
+function ownsBuffer(data: ArrayBufferView): boolean {
+  return data.buffer instanceof ArrayBuffer && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
+}
+
+function toWire(tensor: ort.Tensor): { wire: WireTensor; transfer: ArrayBuffer[] } {
+  const data = tensor.data as ArrayBufferView & ort.Tensor.DataType;
+  if (typeof data === 'object' && ArrayBuffer.isView(data) && ownsBuffer(data)) {
+    return { wire: { type: tensor.type, data, dims: tensor.dims }, transfer: [data.buffer as ArrayBuffer] };
+  }
+  return { wire: { type: tensor.type, data, dims: tensor.dims }, transfer: [] };
+}
+
+/**
+ * Creates a session with `providers` in a new worker thread. Rejects (and ends the
+ * thread) when onnxruntime cannot create it, e.g. CUDA asked for where it cannot load.
+ */
+export async function createThreadedSession(bytes: Uint8Array, providers: string[], sessionOptions: ort.InferenceSession.SessionOptions = {}): Promise<InferenceSessionLike> {
+  const copy = new Uint8Array(bytes);
+  const worker = new Worker(new URL(import.meta.url), {
+    workerData: { role: ROLE, bytes: copy, providers, sessionOptions },
+    transferList: [copy.buffer],
+  });
+  const ready = await new Promise<Ready>((resolve, reject) => {
+    worker.once('message', (m: Ready) => resolve(m));
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`inference thread exited with code ${code} before its session was ready`)));
+  }).finally(() => {
+    worker.removeAllListeners('error');
+    worker.removeAllListeners('exit');
+  });
+  if (!ready.ready) {
+    await worker.terminate();
+    throw new Error(ready.error);
+  }
+  return new ThreadedSession(worker, ready);
+}
+
+class ThreadedSession implements InferenceSessionLike {
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  readonly inputMetadata: readonly ort.InferenceSession.ValueMetadata[];
+  readonly outputMetadata: readonly ort.InferenceSession.ValueMetadata[];
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
+  private nextId = 1;
+  /** Why the thread can no longer serve runs, once it cannot. */
+  private failure: Error | undefined;
+
+  constructor(worker: Worker, ready: Extract<Ready, { ready: true }>) {
+    this.worker = worker;
+    this.inputNames = ready.inputNames;
+    this.outputNames = ready.outputNames;
+    this.inputMetadata = ready.inputMetadata;
+    this.outputMetadata = ready.outputMetadata;
+    worker.on('message', (reply: Reply) => {
+      const waiter = this.pending.get(reply.id);
+      this.pending.delete(reply.id);
+      if (this.pending.size === 0) worker.unref();
+      waiter?.resolve(reply);
+    });
+    const fail = (error: Error) => {
+      this.failure ??= error;
+      for (const w of this.pending.values()) w.reject(this.failure);
+      this.pending.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`inference thread exited (code ${code})`)));
+    // An idle thread does not keep the process alive; a run in flight does.
+    worker.unref();
+  }
+
+  async run(feeds: ort.InferenceSession.FeedsType): Promise<ort.InferenceSession.ReturnType> {
+    const wire: Record<string, WireTensor> = {};
+    const transfer: ArrayBuffer[] = [];
+    for (const [name, tensor] of Object.entries(feeds)) {
+      const t = toWire(tensor);
+      wire[name] = t.wire;
+      transfer.push(...t.transfer);
+    }
+    const reply = await this.request({ id: this.nextId++, op: 'run', feeds: wire }, transfer);
+    if (!reply.ok) throw new Error(reply.error);
+    const outputs: Record<string, ort.Tensor> = {};
+    for (const [name, t] of Object.entries(reply.outputs ?? {})) outputs[name] = new ort.Tensor(t.type, t.data as never, t.dims);
+    return outputs;
+  }
+
+  async release(): Promise<void> {
+    if (!this.failure) {
+      try {
+        await this.request({ id: this.nextId++, op: 'release' }, []);
+      } catch {
+        // The thread is gone already; nothing left to release.
+      }
+    }
+    this.failure ??= new Error('inference session released');
+    await this.worker.terminate();
+  }
+
+  private request(request: Request, transfer: ArrayBuffer[]): Promise<Reply> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise<Reply>((resolve, reject) => {
+      this.pending.set(request.id, { resolve, reject });
+      this.worker.ref();
+      this.worker.postMessage(request, transfer);
+    });
+  }
+}
+
+/** The thread's side: create the session, then serve runs one message at a time. */
+async function serve(): Promise<void> {
+  const port = parentPort!;
+  const { bytes, providers, sessionOptions } = workerData as { bytes: Uint8Array; providers: string[]; sessionOptions: ort.InferenceSession.SessionOptions };
+  let session: ort.InferenceSession;
+  try {
+    session = await ort.InferenceSession.create(bytes, { ...sessionOptions, executionProviders: providers });
+  } catch (error) {
+    port.postMessage({ ready: false, error: error instanceof Error ? error.message : String(error) } satisfies Ready);
+    return;
+  }
+  port.postMessage({
+    ready: true,
+    inputNames: session.inputNames,
+    outputNames: session.outputNames,
+    inputMetadata: session.inputMetadata,
+    outputMetadata: session.outputMetadata,
+  } satisfies Ready);
+  port.on('message', async (request: Request) => {
+    try {
+      if (request.op === 'release') {
+        await session.release();
+        port.postMessage({ id: request.id, ok: true } satisfies Reply);
+        return;
+      }
+      const feeds: Record<string, ort.Tensor> = {};
+      for (const [name, t] of Object.entries(request.feeds)) feeds[name] = new ort.Tensor(t.type, t.data as never, t.dims);
+      const out = await session.run(feeds);
+      const outputs: Record<string, WireTensor> = {};
+      const transfer: ArrayBuffer[] = [];
+      for (const [name, tensor] of Object.entries(out)) {
+        const t = toWire(tensor);
+        outputs[name] = t.wire;
+        transfer.push(...t.transfer);
+      }
+      port.postMessage({ id: request.id, ok: true, outputs } satisfies Reply, transfer);
+    } catch (error) {
+      port.postMessage({ id: request.id, ok: false, error: error instanceof Error ? error.message : String(error) } satisfies Reply);
+    }
+  });
+}
+
+if (!isMainThread && (workerData as { role?: string } | null)?.role === ROLE) void serve();
