@@ -5,7 +5,7 @@
  *
  * Per batch size: a local stack with one slot and the vision worker running YOLOv8n
  * (`../shared/models/yolov8n-random.onnx`, real graph, random weights, decoding at a
- * score threshold of 1e-4 so ~20 boxes per frame reach NMS), `--videos` (20) videos of
+ * score and tracker thresholds near 1e-4 so ~20 boxes per frame reach NMS and the tracker), `--videos` (20) videos of
  * 640x480 JPEG frames; fauxqs hands out one message per video per receive, so 20 let the
  * worker run one receive's videos while the previous receive's commit (decision 19). Warm-up: each video's frame 0 is uploaded and recorded first, so the worker has
  * launched, loaded its model and owns every video before the clock starts. Then the
@@ -37,6 +37,7 @@ import { frameKey } from '../core/keys.ts';
 import { allResults } from '../core/results-reader.ts';
 import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { startLocalStack } from '../local/stack.ts';
+import { CpuSampler } from './cpu-accounting.ts';
 import { bareModelFps } from './model-timing.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -48,6 +49,12 @@ const { values } = parseArgs({ options: { videos: { type: 'string', default: '20
  * other videos to run while the previous round commits.
  */
 const VIDEOS = Number(values.videos);
+/**
+ * Random weights score ~1e-5..1.6e-4 (shared/models/README.md): decoding and tracking at
+ * these thresholds sends ~20 boxes per frame through NMS and the tracker, as a trained
+ * model on a busy scene would.
+ */
+const RANDOM_WEIGHT_THRESHOLDS = { detectionScoreThreshold: 1e-4, trackHighScoreThreshold: 1e-4, trackLowScoreThreshold: 5e-5, newTrackScoreThreshold: 1.2e-4 };
 const framesPerVideo = Number(values.frames);
 const batches = values.batches.split(',').map(Number);
 
@@ -69,7 +76,7 @@ for (const batchSize of batches) {
   const stack = await startLocalStack({
     quiet: true,
     stateDir: '.local/bench-worker-throughput',
-    tunables: { slotCount: 1, videosPerSlot: VIDEOS, inferenceBatchSize: batchSize, maxBatchWaitMs: 10, modelUri: YOLO_PATH, detectionScoreThreshold: 1e-4, firstFrameNumber: 0 },
+    tunables: { slotCount: 1, videosPerSlot: VIDEOS, inferenceBatchSize: batchSize, maxBatchWaitMs: 10, modelUri: YOLO_PATH, firstFrameNumber: 0, ...RANDOM_WEIGHT_THRESHOLDS },
     routerWaitTimeSeconds: 1,
     routerConcurrency: 1,
   });
@@ -78,28 +85,32 @@ for (const batchSize of batches) {
     const recordsOf = async () => (await Promise.all(clips.map((_, v) => allResults(source, `wt-${v}`)))).flat();
     const put = (v: number, f: { frame: number; image: Uint8Array }) =>
       stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: frameKey(`wt-${v}`, f.frame), Body: f.image, ContentType: 'image/jpeg' }));
-    const waitForRecords = async (count: number, what: string): Promise<Awaited<ReturnType<typeof recordsOf>>> => {
+    // Reading every record costs DynamoDB Local CPU that the worker would otherwise get:
+    // the backlog is polled every 5 s (its window comes from the commit stamps, not from this loop).
+    const waitForRecords = async (count: number, what: string, pollMs: number): Promise<Awaited<ReturnType<typeof recordsOf>>> => {
       const deadline = Date.now() + 600_000;
       for (;;) {
         const records = await recordsOf();
         if (records.length >= count) return records;
         if (Date.now() > deadline) throw new Error(`${what}: only ${records.length} of ${count} records after 10 minutes`);
-        await sleep(500);
+        await sleep(pollMs);
       }
     };
     // Warm-up: worker launched, model loaded, every video owned.
     await Promise.all(clips.map((clip, v) => put(v, clip.frames[0]!)));
-    await waitForRecords(VIDEOS, 'warm-up');
+    await waitForRecords(VIDEOS, 'warm-up', 500);
     // This machine's speed drifts by tens of percent from minute to minute: time the bare
     // model right before and right after the worker run, and compare with their mean.
     const bareBefore = await bareModelFps(YOLO_PATH, batchSize, 640, 30);
+    const sampler = new CpuSampler(availableParallelism());
     await Promise.all(
       clips.map(async (clip, v) => {
         for (const f of clip.frames.slice(1)) await put(v, f);
       }),
     );
     const total = VIDEOS * (framesPerVideo + 1);
-    const records = (await waitForRecords(total, 'backlog')).filter((r) => r.frame > 0);
+    const records = (await waitForRecords(total, 'backlog', 5000)).filter((r) => r.frame > 0);
+    sampler.stop();
     const notOk = records.filter((r) => r.status !== 'ok');
     if (notOk.length > 0) throw new Error(`${notOk.length} records not ok: ${JSON.stringify(notOk[0])}`);
     const times = records.map((r) => r.committedAtMs).sort((a, b) => a - b);
@@ -109,12 +120,18 @@ for (const batchSize of batches) {
     if (rounds < 3) throw new Error(`only ${rounds} commit rounds: upload more frames (--frames)`);
     const workerFps = (timed / (lastStamp - times[0]!)) * 1000;
     const boxes = records.reduce((n, r) => n + r.detections.length, 0) / records.length;
+    const cpu = sampler.window(times[0]!, lastStamp);
     // With the stack still up and idle (emulators, router polling, the idle worker), as it was around the worker.
     const bareAfter = await bareModelFps(YOLO_PATH, batchSize, 640, 30);
     const bare = (bareBefore + bareAfter) / 2;
     await stack.stop();
-    rows.push({ batchSize, workerFps, bareSessionRunFps: bare, bareBefore, bareAfter, ratio: workerFps / bare, framesTimed: timed, commitRounds: rounds, meanTrackedBoxesPerFrame: boxes });
+    rows.push({ batchSize, workerFps, bareSessionRunFps: bare, bareBefore, bareAfter, ratio: workerFps / bare, framesTimed: timed, commitRounds: rounds, meanTrackedBoxesPerFrame: boxes, cpu });
     console.log(`${String(batchSize).padStart(5)} | ${workerFps.toFixed(1).padStart(15)} | ${bare.toFixed(1).padStart(25)} | ${(workerFps / bare).toFixed(2).padStart(13)} | ${boxes.toFixed(1)}`);
+    const share = (coreSeconds: number) => `${((coreSeconds / cpu.capacityCoreSeconds) * 100).toFixed(0)}%`;
+    console.log(
+      `      CPU in the ${cpu.seconds.toFixed(1)} s window, share of ${availableParallelism()} cores: machine busy ${share(cpu.machineBusyCoreSeconds)}; ` +
+        Object.entries(cpu.byRole).map(([role, s]) => `${role} ${share(s)}`).join(', '),
+    );
   } finally {
     await stack.stop();
   }
