@@ -45,12 +45,22 @@ function ownsBuffer(data: ArrayBufferView): boolean {
   return data.buffer instanceof ArrayBuffer && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
 }
 
-function toWire(tensor: ort.Tensor): { wire: WireTensor; transfer: ArrayBuffer[] } {
-  const data = tensor.data as ArrayBufferView & ort.Tensor.DataType;
-  if (typeof data === 'object' && ArrayBuffer.isView(data) && ownsBuffer(data)) {
-    return { wire: { type: tensor.type, data, dims: tensor.dims }, transfer: [data.buffer as ArrayBuffer] };
+/** Named tensors as they cross the thread boundary, and the buffers that can move rather than be copied. */
+function toWire(tensors: Readonly<Record<string, ort.Tensor>>): { wire: Record<string, WireTensor>; transfer: ArrayBuffer[] } {
+  const wire: Record<string, WireTensor> = {};
+  const transfer: ArrayBuffer[] = [];
+  for (const [name, tensor] of Object.entries(tensors)) {
+    const data = tensor.data as ArrayBufferView & ort.Tensor.DataType;
+    wire[name] = { type: tensor.type, data, dims: tensor.dims };
+    if (typeof data === 'object' && ArrayBuffer.isView(data) && ownsBuffer(data)) transfer.push(data.buffer as ArrayBuffer);
   }
-  return { wire: { type: tensor.type, data, dims: tensor.dims }, transfer: [] };
+  return { wire, transfer };
+}
+
+function fromWire(wire: Readonly<Record<string, WireTensor>>): Record<string, ort.Tensor> {
+  const tensors: Record<string, ort.Tensor> = {};
+  for (const [name, t] of Object.entries(wire)) tensors[name] = new ort.Tensor(t.type, t.data as never, t.dims);
+  return tensors;
 }
 
 /**
@@ -113,18 +123,10 @@ class ThreadedSession implements InferenceSessionLike {
   }
 
   async run(feeds: ort.InferenceSession.FeedsType): Promise<ort.InferenceSession.ReturnType> {
-    const wire: Record<string, WireTensor> = {};
-    const transfer: ArrayBuffer[] = [];
-    for (const [name, tensor] of Object.entries(feeds)) {
-      const t = toWire(tensor);
-      wire[name] = t.wire;
-      transfer.push(...t.transfer);
-    }
+    const { wire, transfer } = toWire(feeds);
     const reply = await this.request({ id: this.nextId++, op: 'run', feeds: wire }, transfer);
     if (!reply.ok) throw new Error(reply.error);
-    const outputs: Record<string, ort.Tensor> = {};
-    for (const [name, t] of Object.entries(reply.outputs ?? {})) outputs[name] = new ort.Tensor(t.type, t.data as never, t.dims);
-    return outputs;
+    return fromWire(reply.outputs ?? {});
   }
 
   async release(): Promise<void> {
@@ -174,17 +176,8 @@ async function serve(): Promise<void> {
         port.postMessage({ id: request.id, ok: true } satisfies Reply);
         return;
       }
-      const feeds: Record<string, ort.Tensor> = {};
-      for (const [name, t] of Object.entries(request.feeds)) feeds[name] = new ort.Tensor(t.type, t.data as never, t.dims);
-      const out = await session.run(feeds);
-      const outputs: Record<string, WireTensor> = {};
-      const transfer: ArrayBuffer[] = [];
-      for (const [name, tensor] of Object.entries(out)) {
-        const t = toWire(tensor);
-        outputs[name] = t.wire;
-        transfer.push(...t.transfer);
-      }
-      port.postMessage({ id: request.id, ok: true, outputs } satisfies Reply, transfer);
+      const { wire, transfer } = toWire(await session.run(fromWire(request.feeds)));
+      port.postMessage({ id: request.id, ok: true, outputs: wire } satisfies Reply, transfer);
     } catch (error) {
       port.postMessage({ id: request.id, ok: false, error: error instanceof Error ? error.message : String(error) } satisfies Reply);
     }
