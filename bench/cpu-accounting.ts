@@ -31,12 +31,20 @@ export interface CpuWindow {
 
 const ROLES: CpuRole[] = ['worker', 'dynamodb-local', 'bench process (S3, SQS, router, uploader)', 'other children'];
 
+/** Command lines by pid and start time: read once per process, not at every sample. */
+const cmdlines = new Map<string, string>();
+
 function readProcess(pid: number): { ppid: number; ticks: number; cmdline: string } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // comm may hold spaces and parentheses; the fields after the last ')' are fixed.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    const identity = `${pid}:${fields[19]}`;
+    let cmdline = cmdlines.get(identity);
+    if (cmdline === undefined) {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      cmdlines.set(identity, cmdline);
+    }
     return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]), cmdline };
   } catch {
     return undefined;

@@ -23,6 +23,7 @@ import type { FrameInput } from '../core/ports.ts';
 import { createVisionProcessor, type VisionProcessorOptions } from '../gpu-worker/vision/index.ts';
 import { bareModelFps } from './model-timing.ts';
 import { percentile } from './support.ts';
+import { RANDOM_WEIGHT_PROCESSOR_OPTIONS, YOLOV8N_PATH as YOLO_PATH } from './yolo-fixtures.ts';
 import { ensureDemoModel } from '../gpu-worker/vision/demo-model/build-model.ts';
 import { generateClip, type Clip } from '../gpu-worker/vision/synthetic/generate.ts';
 
@@ -31,7 +32,6 @@ const VIDEOS = 8;
 const CHUNK_FRAMES = 2;
 const MAX_BATCH_WAIT_MS = 10;
 const BATCH_SIZES = [1, 4, 8];
-const YOLO_PATH = join(here, '..', '..', 'shared', 'models', 'yolov8n-random.onnx');
 
 interface ModelCase {
   readonly name: string;
@@ -48,7 +48,7 @@ const MODELS: ModelCase[] = [
     uri: YOLO_PATH,
     framesPerVideo: 12,
     // Random weights score ~1e-5..1.6e-4 (shared/models/README.md).
-    options: { scoreThreshold: 1e-4, tracker: { lowScoreThreshold: 5e-5, highScoreThreshold: 1e-4, newTrackThreshold: 1.2e-4 } },
+    options: RANDOM_WEIGHT_PROCESSOR_OPTIONS,
   },
 ];
 

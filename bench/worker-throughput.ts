@@ -39,9 +39,9 @@ import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { startLocalStack } from '../local/stack.ts';
 import { CpuSampler } from './cpu-accounting.ts';
 import { bareModelFps } from './model-timing.ts';
+import { RANDOM_WEIGHT_THRESHOLDS, YOLOV8N_PATH as YOLO_PATH } from './yolo-fixtures.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const YOLO_PATH = join(here, '..', '..', 'shared', 'models', 'yolov8n-random.onnx');
 const { values } = parseArgs({ options: { videos: { type: 'string', default: '20' }, frames: { type: 'string', default: '40' }, batches: { type: 'string', default: '1,8' } } });
 /**
  * fauxqs returns one message per FIFO group per receive (SQS: up to 10 of one group), so a
@@ -49,12 +49,6 @@ const { values } = parseArgs({ options: { videos: { type: 'string', default: '20
  * other videos to run while the previous round commits.
  */
 const VIDEOS = Number(values.videos);
-/**
- * Random weights score ~1e-5..1.6e-4 (shared/models/README.md): decoding and tracking at
- * these thresholds sends ~20 boxes per frame through NMS and the tracker, as a trained
- * model on a busy scene would.
- */
-const RANDOM_WEIGHT_THRESHOLDS = { detectionScoreThreshold: 1e-4, trackHighScoreThreshold: 1e-4, trackLowScoreThreshold: 5e-5, newTrackScoreThreshold: 1.2e-4 };
 const framesPerVideo = Number(values.frames);
 const batches = values.batches.split(',').map(Number);
 

@@ -7,20 +7,15 @@
  * absent, these tests are skipped with a message saying so.
  */
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tunablesFromEnv } from '../../core/config.ts';
 import { createVisionProcessor, visionOptionsFromTunables, type VisionProcessor } from '../../gpu-worker/vision/index.ts';
 import { generateClip } from '../../gpu-worker/vision/synthetic/generate.ts';
+import { RANDOM_WEIGHT_PROCESSOR_OPTIONS as RANDOM_WEIGHTS, SHARED_MODELS_DIR as MODELS_DIR, YOLO11N_PATH, YOLOV8N_PATH } from '../../bench/yolo-fixtures.ts';
 
-const MODELS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'shared', 'models');
-const GRAPHS = ['yolov8n-random.onnx', 'yolo11n-random.onnx'].map((f) => join(MODELS_DIR, f));
+const GRAPHS = [YOLOV8N_PATH, YOLO11N_PATH];
 const present = GRAPHS.every((g) => existsSync(g));
 if (!present) console.warn(`SKIPPED test/vision/yolo-graphs.test.ts: the YOLO fixtures are not at ${MODELS_DIR} (see shared/models/README.md)`);
-
-/** Thresholds scaled to random weights' scores (ByteTrack's defaults are 0.1 / 0.5 / 0.6). */
-const RANDOM_WEIGHTS = { scoreThreshold: 1e-4, tracker: { lowScoreThreshold: 5e-5, highScoreThreshold: 1e-4, newTrackThreshold: 1.2e-4 } };
 
 describe.skipIf(!present).each(GRAPHS)('%s through the VisionProcessor', (graph) => {
   let processor: VisionProcessor | undefined;
