@@ -95,6 +95,10 @@ export async function nearestProcessed(
   maxDistance = 30,
 ): Promise<FrameResultItem | undefined> {
   const before = direction === 'before';
+  const lo = before ? Math.max(0, frame - maxDistance) : frame + 1;
+  const hi = before ? frame - 1 : frame + maxDistance;
+  // Nothing comes before frame 0; DynamoDB rejects a BETWEEN whose bounds are reversed.
+  if (hi < lo) return undefined;
   const r = await source.ddb.send(
     new QueryCommand({
       TableName: source.resultsTable,
@@ -102,8 +106,8 @@ export async function nearestProcessed(
       ExpressionAttributeNames: { '#f': 'frame' },
       ExpressionAttributeValues: {
         ':v': videoId,
-        ':lo': before ? Math.max(0, frame - maxDistance) : frame + 1,
-        ':hi': before ? frame - 1 : frame + maxDistance,
+        ':lo': lo,
+        ':hi': hi,
       },
       ScanIndexForward: !before,
       ConsistentRead: true,

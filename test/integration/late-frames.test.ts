@@ -74,6 +74,25 @@ describe('a late frame is processed, not dropped', () => {
     expect(s).toMatchObject({ framesOk: 14, framesLate: 2, framesGap: 0, framesFailed: 0 });
   });
 
+  it('processes frame 0 as late when it comes after its successors, though it has no frame before it', async () => {
+    // Prepare: frame 0 is held back 3x reorderWaitMs, so the video starts at frame 1 and 0 is late
+    const video = 'late-zero';
+    // Act
+    await steady(video, [1, 2, 3, 4, 5], 100);
+    await sleep(3 * WAIT_MS);
+    await uploadFrames(stack, video, [0]);
+    await put(stack, `frames/${video}/_end`, '5');
+    // Assess: once, as late, with its detections; not failed after retries
+    const s = await waitFor('late frame 0 committed', async () => {
+      const sum = await summary(stack, video);
+      return sum?.status === 'complete' && sum.framesLate + sum.framesFailed === 1 ? sum : undefined;
+    }, 60_000);
+    const zero = (await results(stack, video)).find((r) => r.frame === 0)!;
+    expect(zero.status).toBe('late');
+    expect(zero.detections.length).toBeGreaterThan(0);
+    expect(s).toMatchObject({ framesOk: 5, framesLate: 1, framesGap: 0, framesFailed: 0 });
+  });
+
   it('upgrades a gap to late even after the video finished and was released, and counts it once', async () => {
     // Prepare: a finished video whose frame 2 was never uploaded
     const video = 'finished-late';
