@@ -19,6 +19,7 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink, NeighbourFrame } from '../../core/ports.ts';
 import { nearestProcessed, type ResultsSource } from '../../core/results-reader.ts';
 import type { FrameRef, LateFrame, SequencedStep } from '../../core/sequencer.ts';
+import type { FramePrefetch } from './frame-prefetch.ts';
 
 /** Concurrent S3 GETs per batch. */
 const FETCH_CONCURRENCY = 8;
@@ -48,6 +49,8 @@ export interface FrameRunnerDeps {
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly now: () => number;
+  /** Frames fetched ahead of their round; taken first when present. */
+  readonly prefetch?: FramePrefetch;
 }
 
 /** An error that fails one video's round, naming the frames at fault. */
@@ -141,6 +144,8 @@ export class FrameRunner {
   }
 
   private async fetch(videoId: string, ref: FrameRef, fetchSlots: Semaphore): Promise<{ input: FrameInput } | { failed: FrameOutcome }> {
+    const early = await this.d.prefetch?.take(ref.bucket, ref.key);
+    if (early) return { input: { videoId, frame: ref.frame, image: early } };
     for (let attempt = 0; ; attempt++) {
       try {
         const image = await fetchSlots.run(() => this.d.frames.get(ref.bucket, ref.key));

@@ -13,6 +13,12 @@
  * them waits for the commit first, and commits stay one at a time in round order, so each
  * video still sees rounds strictly one after another.
  *
+ * Receive ahead: once the commit in flight is applied, a busy worker receives the next
+ * messages while its round is still running and starts their frames' S3 GETs
+ * (frame-prefetch.ts), so the next round starts inferring at once instead of after a
+ * receive and a GET. Messages received ahead are kept invisible from the moment they
+ * arrive and, if the loop ends before their round, handed back to the queue at once.
+ *
  * Faults cost one video a few seconds, never the slot: a video whose round fails is
  * restored alone from its last checkpoint and retried with backoff; a frame that keeps
  * failing is parked as a `failed` record with its reason; errors the loop does not
@@ -38,6 +44,7 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { SlotKeeper, sleep } from './slot-keeper.ts';
 import { FrameRunner, errorCode } from './frame-runner.ts';
 import { buildCommit } from './commit-builder.ts';
+import { FramePrefetch } from './frame-prefetch.ts';
 
 export type WorkerLog = LogSink;
 
@@ -116,6 +123,19 @@ interface RoundUnit {
   readonly handles: readonly string[];
 }
 
+/** Received messages, and the extender keeping them invisible until their round takes over. */
+interface Received {
+  readonly messages: ReceivedMessage[];
+  readonly extender: { stop(): void };
+}
+
+/**
+ * Rounds that do not receive ahead after one whose receive ahead found nothing: each empty
+ * one is an extra SQS call (a lone busy video, whose group its own round blocks, never has
+ * messages ahead), so a queue without other videos' messages pays for one in four rounds.
+ */
+const AHEAD_SKIP_ROUNDS_AFTER_EMPTY = 3;
+
 /** How many settled frames a video remembers. */
 const SETTLED_MEMORY_FRAMES = 512;
 
@@ -132,6 +152,11 @@ export class Worker {
   private pendingCommit: Promise<boolean> | undefined;
   /** Videos of {@link pendingCommit}: left out of rounds until it is applied. */
   private readonly committing = new Set<string>();
+  /** Frame bytes fetched for the receive ahead (see {@link receiveAhead}). */
+  private readonly prefetch: FramePrefetch;
+  /** The next round's messages, received while this round runs; never rejects. */
+  private ahead: Promise<Received> | undefined;
+  private aheadSkips = 0;
 
   constructor(deps: WorkerDeps) {
     this.d = deps;
@@ -147,8 +172,10 @@ export class Worker {
       ...(deps.onHeartbeat ? { onHeartbeat: deps.onHeartbeat } : {}),
       onLost: (reason) => deps.onLeaseLost?.(reason),
     });
+    this.prefetch = new FramePrefetch(deps.frames, this.now);
     this.runner = new FrameRunner({
       frames: deps.frames,
+      prefetch: this.prefetch,
       processor: deps.processor,
       results: deps.results,
       tunables: deps.tunables,
@@ -205,13 +232,14 @@ export class Worker {
       let idle = false;
       this.lastMessageAtMs = this.now();
       while (!this.stopRequested && !this.lost) {
-        const messages = await this.receive(idle);
+        const { messages, extender } = await this.nextMessages(idle);
         if (this.lost) {
+          extender.stop();
           await this.giveBack(messages);
           break;
         }
         if (messages.length > 0) this.lastMessageAtMs = this.now();
-        const worked = await this.survive('batch', () => this.handle(messages));
+        const worked = await this.survive('batch', () => this.handle(messages, extender));
         await this.survive('housekeeping', () => this.housekeeping());
         idle = messages.length === 0 && worked !== true;
         if (idle && (await this.survive('idle-exit', () => this.idleExitDue())) === true) {
@@ -220,6 +248,10 @@ export class Worker {
         }
       }
     } finally {
+      // Messages received ahead of a round that will not run go back to the queue at once.
+      const ahead = await this.takeAhead();
+      if (ahead) await this.giveBack(ahead.messages);
+      ahead?.extender.stop();
       // Whatever ends the loop, the last round's commit finishes (or is fenced) under the lease.
       await this.settleCommit();
       this.keeper.stopHeartbeat();
@@ -270,9 +302,58 @@ export class Worker {
 
   // ------------------------------------------------------------------ receive
 
-  private async receive(idle: boolean): Promise<ReceivedMessage[]> {
+  /**
+   * The messages received ahead during the last round if it brought any, else a receive
+   * now; either way their visibility is kept extended from the moment they arrive.
+   */
+  private async nextMessages(idle: boolean): Promise<Received> {
+    const ahead = await this.takeAhead();
+    if (ahead && ahead.messages.length > 0) return ahead;
+    const messages = await this.receive(idle);
+    return { messages, extender: this.startVisibilityExtender(messages.map((m) => m.receiptHandle)) };
+  }
+
+  private takeAhead(): Promise<Received | undefined> {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    return ahead ?? Promise.resolve(undefined);
+  }
+
+  /** Frames fetched ahead of their round, and how many of them a round used. */
+  get prefetchedFrames(): { readonly started: number; readonly used: number } {
+    return { started: this.prefetch.started, used: this.prefetch.used };
+  }
+
+  /**
+   * While a round runs, receive the next messages (without waiting: a busy queue has them)
+   * and start fetching their frames, so the next round does not begin with a receive and
+   * a GET latency while the model waits. Only other videos can come back: a video in this
+   * round has messages in flight, which blocks its FIFO group. The next round handles
+   * these exactly as if it had received them itself.
+   */
+  private receiveAhead(): void {
+    if (this.ahead || this.stopRequested || this.lost) return;
+    if (this.aheadSkips > 0) {
+      this.aheadSkips--;
+      return;
+    }
+    // After the commit in flight: until it has deleted its messages, its videos' groups are blocked.
+    this.ahead = (this.pendingCommit ?? Promise.resolve()).then(() => this.receive(false, 0)).then((messages) => {
+      if (messages.length === 0) this.aheadSkips = AHEAD_SKIP_ROUNDS_AFTER_EMPTY;
+      const extender = this.startVisibilityExtender(messages.map((m) => m.receiptHandle));
+      this.prefetch.prefetch(
+        messages.flatMap((m) => {
+          const msg = parseSlotMessage(m.body);
+          return msg?.kind === 'frame' && msg.sizeBytes <= this.d.tunables.maxFrameBytes ? [msg] : [];
+        }),
+      );
+      return { messages, extender };
+    });
+  }
+
+  private async receive(idle: boolean, waitSeconds = this.pollWaitSeconds(idle)): Promise<ReceivedMessage[]> {
     try {
-      const messages = await this.d.queues.receive(this.fence.slot, 10, this.pollWaitSeconds(idle));
+      const messages = await this.d.queues.receive(this.fence.slot, 10, waitSeconds);
       // How long frames waited in the slot queue: one fleet-wide series for the age alarm.
       const sentAt = messages.flatMap((m) => (m.sentAtMs !== undefined ? [m.sentAtMs] : []));
       if (sentAt.length > 0) this.d.metrics.milliseconds(METRIC_NAMES.worker.slotMessageAgeMs, Math.max(0, this.now() - Math.min(...sentAt)));
@@ -320,11 +401,11 @@ export class Worker {
    * Handles one receive and runs what is due, then starts its commit in the background
    * (after the previous round's has been applied); true when anything was or is being committed.
    */
-  private async handle(messages: readonly ReceivedMessage[]): Promise<boolean> {
+  private async handle(messages: readonly ReceivedMessage[], receivedExtender: { stop(): void }): Promise<boolean> {
     const now = this.now();
     const byVideo = new Map<string, { msg: SlotMessage; handle: string }[]>();
     const immediateDeletes: string[] = [];
-    let extender = this.startVisibilityExtender(messages.map((m) => m.receiptHandle));
+    let extender = receivedExtender;
     try {
       for (const m of messages) {
         const msg = parseSlotMessage(m.body);
@@ -348,6 +429,7 @@ export class Worker {
       if (immediateDeletes.length > 0) await this.deleteMessages(immediateDeletes);
       if (this.lost) return committed;
       await this.listWhereNeeded(now);
+      if (messages.length > 0) this.receiveAhead();
       const round = await this.processRound(now);
       committed = (await this.settleCommit()) || committed;
       if (!round || this.lost) return committed;

@@ -1,0 +1,110 @@
+/**
+ * Frame bytes fetched ahead: while a round runs, the worker receives the next messages and
+ * starts their S3 GETs here, so the next round finds its first frames in memory instead of
+ * waiting one GET latency (tens of ms in S3, and a GPU infers a frame in a few) before
+ * its first inference.
+ *
+ * A hint, never a source of truth: the frame runner takes an entry if one is there and
+ * fresh, and otherwise fetches as it always does, with its own error handling and
+ * retries. A failed prefetch is forgotten, not reported; the real fetch reports it.
+ * Memory is bounded by bytes (oldest entries go first) and entries expire, so frames that
+ * wait in the reorder buffer are fetched again when their turn comes.
+ */
+import type { FrameStore } from '../../core/frame-store.ts';
+
+/** Most bytes held (by the sizes the S3 events gave); 10 frames of a few MB fit. */
+export const PREFETCH_MAX_BYTES = 64 * 1024 * 1024;
+/** Entries older than this are not used: a frame held back that long is fetched afresh. */
+export const PREFETCH_MAX_AGE_MS = 10_000;
+
+interface Entry {
+  readonly bytes: Promise<Uint8Array | undefined>;
+  readonly sizeBytes: number;
+  readonly startedAtMs: number;
+}
+
+/** What to fetch ahead: an object and the size its event gave. */
+export interface PrefetchRef {
+  readonly bucket: string;
+  readonly key: string;
+  readonly sizeBytes: number;
+}
+
+export class FramePrefetch {
+  private readonly frames: FrameStore;
+  private readonly now: () => number;
+  /** Insertion order is age order: the oldest entry is evicted first. */
+  private readonly entries = new Map<string, Entry>();
+  private heldBytes = 0;
+  /** GETs started, and entries used (for tests and the benchmark). */
+  started = 0;
+  used = 0;
+
+  constructor(frames: FrameStore, now: () => number = Date.now) {
+    this.frames = frames;
+    this.now = now;
+  }
+
+  /** Starts the GETs of `refs` not already held; a ref larger than the whole budget is left to the runner. */
+  prefetch(refs: readonly PrefetchRef[]): void {
+    this.dropExpired();
+    for (const ref of refs) {
+      const id = idOf(ref.bucket, ref.key);
+      if (this.entries.has(id) || ref.sizeBytes <= 0 || ref.sizeBytes > PREFETCH_MAX_BYTES) continue;
+      while (this.heldBytes + ref.sizeBytes > PREFETCH_MAX_BYTES) this.evictOldest();
+      const bytes = this.frames.get(ref.bucket, ref.key).catch(() => undefined);
+      this.entries.set(id, { bytes, sizeBytes: ref.sizeBytes, startedAtMs: this.now() });
+      this.heldBytes += ref.sizeBytes;
+      this.started++;
+    }
+  }
+
+  /** The object's bytes if a fresh prefetch of it succeeded; undefined otherwise. The entry is used up either way. */
+  async take(bucket: string, key: string): Promise<Uint8Array | undefined> {
+    const id = idOf(bucket, key);
+    const entry = this.entries.get(id);
+    if (!entry) return undefined;
+    this.remove(id, entry);
+    if (this.now() - entry.startedAtMs > PREFETCH_MAX_AGE_MS) return undefined;
+    const bytes = await entry.bytes;
+    if (bytes) this.used++;
+    return bytes;
+  }
+
+  /** Entries held now. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Drops every entry (the GETs in flight finish and are discarded). */
+  clear(): void {
+    this.entries.clear();
+    this.heldBytes = 0;
+  }
+
+  /** Entries nobody took in time (frames held in the reorder buffer, duplicates): oldest first. */
+  private dropExpired(): void {
+    for (const [id, entry] of this.entries) {
+      if (this.now() - entry.startedAtMs <= PREFETCH_MAX_AGE_MS) return;
+      this.remove(id, entry);
+    }
+  }
+
+  private evictOldest(): void {
+    const first = this.entries.entries().next();
+    if (first.done) {
+      this.heldBytes = 0;
+      return;
+    }
+    this.remove(first.value[0], first.value[1]);
+  }
+
+  private remove(id: string, entry: Entry): void {
+    this.entries.delete(id);
+    this.heldBytes -= entry.sizeBytes;
+  }
+}
+
+function idOf(bucket: string, key: string): string {
+  return `${bucket}/${key}`;
+}
