@@ -36,6 +36,13 @@ export interface Tunables {
   /** Longest a partial inference batch waits for more frames. */
   readonly maxBatchWaitMs: number;
   /**
+   * Threads onnxruntime gives one inference (its intra-op pool); 0 = its default, one per
+   * physical core. On a CPU-only task, fewer than the cores leaves the rest to fetching,
+   * decoding, tracking and commits, which otherwise take them from the model between
+   * operators. With CUDA it only sizes the pool for the operators left on the CPU.
+   */
+  readonly inferenceThreads: number;
+  /**
    * Visibility timeout of the slot FIFO queues (default 5 s). Short on purpose: messages
    * a crashed worker held, and their video's FIFO group with them, return within this
    * time, so it is the floor of failover after a crash (the slot lease of a stopped task
@@ -120,6 +127,7 @@ export const DEFAULT_TUNABLES: Tunables = Object.freeze({
   maxFrameBytes: 20 * 1024 * 1024,
   inferenceBatchSize: 8,
   maxBatchWaitMs: 10,
+  inferenceThreads: 0,
   slotQueueVisibilitySeconds: 5,
   slotQueueMaxReceiveCount: 10,
   ingestVisibilitySeconds: 180,
@@ -164,6 +172,9 @@ export function validateTunables(t: Tunables): Tunables {
   positiveInt('maxFrameBytes', 5 * 1024 * 1024 * 1024);
   positiveInt('inferenceBatchSize', 256);
   positiveInt('maxBatchWaitMs', 60_000);
+  if (!Number.isInteger(t.inferenceThreads) || t.inferenceThreads < 0 || t.inferenceThreads > 256) {
+    problems.push(`inferenceThreads must be 0 (onnxruntime's default) or an integer between 1 and 256 (got ${t.inferenceThreads})`);
+  }
   positiveInt('slotQueueVisibilitySeconds', 43_200);
   positiveInt('slotQueueMaxReceiveCount', 1000);
   positiveInt('ingestVisibilitySeconds', 43_200);

@@ -35,6 +35,8 @@ export interface VisionProcessorOptions {
   readonly logger?: (line: string | object) => void;
   /** Try the CUDA execution provider first (default true). */
   readonly preferCuda?: boolean;
+  /** onnxruntime intra-op threads (`inferenceThreads`); 0 or absent = its default. */
+  readonly inferenceThreads?: number;
   /** Tracker tuning; ByteTrack defaults otherwise. */
   readonly tracker?: Partial<TrackerOptions>;
   /** IoU above which NMS suppresses a same-class box (default 0.5). */
@@ -47,12 +49,16 @@ export interface VisionProcessorOptions {
 
 /** The processor options that come from the deployment's tunables (one mapping for the worker and the benchmarks). */
 export function visionOptionsFromTunables(
-  t: Pick<Tunables, 'modelUri' | 'inferenceBatchSize' | 'maxBatchWaitMs' | 'detectionScoreThreshold' | 'trackHighScoreThreshold' | 'trackLowScoreThreshold' | 'newTrackScoreThreshold'>,
-): Pick<VisionProcessorOptions, 'modelUri' | 'batchSize' | 'maxBatchWaitMs' | 'scoreThreshold' | 'tracker'> {
+  t: Pick<
+    Tunables,
+    'modelUri' | 'inferenceBatchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'detectionScoreThreshold' | 'trackHighScoreThreshold' | 'trackLowScoreThreshold' | 'newTrackScoreThreshold'
+  >,
+): Pick<VisionProcessorOptions, 'modelUri' | 'batchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'scoreThreshold' | 'tracker'> {
   return {
     modelUri: t.modelUri,
     batchSize: t.inferenceBatchSize,
     maxBatchWaitMs: t.maxBatchWaitMs,
+    inferenceThreads: t.inferenceThreads,
     scoreThreshold: t.detectionScoreThreshold,
     tracker: { highScoreThreshold: t.trackHighScoreThreshold, lowScoreThreshold: t.trackLowScoreThreshold, newTrackThreshold: t.newTrackScoreThreshold },
   };
@@ -123,13 +129,14 @@ class OnnxVisionProcessor implements VisionProcessor {
   async start(): Promise<void> {
     if (this.model) return;
     const uri = this.options.modelUri ? this.options.modelUri : await ensureDemoModel(this.options.demoModelDir);
-    this.model = await loadModel({ uri, s3Client: this.options.s3Client, preferCuda: this.options.preferCuda });
+    this.model = await loadModel({ uri, s3Client: this.options.s3Client, preferCuda: this.options.preferCuda, inferenceThreads: this.options.inferenceThreads });
     this.options.logger?.({
       msg: 'vision model loaded',
       provider: this.model.provider,
       reason: this.model.providerReason,
       model: uri,
       dynamicBatch: this.model.info.dynamicBatch,
+      inferenceThreads: this.options.inferenceThreads || 'default',
     });
     this.batcher = new MicroBatcher({
       batchSize: this.options.batchSize,

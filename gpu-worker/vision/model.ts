@@ -44,6 +44,8 @@ export interface LoadModelOptions {
   readonly s3Client?: S3Client;
   /** Try CUDA first (default true). */
   readonly preferCuda?: boolean;
+  /** onnxruntime intra-op threads; 0 or absent = its default (one per physical core). */
+  readonly inferenceThreads?: number;
   /** Test seam: creates a session for a provider list (defaults to onnxruntime-node). */
   readonly createSession?: (bytes: Uint8Array, providers: string[]) => Promise<InferenceSessionLike>;
 }
@@ -132,8 +134,16 @@ export const WORKER_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = Objec
   extra: { session: { intra_op: { allow_spinning: '0' } } },
 });
 
+/** {@link WORKER_SESSION_OPTIONS} with `inferenceThreads` intra-op threads (0 = onnxruntime's default). */
+export function workerSessionOptions(inferenceThreads = 0): ort.InferenceSession.SessionOptions {
+  return inferenceThreads > 0 ? { ...WORKER_SESSION_OPTIONS, intraOpNumThreads: inferenceThreads } : WORKER_SESSION_OPTIONS;
+}
+
 /** Off the main thread, so the event loop runs while the model does (inference-thread.ts). */
-const defaultCreateSession = (bytes: Uint8Array, providers: string[]) => createThreadedSession(bytes, providers, WORKER_SESSION_OPTIONS);
+const threadedSession =
+  (inferenceThreads = 0) =>
+  (bytes: Uint8Array, providers: string[]) =>
+    createThreadedSession(bytes, providers, workerSessionOptions(inferenceThreads));
 
 /**
  * Whether onnxruntime-node's CUDA provider library is installed (it is
@@ -162,7 +172,7 @@ export function cudaProviderInstalled(): boolean | undefined {
 export async function createSessionWithProvider(
   bytes: Uint8Array,
   preferCuda: boolean,
-  createSession: (bytes: Uint8Array, providers: string[]) => Promise<InferenceSessionLike> = defaultCreateSession,
+  createSession: (bytes: Uint8Array, providers: string[]) => Promise<InferenceSessionLike> = threadedSession(),
   cudaInstalled: boolean | undefined = cudaProviderInstalled(),
 ): Promise<{ session: InferenceSessionLike; provider: ExecutionProvider; providerReason: string }> {
   if (!preferCuda) {
@@ -193,7 +203,11 @@ function tensorShape(meta: readonly ort.InferenceSession.ValueMetadata[], index:
 export async function loadModel(options: LoadModelOptions): Promise<LoadedModel> {
   const bytes = (await fetchBytes(options.uri, options.s3Client, false))!;
   const sidecarBytes = await fetchBytes(`${options.uri}.json`, options.s3Client, true);
-  const { session, provider, providerReason } = await createSessionWithProvider(bytes, options.preferCuda ?? true, options.createSession);
+  const { session, provider, providerReason } = await createSessionWithProvider(
+    bytes,
+    options.preferCuda ?? true,
+    options.createSession ?? threadedSession(options.inferenceThreads),
+  );
 
   const inputName = session.inputNames[0];
   const outputName = session.outputNames[0];

@@ -50,4 +50,14 @@ describe('tunables', () => {
     expect(() => validateTunables({ ...DEFAULT_TUNABLES, newTrackScoreThreshold: 1 })).toThrow(/newTrackScoreThreshold must be in \(0, 1\)/);
     expect(() => validateTunables({ ...DEFAULT_TUNABLES, trackLowScoreThreshold: 0 })).toThrow(/trackLowScoreThreshold must be in \(0, 1\)/);
   });
+
+  it("takes inferenceThreads from the environment, 0 meaning onnxruntime's default, and rejects a negative or fractional count", () => {
+    // Act
+    const t = tunablesFromEnv({ INFERENCE_THREADS: '3' });
+    // Assess
+    expect(t.inferenceThreads).toBe(3);
+    expect(DEFAULT_TUNABLES.inferenceThreads).toBe(0);
+    expect(() => validateTunables({ ...DEFAULT_TUNABLES, inferenceThreads: -1 })).toThrow(/inferenceThreads must be 0 \(onnxruntime's default\) or an integer between 1 and 256 \(got -1\)/);
+    expect(() => tunablesFromEnv({ INFERENCE_THREADS: '1.5' })).toThrow(/inferenceThreads/);
+  });
 });

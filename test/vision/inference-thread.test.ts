@@ -4,11 +4,13 @@
  * runs (onnxruntime-node's own `run` blocks it), and failures that reject instead of
  * hanging.
  */
+import { existsSync, readdirSync } from 'node:fs';
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDemoModelBytes } from '../../gpu-worker/vision/demo-model/build-model.ts';
 import { createThreadedSession, type InferenceSessionLike } from '../../gpu-worker/vision/inference-thread.ts';
-import { BARE_SESSION_OPTIONS, WORKER_SESSION_OPTIONS } from '../../gpu-worker/vision/model.ts';
+import { BARE_SESSION_OPTIONS, WORKER_SESSION_OPTIONS, loadModel } from '../../gpu-worker/vision/model.ts';
+import { ensureDemoModel } from '../../gpu-worker/vision/index.ts';
 
 const SIZE = 320;
 
@@ -89,5 +91,26 @@ describe('threaded inference session', () => {
     // Assess
     expect(bad).toBeInstanceOf(Error);
     expect(Object.keys(good)).toEqual(threaded.outputNames);
+  });
+
+  it('gives onnxruntime the inferenceThreads the worker is configured with', async (ctx) => {
+    if (!existsSync('/proc/self/task')) {
+      ctx.skip('counts threads through /proc/self/task (Linux only)');
+      return;
+    }
+    // Prepare
+    const uri = await ensureDemoModel();
+    const threadsAdded = async (inferenceThreads: number): Promise<number> => {
+      const before = readdirSync('/proc/self/task').length;
+      const model = await loadModel({ uri, preferCuda: false, inferenceThreads });
+      const added = readdirSync('/proc/self/task').length - before;
+      await model.session.release();
+      return added;
+    };
+    // Act
+    const one = await threadsAdded(1);
+    const four = await threadsAdded(4);
+    // Assess: the inference thread itself runs the model's first thread; each more is a pool thread.
+    expect(four - one).toBe(3);
   });
 });
