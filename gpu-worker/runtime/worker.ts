@@ -7,13 +7,15 @@
  * Message life cycle: a message is deleted only after the commit whose checkpoint covers
  * it (as a processed frame, a record, or a reference in the reorder buffer) is durable.
  *
- * Rounds overlap: a round's commit runs in the background while the next round receives,
+ * Rounds overlap behind a backlog (the last receive came back full; at a live rate the
+ * commit is awaited, so rounds stay whole): a round's commit runs in the background while the next round receives,
  * fetches, decodes and infers. The videos of the commit in flight sit that round out
  * (their FIFO groups are blocked anyway until its deletes), a receive that brings one of
  * them waits for the commit first, and commits stay one at a time in round order, so each
  * video still sees rounds strictly one after another.
  *
- * Receive ahead: once the commit in flight is applied, a busy worker receives the next
+ * Receive ahead: once the commit in flight is applied, a worker behind a backlog (its last
+ * receive came back full) receives the next
  * messages while its round is still running and starts their frames' S3 GETs
  * (frame-prefetch.ts), so the next round starts inferring at once instead of after a
  * receive and a GET. Messages received ahead are kept invisible from the moment they
@@ -135,6 +137,9 @@ interface Received {
  * messages ahead), so a queue without other videos' messages pays for one in four rounds.
  */
 const AHEAD_SKIP_ROUNDS_AFTER_EMPTY = 3;
+
+/** Most messages one receive asks for (SQS's limit); a receive that fills it finds a backlog. */
+const RECEIVE_MAX_MESSAGES = 10;
 
 /** How many settled frames a video remembers. */
 const SETTLED_MEMORY_FRAMES = 512;
@@ -325,7 +330,7 @@ export class Worker {
   }
 
   /**
-   * While a round runs, receive the next messages (without waiting: a busy queue has them)
+   * While a round runs behind a backlog, receive the next messages (without waiting: the backlog has them)
    * and start fetching their frames, so the next round does not begin with a receive and
    * a GET latency while the model waits. Only other videos can come back: a video in this
    * round has messages in flight, which blocks its FIFO group. The next round handles
@@ -353,7 +358,7 @@ export class Worker {
 
   private async receive(idle: boolean, waitSeconds = this.pollWaitSeconds(idle)): Promise<ReceivedMessage[]> {
     try {
-      const messages = await this.d.queues.receive(this.fence.slot, 10, waitSeconds);
+      const messages = await this.d.queues.receive(this.fence.slot, RECEIVE_MAX_MESSAGES, waitSeconds);
       // How long frames waited in the slot queue: one fleet-wide series for the age alarm.
       const sentAt = messages.flatMap((m) => (m.sentAtMs !== undefined ? [m.sentAtMs] : []));
       if (sentAt.length > 0) this.d.metrics.milliseconds(METRIC_NAMES.worker.slotMessageAgeMs, Math.max(0, this.now() - Math.min(...sentAt)));
@@ -429,7 +434,9 @@ export class Worker {
       if (immediateDeletes.length > 0) await this.deleteMessages(immediateDeletes);
       if (this.lost) return committed;
       await this.listWhereNeeded(now);
-      if (messages.length > 0) this.receiveAhead();
+      // Only behind a backlog: at a live rate a receive after the round finds more messages
+      // than one during it, and fewer, larger rounds mean fewer commits and deletes.
+      if (messages.length >= RECEIVE_MAX_MESSAGES) this.receiveAhead();
       const round = await this.processRound(now);
       committed = (await this.settleCommit()) || committed;
       if (!round || this.lost) return committed;
@@ -447,6 +454,11 @@ export class Worker {
           roundExtender.stop();
           this.committing.clear();
         });
+      // At a live rate the worker keeps up without overlap, and overlap would cost calls:
+      // the next receive, made while this commit still blocks its videos' groups, would
+      // bring only the other videos, so rounds (and commits, deletes, receives) would halve
+      // in size. Overlap only behind a backlog, where it buys throughput.
+      if (messages.length < RECEIVE_MAX_MESSAGES) await this.settleCommit();
       return true;
     } finally {
       extender.stop();

@@ -1,6 +1,6 @@
 /**
- * Overlapping rounds: the worker commits one round in the background while it receives,
- * fetches and processes the next. On the SQS FIFO model (several messages of one group
+ * Overlapping rounds: behind a backlog, the worker commits one round in the background while
+ * it receives, fetches and processes the next; at a live rate it awaits each commit. On the SQS FIFO model (several messages of one group
  * per receive, group blocking), with the real LeaseStore on DynamoDB Local wrapped to make
  * commits slow (and, in one test, fail), so the overlap is there by construction, not by
  * luck of timing.
@@ -17,7 +17,7 @@ const frameNumbers = Array.from({ length: FRAMES }, (_, i) => i);
 let h: WorkerHarness;
 
 beforeAll(async () => {
-  h = await WorkerHarness.start({ slots: 2, tunables: { firstFrameNumber: 0 } });
+  h = await WorkerHarness.start({ slots: 3, tunables: { firstFrameNumber: 0 } });
 });
 
 afterAll(async () => {
@@ -137,5 +137,47 @@ describe('worker rounds overlap', () => {
     for (const s of summaries) expect([s.framesOk, s.framesFailed, s.framesGap]).toEqual([FRAMES, 0, 0]);
     // The failure cost video a one rollback and nothing else.
     expect(worker.metrics.filter((m) => m.name === 'VideoRollbacks').map((m) => m.dimensions.Reason)).toEqual(['commit-error']);
+  });
+
+  it('does not overlap at a live rate (receives not full), so rounds stay whole and calls per frame do not grow', async () => {
+    // Prepare: three videos' frames trickle in one at a time, as from live cameras.
+    const slot = 2;
+    const videos = [h.videoId('a'), h.videoId('b'), h.videoId('c')];
+    for (const v of videos) {
+      await h.pinVideo(v, slot);
+      await h.putFrames(v, frameNumbers);
+      await h.putEnd(v, FRAMES - 1);
+    }
+    const commits: Span[] = [];
+    const processed: { video: string; atMs: number }[] = [];
+    const worker = h.createWorker(slot, {
+      extraDeps: { leases: slowCommits(commits) },
+      processor: (inner) =>
+        wrapProcessor(inner, {
+          process: (frames) => {
+            for (const f of frames) processed.push({ video: f.videoId, atMs: performance.now() });
+            return inner.process(frames);
+          },
+        }),
+    });
+
+    // Act
+    worker.start();
+    for (const f of frameNumbers) {
+      for (const v of videos) {
+        await h.sendFrames(slot, v, [f]);
+        await new Promise((r) => setTimeout(r, 40));
+      }
+    }
+    for (const v of videos) await h.sendEnd(slot, v);
+    await Promise.all(videos.map((v) => h.waitForSummary(v, (s) => s.status === 'complete')));
+    const exit = await worker.stop();
+
+    // Assess: nothing ran during a commit...
+    expect(exit).toBe('drained');
+    const duringACommit = processed.filter((p) => commits.some((c) => c.startMs < p.atMs && p.atMs < (c.endMs ?? Infinity)));
+    expect(duringACommit).toEqual([]);
+    // ...and every frame is still recorded once, in order.
+    for (const v of videos) expectEveryFrameOkOnceInOrder(await h.frameResults(v));
   });
 });
