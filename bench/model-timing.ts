@@ -2,7 +2,9 @@
  * The bare model, for comparison with the pipeline around it: frames/s of
  * `session.run` alone at a batch size, on letterbox-grey input, with onnxruntime's
  * default options and full graph optimisation (BARE_SESSION_OPTIONS: intra-op threads
- * spin, which is faster for a lone model), called on this thread (CPU). Shared by bench/vision-throughput.ts and
+ * spin, which is faster for a lone model), called on this thread (CPU). With
+ * `inferenceThreads` > 0 the model gets that many intra-op threads, as the worker's
+ * `inferenceThreads` tunable gives it. Shared by bench/vision-throughput.ts and
  * bench/worker-throughput.ts.
  */
 import { readFile } from 'node:fs/promises';
@@ -11,9 +13,10 @@ import { BARE_SESSION_OPTIONS } from '../gpu-worker/vision/model.ts';
 import { percentile } from './support.ts';
 
 /** Median frames/s of `runs` calls of `session.run` at `batchSize`, after one warm-up call. */
-export async function bareModelFps(uri: string, batchSize: number, inputSize: number, runs = 10): Promise<number> {
+export async function bareModelFps(uri: string, batchSize: number, inputSize: number, runs = 10, inferenceThreads = 0): Promise<number> {
   // On this thread, as a user's own script would call it: no worker thread in between.
-  const session = await ort.InferenceSession.create(new Uint8Array(await readFile(uri)), { ...BARE_SESSION_OPTIONS, executionProviders: ['cpu'] });
+  const threads = inferenceThreads > 0 ? { intraOpNumThreads: inferenceThreads } : {};
+  const session = await ort.InferenceSession.create(new Uint8Array(await readFile(uri)), { ...BARE_SESSION_OPTIONS, ...threads, executionProviders: ['cpu'] });
   const input = new ort.Tensor('float32', new Float32Array(batchSize * 3 * inputSize * inputSize).fill(114 / 255), [batchSize, 3, inputSize, inputSize]);
   const feeds = { [session.inputNames[0]!]: input };
   await session.run(feeds);

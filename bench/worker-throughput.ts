@@ -23,7 +23,13 @@
  * messages), right before and right after the worker run: the mean of the two medians of
  * 30 calls (bench/model-timing.ts), since this machine's speed drifts.
  *
- * Run: npx node bench/worker-throughput.ts [--videos 20] [--frames 40] [--batches 1,8]
+ * Per thread setting (`--threads`, the worker's `inferenceThreads` and the bare model's
+ * alike): 0 = onnxruntime's default, one thread per core, so the model takes both cores
+ * and everything else (decode, NMS, tracking, SDK calls, and here the emulators) takes
+ * from it; 1 = the model on one core and the rest of the pipeline on the other, as beside
+ * a GPU, which measures what the issue's target is about: the pipeline's own overhead.
+ *
+ * Run: npx node bench/worker-throughput.ts [--videos 20] [--frames 40] [--batches 1,8] [--threads 0,1]
  * Writes bench/results/worker-throughput.json. Skipped with a message without the graph.
  */
 import { existsSync } from 'node:fs';
@@ -42,7 +48,7 @@ import { bareModelFps } from './model-timing.ts';
 import { RANDOM_WEIGHT_THRESHOLDS, YOLOV8N_PATH as YOLO_PATH } from './yolo-fixtures.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const { values } = parseArgs({ options: { videos: { type: 'string', default: '20' }, frames: { type: 'string', default: '40' }, batches: { type: 'string', default: '1,8' } } });
+const { values } = parseArgs({ options: { videos: { type: 'string', default: '20' }, frames: { type: 'string', default: '40' }, batches: { type: 'string', default: '1,8' }, threads: { type: 'string', default: '0,1' } } });
 /**
  * fauxqs returns one message per FIFO group per receive (SQS: up to 10 of one group), so a
  * receive holds at most one frame of each of 10 videos; with 20, the next receive finds
@@ -51,6 +57,7 @@ const { values } = parseArgs({ options: { videos: { type: 'string', default: '20
 const VIDEOS = Number(values.videos);
 const framesPerVideo = Number(values.frames);
 const batches = values.batches.split(',').map(Number);
+const threadSettings = values.threads.split(',').map(Number);
 
 if (!existsSync(YOLO_PATH)) {
   console.log(`SKIPPED: ${YOLO_PATH} is absent (see shared/models/README.md)`);
@@ -65,12 +72,13 @@ const clips = await Promise.all(
 );
 const rows: Record<string, unknown>[] = [];
 console.log(`worker throughput: YOLOv8n (640), ${VIDEOS} videos x ${framesPerVideo} 640x480 JPEG frames, one slot, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`);
-console.log('batch | worker frames/s | bare session.run frames/s | worker / bare | mean boxes per frame');
-for (const batchSize of batches) {
+console.log('threads | batch | worker frames/s | bare session.run frames/s | worker / bare | mean boxes per frame');
+const threadsLabel = (n: number) => (n === 0 ? 'default' : String(n));
+for (const inferenceThreads of threadSettings) for (const batchSize of batches) {
   const stack = await startLocalStack({
     quiet: true,
     stateDir: '.local/bench-worker-throughput',
-    tunables: { slotCount: 1, videosPerSlot: VIDEOS, inferenceBatchSize: batchSize, maxBatchWaitMs: 10, modelUri: YOLO_PATH, firstFrameNumber: 0, ...RANDOM_WEIGHT_THRESHOLDS },
+    tunables: { slotCount: 1, videosPerSlot: VIDEOS, inferenceBatchSize: batchSize, maxBatchWaitMs: 10, inferenceThreads, modelUri: YOLO_PATH, firstFrameNumber: 0, ...RANDOM_WEIGHT_THRESHOLDS },
     routerWaitTimeSeconds: 1,
     routerConcurrency: 1,
   });
@@ -95,7 +103,7 @@ for (const batchSize of batches) {
     await waitForRecords(VIDEOS, 'warm-up', 500);
     // This machine's speed drifts by tens of percent from minute to minute: time the bare
     // model right before and right after the worker run, and compare with their mean.
-    const bareBefore = await bareModelFps(YOLO_PATH, batchSize, 640, 30);
+    const bareBefore = await bareModelFps(YOLO_PATH, batchSize, 640, 30, inferenceThreads);
     const sampler = new CpuSampler(availableParallelism());
     await Promise.all(
       clips.map(async (clip, v) => {
@@ -116,11 +124,11 @@ for (const batchSize of batches) {
     const boxes = records.reduce((n, r) => n + r.detections.length, 0) / records.length;
     const cpu = sampler.window(times[0]!, lastStamp);
     // With the stack still up and idle (emulators, router polling, the idle worker), as it was around the worker.
-    const bareAfter = await bareModelFps(YOLO_PATH, batchSize, 640, 30);
+    const bareAfter = await bareModelFps(YOLO_PATH, batchSize, 640, 30, inferenceThreads);
     const bare = (bareBefore + bareAfter) / 2;
     await stack.stop();
-    rows.push({ batchSize, workerFps, bareSessionRunFps: bare, bareBefore, bareAfter, ratio: workerFps / bare, framesTimed: timed, commitRounds: rounds, meanTrackedBoxesPerFrame: boxes, cpu });
-    console.log(`${String(batchSize).padStart(5)} | ${workerFps.toFixed(1).padStart(15)} | ${bare.toFixed(1).padStart(25)} | ${(workerFps / bare).toFixed(2).padStart(13)} | ${boxes.toFixed(1)}`);
+    rows.push({ inferenceThreads, batchSize, workerFps, bareSessionRunFps: bare, bareBefore, bareAfter, ratio: workerFps / bare, framesTimed: timed, commitRounds: rounds, meanTrackedBoxesPerFrame: boxes, cpu });
+    console.log(`${threadsLabel(inferenceThreads).padStart(7)} | ${String(batchSize).padStart(5)} | ${workerFps.toFixed(1).padStart(15)} | ${bare.toFixed(1).padStart(25)} | ${(workerFps / bare).toFixed(2).padStart(13)} | ${boxes.toFixed(1)}`);
     const share = (coreSeconds: number) => `${((coreSeconds / cpu.capacityCoreSeconds) * 100).toFixed(0)}%`;
     console.log(
       `      CPU in the ${cpu.seconds.toFixed(1)} s window, share of ${availableParallelism()} cores: machine busy ${share(cpu.machineBusyCoreSeconds)}; ` +
