@@ -26,7 +26,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { BARE_SESSION_OPTIONS } from '../gpu-worker/vision/model.ts';
-import { percentile } from './support.ts';
+import { medianRunMs } from './model-timing.ts';
 import { YOLOV8N_PATH } from './yolo-fixtures.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -50,19 +50,6 @@ function startLoad(script: string): ChildProcess {
   return spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: root, stdio: 'ignore' });
 }
 
-async function medianRunMs(session: ort.InferenceSession): Promise<number> {
-  const input = new ort.Tensor('float32', new Float32Array(3 * 640 * 640).fill(114 / 255), [1, 3, 640, 640]);
-  const feeds = { [session.inputNames[0]!]: input };
-  await session.run(feeds);
-  const ms: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const t = performance.now();
-    await session.run(feeds);
-    ms.push(performance.now() - t);
-  }
-  return percentile(ms, 50);
-}
-
 if (!existsSync(YOLOV8N_PATH)) {
   console.log(`SKIPPED: ${YOLOV8N_PATH} is absent (see shared/models/README.md)`);
   process.exit(0);
@@ -76,7 +63,7 @@ for (let round = 0; round < 2; round++) {
     // Let the load start (sharp builds its test image first).
     if (child) await new Promise((r) => setTimeout(r, 1500));
     try {
-      results.set(name, [...(results.get(name) ?? []), await medianRunMs(session)]);
+      results.set(name, [...(results.get(name) ?? []), await medianRunMs(session, 1, 640, RUNS)]);
     } finally {
       child?.kill('SIGKILL');
     }

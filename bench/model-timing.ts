@@ -17,6 +17,15 @@ export async function bareModelFps(uri: string, batchSize: number, inputSize: nu
   // On this thread, as a user's own script would call it: no worker thread in between.
   const threads = inferenceThreads > 0 ? { intraOpNumThreads: inferenceThreads } : {};
   const session = await ort.InferenceSession.create(new Uint8Array(await readFile(uri)), { ...BARE_SESSION_OPTIONS, ...threads, executionProviders: ['cpu'] });
+  try {
+    return (batchSize / (await medianRunMs(session, batchSize, inputSize, runs))) * 1000;
+  } finally {
+    await session.release();
+  }
+}
+
+/** Median ms of `runs` calls of `session.run` on a letterbox-grey batch, after one warm-up call. */
+export async function medianRunMs(session: ort.InferenceSession, batchSize: number, inputSize: number, runs: number): Promise<number> {
   const input = new ort.Tensor('float32', new Float32Array(batchSize * 3 * inputSize * inputSize).fill(114 / 255), [batchSize, 3, inputSize, inputSize]);
   const feeds = { [session.inputNames[0]!]: input };
   await session.run(feeds);
@@ -26,7 +35,5 @@ export async function bareModelFps(uri: string, batchSize: number, inputSize: nu
     await session.run(feeds);
     perRunMs.push(performance.now() - t);
   }
-  await session.release();
-  perRunMs.sort((a, b) => a - b);
-  return (batchSize / percentile(perRunMs, 50)) * 1000;
+  return percentile(perRunMs, 50);
 }

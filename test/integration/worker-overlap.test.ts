@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseStore } from '../../core/lease-store.ts';
 import type { FrameResultItem } from '../../core/results.ts';
-import { WorkerHarness, wrapProcessor } from '../support/worker-harness.ts';
+import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../support/worker-harness.ts';
 
 const FRAMES = 30;
 const COMMIT_DELAY_MS = 300;
@@ -62,6 +62,23 @@ function slowCommits(spans: Span[], failFirst?: string): LeaseStore {
   });
 }
 
+/** A worker with slow, recorded commits whose processor records when each frame is processed. */
+function recordingWorker(slot: number): { worker: HarnessWorker; commits: Span[]; processed: { video: string; atMs: number }[] } {
+  const commits: Span[] = [];
+  const processed: { video: string; atMs: number }[] = [];
+  const worker = h.createWorker(slot, {
+    extraDeps: { leases: slowCommits(commits) },
+    processor: (inner) =>
+      wrapProcessor(inner, {
+        process: (frames) => {
+          for (const f of frames) processed.push({ video: f.videoId, atMs: performance.now() });
+          return inner.process(frames);
+        },
+      }),
+  });
+  return { worker, commits, processed };
+}
+
 function expectEveryFrameOkOnceInOrder(items: readonly FrameResultItem[]): void {
   expect(items.map((r) => r.frame)).toEqual(frameNumbers);
   expect(items.map((r) => r.status)).toEqual(frameNumbers.map(() => 'ok'));
@@ -86,18 +103,7 @@ describe('worker rounds overlap', () => {
     const slot = 0;
     const [a, b] = [h.videoId('a'), h.videoId('b')];
     await queueTwoVideos(slot, a, b);
-    const commits: Span[] = [];
-    const processed: { video: string; atMs: number }[] = [];
-    const worker = h.createWorker(slot, {
-      extraDeps: { leases: slowCommits(commits) },
-      processor: (inner) =>
-        wrapProcessor(inner, {
-          process: (frames) => {
-            for (const f of frames) processed.push({ video: f.videoId, atMs: performance.now() });
-            return inner.process(frames);
-          },
-        }),
-    });
+    const { worker, commits, processed } = recordingWorker(slot);
 
     // Act
     worker.start();
@@ -148,18 +154,7 @@ describe('worker rounds overlap', () => {
       await h.putFrames(v, frameNumbers);
       await h.putEnd(v, FRAMES - 1);
     }
-    const commits: Span[] = [];
-    const processed: { video: string; atMs: number }[] = [];
-    const worker = h.createWorker(slot, {
-      extraDeps: { leases: slowCommits(commits) },
-      processor: (inner) =>
-        wrapProcessor(inner, {
-          process: (frames) => {
-            for (const f of frames) processed.push({ video: f.videoId, atMs: performance.now() });
-            return inner.process(frames);
-          },
-        }),
-    });
+    const { worker, commits, processed } = recordingWorker(slot);
 
     // Act
     worker.start();
