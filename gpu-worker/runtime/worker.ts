@@ -8,15 +8,14 @@
  * it (as a processed frame, a record, or a reference in the reorder buffer) is durable.
  *
  * Rounds overlap behind a backlog (the last receive came back full; at a live rate the
- * commit is awaited, so rounds stay whole): a round's commit runs in the background while the next round receives,
- * fetches, decodes and infers. The videos of the commit in flight sit that round out
- * (their FIFO groups are blocked anyway until its deletes), a receive that brings one of
- * them waits for the commit first, and commits stay one at a time in round order, so each
- * video still sees rounds strictly one after another.
+ * commit is awaited, so rounds stay whole): a round's commit runs in the background while
+ * the next round receives, fetches, decodes and infers. The videos of the commit in flight
+ * sit that round out (their FIFO groups are blocked anyway until its deletes), a receive
+ * that brings one of them waits for the commit first, and commits stay one at a time in
+ * round order, so each video still sees rounds strictly one after another.
  *
- * Receive ahead: once the commit in flight is applied, a worker behind a backlog (its last
- * receive came back full) receives the next
- * messages while its round is still running and starts their frames' S3 GETs
+ * Receive ahead: once the commit in flight is applied, a worker behind a backlog receives
+ * the next messages while its round is still running and starts their frames' S3 GETs
  * (frame-prefetch.ts), so the next round starts inferring at once instead of after a
  * receive and a GET. Messages received ahead are kept invisible from the moment they
  * arrive and, if the loop ends before their round, handed back to the queue at once.
@@ -330,9 +329,9 @@ export class Worker {
   }
 
   /**
-   * While a round runs behind a backlog, receive the next messages (without waiting: the backlog has them)
-   * and start fetching their frames, so the next round does not begin with a receive and
-   * a GET latency while the model waits. Only other videos can come back: a video in this
+   * While a round runs behind a backlog, receive the next messages (without waiting: the
+   * backlog has them) and start fetching their frames, so the next round does not begin
+   * with a receive and a GET latency while the model waits. Only other videos can come back: a video in this
    * round has messages in flight, which blocks its FIFO group. The next round handles
    * these exactly as if it had received them itself.
    */
