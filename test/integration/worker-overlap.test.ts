@@ -146,7 +146,7 @@ describe('worker rounds overlap', () => {
   });
 
   it('does not overlap at a live rate (receives not full), so rounds stay whole and calls per frame do not grow', async () => {
-    // Prepare: three videos' frames trickle in one at a time, as from live cameras.
+    // Prepare: three videos' frames trickle in one at a time, as from live cameras that the worker keeps up with.
     const slot = 2;
     const videos = [h.videoId('a'), h.videoId('b'), h.videoId('c')];
     for (const v of videos) {
@@ -158,11 +158,14 @@ describe('worker rounds overlap', () => {
 
     // Act
     worker.start();
+    // Each frame only once the previous one is recorded: at most 3 messages wait, so no
+    // receive can come back full (10), however slow the machine.
     for (const f of frameNumbers) {
       for (const v of videos) {
         await h.sendFrames(slot, v, [f]);
         await new Promise((r) => setTimeout(r, 40));
       }
+      await Promise.all(videos.map((v) => h.waitForResults(v, f + 1)));
     }
     for (const v of videos) await h.sendEnd(slot, v);
     await Promise.all(videos.map((v) => h.waitForSummary(v, (s) => s.status === 'complete')));
