@@ -54,7 +54,7 @@ import { endMarkerKey, frameKey } from '../core/keys.ts';
 import { allResults, getSummary } from '../core/results-reader.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../core/results.ts';
 import { MAX_OWNER_HISTORY } from '../core/checkpoint.ts';
-import { rng } from '../gpu-worker/vision/synthetic/generate.ts';
+import { rng } from '../core/random.ts';
 import type { ScheduledHandler } from '../local/event-source.ts';
 import { startLocalStack, type LocalStack, type NotificationFault } from '../local/stack.ts';
 import { FAST_TUNABLES } from '../test/support/pipeline.ts';

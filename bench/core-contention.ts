@@ -25,7 +25,7 @@ import { availableParallelism, cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
-import { BARE_SESSION_OPTIONS } from '../gpu-worker/vision/model.ts';
+import { BARE_SESSION_OPTIONS, withInferenceThreads } from '../gpu-worker/vision/model.ts';
 import { medianRunMs } from './model-timing.ts';
 import { YOLOV8N_PATH } from './yolo-fixtures.ts';
 
@@ -54,7 +54,7 @@ if (!existsSync(YOLOV8N_PATH)) {
   console.log(`SKIPPED: ${YOLOV8N_PATH} is absent (see shared/models/README.md)`);
   process.exit(0);
 }
-const session = await ort.InferenceSession.create(new Uint8Array(await readFile(YOLOV8N_PATH)), { ...BARE_SESSION_OPTIONS, intraOpNumThreads: 1, executionProviders: ['cpu'] });
+const session = await ort.InferenceSession.create(new Uint8Array(await readFile(YOLOV8N_PATH)), { ...withInferenceThreads(BARE_SESSION_OPTIONS, 1), executionProviders: ['cpu'] });
 console.log(`core contention: YOLOv8n (640, batch 1, 1 intra-op thread), ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'}), median of ${RUNS} runs`);
 const results = new Map<string, number[]>();
 for (let round = 0; round < 2; round++) {

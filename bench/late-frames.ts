@@ -29,7 +29,8 @@ import { evaluateMot } from '../gpu-worker/vision/eval/mot.ts';
 import { createVisionProcessor, type VisionProcessor } from '../gpu-worker/vision/index.ts';
 import { DEFAULT_LATE_MIN_IOU } from '../gpu-worker/vision/late-association.ts';
 import { iou } from '../gpu-worker/vision/postprocess.ts';
-import { generateClip, rng, type GroundTruthFrame } from '../gpu-worker/vision/synthetic/generate.ts';
+import { generateClip, type GroundTruthFrame } from '../gpu-worker/vision/synthetic/generate.ts';
+import { rng } from '../core/random.ts';
 
 /** IoU at or above which a detection and a ground-truth object are the same object (as in eval/mot.ts). */
 const GT_MATCH_IOU = 0.5;

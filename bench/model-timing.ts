@@ -9,14 +9,14 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
-import { BARE_SESSION_OPTIONS } from '../gpu-worker/vision/model.ts';
+import { BARE_SESSION_OPTIONS, withInferenceThreads } from '../gpu-worker/vision/model.ts';
 import { percentile } from './support.ts';
 
 /** Median frames/s of `runs` calls of `session.run` at `batchSize`, after one warm-up call. */
 export async function bareModelFps(uri: string, batchSize: number, inputSize: number, runs = 10, inferenceThreads = 0): Promise<number> {
   // On this thread, as a user's own script would call it: no worker thread in between.
-  const threads = inferenceThreads > 0 ? { intraOpNumThreads: inferenceThreads } : {};
-  const session = await ort.InferenceSession.create(new Uint8Array(await readFile(uri)), { ...BARE_SESSION_OPTIONS, ...threads, executionProviders: ['cpu'] });
+  const options = withInferenceThreads(BARE_SESSION_OPTIONS, inferenceThreads);
+  const session = await ort.InferenceSession.create(new Uint8Array(await readFile(uri)), { ...options, executionProviders: ['cpu'] });
   try {
     return (batchSize / (await medianRunMs(session, batchSize, inputSize, runs))) * 1000;
   } finally {

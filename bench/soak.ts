@@ -59,7 +59,7 @@ import type { FrameResultItem, VideoSummaryItem } from '../core/results.ts';
 import { videoKey } from '../core/slot-lease-store.ts';
 import { evaluateMot, type MotFrame } from '../gpu-worker/vision/eval/mot.ts';
 import { createVisionProcessor, visionOptionsFromTunables } from '../gpu-worker/vision/index.ts';
-import { rng } from '../gpu-worker/vision/synthetic/generate.ts';
+import { rng } from '../core/random.ts';
 import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { failoverSeconds } from '../cli/demo-lib.ts';
 import { formatDurationMs, table } from '../cli/format.ts';

@@ -65,7 +65,7 @@ export class FramePrefetch {
     const entry = this.entries.get(id);
     if (!entry) return undefined;
     this.remove(id, entry);
-    if (this.now() - entry.startedAtMs > PREFETCH_MAX_AGE_MS) return undefined;
+    if (this.expired(entry)) return undefined;
     const bytes = await entry.bytes;
     if (bytes) this.used++;
     return bytes;
@@ -76,27 +76,22 @@ export class FramePrefetch {
     return this.entries.size;
   }
 
-  /** Drops every entry (the GETs in flight finish and are discarded). */
-  clear(): void {
-    this.entries.clear();
-    this.heldBytes = 0;
-  }
-
   /** Entries nobody took in time (frames held in the reorder buffer, duplicates): oldest first. */
   private dropExpired(): void {
     for (const [id, entry] of this.entries) {
-      if (this.now() - entry.startedAtMs <= PREFETCH_MAX_AGE_MS) return;
+      if (!this.expired(entry)) return;
       this.remove(id, entry);
     }
   }
 
+  private expired(entry: Entry): boolean {
+    return this.now() - entry.startedAtMs > PREFETCH_MAX_AGE_MS;
+  }
+
+  /** Only called while bytes are held, so there is an entry to evict. */
   private evictOldest(): void {
-    const first = this.entries.entries().next();
-    if (first.done) {
-      this.heldBytes = 0;
-      return;
-    }
-    this.remove(first.value[0], first.value[1]);
+    const [id, entry] = this.entries.entries().next().value!;
+    this.remove(id, entry);
   }
 
   private remove(id: string, entry: Entry): void {

@@ -317,10 +317,10 @@ export class Worker {
     return { messages, extender: this.startVisibilityExtender(messages.map((m) => m.receiptHandle)) };
   }
 
-  private takeAhead(): Promise<Received | undefined> {
+  private takeAhead(): Promise<Received> | undefined {
     const ahead = this.ahead;
     this.ahead = undefined;
-    return ahead ?? Promise.resolve(undefined);
+    return ahead;
   }
 
   /** Frames fetched ahead of their round, and how many of them a round used. */
@@ -407,6 +407,11 @@ export class Worker {
    */
   private async handle(messages: readonly ReceivedMessage[], receivedExtender: { stop(): void }): Promise<boolean> {
     const now = this.now();
+    // A full receive means a backlog: only then do rounds overlap and receive ahead. At a
+    // live rate a receive after the round finds more messages than one during it, and the
+    // receive made while a commit still blocks its videos' groups would bring only the
+    // other videos: rounds (and commits, deletes, receives) would halve in size for nothing.
+    const backlog = messages.length >= RECEIVE_MAX_MESSAGES;
     const byVideo = new Map<string, { msg: SlotMessage; handle: string }[]>();
     const immediateDeletes: string[] = [];
     let extender = receivedExtender;
@@ -433,9 +438,7 @@ export class Worker {
       if (immediateDeletes.length > 0) await this.deleteMessages(immediateDeletes);
       if (this.lost) return committed;
       await this.listWhereNeeded(now);
-      // Only behind a backlog: at a live rate a receive after the round finds more messages
-      // than one during it, and fewer, larger rounds mean fewer commits and deletes.
-      if (messages.length >= RECEIVE_MAX_MESSAGES) this.receiveAhead();
+      if (backlog) this.receiveAhead();
       const round = await this.processRound(now);
       committed = (await this.settleCommit()) || committed;
       if (!round || this.lost) return committed;
@@ -453,11 +456,7 @@ export class Worker {
           roundExtender.stop();
           this.committing.clear();
         });
-      // At a live rate the worker keeps up without overlap, and overlap would cost calls:
-      // the next receive, made while this commit still blocks its videos' groups, would
-      // bring only the other videos, so rounds (and commits, deletes, receives) would halve
-      // in size. Overlap only behind a backlog, where it buys throughput.
-      if (messages.length < RECEIVE_MAX_MESSAGES) await this.settleCommit();
+      if (!backlog) await this.settleCommit();
       return true;
     } finally {
       extender.stop();

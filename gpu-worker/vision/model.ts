@@ -134,16 +134,16 @@ export const WORKER_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = Objec
   extra: { session: { intra_op: { allow_spinning: '0' } } },
 });
 
-/** {@link WORKER_SESSION_OPTIONS} with `inferenceThreads` intra-op threads (0 = onnxruntime's default). */
-export function workerSessionOptions(inferenceThreads = 0): ort.InferenceSession.SessionOptions {
-  return inferenceThreads > 0 ? { ...WORKER_SESSION_OPTIONS, intraOpNumThreads: inferenceThreads } : WORKER_SESSION_OPTIONS;
+/** `options` with `inferenceThreads` intra-op threads (0 = onnxruntime's default, one per physical core). */
+export function withInferenceThreads(options: ort.InferenceSession.SessionOptions, inferenceThreads = 0): ort.InferenceSession.SessionOptions {
+  return inferenceThreads > 0 ? { ...options, intraOpNumThreads: inferenceThreads } : options;
 }
 
 /** Off the main thread, so the event loop runs while the model does (inference-thread.ts). */
 const threadedSession =
   (inferenceThreads = 0) =>
   (bytes: Uint8Array, providers: string[]) =>
-    createThreadedSession(bytes, providers, workerSessionOptions(inferenceThreads));
+    createThreadedSession(bytes, providers, withInferenceThreads(WORKER_SESSION_OPTIONS, inferenceThreads));
 
 /**
  * Whether onnxruntime-node's CUDA provider library is installed (it is

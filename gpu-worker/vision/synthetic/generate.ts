@@ -12,8 +12,6 @@ import sharp from 'sharp';
 import { DEMO_CLASSES } from '../demo-model/build-model.ts';
 import { rng } from '../../../core/random.ts';
 
-export { rng };
-
 export interface ClipOptions {
   readonly seed: number;
   readonly frames: number;
@@ -60,7 +58,6 @@ export interface Clip {
   readonly frames: ClipFrame[];
   readonly groundTruth: GroundTruthFrame[];
 }
-
 
 /** Fisher-Yates shuffle driven by `rand`. */
 function shuffle<T>(items: T[], rand: () => number): T[] {
