@@ -77,6 +77,13 @@ export interface FrameProcessor {
    */
   processLate(frames: readonly LateFrameInput[]): Promise<FrameOutcome[]>;
   /**
+   * A hint that a frame with these bytes comes soon: a processor may start decoding it
+   * now, so that `process`/`processLate` of the same byte array (the same object) finds
+   * it ready. Must not throw, must bound what it holds, and must leave any failure for
+   * the frame's own processing to report.
+   */
+  prepareAhead?(image: Uint8Array): void;
+  /**
    * Serialises the video's state compactly; `openVideo(id, snapshot(id))` restores it
    * exactly. With `maxBytes`, the state must fit: the processor drops what matters least
    * (a tracker: its oldest lost tracks first), so the checkpoint stays under DynamoDB's item limit.

@@ -9,6 +9,9 @@
  * retries. A failed prefetch is forgotten, not reported; the real fetch reports it.
  * Memory is bounded by bytes (oldest entries go first) and entries expire, so frames that
  * wait in the reorder buffer are fetched again when their turn comes.
+ *
+ * Bytes that arrive while their entry is still held are passed to `onFetched`: the worker
+ * hands them to the processor to decode ahead as well (vision/prepared-ahead.ts).
  */
 import type { FrameStore } from '../../core/frame-store.ts';
 
@@ -21,6 +24,14 @@ interface Entry {
   readonly bytes: Promise<Uint8Array | undefined>;
   readonly sizeBytes: number;
   readonly startedAtMs: number;
+  /** Evicted or expired before use: its bytes are not worth decoding. */
+  dropped: boolean;
+}
+
+export interface FramePrefetchOptions {
+  readonly now?: () => number;
+  /** Called with each prefetched object's bytes as they arrive, unless its entry was dropped first. */
+  readonly onFetched?: (bytes: Uint8Array) => void;
 }
 
 /** What to fetch ahead: an object and the size its event gave. */
@@ -33,6 +44,7 @@ export interface PrefetchRef {
 export class FramePrefetch {
   private readonly frames: FrameStore;
   private readonly now: () => number;
+  private readonly onFetched: ((bytes: Uint8Array) => void) | undefined;
   /** Insertion order is age order: the oldest entry is evicted first. */
   private readonly entries = new Map<string, Entry>();
   private heldBytes = 0;
@@ -40,9 +52,10 @@ export class FramePrefetch {
   started = 0;
   used = 0;
 
-  constructor(frames: FrameStore, now: () => number = Date.now) {
+  constructor(frames: FrameStore, options: FramePrefetchOptions = {}) {
     this.frames = frames;
-    this.now = now;
+    this.now = options.now ?? Date.now;
+    this.onFetched = options.onFetched;
   }
 
   /** Starts the GETs of `refs` not already held; a ref larger than the whole budget is left to the runner. */
@@ -53,7 +66,15 @@ export class FramePrefetch {
       if (this.entries.has(id) || ref.sizeBytes <= 0 || ref.sizeBytes > PREFETCH_MAX_BYTES) continue;
       while (this.heldBytes + ref.sizeBytes > PREFETCH_MAX_BYTES) this.evictOldest();
       const bytes = this.frames.get(ref.bucket, ref.key).catch(() => undefined);
-      this.entries.set(id, { bytes, sizeBytes: ref.sizeBytes, startedAtMs: this.now() });
+      const entry: Entry = { bytes, sizeBytes: ref.sizeBytes, startedAtMs: this.now(), dropped: false };
+      // Attached before any take() awaits the bytes, so it runs first even for an entry taken in flight.
+      // A hint must never fail the worker, whatever the callback does.
+      bytes
+        .then((b) => {
+          if (b && !entry.dropped) this.onFetched?.(b);
+        })
+        .catch(() => undefined);
+      this.entries.set(id, entry);
       this.heldBytes += ref.sizeBytes;
       this.started++;
     }
@@ -80,6 +101,7 @@ export class FramePrefetch {
   private dropExpired(): void {
     for (const [id, entry] of this.entries) {
       if (!this.expired(entry)) return;
+      entry.dropped = true;
       this.remove(id, entry);
     }
   }
@@ -91,6 +113,7 @@ export class FramePrefetch {
   /** Only called while bytes are held, so there is an entry to evict. */
   private evictOldest(): void {
     const [id, entry] = this.entries.entries().next().value!;
+    entry.dropped = true;
     this.remove(id, entry);
   }
 

@@ -16,8 +16,9 @@
  *
  * Receive ahead: once the commit in flight is applied, a worker behind a backlog receives
  * the next messages while its round is still running and starts their frames' S3 GETs
- * (frame-prefetch.ts), so the next round starts inferring at once instead of after a
- * receive and a GET. Messages received ahead are kept invisible from the moment they
+ * (frame-prefetch.ts), and hands their bytes to the processor to decode ahead
+ * (vision/prepared-ahead.ts), so the next round starts inferring at once instead of after
+ * a receive, a GET and a batch of decodes. Messages received ahead are kept invisible from the moment they
  * arrive and, if the loop ends before their round, handed back to the queue at once.
  *
  * Faults cost one video a few seconds, never the slot: a video whose round fails is
@@ -176,7 +177,7 @@ export class Worker {
       ...(deps.onHeartbeat ? { onHeartbeat: deps.onHeartbeat } : {}),
       onLost: (reason) => deps.onLeaseLost?.(reason),
     });
-    this.prefetch = new FramePrefetch(deps.frames, this.now);
+    this.prefetch = new FramePrefetch(deps.frames, { now: this.now, onFetched: (bytes) => deps.processor.prepareAhead?.(bytes) });
     this.runner = new FrameRunner({
       frames: deps.frames,
       prefetch: this.prefetch,

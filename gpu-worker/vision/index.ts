@@ -11,6 +11,7 @@ import { ensureDemoModel } from './demo-model/build-model.ts';
 import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 import { loadModel, type ExecutionProvider, type LoadedModel } from './model.ts';
 import { postprocess, type RawDetection } from './postprocess.ts';
+import { PreparedAhead } from './prepared-ahead.ts';
 import { ImageDecodeError, prepareFrame, type PreparedFrame } from './preprocess.ts';
 import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
 
@@ -72,6 +73,8 @@ export interface VisionProcessor extends FrameProcessor {
   readonly providerReason: string;
   /** Sizes of the inference batches run so far. */
   readonly batchSizes: readonly number[];
+  /** Decodes started by `prepareAhead`, and of those, used by a frame's processing. */
+  readonly preparedAhead: { readonly started: number; readonly used: number };
 }
 
 interface BatchItem {
@@ -102,6 +105,7 @@ class OnnxVisionProcessor implements VisionProcessor {
   private model: LoadedModel | undefined;
   private batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome> | undefined;
   private readonly trackers = new Map<string, ByteTracker>();
+  private readonly ahead = new PreparedAhead();
 
   constructor(options: VisionProcessorOptions) {
     this.options = options;
@@ -118,6 +122,10 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   get batchSizes(): readonly number[] {
     return this.batcher?.batchSizes ?? [];
+  }
+
+  get preparedAhead(): { readonly started: number; readonly used: number } {
+    return { started: this.ahead.started, used: this.ahead.used };
   }
 
   get description(): string {
@@ -177,7 +185,16 @@ class OnnxVisionProcessor implements VisionProcessor {
     this.trackers.delete(videoId);
   }
 
+  /** Decodes a frame expected soon (see prepared-ahead.ts); ignored before `start()`. */
+  prepareAhead(image: Uint8Array): void {
+    const model = this.model;
+    if (!model) return;
+    const { inputWidth, inputHeight } = model.info;
+    this.ahead.start(image, (bytes) => prepareFrame(bytes, inputWidth, inputHeight));
+  }
+
   async stop(): Promise<void> {
+    this.ahead.clear();
     this.batcher?.dispose();
     this.batcher = undefined;
     const session = this.model?.session;
@@ -223,7 +240,7 @@ class OnnxVisionProcessor implements VisionProcessor {
     try {
       const result = await batcher.submit(
         stream,
-        prepareFrame(frame.image, inputWidth, inputHeight).then((prepared) => ({ frame, prepared, late })),
+        (this.ahead.take(frame.image) ?? prepareFrame(frame.image, inputWidth, inputHeight)).then((prepared) => ({ frame, prepared, late })),
       );
       return Array.isArray(result) ? { status: 'ok', detections: result } : result;
     } catch (error) {

@@ -1,6 +1,7 @@
 /**
  * Receive ahead: while a round runs, the worker receives the next messages and starts their
- * frames' GETs, so the next round need not wait for them. On the SQS FIFO model (several
+ * frames' GETs (and hands the bytes to the processor to decode ahead), so the next round
+ * need not wait for them. On the SQS FIFO model (several
  * messages of a group per receive, group blocking) and on fauxqs (one message per group per
  * receive), with a slow StatsProcessor so that rounds last long enough to receive during them.
  */
@@ -67,9 +68,20 @@ describe.each(['model', 'fauxqs'] as const)('worker receive ahead (%s)', (queueB
     const slot = 0;
     const videos = await queueVideos(slot);
     let counting: CountingFrameStore | undefined;
+    // The bytes the worker hinted to decode ahead, and how many frames later came with those very bytes.
+    const hinted = new WeakSet<Uint8Array>();
+    let processedFromHint = 0;
     const worker = h.createWorker(slot, {
       statsDelayMs: SLOW_MODEL_MS,
       frames: (inner) => (counting = new CountingFrameStore(inner)),
+      processor: (inner) =>
+        wrapProcessor(inner, {
+          prepareAhead: (image) => hinted.add(image),
+          process: (frames) => {
+            processedFromHint += frames.filter((f) => hinted.has(f.image)).length;
+            return inner.process(frames);
+          },
+        }),
     });
 
     // Act
@@ -83,6 +95,8 @@ describe.each(['model', 'fauxqs'] as const)('worker receive ahead (%s)', (queueB
     const { started, used } = worker.worker.prefetchedFrames;
     expect(used).toBeGreaterThan(0);
     expect(used).toBeLessThanOrEqual(started);
+    // Prefetched bytes were handed to the processor to decode ahead, and each such frame's round brought the same bytes.
+    expect(processedFromHint).toBe(used);
     // A prefetched frame is not fetched a second time by its round.
     const frameGets = [...counting!.gets].filter(([key]) => !key.endsWith('_end'));
     expect(frameGets).toHaveLength(VIDEOS * FRAMES);

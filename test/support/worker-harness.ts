@@ -139,6 +139,7 @@ export function wrapProcessor(inner: FrameProcessor, overrides: Partial<Omit<Fra
     snapshot: overrides.snapshot ?? ((videoId, maxBytes) => inner.snapshot(videoId, maxBytes)),
     closeVideo: overrides.closeVideo ?? ((videoId) => inner.closeVideo(videoId)),
     stop: overrides.stop ?? (() => inner.stop()),
+    ...(overrides.prepareAhead || inner.prepareAhead ? { prepareAhead: overrides.prepareAhead ?? ((image: Uint8Array) => inner.prepareAhead!(image)) } : {}),
   };
 }
 

@@ -54,7 +54,7 @@ describe('FramePrefetch', () => {
     // Prepare
     let nowMs = 0;
     const { frames, gets } = store({ a: new Uint8Array([1]), b: new Uint8Array([2]), c: new Uint8Array([3]) });
-    const prefetch = new FramePrefetch(frames, () => nowMs);
+    const prefetch = new FramePrefetch(frames, { now: () => nowMs });
     prefetch.prefetch([ref('a'), ref('b')]);
 
     // Act
@@ -83,5 +83,43 @@ describe('FramePrefetch', () => {
     expect(await prefetch.take('b', 'a')).toBeUndefined();
     expect(await prefetch.take('b', 'b')).toBeDefined();
     expect(await prefetch.take('b', 'c')).toBeDefined();
+  });
+
+  it('passes fetched bytes on to be decoded ahead, before a take in flight gets them, but not those of a dropped entry', async () => {
+    // Prepare
+    const half = PREFETCH_MAX_BYTES / 2;
+    const objects = { a: new Uint8Array([1]), b: new Uint8Array([2]), c: new Uint8Array([3]), missing: undefined as never };
+    const { frames } = store(objects);
+    const events: string[] = [];
+    const prefetch = new FramePrefetch(frames, { onFetched: (bytes) => events.push(`fetched ${bytes[0]}`) });
+
+    // Act: 'a' is taken while its GET is in flight; 'b' is evicted by 'c' before its bytes arrive.
+    prefetch.prefetch([ref('a'), ref('missing')]);
+    const taking = prefetch.take('b', 'a').then((bytes) => events.push(`taken ${bytes?.[0]}`));
+    prefetch.prefetch([ref('b', half), ref('c', half + 1)]);
+    await taking;
+    await new Promise((r) => setTimeout(r, 0));
+
+    // Assess
+    expect(events.indexOf('fetched 1')).toBeLessThan(events.indexOf('taken 1'));
+    expect(events.filter((e) => e.startsWith('fetched')).sort()).toEqual(['fetched 1', 'fetched 3']);
+  });
+
+  it('survives a decode-ahead callback that throws', async () => {
+    // Prepare: an unhandled rejection would fail the test run.
+    const { frames } = store({ a: new Uint8Array([1]) });
+    const prefetch = new FramePrefetch(frames, {
+      onFetched: () => {
+        throw new Error('boom');
+      },
+    });
+
+    // Act
+    prefetch.prefetch([ref('a')]);
+    const bytes = await prefetch.take('b', 'a');
+    await new Promise((r) => setTimeout(r, 0));
+
+    // Assess
+    expect(bytes).toEqual(new Uint8Array([1]));
   });
 });

@@ -7,6 +7,7 @@ import { buildDemoModelBytes, DEMO_SIDECAR, ensureDemoModel } from '../../gpu-wo
 import { evaluateMot, type MotFrame } from '../../gpu-worker/vision/eval/mot.ts';
 import { createVisionProcessor, type VisionProcessor } from '../../gpu-worker/vision/index.ts';
 import { iou } from '../../gpu-worker/vision/postprocess.ts';
+import { PREPARED_AHEAD_MAX_FRAMES } from '../../gpu-worker/vision/prepared-ahead.ts';
 import { generateClip, type Clip } from '../../gpu-worker/vision/synthetic/generate.ts';
 
 const opts = { batchSize: 8, maxBatchWaitMs: 5, scoreThreshold: 0.25 };
@@ -147,6 +148,35 @@ describe('vision processor with the demo model', () => {
     // Assess
     expect(rounded([...first, ...rest])).toEqual(rounded(expected));
     processor.closeVideo('whole');
+  });
+
+  it('uses frames decoded ahead, with the same results, and reports a corrupt one when its frame is processed', async () => {
+    // Prepare: the reference run decodes as it goes.
+    const frames = inputs('decoded-here', plainClip, 0, PREPARED_AHEAD_MAX_FRAMES);
+    processor.openVideo('decoded-here', undefined);
+    const reference = await processor.process(frames);
+    const ahead = frames.map((f) => ({ ...f, videoId: 'decoded-ahead' }));
+    ahead[5] = { ...ahead[5]!, image: plainClip.frames[5].image.slice(0, 100) };
+    processor.openVideo('decoded-ahead', undefined);
+    const before = processor.preparedAhead;
+
+    // Act
+    for (const f of ahead) processor.prepareAhead!(f.image);
+    const outcomes = await processor.process(ahead);
+
+    // Assess: every frame's decode came from ahead; frame 5 is a gap for the tracker.
+    const after = processor.preparedAhead;
+    expect(after.started - before.started).toBe(PREPARED_AHEAD_MAX_FRAMES);
+    expect(after.used - before.used).toBe(PREPARED_AHEAD_MAX_FRAMES);
+    expect(outcomes[5]).toMatchObject({ status: 'failed', reason: 'corrupt-image' });
+    expect(rounded(outcomes.slice(0, 5))).toEqual(rounded(reference.slice(0, 5)));
+    for (const v of ['decoded-here', 'decoded-ahead']) processor.closeVideo(v);
+  });
+
+  it('ignores a decode-ahead hint before the model is loaded', async () => {
+    const unstarted = createVisionProcessor(opts);
+    unstarted.prepareAhead!(plainClip.frames[0].image);
+    expect(unstarted.preparedAhead).toEqual({ started: 0, used: 0 });
   });
 
   it('refuses frames of a video that is not open, without throwing', async () => {

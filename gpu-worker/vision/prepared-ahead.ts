@@ -1,0 +1,61 @@
+/**
+ * Frames decoded and letterboxed ahead of their round, keyed by their bytes.
+ *
+ * The worker fetches the next round's frames while this round infers (frame-prefetch.ts);
+ * decoding them there too means the next round's first batch is ready the moment the
+ * model is free, rather than after a batch's worth of decodes (8 frames, tens of ms on a
+ * CPU core). The key is the byte array itself: the prefetch hands the very same object to
+ * the round's `FrameInput`, so no name has to match, and a frame whose bytes were fetched
+ * afresh simply finds nothing here and is decoded as usual.
+ *
+ * A hint, like the prefetch: bounded by count (a prepared 640x640 frame is 4.9 MB of
+ * float32, far more than its JPEG), oldest dropped first, and a decode failure is kept
+ * for the frame's own processing to report, never reported here.
+ */
+import type { PreparedFrame } from './preprocess.ts';
+
+/** One receive's worth of frames (SQS hands out at most 10 messages per receive): about 49 MB at 640x640. */
+export const PREPARED_AHEAD_MAX_FRAMES = 10;
+
+export class PreparedAhead {
+  private readonly maxFrames: number;
+  /** Insertion order is age order. */
+  private readonly entries = new Map<Uint8Array, Promise<PreparedFrame>>();
+  /** Decodes started ahead, and of those, taken by a frame's processing (for tests and the benchmark). */
+  started = 0;
+  used = 0;
+
+  constructor(maxFrames = PREPARED_AHEAD_MAX_FRAMES) {
+    this.maxFrames = maxFrames;
+  }
+
+  /** Starts `prepare(image)` unless that image is already held. */
+  start(image: Uint8Array, prepare: (image: Uint8Array) => Promise<PreparedFrame>): void {
+    if (this.maxFrames <= 0 || this.entries.has(image)) return;
+    while (this.entries.size >= this.maxFrames) this.entries.delete(this.entries.keys().next().value!);
+    const prepared = prepare(image);
+    // A corrupt image rejects here; the frame's processing awaits this same promise and reports it.
+    prepared.catch(() => undefined);
+    this.entries.set(image, prepared);
+    this.started++;
+  }
+
+  /** The decode started ahead for exactly these bytes, if one is held; it is used up. */
+  take(image: Uint8Array): Promise<PreparedFrame> | undefined {
+    const prepared = this.entries.get(image);
+    if (!prepared) return undefined;
+    this.entries.delete(image);
+    this.used++;
+    return prepared;
+  }
+
+  /** Entries held now. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Drops everything held (the model is going away). */
+  clear(): void {
+    this.entries.clear();
+  }
+}
