@@ -11,7 +11,6 @@ import { ensureDemoModel } from './demo-model/build-model.ts';
 import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 import { loadModel, type ExecutionProvider, type LoadedModel } from './model.ts';
 import { postprocess, type RawDetection } from './postprocess.ts';
-import { Float32Pool } from './buffer-pool.ts';
 import { PreparedAhead } from './prepared-ahead.ts';
 import { ImageDecodeError, prepareFrame, type PreparedFrame } from './preprocess.ts';
 import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
@@ -76,8 +75,6 @@ export interface VisionProcessor extends FrameProcessor {
   readonly batchSizes: readonly number[];
   /** Decodes started by `prepareAhead`, and of those, used by a frame's processing. */
   readonly preparedAhead: { readonly started: number; readonly used: number };
-  /** Input buffers allocated, and takes served by reusing one (buffer-pool.ts). */
-  readonly inputBuffers: { readonly created: number; readonly reused: number };
 }
 
 interface BatchItem {
@@ -109,8 +106,6 @@ class OnnxVisionProcessor implements VisionProcessor {
   private batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome> | undefined;
   private readonly trackers = new Map<string, ByteTracker>();
   private readonly ahead = new PreparedAhead();
-  private readonly buffers = new Float32Pool();
-  private readonly allocate = (length: number): Float32Array => this.buffers.take(length);
 
   constructor(options: VisionProcessorOptions) {
     this.options = options;
@@ -131,10 +126,6 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   get preparedAhead(): { readonly started: number; readonly used: number } {
     return { started: this.ahead.started, used: this.ahead.used };
-  }
-
-  get inputBuffers(): { readonly created: number; readonly reused: number } {
-    return { created: this.buffers.created, reused: this.buffers.reused };
   }
 
   get description(): string {
@@ -199,12 +190,11 @@ class OnnxVisionProcessor implements VisionProcessor {
     const model = this.model;
     if (!model) return;
     const { inputWidth, inputHeight } = model.info;
-    this.ahead.start(image, (bytes) => prepareFrame(bytes, inputWidth, inputHeight, this.allocate));
+    this.ahead.start(image, (bytes) => prepareFrame(bytes, inputWidth, inputHeight));
   }
 
   async stop(): Promise<void> {
     this.ahead.clear();
-    this.buffers.clear();
     this.batcher?.dispose();
     this.batcher = undefined;
     const session = this.model?.session;
@@ -250,7 +240,7 @@ class OnnxVisionProcessor implements VisionProcessor {
     try {
       const result = await batcher.submit(
         stream,
-        (this.ahead.take(frame.image) ?? prepareFrame(frame.image, inputWidth, inputHeight, this.allocate)).then((prepared) => ({ frame, prepared, late })),
+        (this.ahead.take(frame.image) ?? prepareFrame(frame.image, inputWidth, inputHeight)).then((prepared) => ({ frame, prepared, late })),
       );
       return Array.isArray(result) ? { status: 'ok', detections: result } : result;
     } catch (error) {
@@ -278,14 +268,8 @@ class OnnxVisionProcessor implements VisionProcessor {
     };
     for (const group of groups) {
       // A batch of one is its frame's own planes; stacking would copy 4.9 MB at 640x640.
-      const planes = group.map((it) => it.prepared.chw);
-      const batchBuffer = group.length === 1 ? undefined : this.buffers.take(plane * Math.max(group.length, this.options.batchSize));
-      const input = batchBuffer ? stackInto(batchBuffer, planes, plane) : planes[0]!;
-      if (batchBuffer) for (const p of planes) this.buffers.give(p);
+      const input = group.length === 1 ? group[0].prepared.chw : stack(group.map((it) => it.prepared.chw), plane);
       const out = await session.run({ [info.inputName]: new ort.Tensor('float32', input, [group.length, 3, info.inputHeight, info.inputWidth]) });
-      // The run has returned, so nothing reads its input any more. After a failed run the
-      // buffer is left to the collector: the inference thread might still be reading it.
-      this.buffers.give(batchBuffer ?? planes[0]!);
       const tensor = out[info.outputName];
       const data = tensor.data as Float32Array;
       const anchors = tensor.dims[2];
@@ -320,8 +304,9 @@ class OnnxVisionProcessor implements VisionProcessor {
   }
 }
 
-/** Copies equal-sized planes into the start of `buffer`; returns the view that holds them. */
-function stackInto(buffer: Float32Array, frames: readonly Float32Array[], plane: number): Float32Array {
-  frames.forEach((chw, i) => buffer.set(chw, i * plane));
-  return buffer.subarray(0, plane * frames.length);
+/** Concatenates equal-sized planes into one batch buffer. */
+function stack(frames: Float32Array[], plane: number): Float32Array {
+  const input = new Float32Array(plane * frames.length);
+  frames.forEach((chw, i) => input.set(chw, i * plane));
+  return input;
 }

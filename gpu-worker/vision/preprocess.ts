@@ -66,16 +66,8 @@ export class ImageDecodeError extends Error {
  * Decodes JPEG/PNG bytes and letterboxes them to the model input. sharp runs on
  * libuv's thread pool, so several of these overlap each other and a running
  * inference.
- *
- * `allocate` gives the planes' buffer (a pooled one, say: every element is written, so
- * its old contents do not matter); it is called only once the image has decoded.
  */
-export async function prepareFrame(
-  image: Uint8Array,
-  inputWidth: number,
-  inputHeight: number,
-  allocate: (length: number) => Float32Array = (length) => new Float32Array(length),
-): Promise<PreparedFrame> {
+export async function prepareFrame(image: Uint8Array, inputWidth: number, inputHeight: number): Promise<PreparedFrame> {
   let width: number;
   let height: number;
   let rgb: Buffer;
@@ -103,7 +95,7 @@ export async function prepareFrame(
   // padded copy from sharp and a second pass, and on a CPU every ms here is taken from
   // inference, which already uses every core.
   const plane = inputWidth * inputHeight;
-  const chw = allocate(plane * 3);
+  const chw = new Float32Array(plane * 3);
   fillPadding(chw, plane, inputWidth, geometry);
   for (let y = 0, q = 0; y < resizedHeight; y++) {
     let p = (padTop + y) * inputWidth + padLeft;

@@ -47,25 +47,6 @@ describe('threaded inference session', () => {
     expect(Array.from(fromThread[name]!.data as Float32Array)).toEqual(Array.from(fromMain[name]!.data as Float32Array));
   });
 
-  it('reads an input on shared memory in place: the same outputs, and the buffer stays ours to reuse', async () => {
-    // Prepare: the first 2 images of a shared buffer with room for 3, as the processor's pooled batch buffer.
-    const plain = input(2).data as Float32Array;
-    const shared = new Float32Array(new SharedArrayBuffer((plain.length / 2) * 3 * Float32Array.BYTES_PER_ELEMENT));
-    shared.set(plain);
-    const view = shared.subarray(0, plain.length);
-    const name = threaded.inputNames[0]!;
-
-    // Act
-    const fromShared = await threaded.run({ [name]: new ort.Tensor('float32', view, [2, 3, SIZE, SIZE]) });
-    const fromPlain = await threaded.run({ [name]: input(2) });
-
-    // Assess: not detached (a plain buffer is transferred to the thread), and unchanged.
-    expect(shared.length).toBe((plain.length / 2) * 3);
-    expect(Array.from(view.subarray(0, 16))).toEqual(Array.from(plain.subarray(0, 16)));
-    const out = threaded.outputNames[0]!;
-    expect(Array.from(fromShared[out]!.data as Float32Array)).toEqual(Array.from(fromPlain[out]!.data as Float32Array));
-  });
-
   it('leaves the event loop free while the model runs, where onnxruntime-node on the main thread blocks it', async () => {
     // Which settles first: the run, or a setImmediate queued right after it was started.
     const race = async (session: InferenceSessionLike) => {

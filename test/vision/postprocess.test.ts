@@ -212,34 +212,6 @@ describe('prepareFrame', () => {
     }
   });
 
-  it.each([
-    [5, 3, 8, 8],
-    [3, 7, 8, 8],
-    [7, 7, 9, 6],
-    [6, 4, 6, 4],
-  ])('writes every element of a reused buffer: a %ix%i image in a %ix%i input equals a fresh prepare', async (width, height, inputWidth, inputHeight) => {
-    // Prepare: a buffer left dirty by an earlier frame.
-    const raw = Buffer.from(Array.from({ length: width * height * 3 }, (_, i) => (i * 53) % 256));
-    const png = await sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer();
-    const dirty = new Float32Array(3 * inputWidth * inputHeight).fill(Number.NaN);
-    const lengths: number[] = [];
-
-    // Act
-    const fresh = await prepareFrame(png, inputWidth, inputHeight);
-    const reused = await prepareFrame(png, inputWidth, inputHeight, (length) => (lengths.push(length), dirty));
-
-    // Assess
-    expect(lengths).toEqual([dirty.length]);
-    expect(reused.chw).toBe(dirty);
-    expect(reused.chw).toEqual(fresh.chw);
-  });
-
-  it('asks for no buffer when the image does not decode', async () => {
-    const lengths: number[] = [];
-    await prepareFrame(new TextEncoder().encode('not an image'), 8, 8, (length) => (lengths.push(length), new Float32Array(length))).catch(() => undefined);
-    expect(lengths).toEqual([]);
-  });
-
   it('rejects bytes that are not an image with a corrupt-image error', async () => {
     const err = await prepareFrame(new TextEncoder().encode('not an image'), 8, 8).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ImageDecodeError);

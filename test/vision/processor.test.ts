@@ -173,39 +173,6 @@ describe('vision processor with the demo model', () => {
     for (const v of ['decoded-here', 'decoded-ahead']) processor.closeVideo(v);
   });
 
-  it('reuses its input buffers across batches without changing any result', async () => {
-    // Prepare: the reference runs one frame at a time; the pooled one keeps 3 videos' frames in flight at once.
-    const clips = [plainClip, crossingClip, await generateClip({ seed: 5, frames: 24, objects: 3 })];
-    const reference = createVisionProcessor({ ...opts, batchSize: 1 });
-    await reference.start();
-    const expected: FrameOutcome[][] = [];
-    for (const [v, clip] of clips.entries()) {
-      reference.openVideo(`r${v}`, undefined);
-      const outcomes: FrameOutcome[] = [];
-      for (const frame of inputs(`r${v}`, clip, 0, 24)) outcomes.push(...(await reference.process([frame])));
-      expected.push(outcomes);
-    }
-    await reference.stop();
-    const pooled = createVisionProcessor({ ...opts, batchSize: 4 });
-    await pooled.start();
-    clips.forEach((_, v) => pooled.openVideo(`p${v}`, undefined));
-
-    // Act: chunks of 3 frames per video, all videos at once.
-    const outcomes = await Promise.all(
-      clips.map(async (clip, v) => {
-        const out: FrameOutcome[] = [];
-        for (let f = 0; f < 24; f += 3) out.push(...(await pooled.process(inputs(`p${v}`, clip, f, f + 3))));
-        return out;
-      }),
-    );
-    const buffers = pooled.inputBuffers;
-    await pooled.stop();
-
-    // Assess
-    for (let v = 0; v < 3; v++) expect(rounded(outcomes[v]!)).toEqual(rounded(expected[v]!));
-    expect(buffers.reused).toBeGreaterThan(buffers.created);
-  });
-
   it('ignores a decode-ahead hint before the model is loaded', async () => {
     const unstarted = createVisionProcessor(opts);
     unstarted.prepareAhead!(plainClip.frames[0].image);
