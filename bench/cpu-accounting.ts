@@ -8,7 +8,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** Clock ticks per second of /proc's utime/stime (USER_HZ, 100 on Linux). */
-const TICKS_PER_SECOND = 100;
+export const TICKS_PER_SECOND = 100;
+
+/** The fields the benchmarks use of a `/proc/<pid>/stat` (or `/proc/<pid>/task/<tid>/stat`) line. */
+export function parseProcStat(stat: string): { comm: string; ppid: number; ticks: number; startTicks: string } {
+  // comm may hold spaces and parentheses; the fields after the last ')' are fixed.
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
+  return { comm: stat.slice(stat.indexOf('(') + 1, close), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]), startTicks: fields[19] ?? '' };
+}
 
 export type CpuRole = 'worker' | 'dynamodb-local' | 'bench process (S3, SQS, router, uploader)' | 'other children';
 
@@ -36,16 +44,14 @@ const cmdlines = new Map<string, string>();
 
 function readProcess(pid: number): { ppid: number; ticks: number; cmdline: string } | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // comm may hold spaces and parentheses; the fields after the last ')' are fixed.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const identity = `${pid}:${fields[19]}`;
+    const stat = parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    const identity = `${pid}:${stat.startTicks}`;
     let cmdline = cmdlines.get(identity);
     if (cmdline === undefined) {
       cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
       cmdlines.set(identity, cmdline);
     }
-    return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]), cmdline };
+    return { ppid: stat.ppid, ticks: stat.ticks, cmdline };
   } catch {
     return undefined;
   }

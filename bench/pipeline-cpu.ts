@@ -20,13 +20,12 @@ import { availableParallelism, cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createVisionProcessor } from '../gpu-worker/vision/index.ts';
 import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
+import { parseProcStat, TICKS_PER_SECOND } from './cpu-accounting.ts';
 import { numberOption } from './support.ts';
 import { RANDOM_WEIGHT_PROCESSOR_OPTIONS, YOLOV8N_PATH } from './yolo-fixtures.ts';
 
 const VIDEOS = 8;
 const CHUNK_FRAMES = 2;
-/** /proc's utime and stime are in USER_HZ ticks. */
-const MS_PER_TICK = 10;
 /** The thread that runs the model: Node names its worker threads so. */
 const INFERENCE_THREAD = 'WorkerThread';
 
@@ -53,9 +52,8 @@ function cpuMsByThread(): Map<string, number> {
     } catch {
       continue; // the thread ended between the listing and the read
     }
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK);
+    const { comm, ticks } = parseProcStat(stat);
+    out.set(comm, (out.get(comm) ?? 0) + (ticks * 1000) / TICKS_PER_SECOND);
   }
   return out;
 }

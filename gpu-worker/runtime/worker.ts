@@ -15,11 +15,12 @@
  * round order, so each video still sees rounds strictly one after another.
  *
  * Receive ahead: once the commit in flight is applied, a worker behind a backlog receives
- * the next messages while its round is still running and starts their frames' S3 GETs
- * (frame-prefetch.ts), and hands their bytes to the processor to decode ahead
+ * the next messages while its round is still running, starts their frames' S3 GETs
+ * (frame-prefetch.ts) and hands the bytes to the processor to decode ahead
  * (vision/prepared-ahead.ts), so the next round starts inferring at once instead of after
- * a receive, a GET and a batch of decodes. Messages received ahead are kept invisible from the moment they
- * arrive and, if the loop ends before their round, handed back to the queue at once.
+ * a receive, a GET and a batch of decodes. Messages received ahead are kept invisible
+ * from the moment they arrive and, if the loop ends before their round, handed back to
+ * the queue at once.
  *
  * Faults cost one video a few seconds, never the slot: a video whose round fails is
  * restored alone from its last checkpoint and retried with backoff; a frame that keeps
@@ -331,10 +332,11 @@ export class Worker {
 
   /**
    * While a round runs behind a backlog, receive the next messages (without waiting: the
-   * backlog has them) and start fetching their frames, so the next round does not begin
-   * with a receive and a GET latency while the model waits. Only other videos can come back: a video in this
-   * round has messages in flight, which blocks its FIFO group. The next round handles
-   * these exactly as if it had received them itself.
+   * backlog has them) and start fetching (and, through the prefetch, decoding) their
+   * frames, so the next round does not begin with a receive and a GET latency while the
+   * model waits. Only other videos can come back: a video in this round has messages in
+   * flight, which blocks its FIFO group. The next round handles these exactly as if it
+   * had received them itself.
    */
   private receiveAhead(): void {
     if (this.ahead || this.stopRequested || this.lost) return;
