@@ -107,16 +107,27 @@ export class SlotQueues {
     return failed;
   }
 
-  async extendVisibility(slot: number, receiptHandles: readonly string[], seconds: number): Promise<void> {
+  /**
+   * Sets the visibility timeout of received messages. Returns the handles SQS refused one
+   * by one (a deleted message, an expired handle): the caller stops counting on those.
+   * A failed call throws.
+   */
+  async extendVisibility(slot: number, receiptHandles: readonly string[], seconds: number): Promise<string[]> {
+    const refused: string[] = [];
     for (let i = 0; i < receiptHandles.length; i += 10) {
       const chunk = receiptHandles.slice(i, i + 10);
-      await this.sqs.send(
+      const r = await this.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: this.urlOf(slot),
           Entries: chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: seconds })),
         }),
       );
+      for (const f of r?.Failed ?? []) {
+        const handle = chunk[Number(f.Id)];
+        if (handle !== undefined) refused.push(handle);
+      }
     }
+    return refused;
   }
 
   /** Parks an unusable message in the slot's DLQ with the reason, so it never blocks its group. */

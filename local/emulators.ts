@@ -138,7 +138,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise
     credentials: { ...LOCAL_CREDENTIALS },
     maxAttempts: 1,
   });
-  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+  const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
   try {
     for (;;) {
       if (hasExited) {

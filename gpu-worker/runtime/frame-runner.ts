@@ -39,7 +39,14 @@ export interface VideoPlan {
 export type VideoRun =
   | { readonly ok: true; readonly outcomes: Map<number, FrameOutcome> }
   /** The video failed this round; `blamed` are the frames at fault (all of its frames when unknown). */
-  | { readonly ok: false; readonly reason: string; readonly detail: string; readonly blamed: readonly number[] };
+  | {
+      readonly ok: false;
+      readonly reason: string;
+      readonly detail: string;
+      readonly blamed: readonly number[];
+      /** The failure was an outage (throttling, 5xx, timeouts, no connection) that outlasted the retries, not the frames' fault. */
+      readonly transient?: boolean;
+    };
 
 export interface FrameRunnerDeps {
   readonly frames: FrameStore;
@@ -57,11 +64,13 @@ export interface FrameRunnerDeps {
 class VideoRoundError extends Error {
   readonly reason: string;
   readonly blamed: readonly number[];
+  readonly transient: boolean;
 
-  constructor(reason: string, detail: string, blamed: readonly number[]) {
+  constructor(reason: string, detail: string, blamed: readonly number[], transient: boolean) {
     super(detail);
     this.reason = reason;
     this.blamed = blamed;
+    this.transient = transient;
   }
 }
 
@@ -85,7 +94,7 @@ export class FrameRunner {
       }
       const e = s.reason;
       const all = plan.steps.flatMap((st) => (st.type === 'frame' || st.type === 'late' ? [st.ref.frame] : []));
-      if (e instanceof VideoRoundError) out.set(plan.videoId, { ok: false, reason: e.reason, detail: e.message, blamed: e.blamed });
+      if (e instanceof VideoRoundError) out.set(plan.videoId, { ok: false, reason: e.reason, detail: e.message, blamed: e.blamed, transient: e.transient });
       else out.set(plan.videoId, { ok: false, reason: 'processing-error', detail: errorText(e), blamed: all });
     });
     return out;
@@ -158,7 +167,7 @@ export class FrameRunner {
           this.d.log.warn('frame cannot be read', { videoId, frame: ref.frame, key: ref.key, code, error: errorText(e) });
           return { failed: { status: 'failed', reason: code, detail: errorText(e).slice(0, 300) } };
         }
-        if (attempt >= FETCH_RETRIES) throw new VideoRoundError(code, `s3://${ref.bucket}/${ref.key}: ${errorText(e)}`, [ref.frame]);
+        if (attempt >= FETCH_RETRIES) throw new VideoRoundError(code, `s3://${ref.bucket}/${ref.key}: ${errorText(e)}`, [ref.frame], true);
         await new Promise((r) => setTimeout(r, FETCH_RETRY_BASE_MS * 4 ** attempt * (0.5 + Math.random())));
       }
     }
@@ -175,7 +184,7 @@ export class FrameRunner {
         ...(after ? { after: { frame: after.frame, detections: after.detections } } : {}),
       };
     } catch (e) {
-      throw new VideoRoundError(errorCode(e), `neighbours of late frame ${frame}: ${errorText(e)}`, [frame]);
+      throw new VideoRoundError(errorCode(e), `neighbours of late frame ${frame}: ${errorText(e)}`, [frame], isTransient(e));
     }
   }
 }

@@ -1,0 +1,93 @@
+/**
+ * Builds one round: asks each eligible video for its plan, runs the frames of all of
+ * them together (frame-runner.ts: one cross-video batch for the model), and turns each
+ * video's outcomes into a commit unit (commit-builder.ts). A video whose frames failed
+ * comes back as a failure to roll back; the others are unaffected.
+ */
+import { estimatedBytes, MAX_CHECKPOINT_BYTES, type CommitUnit } from '../../core/commit-packing.ts';
+import type { SlotFence } from '../../core/lease-store.ts';
+import type { FrameProcessor, LogSink } from '../../core/ports.ts';
+import { buildCommit } from './commit-builder.ts';
+import type { FrameRunner } from './frame-runner.ts';
+import type { SessionPlan, VideoSession } from './video-session.ts';
+
+/** One video's share of a round, built while the round ran, committed after it. */
+export interface RoundUnit {
+  readonly session: VideoSession;
+  readonly plan: SessionPlan;
+  readonly unit: CommitUnit;
+  /** Frames parked (given up on) in this unit, for the metric once it lands. */
+  readonly parked: number;
+}
+
+/** A video whose round failed: to be rolled back alone. */
+export interface RoundFailure {
+  readonly session: VideoSession;
+  readonly reason: string;
+  readonly detail: string;
+  readonly blamed: readonly number[];
+  /** An outage (throttling, 5xx, timeouts): retried without counting towards parking. */
+  readonly transient: boolean;
+}
+
+export interface RoundBuilderDeps {
+  readonly runner: Pick<FrameRunner, 'run'>;
+  readonly processor: Pick<FrameProcessor, 'snapshot'>;
+  readonly log: LogSink;
+}
+
+export async function buildRound(
+  d: RoundBuilderDeps,
+  sessions: readonly VideoSession[],
+  fence: SlotFence,
+  nowMs: number,
+): Promise<{ units: RoundUnit[]; failures: RoundFailure[] }> {
+  const plans: { session: VideoSession; plan: SessionPlan }[] = [];
+  for (const session of sessions) {
+    const plan = session.plan(nowMs);
+    if (plan) plans.push({ session, plan });
+  }
+  if (plans.length === 0) return { units: [], failures: [] };
+  const runs = await d.runner.run(plans.map(({ session, plan }) => ({ videoId: session.videoId, steps: plan.steps, parked: plan.parked })));
+  const units: RoundUnit[] = [];
+  const failures: RoundFailure[] = [];
+  for (const { session, plan } of plans) {
+    const run = runs.get(session.videoId)!;
+    if (!run.ok) {
+      failures.push({ session, reason: run.reason, detail: run.detail, blamed: run.blamed, transient: run.transient === true });
+      continue;
+    }
+    const { unit, failures: failed } = buildCommit({
+      videoId: session.videoId,
+      token: session.token,
+      workerId: fence.workerId,
+      slot: fence.slot,
+      committed: session.committed,
+      steps: plan.steps,
+      outcomes: run.outcomes,
+      sequencer: session.sequencer.snapshot(),
+      complete: session.sequencer.isComplete(),
+      processor: processorSnapshot(d, session),
+      nowMs,
+    });
+    for (const f of failed) d.log.warn('frame failed', { videoId: session.videoId, ...f });
+    units.push({ session, plan, unit, parked: session.parkedIn(plan) });
+  }
+  return { units, failures };
+}
+
+/**
+ * The processor's snapshot for the checkpoint, compacted when the checkpoint would
+ * outgrow {@link MAX_CHECKPOINT_BYTES} (the tracker evicts its oldest lost tracks).
+ */
+function processorSnapshot(d: RoundBuilderDeps, s: VideoSession): string {
+  const full = d.processor.snapshot(s.videoId);
+  const rest = estimatedBytes({ ...s.committed, processor: undefined, sequencer: s.sequencer.snapshot() });
+  // The snapshot is stored as a string: JSON escaping of its quotes and its key add a
+  // few percent to the estimate, so the processor gets a little less than the gap.
+  const room = Math.floor((MAX_CHECKPOINT_BYTES - rest) * 0.97) - 64;
+  if (Buffer.byteLength(full) <= room) return full;
+  const compact = d.processor.snapshot(s.videoId, Math.max(0, room));
+  d.log.warn('checkpoint over its cap: processor state compacted', { videoId: s.videoId, fullBytes: Buffer.byteLength(full), compactBytes: Buffer.byteLength(compact), room });
+  return compact;
+}

@@ -1,0 +1,147 @@
+/**
+ * The videos this worker owns, and their leases: finds or takes a video's lease (adopting
+ * it with token + 1 and restoring its checkpoint), learns where a video pinned elsewhere
+ * lives, releases idle or finished videos, and forgets a video whose lease moved. Opens
+ * and closes the processor's per-video state with the lease, so the tracker a session
+ * sees is always the one its checkpoint describes.
+ */
+import type { Tunables } from '../../core/config.ts';
+import type { VideoCheckpoint } from '../../core/checkpoint.ts';
+import type { LeaseStore, SlotFence } from '../../core/lease-store.ts';
+import { METRIC_NAMES } from '../../core/metric-names.ts';
+import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
+import { VideoSession } from './video-session.ts';
+
+export interface VideoRegistryDeps {
+  readonly tunables: Tunables;
+  readonly leases: Pick<LeaseStore, 'adoptVideo' | 'getVideo' | 'pinVideo' | 'releaseVideo' | 'listPinned'>;
+  readonly processor: Pick<FrameProcessor, 'openVideo' | 'closeVideo'>;
+  readonly metrics: MetricSink;
+  readonly log: LogSink;
+  readonly now: () => number;
+  /** The slot lease every lease write is fenced by. */
+  readonly fence: () => SlotFence;
+  /** Declares the slot lease lost (an adoption was fenced by the slot's epoch). */
+  readonly loseSlot: (reason: string) => void;
+  readonly slotLost: () => boolean;
+}
+
+/** Where a video's messages go: its session here, another slot, nowhere (slot lost), or dropped as old news. */
+export type Placement = VideoSession | number | 'lost' | 'nothing-new';
+
+export class VideoRegistry {
+  private readonly d: VideoRegistryDeps;
+  private readonly sessions = new Map<string, VideoSession>();
+
+  constructor(deps: VideoRegistryDeps) {
+    this.d = deps;
+  }
+
+  get(videoId: string): VideoSession | undefined {
+    return this.sessions.get(videoId);
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  all(): VideoSession[] {
+    return [...this.sessions.values()];
+  }
+
+  ids(): string[] {
+    return [...this.sessions.keys()];
+  }
+
+  /**
+   * Finds or takes the lease of a video. Returns its session, the slot to forward to
+   * when it lives elsewhere, `lost` when our slot is gone, or `nothing-new` when the
+   * video was released and `takeReleased` says the messages bring nothing new. Throws
+   * when the store cannot be reached (the caller holds the messages and retries).
+   */
+  async place(videoId: string, takeReleased?: (released: VideoCheckpoint) => Promise<boolean>): Promise<Placement> {
+    const existing = this.sessions.get(videoId);
+    if (existing) return existing;
+    const fence = this.d.fence();
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const adopted = await this.d.leases.adoptVideo(videoId, fence, this.d.now());
+      if (adopted === 'slot-lost') {
+        this.d.loseSlot('adoption fenced: the slot lease moved on');
+        return 'lost';
+      }
+      if (adopted !== 'not-here') return this.open(videoId, adopted.token, adopted.checkpoint);
+      const current = await this.d.leases.getVideo(videoId);
+      if (current.pinnedSlot !== undefined && current.pinnedSlot !== fence.slot) return current.pinnedSlot;
+      // Released (idle or finished) while the router still sent here: take it ourselves,
+      // unless what came is only redeliveries of what it already has.
+      if (current.pinnedSlot === undefined) {
+        if (takeReleased && current.state === 'released' && !(await takeReleased(current.checkpoint))) return 'nothing-new';
+        await this.d.leases.pinVideo(videoId, fence.slot, this.d.now());
+      }
+    }
+    if (this.d.slotLost()) return 'lost';
+    throw new Error(`could not settle the lease of video ${videoId}`);
+  }
+
+  /** Takes over every video pinned to this slot (a predecessor's, or one never adopted); `takeReleased` as in {@link place}. */
+  async adoptPinned(takeReleased?: (released: VideoCheckpoint) => Promise<boolean>): Promise<void> {
+    for (const videoId of await this.d.leases.listPinned(this.d.fence().slot)) {
+      if (this.d.slotLost()) return;
+      await this.place(videoId, takeReleased);
+    }
+  }
+
+  /** Releases a video (idle or finished): the lease keeps its token and checkpoint for the next owner. */
+  async release(s: VideoSession, why: 'idle' | 'end-of-stream'): Promise<void> {
+    const fence = this.d.fence();
+    let ok: boolean;
+    try {
+      ok = await this.d.leases.releaseVideo(s.videoId, fence, s.token, s.committed.seq, this.d.now(), this.d.tunables.releasedVideoRetentionDays);
+    } catch (e) {
+      // Still ours and committed: the next housekeeping round tries again once it is idle.
+      this.d.log.warn('video release failed; will retry when idle', { videoId: s.videoId, why, error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'release' });
+      return;
+    }
+    this.close(s);
+    this.d.metrics.count(METRIC_NAMES.worker.videosReleased, 1, { Why: why });
+    this.d.log.info('video released', { videoId: s.videoId, why, ok, token: s.token, framesOk: s.committed.framesOk });
+  }
+
+  /** Forgets a video whose lease moved; returns the handles it held, for the caller to hand back. */
+  drop(s: VideoSession): readonly string[] {
+    this.close(s);
+    return s.handles;
+  }
+
+  /** Restores the processor's state of a rolled-back video. */
+  restoreProcessor(s: VideoSession, snapshot: string | undefined): void {
+    this.d.processor.closeVideo(s.videoId);
+    this.d.processor.openVideo(s.videoId, snapshot);
+  }
+
+  private close(s: VideoSession): void {
+    this.d.processor.closeVideo(s.videoId);
+    this.sessions.delete(s.videoId);
+  }
+
+  private open(videoId: string, token: number, ck: VideoCheckpoint): VideoSession {
+    this.d.processor.openVideo(videoId, ck.processor);
+    const s = new VideoSession(videoId, token, ck, this.d.tunables, this.d.now());
+    this.sessions.set(videoId, s);
+    this.d.metrics.count(METRIC_NAMES.worker.videoLeasesAdopted);
+    if (ck.owners.length > 1) this.d.metrics.count(METRIC_NAMES.worker.videoTakeovers);
+    this.d.log.info('video adopted', {
+      videoId,
+      token,
+      nextFrame: ck.sequencer.nextFrame,
+      buffered: ck.sequencer.buffered.length,
+      previousOwner: ck.owners.at(-2)?.worker,
+    });
+    return s;
+  }
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}

@@ -1,0 +1,264 @@
+/**
+ * One owned video's state between commits, and every decision about it: what a message
+ * changes, what runs this round, what a landed commit deletes, what a failed round rolls
+ * back, when the video is idle. No AWS client and no processor here: methods return
+ * actions (handles to delete or hand back, a processor state to restore), and the
+ * caller carries them out.
+ *
+ * Since the last commit, the session keeps a log of what changed its sequencer (offers,
+ * late frames, rejects, end markers, listings) and the receipt handles behind them. A
+ * round that fails restores the sequencer from the committed checkpoint and replays the
+ * log, so the messages stay in this process (kept invisible by the inbox) instead of
+ * going back to the queue: a retry never costs a receive, and an outage of any length
+ * cannot walk a message into the DLQ by redrive (receives are what redrive counts).
+ */
+import type { VideoCheckpoint } from '../../core/checkpoint.ts';
+import type { CommitUnit } from '../../core/commit-packing.ts';
+import { padWidthOf } from '../../core/frame-store.ts';
+import { VideoSequencer, type FrameRef, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
+
+/** Most result items one video commits per round (a transaction holds 100 items). */
+export const MAX_RESULT_ITEMS_PER_COMMIT = 80;
+/** After this many failed rounds in a row (outages aside), a video's blamed frames are parked as failures. */
+export const MAX_VIDEO_FAILURES = 4;
+/** Backoff after a failed round: base, doubling per failure, capped. */
+export const RETRY_BASE_MS = 500;
+export const RETRY_MAX_MS = 30_000;
+/** How many settled frames a video remembers (a redelivery of one is a duplicate without a read). */
+export const SETTLED_MEMORY_FRAMES = 512;
+
+/** A change to the sequencer since the last commit, replayed after a rollback. */
+type LoggedChange =
+  | { readonly op: 'offer'; readonly ref: FrameRef; readonly atMs: number }
+  | { readonly op: 'late'; readonly ref: FrameRef; readonly replacesGap: boolean }
+  | { readonly op: 'reject'; readonly ref: FrameRef; readonly reason: 'after-end-of-stream' | 'before-first-frame' }
+  | { readonly op: 'end'; readonly endFrame: number }
+  | { readonly op: 'listing'; readonly fromFrame: number; readonly frames: readonly FrameRef[]; readonly complete: boolean; readonly atMs: number };
+
+/** What offering a frame decided, and what the caller must look up when the sequencer cannot tell. */
+export type FrameOffer =
+  | { readonly kind: 'accepted' }
+  | { readonly kind: 'duplicate' }
+  /** Below the tracker or outside the video: the frame's record decides (see {@link VideoSession.resolveWithRecord}). */
+  | { readonly kind: 'needs-record'; readonly offered: Exclude<OfferResult, 'accepted' | 'duplicate'> };
+
+/** One round's plan for a video: the steps to run and the frames to record as parked instead of running. */
+export interface SessionPlan {
+  readonly steps: readonly SequencedStep[];
+  readonly parked: ReadonlyMap<number, string>;
+  /** Handles the unit built from this plan covers (deleted once it lands). */
+  readonly handles: readonly string[];
+  /** Log entries this plan's unit covers. */
+  readonly logLength: number;
+}
+
+/** What a rollback asks of the caller. */
+export interface RollbackActions {
+  /** The processor state to restore the video's tracker to. */
+  readonly restoreProcessor: string | undefined;
+  readonly backoffMs: number;
+  /** Whether the failure counts towards parking (outages do not). */
+  readonly counted: boolean;
+}
+
+export class VideoSession {
+  readonly videoId: string;
+  readonly token: number;
+  /** Last checkpoint known to be stored. */
+  committed: VideoCheckpoint;
+  sequencer: VideoSequencer;
+  lastActivityMs: number;
+  /** Frames outside the video waiting for their failure record. */
+  rejects: Extract<SequencedStep, { type: 'reject' }>[] = [];
+  /** Receipt handles to delete once this video's next commit lands. */
+  handles: string[] = [];
+  /** Whether anything changed since the last commit. */
+  dirty = false;
+  /** Zero-padding width of the video's keys, when they show one (listings can then seek). */
+  padWidth: number | undefined;
+  /** Failed rounds in a row that count towards parking, and no work before `retryAtMs` (backoff). */
+  failures = 0;
+  /** Failed rounds in a row for any reason (outages included): drives the backoff. */
+  private failedRounds = 0;
+  retryAtMs = 0;
+  /** Frames blamed by failed rounds, with the reason: parked once `failures` reaches the limit. */
+  readonly blamed = new Map<number, string>();
+  /** Frames this worker committed a final record for, most recent last. Bounded. */
+  readonly settled = new Set<number>();
+  /** Frames a commit found already recorded: left out of later rounds. */
+  readonly recorded = new Set<number>();
+  private log: LoggedChange[] = [];
+  private readonly options: SequencerOptions;
+
+  constructor(videoId: string, token: number, checkpoint: VideoCheckpoint, options: SequencerOptions, nowMs: number) {
+    this.videoId = videoId;
+    this.token = token;
+    this.committed = checkpoint;
+    this.options = options;
+    this.sequencer = new VideoSequencer(options, checkpoint.sequencer);
+    this.lastActivityMs = nowMs;
+    const known = checkpoint.sequencer.buffered[0]?.key;
+    this.padWidth = known !== undefined ? padWidthOf(known) : undefined;
+  }
+
+  /** Whether the video is waiting out a backoff at `nowMs`. */
+  backingOff(nowMs: number): boolean {
+    return this.retryAtMs > nowMs;
+  }
+
+  /** A message of this video arrived: its handle is held until the next commit lands. */
+  takeHandle(handle: string, nowMs: number): void {
+    this.handles.push(handle);
+    this.lastActivityMs = nowMs;
+    this.dirty = true;
+  }
+
+  /** Offers a frame; the caller resolves `needs-record` with the frame's record. */
+  offerFrame(ref: FrameRef, nowMs: number): FrameOffer {
+    this.padWidth ??= padWidthOf(ref.key);
+    const offered = this.sequencer.offer(ref, nowMs);
+    if (offered === 'accepted') {
+      this.log.push({ op: 'offer', ref, atMs: nowMs });
+      return { kind: 'accepted' };
+    }
+    if (offered === 'duplicate' || this.settled.has(ref.frame)) return { kind: 'duplicate' };
+    return { kind: 'needs-record', offered };
+  }
+
+  /**
+   * Decides a frame below the tracker or outside the video from its record: a final
+   * record makes it a duplicate; otherwise it runs late (replacing a gap) or is rejected.
+   */
+  resolveWithRecord(ref: FrameRef, offered: FrameOffer & { kind: 'needs-record' }, recordStatus: string | undefined): 'duplicate' | 'late' | 'rejected' {
+    if (recordStatus !== undefined && recordStatus !== 'gap') return 'duplicate';
+    if (offered.offered === 'below') {
+      const replacesGap = recordStatus === 'gap';
+      this.sequencer.addLate(ref, replacesGap);
+      this.log.push({ op: 'late', ref, replacesGap });
+      return 'late';
+    }
+    const reason = offered.offered === 'after-end' ? 'after-end-of-stream' : 'before-first-frame';
+    if (!this.rejects.some((r) => r.ref.frame === ref.frame)) {
+      this.rejects.push({ type: 'reject', ref, reason });
+      this.log.push({ op: 'reject', ref, reason });
+    }
+    return 'rejected';
+  }
+
+  setEnd(endFrame: number): void {
+    this.sequencer.setEnd(endFrame);
+    this.log.push({ op: 'end', endFrame });
+  }
+
+  /** Records what a listing of S3 said (kept for replay after a rollback). */
+  learnListing(fromFrame: number, frames: readonly FrameRef[], complete: boolean, nowMs: number): void {
+    this.sequencer.learnListing(fromFrame, frames, complete, nowMs);
+    this.log.push({ op: 'listing', fromFrame, frames, complete, atMs: nowMs });
+  }
+
+  /** The steps due this round, or undefined when the video has nothing to commit. */
+  plan(nowMs: number): SessionPlan | undefined {
+    const rejects = this.rejects.splice(0, MAX_RESULT_ITEMS_PER_COMMIT);
+    const room = MAX_RESULT_ITEMS_PER_COMMIT - rejects.length;
+    const taken: SequencedStep[] = [...rejects, ...(room > 0 ? this.sequencer.take(nowMs, room) : [])];
+    const steps = this.recorded.size === 0 ? taken : taken.filter((st) => !this.recorded.has(st.type === 'gap' ? st.frame : st.ref.frame));
+    if (steps.length === 0 && !this.dirty) return undefined;
+    return {
+      steps,
+      parked: this.failures >= MAX_VIDEO_FAILURES ? new Map(this.blamed) : new Map(),
+      handles: [...this.handles],
+      logLength: this.log.length,
+    };
+  }
+
+  /** How many of a plan's frames are recorded as parked. */
+  parkedIn(plan: SessionPlan): number {
+    if (plan.parked.size === 0) return 0;
+    return plan.steps.filter((s) => (s.type === 'frame' || s.type === 'late') && plan.parked.has(s.ref.frame)).length;
+  }
+
+  /**
+   * A unit built from `plan` landed: it is the committed state now. Returns the handles
+   * to delete (exactly those the checkpoint covers) and whether the video is complete.
+   */
+  applyCommitted(unit: CommitUnit, plan: SessionPlan): { deleteHandles: readonly string[]; complete: boolean } {
+    this.committed = unit.checkpoint;
+    const covered = new Set(plan.handles);
+    this.handles = this.handles.filter((h) => !covered.has(h));
+    this.log = this.log.slice(plan.logLength);
+    this.dirty = this.handles.length > 0 || this.log.length > 0;
+    if (this.failures >= MAX_VIDEO_FAILURES) this.blamed.clear();
+    this.failures = 0;
+    this.failedRounds = 0;
+    remember(this.settled, unit.results.filter((r) => r.status !== 'gap').map((r) => r.frame));
+    return { deleteHandles: plan.handles, complete: unit.checkpoint.complete };
+  }
+
+  /**
+   * A round failed: restore the last committed state, replay what arrived since, and
+   * back off. `counted` failures (not outages) blame frames and lead to parking; the
+   * messages stay held either way.
+   */
+  rollback(blamed: readonly number[], reason: string, counted: boolean, nowMs: number): RollbackActions {
+    this.failedRounds++;
+    if (counted) {
+      this.failures++;
+      for (const f of blamed) this.blamed.set(f, reason);
+    }
+    const backoffMs = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (this.failedRounds - 1));
+    this.restore();
+    this.retryAtMs = nowMs + backoffMs;
+    return { restoreProcessor: this.committed.processor, backoffMs, counted };
+  }
+
+  /** Rebuilds the sequencer from the committed checkpoint and replays the log on it. */
+  private restore(): void {
+    this.sequencer = new VideoSequencer(this.options, this.committed.sequencer);
+    this.rejects = [];
+    for (const c of this.log) {
+      if (c.op === 'offer') this.sequencer.offer(c.ref, c.atMs);
+      else if (c.op === 'late') this.sequencer.addLate(c.ref, c.replacesGap);
+      else if (c.op === 'reject') this.rejects.push({ type: 'reject', ref: c.ref, reason: c.reason });
+      else if (c.op === 'end') this.sequencer.setEnd(c.endFrame);
+      else this.sequencer.learnListing(c.fromFrame, c.frames, c.complete, c.atMs);
+    }
+    this.dirty = this.handles.length > 0 || this.log.length > 0;
+  }
+
+  /** Whether the video may be released for idleness at `nowMs`. */
+  idleReleaseDue(nowMs: number, idleMs: number): boolean {
+    const failing = this.failedRounds > 0 || this.backingOff(nowMs);
+    return !failing && !this.dirty && this.handles.length === 0 && this.rejects.length === 0 && !this.sequencer.hasPending() && nowMs - this.lastActivityMs >= idleMs;
+  }
+
+  /** When this video next has work of its own (a backoff's end, a sequencer deadline), or undefined. */
+  nextWakeMs(nowMs: number): number | undefined {
+    if (this.backingOff(nowMs)) return this.retryAtMs;
+    if (this.rejects.length > 0 || this.dirty) return nowMs;
+    return this.sequencer.nextDeadlineMs();
+  }
+
+  /**
+   * Whether a frame message would be run by this video soon (decoding it ahead is worth
+   * it): not a duplicate, not settled, and the video is not backing off.
+   */
+  wouldRun(frame: number, nowMs: number): boolean {
+    if (this.backingOff(nowMs) || this.settled.has(frame) || this.recorded.has(frame)) return false;
+    const next = this.sequencer.nextFrame;
+    const first = this.sequencer.firstFrame;
+    if (first !== null && frame < next) return false;
+    const end = this.sequencer.endFrame;
+    return end === null || frame <= end;
+  }
+}
+
+function remember(settled: Set<number>, frames: readonly number[]): void {
+  for (const f of frames) {
+    settled.delete(f);
+    settled.add(f);
+  }
+  for (const f of settled) {
+    if (settled.size <= SETTLED_MEMORY_FRAMES) break;
+    settled.delete(f);
+  }
+}
