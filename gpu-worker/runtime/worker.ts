@@ -20,25 +20,20 @@
  * 21); a video's rounds never overlap, and commits stay one at a time in round order.
  */
 import type { Tunables } from '../../core/config.ts';
-import { parseEndMarkerBody } from '../../core/keys.ts';
-import type { SlotMessage } from '../../core/messages.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
-import type { VideoCheckpoint } from '../../core/checkpoint.ts';
-import type { CommitOutcome, LeaseStore, SlotFence } from '../../core/lease-store.ts';
-import { estimatedBytes } from '../../core/commit-packing.ts';
-import type { FrameResultItem } from '../../core/results.ts';
-import { getFrameResult, type ResultsSource } from '../../core/results-reader.ts';
+import type { LeaseStore, SlotFence } from '../../core/lease-store.ts';
+import type { ResultsSource } from '../../core/results-reader.ts';
 import type { SlotQueues } from '../../core/slot-queues.ts';
-import { ObjectMissingError, type FrameStore } from '../../core/frame-store.ts';
+import type { FrameStore } from '../../core/frame-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { SlotKeeper, sleep } from './slot-keeper.ts';
-import { FrameRunner, errorCode } from './frame-runner.ts';
+import { FrameRunner } from './frame-runner.ts';
 import { FramePrefetch } from './frame-prefetch.ts';
 import { SlotInbox, type InboxMessage } from './slot-inbox.ts';
 import { VideoRegistry } from './video-registry.ts';
-import type { VideoSession } from './video-session.ts';
-import { buildRound, type RoundFailure, type RoundUnit } from './round-builder.ts';
-import { commitActions, settleInDoubt } from './commit-pipeline.ts';
+import { MessageIntake } from './message-intake.ts';
+import { RoundCommitter } from './round-committer.ts';
+import { buildRound } from './round-builder.ts';
 import { aheadSkipsAfter, decideRound, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
 export { MAX_POLL_WAIT_SECONDS } from './round-policy.ts';
@@ -71,10 +66,6 @@ export interface WorkerDeps {
 /** Why the run loop ended; main.ts maps it to an exit code. */
 export type ExitReason = 'drained' | 'idle' | 'lease-lost' | 'no-slot';
 
-/** Unpadded keys are listed whole, at most this many pages of 1,000. */
-const MAX_UNPADDED_LISTING_PAGES = 100;
-
-type ReadyMessage = InboxMessage & { readonly msg: SlotMessage };
 
 export class Worker {
   private readonly d: WorkerDeps;
@@ -84,6 +75,8 @@ export class Worker {
   private readonly prefetch: FramePrefetch;
   private inbox: SlotInbox | undefined;
   private registry: VideoRegistry | undefined;
+  private intake: MessageIntake | undefined;
+  private committer: RoundCommitter | undefined;
   private stopRequested = false;
   /** When the last receive brought messages (or the slot was claimed): the idle-exit clock. */
   private lastMessageAtMs = 0;
@@ -91,8 +84,6 @@ export class Worker {
   private pendingCommit: Promise<boolean> | undefined;
   /** Videos of {@link pendingCommit}: left out of rounds until it is applied. */
   private readonly committing = new Set<string>();
-  /** Units whose commit answer was lost: their videos wait, held, until a read settles them. */
-  private readonly inDoubt = new Map<string, RoundUnit>();
   /** Messages held until the store can place them (it could not be reached). */
   private waiting: InboxMessage[] = [];
   private storeAttempts = 0;
@@ -181,6 +172,26 @@ export class Worker {
     });
     this.inbox = inbox;
     this.registry = registry;
+    this.intake = new MessageIntake({
+      inbox,
+      registry,
+      frames: this.d.frames,
+      bucket: this.d.bucket,
+      results: this.d.results,
+      metrics: this.d.metrics,
+      log: this.d.log,
+      slotLost: () => this.lost,
+    });
+    this.committer = new RoundCommitter({
+      leases: this.d.leases,
+      inbox,
+      registry,
+      metrics: this.d.metrics,
+      log: this.d.log,
+      now: this.now,
+      fence: () => this.fence,
+      loseSlot: (reason) => this.keeper.lose(reason),
+    });
     this.keeper.startHeartbeat();
     inbox.startKeeper();
     let exit: 'drained' | 'idle' = 'drained';
@@ -268,46 +279,28 @@ export class Worker {
    * loop has paused for a backoff and receives nothing new.
    */
   private async retryStoreWork(): Promise<boolean> {
-    if (this.waiting.length === 0 && this.inDoubt.size === 0) {
+    const committer = this.committer!;
+    if (this.waiting.length === 0 && committer.inDoubtCount === 0) {
       this.storeAttempts = 0;
       return true;
     }
     this.storeAttempts++;
-    await this.survive('settle-in-doubt', () => this.settleInDoubtUnits());
+    await this.survive('settle-in-doubt', () => committer.settleInDoubt());
     const waiting = this.waiting;
     this.waiting = [];
-    if (waiting.length > 0) await this.survive('retry-placement', () => this.accept(waiting, this.now()));
-    if (this.waiting.length === 0 && this.inDoubt.size === 0) {
+    if (waiting.length > 0) this.waiting = (await this.survive('retry-placement', () => this.intake!.accept(waiting, this.now()))) ?? waiting;
+    if (this.waiting.length === 0 && committer.inDoubtCount === 0) {
       this.d.log.info('store reachable again; resuming', { attempts: this.storeAttempts });
       this.storeAttempts = 0;
       return true;
     }
     const { retryInMs } = storeOutageWait(this.storeAttempts);
     this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'store-pause' });
-    this.d.log.warn('store unreachable: holding messages and receiving nothing new', { waiting: this.waiting.length, inDoubt: [...this.inDoubt.keys()], retryInMs });
+    this.d.log.warn('store unreachable: holding messages and receiving nothing new', { waiting: this.waiting.length, inDoubt: committer.inDoubtVideos, retryInMs });
     await sleep(retryInMs);
     // Rounds of videos that do not wait on the store still run meanwhile.
     await this.survive('batch', () => this.handle([]));
     return false;
-  }
-
-  /** Reads the lease of each video whose commit answer was lost, and applies what it says. */
-  private async settleInDoubtUnits(): Promise<void> {
-    for (const [videoId, unit] of [...this.inDoubt]) {
-      const stored = await this.d.leases.getVideo(videoId);
-      this.inDoubt.delete(videoId);
-      const verdict = settleInDoubt(stored, unit, this.fence);
-      this.d.log.info('commit in doubt settled', { videoId, verdict });
-      if (verdict === 'landed' || verdict === 'landed-moved') {
-        await this.inbox!.delete(this.applyLanded(unit));
-        if (verdict === 'landed-moved') await this.dropVideo(unit.session);
-        else if (unit.unit.checkpoint.complete) await this.registry!.release(unit.session, 'end-of-stream');
-      } else if (verdict === 'not-landed') {
-        this.rollback({ session: unit.session, reason: 'commit-unknown', detail: 'the commit did not land', blamed: [], transient: true }, this.now());
-      } else {
-        await this.dropVideo(unit.session);
-      }
-    }
   }
 
   // ------------------------------------------------------------------ receive
@@ -338,28 +331,28 @@ export class Worker {
       aheadInFlight: this.inbox!.aheadInFlight,
       aheadSkips: this.aheadSkips,
       ending: this.ending,
-      storeDown: this.waiting.length > 0 || this.inDoubt.size > 0,
+      storeDown: this.waiting.length > 0 || this.committer!.inDoubtCount > 0,
     });
     this.aheadSkips = decision.aheadSkips;
     let committed = false;
     // A video of the commit in flight takes new messages only once that commit is applied
     // (its outcome may restore the video, or delete exactly the handles it covers).
     if (messages.some((m) => m.msg && this.committing.has(m.msg.videoId))) committed = await this.settleCommit();
-    await this.accept(messages, now);
+    this.waiting.push(...(await this.intake!.accept(messages, now)));
     if (this.lost) return committed;
-    await this.listWhereNeeded(now);
+    await this.intake!.listWhereNeeded(now, (videoId) => this.busy(videoId));
     if (decision.receiveAhead) {
       this.inbox!.receiveAhead(this.pendingCommit ?? Promise.resolve(), () => this.ending, (msg) => this.registry!.get(msg.videoId)?.wouldRun(msg.frame, now) === true);
     }
-    const eligible = this.registry!.all().filter((s) => !s.backingOff(now) && !this.committing.has(s.videoId) && !this.inDoubt.has(s.videoId));
+    const eligible = this.registry!.all().filter((s) => !s.backingOff(now) && !this.busy(s.videoId));
     const round = await buildRound({ runner: this.runner, processor: this.d.processor, log: this.d.log }, eligible, this.fence, now);
     // An outage fails every video that fetched; a frame's own fault leaves the others working.
     const someFetched = round.units.some((u) => u.plan.steps.some((s) => s.type === 'frame' || s.type === 'late'));
-    for (const f of round.failures) this.rollback(f, now, !f.transient || someFetched);
+    for (const f of round.failures) this.committer!.rollback(f, now, !f.transient || someFetched);
     committed = (await this.settleCommit()) || committed;
     if (round.units.length === 0 || this.lost) return committed;
     for (const { session } of round.units) this.committing.add(session.videoId);
-    this.pendingCommit = this.commitRound(round.units, now)
+    this.pendingCommit = this.committer!.commit(round.units, now)
       .catch((e: unknown) => {
         this.d.log.error('worker error survived', { where: 'commit', error: errorText(e) });
         this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'commit' });
@@ -379,225 +372,9 @@ export class Worker {
     return committed;
   }
 
-  /** Places each message: dead-letter, drop as old news, forward, or offer to its video's session. */
-  private async accept(messages: readonly InboxMessage[], now: number): Promise<void> {
-    const byVideo = new Map<string, ReadyMessage[]>();
-    for (const m of messages) {
-      if (!m.msg) {
-        if (!(await this.inbox!.deadLetter(m, 'malformed-message', 'malformed'))) this.waiting.push(m);
-        continue;
-      }
-      const list = byVideo.get(m.msg.videoId);
-      if (list) list.push(m as ReadyMessage);
-      else byVideo.set(m.msg.videoId, [m as ReadyMessage]);
-    }
-    for (const [videoId, items] of byVideo) {
-      if (this.lost) return;
-      await this.acceptVideo(videoId, items, now);
-    }
-  }
-
-  /** One video's messages of a receive; those the store cannot take now wait, held, for the next try. */
-  private async acceptVideo(videoId: string, items: readonly ReadyMessage[], now: number): Promise<void> {
-    const inbox = this.inbox!;
-    let placed;
-    try {
-      placed = await this.registry!.place(videoId, (released) => this.anyNews(videoId, released, items));
-    } catch (e) {
-      this.d.log.warn('could not settle the lease of a video; holding its messages', { videoId, error: errorText(e) });
-      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'ensure-owned' });
-      this.waiting.push(...items);
-      return;
-    }
-    if (placed === 'lost') return;
-    if (placed === 'nothing-new') {
-      // Redeliveries for a released video that change nothing: no need to take it back.
-      await inbox.delete(items.map((i) => i.handle));
-      this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate, items.length);
-      this.d.log.info('duplicates for a released video dropped', { videoId, messages: items.length });
-      return;
-    }
-    if (typeof placed === 'number') {
-      for (const m of items) if (!(await inbox.forward(m, placed))) this.waiting.push(m);
-      return;
-    }
-    for (let i = 0; i < items.length; i++) {
-      try {
-        await this.offer(placed, items[i]!.msg, now);
-      } catch (e) {
-        // Its record or end marker could not be read: this message and the rest wait.
-        this.d.log.warn('could not take a message; holding it for the next try', { videoId, error: errorText(e), code: errorCode(e) });
-        this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'accept' });
-        this.waiting.push(...items.slice(i));
-        return;
-      }
-      placed.takeHandle(items[i]!.handle, now);
-    }
-  }
-
-  /** Offers one message to its video's session; throws only when a read it needs failed. */
-  private async offer(s: VideoSession, msg: SlotMessage, now: number): Promise<void> {
-    if (msg.kind === 'end') {
-      let endFrame: number | undefined;
-      let problem = 'end marker body is not a frame number';
-      try {
-        endFrame = parseEndMarkerBody(await this.d.frames.getText(msg.bucket, msg.key));
-      } catch (e) {
-        if (!(e instanceof ObjectMissingError)) throw e;
-        problem = 'end marker object is missing';
-      }
-      if (endFrame === undefined) {
-        this.d.log.warn('bad end-of-stream marker ignored', { videoId: s.videoId, key: msg.key, problem });
-        this.d.metrics.count(METRIC_NAMES.worker.eventsRejected, 1, { Reason: 'bad-end-marker' });
-        // Parked with its reason; the original is deleted with the video's next commit.
-        if (!(await this.inbox!.park(JSON.stringify(msg), `bad-end-marker: ${problem}`, s.videoId))) throw new Error('could not dead-letter a bad end marker');
-        return;
-      }
-      s.setEnd(endFrame);
-      this.d.log.info('end of stream announced', { videoId: s.videoId, endFrame });
-      return;
-    }
-    const ref = { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes };
-    const offered = s.offerFrame(ref, now);
-    if (offered.kind === 'accepted') return;
-    if (offered.kind === 'duplicate') {
-      this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
-      return;
-    }
-    // Below the tracker, or outside the video: the frame's record is the source of truth.
-    const record = await getFrameResult(this.d.results, s.videoId, msg.frame);
-    const decided = s.resolveWithRecord(ref, offered, record?.status);
-    if (decided === 'duplicate') this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
-    else if (decided === 'late') this.d.log.info('late frame accepted', { videoId: s.videoId, frame: msg.frame, replacesGap: record?.status === 'gap' });
-  }
-
-  /**
-   * Whether messages for a released video carry anything new: a frame without a final
-   * record (new, or late for a gap), or an end marker a finished video has not seen.
-   */
-  private async anyNews(videoId: string, released: VideoCheckpoint, items: readonly ReadyMessage[]): Promise<boolean> {
-    for (const { msg } of items) {
-      if (msg.kind === 'end') {
-        if (!released.complete) return true;
-        continue;
-      }
-      const record = await getFrameResult(this.d.results, videoId, msg.frame);
-      if (!record || record.status === 'gap') return true;
-    }
-    return false;
-  }
-
-  /** Lists the videos whose sequencer needs S3's word before deciding (start, or a frame overdue). */
-  private async listWhereNeeded(now: number): Promise<void> {
-    for (const s of this.registry!.all()) {
-      if (s.backingOff(now) || this.committing.has(s.videoId) || this.inDoubt.has(s.videoId)) continue;
-      const want = s.sequencer.listingNeeded(now);
-      if (!want) continue;
-      try {
-        const pages = s.padWidth !== undefined ? 1 : MAX_UNPADDED_LISTING_PAGES;
-        const listing = await this.d.frames.listFrames(this.d.bucket, s.videoId, want.fromFrame, s.padWidth, pages);
-        s.learnListing(want.fromFrame, listing.frames, listing.complete, now);
-        this.d.metrics.count(METRIC_NAMES.worker.framesListed, listing.requests, { Why: want.why });
-        this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame: want.fromFrame, why: want.why, found: listing.frames.length, complete: listing.complete });
-      } catch (e) {
-        this.d.log.warn('listing failed; will retry', { videoId: s.videoId, error: errorText(e) });
-        this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'list' });
-        s.retryAtMs = now + 1000;
-      }
-    }
-  }
-
-  // ------------------------------------------------------------------ commit
-
-  /** Commits a round's units and carries out what the answer means; true when anything landed. */
-  private async commitRound(units: readonly RoundUnit[], now: number): Promise<boolean> {
-    let outcome: CommitOutcome | 'threw';
-    try {
-      outcome = await this.d.leases.commit(this.fence, units.map((u) => u.unit), now);
-    } catch (e) {
-      this.d.log.warn('commit outcome unknown; will re-read before deciding', { videos: units.map((u) => u.session.videoId), error: errorText(e) });
-      outcome = 'threw';
-    }
-    const actions = commitActions(outcome, units);
-    if (actions.slotLost) {
-      this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
-      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.fence.slot, epoch: this.fence.epoch });
-      this.keeper.lose('commit fenced by the store');
-      return false;
-    }
-    const toDelete: string[] = [];
-    const complete: VideoSession[] = [];
-    let landed = false;
-    for (const { unit, fate } of actions.fates) {
-      const s = unit.session;
-      if (fate.kind === 'landed') {
-        toDelete.push(...this.applyLanded(unit));
-        if (unit.unit.checkpoint.complete) complete.push(s);
-        landed = true;
-      } else if (fate.kind === 'conflict') {
-        // A record this commit would create already exists, so the frame is settled: the
-        // retry leaves it out (the existing record stands) and the rest goes through.
-        s.recorded.add(fate.frame);
-        this.rollback({ session: s, reason: 'record-exists', detail: `frame ${fate.frame} already has a record`, blamed: [fate.frame], transient: false }, now);
-      } else if (fate.kind === 'fenced') {
-        this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
-        this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: s.videoId, token: s.token });
-        await this.dropVideo(s);
-      } else {
-        this.inDoubt.set(s.videoId, unit);
-      }
-    }
-    await this.inbox!.delete(toDelete);
-    for (const s of complete) if (this.registry!.get(s.videoId) === s) await this.registry!.release(s, 'end-of-stream');
-    return landed;
-  }
-
-  /** A unit landed: its session moves on; returns the handles to delete. */
-  private applyLanded(ru: RoundUnit): readonly string[] {
-    const { deleteHandles } = ru.session.applyCommitted(ru.unit, ru.plan);
-    if (ru.parked > 0) this.d.metrics.count(METRIC_NAMES.worker.framesParked, ru.parked);
-    this.d.metrics.count(METRIC_NAMES.worker.checkpointBytes, estimatedBytes(ru.unit.checkpoint));
-    this.countCommitted(ru.unit.results);
-    return deleteHandles;
-  }
-
-  /** A video's round failed: restore it alone from its last checkpoint, keep its messages, back off. */
-  private rollback(f: RoundFailure, now: number, counted = !f.transient): void {
-    const s = f.session;
-    const r = s.rollback(f.blamed, f.reason, counted, now);
-    this.registry!.restoreProcessor(s, r.restoreProcessor);
-    this.d.metrics.count(METRIC_NAMES.worker.videoRollbacks, 1, { Reason: f.reason });
-    this.d.log.warn('video round failed; restored from its checkpoint, retrying after a backoff', {
-      videoId: s.videoId,
-      reason: f.reason,
-      detail: f.detail.slice(0, 300),
-      blamed: f.blamed,
-      counted,
-      failures: s.failures,
-      backoffMs: r.backoffMs,
-    });
-  }
-
-  /** Forgets a video whose lease moved, and makes its messages visible again at once for the new owner. */
-  private async dropVideo(s: VideoSession): Promise<void> {
-    this.inDoubt.delete(s.videoId);
-    await this.inbox!.giveBack(this.registry!.drop(s));
-  }
-
-  /** Metrics for results once they are durable. */
-  private countCommitted(results: readonly FrameResultItem[]): void {
-    let processed = 0;
-    let late = 0;
-    let gaps = 0;
-    for (const r of results) {
-      if (r.status === 'ok') processed++;
-      else if (r.status === 'late') late++;
-      else if (r.status === 'gap') gaps++;
-      else this.d.metrics.count(METRIC_NAMES.worker.framesFailed, 1, { Reason: r.reason ?? 'unknown' });
-    }
-    if (processed > 0) this.d.metrics.count(METRIC_NAMES.worker.framesProcessed, processed);
-    if (late > 0) this.d.metrics.count(METRIC_NAMES.worker.framesLate, late);
-    if (gaps > 0) this.d.metrics.count(METRIC_NAMES.worker.framesGap, gaps);
+  /** A video whose commit is in flight or in doubt: it sits rounds out. */
+  private busy(videoId: string): boolean {
+    return this.committing.has(videoId) || this.committer!.inDoubt(videoId);
   }
 
   // ------------------------------------------------------------------ housekeeping
@@ -606,7 +383,7 @@ export class Worker {
     const now = this.now();
     const idleMs = this.d.tunables.videoIdleReleaseSeconds * 1000;
     for (const s of this.registry!.all()) {
-      if (this.committing.has(s.videoId) || this.inDoubt.has(s.videoId)) continue;
+      if (this.busy(s.videoId)) continue;
       if (s.idleReleaseDue(now, idleMs)) await this.registry!.release(s, 'idle');
     }
   }

@@ -1,0 +1,178 @@
+/**
+ * Takes received messages in: a malformed one is dead-lettered, redeliveries for a
+ * released video are dropped, a video pinned elsewhere gets its frames forwarded, and
+ * the rest are offered to their video's session (an end marker read, a frame below the
+ * tracker decided by its record). Also asks S3 where a session needs a listing. Returns
+ * the messages the store could not take now: the worker holds them and tries again.
+ */
+import type { VideoCheckpoint } from '../../core/checkpoint.ts';
+import type { FrameStore } from '../../core/frame-store.ts';
+import { ObjectMissingError } from '../../core/frame-store.ts';
+import { parseEndMarkerBody } from '../../core/keys.ts';
+import type { SlotMessage } from '../../core/messages.ts';
+import { METRIC_NAMES } from '../../core/metric-names.ts';
+import type { LogSink, MetricSink } from '../../core/ports.ts';
+import { getFrameResult, type ResultsSource } from '../../core/results-reader.ts';
+import { errorCode } from './frame-runner.ts';
+import type { InboxMessage, SlotInbox } from './slot-inbox.ts';
+import type { VideoRegistry } from './video-registry.ts';
+import type { VideoSession } from './video-session.ts';
+
+/** Unpadded keys are listed whole, at most this many pages of 1,000. */
+const MAX_UNPADDED_LISTING_PAGES = 100;
+
+type ReadyMessage = InboxMessage & { readonly msg: SlotMessage };
+
+export interface MessageIntakeDeps {
+  readonly inbox: Pick<SlotInbox, 'deadLetter' | 'park' | 'delete' | 'forward'>;
+  readonly registry: Pick<VideoRegistry, 'place' | 'all'>;
+  readonly frames: Pick<FrameStore, 'getText' | 'listFrames'>;
+  /** The frame bucket, listed to confirm gaps and find where a video starts. */
+  readonly bucket: string;
+  readonly results: ResultsSource;
+  readonly metrics: MetricSink;
+  readonly log: LogSink;
+  readonly slotLost: () => boolean;
+}
+
+export class MessageIntake {
+  private readonly d: MessageIntakeDeps;
+
+  constructor(deps: MessageIntakeDeps) {
+    this.d = deps;
+  }
+
+  /** Places each message: dead-letter, drop as old news, forward, or offer to its video's session. */
+  async accept(messages: readonly InboxMessage[], now: number): Promise<InboxMessage[]> {
+    const waiting: InboxMessage[] = [];
+    const byVideo = new Map<string, ReadyMessage[]>();
+    for (const m of messages) {
+      if (!m.msg) {
+        if (!(await this.d.inbox.deadLetter(m, 'malformed-message', 'malformed'))) waiting.push(m);
+        continue;
+      }
+      const list = byVideo.get(m.msg.videoId);
+      if (list) list.push(m as ReadyMessage);
+      else byVideo.set(m.msg.videoId, [m as ReadyMessage]);
+    }
+    for (const [videoId, items] of byVideo) {
+      if (this.d.slotLost()) break;
+      waiting.push(...(await this.acceptVideo(videoId, items, now)));
+    }
+    return waiting;
+  }
+
+  /** One video's messages of a receive; those the store cannot take now wait, held, for the next try. */
+  private async acceptVideo(videoId: string, items: readonly ReadyMessage[], now: number): Promise<InboxMessage[]> {
+    const inbox = this.d.inbox;
+    let placed;
+    try {
+      placed = await this.d.registry.place(videoId, (released) => this.anyNews(videoId, released, items));
+    } catch (e) {
+      this.d.log.warn('could not settle the lease of a video; holding its messages', { videoId, error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'ensure-owned' });
+      return [...items];
+    }
+    if (placed === 'lost') return [];
+    if (placed === 'nothing-new') {
+      // Redeliveries for a released video that change nothing: no need to take it back.
+      await inbox.delete(items.map((i) => i.handle));
+      this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate, items.length);
+      this.d.log.info('duplicates for a released video dropped', { videoId, messages: items.length });
+      return [];
+    }
+    if (typeof placed === 'number') {
+      const unsent: InboxMessage[] = [];
+      for (const m of items) if (!(await inbox.forward(m, placed))) unsent.push(m);
+      return unsent;
+    }
+    for (let i = 0; i < items.length; i++) {
+      try {
+        await this.offer(placed, items[i]!.msg, now);
+      } catch (e) {
+        // Its record or end marker could not be read: this message and the rest wait.
+        this.d.log.warn('could not take a message; holding it for the next try', { videoId, error: errorText(e), code: errorCode(e) });
+        this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'accept' });
+        return items.slice(i);
+      }
+      placed.takeHandle(items[i]!.handle, now);
+    }
+    return [];
+  }
+
+  /** Offers one message to its video's session; throws only when a read it needs failed. */
+  private async offer(s: VideoSession, msg: SlotMessage, now: number): Promise<void> {
+    if (msg.kind === 'end') {
+      let endFrame: number | undefined;
+      let problem = 'end marker body is not a frame number';
+      try {
+        endFrame = parseEndMarkerBody(await this.d.frames.getText(msg.bucket, msg.key));
+      } catch (e) {
+        if (!(e instanceof ObjectMissingError)) throw e;
+        problem = 'end marker object is missing';
+      }
+      if (endFrame === undefined) {
+        this.d.log.warn('bad end-of-stream marker ignored', { videoId: s.videoId, key: msg.key, problem });
+        this.d.metrics.count(METRIC_NAMES.worker.eventsRejected, 1, { Reason: 'bad-end-marker' });
+        // Parked with its reason; the original is deleted with the video's next commit.
+        if (!(await this.d.inbox.park(JSON.stringify(msg), `bad-end-marker: ${problem}`, s.videoId))) throw new Error('could not dead-letter a bad end marker');
+        return;
+      }
+      s.setEnd(endFrame);
+      this.d.log.info('end of stream announced', { videoId: s.videoId, endFrame });
+      return;
+    }
+    const ref = { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes };
+    const offered = s.offerFrame(ref, now);
+    if (offered.kind === 'accepted') return;
+    if (offered.kind === 'duplicate') {
+      this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
+      return;
+    }
+    // Below the tracker, or outside the video: the frame's record is the source of truth.
+    const record = await getFrameResult(this.d.results, s.videoId, msg.frame);
+    const decided = s.resolveWithRecord(ref, offered, record?.status);
+    if (decided === 'duplicate') this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
+    else if (decided === 'late') this.d.log.info('late frame accepted', { videoId: s.videoId, frame: msg.frame, replacesGap: record?.status === 'gap' });
+  }
+
+  /**
+   * Whether messages for a released video carry anything new: a frame without a final
+   * record (new, or late for a gap), or an end marker a finished video has not seen.
+   */
+  private async anyNews(videoId: string, released: VideoCheckpoint, items: readonly ReadyMessage[]): Promise<boolean> {
+    for (const { msg } of items) {
+      if (msg.kind === 'end') {
+        if (!released.complete) return true;
+        continue;
+      }
+      const record = await getFrameResult(this.d.results, videoId, msg.frame);
+      if (!record || record.status === 'gap') return true;
+    }
+    return false;
+  }
+
+  /** Lists the videos whose sequencer needs S3's word before deciding (start, or a frame overdue). */
+  async listWhereNeeded(now: number, busy: (videoId: string) => boolean): Promise<void> {
+    for (const s of this.d.registry.all()) {
+      if (s.backingOff(now) || busy(s.videoId)) continue;
+      const want = s.sequencer.listingNeeded(now);
+      if (!want) continue;
+      try {
+        const pages = s.padWidth !== undefined ? 1 : MAX_UNPADDED_LISTING_PAGES;
+        const listing = await this.d.frames.listFrames(this.d.bucket, s.videoId, want.fromFrame, s.padWidth, pages);
+        s.learnListing(want.fromFrame, listing.frames, listing.complete, now);
+        this.d.metrics.count(METRIC_NAMES.worker.framesListed, listing.requests, { Why: want.why });
+        this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame: want.fromFrame, why: want.why, found: listing.frames.length, complete: listing.complete });
+      } catch (e) {
+        this.d.log.warn('listing failed; will retry', { videoId: s.videoId, error: errorText(e) });
+        this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'list' });
+        s.retryAtMs = now + 1000;
+      }
+    }
+  }
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}

@@ -1,0 +1,165 @@
+/**
+ * Carries out what a round's commit means for each of its videos (commit-pipeline.ts
+ * decides): landed units delete the messages their checkpoints cover and finished videos
+ * are released; a conflict rolls its video back; a fenced video is forgotten and its
+ * messages handed back; a unit whose answer was lost waits, with its messages held,
+ * until a read of its lease settles it. Nothing here rolls back a unit that may have landed.
+ */
+import { estimatedBytes } from '../../core/commit-packing.ts';
+import type { CommitOutcome, LeaseStore, SlotFence } from '../../core/lease-store.ts';
+import { METRIC_NAMES } from '../../core/metric-names.ts';
+import type { LogSink, MetricSink } from '../../core/ports.ts';
+import type { FrameResultItem } from '../../core/results.ts';
+import { commitActions, settleInDoubt } from './commit-pipeline.ts';
+import type { RoundFailure, RoundUnit } from './round-builder.ts';
+import type { SlotInbox } from './slot-inbox.ts';
+import type { VideoRegistry } from './video-registry.ts';
+import type { VideoSession } from './video-session.ts';
+
+export interface RoundCommitterDeps {
+  readonly leases: Pick<LeaseStore, 'commit' | 'getVideo'>;
+  readonly inbox: Pick<SlotInbox, 'delete' | 'giveBack'>;
+  readonly registry: Pick<VideoRegistry, 'get' | 'release' | 'drop' | 'restoreProcessor'>;
+  readonly metrics: MetricSink;
+  readonly log: LogSink;
+  readonly now: () => number;
+  readonly fence: () => SlotFence;
+  readonly loseSlot: (reason: string) => void;
+}
+
+export class RoundCommitter {
+  private readonly d: RoundCommitterDeps;
+  /** Units whose commit answer was lost: their videos wait, held, until a read settles them. */
+  private readonly inDoubtUnits = new Map<string, RoundUnit>();
+
+  constructor(deps: RoundCommitterDeps) {
+    this.d = deps;
+  }
+
+  /** Whether a video waits for a read to settle its last commit. */
+  inDoubt(videoId: string): boolean {
+    return this.inDoubtUnits.has(videoId);
+  }
+
+  get inDoubtCount(): number {
+    return this.inDoubtUnits.size;
+  }
+
+  get inDoubtVideos(): string[] {
+    return [...this.inDoubtUnits.keys()];
+  }
+
+  /** Reads the lease of each video whose commit answer was lost, and applies what it says. */
+  async settleInDoubt(): Promise<void> {
+    for (const [videoId, unit] of [...this.inDoubtUnits]) {
+      const stored = await this.d.leases.getVideo(videoId);
+      this.inDoubtUnits.delete(videoId);
+      const verdict = settleInDoubt(stored, unit, this.d.fence());
+      this.d.log.info('commit in doubt settled', { videoId, verdict });
+      if (verdict === 'landed' || verdict === 'landed-moved') {
+        await this.d.inbox.delete(this.applyLanded(unit));
+        if (verdict === 'landed-moved') await this.dropVideo(unit.session);
+        else if (unit.unit.checkpoint.complete) await this.d.registry.release(unit.session, 'end-of-stream');
+      } else if (verdict === 'not-landed') {
+        this.rollback({ session: unit.session, reason: 'commit-unknown', detail: 'the commit did not land', blamed: [], transient: true }, this.d.now());
+      } else {
+        await this.dropVideo(unit.session);
+      }
+    }
+  }
+
+  /** Commits a round's units and carries out what the answer means; true when anything landed. */
+  async commit(units: readonly RoundUnit[], now: number): Promise<boolean> {
+    let outcome: CommitOutcome | 'threw';
+    try {
+      outcome = await this.d.leases.commit(this.d.fence(), units.map((u) => u.unit), now);
+    } catch (e) {
+      this.d.log.warn('commit outcome unknown; will re-read before deciding', { videos: units.map((u) => u.session.videoId), error: errorText(e) });
+      outcome = 'threw';
+    }
+    const actions = commitActions(outcome, units);
+    if (actions.slotLost) {
+      this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
+      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.d.fence().slot, epoch: this.d.fence().epoch });
+      this.d.loseSlot('commit fenced by the store');
+      return false;
+    }
+    const toDelete: string[] = [];
+    const complete: VideoSession[] = [];
+    let landed = false;
+    for (const { unit, fate } of actions.fates) {
+      const s = unit.session;
+      if (fate.kind === 'landed') {
+        toDelete.push(...this.applyLanded(unit));
+        if (unit.unit.checkpoint.complete) complete.push(s);
+        landed = true;
+      } else if (fate.kind === 'conflict') {
+        // A record this commit would create already exists, so the frame is settled: the
+        // retry leaves it out (the existing record stands) and the rest goes through.
+        s.recorded.add(fate.frame);
+        this.rollback({ session: s, reason: 'record-exists', detail: `frame ${fate.frame} already has a record`, blamed: [fate.frame], transient: false }, now);
+      } else if (fate.kind === 'fenced') {
+        this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
+        this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: s.videoId, token: s.token });
+        await this.dropVideo(s);
+      } else {
+        this.inDoubtUnits.set(s.videoId, unit);
+      }
+    }
+    await this.d.inbox.delete(toDelete);
+    for (const s of complete) if (this.d.registry.get(s.videoId) === s) await this.d.registry.release(s, 'end-of-stream');
+    return landed;
+  }
+
+  /** A unit landed: its session moves on; returns the handles to delete. */
+  private applyLanded(ru: RoundUnit): readonly string[] {
+    const { deleteHandles } = ru.session.applyCommitted(ru.unit, ru.plan);
+    if (ru.parked > 0) this.d.metrics.count(METRIC_NAMES.worker.framesParked, ru.parked);
+    this.d.metrics.count(METRIC_NAMES.worker.checkpointBytes, estimatedBytes(ru.unit.checkpoint));
+    this.countCommitted(ru.unit.results);
+    return deleteHandles;
+  }
+
+  /** A video's round failed: restore it alone from its last checkpoint, keep its messages, back off. */
+  rollback(f: RoundFailure, now: number, counted = !f.transient): void {
+    const s = f.session;
+    const r = s.rollback(f.blamed, f.reason, counted, now);
+    this.d.registry.restoreProcessor(s, r.restoreProcessor);
+    this.d.metrics.count(METRIC_NAMES.worker.videoRollbacks, 1, { Reason: f.reason });
+    this.d.log.warn('video round failed; restored from its checkpoint, retrying after a backoff', {
+      videoId: s.videoId,
+      reason: f.reason,
+      detail: f.detail.slice(0, 300),
+      blamed: f.blamed,
+      counted,
+      failures: s.failures,
+      backoffMs: r.backoffMs,
+    });
+  }
+
+  /** Forgets a video whose lease moved, and makes its messages visible again at once for the new owner. */
+  private async dropVideo(s: VideoSession): Promise<void> {
+    this.inDoubtUnits.delete(s.videoId);
+    await this.d.inbox.giveBack(this.d.registry.drop(s));
+  }
+
+  /** Metrics for results once they are durable. */
+  private countCommitted(results: readonly FrameResultItem[]): void {
+    let processed = 0;
+    let late = 0;
+    let gaps = 0;
+    for (const r of results) {
+      if (r.status === 'ok') processed++;
+      else if (r.status === 'late') late++;
+      else if (r.status === 'gap') gaps++;
+      else this.d.metrics.count(METRIC_NAMES.worker.framesFailed, 1, { Reason: r.reason ?? 'unknown' });
+    }
+    if (processed > 0) this.d.metrics.count(METRIC_NAMES.worker.framesProcessed, processed);
+    if (late > 0) this.d.metrics.count(METRIC_NAMES.worker.framesLate, late);
+    if (gaps > 0) this.d.metrics.count(METRIC_NAMES.worker.framesGap, gaps);
+  }
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
