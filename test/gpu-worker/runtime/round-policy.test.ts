@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import {
+  AHEAD_SKIP_ROUNDS_AFTER_EMPTY,
+  aheadSkipsAfter,
+  decideRound,
+  idleExitCandidate,
+  MAX_POLL_WAIT_SECONDS,
+  pollWaitSeconds,
+  STORE_RETRY_MAX_MS,
+  storeOutageWait,
+  type RoundFacts,
+  type RoundDecision,
+} from '../../../gpu-worker/runtime/round-policy.ts';
+
+const facts = (over: Partial<RoundFacts>): RoundFacts => ({ received: 0, aheadInFlight: false, aheadSkips: 0, ending: false, storeDown: false, ...over });
+
+describe('decideRound', () => {
+  const rows: [string, Partial<RoundFacts>, RoundDecision][] = [
+    ['a live rate (receive not full): await the commit, no receive ahead', { received: 3 }, { backlog: false, receiveAhead: false, aheadSkips: 0, commit: 'await' }],
+    ['an empty receive: await', { received: 0 }, { backlog: false, receiveAhead: false, aheadSkips: 0, commit: 'await' }],
+    ['a full receive is a backlog: overlap and receive ahead', { received: 10 }, { backlog: true, receiveAhead: true, aheadSkips: 0, commit: 'overlap' }],
+    ['a backlog with a receive ahead already in flight: no second one', { received: 10, aheadInFlight: true }, { backlog: true, receiveAhead: false, aheadSkips: 0, commit: 'overlap' }],
+    ['a backlog after an empty receive ahead: skip one round', { received: 10, aheadSkips: 3 }, { backlog: true, receiveAhead: false, aheadSkips: 2, commit: 'overlap' }],
+    ['skips count down only behind a backlog', { received: 2, aheadSkips: 3 }, { backlog: false, receiveAhead: false, aheadSkips: 3, commit: 'await' }],
+    ['draining or lease lost: nothing received ahead', { received: 10, ending: true }, { backlog: true, receiveAhead: false, aheadSkips: 0, commit: 'overlap' }],
+    ['store unreachable: nothing received ahead, commits awaited', { received: 10, storeDown: true }, { backlog: true, receiveAhead: false, aheadSkips: 0, commit: 'await' }],
+  ];
+  it.each(rows)('%s', (_name, over, expected) => {
+    expect(decideRound(facts(over))).toEqual(expected);
+  });
+});
+
+describe('aheadSkipsAfter', () => {
+  it.each([
+    [0, AHEAD_SKIP_ROUNDS_AFTER_EMPTY],
+    [1, 0],
+    [10, 0],
+  ])('a receive ahead of %i messages skips %i rounds', (received, skips) => {
+    expect(aheadSkipsAfter(received)).toBe(skips);
+  });
+});
+
+describe('pollWaitSeconds', () => {
+  const now = 100_000;
+  it.each([
+    ['nothing due: the longest poll', [], false, MAX_POLL_WAIT_SECONDS],
+    ['no video with a wake-up', [undefined, undefined], false, MAX_POLL_WAIT_SECONDS],
+    ['work due now: do not wait', [now], false, 0],
+    ['work overdue: do not wait', [now - 5_000], false, 0],
+    ['a deadline in 2.1 s: 3 s', [now + 2_100, undefined], false, 3],
+    ['the soonest of several', [now + 4_000, now + 1_500], false, 2],
+    ['far away: capped', [now + 60_000], false, MAX_POLL_WAIT_SECONDS],
+    ['idle: never spin, at least 1 s', [now], true, 1],
+  ] as const)('%s', (_name, wakes, idle, seconds) => {
+    expect(pollWaitSeconds(wakes, now, idle)).toBe(seconds);
+  });
+});
+
+describe('storeOutageWait', () => {
+  it('receives nothing and backs off, doubling, capped', () => {
+    expect(storeOutageWait(1)).toEqual({ receive: false, retryInMs: 500 });
+    expect(storeOutageWait(2).retryInMs).toBe(1000);
+    expect(storeOutageWait(4).retryInMs).toBe(4000);
+    expect(storeOutageWait(50).retryInMs).toBe(STORE_RETRY_MAX_MS);
+  });
+});
+
+describe('idleExitCandidate', () => {
+  const base = { idleExitSeconds: 60, ownedVideos: 0, heldMessages: 0, lastMessageAtMs: 0, nowMs: 60_000 };
+  it.each([
+    ['quiet long enough, nothing owned or held', {}, true],
+    ['the feature is off', { idleExitSeconds: 0 }, false],
+    ['a video is owned', { ownedVideos: 1 }, false],
+    ['a message is held (e.g. waiting for the store)', { heldMessages: 1 }, false],
+    ['not quiet long enough', { nowMs: 59_999 }, false],
+  ] as const)('%s', (_name, over, expected) => {
+    expect(idleExitCandidate({ ...base, ...over })).toBe(expected);
+  });
+});

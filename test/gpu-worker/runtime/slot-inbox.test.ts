@@ -1,0 +1,154 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { FrameStore } from '../../../core/frame-store.ts';
+import { nullMetrics, type LogSink } from '../../../core/ports.ts';
+import type { ReceivedMessage } from '../../../core/slot-queues.ts';
+import { FramePrefetch } from '../../../gpu-worker/runtime/frame-prefetch.ts';
+import { SlotInbox } from '../../../gpu-worker/runtime/slot-inbox.ts';
+
+const quiet: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
+const VISIBILITY_SECONDS = 10;
+
+const frameBody = (videoId: string, frame: number) => JSON.stringify({ kind: 'frame', videoId, frame, bucket: 'b', key: `frames/${videoId}/${frame}.jpg`, sizeBytes: 3, eventTime: '2026-01-01T00:00:00Z' });
+
+/** A slot queue stand-in that records every call, in order. */
+function fakeQueues(toReceive: ReceivedMessage[][] = []) {
+  const calls: string[] = [];
+  let refuse = new Set<string>();
+  let failDeadLetter = false;
+  const queues = {
+    receive: async () => toReceive.shift() ?? [],
+    delete: async (_slot: number, handles: readonly string[]) => {
+      calls.push(`delete ${handles.join(',')}`);
+      return 0;
+    },
+    extendVisibility: async (_slot: number, handles: readonly string[], seconds: number) => {
+      calls.push(`visibility ${seconds} ${handles.join(',')}`);
+      return handles.filter((h) => refuse.has(h));
+    },
+    deadLetter: async (_slot: number, body: string) => {
+      if (failDeadLetter) throw new Error('throttled');
+      calls.push(`dead-letter ${body}`);
+    },
+    send: async () => [{ ok: true as const }],
+  };
+  return {
+    queues,
+    calls,
+    refuse: (handles: string[]) => (refuse = new Set(handles)),
+    failDeadLetter: (on: boolean) => (failDeadLetter = on),
+  };
+}
+
+function inbox(q: ReturnType<typeof fakeQueues>, clock: { now: number }, gets: string[] = []) {
+  const frames = { get: async (_b: string, key: string) => (gets.push(key), new Uint8Array([1])) } as unknown as FrameStore;
+  return new SlotInbox({
+    slot: 0,
+    queues: q.queues,
+    tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS, maxFrameBytes: 1_000 },
+    prefetch: new FramePrefetch(frames, { now: () => clock.now }),
+    metrics: nullMetrics,
+    log: quiet,
+    now: () => clock.now,
+  });
+}
+
+const msg = (handle: string, body = frameBody('v', 1)): ReceivedMessage => ({ receiptHandle: handle, body });
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('SlotInbox', () => {
+  it('parses each message once, on arrival, and holds its handle', async () => {
+    const q = fakeQueues([[msg('h1'), msg('h2', 'not json')]]);
+    const box = inbox(q, { now: 0 });
+    const got = await box.receive(0, () => false);
+    expect(got.map((m) => [m.handle, m.msg?.kind])).toEqual([
+      ['h1', 'frame'],
+      ['h2', undefined],
+    ]);
+    expect(box.heldCount).toBe(2);
+  });
+
+  it('extends a held handle only when its visibility is about to run out, for as long as it is held', async () => {
+    vi.useFakeTimers();
+    const clock = { now: 0 };
+    const q = fakeQueues([[msg('h1')]]);
+    const box = inbox(q, clock);
+    await box.receive(0, () => false);
+    box.startKeeper();
+    // Fresh: nothing to extend (the normal path pays no call).
+    clock.now = 4_000;
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(q.calls).toEqual([]);
+    // Half the timeout left: extended, again and again while held (a backing-off video, an outage).
+    for (let i = 0; i < 6; i++) {
+      clock.now += 5_000;
+      await vi.advanceTimersByTimeAsync(1_000);
+    }
+    expect(q.calls.filter((c) => c.startsWith('visibility 10')).length).toBeGreaterThanOrEqual(5);
+    await box.delete(['h1']);
+    const before = q.calls.length;
+    clock.now += 60_000;
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(q.calls.slice(before)).toEqual([]);
+    await box.stopKeeper();
+  });
+
+  it('drops a handle SQS refuses to extend', async () => {
+    vi.useFakeTimers();
+    const clock = { now: 0 };
+    const q = fakeQueues([[msg('h1'), msg('h2')]]);
+    const box = inbox(q, clock);
+    await box.receive(0, () => false);
+    q.refuse(['h2']);
+    box.startKeeper();
+    clock.now = 6_000;
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(box.holds('h1')).toBe(true);
+    expect(box.holds('h2')).toBe(false);
+    await box.stopKeeper();
+  });
+
+  it('stops extending before it hands back, so no extension lands after a hand-back', async () => {
+    const clock = { now: 0 };
+    const q = fakeQueues([[msg('h1')]]);
+    const box = inbox(q, clock);
+    await box.receive(0, () => false);
+    await box.stopKeeper();
+    await box.giveBackAll();
+    expect(q.calls).toEqual(['visibility 0 h1']);
+    expect(box.heldCount).toBe(0);
+  });
+
+  it('keeps a message it could not dead-letter (it retries), and deletes it once parked', async () => {
+    const q = fakeQueues([[msg('h1', 'junk')]]);
+    const box = inbox(q, { now: 0 });
+    const [m] = await box.receive(0, () => false);
+    q.failDeadLetter(true);
+    expect(await box.deadLetter(m!, 'malformed-message', 'malformed')).toBe(false);
+    expect(box.holds('h1')).toBe(true);
+    q.failDeadLetter(false);
+    expect(await box.deadLetter(m!, 'malformed-message', 'malformed')).toBe(true);
+    expect(q.calls).toEqual(['dead-letter junk', 'delete h1']);
+    expect(box.heldCount).toBe(0);
+  });
+
+  it('decodes ahead only the frames the worker says it will run', async () => {
+    const gets: string[] = [];
+    const q = fakeQueues([[msg('h1', frameBody('mine', 3)), msg('h2', frameBody('other-slot', 1)), msg('h3', frameBody('mine', 0))]]);
+    const box = inbox(q, { now: 0 }, gets);
+    box.receiveAhead(Promise.resolve(), () => false, (m) => m.videoId === 'mine' && m.frame > 0);
+    const ahead = await box.takeAhead()!;
+    expect(ahead.map((m) => m.handle)).toEqual(['h1', 'h2', 'h3']);
+    expect(gets).toEqual(['frames/mine/3.jpg']);
+  });
+
+  it('receives nothing ahead once the loop is ending (a fenced commit, a drain)', async () => {
+    const q = fakeQueues([[msg('h1')]]);
+    const box = inbox(q, { now: 0 });
+    box.receiveAhead(Promise.resolve(), () => true, () => true);
+    expect(await box.takeAhead()).toEqual([]);
+    expect(box.heldCount).toBe(0);
+  });
+});

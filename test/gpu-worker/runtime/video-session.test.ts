@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest';
+import { emptyCheckpoint, type VideoCheckpoint } from '../../../core/checkpoint.ts';
+import type { CommitUnit } from '../../../core/commit-packing.ts';
+import type { SequencedStep } from '../../../core/sequencer.ts';
+import { MAX_VIDEO_FAILURES, RETRY_MAX_MS, VideoSession } from '../../../gpu-worker/runtime/video-session.ts';
+
+const OPTIONS = { reorderWaitMs: 5_000, reorderBufferFrames: 64, firstFrameNumber: 0 };
+const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${String(frame).padStart(6, '0')}.jpg`, sizeBytes: 10 });
+const frames = (steps: readonly SequencedStep[]) => steps.map((s) => (s.type === 'gap' ? `gap ${s.frame}` : `${s.type} ${s.ref.frame}`));
+
+function session(ck: VideoCheckpoint = emptyCheckpoint(0)): VideoSession {
+  return new VideoSession('v', 1, ck, OPTIONS, 0);
+}
+
+/** Offers frames with their handles, as the intake does. */
+function receive(s: VideoSession, nowMs: number, ...numbers: number[]): void {
+  for (const n of numbers) {
+    expect(s.offerFrame(ref(n), nowMs).kind).toBe('accepted');
+    s.takeHandle(`h${n}`, nowMs);
+  }
+}
+
+/** The unit a plan would commit: the checkpoint after it (the sequencer as it now stands). */
+function unitFor(s: VideoSession, steps: readonly SequencedStep[]): CommitUnit {
+  const results = steps.map((st) => ({ videoId: 'v', frame: st.type === 'gap' ? st.frame : st.ref.frame, status: 'ok' as const, detections: [], token: 1, worker: 'w', committedAtMs: 0 }));
+  const checkpoint = { ...s.committed, seq: s.committed.seq + 1, sequencer: s.sequencer.snapshot(), complete: s.sequencer.isComplete() };
+  return { videoId: 'v', token: 1, expectedSeq: s.committed.seq, checkpoint, results, summary: {} as CommitUnit['summary'] };
+}
+
+describe('VideoSession', () => {
+  it('plans the frames in order and, once the unit lands, deletes exactly the handles it covers', () => {
+    const s = session();
+    receive(s, 0, 2, 0, 1);
+    const plan = s.plan(0)!;
+    expect(frames(plan.steps)).toEqual(['frame 0', 'frame 1', 'frame 2']);
+    expect(plan.handles).toEqual(['h2', 'h0', 'h1']);
+    const landed = s.applyCommitted(unitFor(s, plan.steps), plan);
+    expect(landed.deleteHandles).toEqual(['h2', 'h0', 'h1']);
+    expect(s.handles).toEqual([]);
+    expect(s.dirty).toBe(false);
+    expect(s.committed.seq).toBe(1);
+    expect(s.plan(0)).toBeUndefined();
+  });
+
+  it('a rollback keeps the messages and replays what arrived since the last commit: the retry plans the same frames', () => {
+    const s = session();
+    receive(s, 0, 0, 1, 2);
+    s.setEnd(2);
+    const first = s.plan(0)!;
+    const r = s.rollback([1], 'processing-error', true, 1_000);
+    expect(r.restoreProcessor).toBeUndefined();
+    expect(s.handles).toEqual(['h0', 'h1', 'h2']);
+    expect(s.backingOff(1_000)).toBe(true);
+    expect(s.backingOff(1_000 + r.backoffMs)).toBe(false);
+    const retry = s.plan(1_000 + r.backoffMs)!;
+    expect(frames(retry.steps)).toEqual(frames(first.steps));
+    expect(retry.handles).toEqual(first.handles);
+    // The end marker was replayed too: the retry's checkpoint says complete.
+    expect(s.sequencer.isComplete()).toBe(true);
+  });
+
+  it('replays listings, late frames and rejects after a rollback', () => {
+    const s = session({ ...emptyCheckpoint(0), sequencer: { ...emptyCheckpoint(0).sequencer, nextFrame: 5 } });
+    s.learnListing(5, [ref(5), ref(6)], true, 0);
+    const below = s.offerFrame(ref(3), 0);
+    expect(below.kind).toBe('needs-record');
+    if (below.kind !== 'needs-record') throw new Error('unreachable');
+    expect(s.resolveWithRecord(ref(3), below, 'gap')).toBe('late');
+    s.setEnd(6);
+    const after = s.offerFrame(ref(9), 0);
+    if (after.kind !== 'needs-record') throw new Error('expected needs-record');
+    expect(s.resolveWithRecord(ref(9), after, undefined)).toBe('rejected');
+    s.takeHandle('h3', 0);
+    s.takeHandle('h9', 0);
+    const first = frames(s.plan(0)!.steps);
+    s.rollback([], 'commit-unknown', false, 0);
+    expect(frames(s.plan(RETRY_MAX_MS)!.steps)).toEqual(first);
+    expect(first).toEqual(expect.arrayContaining(['late 3', 'frame 5', 'reject 9']));
+  });
+
+  it('parks the blamed frames after MAX_VIDEO_FAILURES counted failures, never after outages', () => {
+    const s = session();
+    receive(s, 0, 0, 1);
+    for (let i = 0; i < 20; i++) s.rollback([1], 'SlowDown', false, 0);
+    expect(s.failures).toBe(0);
+    expect(s.plan(10 * RETRY_MAX_MS)!.parked.size).toBe(0);
+    for (let i = 0; i < MAX_VIDEO_FAILURES; i++) s.rollback([1], 'processing-error', true, 0);
+    const plan = s.plan(10 * RETRY_MAX_MS)!;
+    expect([...plan.parked]).toEqual([[1, 'processing-error']]);
+    expect(s.parkedIn(plan)).toBe(1);
+    // A landed unit forgets the failures and the blame.
+    s.applyCommitted(unitFor(s, plan.steps), plan);
+    expect(s.failures).toBe(0);
+    expect(s.blamed.size).toBe(0);
+  });
+
+  it('backs off longer with each failed round, outages included, up to the cap', () => {
+    const s = session();
+    receive(s, 0, 0);
+    const backoffs = Array.from({ length: 10 }, () => s.rollback([], 'SlowDown', false, 0).backoffMs);
+    expect(backoffs[1]).toBe(2 * backoffs[0]!);
+    expect(backoffs.at(-1)).toBe(RETRY_MAX_MS);
+  });
+
+  it('tells duplicates from frames below the tracker: settled frames need no read', () => {
+    const s = session();
+    receive(s, 0, 0);
+    expect(s.offerFrame(ref(0), 0).kind).toBe('duplicate');
+    const plan = s.plan(0)!;
+    s.applyCommitted(unitFor(s, plan.steps), plan);
+    expect(s.offerFrame(ref(0), 0)).toEqual({ kind: 'duplicate' });
+    const fresh = session({ ...emptyCheckpoint(0), sequencer: { ...emptyCheckpoint(0).sequencer, nextFrame: 4 } });
+    expect(fresh.offerFrame(ref(2), 0)).toEqual({ kind: 'needs-record', offered: 'below' });
+  });
+
+  it.each([
+    ['a frame ahead', 3, true],
+    ['the next frame', 1, true],
+    ['a settled frame', 0, false],
+    ['a frame below the tracker', -1, false],
+    ['beyond the end marker', 9, false],
+  ] as const)('decodes ahead only what it will run: %s', (_name, frame, expected) => {
+    const s = session();
+    receive(s, 0, 0);
+    const plan = s.plan(0)!;
+    s.applyCommitted(unitFor(s, plan.steps), plan);
+    s.setEnd(5);
+    expect(s.wouldRun(frame, 0)).toBe(expected);
+  });
+
+  it('a video backing off decodes nothing ahead', () => {
+    const s = session();
+    receive(s, 0, 0);
+    s.rollback([], 'SlowDown', false, 0);
+    expect(s.wouldRun(1, 0)).toBe(false);
+  });
+
+  it.each([
+    ['quiet long enough', {}, 60_000, true],
+    ['holding a message', { handle: true }, 60_000, false],
+    ['not quiet long enough', {}, 59_999, false],
+    ['a failed round not yet retried', { failed: true }, 600_000, false],
+  ] as const)('idle release: %s', (_name, state, nowMs, expected) => {
+    const s = session();
+    if ('handle' in state) s.takeHandle('h', 0);
+    if ('failed' in state) s.rollback([], 'SlowDown', false, 0);
+    s.dirty = 'handle' in state;
+    expect(s.idleReleaseDue(nowMs, 60_000)).toBe(expected);
+  });
+});
