@@ -52,7 +52,7 @@ function inbox(q: ReturnType<typeof fakeQueues>, clock: { now: number }, gets: s
   });
 }
 
-const msg = (handle: string, body = frameBody('v', 1)): ReceivedMessage => ({ receiptHandle: handle, body });
+const msg = (handle: string, body = frameBody('v', 1)): ReceivedMessage => ({ receiptHandle: handle, body, messageId: handle, receiveCount: 1, groupId: 'v' });
 
 afterEach(() => {
   vi.useRealTimers();
