@@ -8,6 +8,9 @@
  *   STATS_PROCESSOR_DELAY_MS  with `stats`: extra ms per batch (stands in for a slow model in tests)
  *   METRICS_FLUSH_INTERVAL_MS  how often EMF metric lines are written (default 10000)
  *   HEALTH_FILE       file touched on every confirmed heartbeat (container health check)
+ *   INFERENCE_THREAD_FAULT  test seam only: JSON {kind, onRun, onceFile?} making the inference
+ *                     thread die (vision/inference-thread.ts InferenceThreadFault); with
+ *                     onceFile, only the process that removes that file gets the fault
  *
  * Exit codes (core/config.ts): EXIT_DONE (0) drained on SIGTERM/SIGINT, idle for
  * WORKER_IDLE_EXIT_SECONDS (slot released), or no slot to claim; EXIT_LEASE_LOST (3) slot
@@ -17,7 +20,7 @@
  * the slot, and the janitor treats the stop as a crash. 1: anything else that crashed it.
  */
 import { hostname } from 'node:os';
-import { writeFileSync } from 'node:fs';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { EXIT_DONE, EXIT_LEASE_LOST, EXIT_PROCESSOR_FAILED, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
@@ -29,6 +32,7 @@ import type { FrameProcessor, MetricSink } from '../core/ports.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { StatsProcessor } from './stats-processor.ts';
+import type { InferenceThreadFault } from './vision/inference-thread.ts';
 
 /**
  * How long a worker whose processor broke may take to drain before it exits anyway: a
@@ -36,6 +40,24 @@ import { StatsProcessor } from './stats-processor.ts';
  * flight. Past it the slot lease runs out on its own, or the janitor expires it.
  */
 const FATAL_DRAIN_BACKSTOP_SECONDS = MAX_POLL_WAIT_SECONDS + 40;
+
+/** Test seam (see the header): the fault this process's inference thread is to commit, if any. */
+const INFERENCE_THREAD_FAULT_ENV = 'INFERENCE_THREAD_FAULT';
+
+function inferenceThreadFault(env: NodeJS.ProcessEnv): InferenceThreadFault | undefined {
+  const text = env[INFERENCE_THREAD_FAULT_ENV];
+  if (!text) return undefined;
+  const { kind, onRun, onceFile } = JSON.parse(text) as InferenceThreadFault & { onceFile?: string };
+  if (onceFile) {
+    try {
+      // unlink succeeds for exactly one process: the others (successors) run clean.
+      unlinkSync(onceFile);
+    } catch {
+      return undefined;
+    }
+  }
+  return { kind, onRun };
+}
 
 async function createProcessor(
   kind: string,
@@ -47,7 +69,9 @@ async function createProcessor(
 ): Promise<FrameProcessor> {
   if (kind === 'stats') return new StatsProcessor(Number(process.env[WORKER_ENV.statsDelayMs] ?? 0));
   const { createVisionProcessor, visionOptionsFromTunables } = await import('./vision/index.ts');
+  const fault = inferenceThreadFault(process.env);
   return await createVisionProcessor({
+    ...(fault ? { inferenceThread: { fault } } : {}),
     ...visionOptionsFromTunables(tunables),
     s3Client: s3,
     metrics,
