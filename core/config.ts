@@ -361,6 +361,13 @@ export const EXIT_DONE = 0;
 /** Exit code of a worker that stopped because its slot lease was lost (it no longer held the slot). */
 export const EXIT_LEASE_LOST = 3;
 
+/**
+ * Exit code of a worker whose frame processor broke for good (its inference thread died:
+ * `FrameProcessor.fatal`). It drained first when it could; the janitor treats it as a
+ * crash (expires the slot lease if the task still held it) and relaunches the slot.
+ */
+export const EXIT_PROCESSOR_FAILED = 4;
+
 /** Environment the worker reads besides wiring and tunables (set by the TaskLauncher, the task definition or tests). */
 export const WORKER_ENV = {
   /** Slot to claim; set per launch (ECS containerOverrides, local spawn). */

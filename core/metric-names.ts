@@ -60,6 +60,12 @@ export const METRIC_NAMES = {
     videosReleased: 'VideosReleased',
     /** Commits the store rejected under an old lease. */
     commitsFenced: 'CommitsFenced',
+    /**
+     * The inference thread died (dimension Reason: out-of-memory | thread-error |
+     * thread-exit). The processor is then broken for good and the worker drains and exits
+     * with EXIT_PROCESSOR_FAILED, so another task takes the slot over.
+     */
+    inferenceThreadDied: 'InferenceThreadDied',
     /** Emitted once at start (dimension Provider: cuda | cpu). */
     executionProvider: 'ExecutionProvider',
     /** Slot leases claimed. */

@@ -59,6 +59,15 @@ export interface FrameProcessor {
   readonly description: string;
   /** Execution provider really in use after `start()` (e.g. `cuda`, `cpu`), when there is a model. */
   readonly provider?: string;
+  /**
+   * Set once the processor can never process a frame again (e.g. its inference thread
+   * died): a one-line reason. From then on `process`/`processLate` reject (they never turn
+   * it into `failed` outcomes, so no frame is recorded as failed for it). The worker must
+   * then stop receiving, drain and exit with EXIT_PROCESSOR_FAILED so that another task
+   * takes the slot over, rather than heartbeat while every round fails. Absent or
+   * undefined: the processor is sound.
+   */
+  readonly fatal?: string;
   /** Loads the model and warms it up. Called once before any other method. */
   start(): Promise<void>;
   /** Creates the video's state, restoring it from a snapshot when one is given. */

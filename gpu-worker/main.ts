@@ -8,32 +8,74 @@
  *   STATS_PROCESSOR_DELAY_MS  with `stats`: extra ms per batch (stands in for a slow model in tests)
  *   METRICS_FLUSH_INTERVAL_MS  how often EMF metric lines are written (default 10000)
  *   HEALTH_FILE       file touched on every confirmed heartbeat (container health check)
+ *   INFERENCE_THREAD_FAULT  test seam only: JSON {kind, onRun, onceFile?} making the inference
+ *                     thread die (vision/inference-thread.ts InferenceThreadFault); with
+ *                     onceFile, only the process that removes that file gets the fault
  *
  * Exit codes (core/config.ts): EXIT_DONE (0) drained on SIGTERM/SIGINT, idle for
  * WORKER_IDLE_EXIT_SECONDS (slot released), or no slot to claim; EXIT_LEASE_LOST (3) slot
  * lease lost. Neither is a crash to the janitor; a slot left with work is relaunched.
+ * EXIT_PROCESSOR_FAILED (4): the frame processor broke for good (its inference thread
+ * died, `FrameProcessor.fatal`); the worker drained and exits so that another task takes
+ * the slot, and the janitor treats the stop as a crash. 1: anything else that crashed it.
  */
 import { hostname } from 'node:os';
-import { writeFileSync } from 'node:fs';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { EXIT_DONE, EXIT_LEASE_LOST, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
+import { EXIT_DONE, EXIT_LEASE_LOST, EXIT_PROCESSOR_FAILED, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
 import { createAwsClients } from '../core/aws/clients.ts';
 import { LeaseStore } from '../core/lease-store.ts';
 import { SlotQueues } from '../core/slot-queues.ts';
 import { FrameStore } from '../core/frame-store.ts';
-import type { FrameProcessor } from '../core/ports.ts';
+import type { FrameProcessor, MetricSink } from '../core/ports.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { StatsProcessor } from './stats-processor.ts';
+import type { InferenceThreadFault } from './vision/inference-thread.ts';
 
+/**
+ * How long a worker whose processor broke may take to drain before it exits anyway: a
+ * poll in progress (at most MAX_POLL_WAIT_SECONDS), the failing round, and the commit in
+ * flight. Past it the slot lease runs out on its own, or the janitor expires it.
+ */
+const FATAL_DRAIN_BACKSTOP_SECONDS = MAX_POLL_WAIT_SECONDS + 40;
 
-async function createProcessor(kind: string, tunables: ReturnType<typeof tunablesFromEnv>, log: Logger, s3: ReturnType<typeof createAwsClients>['s3']): Promise<FrameProcessor> {
+/** Test seam (see the header): the fault this process's inference thread is to commit, if any. */
+const INFERENCE_THREAD_FAULT_ENV = 'INFERENCE_THREAD_FAULT';
+
+function inferenceThreadFault(env: NodeJS.ProcessEnv): InferenceThreadFault | undefined {
+  const text = env[INFERENCE_THREAD_FAULT_ENV];
+  if (!text) return undefined;
+  const { kind, onRun, onceFile } = JSON.parse(text) as InferenceThreadFault & { onceFile?: string };
+  if (onceFile) {
+    try {
+      // unlink succeeds for exactly one process: the others (successors) run clean.
+      unlinkSync(onceFile);
+    } catch {
+      return undefined;
+    }
+  }
+  return { kind, onRun };
+}
+
+async function createProcessor(
+  kind: string,
+  tunables: ReturnType<typeof tunablesFromEnv>,
+  log: Logger,
+  s3: ReturnType<typeof createAwsClients>['s3'],
+  metrics: MetricSink,
+  onFatal: (reason: string) => void,
+): Promise<FrameProcessor> {
   if (kind === 'stats') return new StatsProcessor(Number(process.env[WORKER_ENV.statsDelayMs] ?? 0));
   const { createVisionProcessor, visionOptionsFromTunables } = await import('./vision/index.ts');
+  const fault = inferenceThreadFault(process.env);
   return await createVisionProcessor({
+    ...(fault ? { inferenceThread: { fault } } : {}),
     ...visionOptionsFromTunables(tunables),
     s3Client: s3,
+    metrics,
+    onFatal,
     logger: (line: string | object) => log.info(typeof line === 'string' ? line : 'vision', typeof line === 'string' ? {} : (line as Record<string, unknown>)),
   });
 }
@@ -49,9 +91,17 @@ async function main(): Promise<number> {
   const tunables = tunablesFromEnv(env);
   const clients = createAwsClients(env);
   const metrics = new EmfMetrics(wiring.metricsNamespace, { service: 'worker' }, Number(env[WORKER_ENV.metricsFlushIntervalMs] ?? 10_000));
-  const processor = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3);
+  let worker: Worker | undefined;
+  // A broken processor fails every round: stop receiving, drain (the slot is handed off at
+  // once) and exit, rather than keep a slot that heartbeats while nothing gets done.
+  const onFatal = (reason: string) => {
+    log.error('frame processor broken: draining, then exiting', { reason, exitCode: EXIT_PROCESSOR_FAILED });
+    worker?.requestStop();
+    setTimeout(() => process.exit(EXIT_PROCESSOR_FAILED), FATAL_DRAIN_BACKSTOP_SECONDS * 1000).unref();
+  };
+  const processor = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3, metrics, onFatal);
 
-  const worker = new Worker({
+  worker = new Worker({
     workerId,
     ...(slot !== undefined ? { slot } : {}),
     tunables,
@@ -78,8 +128,9 @@ async function main(): Promise<number> {
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
   const reason = await worker.run();
-  log.info('worker stopped', { reason });
+  log.info('worker stopped', { reason, ...(processor.fatal ? { processorFatal: processor.fatal } : {}) });
   await metrics.close();
+  if (processor.fatal) return EXIT_PROCESSOR_FAILED;
   return reason === 'lease-lost' ? EXIT_LEASE_LOST : EXIT_DONE;
 }
 

@@ -5,14 +5,16 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import ort from 'onnxruntime-node';
 import type { Tunables } from '../../core/config.ts';
-import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
+import { METRIC_NAMES } from '../../core/metric-names.ts';
+import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, MetricSink } from '../../core/ports.ts';
 import { MicroBatcher } from './batcher.ts';
 import { ensureDemoModel } from './demo-model/build-model.ts';
 import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
+import { InferenceThreadDiedError, type InferenceThreadDeath, type ThreadOptions } from './inference-thread.ts';
 import { loadModel, type ExecutionProvider, type LoadedModel } from './model.ts';
 import { postprocess, type RawDetection } from './postprocess.ts';
 import { PreparedAhead } from './prepared-ahead.ts';
-import { ImageDecodeError, prepareFrame, type PreparedFrame } from './preprocess.ts';
+import { ImageDecodeError, prepareFrame, sourcePixelLimit, type PreparedFrame } from './preprocess.ts';
 import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
 
 export { ensureDemoModel } from './demo-model/build-model.ts';
@@ -20,6 +22,7 @@ export { generateClip } from './synthetic/generate.ts';
 export { evaluateMot } from './eval/mot.ts';
 export { ByteTracker } from './tracker.ts';
 export { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
+export { InferenceThreadDiedError, type InferenceThreadDeath } from './inference-thread.ts';
 
 export interface VisionProcessorOptions {
   /** Local path or s3://bucket/key.onnx; empty or absent = the demo model (built if missing). */
@@ -46,6 +49,15 @@ export interface VisionProcessorOptions {
   readonly demoModelDir?: string;
   /** Least IoU for a late frame's detection to take a neighbouring track's ID (default {@link DEFAULT_LATE_MIN_IOU}). */
   readonly lateMinIou?: number;
+  /** Receives `InferenceThreadDied{Reason}`. */
+  readonly metrics?: MetricSink;
+  /**
+   * Called once when the processor breaks for good (see {@link FrameProcessor.fatal}),
+   * with the reason; the worker entry point drains and exits on it.
+   */
+  readonly onFatal?: (reason: string) => void;
+  /** How the inference thread is created: heap limits, and a fault for tests. */
+  readonly inferenceThread?: ThreadOptions;
 }
 
 /** The processor options that come from the deployment's tunables (one mapping for the worker and the benchmarks). */
@@ -106,6 +118,10 @@ class OnnxVisionProcessor implements VisionProcessor {
   private batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome> | undefined;
   private readonly trackers = new Map<string, ByteTracker>();
   private readonly ahead = new PreparedAhead();
+  /** Most pixels a frame may declare (from the model's input size); set in `start()`. */
+  private maxSourcePixels = 0;
+  /** How the inference thread died, once it has: the processor is then broken for good. */
+  private death: InferenceThreadDeath | undefined;
 
   constructor(options: VisionProcessorOptions) {
     this.options = options;
@@ -128,16 +144,28 @@ class OnnxVisionProcessor implements VisionProcessor {
     return { started: this.ahead.started, used: this.ahead.used };
   }
 
+  get fatal(): string | undefined {
+    return this.death && new InferenceThreadDiedError(this.death).message;
+  }
+
   get description(): string {
     if (!this.model) return 'vision processor (not started)';
     const m = this.model;
-    return `model=${m.uri} input=${m.info.inputWidth}x${m.info.inputHeight} classes=${m.info.classNames.length} provider=${m.provider} (${m.providerReason}) batch=${m.info.dynamicBatch ? this.options.batchSize : 1}`;
+    return `model=${m.uri} input=${m.info.inputWidth}x${m.info.inputHeight} maxSourcePixels=${this.maxSourcePixels} classes=${m.info.classNames.length} provider=${m.provider} (${m.providerReason}) batch=${m.info.dynamicBatch ? this.options.batchSize : 1}`;
   }
 
   async start(): Promise<void> {
     if (this.model) return;
     const uri = this.options.modelUri ? this.options.modelUri : await ensureDemoModel(this.options.demoModelDir);
-    this.model = await loadModel({ uri, s3Client: this.options.s3Client, preferCuda: this.options.preferCuda, inferenceThreads: this.options.inferenceThreads });
+    this.model = await loadModel({
+      uri,
+      s3Client: this.options.s3Client,
+      preferCuda: this.options.preferCuda,
+      inferenceThreads: this.options.inferenceThreads,
+      thread: this.options.inferenceThread,
+    });
+    void this.model.session.died?.then((death) => this.onThreadDeath(death));
+    this.maxSourcePixels = sourcePixelLimit(this.model.info.inputWidth, this.model.info.inputHeight);
     this.options.logger?.({
       msg: 'vision model loaded',
       provider: this.model.provider,
@@ -145,6 +173,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       model: uri,
       dynamicBatch: this.model.info.dynamicBatch,
       inferenceThreads: this.options.inferenceThreads || 'default',
+      maxSourcePixels: this.maxSourcePixels,
     });
     this.batcher = new MicroBatcher({
       batchSize: this.options.batchSize,
@@ -185,12 +214,45 @@ class OnnxVisionProcessor implements VisionProcessor {
     this.trackers.delete(videoId);
   }
 
-  /** Decodes a frame expected soon (see prepared-ahead.ts); ignored before `start()`. */
+  /**
+   * Decodes a frame expected soon (see prepared-ahead.ts); ignored before `start()` and
+   * once broken. Held to the same pixel limit as a frame's own decode: a frame over it is
+   * refused from its header, never decoded ahead.
+   */
   prepareAhead(image: Uint8Array): void {
     const model = this.model;
-    if (!model) return;
+    if (!model || this.death) return;
     const { inputWidth, inputHeight } = model.info;
-    this.ahead.start(image, (bytes) => prepareFrame(bytes, inputWidth, inputHeight));
+    const maxSourcePixels = this.maxSourcePixels;
+    this.ahead.start(image, (bytes) => prepareFrame(bytes, inputWidth, inputHeight, maxSourcePixels));
+  }
+
+  /**
+   * The inference thread died. It is not replaced: the processor breaks for good and the
+   * worker exits (EXIT_PROCESSOR_FAILED), so another task takes the slot over. Why not a
+   * new thread in this process:
+   * - a fresh process is the only state known to be clean. A thread that ran out of
+   *   memory, or died inside onnxruntime, may leave its native session, its CUDA memory
+   *   and its allocator arenas behind; a replacement would load a second model beside
+   *   that and fail later and less clearly;
+   * - one path for every crash: a native crash in the decoder or the model kills the
+   *   process anyway, and the crash-loop breaker counts process deaths on adoption, so a
+   *   frame that kills the thread every time is handled as one that kills the process
+   *   (parked as `crashed-worker` after 3), not by a second, in-process budget with its
+   *   own tunables;
+   * - failover is already fast and tested (the drain hands the slot off at once), and
+   *   the exit can never leave a process that heartbeats while every round fails.
+   * In-flight and later runs reject (InferenceThreadDiedError); `process` passes that on
+   * rather than writing `failed` records, so the round rolls back and nothing is lost.
+   */
+  private onThreadDeath(death: InferenceThreadDeath): void {
+    if (this.death) return;
+    this.death = death;
+    this.ahead.clear();
+    const reason = this.fatal!;
+    this.options.metrics?.count(METRIC_NAMES.worker.inferenceThreadDied, 1, { Reason: death.reason });
+    this.options.logger?.({ msg: 'inference thread died: processor broken, the worker must exit', reason: death.reason, detail: death.detail });
+    this.options.onFatal?.(reason);
   }
 
   async stop(): Promise<void> {
@@ -203,14 +265,11 @@ class OnnxVisionProcessor implements VisionProcessor {
   }
 
   async process(frames: readonly FrameInput[]): Promise<FrameOutcome[]> {
-    const model = this.model;
-    const batcher = this.batcher;
-    if (!model || !batcher) throw new Error('vision processor not started');
-    const { inputWidth, inputHeight } = model.info;
-    return Promise.all(
+    const batcher = this.usable();
+    return allOrThrow(
       frames.map(async (frame): Promise<FrameOutcome> => {
         if (!this.trackers.has(frame.videoId)) return { status: 'failed', reason: 'video-not-open' };
-        return this.submit(batcher, frame.videoId, frame, false, inputWidth, inputHeight);
+        return this.submit(batcher, frame.videoId, frame, false);
       }),
     );
   }
@@ -222,29 +281,29 @@ class OnnxVisionProcessor implements VisionProcessor {
    * arrive after its video was released.
    */
   async processLate(frames: readonly LateFrameInput[]): Promise<FrameOutcome[]> {
-    const model = this.model;
-    const batcher = this.batcher;
-    if (!model || !batcher) throw new Error('vision processor not started');
-    const { inputWidth, inputHeight } = model.info;
-    return Promise.all(frames.map((frame) => this.submit(batcher, lateStream(frame.videoId), frame, true, inputWidth, inputHeight)));
+    const batcher = this.usable();
+    return allOrThrow(frames.map((frame) => this.submit(batcher, lateStream(frame.videoId), frame, true)));
   }
 
-  private async submit(
-    batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome>,
-    stream: string,
-    frame: FrameInput | LateFrameInput,
-    late: boolean,
-    inputWidth: number,
-    inputHeight: number,
-  ): Promise<FrameOutcome> {
+  /** The batcher, once started and while not broken (a broken processor rejects every call). */
+  private usable(): MicroBatcher<BatchItem, Detection[] | FrameOutcome> {
+    if (this.death) throw new InferenceThreadDiedError(this.death);
+    if (!this.model || !this.batcher) throw new Error('vision processor not started');
+    return this.batcher;
+  }
+
+  private async submit(batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome>, stream: string, frame: FrameInput | LateFrameInput, late: boolean): Promise<FrameOutcome> {
+    const { inputWidth, inputHeight } = this.model!.info;
     try {
       const result = await batcher.submit(
         stream,
-        (this.ahead.take(frame.image) ?? prepareFrame(frame.image, inputWidth, inputHeight)).then((prepared) => ({ frame, prepared, late })),
+        (this.ahead.take(frame.image) ?? prepareFrame(frame.image, inputWidth, inputHeight, this.maxSourcePixels)).then((prepared) => ({ frame, prepared, late })),
       );
       return Array.isArray(result) ? { status: 'ok', detections: result } : result;
     } catch (error) {
       if (error instanceof ImageDecodeError) return { status: 'failed', reason: error.reason, detail: error.message.slice(0, 200) };
+      // Not the frame's fault: the call rejects and the worker retries the round elsewhere.
+      if (error instanceof InferenceThreadDiedError || this.death) throw this.death ? new InferenceThreadDiedError(this.death) : error;
       return { status: 'failed', reason: 'inference-error', detail: error instanceof Error ? error.message.slice(0, 200) : String(error) };
     }
   }
@@ -302,6 +361,17 @@ class OnnxVisionProcessor implements VisionProcessor {
         .map((t): Detection => ({ trackId: t.trackId, label: t.label, score: t.score, box: t.box }));
     });
   }
+}
+
+/**
+ * Every outcome once all have settled (so no frame's work is left running when the call
+ * returns), or the first rejection.
+ */
+async function allOrThrow<T>(promises: readonly Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
 }
 
 /** Concatenates equal-sized planes into one batch buffer. */

@@ -10,11 +10,74 @@
  * This module is also the thread's entry point: loaded with `workerData.role ===
  * 'inference-thread'`, it creates the session and serves runs.
  */
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, Worker, workerData, type ResourceLimits } from 'node:worker_threads';
 import ort from 'onnxruntime-node';
 
 /** The part of an onnxruntime session the model loader and the processor use. */
-export type InferenceSessionLike = Pick<ort.InferenceSession, 'inputNames' | 'outputNames' | 'inputMetadata' | 'outputMetadata' | 'run' | 'release'>;
+export type InferenceSessionLike = Pick<ort.InferenceSession, 'inputNames' | 'outputNames' | 'inputMetadata' | 'outputMetadata' | 'run' | 'release'> & {
+  /**
+   * Settles once, when the thread serving the session dies on its own (not when it is
+   * released): from then on every run rejects with {@link InferenceThreadDiedError}.
+   * Absent for a session that cannot die apart from its process (one on the main thread).
+   */
+  readonly died?: Promise<InferenceThreadDeath>;
+};
+
+/** Why an inference thread ended: the dimension `Reason` of `InferenceThreadDied`. */
+export type InferenceThreadDeathReason =
+  /** V8 ran out of heap in the thread (`ERR_WORKER_OUT_OF_MEMORY`). */
+  | 'out-of-memory'
+  /** An exception nothing caught, or any other error the thread raised. */
+  | 'thread-error'
+  /** The thread exited without an error (e.g. `process.exit` inside it, or a native abort surfaced as an exit). */
+  | 'thread-exit';
+
+/** How an inference thread died. */
+export interface InferenceThreadDeath {
+  readonly reason: InferenceThreadDeathReason;
+  /** The error message, or the exit code. */
+  readonly detail: string;
+}
+
+/** The rejection of every run in flight on, or sent to, a thread that died. */
+export class InferenceThreadDiedError extends Error {
+  override name = 'InferenceThreadDiedError';
+  readonly death: InferenceThreadDeath;
+
+  constructor(death: InferenceThreadDeath) {
+    super(`inference thread died (${death.reason}): ${death.detail}`);
+    this.death = death;
+  }
+}
+
+/**
+ * Test seam: makes the thread die for real on its `onRun`-th run request (the warm-up
+ * run of `loadModel` is the first): `exit` calls `process.exit(57)` in the thread, `throw`
+ * raises an exception nothing catches, `oom` allocates until V8 gives up
+ * (`ERR_WORKER_OUT_OF_MEMORY`; pair it with small {@link ThreadOptions.resourceLimits}).
+ */
+export interface InferenceThreadFault {
+  readonly kind: 'exit' | 'throw' | 'oom';
+  readonly onRun: number;
+}
+
+/** How the thread itself is created. */
+export interface ThreadOptions {
+  /** V8 heap limits of the thread (Node's defaults otherwise). onnxruntime's own memory is native and not counted. */
+  readonly resourceLimits?: ResourceLimits;
+  /** Test seam only; see {@link InferenceThreadFault}. */
+  readonly fault?: InferenceThreadFault;
+}
+
+/** Exit code of a thread made to exit by an `exit` {@link InferenceThreadFault}. */
+export const FAULT_EXIT_CODE = 57;
+
+/** Classifies a thread's `error` event. */
+export function deathFromError(error: unknown): InferenceThreadDeath {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return { reason: code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'out-of-memory' : 'thread-error', detail: message.slice(0, 300) };
+}
 
 interface WireTensor {
   readonly type: ort.Tensor.Type;
@@ -67,11 +130,17 @@ function fromWire(wire: Readonly<Record<string, WireTensor>>): Record<string, or
  * Creates a session with `providers` in a new worker thread. Rejects (and ends the
  * thread) when onnxruntime cannot create it, e.g. CUDA asked for where it cannot load.
  */
-export async function createThreadedSession(bytes: Uint8Array, providers: string[], sessionOptions: ort.InferenceSession.SessionOptions = {}): Promise<InferenceSessionLike> {
+export async function createThreadedSession(
+  bytes: Uint8Array,
+  providers: string[],
+  sessionOptions: ort.InferenceSession.SessionOptions = {},
+  threadOptions: ThreadOptions = {},
+): Promise<InferenceSessionLike> {
   const copy = new Uint8Array(bytes);
   const worker = new Worker(new URL(import.meta.url), {
-    workerData: { role: ROLE, bytes: copy, providers, sessionOptions },
+    workerData: { role: ROLE, bytes: copy, providers, sessionOptions, fault: threadOptions.fault },
     transferList: [copy.buffer],
+    ...(threadOptions.resourceLimits ? { resourceLimits: threadOptions.resourceLimits } : {}),
   });
   const ready = await new Promise<Ready>((resolve, reject) => {
     worker.once('message', (m: Ready) => resolve(m));
@@ -93,6 +162,7 @@ class ThreadedSession implements InferenceSessionLike {
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly ort.InferenceSession.ValueMetadata[];
   readonly outputMetadata: readonly ort.InferenceSession.ValueMetadata[];
+  readonly died: Promise<InferenceThreadDeath>;
   private readonly worker: Worker;
   private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
   private nextId = 1;
@@ -105,19 +175,25 @@ class ThreadedSession implements InferenceSessionLike {
     this.outputNames = ready.outputNames;
     this.inputMetadata = ready.inputMetadata;
     this.outputMetadata = ready.outputMetadata;
+    let announce: (death: InferenceThreadDeath) => void = () => undefined;
+    this.died = new Promise((resolve) => (announce = resolve));
     worker.on('message', (reply: Reply) => {
       const waiter = this.pending.get(reply.id);
       this.pending.delete(reply.id);
       if (this.pending.size === 0) worker.unref();
       waiter?.resolve(reply);
     });
-    const fail = (error: Error) => {
-      this.failure ??= error;
+    // The first of 'error' (an OOM or an uncaught exception; 'exit' follows it) and 'exit'
+    // says why. After release() the failure is already set, so a released thread is no death.
+    const die = (death: InferenceThreadDeath) => {
+      if (this.failure) return;
+      this.failure = new InferenceThreadDiedError(death);
       for (const w of this.pending.values()) w.reject(this.failure);
       this.pending.clear();
+      announce(death);
     };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`inference thread exited (code ${code})`)));
+    worker.on('error', (error) => die(deathFromError(error)));
+    worker.on('exit', (code) => die({ reason: 'thread-exit', detail: `exit code ${code}` }));
     // An idle thread does not keep the process alive; a run in flight does.
     worker.unref();
   }
@@ -138,6 +214,8 @@ class ThreadedSession implements InferenceSessionLike {
       }
     }
     this.failure ??= new Error('inference session released');
+    for (const w of this.pending.values()) w.reject(this.failure);
+    this.pending.clear();
     await this.worker.terminate();
   }
 
@@ -151,10 +229,30 @@ class ThreadedSession implements InferenceSessionLike {
   }
 }
 
+/** Carries out a test fault in the thread (see {@link InferenceThreadFault}). */
+function commitFault(kind: InferenceThreadFault['kind']): void {
+  if (kind === 'exit') process.exit(FAULT_EXIT_CODE);
+  if (kind === 'throw') {
+    // Thrown outside the message handler's try, so nothing catches it.
+    setImmediate(() => {
+      throw new Error('inference thread fault: uncaught exception');
+    });
+    return;
+  }
+  const hoard: number[][] = [];
+  for (;;) hoard.push(Array.from({ length: 1 << 16 }, (_, i) => i + hoard.length));
+}
+
 /** The thread's side: create the session, then serve runs one message at a time. */
 async function serve(): Promise<void> {
   const port = parentPort!;
-  const { bytes, providers, sessionOptions } = workerData as { bytes: Uint8Array; providers: string[]; sessionOptions: ort.InferenceSession.SessionOptions };
+  const { bytes, providers, sessionOptions, fault } = workerData as {
+    bytes: Uint8Array;
+    providers: string[];
+    sessionOptions: ort.InferenceSession.SessionOptions;
+    fault?: InferenceThreadFault;
+  };
+  let runs = 0;
   let session: ort.InferenceSession;
   try {
     session = await ort.InferenceSession.create(bytes, { ...sessionOptions, executionProviders: providers });
@@ -170,6 +268,10 @@ async function serve(): Promise<void> {
     outputMetadata: session.outputMetadata,
   } satisfies Ready);
   port.on('message', async (request: Request) => {
+    if (request.op === 'run' && fault && ++runs === fault.onRun) {
+      commitFault(fault.kind);
+      return;
+    }
     try {
       if (request.op === 'release') {
         await session.release();

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import ort from 'onnxruntime-node';
-import { createThreadedSession, type InferenceSessionLike } from './inference-thread.ts';
+import { createThreadedSession, type InferenceSessionLike, type ThreadOptions } from './inference-thread.ts';
 
 /** What the processor needs to know about a model. */
 export interface ModelInfo {
@@ -46,6 +46,8 @@ export interface LoadModelOptions {
   readonly preferCuda?: boolean;
   /** onnxruntime intra-op threads; 0 or absent = its default (one per physical core). */
   readonly inferenceThreads?: number;
+  /** How the inference thread is created (heap limits; a test fault). */
+  readonly thread?: ThreadOptions;
   /** Test seam: creates a session for a provider list (defaults to onnxruntime-node). */
   readonly createSession?: (bytes: Uint8Array, providers: string[]) => Promise<InferenceSessionLike>;
 }
@@ -141,9 +143,9 @@ export function withInferenceThreads(options: ort.InferenceSession.SessionOption
 
 /** Off the main thread, so the event loop runs while the model does (inference-thread.ts). */
 const threadedSession =
-  (inferenceThreads = 0) =>
+  (inferenceThreads = 0, thread: ThreadOptions = {}) =>
   (bytes: Uint8Array, providers: string[]) =>
-    createThreadedSession(bytes, providers, withInferenceThreads(WORKER_SESSION_OPTIONS, inferenceThreads));
+    createThreadedSession(bytes, providers, withInferenceThreads(WORKER_SESSION_OPTIONS, inferenceThreads), thread);
 
 /**
  * Whether onnxruntime-node's CUDA provider library is installed (it is
@@ -206,7 +208,7 @@ export async function loadModel(options: LoadModelOptions): Promise<LoadedModel>
   const { session, provider, providerReason } = await createSessionWithProvider(
     bytes,
     options.preferCuda ?? true,
-    options.createSession ?? threadedSession(options.inferenceThreads),
+    options.createSession ?? threadedSession(options.inferenceThreads, options.thread),
   );
 
   const inputName = session.inputNames[0];

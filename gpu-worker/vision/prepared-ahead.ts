@@ -10,7 +10,14 @@
  *
  * A hint, like the prefetch: bounded by count (a prepared 640x640 frame is 4.9 MB of
  * float32, far more than its JPEG), oldest dropped first, and a decode failure is kept
- * for the frame's own processing to report, never reported here.
+ * for the frame's own processing to report, never reported here. Memory is bounded three ways:
+ * - at most `maxFrames` decodes are held;
+ * - at most `maxFrames` decodes run at once, counting those already dropped (a dropped
+ *   decode runs on until it ends); a hint past that is ignored and the frame decodes in
+ *   its round;
+ * - each decode is the processor's own `prepareFrame`, held to the model's pixel limit
+ *   (preprocess.ts `sourcePixelLimit`): a frame that declares more pixels is refused from
+ *   its header, so nothing over the limit is ever decoded ahead, a bomb included.
  */
 import type { PreparedFrame } from './preprocess.ts';
 
@@ -24,18 +31,27 @@ export class PreparedAhead {
   /** Decodes started ahead, and of those, taken by a frame's processing (for tests and the benchmark). */
   started = 0;
   used = 0;
+  /** Hints ignored because `maxFrames` decodes were already running. */
+  skipped = 0;
+  /** Decodes still running, held or dropped. */
+  private running = 0;
 
   constructor(maxFrames = PREPARED_AHEAD_MAX_FRAMES) {
     this.maxFrames = maxFrames;
   }
 
-  /** Starts `prepare(image)` unless that image is already held. */
+  /** Starts `prepare(image)` unless that image is already held or `maxFrames` decodes are running. */
   start(image: Uint8Array, prepare: (image: Uint8Array) => Promise<PreparedFrame>): void {
     if (this.maxFrames <= 0 || this.entries.has(image)) return;
+    if (this.running >= this.maxFrames) {
+      this.skipped++;
+      return;
+    }
     while (this.entries.size >= this.maxFrames) this.entries.delete(this.entries.keys().next().value!);
+    this.running++;
     const prepared = prepare(image);
     // A corrupt image rejects here; the frame's processing awaits this same promise and reports it.
-    prepared.catch(() => undefined);
+    prepared.catch(() => undefined).finally(() => this.running--);
     this.entries.set(image, prepared);
     this.started++;
   }

@@ -56,30 +56,85 @@ export interface PreparedFrame {
   readonly geometry: LetterboxGeometry;
 }
 
-/** Thrown for bytes that are not a decodable image; `reason` is the outcome code. */
+/** Outcome reasons of a frame the decoder refuses. */
+export type ImageRejectReason = 'corrupt-image' | 'image-too-large';
+
+/** Thrown for bytes that are not a decodable image, or one too large to decode; `reason` is the outcome code. */
 export class ImageDecodeError extends Error {
   override name = 'ImageDecodeError';
-  readonly reason = 'corrupt-image';
+  readonly reason: ImageRejectReason;
+
+  constructor(message: string, reason: ImageRejectReason = 'corrupt-image') {
+    super(message);
+    this.reason = reason;
+  }
 }
+
+/** 4K UHD (3840 x 2160): the least any model allows, so every common camera resolution decodes whatever the model. */
+export const MIN_SOURCE_PIXEL_LIMIT = 3840 * 2160;
+/** 8K UHD (7680 x 4320): the most any model allows. */
+export const MAX_SOURCE_PIXEL_LIMIT = 7680 * 4320;
+/**
+ * Source pixels allowed per model input pixel: 64, i.e. 8 times the model's side. A frame
+ * larger than that is shrunk more than 8-fold per axis, so the model sees at most 1 in 64
+ * of its pixels, while its decode costs CPU time in proportion to all of them.
+ */
+export const SOURCE_PIXELS_PER_INPUT_PIXEL = 64;
+
+/**
+ * Most source pixels (width x height) a frame may declare for a model with this input:
+ * {@link SOURCE_PIXELS_PER_INPUT_PIXEL} times the input's area, kept between 4K UHD and
+ * 8K UHD (640 x 640: 26.2 MP; the 320 x 320 demo model: 8.3 MP; 1280 x 1280: 33.2 MP).
+ * It replaces sharp's default of 268 MP, under which a decompression bomb is decoded in
+ * full: a 420 KB PNG of 12000 x 12000 took 1.1 s of a core to decode and shrink (libvips
+ * streams it, so memory rose only 60 MB), time taken from inference and the other frames.
+ */
+export function sourcePixelLimit(inputWidth: number, inputHeight: number): number {
+  return Math.min(MAX_SOURCE_PIXEL_LIMIT, Math.max(MIN_SOURCE_PIXEL_LIMIT, SOURCE_PIXELS_PER_INPUT_PIXEL * inputWidth * inputHeight));
+}
+
+/** sharp's message when an image is over `limitInputPixels` (a backstop; the header check comes first). */
+const SHARP_PIXEL_LIMIT_MESSAGE = /exceeds pixel limit/i;
 
 /**
  * Decodes JPEG/PNG bytes and letterboxes them to the model input. sharp runs on
  * libuv's thread pool, so several of these overlap each other and a running
  * inference.
+ *
+ * The image's size is read from its header first: one that declares more than
+ * `maxSourcePixels` (default {@link sourcePixelLimit} of the input) is refused as
+ * `image-too-large` before a single pixel is decoded, and sharp's own
+ * `limitInputPixels` is set to the same value as a backstop.
  */
-export async function prepareFrame(image: Uint8Array, inputWidth: number, inputHeight: number): Promise<PreparedFrame> {
+export async function prepareFrame(
+  image: Uint8Array,
+  inputWidth: number,
+  inputHeight: number,
+  maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
+): Promise<PreparedFrame> {
   let width: number;
   let height: number;
   let rgb: Buffer;
   let geometry: LetterboxGeometry;
   try {
-    const decoded = sharp(image, { failOn: 'error' });
-    const meta = await decoded.metadata();
+    // The header alone, without sharp's pixel limit, so an oversized frame is named as such
+    // (with its size) rather than by sharp's message; no pixel is decoded here.
+    const meta = await sharp(image, { failOn: 'error', limitInputPixels: false }).metadata();
     if (!meta.width || !meta.height) throw new Error('image has no dimensions');
     width = meta.width;
     height = meta.height;
+  } catch (error) {
+    throw new ImageDecodeError(error instanceof Error ? error.message : String(error));
+  }
+  if (width * height > maxSourcePixels) {
+    throw new ImageDecodeError(
+      `${width}x${height} = ${width * height} px is over the ${maxSourcePixels} px limit for a ${inputWidth}x${inputHeight} model input`,
+      'image-too-large',
+    );
+  }
+  try {
     const g = letterboxGeometry(width, height, inputWidth, inputHeight);
-    let pipeline = decoded.removeAlpha().toColourspace('srgb');
+    let pipeline = sharp(image, { failOn: 'error', limitInputPixels: maxSourcePixels }).removeAlpha().toColourspace('srgb');
     if (g.resizedWidth !== width || g.resizedHeight !== height) {
       // Ultralytics resizes with cv2.INTER_LINEAR.
       pipeline = pipeline.resize(g.resizedWidth, g.resizedHeight, { fit: 'fill', kernel: 'linear' });
@@ -87,7 +142,8 @@ export async function prepareFrame(image: Uint8Array, inputWidth: number, inputH
     rgb = await pipeline.raw().toBuffer();
     geometry = g;
   } catch (error) {
-    throw new ImageDecodeError(error instanceof Error ? error.message : String(error));
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ImageDecodeError(message, SHARP_PIXEL_LIMIT_MESSAGE.test(message) ? 'image-too-large' : 'corrupt-image');
   }
   const { resizedWidth, resizedHeight, padLeft, padTop } = geometry;
   if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);

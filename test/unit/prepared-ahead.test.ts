@@ -48,14 +48,17 @@ describe('frames prepared ahead', () => {
     expect(ahead.used).toBe(0);
   });
 
-  it('holds at most its bound, dropping the oldest first', () => {
+  it('holds at most its bound, dropping the oldest first', async () => {
     // Prepare
     const ahead = new PreparedAhead(2);
     const [a, b, c] = [Uint8Array.of(1), Uint8Array.of(2), Uint8Array.of(3)];
     const { prepare } = counting();
 
-    // Act
-    for (const image of [a, b, c]) ahead.start(image, prepare);
+    // Act: each decode ends before the next starts.
+    for (const image of [a, b, c]) {
+      ahead.start(image, prepare);
+      await new Promise((r) => setImmediate(r));
+    }
 
     // Assess
     expect(ahead.size).toBe(2);
@@ -83,6 +86,32 @@ describe('frames prepared ahead', () => {
     // Assess
     await expect(ahead.take(corrupt)!).rejects.toThrow('corrupt');
     expect(ahead.take(dropped)).toBeUndefined();
+  });
+
+  it('runs at most its bound of decodes at once, dropped ones included, and takes hints again once they end', async () => {
+    // Prepare: decodes that end only when told to.
+    const ahead = new PreparedAhead(2);
+    const finish: (() => void)[] = [];
+    const calls: Uint8Array[] = [];
+    const slow = (image: Uint8Array) => {
+      calls.push(image);
+      return new Promise<PreparedFrame>((resolve) => finish.push(() => resolve(frameOf(image))));
+    };
+    const [a, b, c, d] = [Uint8Array.of(1), Uint8Array.of(2), Uint8Array.of(3), Uint8Array.of(4)];
+
+    // Act
+    ahead.start(a, slow);
+    ahead.start(b, slow);
+    ahead.start(c, slow);
+    for (const f of finish.splice(0)) f();
+    await new Promise((r) => setImmediate(r));
+    ahead.start(d, slow);
+
+    // Assess: c was ignored while a and b ran; d started once they had ended.
+    expect(calls).toEqual([a, b, d]);
+    expect({ started: ahead.started, skipped: ahead.skipped }).toEqual({ started: 3, skipped: 1 });
+    expect(ahead.take(c)).toBeUndefined();
+    expect(ahead.take(d)).toBeDefined();
   });
 
   it('holds nothing with a bound of 0', () => {

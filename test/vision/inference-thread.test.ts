@@ -8,7 +8,14 @@ import { existsSync, readdirSync } from 'node:fs';
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDemoModelBytes } from '../../gpu-worker/vision/demo-model/build-model.ts';
-import { createThreadedSession, type InferenceSessionLike } from '../../gpu-worker/vision/inference-thread.ts';
+import {
+  createThreadedSession,
+  FAULT_EXIT_CODE,
+  InferenceThreadDiedError,
+  type InferenceSessionLike,
+  type InferenceThreadFault,
+  type ThreadOptions,
+} from '../../gpu-worker/vision/inference-thread.ts';
 import { BARE_SESSION_OPTIONS, WORKER_SESSION_OPTIONS, loadModel } from '../../gpu-worker/vision/model.ts';
 import { ensureDemoModel } from '../../gpu-worker/vision/index.ts';
 
@@ -112,5 +119,59 @@ describe('threaded inference session', () => {
     const four = await threadsAdded(4);
     // Assess: the inference thread itself runs the model's first thread; each more is a pool thread.
     expect(four - one).toBe(3);
+  });
+});
+
+describe('an inference thread that dies', () => {
+  let bytes: Uint8Array;
+  beforeAll(async () => {
+    bytes = await buildDemoModelBytes();
+  });
+
+  /** Thread heap small enough that the `oom` fault reaches ERR_WORKER_OUT_OF_MEMORY at once. */
+  const SMALL_HEAP: ThreadOptions['resourceLimits'] = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 8 };
+
+  it.each([
+    { kind: 'exit', reason: 'thread-exit', detail: `exit code ${FAULT_EXIT_CODE}` },
+    { kind: 'throw', reason: 'thread-error', detail: 'uncaught exception' },
+    { kind: 'oom', reason: 'out-of-memory', detail: 'out of memory' },
+  ] as const)('rejects the run in flight and every queued run when it dies by $kind, names why, and rejects later runs at once', async ({ kind, reason, detail }) => {
+    // Prepare: the thread dies on its first run; two more are queued behind it.
+    const fault: InferenceThreadFault = { kind, onRun: 1 };
+    const session = await createThreadedSession(bytes, ['cpu'], {}, { fault, ...(kind === 'oom' ? { resourceLimits: SMALL_HEAP } : {}) });
+    const feeds = () => ({ [session.inputNames[0]!]: input(1) });
+    // Act
+    const runs = await Promise.all([session.run(feeds()), session.run(feeds()), session.run(feeds())].map((r) => r.catch((e: unknown) => e)));
+    const death = await session.died!;
+    const later = await session.run(feeds()).catch((e: unknown) => e);
+    // Assess
+    expect(death.reason).toBe(reason);
+    expect(death.detail.toLowerCase()).toContain(detail);
+    for (const e of [...runs, later]) {
+      expect(e).toBeInstanceOf(InferenceThreadDiedError);
+      expect((e as InferenceThreadDiedError).death).toEqual(death);
+      expect(String(e)).toContain(`inference thread died (${reason})`);
+    }
+    await expect(session.release()).resolves.toBeUndefined();
+  });
+
+  it('serves runs until the faulty one, and a released thread is no death', async () => {
+    // Prepare
+    const dying = await createThreadedSession(bytes, ['cpu'], {}, { fault: { kind: 'exit', onRun: 3 } });
+    const healthy = await createThreadedSession(bytes, ['cpu']);
+    const feeds = (s: InferenceSessionLike) => ({ [s.inputNames[0]!]: input(1) });
+    // Act
+    const first = await dying.run(feeds(dying));
+    const second = await dying.run(feeds(dying));
+    const third = await dying.run(feeds(dying)).catch((e: unknown) => e);
+    await healthy.run(feeds(healthy));
+    await healthy.release();
+    const settled = await Promise.race([healthy.died!.then(() => 'died'), new Promise((r) => setImmediate(() => r('alive')))]);
+    // Assess
+    expect(Object.keys(first)).toEqual(dying.outputNames);
+    expect(Object.keys(second)).toEqual(dying.outputNames);
+    expect(third).toBeInstanceOf(InferenceThreadDiedError);
+    expect(settled).toBe('alive');
+    await dying.release();
   });
 });
