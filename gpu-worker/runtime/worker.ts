@@ -141,8 +141,13 @@ export class Worker {
     return this.keeper.lost !== undefined;
   }
 
+  /**
+   * Drain requested, slot lease lost, or the processor broken for good (a dead inference
+   * thread): a process that heartbeats while every round fails would keep its slot from
+   * a successor, so it drains and exits instead.
+   */
   private get ending(): boolean {
-    return this.stopRequested || this.lost;
+    return this.stopRequested || this.lost || this.d.processor.fatal !== undefined;
   }
 
   private get fence(): SlotFence {
@@ -348,7 +353,9 @@ export class Worker {
     const round = await buildRound({ runner: this.runner, processor: this.d.processor, log: this.d.log }, eligible, this.fence, now);
     // An outage fails every video that fetched; a frame's own fault leaves the others working.
     const someFetched = round.units.some((u) => u.plan.steps.some((s) => s.type === 'frame' || s.type === 'late'));
-    for (const f of round.failures) this.committer!.rollback(f, now, !f.transient || someFetched);
+    // A broken processor is not the frames' fault either.
+    const broken = this.d.processor.fatal !== undefined;
+    for (const f of round.failures) this.committer!.rollback(f, now, !broken && (!f.transient || someFetched));
     committed = (await this.settleCommit()) || committed;
     if (round.units.length === 0 || this.lost) return committed;
     for (const { session } of round.units) this.committing.add(session.videoId);
