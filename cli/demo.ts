@@ -7,7 +7,7 @@
  * complete, scores tracking against ground truth, renders annotated output under
  * `.local/demo/`, and stops everything.
  */
-import { countResults as countStored } from '../core/results-reader.ts';
+import { countResults as countStored } from '../core/aws/results-reader.ts';
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';

@@ -14,10 +14,10 @@
  */
 import { isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
 import type { Tunables } from '../../core/config.ts';
-import { ObjectMissingError, type FrameStore } from '../../core/frame-store.ts';
+import { ObjectMissingError, type FrameStore } from '../../core/aws/frame-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink, NeighbourFrame } from '../../core/ports.ts';
-import { nearestProcessed, type ResultsSource } from '../../core/results-reader.ts';
+import { nearestProcessed, type ResultsSource } from '../../core/aws/results-reader.ts';
 import type { FrameRef, LateFrame, SequencedStep } from '../../core/sequencer.ts';
 import type { FramePrefetch } from './frame-prefetch.ts';
 

@@ -6,7 +6,7 @@
  */
 import type { Tunables } from '../../core/config.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import { UnconfirmedError, type LeaseStore, type SlotFence } from '../../core/lease-store.ts';
+import { UnconfirmedError, type LeaseStore, type SlotFence } from '../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 
 export interface SlotKeeperDeps {

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalStack, type LocalStack } from '../../local/stack.ts';
-import { LeaseStore } from '../../core/lease-store.ts';
-import { SlotQueues } from '../../core/slot-queues.ts';
+import { LeaseStore } from '../../core/aws/lease-store.ts';
+import { SlotQueues } from '../../core/aws/slot-queues.ts';
 import { Janitor, stoppedSlotOf, type JanitorTrigger } from '../../core/janitor.ts';
 import { DEFAULT_TUNABLES, WORKER_ENV, type Tunables } from '../../core/config.ts';
 import { nullMetrics, type LaunchRequest, type LogSink, type TaskLauncher } from '../../core/ports.ts';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalStack, type LocalStack } from '../../local/stack.ts';
-import { LeaseStore, type CommitUnit, type SlotFence } from '../../core/lease-store.ts';
+import { LeaseStore, type CommitUnit, type SlotFence } from '../../core/aws/lease-store.ts';
 import { summaryOf, type VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { DEFAULT_TUNABLES } from '../../core/config.ts';

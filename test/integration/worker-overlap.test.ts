@@ -6,7 +6,7 @@
  * luck of timing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseStore } from '../../core/lease-store.ts';
+import { LeaseStore } from '../../core/aws/lease-store.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../support/worker-harness.ts';
 

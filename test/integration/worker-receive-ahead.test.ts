@@ -6,7 +6,7 @@
  * receive), with a slow StatsProcessor so that rounds last long enough to receive during them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FrameStore } from '../../core/frame-store.ts';
+import { FrameStore } from '../../core/aws/frame-store.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../support/worker-harness.ts';
 

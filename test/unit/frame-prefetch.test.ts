@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { FrameStore } from '../../core/frame-store.ts';
+import type { FrameStore } from '../../core/aws/frame-store.ts';
 import { FramePrefetch, PREFETCH_MAX_AGE_MS, PREFETCH_MAX_BYTES } from '../../gpu-worker/runtime/frame-prefetch.ts';
 
 /** A FrameStore stand-in: records GETs, answers from a map, fails for keys not in it. */

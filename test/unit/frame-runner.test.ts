@@ -8,7 +8,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { GetObjectCommand, InvalidObjectState, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { FrameStore } from '../../core/frame-store.ts';
+import { FrameStore } from '../../core/aws/frame-store.ts';
 import { FrameRunner, isTransient, type VideoPlan } from '../../gpu-worker/runtime/frame-runner.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink } from '../../core/ports.ts';
 import { nullMetrics } from '../../core/ports.ts';

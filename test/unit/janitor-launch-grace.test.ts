@@ -10,8 +10,8 @@ import { Janitor, type JanitorTrigger } from '../../core/janitor.ts';
 import { DEFAULT_TUNABLES, type Tunables } from '../../core/config.ts';
 import { emptySlotRecord, type LivenessOptions, type SlotRecord } from '../../core/lease-logic.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import type { LeaseStore } from '../../core/lease-store.ts';
-import type { SlotQueues } from '../../core/slot-queues.ts';
+import type { LeaseStore } from '../../core/aws/lease-store.ts';
+import type { SlotQueues } from '../../core/aws/slot-queues.ts';
 import type { LaunchRequest, LogSink, MetricSink, TaskLauncher } from '../../core/ports.ts';
 
 const NOW = 5_000_000_000;

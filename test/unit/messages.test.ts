@@ -8,11 +8,11 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { VIDEO_ID_PATTERN } from '../../core/keys.ts';
 import { DEFAULT_TUNABLES } from '../../core/config.ts';
-import type { LeaseStore } from '../../core/lease-store.ts';
+import type { LeaseStore } from '../../core/aws/lease-store.ts';
 import { dedupId, parseSlotMessage, type EndMessage, type FrameMessage } from '../../core/messages.ts';
 import { nullMetrics } from '../../core/ports.ts';
 import { FrameRouter } from '../../core/router.ts';
-import { SlotQueues } from '../../core/slot-queues.ts';
+import { SlotQueues } from '../../core/aws/slot-queues.ts';
 
 /** SQS's rule, written out independently of the code under test. */
 const SQS_ID = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;

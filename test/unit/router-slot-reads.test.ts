@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { FrameRouter } from '../../core/router.ts';
 import { DEFAULT_TUNABLES, validateTunables } from '../../core/config.ts';
 import { emptySlotRecord, type SlotRecord } from '../../core/lease-logic.ts';
-import type { LeaseStore } from '../../core/lease-store.ts';
-import type { SlotQueues } from '../../core/slot-queues.ts';
+import type { LeaseStore } from '../../core/aws/lease-store.ts';
+import type { SlotQueues } from '../../core/aws/slot-queues.ts';
 import { nullMetrics, type LogSink, type TaskLauncher } from '../../core/ports.ts';
 
 const SLOTS = 1000;

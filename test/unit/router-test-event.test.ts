@@ -8,8 +8,8 @@ import { FrameRouter, type RejectedEvent } from '../../core/router.ts';
 import { DEFAULT_TUNABLES } from '../../core/config.ts';
 import { emptySlotRecord, type SlotRecord } from '../../core/lease-logic.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import type { LeaseStore } from '../../core/lease-store.ts';
-import type { SlotQueues } from '../../core/slot-queues.ts';
+import type { LeaseStore } from '../../core/aws/lease-store.ts';
+import type { SlotQueues } from '../../core/aws/slot-queues.ts';
 import type { LaunchRequest, LogSink, MetricSink, TaskLauncher } from '../../core/ports.ts';
 
 interface Recorded {

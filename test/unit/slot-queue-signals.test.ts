@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { SlotQueues } from '../../core/slot-queues.ts';
+import { SlotQueues } from '../../core/aws/slot-queues.ts';
 
 const sqs = new SQSClient({ region: 'us-east-1' });
 const sqsMock = mockClient(SQSClient);

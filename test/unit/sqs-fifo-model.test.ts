@@ -14,7 +14,7 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { ManualClock, SqsFifoModel, SQS_LIMITS, throttled } from '../support/sqs-fifo-model.ts';
-import { SlotQueues } from '../../core/slot-queues.ts';
+import { SlotQueues } from '../../core/aws/slot-queues.ts';
 import type { FrameMessage } from '../../core/messages.ts';
 
 const URL = 'http://model.local/000000000000/q.fifo';

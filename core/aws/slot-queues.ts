@@ -14,7 +14,7 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { dedupId, type SlotMessage } from './messages.ts';
+import { dedupId, type SlotMessage } from '../messages.ts';
 
 export interface OutgoingMessage {
   readonly message: SlotMessage;

@@ -1,8 +1,8 @@
 /** S3 adapter: fetches frame bytes and end-of-stream markers, and lists a video's frames. */
 import { GetObjectCommand, ListObjectsV2Command, NoSuchKey, type S3Client } from '@aws-sdk/client-s3';
-import { FRAME_PREFIX } from './config.ts';
-import { parseFrameKey } from './keys.ts';
-import type { FrameRef } from './sequencer.ts';
+import { FRAME_PREFIX } from '../config.ts';
+import { parseFrameKey } from '../keys.ts';
+import type { FrameRef } from '../sequencer.ts';
 
 export class ObjectMissingError extends Error {
   override name = 'ObjectMissingError';

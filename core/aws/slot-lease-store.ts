@@ -10,7 +10,7 @@
 import { GetCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient, type TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { emptySlotRecord, type LivenessOptions, type SlotRecord } from './lease-logic.ts';
+import { emptySlotRecord, type LivenessOptions, type SlotRecord } from '../lease-logic.ts';
 
 export const slotKey = (slot: number) => `slot#${slot}`;
 export const videoKey = (videoId: string) => `video#${videoId}`;

@@ -10,14 +10,14 @@
  */
 import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { Tunables, Wiring } from './config.ts';
-import { emptyCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from './checkpoint.ts';
-import { emptySequencerState } from './sequencer.ts';
-import { packUnits, type CommitUnit } from './commit-packing.ts';
+import type { Tunables, Wiring } from '../config.ts';
+import { emptyCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../checkpoint.ts';
+import { emptySequencerState } from '../sequencer.ts';
+import { packUnits, type CommitUnit } from '../commit-packing.ts';
 import { SlotLeaseStore, slotKey, videoKey, type LeaseTableOptions, type SlotFence } from './slot-lease-store.ts';
 
 export { slotKey, videoKey, UnconfirmedError, type SlotFence } from './slot-lease-store.ts';
-export { packUnits, type CommitUnit } from './commit-packing.ts';
+export { packUnits, type CommitUnit } from '../commit-packing.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 

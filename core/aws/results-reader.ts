@@ -1,6 +1,6 @@
 /** Reads the results contract (core/results.ts): per-frame items in frame order and the summary. */
 import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { SUMMARY_FRAME, type FrameResultItem, type VideoSummaryItem } from './results.ts';
+import { SUMMARY_FRAME, type FrameResultItem, type VideoSummaryItem } from '../results.ts';
 
 /** Where the results table is. */
 export interface ResultsSource {
