@@ -8,6 +8,7 @@
  *   STATS_PROCESSOR_DELAY_MS  with `stats`: extra ms per batch (stands in for a slow model in tests)
  *   METRICS_FLUSH_INTERVAL_MS  how often EMF metric lines are written (default 10000)
  *   HEALTH_FILE       file touched on every confirmed heartbeat (container health check)
+ *   AWS_CALL_LOG, AWS_FAULT_INJECTION  bench / chaos instrumentation (core/aws/instrumentation.ts)
  *
  * Exit codes (core/config.ts): EXIT_DONE (0) drained on SIGTERM/SIGINT, idle for
  * WORKER_IDLE_EXIT_SECONDS (slot released), or no slot to claim; EXIT_LEASE_LOST (3) slot
@@ -19,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { EXIT_DONE, EXIT_LEASE_LOST, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
 import { createAwsClients } from '../core/aws/clients.ts';
+import { instrumentAwsClients } from '../core/aws/instrumentation.ts';
 import { LeaseStore } from '../core/aws/lease-store.ts';
 import { SlotQueues } from '../core/aws/slot-queues.ts';
 import { FrameStore } from '../core/aws/frame-store.ts';
@@ -47,7 +49,8 @@ async function main(): Promise<number> {
   const healthFile = env[WORKER_ENV.healthFile];
   const wiring = wiringFromEnv(env);
   const tunables = tunablesFromEnv(env);
-  const clients = createAwsClients(env);
+  // The worker's composition root: bench call log and chaos faults, when the environment asks for them.
+  const clients = instrumentAwsClients(createAwsClients(env), env, 'worker');
   const metrics = new EmfMetrics(wiring.metricsNamespace, { service: 'worker' }, Number(env[WORKER_ENV.metricsFlushIntervalMs] ?? 10_000));
   const processor = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3);
 

@@ -14,10 +14,15 @@ const CORE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../c
 const SPECIFIER = /(?:\bfrom\s*|^\s*import\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)(['"])([^'"\n]+)\1/gm;
 const AWS_PACKAGE = /^@(?:aws-sdk|smithy)\//;
 
-/** The AWS SDK / Smithy module specifiers a source text imports, comments stripped first. */
-function awsImports(source: string): string[] {
+/** Every module specifier a source text imports (types included), comments stripped first. */
+function importsOf(source: string): string[] {
   const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
-  return [...code.matchAll(SPECIFIER)].map((m) => m[2]!).filter((s) => AWS_PACKAGE.test(s));
+  return [...code.matchAll(SPECIFIER)].map((m) => m[2]!);
+}
+
+/** The AWS SDK / Smithy module specifiers a source text imports. */
+function awsImports(source: string): string[] {
+  return importsOf(source).filter((s) => AWS_PACKAGE.test(s));
 }
 
 function tsFiles(dir: string): string[] {
@@ -57,5 +62,12 @@ describe('core/ purity line', () => {
       .filter((f) => !f.startsWith('aws/'))
       .flatMap((f) => awsImports(readFileSync(path.join(CORE, f), 'utf8')).map((spec) => `core/${f} imports ${spec}`));
     expect(offenders).toEqual([]);
+  });
+});
+
+describe('the client factory', () => {
+  it('imports neither the instrumentation nor the fault injection (the composition roots install them)', () => {
+    const imports = importsOf(readFileSync(path.join(CORE, 'aws/clients.ts'), 'utf8'));
+    expect(imports.filter((s) => /instrumentation|fault-injection/.test(s))).toEqual([]);
   });
 });

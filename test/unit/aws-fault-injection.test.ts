@@ -3,6 +3,8 @@
  * nothing changes; set, the chosen share of request attempts fails before it leaves the
  * process, with errors the SDK's standard retry strategy retries (so a call that draws a
  * fault is retried, and one that draws it on every attempt fails after maxAttempts).
+ * AWS_CALL_LOG, the bench's one line per call. Both are installed by the composition roots
+ * (core/aws/instrumentation.ts), never by the client factory alone.
  */
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +14,7 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAwsClients, type AwsClients } from '../../core/aws/clients.ts';
+import { instrumentAwsClients } from '../../core/aws/instrumentation.ts';
 import { faultRng, injectedError, parseFaultInjection } from '../../core/aws/fault-injection.ts';
 import { AWS_CALL_POLICY } from '../../core/config.ts';
 import { closeFakeServers, startFakeServer, type FakeServer } from '../support/fake-aws-server.ts';
@@ -48,13 +51,21 @@ const outcome = <T extends { $metadata: { attempts?: number } }>(p: Promise<T>) 
     (e: unknown) => ({ ok: false as const, error: e as SdkError, attempts: (e as SdkError).$metadata?.attempts ?? 0 }),
   );
 
-/** Clients as the worker builds them, pointed at `url` through the SDK's endpoint variables. */
-function clientsFor(url: string, extra: Record<string, string> = {}): AwsClients {
+function stubEndpoints(url: string): void {
   for (const s of ['S3', 'SQS', 'DYNAMODB']) vi.stubEnv(`AWS_ENDPOINT_URL_${s}`, url);
   vi.stubEnv('AWS_ACCESS_KEY_ID', 'test');
   vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test');
-  return createAwsClients({ AWS_REGION: 'us-east-1', S3_FORCE_PATH_STYLE: 'true', ...extra }, 'worker');
 }
+
+/** Clients as the worker's main builds them (factory, then instrumentation), pointed at `url` through the SDK's endpoint variables. */
+function clientsFor(url: string, extra: Record<string, string> = {}): AwsClients {
+  stubEndpoints(url);
+  const env = { AWS_REGION: 'us-east-1', S3_FORCE_PATH_STYLE: 'true', ...extra };
+  return instrumentAwsClients(createAwsClients(env), env, 'worker');
+}
+
+const instrumentation = (c: AwsClients) =>
+  [c.dynamodb, c.s3, c.sqs].flatMap((client) => client.middlewareStack.identify().map((m) => m.split(' ')[0]!).filter((m) => m === 'callLog' || m === 'faultInjection'));
 
 const getItem = (c: AwsClients) => c.dynamodb.send(new GetItemCommand({ TableName: 't', Key: { pk: { S: 'video#v' } } }));
 
@@ -129,7 +140,8 @@ describe('AWS_FAULT_INJECTION', () => {
     expect(() => parseFaultInjection('{"rate":1.5}')).toThrow(/rate/);
     expect(() => parseFaultInjection('{"rate":0.1,"services":["lambda"]}')).toThrow(/services/);
     expect(() => parseFaultInjection('{"rate":0.1,"seed":0.5}')).toThrow(/seed/);
-    expect(() => createAwsClients({ AWS_REGION: 'us-east-1', AWS_FAULT_INJECTION: '[1]' })).toThrow(/object/);
+    const env = { AWS_REGION: 'us-east-1', AWS_FAULT_INJECTION: '[1]' };
+    expect(() => instrumentAwsClients(createAwsClients(env), env, 'worker')).toThrow(/object/);
     expect(parseFaultInjection('{"rate":0.02,"seed":7}')).toEqual({ rate: 0.02, seed: 7, services: ['dynamodb', 's3', 'sqs'], throttleShare: 0.5 });
   });
 
@@ -150,5 +162,52 @@ describe('AWS_FAULT_INJECTION', () => {
     expect(Array.from({ length: 5 }, b)).toEqual(seqA);
     expect(Array.from({ length: 5 }, c)).not.toEqual(seqA);
     for (const x of seqA) expect(x >= 0 && x < 1).toBe(true);
+  });
+});
+
+describe('AWS_CALL_LOG', () => {
+  it('appends one `role service operation` line per call, retries not counted', async () => {
+    // Prepare
+    const aws = await fakeAws();
+    const log = join(mkdtempSync(join(tmpdir(), 'calls-')), 'calls.log');
+    stubEndpoints(aws.url);
+    const env = { AWS_REGION: 'us-east-1', S3_FORCE_PATH_STYLE: 'true', AWS_CALL_LOG: log };
+    const clients = aws.track(instrumentAwsClients(createAwsClients(env), env, 'router'));
+    // Act
+    await getItem(clients);
+    await clients.s3.send(new HeadObjectCommand({ Bucket: 'b', Key: 'frames/v/000001.jpg' }));
+    // Assess
+    expect(readFileSync(log, 'utf8')).toBe('router\tdynamodb\tGetItemCommand\nrouter\ts3\tHeadObjectCommand\n');
+  });
+});
+
+describe('the client factory alone', () => {
+  it('installs no instrumentation, whatever the environment says: no call log, no faults', async () => {
+    // Prepare: both variables set, as in a chaos run of the bench
+    const aws = await fakeAws();
+    const dir = mkdtempSync(join(tmpdir(), 'plain-'));
+    stubEndpoints(aws.url);
+    const env = {
+      AWS_REGION: 'us-east-1',
+      S3_FORCE_PATH_STYLE: 'true',
+      AWS_CALL_LOG: join(dir, 'calls.log'),
+      AWS_FAULT_INJECTION: JSON.stringify({ rate: 1, seed: 3, log: join(dir, 'faults.log') }),
+    };
+    const clients = aws.track(createAwsClients(env));
+    // Act
+    const r = await outcome(getItem(clients));
+    // Assess: the call reached the service once, nothing was logged or injected
+    expect(r).toEqual({ ok: true, attempts: 1 });
+    expect(aws.requests()).toBe(1);
+    expect(instrumentation(clients)).toEqual([]);
+    expect(existsSync(join(dir, 'calls.log'))).toBe(false);
+    expect(existsSync(join(dir, 'faults.log'))).toBe(false);
+  });
+
+  it('gets both from instrumentAwsClients, on all three clients', async () => {
+    const aws = await fakeAws();
+    const dir = mkdtempSync(join(tmpdir(), 'inst-'));
+    const clients = aws.track(clientsFor(aws.url, { AWS_CALL_LOG: join(dir, 'calls.log'), AWS_FAULT_INJECTION: JSON.stringify({ rate: 0 }) }));
+    expect(instrumentation(clients).sort()).toEqual(['callLog', 'callLog', 'callLog', 'faultInjection', 'faultInjection', 'faultInjection']);
   });
 });
