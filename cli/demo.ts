@@ -24,6 +24,7 @@ import { cameraSchedule, scoreVideo, summaryTable, type DemoRow } from './demo-l
 import { formatDurationMs } from './format.ts';
 import { loadLocalTarget } from './target.ts';
 import { allResults, getSummary } from './read.ts';
+import { sleep } from '../core/async.ts';
 
 /** Short leases so the failover happens in seconds; printed on screen. */
 export const DEMO_TUNABLES: Partial<Tunables> = {
@@ -85,7 +86,6 @@ function divertOutput(logFile: string): () => void {
     sink.end();
   };
 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function countResults(stack: LocalStack, videoId: string): Promise<number> {
   return countStored({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, videoId);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { frameKey } from '../../core/keys.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { FAST_TUNABLES, put, jpeg, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
+import { sleep } from '../../core/async.ts';
 
 const WAIT_MS = FAST_TUNABLES.reorderWaitMs!;
 /** Keys whose S3 notification the hook drops: the object exists, its event never comes. */
@@ -25,7 +26,6 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const statusOf = (items: readonly FrameResultItem[]) => Object.fromEntries(items.map((r) => [r.frame, r.status]));
 
 async function complete(videoId: string, timeoutMs = 60_000) {
