@@ -50,14 +50,17 @@ export function listSourceFiles(dir = ROOT): string[] {
 }
 
 // Specifier positions that name another file. Group 1: the text before the quote; 2: the quote; 3: the specifier.
+// Each alternative's closing quote refers back to its own quote group (\2, \5, \8, ...).
 const SPECIFIER = new RegExp(
   [
-    String.raw`(\bfrom\s*)(['"])(\.{1,2}/[^'"\n]+)\2`,
-    String.raw`(^\s*import\s*)(['"])(\.{1,2}/[^'"\n]+)\2`,
-    String.raw`(\bimport\s*\(\s*)(['"])(\.{1,2}/[^'"\n]+)\2`,
-    String.raw`(\bvi\.(?:mock|doMock|unmock|importActual)\s*\(\s*)(['"])(\.{1,2}/[^'"\n]+)\2`,
-    String.raw`(\bnew\s+URL\s*\(\s*)(['"])(\.{1,2}/[^'"\n]+)\2(?=\s*,\s*import\.meta\.url)`,
-  ].join('|'),
+    String.raw`\bfrom\s*`,
+    String.raw`^\s*import\s*`,
+    String.raw`\bimport\s*\(\s*`,
+    String.raw`\bvi\.(?:mock|doMock|unmock|importActual)\s*\(\s*`,
+    String.raw`\bnew\s+URL\s*\(\s*`,
+  ]
+    .map((prefix, i) => `(${prefix})(['"])` + String.raw`(\.{1,2}/[^'"\n]+)` + `\\${3 * i + 2}` + (i === 4 ? String.raw`(?=\s*,\s*import\.meta\.url)` : ''))
+    .join('|'),
   'gm',
 );
 

@@ -25,7 +25,7 @@ export interface AwsCallPolicy {
  *   at most about 3 × 1.5 s = 4.5 s, less than the heartbeat interval, so a hung call
  *   delays at most one heartbeat; update plus re-read take at most about 9 s, less than
  *   TTL − interval = 10 s, so a worker cut off from DynamoDB declares its slot lost before
- *   the lease runs out (test/unit/aws-clients.test.ts checks this arithmetic).
+ *   the lease runs out (test/core/aws/clients.test.ts checks this arithmetic).
  * - SQS: sends, deletes and visibility changes get 5 s. A long poll legitimately holds
  *   the response for `WaitTimeSeconds` (at most 20 s), so a ReceiveMessage gets its wait
  *   plus `longPollMarginMs`, and the socket idle limit must exceed 20 s as well.

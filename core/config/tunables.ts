@@ -17,7 +17,7 @@ import { ConfigError, defaultsOf, rangeProblems, settingsMarkdownTable, type Set
  * in one DynamoDB item (400 KB) and is budgeted at 300,000 bytes. A reference costs up to
  * ~310 bytes (128-character video id, 15-digit frame, 63-character bucket), so 500 of
  * them, plus the frames one receive adds after the buffer fills, leave the tracker at
- * least 120 KB (test/unit/checkpoint-size.test.ts).
+ * least 120 KB (test/core/checkpoint-size.test.ts).
  */
 export const MAX_REORDER_BUFFER_FRAMES = 500;
 
