@@ -17,7 +17,7 @@
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { countResults } from '../core/results-reader.ts';
+import { countResults } from '../core/aws/results-reader.ts';
 import sharp from 'sharp';
 import { frameKey } from '../core/keys.ts';
 import { startLocalStack } from '../local/stack.ts';

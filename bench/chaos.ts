@@ -51,7 +51,7 @@ import { parseArgs } from 'node:util';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
 import { endMarkerKey, frameKey } from '../core/keys.ts';
-import { allResults, getSummary } from '../core/results-reader.ts';
+import { allResults, getSummary } from '../core/aws/results-reader.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../core/results.ts';
 import { MAX_OWNER_HISTORY } from '../core/checkpoint.ts';
 import { rng } from '../core/random.ts';

@@ -46,7 +46,7 @@ import { parseArgs } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { endMarkerKey, frameKey } from '../core/keys.ts';
-import { allResults, getSummary } from '../core/results-reader.ts';
+import { allResults, getSummary } from '../core/aws/results-reader.ts';
 import { evaluateMot, type MotFrame } from '../gpu-worker/vision/eval/mot.ts';
 import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { failoverSeconds } from '../cli/demo-lib.ts';

@@ -21,7 +21,7 @@ import { startLocalStack } from '../local/stack.ts';
 import { frameKey } from '../core/keys.ts';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { allResults } from '../core/results-reader.ts';
+import { allResults } from '../core/aws/results-reader.ts';
 import type { FrameResultItem } from '../core/results.ts';
 import sharp from 'sharp';
 import { writeFileSync, mkdirSync } from 'node:fs';

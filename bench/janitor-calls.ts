@@ -19,7 +19,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { Janitor } from '../core/janitor.ts';
-import { LeaseStore } from '../core/lease-store.ts';
+import { LeaseStore } from '../core/aws/lease-store.ts';
 import { nullMetrics, type LaunchRequest, type LogSink, type TaskLauncher } from '../core/ports.ts';
 import { functionContext } from '../functions/shared/context.ts';
 import { startLocalStack } from '../local/stack.ts';

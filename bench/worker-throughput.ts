@@ -40,7 +40,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { frameKey } from '../core/keys.ts';
-import { allResults } from '../core/results-reader.ts';
+import { allResults } from '../core/aws/results-reader.ts';
 import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { startLocalStack } from '../local/stack.ts';
 import { CpuSampler } from './cpu-accounting.ts';

@@ -7,7 +7,7 @@
  * complete, scores tracking against ground truth, renders annotated output under
  * `.local/demo/`, and stops everything.
  */
-import { countResults as countStored } from '../core/results-reader.ts';
+import { countResults as countStored } from '../core/aws/results-reader.ts';
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,6 +24,7 @@ import { cameraSchedule, scoreVideo, summaryTable, type DemoRow } from './demo-l
 import { formatDurationMs } from './format.ts';
 import { loadLocalTarget } from './target.ts';
 import { allResults, getSummary } from './read.ts';
+import { sleep } from '../core/async.ts';
 
 /** Short leases so the failover happens in seconds; printed on screen. */
 export const DEMO_TUNABLES: Partial<Tunables> = {
@@ -85,7 +86,6 @@ function divertOutput(logFile: string): () => void {
     sink.end();
   };
 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function countResults(stack: LocalStack, videoId: string): Promise<number> {
   return countStored({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, videoId);

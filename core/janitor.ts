@@ -9,9 +9,9 @@
  */
 import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from './config.ts';
 import { isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease-logic.ts';
-import type { LeaseStore } from './lease-store.ts';
+import type { LeaseStore } from './aws/lease-store.ts';
 import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
-import type { SlotQueues } from './slot-queues.ts';
+import type { SlotQueues } from './aws/slot-queues.ts';
 import { METRIC_NAMES } from './metric-names.ts';
 
 export type JanitorLog = LogSink;

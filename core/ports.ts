@@ -1,7 +1,7 @@
 /**
- * Ports between the pipeline and the parts that plug into it. The pipeline issue
- * owns these shapes; the vision library, the ECS adapter and the local stack
- * implement them.
+ * Ports between the pipeline and the parts that plug into it. The pipeline (router,
+ * worker runtime, janitor) owns these shapes; the vision library, the ECS adapter and
+ * the local stack implement them.
  */
 
 /** One detection in source-image pixels, as written to the results table. */

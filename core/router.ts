@@ -11,11 +11,11 @@
  */
 import type { Tunables } from './config.ts';
 import { chooseSlot, needsLaunch, type SlotRecord } from './lease-logic.ts';
-import type { LeaseStore } from './lease-store.ts';
+import type { LeaseStore } from './aws/lease-store.ts';
 import type { SlotMessage } from './messages.ts';
 import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import { parseIngestBody } from './s3-events.ts';
-import type { SlotQueues } from './slot-queues.ts';
+import type { SlotQueues } from './aws/slot-queues.ts';
 import { METRIC_NAMES } from './metric-names.ts';
 import { startTimedOut } from './janitor.ts';
 

@@ -11,6 +11,7 @@
  *   INFERENCE_THREAD_FAULT  test seam only: JSON {kind, onRun, onceFile?} making the inference
  *                     thread die (vision/inference-thread.ts InferenceThreadFault); with
  *                     onceFile, only the process that removes that file gets the fault
+ *   AWS_CALL_LOG, AWS_FAULT_INJECTION  bench / chaos instrumentation (core/aws/instrumentation.ts)
  *
  * Exit codes (core/config.ts): EXIT_DONE (0) drained on SIGTERM/SIGINT, idle for
  * WORKER_IDLE_EXIT_SECONDS (slot released), or no slot to claim; EXIT_LEASE_LOST (3) slot
@@ -25,9 +26,10 @@ import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { EXIT_DONE, EXIT_LEASE_LOST, EXIT_PROCESSOR_FAILED, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
 import { createAwsClients } from '../core/aws/clients.ts';
-import { LeaseStore } from '../core/lease-store.ts';
-import { SlotQueues } from '../core/slot-queues.ts';
-import { FrameStore } from '../core/frame-store.ts';
+import { instrumentAwsClients } from '../core/aws/instrumentation.ts';
+import { LeaseStore } from '../core/aws/lease-store.ts';
+import { SlotQueues } from '../core/aws/slot-queues.ts';
+import { FrameStore } from '../core/aws/frame-store.ts';
 import type { FrameProcessor, MetricSink } from '../core/ports.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
@@ -89,7 +91,8 @@ async function main(): Promise<number> {
   const healthFile = env[WORKER_ENV.healthFile];
   const wiring = wiringFromEnv(env);
   const tunables = tunablesFromEnv(env);
-  const clients = createAwsClients(env);
+  // The worker's composition root: bench call log and chaos faults, when the environment asks for them.
+  const clients = instrumentAwsClients(createAwsClients(env), env, 'worker');
   const metrics = new EmfMetrics(wiring.metricsNamespace, { service: 'worker' }, Number(env[WORKER_ENV.metricsFlushIntervalMs] ?? 10_000));
   let worker: Worker | undefined;
   // A broken processor fails every round: stop receiving, drain (the slot is handed off at

@@ -13,6 +13,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Context, ScheduledEvent, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import { sleep } from '../core/async.ts';
 
 /** Anything shaped like a Lambda SQS handler (async style). */
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void | undefined>;
@@ -284,8 +285,4 @@ export class ScheduledInvoker {
       void this.runOnce().then(() => this.#schedule());
     }, this.#o.intervalMs);
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -29,6 +29,7 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { createAwsClients } from '../../core/aws/clients.ts';
+import { instrumentAwsClients } from '../../core/aws/instrumentation.ts';
 import { tunablesFromEnv } from '../../core/config.ts';
 import type { FrameOutcome, FrameProcessor } from '../../core/ports.ts';
 import { StatsProcessor } from '../../gpu-worker/stats-processor.ts';
@@ -61,7 +62,7 @@ const idleMs = Number(env.BASELINE_IDLE_SECONDS ?? 30) * 1000;
 
 const event = (e: string, fields: Record<string, unknown> = {}) => appendFileSync(eventsFile, `${JSON.stringify({ t: Date.now(), w: workerId, e, ...fields })}\n`);
 
-const clients = createAwsClients(env, 'worker');
+const clients = instrumentAwsClients(createAwsClients(env), env, 'worker');
 const tunables = tunablesFromEnv(env);
 const locks = new BaselineLockClient({ ddb: clients.ddb, table: lockTable, owner: workerId, leaseDurationMs: lockTtlMs });
 

@@ -12,24 +12,16 @@
  * `retryMode` win. In {@link createAwsClients}, `AWS_MAX_ATTEMPTS` and `AWS_RETRY_MODE`
  * (the SDK's own variables) win too.
  *
- * `AWS_CALL_LOG=<file>` appends one line per API call (`role service operation`) to
- * that file; the API-calls-per-frame benchmark reads it. Retries are not counted.
- *
- * `AWS_FAULT_INJECTION='{"rate":0.02,"seed":7}'` (chaos runs only, never set in AWS) makes
- * that share of request attempts fail before they leave the process, with the errors
- * AWS returns under load: throttling and 5xx ({@link FaultInjectionConfig}). They come
- * from below the SDK's retry middleware, so the SDK classifies and retries them as it
- * would the real ones (`core/aws/fault-injection.ts`). Read only when set; absent, no
- * middleware is added.
+ * The factory builds plain clients: the bench call log (`AWS_CALL_LOG`) and the chaos
+ * runs' fault injection (`AWS_FAULT_INJECTION`) are installed on them by the composition
+ * roots, through core/aws/instrumentation.ts, and this module imports neither.
  */
-import { appendFileSync } from 'node:fs';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
-import type { HttpHandlerOptions, HttpRequest, InitializeMiddleware, MetadataBearer, NodeHttpHandlerOptions } from '@smithy/types';
-import { AWS_CALL_POLICY, WORKER_ENV, type AwsCallPolicy } from '../config.ts';
-import { installFaultInjection } from './fault-injection.ts';
+import type { HttpHandlerOptions, HttpRequest, NodeHttpHandlerOptions } from '@smithy/types';
+import { AWS_CALL_POLICY, type AwsCallPolicy } from '../config.ts';
 
 export interface AwsClients {
   readonly s3: S3Client;
@@ -47,7 +39,7 @@ export interface AwsClientConfig {
   readonly dynamodb: DynamoDBClientConfig;
 }
 
-/** Which component makes the calls, for the call log. */
+/** Which component makes the calls, for the instrumentation (core/aws/instrumentation.ts). */
 export type CallerRole = 'router' | 'worker' | 'janitor' | 'cli';
 
 /** Handler options for a {@link AwsCallPolicy}: every timeout throws (`TimeoutError`). */
@@ -163,8 +155,12 @@ export function createAwsClientsFrom(config: AwsClientConfig): AwsClients {
   };
 }
 
-/** Clients for the router, janitor and worker, configured by the environment. */
-export function createAwsClients(env: Record<string, string | undefined> = process.env, role: CallerRole = 'worker'): AwsClients {
+/**
+ * Clients for the router, janitor and worker, configured by the environment (region,
+ * `S3_FORCE_PATH_STYLE`, the SDK's retry variables). Installs no instrumentation: the
+ * composition roots add it with `instrumentAwsClients` (core/aws/instrumentation.ts).
+ */
+export function createAwsClients(env: Record<string, string | undefined> = process.env): AwsClients {
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
   // The SDK's own retry variables win over the defaults (an operator's escape hatch).
   const attempts = Number(env.AWS_MAX_ATTEMPTS);
@@ -172,21 +168,9 @@ export function createAwsClients(env: Record<string, string | undefined> = proce
     ...(env.AWS_MAX_ATTEMPTS && Number.isInteger(attempts) && attempts >= 1 ? { maxAttempts: attempts } : {}),
     ...(env.AWS_RETRY_MODE ? { retryMode: env.AWS_RETRY_MODE } : {}),
   };
-  const clients = createAwsClientsFrom({
+  return createAwsClientsFrom({
     s3: { region, forcePathStyle: env.S3_FORCE_PATH_STYLE === 'true', ...retry },
     sqs: { region, ...retry },
     dynamodb: { region, ...retry },
   });
-  const callLog = env.AWS_CALL_LOG;
-  if (callLog) {
-    const logCalls = (service: string): InitializeMiddleware<object, MetadataBearer> => (next, context) => async (args) => {
-      appendFileSync(callLog, `${role}\t${service}\t${context.commandName}\n`);
-      return next(args);
-    };
-    clients.dynamodb.middlewareStack.add(logCalls('dynamodb'), { step: 'initialize', name: 'callLog' });
-    clients.s3.middlewareStack.add(logCalls('s3'), { step: 'initialize', name: 'callLog' });
-    clients.sqs.middlewareStack.add(logCalls('sqs'), { step: 'initialize', name: 'callLog' });
-  }
-  if (env.AWS_FAULT_INJECTION) installFaultInjection(clients, env.AWS_FAULT_INJECTION, role, env[WORKER_ENV.workerId]);
-  return clients;
 }

@@ -1,5 +1,5 @@
 /**
- * Injected AWS faults for chaos runs (`AWS_FAULT_INJECTION`, see core/aws/clients.ts):
+ * Injected AWS faults for chaos runs (`AWS_FAULT_INJECTION`, installed by the composition roots through core/aws/instrumentation.ts):
  * throttling and 5xx errors in the SDK's own shapes, raised below the retry middleware
  * so the SDK classifies and retries them as it would AWS's. Never set in AWS; absent,
  * nothing here is installed.

@@ -6,7 +6,7 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { FrameRouter, type RejectedEvent } from '../../core/router.ts';
-import { sendInBatches } from '../../core/slot-queues.ts';
+import { sendInBatches } from '../../core/aws/slot-queues.ts';
 import { functionContext, perEnvironment } from '../shared/context.ts';
 import { createPowertools } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';

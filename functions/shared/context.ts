@@ -1,11 +1,13 @@
 /**
  * What every function builds from its environment, once per container: wiring,
- * tunables, clients, the lease store and the slot queues.
+ * tunables, clients (with the instrumentation the environment asks for:
+ * core/aws/instrumentation.ts), the lease store and the slot queues.
  */
 import { DEFAULT_TUNABLES, WIRING_ENV, envNameOf, tunablesFromEnv, wiringFromEnv, type Tunables, type Wiring } from '../../core/config.ts';
 import { createAwsClients, type AwsClients, type CallerRole } from '../../core/aws/clients.ts';
-import { LeaseStore } from '../../core/lease-store.ts';
-import { SlotQueues } from '../../core/slot-queues.ts';
+import { instrumentAwsClients } from '../../core/aws/instrumentation.ts';
+import { LeaseStore } from '../../core/aws/lease-store.ts';
+import { SlotQueues } from '../../core/aws/slot-queues.ts';
 
 export interface FunctionContext {
   readonly wiring: Wiring;
@@ -18,7 +20,8 @@ export interface FunctionContext {
 export function functionContext(role: CallerRole): FunctionContext {
   const wiring = wiringFromEnv();
   const tunables = tunablesFromEnv();
-  const clients = createAwsClients(process.env, role);
+  // The Lambda composition root: bench call log and chaos faults, when the environment asks for them.
+  const clients = instrumentAwsClients(createAwsClients(process.env), process.env, role);
   return {
     wiring,
     tunables,

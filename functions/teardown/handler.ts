@@ -22,6 +22,7 @@ import { ClusterNotFoundException, DescribeTasksCommand, ECSClient, ListTasksCom
 import { AutoScalingClient, DescribeAutoScalingGroupsCommand, SetInstanceProtectionCommand, UpdateAutoScalingGroupCommand } from '@aws-sdk/client-auto-scaling';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { TEARDOWN_PROPERTIES } from './properties.ts';
+import { sleep as sleepMs } from '../../core/async.ts';
 
 export { TEARDOWN_PROPERTIES };
 
@@ -63,7 +64,7 @@ export interface FleetTeardownReport {
 /** Stops the fleet so that CloudFormation can delete the capacity provider, the group and the cluster. */
 export async function teardownFleet(d: FleetTeardownDeps): Promise<FleetTeardownReport> {
   const now = d.now ?? Date.now;
-  const sleep = d.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = d.sleep ?? sleepMs;
   const log = d.log ?? (() => {});
   const groupExists = await scaleGroupToZero(d);
   log('auto scaling group capacity set to 0', { autoScalingGroupName: d.autoScalingGroupName, found: groupExists });

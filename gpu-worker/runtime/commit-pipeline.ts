@@ -7,8 +7,8 @@
  *
  * Pure: the worker carries the actions out.
  */
-import type { CommitOutcome, VideoRecord } from '../../core/lease-store.ts';
-import type { SlotFence } from '../../core/lease-store.ts';
+import type { CommitOutcome, VideoRecord } from '../../core/aws/lease-store.ts';
+import type { SlotFence } from '../../core/aws/lease-store.ts';
 import type { RoundUnit } from './round-builder.ts';
 
 /** One unit's fate. */

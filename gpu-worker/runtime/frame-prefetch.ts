@@ -13,7 +13,7 @@
  * Bytes that arrive while their entry is still held are passed to `onFetched`: the worker
  * hands them to the processor to decode ahead as well (vision/prepared-ahead.ts).
  */
-import type { FrameStore } from '../../core/frame-store.ts';
+import type { FrameStore } from '../../core/aws/frame-store.ts';
 
 /** Most bytes held (by the sizes the S3 events gave); 10 frames of a few MB fit. */
 export const PREFETCH_MAX_BYTES = 64 * 1024 * 1024;

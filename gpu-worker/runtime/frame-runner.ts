@@ -14,12 +14,13 @@
  */
 import { isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
 import type { Tunables } from '../../core/config.ts';
-import { ObjectMissingError, type FrameStore } from '../../core/frame-store.ts';
+import { ObjectMissingError, type FrameStore } from '../../core/aws/frame-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink, NeighbourFrame } from '../../core/ports.ts';
-import { nearestProcessed, type ResultsSource } from '../../core/results-reader.ts';
+import { nearestProcessed, type ResultsSource } from '../../core/aws/results-reader.ts';
 import type { FrameRef, LateFrame, SequencedStep } from '../../core/sequencer.ts';
 import type { FramePrefetch } from './frame-prefetch.ts';
+import { errorText } from '../../core/errors.ts';
 
 /** Concurrent S3 GETs per batch. */
 const FETCH_CONCURRENCY = 8;
@@ -202,10 +203,6 @@ export function isTransient(e: unknown): boolean {
 export function errorCode(e: unknown): string {
   if (e instanceof Error) return (e as { Code?: string }).Code ?? e.name ?? 'Error';
   return 'Error';
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
 /** Awaits every promise (so none is left running), then rethrows the first failure. */

@@ -6,13 +6,13 @@
  * the messages the store could not take now: the worker holds them and tries again.
  */
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
-import type { FrameStore } from '../../core/frame-store.ts';
-import { ObjectMissingError } from '../../core/frame-store.ts';
+import type { FrameStore } from '../../core/aws/frame-store.ts';
+import { ObjectMissingError } from '../../core/aws/frame-store.ts';
 import { parseEndMarkerBody } from '../../core/keys.ts';
 import type { SlotMessage } from '../../core/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import { getFrameResult, type ResultsSource } from '../../core/results-reader.ts';
+import { getFrameResult, type ResultsSource } from '../../core/aws/results-reader.ts';
 import { errorCode } from './frame-runner.ts';
 import type { InboxMessage, SlotInbox } from './slot-inbox.ts';
 import type { VideoRegistry } from './video-registry.ts';

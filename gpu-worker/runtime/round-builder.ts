@@ -5,7 +5,7 @@
  * comes back as a failure to roll back; the others are unaffected.
  */
 import { estimatedBytes, MAX_CHECKPOINT_BYTES, type CommitUnit } from '../../core/commit-packing.ts';
-import type { SlotFence } from '../../core/lease-store.ts';
+import type { SlotFence } from '../../core/aws/lease-store.ts';
 import type { FrameProcessor, LogSink } from '../../core/ports.ts';
 import { buildCommit } from './commit-builder.ts';
 import type { FrameRunner } from './frame-runner.ts';

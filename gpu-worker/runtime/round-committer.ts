@@ -6,7 +6,7 @@
  * until a read of its lease settles it. Nothing here rolls back a unit that may have landed.
  */
 import { estimatedBytes } from '../../core/commit-packing.ts';
-import type { CommitOutcome, LeaseStore, SlotFence } from '../../core/lease-store.ts';
+import type { CommitOutcome, LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { FrameResultItem } from '../../core/results.ts';

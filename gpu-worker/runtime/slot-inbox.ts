@@ -16,7 +16,7 @@ import type { Tunables } from '../../core/config.ts';
 import { parseSlotMessage, type FrameMessage, type SlotMessage } from '../../core/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import type { ReceivedMessage, SlotQueues } from '../../core/slot-queues.ts';
+import type { ReceivedMessage, SlotQueues } from '../../core/aws/slot-queues.ts';
 import type { FramePrefetch } from './frame-prefetch.ts';
 import { sleep } from './slot-keeper.ts';
 

@@ -6,8 +6,12 @@
  */
 import type { Tunables } from '../../core/config.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import { UnconfirmedError, type LeaseStore, type SlotFence } from '../../core/lease-store.ts';
+import { UnconfirmedError, type LeaseStore, type SlotFence } from '../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
+import { sleep } from '../../core/async.ts';
+
+// Re-exported for worker.ts, which imports it from here.
+export { sleep };
 
 export interface SlotKeeperDeps {
   readonly workerId: string;
@@ -134,8 +138,4 @@ export class SlotKeeper {
       this.inFlight = false;
     }
   }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -7,7 +7,7 @@
  */
 import type { Tunables } from '../../core/config.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
-import type { LeaseStore, SlotFence } from '../../core/lease-store.ts';
+import type { LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import { VideoSession } from './video-session.ts';

@@ -14,7 +14,7 @@
  */
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { CommitUnit } from '../../core/commit-packing.ts';
-import { padWidthOf } from '../../core/frame-store.ts';
+import { padWidthOf } from '../../core/aws/frame-store.ts';
 import { VideoSequencer, type FrameRef, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
 
 /** Most result items one video commits per round (a transaction holds 100 items). */

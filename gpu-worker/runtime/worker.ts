@@ -21,10 +21,10 @@
  */
 import type { Tunables } from '../../core/config.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
-import type { LeaseStore, SlotFence } from '../../core/lease-store.ts';
-import type { ResultsSource } from '../../core/results-reader.ts';
-import type { SlotQueues } from '../../core/slot-queues.ts';
-import type { FrameStore } from '../../core/frame-store.ts';
+import type { LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
+import type { ResultsSource } from '../../core/aws/results-reader.ts';
+import type { SlotQueues } from '../../core/aws/slot-queues.ts';
+import type { FrameStore } from '../../core/aws/frame-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { SlotKeeper, sleep } from './slot-keeper.ts';
 import { FrameRunner } from './frame-runner.ts';

@@ -1,28 +1,47 @@
+/**
+ * The configuration tables of the docs are generated from the settings tables
+ * (scripts/config-tables.ts): the README's tunables from core/config/tunables.ts, and
+ * docs/deploy.md's deployment settings from infra/config.ts. A block that differs from
+ * its rendering, or a key missing with its current default, fails here.
+ */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_STACK_CONFIG } from '../../infra/config.ts';
+import { DEFAULT_TUNABLES, documentedDefault, tunablesMarkdownTable } from '../../core/config.ts';
+import { DEFAULT_DEPLOYMENT_SETTINGS } from '../../infra/config.ts';
+import { GENERATED_BLOCKS, blockText, withBlock } from '../../scripts/config-tables.ts';
 
-const deployGuide = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
+const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
-function documentedDefault(value: unknown): string {
-  if (value === '') return 'empty';
-  if (typeof value === 'string') return `\`${value}\``;
-  return String(value);
+/** The `| \`key\` | default |` rows of a markdown document. */
+const rowsOf = (doc: string) => new Map([...doc.matchAll(/^\| `([A-Za-z]+)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2]!.trim()] as const));
+
+function wrongDefaults(doc: string, defaults: object): string[] {
+  const rows = rowsOf(doc);
+  return Object.entries(defaults)
+    .filter(([key, value]) => rows.get(key) !== documentedDefault(value))
+    .map(([key, value]) => `${key}: documented ${rows.get(key) ?? '(missing)'}, default ${documentedDefault(value)}`);
 }
 
-describe('docs/deploy.md configuration reference', () => {
-  it('lists every configuration key with its current default', () => {
-    // Prepare
-    const rows = new Map(
-      [...deployGuide.matchAll(/^\| `([A-Za-z]+)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2].trim()] as const),
-    );
+describe('generated configuration tables', () => {
+  it.each(GENERATED_BLOCKS.map((b) => [b.file, b.name, b] as const))('%s holds the %s table as its source renders it', (file, _name, block) => {
+    expect(blockText(read(file), block)).toBe(block.render());
+  });
 
-    // Act
-    const wrong = Object.entries(DEFAULT_STACK_CONFIG)
-      .filter(([key, value]) => rows.get(key) !== documentedDefault(value))
-      .map(([key, value]) => `${key}: documented ${rows.get(key) ?? '(missing)'}, default ${documentedDefault(value)}`);
+  it('the README lists every tunable with its current default, range and environment variable', () => {
+    expect(wrongDefaults(read('README.md'), DEFAULT_TUNABLES)).toEqual([]);
+    expect(read('README.md')).toContain('| `slotLeaseTtlSeconds` | 15 | 1..3600 | s | `SLOT_LEASE_TTL_SECONDS` |');
+  });
 
-    // Assess
-    expect(wrong).toEqual([]);
+  it('docs/deploy.md lists every deployment setting with its current default', () => {
+    expect(wrongDefaults(read('docs/deploy.md'), DEFAULT_DEPLOYMENT_SETTINGS)).toEqual([]);
+  });
+
+  it('a block edited by hand is told apart from its rendering, and rewriting restores it', () => {
+    // Prepare: the README with one default changed inside the block
+    const block = GENERATED_BLOCKS.find((b) => b.name === 'tunables')!;
+    const edited = read('README.md').replace('| `slotCount` | 4 |', '| `slotCount` | 5 |');
+    // Act & Assess
+    expect(blockText(edited, block)).not.toBe(tunablesMarkdownTable());
+    expect(blockText(withBlock(edited, block), block)).toBe(tunablesMarkdownTable());
   });
 });

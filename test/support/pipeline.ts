@@ -4,7 +4,7 @@
 import { waitFor } from './wait.ts';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { allResults, getSummary } from '../../core/results-reader.ts';
+import { allResults, getSummary } from '../../core/aws/results-reader.ts';
 import sharp from 'sharp';
 import { frameKey } from '../../core/keys.ts';
 import type { Tunables } from '../../core/config.ts';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { FrameStore } from '../../../core/frame-store.ts';
+import type { FrameStore } from '../../../core/aws/frame-store.ts';
 import { nullMetrics, type LogSink } from '../../../core/ports.ts';
-import type { ReceivedMessage } from '../../../core/slot-queues.ts';
+import type { ReceivedMessage } from '../../../core/aws/slot-queues.ts';
 import { FramePrefetch } from '../../../gpu-worker/runtime/frame-prefetch.ts';
 import { SlotInbox } from '../../../gpu-worker/runtime/slot-inbox.ts';
 

@@ -1,0 +1,480 @@
+/**
+ * DynamoDB adapter for the video half of the lease protocol. `video#{id}` items in the
+ * leases table hold a video lease: pinnedSlot, token (the video's fencing token: grows on
+ * every change of owner), owner, ownerEpoch, and the checkpoint. Results and summaries go
+ * to the results table in the same fenced transaction as the checkpoint that covers them.
+ *
+ * The slot half (claims, heartbeats, launch grants) is slot-lease-store.ts; this class
+ * extends it, so one object is the adapter for the whole table. Every write is
+ * conditional; the TTL attribute only garbage-collects released videos.
+ */
+import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import type { Tunables, Wiring } from '../config.ts';
+import { emptyCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../checkpoint.ts';
+import { emptySequencerState } from '../sequencer.ts';
+import { packUnits, type CommitUnit } from '../commit-packing.ts';
+import { SlotLeaseStore, slotKey, videoKey, type LeaseTableOptions, type SlotFence } from './slot-lease-store.ts';
+
+export { slotKey, videoKey, UnconfirmedError, type SlotFence } from './slot-lease-store.ts';
+export { packUnits, type CommitUnit } from '../commit-packing.ts';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+
+export interface VideoRecord {
+  readonly videoId: string;
+  readonly pinnedSlot?: number;
+  readonly token: number;
+  readonly owner?: string;
+  readonly ownerEpoch?: number;
+  readonly state: 'pinned' | 'released' | 'new';
+  readonly checkpoint: VideoCheckpoint;
+}
+
+export interface VideoPin {
+  readonly pinnedSlot?: number;
+  readonly token: number;
+}
+
+export type CommitOutcome =
+  | { readonly kind: 'committed'; readonly ambiguousRetries: number }
+  /** The slot lease is gone: the worker must stop at once. */
+  | { readonly kind: 'slot-lost' }
+  /**
+   * Some videos did not commit: `videoIds` because their leases moved (token or seq
+   * changed: drop their in-memory state), `conflicts` because a result they carried met an
+   * existing record (its frame named); the rest committed.
+   */
+  | {
+      readonly kind: 'videos-fenced';
+      readonly videoIds: readonly string[];
+      readonly committedVideoIds: readonly string[];
+      readonly conflicts?: readonly { readonly videoId: string; readonly frame: number }[];
+    };
+
+export interface LeaseStoreOptions extends LeaseTableOptions {
+  /** Where a video seen for the first time starts (tunables.firstFrameNumber; -1 = automatic). @default -1 */
+  readonly firstFrameNumber?: number;
+}
+
+
+export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
+  /** The store for a deployment's wiring and tunables. */
+  static forWiring(ddb: DynamoDBDocumentClient, wiring: Pick<Wiring, 'leasesTable' | 'resultsTable' | 'pinnedSlotIndex'>, tunables: Pick<Tunables, 'firstFrameNumber'>): LeaseStore {
+    return new LeaseStore(ddb, {
+      tableName: wiring.leasesTable,
+      resultsTableName: wiring.resultsTable,
+      pinnedSlotIndex: wiring.pinnedSlotIndex,
+      firstFrameNumber: tunables.firstFrameNumber,
+    });
+  }
+
+  // ---------------------------------------------------------------- videos
+
+  /** Reads the pins of many videos (projection only). One BatchGetItem per 100 videos. */
+  async getPins(videoIds: readonly string[]): Promise<Map<string, VideoPin>> {
+    const items = await this.batchGet(videoIds.map(videoKey), false, 'pk, pinnedSlot, #token');
+    const out = new Map<string, VideoPin>();
+    for (const id of videoIds) {
+      const it = items.get(videoKey(id));
+      out.set(id, { ...(it?.pinnedSlot !== undefined ? { pinnedSlot: Number(it.pinnedSlot) } : {}), token: Number(it?.token ?? 0) });
+    }
+    return out;
+  }
+
+  async getVideo(videoId: string): Promise<VideoRecord> {
+    const r = await this.ddb.send(new GetCommand({ TableName: this.o.tableName, Key: { pk: videoKey(videoId) }, ConsistentRead: true }));
+    return toVideoRecord(videoId, r.Item, this.o.firstFrameNumber ?? -1);
+  }
+
+  /**
+   * Pins an unpinned video to a slot and counts it on the slot. `taken` when another
+   * router or worker pinned it first: re-read to learn where. With `maxVideosOnSlot`,
+   * `slot-full` when concurrent admissions filled the slot meanwhile: choose again.
+   */
+  async pinVideo(videoId: string, slot: number, nowMs: number, maxVideosOnSlot?: number): Promise<'pinned' | 'taken' | 'slot-full'> {
+    const capacity =
+      maxVideosOnSlot === undefined
+        ? {}
+        : { ConditionExpression: 'attribute_not_exists(videoCount) OR videoCount < :cap', ExpressionAttributeValues: { ':slot': slot, ':one': 1, ':cap': maxVideosOnSlot } };
+    try {
+      await this.transact(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.o.tableName,
+                Key: { pk: videoKey(videoId) },
+                UpdateExpression:
+                  'SET pinnedSlot = :slot, videoId = :vid, #state = :pinned, pinnedAtMs = :now, #token = if_not_exists(#token, :zero) REMOVE ttlEpochSeconds',
+                ConditionExpression: 'attribute_not_exists(pinnedSlot)',
+                ExpressionAttributeNames: { '#state': 'state', '#token': 'token' },
+                ExpressionAttributeValues: { ':slot': slot, ':vid': videoId, ':pinned': 'pinned', ':now': nowMs, ':zero': 0 },
+              },
+            },
+            {
+              Update: {
+                TableName: this.o.tableName,
+                Key: { pk: slotKey(slot) },
+                UpdateExpression: 'SET slot = :slot ADD videoCount :one',
+                ExpressionAttributeValues: { ':slot': slot, ':one': 1 },
+                ...capacity,
+              },
+            },
+          ],
+        }),
+      );
+      return 'pinned';
+    } catch (e) {
+      if (isConditionalCancel(e, 0)) return 'taken';
+      if (isConditionalCancel(e, 1)) return 'slot-full';
+      throw e;
+    }
+  }
+
+  /**
+   * Takes ownership of a video pinned to the caller's slot: the token grows by one
+   * (a change of owner) and the owner history records it. Returns the record as now
+   * stored, `not-here` when the video is pinned elsewhere or not at all, or `slot-lost`
+   * when the caller's slot lease is no longer valid (checked in the same transaction).
+   */
+  async adoptVideo(videoId: string, fence: SlotFence, nowMs: number): Promise<VideoRecord | 'not-here' | 'slot-lost'> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const current = await this.getVideo(videoId);
+      if (current.pinnedSlot !== fence.slot) return 'not-here';
+      if (current.owner === fence.workerId && current.ownerEpoch === fence.epoch) return current;
+      const token = current.token + 1;
+      const ck = current.checkpoint;
+      const adopted = withNewOwner(ck, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame });
+      const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1 };
+      try {
+        await this.ddb.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              // A stale worker (slot epoch moved on) must not bump the token.
+              slotFenceCheck(this.o.tableName, fence, nowMs),
+              {
+                Update: {
+                  TableName: this.o.tableName,
+                  Key: { pk: videoKey(videoId) },
+                  UpdateExpression: 'SET #owner = :me, ownerEpoch = :epoch, #token = :token, adoptedAtMs = :now, checkpoint = :ck, ckSeq = :seq',
+                  ConditionExpression: 'pinnedSlot = :slot AND #token = :prevToken AND (attribute_not_exists(ckSeq) OR ckSeq = :prevSeq)',
+                  ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+                  ExpressionAttributeValues: {
+                    ':me': fence.workerId,
+                    ':epoch': fence.epoch,
+                    ':token': token,
+                    ':prevToken': current.token,
+                    ':now': nowMs,
+                    ':ck': checkpoint,
+                    ':seq': checkpoint.seq,
+                    ':prevSeq': ck.seq,
+                    ':slot': fence.slot,
+                  },
+                },
+              },
+            ],
+          }),
+        );
+        return { ...current, owner: fence.workerId, ownerEpoch: fence.epoch, token, checkpoint, state: 'pinned' };
+      } catch (e) {
+        if (!(e instanceof TransactionCanceledException)) throw e;
+        const reasons = e.CancellationReasons ?? [];
+        if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'slot-lost';
+        // The video's lease changed (or a conflicting transaction): look again.
+      }
+    }
+    throw new Error(`could not adopt video ${videoId}: lease kept changing`);
+  }
+
+  /**
+   * Commits results, checkpoints and summaries in as few transactions as fit, each
+   * re-checking the slot lease (owner, epoch, unexpired) and each video's token and
+   * checkpoint sequence. A write under an older token is rejected by the store.
+   */
+  async commit(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): Promise<CommitOutcome> {
+    const fenced: string[] = [];
+    const committed: string[] = [];
+    const conflicts: { videoId: string; frame: number }[] = [];
+    let ambiguousRetries = 0;
+    for (const group of packUnits(units)) {
+      const outcome = await this.commitGroup(fence, group, nowMs);
+      if (outcome.kind === 'slot-lost') return outcome;
+      ambiguousRetries += outcome.ambiguousRetries;
+      fenced.push(...outcome.fenced);
+      conflicts.push(...outcome.conflicts);
+      const failed = new Set([...outcome.fenced, ...outcome.conflicts.map((c) => c.videoId)]);
+      committed.push(...group.map((u) => u.videoId).filter((id) => !failed.has(id)));
+    }
+    if (fenced.length > 0 || conflicts.length > 0) return { kind: 'videos-fenced', videoIds: fenced, committedVideoIds: committed, ...(conflicts.length > 0 ? { conflicts } : {}) };
+    return { kind: 'committed', ambiguousRetries };
+  }
+
+  private async commitGroup(
+    fence: SlotFence,
+    units: readonly CommitUnit[],
+    nowMs: number,
+  ): Promise<{ kind: 'ok'; fenced: string[]; conflicts: { videoId: string; frame: number }[]; ambiguousRetries: number } | { kind: 'slot-lost' }> {
+    let pending = [...units];
+    const fenced: string[] = [];
+    const conflicts: { videoId: string; frame: number }[] = [];
+    let ambiguousRetries = 0;
+    for (let attempt = 0; attempt < 5 && pending.length > 0; attempt++) {
+      const { items, owners } = this.transactItemsFor(fence, pending, nowMs);
+      try {
+        await this.ddb.send(new TransactWriteCommand({ TransactItems: items }));
+        return { kind: 'ok', fenced, conflicts, ambiguousRetries };
+      } catch (e) {
+        if (!(e instanceof TransactionCanceledException)) {
+          // Unknown outcome (timeout, 5xx after retries): re-reading decides per video below.
+          ambiguousRetries++;
+        } else {
+          const reasons = e.CancellationReasons ?? [];
+          if (reasons[0]?.Code === 'ConditionalCheckFailed') return { kind: 'slot-lost' };
+          if (reasons.every((r) => !r.Code || r.Code === 'None' || r.Code === 'TransactionConflict')) {
+            await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
+            continue;
+          }
+          // A result that met an existing record takes only its own video out of the
+          // group; retrying it unchanged would fail the same way every time.
+          const clashing = new Map<string, number>();
+          reasons.forEach((r, i) => {
+            const owner = owners[i];
+            if (r.Code === 'ConditionalCheckFailed' && owner?.frame !== undefined && !clashing.has(owner.videoId)) clashing.set(owner.videoId, owner.frame);
+          });
+          if (clashing.size > 0) {
+            for (const [videoId, frame] of clashing) conflicts.push({ videoId, frame });
+            pending = pending.filter((u) => !clashing.has(u.videoId));
+            continue;
+          }
+        }
+        // Decide per video by reading its lease: already committed, fenced, or retry.
+        const next: CommitUnit[] = [];
+        for (const u of pending) {
+          const v = await this.getVideo(u.videoId);
+          if (v.owner === fence.workerId && v.token === u.token && v.checkpoint.seq === u.checkpoint.seq) continue; // landed
+          if (v.owner === fence.workerId && v.token === u.token && v.checkpoint.seq === u.expectedSeq && v.pinnedSlot === fence.slot) {
+            next.push(u);
+            continue;
+          }
+          fenced.push(u.videoId);
+        }
+        const slot = await this.getSlot(fence.slot);
+        if (slot.owner !== fence.workerId || slot.epoch !== fence.epoch || slot.expiresAtMs <= Date.now()) return { kind: 'slot-lost' };
+        pending = next;
+      }
+    }
+    if (pending.length > 0) throw new Error(`commit did not settle for ${pending.map((u) => u.videoId).join(', ')}`);
+    return { kind: 'ok', fenced, conflicts, ambiguousRetries };
+  }
+
+  /** The transaction's items, and for each item the video (and result frame) it belongs to. */
+  private transactItemsFor(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): { items: TransactItem[]; owners: ({ videoId: string; frame?: number } | undefined)[] } {
+    const items: TransactItem[] = [slotFenceCheck(this.o.tableName, fence, nowMs)];
+    const owners: ({ videoId: string; frame?: number } | undefined)[] = [undefined];
+    for (const u of units) {
+      owners.push({ videoId: u.videoId });
+      items.push({
+        Update: {
+          TableName: this.o.tableName,
+          Key: { pk: videoKey(u.videoId) },
+          UpdateExpression: 'SET checkpoint = :ck, ckSeq = :seq, lastCommitAtMs = :now',
+          ConditionExpression: '#owner = :me AND #token = :token AND ckSeq = :prevSeq AND pinnedSlot = :slot',
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':ck': u.checkpoint,
+            ':seq': u.checkpoint.seq,
+            ':now': nowMs,
+            ':me': fence.workerId,
+            ':token': u.token,
+            ':prevSeq': u.expectedSeq,
+            ':slot': fence.slot,
+          },
+        },
+      });
+      const replaceable = new Set(u.replacesGap ?? []);
+      for (const r of u.results) {
+        owners.push({ videoId: u.videoId, frame: r.frame });
+        items.push({
+          Put: {
+            TableName: this.o.resultsTableName,
+            Item: r,
+            // A frame's result is written once; redeliveries and duplicates never overwrite it.
+            // Only a late frame may replace its gap record, and nothing else.
+            ...(replaceable.has(r.frame)
+              ? {
+                  ConditionExpression: 'attribute_not_exists(videoId) OR #status = :gap',
+                  ExpressionAttributeNames: { '#status': 'status' },
+                  ExpressionAttributeValues: { ':gap': 'gap' },
+                }
+              : { ConditionExpression: 'attribute_not_exists(videoId)' }),
+          },
+        });
+      }
+      owners.push({ videoId: u.videoId });
+      items.push({
+        Put: {
+          TableName: this.o.resultsTableName,
+          Item: u.summary,
+          ConditionExpression: 'attribute_not_exists(#token) OR #token <= :token',
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: { ':token': u.token },
+        },
+      });
+    }
+    return { items, owners };
+  }
+
+  /**
+   * Unpins a video (idle or finished) and uncounts it from the slot. The token and
+   * checkpoint stay, so the next owner continues from them; TTL may collect the item
+   * after the retention period.
+   */
+  async releaseVideo(videoId: string, fence: SlotFence, token: number, ckSeq: number, nowMs: number, retentionDays: number): Promise<boolean> {
+    return this.unpin(videoId, fence.slot, nowMs, retentionDays, {
+      condition: '#owner = :me AND #token = :token AND ckSeq = :seq AND pinnedSlot = :slot',
+      values: { ':me': fence.workerId, ':token': token, ':seq': ckSeq, ':slot': fence.slot },
+      slotGuard: { condition: '#owner = :me AND epoch = :epoch', values: { ':me': fence.workerId, ':epoch': fence.epoch } },
+    });
+  }
+
+  /**
+   * Unpins a video whose slot has no live owner (janitor repair) or on an operator's
+   * order. The token grows, so a worker that still thinks it owns the video is fenced.
+   */
+  async forceReleaseVideo(videoId: string, expectedToken: number, nowMs: number, retentionDays: number): Promise<boolean> {
+    const v = await this.getVideo(videoId);
+    if (v.token !== expectedToken) return false;
+    return this.unpin(videoId, v.pinnedSlot, nowMs, retentionDays, {
+      set: '#token = :next',
+      condition: '#token = :token',
+      values: { ':token': expectedToken, ':next': expectedToken + 1 },
+    });
+  }
+
+  /**
+   * Operator replay: rewinds a video to `fromFrame` with a fresh processor state. The
+   * token grows and the pin is dropped, so a worker still holding the video is fenced
+   * and the next frame is admitted afresh. `kept` are the counts of results before
+   * `fromFrame`, which stay. The caller deletes results from `fromFrame` on and re-sends
+   * the frames with a replay tag (FIFO deduplication would drop plain re-sends).
+   */
+  async resetForReplay(
+    videoId: string,
+    fromFrame: number,
+    expectedToken: number,
+    kept: { framesOk: number; framesLate?: number; framesFailed: number; framesGap: number; firstFrame?: number; lastFrame?: number },
+    nowMs: number,
+  ): Promise<{ token: number } | 'token-moved'> {
+    const v = await this.getVideo(videoId);
+    if (v.token !== expectedToken) return 'token-moved';
+    const ck = v.checkpoint;
+    const checkpoint: VideoCheckpoint = {
+      seq: ck.seq + 1,
+      sequencer: { ...emptySequencerState(Math.max(0, ck.sequencer.firstFrame ?? fromFrame)), nextFrame: fromFrame, endFrame: ck.sequencer.endFrame },
+      framesOk: kept.framesOk,
+      framesLate: kept.framesLate ?? 0,
+      framesFailed: kept.framesFailed,
+      framesGap: kept.framesGap,
+      ...(kept.firstFrame !== undefined ? { firstFrame: kept.firstFrame } : {}),
+      ...(kept.lastFrame !== undefined ? { lastFrame: kept.lastFrame } : {}),
+      complete: false,
+      owners: ck.owners,
+      ownerChanges: ck.ownerChanges,
+    };
+    const reset = await this.unpin(videoId, v.pinnedSlot, nowMs, undefined, {
+      set: 'checkpoint = :ck, ckSeq = :seq, #token = :next, videoId = :vid',
+      condition: '(attribute_not_exists(#token) AND :token = :zero) OR #token = :token',
+      values: { ':ck': checkpoint, ':seq': checkpoint.seq, ':next': expectedToken + 1, ':token': expectedToken, ':zero': 0, ':vid': videoId },
+    });
+    return reset ? { token: expectedToken + 1 } : 'token-moved';
+  }
+
+  /**
+   * The one way a video leaves its slot: marks it released (keeping token and
+   * checkpoint unless `set` changes them), removes pin and owner, and uncounts it from
+   * the slot, in one transaction under the caller's conditions. With `retentionDays`, TTL
+   * may collect the item after that. False when a condition failed.
+   */
+  private async unpin(
+    videoId: string,
+    pinnedSlot: number | undefined,
+    nowMs: number,
+    retentionDays: number | undefined,
+    guard: {
+      readonly condition: string;
+      readonly values: Record<string, unknown>;
+      readonly set?: string;
+      readonly slotGuard?: { readonly condition: string; readonly values: Record<string, unknown> };
+    },
+  ): Promise<boolean> {
+    const ttl = retentionDays === undefined ? {} : { ':ttl': Math.floor(nowMs / 1000) + retentionDays * 86_400 };
+    const set = ['#state = :released', 'releasedAtMs = :now', ...(retentionDays === undefined ? [] : ['ttlEpochSeconds = :ttl']), ...(guard.set ? [guard.set] : [])];
+    const items: TransactItem[] = [
+      {
+        Update: {
+          TableName: this.o.tableName,
+          Key: { pk: videoKey(videoId) },
+          UpdateExpression: `SET ${set.join(', ')} REMOVE pinnedSlot, #owner, ownerEpoch`,
+          ConditionExpression: guard.condition,
+          // DynamoDB rejects names an expression does not use.
+          ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', ...(`${guard.condition} ${guard.set ?? ''}`.includes('#token') ? { '#token': 'token' } : {}) },
+          ExpressionAttributeValues: { ':released': 'released', ':now': nowMs, ...ttl, ...guard.values },
+        },
+      },
+    ];
+    if (pinnedSlot !== undefined) {
+      const slotGuard = guard.slotGuard;
+      items.push({
+        Update: {
+          TableName: this.o.tableName,
+          Key: { pk: slotKey(pinnedSlot) },
+          UpdateExpression: 'ADD videoCount :minus',
+          ExpressionAttributeValues: { ':minus': -1, ...slotGuard?.values },
+          ...(slotGuard ? { ConditionExpression: slotGuard.condition, ExpressionAttributeNames: { '#owner': 'owner' } } : {}),
+        },
+      });
+    }
+    try {
+      await this.transact(new TransactWriteCommand({ TransactItems: items }));
+      return true;
+    } catch (e) {
+      if (e instanceof TransactionCanceledException) return false;
+      throw e;
+    }
+  }
+}
+
+
+function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined, firstFrameNumber: number): VideoRecord {
+  if (!it) return { videoId, token: 0, state: 'new', checkpoint: emptyCheckpoint(firstFrameNumber) };
+  const ck = upgradeCheckpoint((it.checkpoint as VideoCheckpoint | undefined) ?? emptyCheckpoint(firstFrameNumber));
+  return {
+    videoId,
+    ...(it.pinnedSlot !== undefined ? { pinnedSlot: Number(it.pinnedSlot) } : {}),
+    token: Number(it.token ?? 0),
+    ...(typeof it.owner === 'string' ? { owner: it.owner } : {}),
+    ...(it.ownerEpoch !== undefined ? { ownerEpoch: Number(it.ownerEpoch) } : {}),
+    state: it.state === 'released' ? 'released' : it.pinnedSlot !== undefined ? 'pinned' : 'new',
+    checkpoint: { ...ck, seq: Number(it.ckSeq ?? ck.seq ?? 0) },
+  };
+}
+
+
+function isConditionalCancel(e: unknown, index: number): boolean {
+  return e instanceof TransactionCanceledException && e.CancellationReasons?.[index]?.Code === 'ConditionalCheckFailed';
+}
+
+/** The transaction item every fenced write starts with: the slot is still ours (owner, epoch, unexpired). */
+function slotFenceCheck(tableName: string, fence: SlotFence, nowMs: number): TransactItem {
+  return {
+    ConditionCheck: {
+      TableName: tableName,
+      Key: { pk: slotKey(fence.slot) },
+      ConditionExpression: '#owner = :me AND epoch = :epoch AND expiresAtMs > :now',
+      ExpressionAttributeNames: { '#owner': 'owner' },
+      ExpressionAttributeValues: { ':me': fence.workerId, ':epoch': fence.epoch, ':now': nowMs },
+    },
+  };
+}

@@ -1,0 +1,192 @@
+/**
+ * SQS adapter for the slot FIFO queues: batched sends (router, forwards), receives,
+ * deletes and visibility changes (worker). Group = video, dedup id = videoId:frame
+ * (see {@link dedupId}: hashed when too long for SQS, and tagged for replays).
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  type SendMessageBatchRequestEntry,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { dedupId, type SlotMessage } from '../messages.ts';
+
+export interface OutgoingMessage {
+  readonly message: SlotMessage;
+  /**
+   * Gives a deliberate re-send a fresh deduplication id; written into the body as well
+   * (replacing any tag the message had), so forwards of it keep the tag.
+   */
+  readonly replayTag?: string;
+}
+
+export interface ReceivedMessage {
+  readonly messageId: string;
+  readonly receiptHandle: string;
+  readonly body: string;
+  readonly receiveCount: number;
+  /** FIFO message group (the video id). */
+  readonly groupId: string;
+  /** When SQS accepted the message (epoch ms): the worker's `SlotMessageAgeMs` is now minus the oldest. */
+  readonly sentAtMs?: number;
+}
+
+/** Per-entry outcome of a batched send, in input order. */
+export type SendOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string };
+
+export class SlotQueues {
+  private readonly sqs: SQSClient;
+  private readonly urlOf: (slot: number) => string;
+  private readonly dlqUrlOf: (slot: number) => string;
+
+  constructor(sqs: SQSClient, slotQueueUrlPrefix: string) {
+    this.sqs = sqs;
+    this.urlOf = (slot) => `${slotQueueUrlPrefix}${slot}.fifo`;
+    this.dlqUrlOf = (slot) => `${slotQueueUrlPrefix}${slot}-dlq.fifo`;
+  }
+
+  url(slot: number): string {
+    return this.urlOf(slot);
+  }
+
+  /** Sends in batches of 10 (one SendMessageBatch each); returns one outcome per message. */
+  send(slot: number, messages: readonly OutgoingMessage[]): Promise<SendOutcome[]> {
+    return sendInBatches(
+      this.sqs,
+      this.urlOf(slot),
+      messages.map((m) => {
+        // The tag travels in the body too, so a worker that forwards the message keeps it.
+        const message: SlotMessage = m.replayTag ? { ...m.message, replayTag: m.replayTag } : m.message;
+        return {
+          MessageBody: JSON.stringify(message),
+          MessageGroupId: message.videoId,
+          MessageDeduplicationId: dedupId(message),
+        };
+      }),
+    );
+  }
+
+  async receive(slot: number, maxMessages: number, waitSeconds: number, abortSignal?: AbortSignal): Promise<ReceivedMessage[]> {
+    const r = await this.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: this.urlOf(slot),
+        MaxNumberOfMessages: Math.min(10, maxMessages),
+        WaitTimeSeconds: waitSeconds,
+        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'MessageGroupId', 'SentTimestamp'],
+      }),
+      { abortSignal },
+    );
+    return (r.Messages ?? []).map((m) => ({
+      messageId: m.MessageId ?? '',
+      receiptHandle: m.ReceiptHandle ?? '',
+      body: m.Body ?? '',
+      receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
+      groupId: m.Attributes?.MessageGroupId ?? '',
+      ...(m.Attributes?.SentTimestamp ? { sentAtMs: Number(m.Attributes.SentTimestamp) } : {}),
+    }));
+  }
+
+  /** Deletes in batches of 10; returns how many deletes failed (they will be redelivered and deduplicated). */
+  async delete(slot: number, receiptHandles: readonly string[]): Promise<number> {
+    let failed = 0;
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10);
+      const r = await this.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: this.urlOf(slot),
+          Entries: chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h })),
+        }),
+      );
+      failed += r.Failed?.length ?? 0;
+    }
+    return failed;
+  }
+
+  /**
+   * Sets the visibility timeout of received messages. Returns the handles SQS refused one
+   * by one (a deleted message, an expired handle): the caller stops counting on those.
+   * A failed call throws.
+   */
+  async extendVisibility(slot: number, receiptHandles: readonly string[], seconds: number): Promise<string[]> {
+    const refused: string[] = [];
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10);
+      const r = await this.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: this.urlOf(slot),
+          Entries: chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: seconds })),
+        }),
+      );
+      for (const f of r?.Failed ?? []) {
+        const handle = chunk[Number(f.Id)];
+        if (handle !== undefined) refused.push(handle);
+      }
+    }
+    return refused;
+  }
+
+  /** Parks an unusable message in the slot's DLQ with the reason, so it never blocks its group. */
+  async deadLetter(slot: number, body: string, reason: string, groupId: string): Promise<void> {
+    await this.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.dlqUrlOf(slot),
+        MessageBody: body,
+        // Both ids must be 1-128 characters of [\x21-\x7e] or SQS refuses the message.
+        MessageGroupId: groupId.replace(/[^\x21-\x7e]/g, '_').slice(0, 128) || 'malformed',
+        // Every parking is its own message (a UUID: 36 characters, hex and '-').
+        MessageDeduplicationId: randomUUID(),
+        MessageAttributes: { reason: { DataType: 'String', StringValue: reason } },
+      }),
+    );
+  }
+
+  /** Messages visible in the slot's DLQ (the janitor's fleet-wide SlotDlqMessages gauge). */
+  async dlqDepth(slot: number): Promise<number> {
+    const r = await this.sqs.send(new GetQueueAttributesCommand({ QueueUrl: this.dlqUrlOf(slot), AttributeNames: ['ApproximateNumberOfMessages'] }));
+    return Number(r.Attributes?.ApproximateNumberOfMessages ?? 0);
+  }
+
+  /** Visible and in-flight message counts. */
+  async depth(slot: number): Promise<{ visible: number; inFlight: number }> {
+    const r = await this.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: this.urlOf(slot),
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    return {
+      visible: Number(r.Attributes?.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(r.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
+    };
+  }
+}
+
+/** A message for {@link sendInBatches}; the batch entry id is assigned there. */
+export type BatchEntry = Omit<SendMessageBatchRequestEntry, 'Id'>;
+
+/**
+ * Sends entries in SendMessageBatch calls of 10 and returns one outcome per entry, in
+ * order: a failed entry or a failed call fails only the entries it covers.
+ */
+export async function sendInBatches(sqs: SQSClient, queueUrl: string, entries: readonly BatchEntry[]): Promise<SendOutcome[]> {
+  const outcomes: SendOutcome[] = [];
+  for (let i = 0; i < entries.length; i += 10) {
+    const chunk = entries.slice(i, i + 10);
+    try {
+      const r = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((e, j) => ({ ...e, Id: String(j) })) }));
+      const failed = new Map((r.Failed ?? []).map((f) => [f.Id, `${f.Code}: ${f.Message ?? ''}`]));
+      chunk.forEach((_, j) => {
+        const err = failed.get(String(j));
+        outcomes.push(err ? { ok: false, error: err } : { ok: true });
+      });
+    } catch (e) {
+      for (const _ of chunk) outcomes.push({ ok: false, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  return outcomes;
+}

@@ -1,0 +1,209 @@
+/**
+ * The runtime tunables, declared once in {@link TUNABLES}: default, range, unit and one
+ * line of meaning per tunable. The {@link Tunables} type, {@link DEFAULT_TUNABLES}, the
+ * range checks, the environment variable names ({@link envNameOf}) and the README's
+ * configuration table derive from it; rules that relate several tunables are the named
+ * checks of {@link CROSS_FIELD_CHECKS}.
+ *
+ * Adding a tunable: one entry in {@link TUNABLES} (TSDoc saying why, when there is more
+ * to say than the meaning), a named check if it constrains another tunable, then
+ * `node scripts/config-tables.ts --write` to regenerate the README table. The CDK
+ * context key, the environment variable and the stack's validation follow.
+ */
+import { ConfigError, defaultsOf, rangeProblems, settingsMarkdownTable, type SettingsOf, type SettingsTable } from './settings.ts';
+
+/**
+ * Upper bound of `reorderBufferFrames`: the buffer is part of the checkpoint, which lives
+ * in one DynamoDB item (400 KB) and is budgeted at 300,000 bytes. A reference costs up to
+ * ~310 bytes (128-character video id, 15-digit frame, 63-character bucket), so 500 of
+ * them, plus the frames one receive adds after the buffer fills, leave the tracker at
+ * least 120 KB (test/core/checkpoint-size.test.ts).
+ */
+export const MAX_REORDER_BUFFER_FRAMES = 500;
+
+/** Every tunable: default, range, unit, meaning. Every one can be overridden (CDK context, environment). */
+export const TUNABLES = {
+  /** Number of worker slots, i.e. the maximum number of GPU tasks. */
+  slotCount: { kind: 'integer', default: 4, min: 1, max: 1000, unit: 'slots', meaning: 'Worker slots = slot FIFO queues = most GPU tasks (see docs/deploy.md, "Scaling to 1,000 slots")' },
+  /** Videos a slot takes before admission prefers another slot. */
+  videosPerSlot: { kind: 'integer', default: 8, min: 1, max: 1000, unit: 'videos', meaning: 'Videos a slot takes before admission prefers another slot' },
+  /** How long a slot lease lives without a heartbeat. */
+  slotLeaseTtlSeconds: { kind: 'integer', default: 15, min: 1, max: 3600, unit: 's', meaning: 'Slot lease lifetime without a heartbeat' },
+  /** How often a worker renews its slot lease. */
+  heartbeatIntervalSeconds: { kind: 'integer', default: 5, min: 1, max: 3600, unit: 's', meaning: 'Worker heartbeat period; at most half of `slotLeaseTtlSeconds`' },
+  /** A video with no frames for this long is released by its worker. */
+  videoIdleReleaseSeconds: { kind: 'integer', default: 60, min: 1, max: 86_400, unit: 's', meaning: 'A video with no frames for this long is released (state checkpointed); more than `routerPinCacheSeconds`' },
+  /** How long a missing frame is waited for before it is recorded as a gap. */
+  reorderWaitMs: { kind: 'integer', default: 5_000, min: 1, max: 3_600_000, unit: 'ms', meaning: 'How long a missing frame is waited for once frames after it arrive (the watermark\'s bound) before it becomes a gap' },
+  /**
+   * Where videos start. -1 (the default) is automatic: a video starts at the lowest frame
+   * that exists for it (decided `reorderWaitMs` after its first frame, from an S3 listing),
+   * and a frame below that start which turns up later is processed as `late`. A value of 0
+   * or more fixes the start: frames below it are recorded as failures (`before-first-frame`).
+   */
+  firstFrameNumber: {
+    kind: 'integer', default: -1, min: -1, max: Number.MAX_SAFE_INTEGER, off: { value: -1, meaning: 'automatic' }, unit: 'frame',
+    meaning: 'Where videos start: -1 = the lowest frame that exists (lower frames that come later are `late`); 0 or more fixes the start',
+  },
+  /** Most out-of-order frames a video may buffer; past it the oldest missing frame becomes a gap. */
+  reorderBufferFrames: { kind: 'integer', default: 64, min: 1, max: MAX_REORDER_BUFFER_FRAMES, unit: 'frames', meaning: 'Most out-of-order frames buffered per video (the buffer lives in the checkpoint)' },
+  /** Frames larger than this are rejected with a failure record instead of being decoded. */
+  maxFrameBytes: { kind: 'integer', default: 20 * 1024 * 1024, min: 1, max: 5 * 1024 * 1024 * 1024, unit: 'bytes', meaning: 'Larger frames get a `failed: oversized` record instead of being decoded (default 20 MiB)' },
+  /** Frames per inference call (cross-video micro-batch). */
+  inferenceBatchSize: { kind: 'integer', default: 8, min: 1, max: 256, unit: 'frames', meaning: 'Frames per inference call (cross-video micro-batch)' },
+  /** Longest a partial inference batch waits for more frames. */
+  maxBatchWaitMs: { kind: 'integer', default: 10, min: 1, max: 60_000, unit: 'ms', meaning: 'Longest a partial inference batch waits for more frames' },
+  /**
+   * Threads onnxruntime gives one inference (its intra-op pool); 0 = its default, one per
+   * physical core. On a CPU-only task, fewer than the cores leaves the rest to fetching,
+   * decoding, tracking and commits, which otherwise take them from the model between
+   * operators. With CUDA it only sizes the pool for the operators left on the CPU.
+   */
+  inferenceThreads: {
+    kind: 'integer', default: 0, min: 0, max: 256, off: { value: 0, meaning: "onnxruntime's default" }, unit: 'threads',
+    meaning: 'Intra-op threads of one inference; on a CPU-only task, one fewer than the cores leaves a core to the pipeline (bench/README.md, worker throughput)',
+  },
+  /**
+   * Visibility timeout of the slot FIFO queues (default 5 s). Short on purpose: messages
+   * a crashed worker held, and their video's FIFO group with them, return within this
+   * time, so it is the floor of failover after a crash (the slot lease of a stopped task
+   * is expired at once; see Janitor). The worker extends the visibility of a batch still
+   * running every half of this, so it must comfortably exceed one extension call.
+   */
+  slotQueueVisibilitySeconds: { kind: 'integer', default: 5, min: 1, max: 43_200, unit: 's', meaning: 'Visibility timeout of the slot queues; the worker extends it while a batch runs. Bounds kill -9 failover' },
+  /** Receives before a slot queue message goes to its DLQ. */
+  slotQueueMaxReceiveCount: { kind: 'integer', default: 10, min: 1, max: 1000, unit: 'receives', meaning: 'Receives before a slot message goes to its DLQ' },
+  /** Visibility timeout of the ingest queue (must exceed the router timeout). */
+  ingestVisibilitySeconds: { kind: 'integer', default: 180, min: 1, max: 43_200, unit: 's', meaning: 'Ingest visibility timeout; the router timeout is a sixth of it (10..900 s), so a deployment needs at least 60' },
+  /** Receives before an ingest message goes to the ingest DLQ. */
+  ingestMaxReceiveCount: { kind: 'integer', default: 5, min: 1, max: 1000, unit: 'receives', meaning: 'Receives before an ingest message goes to the ingest DLQ' },
+  /** Router Lambda batch size (records per invocation). */
+  routerBatchSize: { kind: 'integer', default: 10, min: 1, max: 10, unit: 'records', meaning: 'Records per router invocation' },
+  /**
+   * Router event source batching window: how long records are gathered before the router
+   * is invoked with fewer than `routerBatchSize` (0 = invoke at once). Trades up to this
+   * much ingest latency for about one invocation per batch instead of one per frame at
+   * low traffic.
+   */
+  routerBatchWindowSeconds: { kind: 'integer', default: 1, min: 0, max: 300, unit: 's', meaning: 'Event source batching window: records are gathered this long before a smaller batch is delivered; 0 = at once (docs/deploy.md §8)' },
+  /** Router Lambda maximum concurrency on the SQS event source (at least 2: the event source's minimum, a named check). */
+  routerMaxConcurrency: { kind: 'integer', default: 10, min: 1, max: 1000, unit: 'invocations', meaning: 'Event source maximum concurrency (at least 2, the Lambda SQS event source minimum)' },
+  /**
+   * How long a launched task may take to heartbeat: until then no other launch is made
+   * for its slot and the slot is not counted as ownerless. It covers a cold start from
+   * zero (capacity provider reaction, GPU instance boot and agent registration, pulling
+   * the multi-GB CUDA image: 5-10 minutes), with half again as margin; a start that
+   * overruns it is relaunched and counted (TaskStartTimeouts, which alarms).
+   */
+  taskStartGraceSeconds: {
+    kind: 'integer', default: 900, min: 1, max: 3600, unit: 's',
+    meaning: 'How long a launched task may take to heartbeat before its slot counts as ownerless; covers a cold start from zero (5-10 minutes) with margin (docs/decisions.md 16)',
+  },
+  /** How long the router may trust a cached video -> slot pin (safe: workers forward strays). */
+  routerPinCacheSeconds: { kind: 'integer', default: 30, min: 1, max: 3600, unit: 's', meaning: 'How long the router trusts a cached video → slot pin' },
+  /** How long the router may trust its cached view of slot liveness and load. */
+  routerSlotCacheSeconds: { kind: 'integer', default: 2, min: 1, max: 3600, unit: 's', meaning: 'How long the router trusts cached slot liveness and load' },
+  /** How long released video records (lease + checkpoint) are kept before TTL may collect them. */
+  releasedVideoRetentionDays: { kind: 'integer', default: 30, min: 1, max: 3650, unit: 'days', meaning: 'TTL horizon of released video records (lease + checkpoint)' },
+  /** Janitor period. */
+  janitorIntervalSeconds: { kind: 'integer', default: 60, min: 1, max: 3600, unit: 's', meaning: 'Janitor period; rounded up to whole minutes (EventBridge)' },
+  /**
+   * A worker that owns no video, finds none pinned to its slot, and has received no
+   * message for this long releases its slot and exits (code 0), so an idle fleet drains
+   * to zero tasks and the capacity provider can retire the GPU instances. Frames arriving
+   * later launch a task again, as from cold. 0 = never exit for idleness (keep the fleet warm).
+   */
+  workerIdleExitSeconds: {
+    kind: 'integer', default: 600, min: 0, max: 86_400, off: { value: 0, meaning: 'never' }, unit: 's',
+    meaning: 'A worker with no video, none pinned to its slot and nothing received for this long releases its slot and exits 0, so an idle fleet drains to zero',
+  },
+  /** Where the worker loads its detector from: a local path or s3://bucket/key.onnx. Empty = demo model. */
+  modelUri: {
+    kind: 'text', default: '', pattern: /^(s3:\/\/[^/]+\/.+\.onnx|[^:]+\.onnx)$/, rule: 'be a local .onnx path or s3://bucket/key.onnx', emptyMeans: 'the demo model baked into the image',
+    meaning: 'The detector, a YOLO (Ultralytics v8/11) export. An `s3://` URI grants the task `s3:GetObject` on exactly that object; `models/*` in the frame bucket is always readable',
+  },
+  /** Detections below this score are discarded. */
+  detectionScoreThreshold: { kind: 'fraction', default: 0.25, unit: 'score', meaning: 'Detections below this score are dropped' },
+  /**
+   * The tracker's first association and new tracks take detections at or above this
+   * score (ByteTrack's `track_thresh`; the default is ByteTrack's published value). Scores
+   * are the model's own scale: a detector calibrated differently from COCO-trained YOLO
+   * needs its own values.
+   */
+  trackHighScoreThreshold: { kind: 'fraction', default: 0.5, unit: 'score', meaning: "The tracker's first association takes detections at or above this score (ByteTrack's `track_thresh`), on the model's own score scale" },
+  /** Detections between this and `trackHighScoreThreshold` only extend tracks (ByteTrack's second association); below it they are ignored. */
+  trackLowScoreThreshold: { kind: 'fraction', default: 0.1, unit: 'score', meaning: 'Detections from here up to `trackHighScoreThreshold` only extend existing tracks (ByteTrack\'s second association); at most `trackHighScoreThreshold`' },
+  /** A detection left unmatched starts a new track only at or above this score. */
+  newTrackScoreThreshold: { kind: 'fraction', default: 0.6, unit: 'score', meaning: 'An unmatched detection starts a new track only at or above this score' },
+} as const satisfies SettingsTable;
+
+/** The tunables, one field per entry of {@link TUNABLES}. */
+export type Tunables = SettingsOf<typeof TUNABLES>;
+
+export const DEFAULT_TUNABLES: Tunables = defaultsOf(TUNABLES);
+
+/**
+ * Rules that relate tunables to each other (or narrow one for a reason of its own), by
+ * name. Each returns the problem, or undefined.
+ */
+export const CROSS_FIELD_CHECKS: Readonly<Record<string, (t: Tunables) => string | undefined>> = {
+  heartbeatWithinHalfTtl: (t) =>
+    t.heartbeatIntervalSeconds * 2 > t.slotLeaseTtlSeconds
+      ? `heartbeatIntervalSeconds (${t.heartbeatIntervalSeconds}) must be at most half of slotLeaseTtlSeconds (${t.slotLeaseTtlSeconds}) so one lost heartbeat does not lose the slot`
+      : undefined,
+  idleReleaseAfterPinCache: (t) =>
+    !(t.videoIdleReleaseSeconds > t.routerPinCacheSeconds)
+      ? `videoIdleReleaseSeconds (${t.videoIdleReleaseSeconds}) must exceed routerPinCacheSeconds (${t.routerPinCacheSeconds}): ` +
+        'stale router pins are only safe because a video is released for idleness only after every router\'s cached pin of it has expired'
+      : undefined,
+  eventSourceConcurrencyMinimum: (t) => (t.routerMaxConcurrency < 2 ? 'routerMaxConcurrency must be at least 2 (Lambda SQS event source minimum)' : undefined),
+  trackLowAtMostHigh: (t) =>
+    !(t.trackLowScoreThreshold <= t.trackHighScoreThreshold)
+      ? `trackLowScoreThreshold (${t.trackLowScoreThreshold}) must be at most trackHighScoreThreshold (${t.trackHighScoreThreshold})`
+      : undefined,
+};
+
+/** Checks every range of {@link TUNABLES} and every {@link CROSS_FIELD_CHECKS} rule; throws {@link ConfigError} with every problem found. */
+export function validateTunables(t: Tunables): Tunables {
+  const problems = rangeProblems(TUNABLES, t);
+  for (const check of Object.values(CROSS_FIELD_CHECKS)) {
+    const p = check(t);
+    if (p !== undefined) problems.push(p);
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  return t;
+}
+
+/** Environment variable that carries each tunable (e.g. SLOT_LEASE_TTL_SECONDS). */
+export function envNameOf(key: keyof Tunables): string {
+  return key.replace(/([A-Z])/g, '_$1').toUpperCase();
+}
+
+/** Overrides defaults with whatever is set in `env`; validates the result. */
+export function tunablesFromEnv(env: Record<string, string | undefined> = process.env): Tunables {
+  const out: Record<string, unknown> = { ...DEFAULT_TUNABLES };
+  for (const key of Object.keys(TUNABLES) as (keyof Tunables)[]) {
+    const raw = env[envNameOf(key)];
+    if (raw === undefined || raw === '') continue;
+    if (TUNABLES[key].kind === 'text') {
+      out[key] = raw;
+    } else {
+      const n = Number(raw);
+      if (!Number.isFinite(n)) throw new ConfigError(`${envNameOf(key)} must be a number (got "${raw}")`);
+      out[key] = n;
+    }
+  }
+  return validateTunables(out as unknown as Tunables);
+}
+
+/** Renders tunables as the environment variables {@link tunablesFromEnv} reads. */
+export function tunablesToEnv(t: Tunables): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of Object.keys(t) as (keyof Tunables)[]) env[envNameOf(key)] = String(t[key]);
+  return env;
+}
+
+/** The README's configuration table (key, default, range, unit, environment variable, meaning), generated from {@link TUNABLES}. */
+export function tunablesMarkdownTable(): string {
+  return settingsMarkdownTable(TUNABLES, (k) => envNameOf(k as keyof Tunables));
+}

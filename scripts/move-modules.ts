@@ -1,0 +1,154 @@
+/**
+ * Moves TypeScript modules with `git mv` and rewrites every relative import that names
+ * them, across the repository, so a move is one re-runnable command instead of a
+ * hand edit of dozens of import lines. Only module specifiers change: the moved files'
+ * bodies are left alone (apart from their own relative imports), so git's rename
+ * detection still carries edits made to the old paths on other branches.
+ *
+ * Usage:
+ *   node scripts/move-modules.ts <mapping.json|builtin-name> [--dry-run]
+ *   node scripts/move-modules.ts old/path.ts=new/path.ts ... [--dry-run]
+ *
+ * A mapping file is a JSON object `{ "old/path.ts": "new/path.ts" }` (paths relative to
+ * the repository root). A mapping entry whose source no longer exists is skipped, so the
+ * same mapping can be run again after a merge brings more files into the old places.
+ * Builtin mapping: `core-aws` (the adapter modules into core/aws/).
+ *
+ * Rewritten: `import … from '…'`, `export … from '…'`, `import '…'`, `import('…')`,
+ * `vi.mock('…')`, `vi.importActual('…')`, and `new URL('…', import.meta.url)`, whenever the
+ * specifier is relative and resolves (before the move) to a file that moves, or the file
+ * containing it moves and the specifier resolves to an existing file.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The adapter modules that import the AWS SDK, moved under core/aws/ (issue 21, item 2). */
+export const CORE_AWS_MAPPING: Readonly<Record<string, string>> = {
+  'core/lease-store.ts': 'core/aws/lease-store.ts',
+  'core/slot-lease-store.ts': 'core/aws/slot-lease-store.ts',
+  'core/slot-queues.ts': 'core/aws/slot-queues.ts',
+  'core/frame-store.ts': 'core/aws/frame-store.ts',
+  'core/results-reader.ts': 'core/aws/results-reader.ts',
+};
+
+const SKIP_DIRS = new Set(['node_modules', '.git', 'cdk.out', '.local']);
+
+/** Every .ts / .mts file under the repository, as repository-relative POSIX paths. */
+export function listSourceFiles(dir = ROOT): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (SKIP_DIRS.has(entry.name)) continue;
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...listSourceFiles(full));
+    else if (/\.(m?ts)$/.test(entry.name)) out.push(path.relative(ROOT, full).split(path.sep).join('/'));
+  }
+  return out;
+}
+
+// Specifier positions that name another file. Group 1: the text before the quote; 2: the quote; 3: the specifier.
+// Each alternative's closing quote refers back to its own quote group (\2, \5, \8, ...).
+const SPECIFIER = new RegExp(
+  [
+    String.raw`\bfrom\s*`,
+    String.raw`^\s*import\s*`,
+    String.raw`\bimport\s*\(\s*`,
+    String.raw`\bvi\.(?:mock|doMock|unmock|importActual)\s*\(\s*`,
+    String.raw`\bnew\s+URL\s*\(\s*`,
+  ]
+    .map((prefix, i) => `(${prefix})(['"])` + String.raw`(\.{1,2}/[^'"\n]+)` + `\\${3 * i + 2}` + (i === 4 ? String.raw`(?=\s*,\s*import\.meta\.url)` : ''))
+    .join('|'),
+  'gm',
+);
+
+function posixRelative(fromFile: string, toFile: string): string {
+  let rel = path.posix.relative(path.posix.dirname(fromFile), toFile);
+  if (!rel.startsWith('.')) rel = `./${rel}`;
+  return rel;
+}
+
+/**
+ * Rewrites the relative specifiers of one file's text. `oldPath` is where the file was,
+ * `newPath` where it will be; `moves` maps old repository paths to new ones. A specifier
+ * is rewritten only when its target moves or the file itself moves (and the target
+ * exists, checked by `exists`): anything else keeps its exact text.
+ */
+export function rewriteSpecifiers(
+  text: string,
+  oldPath: string,
+  newPath: string,
+  moves: ReadonlyMap<string, string>,
+  exists: (repoPath: string) => boolean,
+): string {
+  return text.replace(SPECIFIER, (whole: string, ...groups: (string | undefined)[]) => {
+    for (let g = 0; g < 15; g += 3) {
+      const prefix = groups[g];
+      const quote = groups[g + 1];
+      const spec = groups[g + 2];
+      if (prefix === undefined || quote === undefined || spec === undefined) continue;
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(oldPath), spec));
+      const movedTarget = moves.get(target);
+      if (movedTarget === undefined && (oldPath === newPath || !exists(target))) return whole;
+      const finalTarget = movedTarget ?? target;
+      // A directory-style specifier ending in '/' keeps its trailing slash.
+      const rewritten = posixRelative(newPath, finalTarget) + (spec.endsWith('/') && !finalTarget.endsWith('/') ? '/' : '');
+      return `${prefix}${quote}${rewritten}${quote}`;
+    }
+    return whole;
+  });
+}
+
+/** Applies a mapping to the working tree: `git mv` then import rewriting. Returns the files changed. */
+export function applyMoves(mapping: Readonly<Record<string, string>>, dryRun = false): string[] {
+  const moves = new Map<string, string>();
+  for (const [from, to] of Object.entries(mapping)) {
+    if (!existsSync(path.join(ROOT, from))) continue; // already moved, or never there
+    if (existsSync(path.join(ROOT, to))) throw new Error(`${to} exists already; not overwriting it with ${from}`);
+    moves.set(from, to);
+  }
+  const exists = (p: string): boolean => {
+    const full = path.join(ROOT, p);
+    return existsSync(full) && (statSync(full).isFile() || statSync(full).isDirectory());
+  };
+  const changed: string[] = [];
+  const rewritten = new Map<string, string>();
+  for (const file of listSourceFiles()) {
+    const text = readFileSync(path.join(ROOT, file), 'utf8');
+    const next = rewriteSpecifiers(text, file, moves.get(file) ?? file, moves, exists);
+    if (next !== text) rewritten.set(file, next);
+  }
+  for (const [from, to] of moves) {
+    changed.push(`${from} -> ${to}`);
+    if (dryRun) continue;
+    execFileSync('mkdir', ['-p', path.dirname(path.join(ROOT, to))]);
+    execFileSync('git', ['mv', from, to], { cwd: ROOT });
+  }
+  for (const [file, text] of rewritten) {
+    const at = moves.get(file) ?? file;
+    changed.push(`rewrote imports in ${at}`);
+    if (!dryRun) writeFileSync(path.join(ROOT, at), text);
+  }
+  return changed;
+}
+
+function loadMapping(arg: string): Record<string, string> {
+  if (arg === 'core-aws') return { ...CORE_AWS_MAPPING };
+  return JSON.parse(readFileSync(arg, 'utf8')) as Record<string, string>;
+}
+
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const dryRun = args.includes('--dry-run');
+  const rest = args.filter((a) => a !== '--dry-run');
+  if (rest.length === 0) {
+    console.error('usage: node scripts/move-modules.ts <mapping.json|core-aws> | old=new ... [--dry-run]');
+    process.exit(2);
+  }
+  const mapping = rest.every((a) => a.includes('='))
+    ? Object.fromEntries(rest.map((a) => a.split('=') as [string, string]))
+    : loadMapping(rest[0]!);
+  for (const line of applyMoves(mapping, dryRun)) console.log(line);
+}

@@ -1,0 +1,213 @@
+/**
+ * AWS_FAULT_INJECTION (core/aws/fault-injection.ts), the chaos run's throttling and 5xx: absent,
+ * nothing changes; set, the chosen share of request attempts fails before it leaves the
+ * process, with errors the SDK's standard retry strategy retries (so a call that draws a
+ * fault is retried, and one that draws it on every attempt fails after maxAttempts).
+ * AWS_CALL_LOG, the bench's one line per call. Both are installed by the composition roots
+ * (core/aws/instrumentation.ts), never by the client factory alone.
+ */
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createAwsClients, type AwsClients } from '../../../core/aws/clients.ts';
+import { instrumentAwsClients } from '../../../core/aws/instrumentation.ts';
+import { faultRng, injectedError, parseFaultInjection } from '../../../core/aws/fault-injection.ts';
+import { AWS_CALL_POLICY } from '../../../core/config.ts';
+import { closeFakeServers, startFakeServer, type FakeServer } from '../../support/fake-aws-server.ts';
+
+/** A loopback server standing in for all three services: answers every request with a minimal success. */
+function fakeAws(): Promise<FakeServer> {
+  return startFakeServer((req, res) => {
+    req.once('end', () => {
+      const target = String(req.headers['x-amz-target'] ?? '');
+      if (target.startsWith('AmazonSQS.')) {
+        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
+        res.end(JSON.stringify({ MessageId: 'm-1', MD5OfMessageBody: '9dd4e461268c8034f5c8564e155c67a6', SequenceNumber: '1' }));
+      } else if (target.startsWith('DynamoDB_')) {
+        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
+        res.end('{}');
+      } else {
+        // S3 HeadObject
+        res.writeHead(200, { 'content-length': '0', etag: '"e"' });
+        res.end();
+      }
+    });
+  });
+}
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  closeFakeServers();
+});
+
+type SdkError = Error & { $metadata?: { attempts?: number; httpStatusCode?: number } };
+const outcome = <T extends { $metadata: { attempts?: number } }>(p: Promise<T>) =>
+  p.then(
+    (r) => ({ ok: true as const, attempts: r.$metadata.attempts ?? 0 }),
+    (e: unknown) => ({ ok: false as const, error: e as SdkError, attempts: (e as SdkError).$metadata?.attempts ?? 0 }),
+  );
+
+function stubEndpoints(url: string): void {
+  for (const s of ['S3', 'SQS', 'DYNAMODB']) vi.stubEnv(`AWS_ENDPOINT_URL_${s}`, url);
+  vi.stubEnv('AWS_ACCESS_KEY_ID', 'test');
+  vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test');
+}
+
+/** Clients as the worker's main builds them (factory, then instrumentation), pointed at `url` through the SDK's endpoint variables. */
+function clientsFor(url: string, extra: Record<string, string> = {}): AwsClients {
+  stubEndpoints(url);
+  const env = { AWS_REGION: 'us-east-1', S3_FORCE_PATH_STYLE: 'true', ...extra };
+  return instrumentAwsClients(createAwsClients(env), env, 'worker');
+}
+
+const instrumentation = (c: AwsClients) =>
+  [c.dynamodb, c.s3, c.sqs].flatMap((client) => client.middlewareStack.identify().map((m) => m.split(' ')[0]!).filter((m) => m === 'callLog' || m === 'faultInjection'));
+
+const getItem = (c: AwsClients) => c.dynamodb.send(new GetItemCommand({ TableName: 't', Key: { pk: { S: 'video#v' } } }));
+
+describe('AWS_FAULT_INJECTION', () => {
+  it('adds nothing when unset: calls reach the service and no middleware is installed', async () => {
+    // Prepare
+    const aws = await fakeAws();
+    const clients = aws.track(clientsFor(aws.url));
+    // Act
+    const r = await outcome(getItem(clients));
+    // Assess
+    expect(r).toEqual({ ok: true, attempts: 1 });
+    expect(aws.requests()).toBe(1);
+    expect(clients.dynamodb.middlewareStack.identify().some((m) => m.startsWith('faultInjection'))).toBe(false);
+  });
+
+  it('fails every attempt at rate 1 with retryable errors of each service, none reaching the service', async () => {
+    // Prepare
+    const aws = await fakeAws();
+    const log = join(mkdtempSync(join(tmpdir(), 'fault-')), 'faults.log');
+    const clients = aws.track(clientsFor(aws.url, { AWS_FAULT_INJECTION: JSON.stringify({ rate: 1, seed: 3, log }) }));
+    // Act
+    const [ddb, s3, sqs] = await Promise.all([
+      outcome(getItem(clients)),
+      outcome(clients.s3.send(new HeadObjectCommand({ Bucket: 'b', Key: 'frames/v/000001.jpg' }))),
+      outcome(clients.sqs.send(new SendMessageCommand({ QueueUrl: `${aws.url}/000000000000/q.fifo`, MessageBody: 'x', MessageGroupId: 'g', MessageDeduplicationId: 'd' }))),
+    ]);
+    // Assess: retried up to maxAttempts (a non-retryable error stops after 1 attempt)
+    expect(ddb.ok || s3.ok || sqs.ok).toBe(false);
+    expect(ddb.attempts).toBe(AWS_CALL_POLICY.dynamodb.maxAttempts);
+    expect(s3.attempts).toBe(AWS_CALL_POLICY.s3.maxAttempts);
+    expect(sqs.attempts).toBe(AWS_CALL_POLICY.sqs.maxAttempts);
+    expect(['ThrottlingException', 'InternalServerError']).toContain(!ddb.ok && ddb.error.name);
+    expect(['SlowDown', 'InternalError']).toContain(!s3.ok && s3.error.name);
+    expect(['RequestThrottled', 'ServiceUnavailable']).toContain(!sqs.ok && sqs.error.name);
+    expect(aws.requests()).toBe(0);
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(ddb.attempts + s3.attempts + sqs.attempts);
+    expect(lines.filter((l) => l.startsWith('worker\tdynamodb\tGetItemCommand\t'))).toHaveLength(ddb.attempts);
+  });
+
+  it('at a partial rate, faulted attempts are retried and the call succeeds; every other attempt reaches the service', async () => {
+    // Prepare
+    const aws = await fakeAws();
+    const log = join(mkdtempSync(join(tmpdir(), 'fault-')), 'faults.log');
+    const clients = aws.track(clientsFor(aws.url, { AWS_FAULT_INJECTION: JSON.stringify({ rate: 0.4, seed: 11, services: ['dynamodb'], log }) }));
+    // Act
+    const results = await Promise.all(Array.from({ length: 20 }, () => outcome(getItem(clients))));
+    // Assess
+    const injected = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').length : 0;
+    const attempts = results.reduce((n, r) => n + r.attempts, 0);
+    expect(injected).toBeGreaterThan(0);
+    expect(results.some((r) => r.ok && r.attempts > 1)).toBe(true);
+    expect(aws.requests()).toBe(attempts - injected);
+    for (const r of results) if (!r.ok) expect(r.attempts).toBe(AWS_CALL_POLICY.dynamodb.maxAttempts);
+  });
+
+  it('leaves services outside `services` alone', async () => {
+    // Prepare
+    const aws = await fakeAws();
+    const clients = aws.track(clientsFor(aws.url, { AWS_FAULT_INJECTION: JSON.stringify({ rate: 1, services: ['s3'] }) }));
+    // Act
+    const r = await outcome(getItem(clients));
+    // Assess
+    expect(r).toEqual({ ok: true, attempts: 1 });
+    expect(aws.requests()).toBe(1);
+  });
+
+  it('refuses malformed settings instead of running without faults', () => {
+    expect(() => parseFaultInjection('rate=0.1')).toThrow(/not JSON/);
+    expect(() => parseFaultInjection('{"seed":1}')).toThrow(/rate/);
+    expect(() => parseFaultInjection('{"rate":1.5}')).toThrow(/rate/);
+    expect(() => parseFaultInjection('{"rate":0.1,"services":["lambda"]}')).toThrow(/services/);
+    expect(() => parseFaultInjection('{"rate":0.1,"seed":0.5}')).toThrow(/seed/);
+    const env = { AWS_REGION: 'us-east-1', AWS_FAULT_INJECTION: '[1]' };
+    expect(() => instrumentAwsClients(createAwsClients(env), env, 'worker')).toThrow(/object/);
+    expect(parseFaultInjection('{"rate":0.02,"seed":7}')).toEqual({ rate: 0.02, seed: 7, services: ['dynamodb', 's3', 'sqs'], throttleShare: 0.5 });
+  });
+
+  it('makes errors the SDK classifies as throttling or transient server errors', () => {
+    for (const service of ['dynamodb', 's3', 'sqs'] as const) {
+      const throttle = injectedError(service, 'throttle') as SdkError;
+      const server = injectedError(service, '5xx') as SdkError;
+      expect(server.$metadata?.httpStatusCode).toBeGreaterThanOrEqual(500);
+      expect(['ThrottlingException', 'SlowDown', 'RequestThrottled']).toContain(throttle.name);
+    }
+  });
+
+  it('draws the same sequence for the same seed and salt, a different one for another salt', () => {
+    const a = faultRng(7, 'worker:w1');
+    const b = faultRng(7, 'worker:w1');
+    const c = faultRng(7, 'worker:w2');
+    const seqA = Array.from({ length: 5 }, a);
+    expect(Array.from({ length: 5 }, b)).toEqual(seqA);
+    expect(Array.from({ length: 5 }, c)).not.toEqual(seqA);
+    for (const x of seqA) expect(x >= 0 && x < 1).toBe(true);
+  });
+});
+
+describe('AWS_CALL_LOG', () => {
+  it('appends one `role service operation` line per call, retries not counted', async () => {
+    // Prepare
+    const aws = await fakeAws();
+    const log = join(mkdtempSync(join(tmpdir(), 'calls-')), 'calls.log');
+    stubEndpoints(aws.url);
+    const env = { AWS_REGION: 'us-east-1', S3_FORCE_PATH_STYLE: 'true', AWS_CALL_LOG: log };
+    const clients = aws.track(instrumentAwsClients(createAwsClients(env), env, 'router'));
+    // Act
+    await getItem(clients);
+    await clients.s3.send(new HeadObjectCommand({ Bucket: 'b', Key: 'frames/v/000001.jpg' }));
+    // Assess
+    expect(readFileSync(log, 'utf8')).toBe('router\tdynamodb\tGetItemCommand\nrouter\ts3\tHeadObjectCommand\n');
+  });
+});
+
+describe('the client factory alone', () => {
+  it('installs no instrumentation, whatever the environment says: no call log, no faults', async () => {
+    // Prepare: both variables set, as in a chaos run of the bench
+    const aws = await fakeAws();
+    const dir = mkdtempSync(join(tmpdir(), 'plain-'));
+    stubEndpoints(aws.url);
+    const env = {
+      AWS_REGION: 'us-east-1',
+      S3_FORCE_PATH_STYLE: 'true',
+      AWS_CALL_LOG: join(dir, 'calls.log'),
+      AWS_FAULT_INJECTION: JSON.stringify({ rate: 1, seed: 3, log: join(dir, 'faults.log') }),
+    };
+    const clients = aws.track(createAwsClients(env));
+    // Act
+    const r = await outcome(getItem(clients));
+    // Assess: the call reached the service once, nothing was logged or injected
+    expect(r).toEqual({ ok: true, attempts: 1 });
+    expect(aws.requests()).toBe(1);
+    expect(instrumentation(clients)).toEqual([]);
+    expect(existsSync(join(dir, 'calls.log'))).toBe(false);
+    expect(existsSync(join(dir, 'faults.log'))).toBe(false);
+  });
+
+  it('gets both from instrumentAwsClients, on all three clients', async () => {
+    const aws = await fakeAws();
+    const dir = mkdtempSync(join(tmpdir(), 'inst-'));
+    const clients = aws.track(clientsFor(aws.url, { AWS_CALL_LOG: join(dir, 'calls.log'), AWS_FAULT_INJECTION: JSON.stringify({ rate: 0 }) }));
+    expect(instrumentation(clients).sort()).toEqual(['callLog', 'callLog', 'callLog', 'faultInjection', 'faultInjection', 'faultInjection']);
+  });
+});

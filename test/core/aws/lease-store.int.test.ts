@@ -1,0 +1,198 @@
+/**
+ * The lease protocol against DynamoDB Local: conditional writes compare expiry
+ * themselves, tokens only grow, and the store rejects writes under an old lease.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { startLocalStack, type LocalStack } from '../../../local/stack.ts';
+import { LeaseStore, type CommitUnit, type SlotFence } from '../../../core/aws/lease-store.ts';
+import { summaryOf, type VideoCheckpoint } from '../../../core/checkpoint.ts';
+import type { FrameResultItem } from '../../../core/results.ts';
+import { DEFAULT_TUNABLES } from '../../../core/config.ts';
+
+let stack: LocalStack;
+let store: LeaseStore;
+const TTL_MS = 5_000;
+
+beforeAll(async () => {
+  stack = await startLocalStack({ quiet: true, routerHandler: false, janitorHandler: false, stateDir: `.local/test-lease-${process.pid}` });
+  store = new LeaseStore(stack.clients.ddb, { tableName: stack.wiring.leasesTable, resultsTableName: stack.wiring.resultsTable, pinnedSlotIndex: stack.wiring.pinnedSlotIndex });
+});
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+function unit(videoId: string, token: number, prev: VideoCheckpoint, frame: number, worker: string, slot: number, now: number): CommitUnit {
+  const checkpoint: VideoCheckpoint = { ...prev, seq: prev.seq + 1, sequencer: { ...prev.sequencer, nextFrame: frame + 1 }, framesOk: prev.framesOk + 1 };
+  const result: FrameResultItem = { videoId, frame, status: 'ok', detections: [], token, worker, committedAtMs: now };
+  return { videoId, token, expectedSeq: prev.seq, checkpoint, results: [result], summary: summaryOf(videoId, checkpoint, { token, worker, slot }, now) };
+}
+
+describe('slot leases', () => {
+  it('lets one worker hold a slot until its lease runs out, then the next claim wins with a higher epoch', async () => {
+    const t0 = Date.now();
+    const a = await store.claimSlot(10, 'A', t0, TTL_MS);
+    expect(a?.epoch).toBe(1);
+    expect(await store.claimSlot(10, 'B', t0 + 1000, TTL_MS)).toBeUndefined();
+    expect(await store.renewSlot({ slot: 10, workerId: 'A', epoch: 1 }, t0 + 2000, TTL_MS)).toBe('renewed');
+    // expired lease items are still readable: the condition compares expiry itself
+    expect(await store.claimSlot(10, 'B', t0 + 6000, TTL_MS)).toBeUndefined();
+    const b = await store.claimSlot(10, 'B', t0 + 7001, TTL_MS);
+    expect(b?.epoch).toBe(2);
+    expect(await store.renewSlot({ slot: 10, workerId: 'A', epoch: 1 }, t0 + 7100, TTL_MS)).toBe('lost');
+    expect(await store.releaseSlot({ slot: 10, workerId: 'B', epoch: 2 }, t0 + 7200)).toBe(true);
+    expect((await store.claimSlot(10, 'C', t0 + 7300, TTL_MS))?.epoch).toBe(3);
+  });
+
+  it('does not let a heartbeat revive a lease that has run out, even before anyone claims it', async () => {
+    const t0 = Date.now();
+    const a = await store.claimSlot(14, 'A', t0, TTL_MS);
+    const fence = { slot: 14, workerId: 'A', epoch: a!.epoch };
+    expect(await store.renewSlot(fence, t0 + TTL_MS + 1, TTL_MS)).toBe('lost');
+    expect((await store.claimSlot(14, 'B', t0 + TTL_MS + 2, TTL_MS))?.epoch).toBe(a!.epoch + 1);
+  });
+
+  it('grants one launch per slot per grace window', async () => {
+    const now = Date.now();
+    const o = { heartbeatIntervalSeconds: 5, taskStartGraceSeconds: 60 };
+    const first = await store.requestLaunch(11, now, o, 'if-dead');
+    expect(first).toBe(1);
+    expect(await store.requestLaunch(11, now + 100, o, 'if-dead')).toBeUndefined();
+    expect(await store.requestLaunch(11, now + 61_000, o, 'if-dead')).toBe(2);
+  });
+
+  it('enforces slot capacity under concurrent pins', async () => {
+    const now = Date.now();
+    const videos = ['c1', 'c2', 'c3', 'c4'];
+    const outcomes = await Promise.all(videos.map((v) => store.pinVideo(v, 12, now, 2)));
+    expect(outcomes.filter((o) => o === 'pinned')).toHaveLength(2);
+    expect(outcomes.filter((o) => o === 'slot-full')).toHaveLength(2);
+    expect((await store.getSlot(12)).videoCount).toBe(2);
+    const pinned = videos[outcomes.indexOf('pinned')]!;
+    expect(await store.pinVideo(pinned, 13, now)).toBe('taken');
+  });
+});
+
+describe('fencing', () => {
+  it('rejects commits under a lost slot lease and under an outdated video token', async () => {
+    // Prepare: A owns slot 20 and video v
+    const t0 = Date.now();
+    const a = await store.claimSlot(20, 'A', t0, TTL_MS);
+    const fenceA: SlotFence = { slot: 20, workerId: 'A', epoch: a!.epoch };
+    expect(await store.pinVideo('fv', 20, t0)).toBe('pinned');
+    const adoptedA = await store.adoptVideo('fv', fenceA, t0);
+    if (typeof adoptedA === 'string') throw new Error(`not adopted: ${adoptedA}`);
+    expect(adoptedA.token).toBe(1);
+    expect((await store.commit(fenceA, [unit('fv', 1, adoptedA.checkpoint, 0, 'A', 20, t0)], Date.now())).kind).toBe('committed');
+    // Act: A pauses past its lease; B claims the slot and adopts the video (token 2)
+    const t1 = Date.now() + TTL_MS + 1;
+    const b = await store.claimSlot(20, 'B', t1, TTL_MS);
+    const fenceB: SlotFence = { slot: 20, workerId: 'B', epoch: b!.epoch };
+    const adoptedB = await store.adoptVideo('fv', fenceB, t1);
+    if (typeof adoptedB === 'string') throw new Error(`not adopted: ${adoptedB}`);
+    expect(adoptedB.token).toBe(2);
+    expect(adoptedB.checkpoint.sequencer.nextFrame).toBe(1);
+    // Assess: A's late write is rejected by the store; B's goes through
+    const late = await store.commit(fenceA, [unit('fv', 1, adoptedA.checkpoint, 1, 'A', 20, t1)], t1);
+    expect(late.kind).toBe('slot-lost');
+    expect((await store.commit(fenceB, [unit('fv', 2, adoptedB.checkpoint, 1, 'B', 20, t1)], t1)).kind).toBe('committed');
+    const r1 = await stack.clients.ddb.send(new GetCommand({ TableName: stack.wiring.resultsTable, Key: { videoId: 'fv', frame: 1 } }));
+    expect(r1.Item).toMatchObject({ worker: 'B', token: 2 });
+    // A write under the old token with a valid slot lease (e.g. an operator forced the video away) is rejected too
+    const current = await store.getVideo('fv');
+    expect(await store.forceReleaseVideo('fv', current.token, t1, 1)).toBe(true);
+    const stale = await store.commit(fenceB, [unit('fv', 2, current.checkpoint, 2, 'B', 20, t1)], t1);
+    expect(stale).toMatchObject({ kind: 'videos-fenced', videoIds: ['fv'] });
+    expect((await store.getVideo('fv')).token).toBe(3);
+  });
+
+  it('keeps the token growing across release and re-adoption, and restores the checkpoint', async () => {
+    const t0 = Date.now();
+    const a = await store.claimSlot(21, 'A', t0, TTL_MS);
+    const fence: SlotFence = { slot: 21, workerId: 'A', epoch: a!.epoch };
+    await store.pinVideo('rv', 21, t0);
+    const v = await store.adoptVideo('rv', fence, t0);
+    if (typeof v === 'string') throw new Error(`not adopted: ${v}`);
+    await store.commit(fence, [unit('rv', v.token, v.checkpoint, 0, 'A', 21, t0)], t0);
+    const after = await store.getVideo('rv');
+    expect(await store.releaseVideo('rv', fence, after.token, after.checkpoint.seq, t0, DEFAULT_TUNABLES.releasedVideoRetentionDays)).toBe(true);
+    const released = await store.getVideo('rv');
+    expect(released.pinnedSlot).toBeUndefined();
+    expect((await store.getSlot(21)).videoCount).toBe(0);
+    await store.pinVideo('rv', 21, t0);
+    const again = await store.adoptVideo('rv', fence, t0);
+    if (typeof again === 'string') throw new Error(`not adopted: ${again}`);
+    expect(again.token).toBe(v.token + 1);
+    expect(again.checkpoint.sequencer.nextFrame).toBe(1);
+    expect(again.checkpoint.ownerChanges).toBe(2);
+  });
+
+  it('does not let a worker whose slot epoch moved on adopt a video (no token churn)', async () => {
+    // Prepare: A claims slot 22, pins a video; A's lease runs out and B claims the slot.
+    const t0 = Date.now();
+    const a = await store.claimSlot(22, 'A', t0, TTL_MS);
+    const fenceA: SlotFence = { slot: 22, workerId: 'A', epoch: a!.epoch };
+    await store.pinVideo('ev', 22, t0);
+    const t1 = t0 + TTL_MS + 1;
+    const b = await store.claimSlot(22, 'B', t1, TTL_MS);
+    expect(b).toBeDefined();
+    const before = await store.getVideo('ev');
+    // Act: the stale A tries to adopt
+    const outcome = await store.adoptVideo('ev', fenceA, t1);
+    // Assess
+    expect(outcome).toBe('slot-lost');
+    expect((await store.getVideo('ev')).token).toBe(before.token);
+  });
+});
+
+describe('records', () => {
+  /** A unit committing one result with the given status for `frame`. */
+  function recordUnit(videoId: string, token: number, prev: VideoCheckpoint, frame: number, status: FrameResultItem['status'], fence: SlotFence, replacesGap = false): CommitUnit {
+    const base = unit(videoId, token, prev, frame, fence.workerId, fence.slot, Date.now());
+    return { ...base, results: [{ ...base.results[0]!, status }], ...(replacesGap ? { replacesGap: [frame] } : {}) };
+  }
+
+  async function owned(slot: number, videoId: string): Promise<{ fence: SlotFence; token: number; ck: () => Promise<VideoCheckpoint> }> {
+    const t0 = Date.now();
+    const a = await store.claimSlot(slot, `W${slot}`, t0, TTL_MS);
+    const fence: SlotFence = { slot, workerId: `W${slot}`, epoch: a!.epoch };
+    await store.pinVideo(videoId, slot, t0);
+    const v = await store.adoptVideo(videoId, fence, t0);
+    if (typeof v === 'string') throw new Error(v);
+    return { fence, token: v.token, ck: async () => (await store.getVideo(videoId)).checkpoint };
+  }
+
+  const record = async (videoId: string, frame: number) =>
+    (await stack.clients.ddb.send(new GetCommand({ TableName: stack.wiring.resultsTable, Key: { videoId, frame }, ConsistentRead: true }))).Item;
+
+  it('lets a late record replace a gap record, and nothing else', async () => {
+    // Prepare: frame 0 recorded as a gap
+    const { fence, token, ck } = await owned(30, 'lr');
+    expect((await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'gap', fence)], Date.now())).kind).toBe('committed');
+    // Act: the late frame replaces it
+    const late = await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'late', fence, true)], Date.now());
+    // Assess
+    expect(late.kind).toBe('committed');
+    expect(await record('lr', 0)).toMatchObject({ status: 'late' });
+    // A second late record for the same frame meets a record that is no longer a gap.
+    const again = await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'late', fence, true)], Date.now());
+    expect(again).toMatchObject({ kind: 'videos-fenced', videoIds: [], conflicts: [{ videoId: 'lr', frame: 0 }] });
+  });
+
+  it('takes only the video whose result meets an existing record out of a shared commit', async () => {
+    // Prepare: two videos on one slot; frame 0 of "clash" already has an ok record
+    const { fence, token, ck } = await owned(31, 'clash');
+    await store.pinVideo('calm', 31, Date.now());
+    const calm = await store.adoptVideo('calm', fence, Date.now());
+    if (typeof calm === 'string') throw new Error(calm);
+    expect((await store.commit(fence, [recordUnit('clash', token, await ck(), 0, 'ok', fence)], Date.now())).kind).toBe('committed');
+    const clashCk = await ck();
+    // Act: one transaction with a create-only record for an existing frame, and a good unit
+    const outcome = await store.commit(fence, [recordUnit('clash', token, clashCk, 0, 'ok', fence), recordUnit('calm', calm.token, calm.checkpoint, 0, 'ok', fence)], Date.now());
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'videos-fenced', videoIds: [], committedVideoIds: ['calm'], conflicts: [{ videoId: 'clash', frame: 0 }] });
+    expect(await record('calm', 0)).toMatchObject({ status: 'ok' });
+    expect((await store.getVideo('clash')).checkpoint.seq).toBe(clashCk.seq);
+  });
+});

@@ -1,0 +1,73 @@
+/**
+ * The purity line of core/: pure decisions live at core/'s root and below it, adapters
+ * that talk to AWS live under core/aws/. A file outside core/aws/ that imports the AWS
+ * SDK (`@aws-sdk/*`) or its Smithy runtime (`@smithy/*`), even for types only, fails here.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const CORE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../core');
+
+// Static imports and re-exports (`… from '…'`, `import '…'`), dynamic `import('…')` and `require('…')`.
+const SPECIFIER = /(?:\bfrom\s*|^\s*import\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)(['"])([^'"\n]+)\1/gm;
+const AWS_PACKAGE = /^@(?:aws-sdk|smithy)\//;
+
+/** Every module specifier a source text imports (types included), comments stripped first. */
+function importsOf(source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+  return [...code.matchAll(SPECIFIER)].map((m) => m[2]!);
+}
+
+/** The AWS SDK / Smithy module specifiers a source text imports. */
+function awsImports(source: string): string[] {
+  return importsOf(source).filter((s) => AWS_PACKAGE.test(s));
+}
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : [],
+  );
+}
+
+describe('awsImports (the scanner the purity check uses)', () => {
+  it.each([
+    [`import { S3Client } from '@aws-sdk/client-s3';`, ['@aws-sdk/client-s3']],
+    [`import type { HttpRequest } from "@smithy/types";`, ['@smithy/types']],
+    [`import {\n  GetCommand,\n  PutCommand,\n} from '@aws-sdk/lib-dynamodb';`, ['@aws-sdk/lib-dynamodb']],
+    [`export { NoSuchKey } from '@aws-sdk/client-s3';`, ['@aws-sdk/client-s3']],
+    [`const m = await import('@smithy/core');`, ['@smithy/core']],
+    [`import '@aws-sdk/client-sqs';`, ['@aws-sdk/client-sqs']],
+    [`const x = require('@aws-sdk/client-ecs');`, ['@aws-sdk/client-ecs']],
+    [`import { parseFrameKey } from './keys.ts';`, []],
+    [`// import { S3Client } from '@aws-sdk/client-s3';`, []],
+    [`/** Mirrors @aws-sdk's retry: import x from '@aws-sdk/client-s3' */`, []],
+    [`const url = 'https://example.com/@aws-sdk/x';`, []],
+  ])('finds the AWS imports of %j', (source, expected) => {
+    expect(awsImports(source)).toEqual(expected);
+  });
+});
+
+describe('core/ purity line', () => {
+  const files = tsFiles(CORE).map((f) => path.relative(CORE, f).split(path.sep).join('/'));
+
+  it('scans the whole of core/, adapters included', () => {
+    expect(files).toContain('config.ts');
+    expect(files).toContain('aws/clients.ts');
+  });
+
+  it('no file under core/ outside core/aws/ imports @aws-sdk or @smithy', () => {
+    const offenders = files
+      .filter((f) => !f.startsWith('aws/'))
+      .flatMap((f) => awsImports(readFileSync(path.join(CORE, f), 'utf8')).map((spec) => `core/${f} imports ${spec}`));
+    expect(offenders).toEqual([]);
+  });
+});
+
+describe('the client factory', () => {
+  it('imports neither the instrumentation nor the fault injection (the composition roots install them)', () => {
+    const imports = importsOf(readFileSync(path.join(CORE, 'aws/clients.ts'), 'utf8'));
+    expect(imports.filter((s) => /instrumentation|fault-injection/.test(s))).toEqual([]);
+  });
+});

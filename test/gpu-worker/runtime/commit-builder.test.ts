@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { emptyCheckpoint } from '../../../core/checkpoint.ts';
+import { emptySequencerState, type SequencedStep } from '../../../core/sequencer.ts';
+import type { FrameOutcome } from '../../../core/ports.ts';
+import { buildCommit } from '../../../gpu-worker/runtime/commit-builder.ts';
+
+const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${frame}.jpg`, sizeBytes: 10 });
+const ok = (trackId: number): FrameOutcome => ({ status: 'ok', detections: [{ trackId, label: 'car', score: 0.9, box: [0, 0, 1, 1] }] });
+
+function build(steps: SequencedStep[], outcomes: [number, FrameOutcome][], committed = emptyCheckpoint(0)) {
+  return buildCommit({
+    videoId: 'v',
+    token: 4,
+    workerId: 'w',
+    slot: 1,
+    committed,
+    steps,
+    outcomes: new Map(outcomes),
+    sequencer: emptySequencerState(0),
+    complete: false,
+    processor: 'state',
+    nowMs: 1000,
+  });
+}
+
+describe('buildCommit', () => {
+  it('writes one record per frame, per-frame gaps, and counts each status', () => {
+    const { unit } = build(
+      [
+        { type: 'frame', ref: ref(0) },
+        { type: 'gap', frame: 1, reason: 'missing-frame' },
+        { type: 'gap', frame: 2, reason: 'missing-frame' },
+        { type: 'frame', ref: ref(3) },
+        { type: 'reject', ref: ref(9), reason: 'after-end-of-stream' },
+      ],
+      [
+        [0, ok(1)],
+        [3, { status: 'failed', reason: 'corrupt-image' }],
+      ],
+    );
+    expect(unit.results.map((r) => `${r.frame}:${r.status}:${r.reason ?? ''}`)).toEqual(['0:ok:', '1:gap:missing-frame', '2:gap:missing-frame', '3:failed:corrupt-image', '9:failed:after-end-of-stream']);
+    expect(unit.checkpoint).toMatchObject({ seq: 1, framesOk: 1, framesGap: 2, framesFailed: 2, framesLate: 0, firstFrame: 0, lastFrame: 3, processor: 'state' });
+    expect(unit.replacesGap).toBeUndefined();
+    expect(unit.summary).toMatchObject({ framesOk: 1, framesGap: 2, framesFailed: 2, framesLate: 0, token: 4, status: 'active' });
+  });
+
+  it('turns a late frame that replaces a gap into framesLate + 1 and framesGap - 1, and marks its put as gap-replacing', () => {
+    const before = { ...emptyCheckpoint(0), seq: 7, framesOk: 10, framesGap: 1, firstFrame: 0, lastFrame: 10 };
+    const { unit } = build([{ type: 'late', ref: { ...ref(4), replacesGap: true } }], [[4, ok(3)]], before);
+    expect(unit.results).toMatchObject([{ frame: 4, status: 'late', detections: [{ trackId: 3 }] }]);
+    expect(unit.replacesGap).toEqual([4]);
+    expect(unit.checkpoint).toMatchObject({ seq: 8, framesOk: 10, framesLate: 1, framesGap: 0 });
+    expect(unit.expectedSeq).toBe(7);
+  });
+
+  it('counts a late frame below the start without touching framesGap, and lowers firstFrame', () => {
+    const before = { ...emptyCheckpoint(-1), framesOk: 3, firstFrame: 5, lastFrame: 7 };
+    const { unit } = build([{ type: 'late', ref: { ...ref(2), replacesGap: false } }], [[2, { status: 'failed', reason: 'corrupt-image' }]], before);
+    expect(unit.results).toMatchObject([{ frame: 2, status: 'failed', reason: 'corrupt-image' }]);
+    expect(unit.checkpoint).toMatchObject({ framesFailed: 1, framesLate: 0, framesGap: 0, firstFrame: 2 });
+    expect(unit.replacesGap).toBeUndefined();
+  });
+
+  it('refuses to commit a processed step without an outcome', () => {
+    expect(() => build([{ type: 'frame', ref: ref(0) }], [])).toThrow(/no outcome/);
+  });
+});
