@@ -5,6 +5,7 @@
  * stack all read these values; nothing else in the repository hard-codes a TTL,
  * a capacity or a resource name.
  */
+import { INGEST_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS, ingestOutageRideOutSeconds } from './ingest-retry.ts';
 
 /** Tunables with their defaults. Every field can be overridden (CDK context, env). */
 export interface Tunables {
@@ -54,8 +55,23 @@ export interface Tunables {
   readonly slotQueueMaxReceiveCount: number;
   /** Visibility timeout of the ingest queue (must exceed the router timeout). */
   readonly ingestVisibilitySeconds: number;
-  /** Receives before an ingest message goes to the ingest DLQ. */
+  /**
+   * Receives before an ingest message goes to the ingest DLQ. Sized with the two outage
+   * backoffs below so an outage of DynamoDB or SQS is ridden out for about 5.9 days before
+   * anything is dead-lettered, under the ingest queue's 7-day retention (arithmetic in
+   * core/ingest-retry.ts, `ingestOutageRideOutSeconds`; checked here).
+   */
   readonly ingestMaxReceiveCount: number;
+  /**
+   * First backoff of an ingest record that failed with an outage-like error (throttling,
+   * 5xx, timeout, network): its visibility is set to this × 2^(receive count − 1).
+   */
+  readonly ingestOutageBackoffBaseSeconds: number;
+  /**
+   * Longest outage backoff: also the longest a record waits after an outage ends before it
+   * is routed, and sets how often each record is received during one (default: every 15 minutes).
+   */
+  readonly ingestOutageBackoffMaxSeconds: number;
   /** Router Lambda batch size (records per invocation). */
   readonly routerBatchSize: number;
   /**
@@ -131,7 +147,9 @@ export const DEFAULT_TUNABLES: Tunables = Object.freeze({
   slotQueueVisibilitySeconds: 5,
   slotQueueMaxReceiveCount: 10,
   ingestVisibilitySeconds: 180,
-  ingestMaxReceiveCount: 5,
+  ingestMaxReceiveCount: 576,
+  ingestOutageBackoffBaseSeconds: 15,
+  ingestOutageBackoffMaxSeconds: 900,
   routerBatchSize: 10,
   routerBatchWindowSeconds: 1,
   routerMaxConcurrency: 10,
@@ -179,6 +197,18 @@ export function validateTunables(t: Tunables): Tunables {
   positiveInt('slotQueueMaxReceiveCount', 1000);
   positiveInt('ingestVisibilitySeconds', 43_200);
   positiveInt('ingestMaxReceiveCount', 1000);
+  positiveInt('ingestOutageBackoffBaseSeconds', SQS_MAX_VISIBILITY_SECONDS);
+  positiveInt('ingestOutageBackoffMaxSeconds', SQS_MAX_VISIBILITY_SECONDS);
+  if (t.ingestOutageBackoffBaseSeconds > t.ingestOutageBackoffMaxSeconds) {
+    problems.push(`ingestOutageBackoffBaseSeconds (${t.ingestOutageBackoffBaseSeconds}) must be at most ingestOutageBackoffMaxSeconds (${t.ingestOutageBackoffMaxSeconds})`);
+  }
+  // Past the retention SQS deletes a message without a trace; the ride-out must end in the
+  // DLQ before that, with a day to spare for the invocations' own time between receives.
+  if (ingestOutageRideOutSeconds(t) > INGEST_RETENTION_SECONDS - 86_400) {
+    problems.push(
+      `ingestMaxReceiveCount (${t.ingestMaxReceiveCount}) with outage backoffs of ${t.ingestOutageBackoffBaseSeconds}-${t.ingestOutageBackoffMaxSeconds} s rides out ${ingestOutageRideOutSeconds(t)} s, more than the ingest queue's retention (${INGEST_RETENTION_SECONDS} s) less a day: messages would expire instead of reaching the DLQ`,
+    );
+  }
   positiveInt('routerBatchSize', 10);
   if (!Number.isInteger(t.routerBatchWindowSeconds) || t.routerBatchWindowSeconds < 0 || t.routerBatchWindowSeconds > 300) {
     problems.push(`routerBatchWindowSeconds must be an integer between 0 and 300 (got ${t.routerBatchWindowSeconds})`);
