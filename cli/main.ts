@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CliError, processIo, type Io } from './io.ts';
 import { releaseCommand } from './commands/release.ts';
 import { renderCommand } from './commands/render.ts';
+import { redriveCommand, type RedriveQueues } from './commands/redrive.ts';
 import { replayCommand } from './commands/replay.ts';
 import { resultsCommand, type ResultsFormat } from './commands/results.ts';
 import { statusCommand } from './commands/status.ts';
@@ -133,6 +134,25 @@ to the ingest queue with a fresh replay tag so FIFO deduplication does not drop 
       const from = intFlag(v, 'from');
       if (from === undefined) throw new CliError('replay needs --from <frame>', 2);
       return replayCommand(t, { videoId: id!, fromFrame: from }, io);
+    },
+  },
+  redrive: {
+    usage: 'redrive [--queue ingest|slot|all] [--slot N]',
+    summary: 'move every DLQ message back to its queue (SQS DLQ redrive) and wait',
+    details: `Moves the messages of the ingest DLQ and the slot DLQs back to their source queues and waits for
+the move: SQS's own DLQ redrive (StartMessageMoveTask) on AWS; on the local stack, whose emulator has none,
+receive, send to the source queue and delete (FIFO messages keep their video's group and get a fresh
+deduplication id). Safe to repeat: a frame that already has a record is dropped as a duplicate. Events the
+router rejects as bad input go straight back to the ingest DLQ with their reason.
+  --queue Q   ingest, slot or all (default all)
+  --slot N    only slot N's DLQ (with --queue slot or all)`,
+    positionals: [],
+    options: { queue: { type: 'string' }, slot: { type: 'string' } },
+    run: (t, _p, v, io) => {
+      const queue = (v.queue ?? 'all') as string;
+      if (!['ingest', 'slot', 'all'].includes(queue)) throw new CliError(`--queue must be ingest, slot or all (got "${queue}")`, 2);
+      const slot = intFlag(v, 'slot');
+      return redriveCommand(t, { queue: queue as RedriveQueues, ...(slot !== undefined ? { slot } : {}) }, io);
     },
   },
   render: {

@@ -5,7 +5,8 @@
  *
  * Its cost per run is bounded, not one call per slot: one BatchGetItem per 100 slots, one
  * Scan of the keys-only pinned-slot index (one request per MB of pins), and at most
- * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads (bench/janitor-calls.ts).
+ * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads and as many slot-DLQ depth
+ * reads, plus one DLQ read per recently owned slot (bench/janitor-calls.ts).
  */
 import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from './config.ts';
 import { isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease-logic.ts';
@@ -191,19 +192,24 @@ export class Janitor {
   }
 
   /**
-   * Messages visible in the DLQs of slots that had an owner within the last two janitor
-   * periods plus a lease TTL: one gauge for the fleet, so one alarm covers every slot DLQ.
-   * A slot DLQ gains messages only while a worker receives from its slot (a redrive after
-   * `slotQueueMaxReceiveCount` receives) or parks a malformed message, so every arrival
-   * is seen by at least one run; idle slots cost no call (one GetQueueAttributes per
-   * recently owned slot, none for an idle fleet). A failed read counts as 0 for this run.
+   * Messages visible in the slot DLQs read this run: those of slots owned within the last
+   * two janitor periods plus a lease TTL (a slot DLQ gains messages only while a worker
+   * receives from its slot, or parks a malformed message, so every arrival is seen at
+   * once), and those of the slots in this run's queue sweep ({@link inQueueSweep}), so a
+   * message left in the DLQ of a slot that went idle keeps being counted: at every run up
+   * to {@link QUEUE_SWEEP_SLOTS_PER_RUN} slots (every DLQ is read each run, the gauge never
+   * clears while a message is there), once every ceil(slotCount / 100) runs beyond (an
+   * alarm on the gauge's Maximum over that many periods stays up). One gauge for the fleet,
+   * so one alarm covers every slot DLQ; its way back is `affinity redrive`. At most
+   * {@link QUEUE_SWEEP_SLOTS_PER_RUN} reads per run besides the recently owned slots'.
+   * A failed read counts as 0 for this run.
    */
   private async slotDlqMessages(slots: readonly SlotRecord[], nowMs: number): Promise<number> {
     const t = this.d.tunables;
     const lookbackMs = (2 * t.janitorIntervalSeconds + t.slotLeaseTtlSeconds) * 1000;
-    const recent = slots.filter((s) => s.heartbeatAtMs > 0 && nowMs - s.heartbeatAtMs <= lookbackMs);
+    const toRead = slots.filter((s) => (s.heartbeatAtMs > 0 && nowMs - s.heartbeatAtMs <= lookbackMs) || inQueueSweep(s.slot, nowMs, t));
     const depths = await Promise.all(
-      recent.map(async (s) => {
+      toRead.map(async (s) => {
         try {
           return await this.d.queues.dlqDepth(s.slot);
         } catch (e) {

@@ -26,6 +26,12 @@ export const METRIC_NAMES = {
     taskStartTimeouts: 'TaskStartTimeouts',
     /** `s3:TestEvent`s (sent when the bucket notification is configured) acknowledged, not dead-lettered. */
     s3TestEvents: 'S3TestEvents',
+    /**
+     * Ingest records that failed on an outage-like error (throttling, 5xx, timeout) and were
+     * backed off (visibility set by receive count) instead of retried: non-zero while
+     * DynamoDB or SQS is down. Nothing is lost; records are routed once it is back.
+     */
+    outageBackoffs: 'RouterOutageBackoffs',
   },
   worker: {
     /** Frames committed with status ok. */

@@ -3,6 +3,7 @@
  * local stack (local/), so both create the same tables and queues.
  */
 import { DEFAULT_TUNABLES, resourceNames, type Tunables } from './config.ts';
+import { INGEST_RETENTION_SECONDS } from './ingest-retry.ts';
 
 export interface KeyAttribute {
   readonly name: string;
@@ -60,12 +61,30 @@ export interface QueueShape {
 
 const FOURTEEN_DAYS_SECONDS = 14 * 24 * 3600;
 
+/**
+ * The ingest queue (S3 notifications; standard, as S3 cannot notify FIFO queues).
+ *
+ * Its receive budget is sized for outages, not for failures of the message: the router
+ * gives a record that failed on an outage (throttling, 5xx, timeout) an exponential
+ * visibility backoff by receive count (core/ingest-retry.ts). At the defaults
+ * (`ingestOutageBackoffBaseSeconds` 15, `ingestOutageBackoffMaxSeconds` 900,
+ * `ingestMaxReceiveCount` 576) the backoffs are 15, 30, 60, 120, 240, 480 s, then 900 s:
+ * 945 + 569 × 900 = 513,045 s, about 5.9 days of DynamoDB or SQS outage ridden out before
+ * the router dead-letters a record with reason `outage-outlasted-retries` on its 576th
+ * receive, against a retention of 7 days (validateTunables keeps a day between the two).
+ * Each record is received about 4 times an hour during an outage, and is routed at most
+ * 15 minutes after the outage ends. Other errors are dead-lettered after 5 receives
+ * (`route-error`), bad input at once.
+ *
+ * The DLQ keeps 14 days, counted from the original enqueue for a standard queue: a record
+ * dead-lettered after the whole ride-out still has about 8 days for `affinity redrive`.
+ */
 export function ingestQueueShape(t: Tunables = DEFAULT_TUNABLES): QueueShape {
   return {
     fifo: false,
     visibilityTimeoutSeconds: t.ingestVisibilitySeconds,
     maxReceiveCount: t.ingestMaxReceiveCount,
-    retentionSeconds: 4 * 24 * 3600,
+    retentionSeconds: INGEST_RETENTION_SECONDS,
     dlqRetentionSeconds: FOURTEEN_DAYS_SECONDS,
   };
 }

@@ -15,7 +15,7 @@ import type { LeaseStore } from './aws/lease-store.ts';
 import type { SlotMessage } from './messages.ts';
 import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import { parseIngestBody } from './s3-events.ts';
-import type { SlotQueues } from './aws/slot-queues.ts';
+import type { SendOutcome, SlotQueues } from './aws/slot-queues.ts';
 import { METRIC_NAMES } from './metric-names.ts';
 import { startTimedOut } from './janitor.ts';
 
@@ -32,8 +32,11 @@ export interface RouterDeps {
   readonly tunables: Tunables;
   readonly leases: LeaseStore;
   readonly queues: SlotQueues;
-  /** Parks rejected events (with their reason) in the ingest DLQ; returns one ok flag per event. */
-  readonly deadLetter: (events: readonly RejectedEvent[]) => Promise<boolean[]>;
+  /**
+   * Parks rejected events (with their reason) in the ingest DLQ; returns one outcome per
+   * event (an ok flag, or a send outcome whose `cause` tells an outage from a refusal).
+   */
+  readonly deadLetter: (events: readonly RejectedEvent[]) => Promise<(boolean | SendOutcome)[]>;
   readonly launcher: () => TaskLauncher | undefined;
   readonly metrics: MetricSink;
   readonly log: RouterLog;
@@ -98,8 +101,10 @@ export class FrameRouter {
     }
     if (rejects.length > 0) {
       const ok = await this.d.deadLetter(rejects.map((r) => r.event));
-      ok.forEach((good, i) => {
-        if (!good) fail(rejects[i]!.recordId, new Error('could not dead-letter rejected event'));
+      ok.forEach((o, i) => {
+        const good = typeof o === 'boolean' ? o : o.ok;
+        const cause = typeof o === 'boolean' || o.ok ? undefined : o.cause;
+        if (!good) fail(rejects[i]!.recordId, new Error('could not dead-letter rejected event', { cause }));
       });
     }
     if (routable.length === 0) return outcomes;
@@ -128,7 +133,7 @@ export class FrameRouter {
       const sent = await this.d.queues.send(slot, entries.map((e) => ({ message: e.message, ...(e.replayTag ? { replayTag: e.replayTag } : {}) })));
       sent.forEach((s, i) => {
         if (!s.ok) {
-          fail(entries[i]!.recordId, new Error(s.error));
+          fail(entries[i]!.recordId, new Error(s.error, { cause: s.cause }));
           this.d.log.error('send to slot queue failed', { slot, error: s.error });
         }
       });
@@ -193,7 +198,8 @@ export class FrameRouter {
       this.d.log.info('video pinned', { videoId, slot: decision.slot, overCapacity: decision.overCapacity });
       return decision.slot;
     }
-    throw new Error(`could not admit video ${videoId}: slots kept filling up`);
+    // Contention, not bad input: named so the ingest retry decision backs it off as transient.
+    throw Object.assign(new Error(`could not admit video ${videoId}: slots kept filling up`), { name: 'AdmissionContention' });
   }
 
   private remember(out: Map<string, number>, videoId: string, slot: number, now: number): void {

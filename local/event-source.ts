@@ -122,7 +122,14 @@ export interface SqsEventSourceStats {
   handlerErrors: number;
 }
 
-/** Long-polls a queue and invokes a handler like the Lambda SQS event source mapping. */
+/**
+ * Long-polls a queue and invokes a handler like the Lambda SQS event source mapping. As in
+ * Lambda, a record that failed (listed in batchItemFailures, or all of them on a throw or
+ * timeout) is left as it is: not deleted, and its visibility untouched, so it comes back
+ * after the queue's visibility timeout, or after whatever visibility the handler set on
+ * it (the router backs records off that way during an outage, core/ingest-failures.ts).
+ * Each record carries its `ApproximateReceiveCount`.
+ */
 export class SqsEventSource {
   readonly stats: SqsEventSourceStats = { invocations: 0, recordsReceived: 0, recordsDeleted: 0, recordsFailed: 0, handlerErrors: 0 };
   readonly #o: SqsEventSourceOptions;

@@ -36,8 +36,12 @@ export interface ReceivedMessage {
   readonly sentAtMs?: number;
 }
 
-/** Per-entry outcome of a batched send, in input order. */
-export type SendOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string };
+/**
+ * Per-entry outcome of a batched send, in input order. A failure keeps what failed as
+ * `cause`: the thrown error of a failed call, or `{ name: Code, senderFault }` of a failed
+ * entry, so callers can tell an outage (throttling, 5xx) from a refused message.
+ */
+export type SendOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string; readonly cause?: unknown };
 
 export class SlotQueues {
   private readonly sqs: SQSClient;
@@ -179,14 +183,47 @@ export async function sendInBatches(sqs: SQSClient, queueUrl: string, entries: r
     const chunk = entries.slice(i, i + 10);
     try {
       const r = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((e, j) => ({ ...e, Id: String(j) })) }));
-      const failed = new Map((r.Failed ?? []).map((f) => [f.Id, `${f.Code}: ${f.Message ?? ''}`]));
+      const failed = new Map((r.Failed ?? []).map((f) => [f.Id, f]));
       chunk.forEach((_, j) => {
-        const err = failed.get(String(j));
-        outcomes.push(err ? { ok: false, error: err } : { ok: true });
+        const f = failed.get(String(j));
+        outcomes.push(f ? { ok: false, error: `${f.Code}: ${f.Message ?? ''}`, cause: { name: f.Code, senderFault: f.SenderFault } } : { ok: true });
       });
     } catch (e) {
-      for (const _ of chunk) outcomes.push({ ok: false, error: e instanceof Error ? e.message : String(e) });
+      for (const _ of chunk) outcomes.push({ ok: false, error: e instanceof Error ? e.message : String(e), cause: e });
     }
   }
   return outcomes;
+}
+
+/** One visibility change for {@link changeVisibilityInBatches}. */
+export interface VisibilityChange {
+  readonly receiptHandle: string;
+  readonly visibilitySeconds: number;
+}
+
+/**
+ * ChangeMessageVisibilityBatch in calls of 10; returns how many changes failed (a failed
+ * call fails its whole chunk). Used by the router to back an ingest record off during an
+ * outage: a change that fails leaves the queue's own visibility timeout in force.
+ */
+export async function changeVisibilityInBatches(sqs: SQSClient, queueUrl: string, changes: readonly VisibilityChange[]): Promise<{ failed: number; errors: string[] }> {
+  let failed = 0;
+  const errors: string[] = [];
+  for (let i = 0; i < changes.length; i += 10) {
+    const chunk = changes.slice(i, i + 10);
+    try {
+      const r = await sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: chunk.map((c, j) => ({ Id: String(j), ReceiptHandle: c.receiptHandle, VisibilityTimeout: c.visibilitySeconds })),
+        }),
+      );
+      failed += r.Failed?.length ?? 0;
+      for (const f of r.Failed ?? []) errors.push(`${f.Code}: ${f.Message ?? ''}`);
+    } catch (e) {
+      failed += chunk.length;
+      errors.push(e instanceof Error ? e.message : String(e));
+    }
+  }
+  return { failed, errors };
 }

@@ -11,6 +11,7 @@
  * context key, the environment variable and the stack's validation follow.
  */
 import { ConfigError, defaultsOf, rangeProblems, settingsMarkdownTable, type SettingsOf, type SettingsTable } from './settings.ts';
+import { INGEST_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS, ingestOutageRideOutSeconds } from '../ingest-retry.ts';
 
 /**
  * Upper bound of `reorderBufferFrames`: the buffer is part of the checkpoint, which lives
@@ -75,8 +76,17 @@ export const TUNABLES = {
   slotQueueMaxReceiveCount: { kind: 'integer', default: 10, min: 1, max: 1000, unit: 'receives', meaning: 'Receives before a slot message goes to its DLQ' },
   /** Visibility timeout of the ingest queue (must exceed the router timeout). */
   ingestVisibilitySeconds: { kind: 'integer', default: 180, min: 1, max: 43_200, unit: 's', meaning: 'Ingest visibility timeout; the router timeout is a sixth of it (10..900 s), so a deployment needs at least 60' },
-  /** Receives before an ingest message goes to the ingest DLQ. */
-  ingestMaxReceiveCount: { kind: 'integer', default: 5, min: 1, max: 1000, unit: 'receives', meaning: 'Receives before an ingest message goes to the ingest DLQ' },
+  /**
+   * Receives before an ingest message goes to the ingest DLQ. Sized with the two outage
+   * backoffs below so an outage of DynamoDB or SQS is ridden out for about 5.9 days before
+   * anything is dead-lettered, under the ingest queue's 7-day retention (arithmetic in
+   * core/ingest-retry.ts, `ingestOutageRideOutSeconds`; a named check).
+   */
+  ingestMaxReceiveCount: { kind: 'integer', default: 576, min: 1, max: 1000, unit: 'receives', meaning: 'Receives before an ingest message goes to the ingest DLQ; with the outage backoffs it rides out ~5.9 days of outage' },
+  /** First backoff of an ingest record that failed with an outage-like error (throttling, 5xx, timeout, network): its visibility is set to this × 2^(receive count − 1). */
+  ingestOutageBackoffBaseSeconds: { kind: 'integer', default: 15, min: 1, max: SQS_MAX_VISIBILITY_SECONDS, unit: 's', meaning: 'First visibility backoff of an ingest record that failed in an outage; doubles per receive' },
+  /** Longest outage backoff: also the longest a record waits after an outage ends before it is routed. */
+  ingestOutageBackoffMaxSeconds: { kind: 'integer', default: 900, min: 1, max: SQS_MAX_VISIBILITY_SECONDS, unit: 's', meaning: 'Longest outage backoff of an ingest record (and the longest wait after an outage ends)' },
   /** Router Lambda batch size (records per invocation). */
   routerBatchSize: { kind: 'integer', default: 10, min: 1, max: 10, unit: 'records', meaning: 'Records per router invocation' },
   /**
@@ -155,6 +165,14 @@ export const CROSS_FIELD_CHECKS: Readonly<Record<string, (t: Tunables) => string
     !(t.videoIdleReleaseSeconds > t.routerPinCacheSeconds)
       ? `videoIdleReleaseSeconds (${t.videoIdleReleaseSeconds}) must exceed routerPinCacheSeconds (${t.routerPinCacheSeconds}): ` +
         'stale router pins are only safe because a video is released for idleness only after every router\'s cached pin of it has expired'
+      : undefined,
+  outageBackoffBaseAtMostMax: (t) =>
+    t.ingestOutageBackoffBaseSeconds > t.ingestOutageBackoffMaxSeconds
+      ? `ingestOutageBackoffBaseSeconds (${t.ingestOutageBackoffBaseSeconds}) must be at most ingestOutageBackoffMaxSeconds (${t.ingestOutageBackoffMaxSeconds})`
+      : undefined,
+  outageRideOutWithinRetention: (t) =>
+    ingestOutageRideOutSeconds(t) > INGEST_RETENTION_SECONDS - 86_400
+      ? `ingestMaxReceiveCount (${t.ingestMaxReceiveCount}) with outage backoffs of ${t.ingestOutageBackoffBaseSeconds}-${t.ingestOutageBackoffMaxSeconds} s rides out ${ingestOutageRideOutSeconds(t)} s, more than the ingest queue's retention (${INGEST_RETENTION_SECONDS} s) less a day: messages would expire instead of reaching the DLQ`
       : undefined,
   eventSourceConcurrencyMinimum: (t) => (t.routerMaxConcurrency < 2 ? 'routerMaxConcurrency must be at least 2 (Lambda SQS event source minimum)' : undefined),
   trackLowAtMostHigh: (t) =>

@@ -1,22 +1,29 @@
 /**
  * Router Lambda: consumes batches of S3 notifications from the ingest queue, pins each
  * video to a worker slot and forwards its frames to that slot's FIFO queue. Reports
- * partial batch failures so only the records that failed are retried.
+ * partial batch failures so only the records that failed are retried; records that failed
+ * on an outage are backed off first (core/ingest-failures.ts), so an outage pauses
+ * routing instead of walking records into the DLQ.
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { settleIngestFailures, type IngestFailurePorts } from '../../core/ingest-failures.ts';
 import { FrameRouter, type RejectedEvent } from '../../core/router.ts';
-import { sendInBatches } from '../../core/aws/slot-queues.ts';
-import { functionContext, perEnvironment } from '../shared/context.ts';
+import { changeVisibilityInBatches, sendInBatches, type SendOutcome } from '../../core/aws/slot-queues.ts';
+import { functionContext, perEnvironment, type FunctionContext } from '../shared/context.ts';
 import { createPowertools } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';
 
 const { logger, metrics, sink } = createPowertools('router');
 
-const getRouter = perEnvironment(() => {
-  const { wiring, tunables, clients, leases, queues } = functionContext('router');
+interface RouterRuntime {
+  readonly router: FrameRouter;
+  readonly ports: IngestFailurePorts;
+}
+
+function buildRuntime({ wiring, tunables, clients, leases, queues }: FunctionContext): RouterRuntime {
   // Rejected events are parked in the ingest DLQ with their reason, not retried.
-  const deadLetter = async (events: readonly RejectedEvent[]): Promise<boolean[]> => {
+  const deadLetter = async (events: readonly RejectedEvent[]): Promise<SendOutcome[]> => {
     const sent = await sendInBatches(
       clients.sqs,
       wiring.ingestDlqUrl,
@@ -29,29 +36,53 @@ const getRouter = perEnvironment(() => {
       })),
     );
     for (const s of sent) if (!s.ok) logger.error('dead-lettering failed', { error: s.error });
-    return sent.map((s) => s.ok);
+    return sent;
   };
-  return new FrameRouter({ bucket: wiring.bucket, tunables, leases, queues, deadLetter, launcher: resolveTaskLauncher, metrics: sink, log: logger });
-});
+  return {
+    router: new FrameRouter({ bucket: wiring.bucket, tunables, leases, queues, deadLetter, launcher: resolveTaskLauncher, metrics: sink, log: logger }),
+    ports: {
+      tunables,
+      changeVisibility: (changes) => changeVisibilityInBatches(clients.sqs, wiring.ingestQueueUrl, changes),
+      deadLetter,
+      metrics: sink,
+      log: logger,
+    },
+  };
+}
 
-export const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
-  logger.addContext(context);
-  try {
-    const outcomes = await getRouter().route(
-      event.Records.map((r) => {
-        const replayTag = r.messageAttributes?.replayTag?.stringValue;
-        return { id: r.messageId, body: r.body, ...(replayTag ? { replayTag } : {}) };
-      }),
-    );
-    const recordHandler = async (record: SQSRecord): Promise<void> => {
-      const error = outcomes.get(record.messageId);
-      if (error) throw error;
-    };
-    return await processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), {
-      context,
-      throwOnFullBatchFailure: false,
-    });
-  } finally {
-    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
-  }
-};
+/**
+ * A router handler over the function context `context` gives (built once per
+ * environment). The exported {@link handler} uses the context of the environment; tests
+ * pass one whose clients they control (fault switches).
+ */
+export function createRouterHandler(context: () => FunctionContext = () => functionContext('router')) {
+  const getRuntime = perEnvironment(() => buildRuntime(context()));
+  return async (event: SQSEvent, lambdaContext: Context): Promise<SQSBatchResponse> => {
+    logger.addContext(lambdaContext);
+    try {
+      const { router, ports } = getRuntime();
+      const outcomes = await router.route(
+        event.Records.map((r) => {
+          const replayTag = r.messageAttributes?.replayTag?.stringValue;
+          return { id: r.messageId, body: r.body, ...(replayTag ? { replayTag } : {}) };
+        }),
+      );
+      const { failedIds } = await settleIngestFailures(
+        event.Records.map((r) => ({ id: r.messageId, body: r.body, receiptHandle: r.receiptHandle, receiveCount: Number(r.attributes?.ApproximateReceiveCount ?? 1) })),
+        outcomes,
+        ports,
+      );
+      const recordHandler = async (record: SQSRecord): Promise<void> => {
+        if (failedIds.has(record.messageId)) throw outcomes.get(record.messageId) ?? new Error('ingest record failed');
+      };
+      return await processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), {
+        context: lambdaContext,
+        throwOnFullBatchFailure: false,
+      });
+    } finally {
+      if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+    }
+  };
+}
+
+export const handler = createRouterHandler();

@@ -45,7 +45,7 @@ describe('argument handling', () => {
     expect(bareIo.errors.join('\n')).toContain('Usage: affinity');
   });
 
-  it.each(['upload', 'status', 'video', 'results', 'release', 'replay', 'render'])('gives help for %s without touching a stack', async (command) => {
+  it.each(['upload', 'status', 'video', 'results', 'release', 'replay', 'redrive', 'render'])('gives help for %s without touching a stack', async (command) => {
     // Prepare
     const io = memoryIo();
     // Act

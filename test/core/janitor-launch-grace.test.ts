@@ -2,8 +2,8 @@
  * The janitor's alarm signals, on an in-memory lease store that applies the same launch
  * grant rules as the DynamoDB one: a slot whose task is still starting (inside
  * `taskStartGraceSeconds`) is not "with work and no owner"; a start that overran the
- * grace is counted when relaunched; slot DLQs are summed into one gauge, reading only the
- * DLQs of recently owned slots.
+ * grace is counted when relaunched; slot DLQs are summed into one gauge, reading the DLQs
+ * of recently owned slots and of the run's queue sweep (every slot up to 100 slots).
  */
 import { describe, expect, it } from 'vitest';
 import { Janitor, type JanitorTrigger } from '../../core/janitor.ts';
@@ -128,7 +128,7 @@ describe('janitor: work and no owner, cold-start aware', () => {
 });
 
 describe('janitor: one gauge for every slot DLQ', () => {
-  it('sums the DLQs of slots owned in the last two periods plus a lease TTL, and reads no other DLQ', async () => {
+  it('sums the DLQs of every slot, idle or not (up to 100 slots every DLQ is read each run), so the alarm stays up while any message is there', async () => {
     // Prepare: slot 0 owned now, slot 1 released 60 s ago, slot 2 idle for an hour, slot 3 never used
     const t = DEFAULT_TUNABLES;
     const owned = (slot: number, heartbeatAgoMs: number): SlotRecord => ({
@@ -152,8 +152,24 @@ describe('janitor: one gauge for every slot DLQ', () => {
     const { dlqReads, metric } = await runJanitor(world);
 
     // Assess
-    expect(metric(METRIC_NAMES.janitor.slotDlqMessages)).toBe(5);
-    expect(dlqReads.sort()).toEqual([0, 1]);
+    expect(metric(METRIC_NAMES.janitor.slotDlqMessages)).toBe(2 + 3 + 7 + 11);
+    expect(dlqReads.sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it('beyond 100 slots, reads the DLQs of recently owned slots and of this run\'s sweep group only', async () => {
+    // Prepare: 250 slots (3 sweep groups), each DLQ holding one message; slot 1 owned now
+    const slots = Array.from({ length: 250 }, (_, slot) => emptySlotRecord(slot));
+    slots[1] = { ...slots[1]!, owner: 'w', heartbeatAtMs: NOW - 1_000, expiresAtMs: NOW + 14_000 };
+    const world: World = { slots, pinned: new Map(), dlq: new Map(slots.map((s) => [s.slot, 1])) };
+
+    // Act
+    const { dlqReads, metric } = await runJanitor(world);
+
+    // Assess
+    const group = Math.floor(NOW / (DEFAULT_TUNABLES.janitorIntervalSeconds * 1000)) % 3;
+    const expected = slots.map((s) => s.slot).filter((n) => n % 3 === group || n === 1);
+    expect(dlqReads.sort((a, b) => a - b)).toEqual(expected);
+    expect(metric(METRIC_NAMES.janitor.slotDlqMessages)).toBe(expected.length);
   });
 
   it('counts a DLQ it cannot read as 0 and still reports the others', async () => {

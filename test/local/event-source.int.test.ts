@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -189,6 +190,32 @@ describe('SqsEventSource', () => {
     expect(inDlq.Body).toBe('poison');
     expect(deliveries).toBe(2);
     expect(await queueDepth(q.url)).toBe(0);
+  });
+
+  it('keeps the visibility a handler set on a failed record, as Lambda does (the router backs outages off this way)', async () => {
+    // Prepare: queue visibility 1 s; the handler fails both records and sets one's
+    // visibility to 0 (back now) and the other's to 600 s (backed off).
+    const q = await queueWithDlq(5);
+    const seen: { body: string; receiveCount: string }[] = [];
+    await send(q.url, ['now', 'later']);
+
+    // Act
+    startSource(q, async (event) => {
+      for (const r of event.Records) {
+        seen.push({ body: r.body, receiveCount: r.attributes.ApproximateReceiveCount });
+        await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: q.url, ReceiptHandle: r.receiptHandle, VisibilityTimeout: r.body === 'now' ? 0 : 600 }));
+      }
+      return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+    });
+    // 'now' comes back at once, again and again; past its 4th receive, 'later' (whose
+    // queue visibility of 1 s ran out several times over) must still be held.
+    await waitFor("'now' received 4 times", () => seen.filter((s) => s.body === 'now').length >= 4, 10_000);
+
+    // Assess
+    expect(seen.filter((s) => s.body === 'later').map((s) => s.receiveCount)).toEqual(['1']);
+    expect(seen.filter((s) => s.body === 'now').map((s) => s.receiveCount).slice(0, 4)).toEqual(['1', '2', '3', '4']);
+    const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.url, AttributeNames: ['ApproximateNumberOfMessagesNotVisible'] }));
+    expect(Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible)).toBeGreaterThanOrEqual(1);
   });
 
   it('never hands an invocation more than batchSize records, with several pollers', async () => {
