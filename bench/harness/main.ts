@@ -118,3 +118,15 @@ export async function benchMain(name: string, scenario: (bench: Bench) => Promis
   bench.say(`done in ${formatDurationMs(Date.now() - bench.t0)}`);
   process.exitCode = code;
 }
+
+/**
+ * `.local/bench-<name>.log`, removed, and set as `AWS_CALL_LOG` in this process (the
+ * in-process router and janitor log their SDK calls there; pass it to the workers too).
+ */
+export function freshCallLog(name: string): string {
+  const file = resolve(REPO_ROOT, '.local', `bench-${name}.log`);
+  mkdirSync(dirname(file), { recursive: true });
+  rmSync(file, { force: true });
+  process.env.AWS_CALL_LOG = file;
+  return file;
+}
