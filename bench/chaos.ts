@@ -26,7 +26,6 @@
  * Writes bench/results/chaos-<seed>.json. test/chaos/chaos.test.ts runs it when CHAOS=1.
  */
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { frameKey } from '../core/keys.ts';
 import { rng } from '../core/random.ts';
 import type { ScheduledHandler } from '../local/event-source.ts';
@@ -41,55 +40,34 @@ import { every, watchUntilSettled } from './harness/watch.ts';
 import { FRAME_FAULTS, TIMED_FAULTS, type FaultContext } from './chaos/faults.ts';
 import { DEFAULTS, jpegs, makePlan, plannedCounts, type ChaosOptions } from './chaos/plan.ts';
 import { report, type AppliedFault } from './chaos/report.ts';
-import { numberOption } from './support.ts';
+import { parseFlags, type Flag } from './harness/options.ts';
 
 export type { ChaosOptions } from './chaos/plan.ts';
 
+/** The chaos run's flags (the shares of each fault are options of {@link runChaos} only). */
+const CHAOS_FLAGS = {
+  seed: { num: [undefined, 0, 2 ** 31], int: true },
+  videos: { num: [DEFAULTS.videos, 1, 64], int: true },
+  frames: { num: [DEFAULTS.frames, 20, 10_000], int: true },
+  fps: { num: [DEFAULTS.fps, 0.1, 100] },
+  uploaders: { num: [DEFAULTS.uploaders, 1, 64], int: true },
+  kills: { num: [DEFAULTS.kills, 0, 100], int: true },
+  'short-pauses': { num: [DEFAULTS.shortPauses, 0, 100], int: true },
+  'long-pauses': { num: [DEFAULTS.longPauses, 0, 100], int: true },
+  'janitor-skips': { num: [DEFAULTS.janitorSkips, 0, 100], int: true },
+  'aws-fault-rate': { num: [DEFAULTS.awsFaultRate, 0, 0.5] },
+  'timeout-s': { num: [DEFAULTS.timeoutMs / 1000, 10, 86_400] },
+  out: { text: undefined },
+} as const satisfies Record<string, Flag>;
+
 /** Options from the command line; undefined after `--help`. */
 export function parseOptions(args: readonly string[]): ChaosOptions | undefined {
-  const { values: argv } = parseArgs({
-    args: [...args],
-    options: {
-      seed: { type: 'string' },
-      videos: { type: 'string' },
-      frames: { type: 'string' },
-      fps: { type: 'string' },
-      uploaders: { type: 'string' },
-      kills: { type: 'string' },
-      'short-pauses': { type: 'string' },
-      'long-pauses': { type: 'string' },
-      'janitor-skips': { type: 'string' },
-      'aws-fault-rate': { type: 'string' },
-      'timeout-s': { type: 'string' },
-      out: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (argv.help) {
-    console.log(
-      'npx node bench/chaos.ts [--seed N] [--videos 6] [--frames 200] [--fps 5] [--uploaders 6] [--kills 5] [--short-pauses 4]\n' +
-        '  [--long-pauses 3] [--janitor-skips 3] [--aws-fault-rate 0.02] [--timeout-s 220] [--out path]',
-    );
-    return undefined;
-  }
-  const num = (name: keyof typeof argv, fallback: number, min: number, max: number): number => (argv[name] === undefined ? fallback : numberOption(argv, name, min, max));
+  const f = parseFlags('chaos.ts', CHAOS_FLAGS, args);
+  if (!f) return undefined;
   // A fresh seed unless one is given: printed first thing, so any run can be replayed.
-  const seed = Math.round(num('seed', Math.floor(Math.random() * 2 ** 31), 0, 2 ** 31));
-  return {
-    ...DEFAULTS,
-    seed,
-    videos: Math.round(num('videos', DEFAULTS.videos, 1, 64)),
-    frames: Math.round(num('frames', DEFAULTS.frames, 20, 10_000)),
-    fps: num('fps', DEFAULTS.fps, 0.1, 100),
-    uploaders: Math.round(num('uploaders', DEFAULTS.uploaders, 1, 64)),
-    kills: Math.round(num('kills', DEFAULTS.kills, 0, 100)),
-    shortPauses: Math.round(num('short-pauses', DEFAULTS.shortPauses, 0, 100)),
-    longPauses: Math.round(num('long-pauses', DEFAULTS.longPauses, 0, 100)),
-    janitorSkips: Math.round(num('janitor-skips', DEFAULTS.janitorSkips, 0, 100)),
-    awsFaultRate: num('aws-fault-rate', DEFAULTS.awsFaultRate, 0, 0.5),
-    timeoutMs: num('timeout-s', DEFAULTS.timeoutMs / 1000, 10, 86_400) * 1000,
-    out: argv.out ?? join(RESULTS_DIR, `chaos-${seed}.json`),
-  };
+  const seed = f.seed ?? Math.floor(Math.random() * 2 ** 31);
+  const { timeoutS, out, ...rest } = f;
+  return { ...DEFAULTS, ...rest, seed, timeoutMs: timeoutS * 1000, out: out ?? join(RESULTS_DIR, `chaos-${seed}.json`) };
 }
 
 /** Runs one chaos run, prints as it goes, writes the JSON report; returns it. */

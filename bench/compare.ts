@@ -40,7 +40,6 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { endMarkerKey, frameKey } from '../core/keys.ts';
 import type { LocalStack } from '../local/stack.ts';
 import { BaselineFleet, createBaselineResources, readEvents, sendFrameMessage, SEED_SETTINGS, type BaselineResources } from './baseline/fleet.ts';
@@ -50,70 +49,35 @@ import { errorLines, startBenchStack } from './harness/stack.ts';
 import { putObject, runUploads } from './harness/uploader.ts';
 import { busiestFirst, every, killBusiest, stackWorkers, watchUntilSettled, type Kill } from './harness/watch.ts';
 import { measureRun, printTable, runLine, type Design, type RunReport, type Scenario } from './compare/report.ts';
-import { numberOption } from './support.ts';
+import { parseFlags, type Flag, type Parsed } from './harness/options.ts';
 import { emfValues, makeSegmentedVideo, type SyntheticVideo } from './workload.ts';
 
-/** What one comparison does. */
-export interface CompareOptions {
-  readonly videos: number;
-  readonly frames: number;
-  readonly workers: number;
+/** The comparison's flags: default and range. */
+const COMPARE_FLAGS = {
+  videos: { num: [8, 1, 64], int: true },
+  frames: { num: [200, 4, 10_000], int: true },
+  workers: { num: [4, 2, 16], int: true },
   /** Frames per second over all videos. */
-  readonly rate: number;
-  readonly capMs: number;
-  readonly killAt: number;
-  readonly seed: number;
-  readonly processor: 'vision' | 'stats';
-  readonly uploaders: number;
-  readonly only: 'baseline' | 'ours' | undefined;
-  readonly baselineVisibilitySeconds: number;
-  readonly out: string;
-}
+  rate: { num: [24, 0.5, 1000] },
+  'cap-s': { num: [90, 5, 3_600] },
+  'kill-at': { num: [0.5, 0.05, 0.95] },
+  seed: { num: [1, 0, 2 ** 31], int: true },
+  processor: { choice: ['vision', 'stats'], fallback: 'vision' },
+  uploaders: { num: [4, 1, 64], int: true },
+  only: { choice: ['baseline', 'ours'] },
+  'baseline-visibility-s': { num: [SEED_SETTINGS.visibilitySeconds, 0, 43_200], int: true },
+  out: { text: join(RESULTS_DIR, 'compare.json') },
+} as const satisfies Record<string, Flag>;
+
+/** What one comparison does. */
+export type CompareOptions = Omit<Parsed<typeof COMPARE_FLAGS>, 'capS' | 'baselineVisibilityS'> & { capMs: number; baselineVisibilitySeconds: number };
 
 /** Options from the command line; undefined after `--help`. */
 export function parseCompareOptions(args: readonly string[]): CompareOptions | undefined {
-  const { values: argv } = parseArgs({
-    args: [...args],
-    options: {
-      videos: { type: 'string', default: '8' },
-      frames: { type: 'string', default: '200' },
-      workers: { type: 'string', default: '4' },
-      rate: { type: 'string', default: '24' },
-      'cap-s': { type: 'string', default: '90' },
-      'kill-at': { type: 'string', default: '0.5' },
-      seed: { type: 'string', default: '1' },
-      processor: { type: 'string', default: 'vision' },
-      uploaders: { type: 'string', default: '4' },
-      only: { type: 'string' },
-      'baseline-visibility-s': { type: 'string', default: String(SEED_SETTINGS.visibilitySeconds) },
-      out: { type: 'string', default: join(RESULTS_DIR, 'compare.json') },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (argv.help) {
-    console.log(
-      'npx node bench/compare.ts [--videos 8] [--frames 200] [--workers 4] [--rate 24] [--cap-s 90] [--kill-at 0.5] [--seed 1]\n' +
-        '  [--processor vision|stats] [--uploaders 4] [--only baseline|ours] [--baseline-visibility-s 30] [--out path]',
-    );
-    return undefined;
-  }
-  if (argv.processor !== 'vision' && argv.processor !== 'stats') throw new Error(`--processor must be vision or stats (got ${argv.processor})`);
-  if (argv.only !== undefined && argv.only !== 'baseline' && argv.only !== 'ours') throw new Error(`--only must be baseline or ours (got ${argv.only})`);
-  const num = (name: keyof typeof argv, min: number, max: number): number => numberOption(argv, name, min, max);
-  return {
-    videos: Math.round(num('videos', 1, 64)),
-    frames: Math.round(num('frames', 4, 10_000)),
-    workers: Math.round(num('workers', 2, 16)),
-    rate: num('rate', 0.5, 1000),
-    capMs: num('cap-s', 5, 3_600) * 1000,
-    killAt: num('kill-at', 0.05, 0.95),
-    seed: Math.round(num('seed', 0, 2 ** 31)),
-    processor: argv.processor,
-    uploaders: Math.round(num('uploaders', 1, 64)),
-    only: argv.only,
-    baselineVisibilitySeconds: Math.round(num('baseline-visibility-s', 0, 43_200)),
-    out: argv.out!,
-  };
+  const f = parseFlags('compare.ts', COMPARE_FLAGS, args);
+  if (!f) return undefined;
+  const { capS, baselineVisibilityS, ...rest } = f;
+  return { ...rest, capMs: capS * 1000, baselineVisibilitySeconds: baselineVisibilityS };
 }
 
 /** Our workers' wasted receives, from their EMF lines (summed while `counting`). */

@@ -46,7 +46,6 @@
  * Prints a table and writes bench/results/soak.json.
  */
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { frameKey } from '../core/keys.ts';
 import { table } from '../cli/format.ts';
 import { collectVideos, completeCount, countBy, readSummaries, resultsSource, totalRecords } from './harness/collect.ts';
@@ -55,67 +54,42 @@ import { errorLines, startBenchStack, withStack } from './harness/stack.ts';
 import { endMarkers, putObject, runUploads } from './harness/uploader.ts';
 import { every, killBusiest, ownersBySummary, stackWorkers, watchUntilSettled, type Kill } from './harness/watch.ts';
 import { pollLeaseItems } from './soak/lease-items.ts';
-import { makePlan, type SoakOptions } from './soak/plan.ts';
+import { makePlan } from './soak/plan.ts';
+import { parseFlags, type Flag, type Parsed } from './harness/options.ts';
 import { frameId, spread, totalsOf, trackingBaseline, videoReport } from './soak/report.ts';
-import { ms, numberOption, percentile } from './support.ts';
+import { ms, percentile } from './support.ts';
 import { makeSegmentedVideo } from './workload.ts';
 
-export type { SoakOptions } from './soak/plan.ts';
+/** The soak's flags: default and range. */
+const SOAK_FLAGS = {
+  videos: { num: [8, 1, 64], int: true },
+  frames: { num: [300, 20, 100_000], int: true },
+  seed: { num: [1, 0, 2 ** 31], int: true },
+  processor: { choice: ['vision', 'stats'], fallback: 'vision' },
+  fps: { num: [10, 0.1, 1000] },
+  uploaders: { num: [8, 1, 256], int: true },
+  'delay-p50-ms': { num: [200, 1, 600_000] },
+  'max-delay-ms': { num: [120_000, 1, 3_600_000] },
+  'lost-share': { num: [0.01, 0, 0.5] },
+  'duplicate-share': { num: [0.01, 0, 1] },
+  strays: { num: [4, 0, 1000], int: true },
+  'kill-at': { num: [0.5, 0, 1] },
+  'timeout-s': { num: [900, 10, 86_400] },
+  'quiet-s': { num: [90, 5, 86_400] },
+  'poll-ms': { num: [500, 50, 60_000] },
+  'no-baseline': { switch: true },
+  out: { text: join(RESULTS_DIR, 'soak.json') },
+} as const satisfies Record<string, Flag>;
+
+/** What one soak run does (`killAt`: share of the planned frames with a record at which the busiest worker is killed, 0 for none). */
+export type SoakOptions = Omit<Parsed<typeof SOAK_FLAGS>, 'timeoutS' | 'quietS' | 'noBaseline'> & { timeoutMs: number; quietMs: number; baseline: boolean };
 
 /** Options from the command line; undefined after `--help`. */
 export function parseSoakOptions(args: readonly string[]): SoakOptions | undefined {
-  const { values: argv } = parseArgs({
-    args: [...args],
-    options: {
-      videos: { type: 'string', default: '8' },
-      frames: { type: 'string', default: '300' },
-      seed: { type: 'string', default: '1' },
-      processor: { type: 'string', default: 'vision' },
-      fps: { type: 'string', default: '10' },
-      uploaders: { type: 'string', default: '8' },
-      'delay-p50-ms': { type: 'string', default: '200' },
-      'lost-share': { type: 'string', default: '0.01' },
-      'duplicate-share': { type: 'string', default: '0.01' },
-      strays: { type: 'string', default: '4' },
-      'kill-at': { type: 'string', default: '0.5' },
-      'timeout-s': { type: 'string', default: '900' },
-      'quiet-s': { type: 'string', default: '90' },
-      'poll-ms': { type: 'string', default: '500' },
-      'max-delay-ms': { type: 'string', default: '120000' },
-      'no-baseline': { type: 'boolean' },
-      out: { type: 'string', default: join(RESULTS_DIR, 'soak.json') },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (argv.help) {
-    console.log(
-      'npx node bench/soak.ts [--videos 8] [--frames 300] [--seed 1] [--processor vision|stats] [--fps 10] [--uploaders 8]\n' +
-        '  [--delay-p50-ms 200] [--max-delay-ms 120000] [--lost-share 0.01] [--duplicate-share 0.01] [--strays 4] [--kill-at 0.5]\n' +
-        '  [--timeout-s 900] [--quiet-s 90] [--poll-ms 500] [--no-baseline] [--out path]',
-    );
-    return undefined;
-  }
-  if (argv.processor !== 'vision' && argv.processor !== 'stats') throw new Error(`--processor must be vision or stats (got ${argv.processor})`);
-  const num = (name: keyof typeof argv, min: number, max: number): number => numberOption(argv, name, min, max);
-  return {
-    videos: Math.round(num('videos', 1, 64)),
-    frames: Math.round(num('frames', 20, 100_000)),
-    seed: Math.round(num('seed', 0, 2 ** 31)),
-    processor: argv.processor,
-    fps: num('fps', 0.1, 1000),
-    uploaders: Math.round(num('uploaders', 1, 256)),
-    delayP50Ms: num('delay-p50-ms', 1, 600_000),
-    lostShare: num('lost-share', 0, 0.5),
-    duplicateShare: num('duplicate-share', 0, 1),
-    strays: Math.round(num('strays', 0, 1000)),
-    killAt: num('kill-at', 0, 1),
-    timeoutMs: num('timeout-s', 10, 86_400) * 1000,
-    quietMs: num('quiet-s', 5, 86_400) * 1000,
-    pollMs: num('poll-ms', 50, 60_000),
-    maxDelayMs: num('max-delay-ms', 1, 3_600_000),
-    baseline: !argv['no-baseline'],
-    out: argv.out!,
-  };
+  const f = parseFlags('soak.ts', SOAK_FLAGS, args);
+  if (!f) return undefined;
+  const { timeoutS, quietS, noBaseline, ...rest } = f;
+  return { ...rest, timeoutMs: timeoutS * 1000, quietMs: quietS * 1000, baseline: !noBaseline };
 }
 
 /** Runs one soak, prints as it goes, writes the JSON; returns it and whether the run settled. */

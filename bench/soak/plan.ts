@@ -5,31 +5,7 @@
  */
 import { rng } from '../../core/random.ts';
 import { Z99, normal } from '../support.ts';
-
-/** What one soak run does. */
-export interface SoakOptions {
-  readonly videos: number;
-  readonly frames: number;
-  readonly seed: number;
-  readonly processor: 'vision' | 'stats';
-  /** Frames per second each camera produces. */
-  readonly fps: number;
-  readonly uploaders: number;
-  readonly delayP50Ms: number;
-  readonly lostShare: number;
-  readonly duplicateShare: number;
-  readonly strays: number;
-  /** Share of the planned frames with a record at which the busiest worker is killed; 0: no kill. */
-  readonly killAt: number;
-  readonly timeoutMs: number;
-  readonly quietMs: number;
-  /** Lease items are read this often for their size. */
-  readonly pollMs: number;
-  readonly maxDelayMs: number;
-  /** Also run the in-process tracking baseline (vision only). */
-  readonly baseline: boolean;
-  readonly out: string;
-}
+import type { SoakOptions } from '../soak.ts';
 
 export interface PlannedUpload {
   readonly videoId: string;

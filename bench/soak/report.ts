@@ -12,7 +12,8 @@ import { gapFrames, statusCounts, type VideoLeft } from '../harness/collect.ts';
 import type { Kill } from '../harness/watch.ts';
 import { percentile } from '../support.ts';
 import type { SyntheticVideo } from '../workload.ts';
-import type { SoakOptions, SoakPlan } from './plan.ts';
+import type { SoakOptions } from '../soak.ts';
+import type { SoakPlan } from './plan.ts';
 
 /** `video:frame` keys. */
 export const frameId = (videoId: string, frame: number): string => `${videoId}:${frame}`;
