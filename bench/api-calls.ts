@@ -15,20 +15,19 @@
  * (router + worker, including the one S3 GET a frame needs and the LISTs) <= 1.6 per frame;
  * at most 1 LIST per 100 frames per video.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { countResults } from '../core/aws/results-reader.ts';
 import sharp from 'sharp';
 import { frameKey } from '../core/keys.ts';
 import { startLocalStack } from '../local/stack.ts';
+import { freshCallLog, RESULTS_DIR, sleep, writeResult } from './harness/main.ts';
 
 const videos = Number(process.argv[2] ?? 8);
 const framesPerVideo = Number(process.argv[3] ?? 100);
 const lostPercent = Number(process.argv[4] ?? 1);
-const callLog = `${process.cwd()}/.local/bench-api-calls.log`;
-mkdirSync('.local', { recursive: true });
-rmSync(callLog, { force: true });
-process.env.AWS_CALL_LOG = callLog;
+const callLog = freshCallLog('api-calls');
 
 const stack = await startLocalStack({
   quiet: true,
@@ -37,7 +36,6 @@ const stack = await startLocalStack({
   workerEnv: { FRAME_PROCESSOR: 'stats', AWS_CALL_LOG: callLog },
   routerWaitTimeSeconds: 1,
 });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const image = await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 30, g: 160, b: 60 } } }).jpeg().toBuffer();
 const put = (key: string, body: Uint8Array | string) => stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: key, Body: body }));
 const count = (videoId: string) => countResults({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, videoId);
@@ -132,6 +130,5 @@ try {
 } finally {
   await stack.stop();
 }
-mkdirSync('bench/results', { recursive: true });
-writeFileSync('bench/results/api-calls.json', `${JSON.stringify(report, null, 2)}\n`);
+writeResult(join(RESULTS_DIR, 'api-calls.json'), report);
 console.log(JSON.stringify(report, null, 2));

@@ -38,518 +38,270 @@
  * Prints one table and writes bench/results/compare.json. About 8 minutes at the defaults
  * (the issue's 8 videos x 200 frames) on a 2-core machine; `--frames 60` takes about 5.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { endMarkerKey, frameKey } from '../core/keys.ts';
-import { allResults, getSummary } from '../core/aws/results-reader.ts';
-import { evaluateMot, type MotFrame } from '../gpu-worker/vision/eval/mot.ts';
-import { startLocalStack, type LocalStack } from '../local/stack.ts';
-import { failoverSeconds } from '../cli/demo-lib.ts';
-import { formatDurationMs, table } from '../cli/format.ts';
-import { BaselineFleet, createBaselineResources, earlyEmptyReceives, readEvents, sendFrameMessage, SEED_SETTINGS, type BaselineResources } from './baseline/fleet.ts';
-import { numberOption, percentile } from './support.ts';
-import { emfValues, makeSegmentedVideo, tallyCallLog } from './workload.ts';
+import type { LocalStack } from '../local/stack.ts';
+import { BaselineFleet, createBaselineResources, readEvents, sendFrameMessage, SEED_SETTINGS, type BaselineResources } from './baseline/fleet.ts';
+import { readSummaries, resultsSource, totalRecords } from './harness/collect.ts';
+import { benchMain, commandLine, createBench, freshStateDir, machine, repoPath, RESULTS_DIR, sleep, writeResult, type Bench } from './harness/main.ts';
+import { errorLines, startBenchStack } from './harness/stack.ts';
+import { putObject, runUploads } from './harness/uploader.ts';
+import { busiestFirst, every, killBusiest, stackWorkers, watchUntilSettled, type Kill } from './harness/watch.ts';
+import { measureRun, printTable, runLine, type Design, type RunReport, type Scenario } from './compare/report.ts';
+import { parseFlags, type Flag, type Parsed } from './harness/options.ts';
+import { emfValues, makeSegmentedVideo, type SyntheticVideo } from './workload.ts';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
+/** The comparison's flags: default and range. */
+const COMPARE_FLAGS = {
+  videos: { num: [8, 1, 64], int: true },
+  frames: { num: [200, 4, 10_000], int: true },
+  workers: { num: [4, 2, 16], int: true },
+  /** Frames per second over all videos. */
+  rate: { num: [24, 0.5, 1000] },
+  'cap-s': { num: [90, 5, 3_600] },
+  'kill-at': { num: [0.5, 0.05, 0.95] },
+  seed: { num: [1, 0, 2 ** 31], int: true },
+  processor: { choice: ['vision', 'stats'], fallback: 'vision' },
+  uploaders: { num: [4, 1, 64], int: true },
+  only: { choice: ['baseline', 'ours'] },
+  'baseline-visibility-s': { num: [SEED_SETTINGS.visibilitySeconds, 0, 43_200], int: true },
+  out: { text: join(RESULTS_DIR, 'compare.json') },
+} as const satisfies Record<string, Flag>;
 
-const { values: argv } = parseArgs({
-  options: {
-    videos: { type: 'string', default: '8' },
-    frames: { type: 'string', default: '200' },
-    workers: { type: 'string', default: '4' },
-    rate: { type: 'string', default: '24' },
-    'cap-s': { type: 'string', default: '90' },
-    'kill-at': { type: 'string', default: '0.5' },
-    seed: { type: 'string', default: '1' },
-    processor: { type: 'string', default: 'vision' },
-    uploaders: { type: 'string', default: '4' },
-    only: { type: 'string' },
-    'baseline-visibility-s': { type: 'string', default: String(SEED_SETTINGS.visibilitySeconds) },
-    out: { type: 'string', default: join(HERE, 'results', 'compare.json') },
-    help: { type: 'boolean', short: 'h' },
-  },
-});
-if (argv.help) {
-  console.log(
-    'npx node bench/compare.ts [--videos 8] [--frames 200] [--workers 4] [--rate 24] [--cap-s 90] [--kill-at 0.5] [--seed 1]\n' +
-      '  [--processor vision|stats] [--uploaders 4] [--only baseline|ours] [--baseline-visibility-s 30] [--out path]',
-  );
-  process.exit(0);
+/** What one comparison does. */
+export type CompareOptions = Omit<Parsed<typeof COMPARE_FLAGS>, 'capS' | 'baselineVisibilityS'> & { capMs: number; baselineVisibilitySeconds: number };
+
+/** Options from the command line; undefined after `--help`. */
+export function parseCompareOptions(args: readonly string[]): CompareOptions | undefined {
+  const f = parseFlags('compare.ts', COMPARE_FLAGS, args);
+  if (!f) return undefined;
+  const { capS, baselineVisibilityS, ...rest } = f;
+  return { ...rest, capMs: capS * 1000, baselineVisibilitySeconds: baselineVisibilityS };
 }
-const num = (name: keyof typeof argv, min: number, max: number): number => numberOption(argv, name, min, max);
-const opts = {
-  videos: Math.round(num('videos', 1, 64)),
-  frames: Math.round(num('frames', 4, 10_000)),
-  workers: Math.round(num('workers', 2, 16)),
-  rate: num('rate', 0.5, 1000),
-  capMs: num('cap-s', 5, 3_600) * 1000,
-  killAt: num('kill-at', 0.05, 0.95),
-  seed: Math.round(num('seed', 0, 2 ** 31)),
-  processor: argv.processor === 'stats' ? ('stats' as const) : ('vision' as const),
-  uploaders: Math.round(num('uploaders', 1, 64)),
-  only: argv.only as 'baseline' | 'ours' | undefined,
-  baselineVisibilitySeconds: Math.round(num('baseline-visibility-s', 0, 43_200)),
-  out: argv.out!,
-};
-if (argv.processor !== 'vision' && argv.processor !== 'stats') throw new Error(`--processor must be vision or stats (got ${argv.processor})`);
-if (opts.only !== undefined && opts.only !== 'baseline' && opts.only !== 'ours') throw new Error(`--only must be baseline or ours (got ${opts.only})`);
-
-type Design = 'baseline' | 'ours';
-type Scenario = 'kill' | 'calm';
-
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
-const t0 = Date.now();
-const clock = () => `${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s`;
-const say = (line = '') => console.log(line);
-
-process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
-process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-const stateDir = resolve('.local/bench-compare');
-rmSync(stateDir, { recursive: true, force: true });
-mkdirSync(stateDir, { recursive: true });
-const callLog: Record<Design, string> = { ours: join(stateDir, 'calls-ours.log'), baseline: join(stateDir, 'calls-baseline.log') };
-const eventsFile = join(stateDir, 'baseline-events.jsonl');
-// The router and janitor run in this process and build their clients from process.env.
-process.env.AWS_CALL_LOG = callLog.ours;
 
 /** Our workers' wasted receives, from their EMF lines (summed while `counting`). */
 const WASTE_METRICS = ['FramesForwarded', 'FramesDuplicate'] as const;
-const oursWaste = { counting: false, FramesForwarded: 0, FramesDuplicate: 0 };
-const workerErrors: string[] = [];
 
-say(
-  `compare: ${opts.videos} videos x ${opts.frames} frames at ${opts.rate} frames/s in total, ${opts.workers} workers, processor ${opts.processor}, ` +
-    `cap ${opts.capMs / 1000} s after the last upload; generating clips and starting the local stack...`,
-);
-const [videos, stack] = await Promise.all([
-  Promise.all(Array.from({ length: opts.videos }, (_, i) => makeSegmentedVideo(opts.seed, i, opts.frames))),
-  startLocalStack({
-    quiet: true,
-    stateDir,
-    routerWaitTimeSeconds: 1,
-    workerStopGraceMs: 5_000,
-    tunables: { slotCount: opts.workers, videosPerSlot: Math.max(1, Math.ceil(opts.videos / opts.workers)), firstFrameNumber: 1 },
-    workerEnv: { FRAME_PROCESSOR: opts.processor, AWS_CALL_LOG: callLog.ours, METRICS_FLUSH_INTERVAL_MS: '1000' },
-    log: (line) => {
-      if (/error|fail/i.test(line)) workerErrors.push(line);
-    },
-    onWorkerLine: (line) => {
-      if (oursWaste.counting) {
+/** Runs both designs in both scenarios, prints the table, writes the JSON; returns the runs. */
+export async function runCompare(opts: CompareOptions, bench: Bench = createBench(), args: readonly string[] = []): Promise<{ reports: RunReport[]; failed: boolean }> {
+  const { say, clock } = bench;
+  const stateDir = freshStateDir('compare');
+  const callLog: Record<Design, string> = { ours: join(stateDir, 'calls-ours.log'), baseline: join(stateDir, 'calls-baseline.log') };
+  const eventsFile = join(stateDir, 'baseline-events.jsonl');
+  // The router and janitor run in this process and build their clients from process.env.
+  process.env.AWS_CALL_LOG = callLog.ours;
+  const oursWaste = { counting: false, FramesForwarded: 0, FramesDuplicate: 0 };
+  const workerErrors: string[] = [];
+  say(
+    `compare: ${opts.videos} videos x ${opts.frames} frames at ${opts.rate} frames/s in total, ${opts.workers} workers, processor ${opts.processor}, ` +
+      `cap ${opts.capMs / 1000} s after the last upload; generating clips and starting the local stack...`,
+  );
+  const [videos, started] = await Promise.all([
+    Promise.all(Array.from({ length: opts.videos }, (_, i) => makeSegmentedVideo(opts.seed, i, opts.frames))),
+    startBenchStack({
+      stateDir,
+      tunables: { slotCount: opts.workers, videosPerSlot: Math.max(1, Math.ceil(opts.videos / opts.workers)), firstFrameNumber: 1 },
+      workerEnv: { FRAME_PROCESSOR: opts.processor, AWS_CALL_LOG: callLog.ours, METRICS_FLUSH_INTERVAL_MS: '1000' },
+      onWorkerLine: (line) => {
+        if (!oursWaste.counting) return;
         const v = emfValues(line, WASTE_METRICS);
         for (const n of WASTE_METRICS) oursWaste[n] += v[n] ?? 0;
-      }
-    },
-  }),
-]);
-
-/** What one run measured. */
-interface RunReport {
-  readonly design: Design;
-  readonly scenario: Scenario;
-  readonly outcome: 'complete' | 'cap';
-  readonly framesUploaded: number;
-  readonly framesRecorded: number;
-  readonly latencyMs: { p50: number; p99: number; max: number; frames: number };
-  readonly wastedReceives: number;
-  readonly wastedDetail: Record<string, number>;
-  /** Calls as SQS would have seen them (see {@link earlyEmptyReceives}); `awsCallsRaw` as logged. */
-  readonly awsCalls: number;
-  readonly awsCallsRaw: number;
-  /** Calls over the whole run / frames uploaded. */
-  readonly awsCallsPerFrame: number;
-  /** Calls over the whole run / frames with a record (what each frame that got through cost). */
-  readonly awsCallsPerRecordedFrame: number;
-  readonly awsCallsByOperation: Record<string, number>;
-  /** First upload to the last frame's record; null when frames were still missing at the cap. */
-  readonly timeToFinishS: number | null;
-  /** First upload to the end of the run (complete or cap). */
-  readonly runS: number;
-  readonly uploadsS: number;
-  /** Uploaded, no record at the end, and no longer queued: dropped. */
-  readonly framesLost: number;
-  /** Uploaded, no record at the end, message still queued (the baseline's FIFO queue): the cap came first. */
-  readonly framesUnfinished: number;
-  readonly framesDoubled: number;
-  readonly idSwitches: number;
-  readonly idf1Mean: number;
-  readonly kill: null | {
-    readonly atS: number;
-    readonly workerId: string;
-    readonly videos: readonly string[];
-    /** Longest stall over the killed worker's videos; null when one never resumed before the end. */
-    readonly failoverStallS: number | null;
-    /** Kill to the end of the run: the stall is longer than this when `failoverStallS` is null. */
-    readonly untilEndS: number;
-    readonly perVideoS: Record<string, number | null>;
-  };
-  readonly ownerChanges: number;
-}
-
-let baseline: { resources: BaselineResources; fleet: BaselineFleet } | undefined;
-const reports: RunReport[] = [];
-let exitCode = 0;
-try {
-  if (opts.only !== 'baseline') {
-    await warmUpOurs(stack);
-    for (const scenario of ['calm', 'kill'] as const) reports.push(await run(stack, 'ours', scenario));
-  }
-  if (opts.only !== 'ours') {
-    // A fresh queue, tables and fleet per run: what one run leaves in its queue (the
-    // baseline seldom finishes before the cap) must not compete with the next run.
-    for (const scenario of ['calm', 'kill'] as const) {
-      say(`${clock()}  baseline: creating its FIFO queue and tables, starting ${opts.workers} workers...`);
-      const resources = await createBaselineResources(stack, opts.baselineVisibilitySeconds, `-${scenario}`);
-      const fleet = new BaselineFleet({
-        stack,
-        resources,
-        workers: opts.workers,
-        eventsFile,
-        callLog: callLog.baseline,
-        env: { FRAME_PROCESSOR: opts.processor },
-        onLine: (line) => {
-          if (/error|fail/i.test(line)) workerErrors.push(line);
-        },
-      });
-      baseline = { resources, fleet };
-      await fleet.start();
-      reports.push(await run(stack, 'baseline', scenario));
-      await fleet.stop();
+      },
+    }),
+  ]);
+  const stack = started.stack;
+  let baseline: { resources: BaselineResources; fleet: BaselineFleet } | undefined;
+  const reports: RunReport[] = [];
+  let failed = false;
+  const one = (design: Design, scenario: Scenario) =>
+    runOne({ opts, bench, stack, videos, design, scenario, baseline, callLog: callLog[design], eventsFile, oursWaste, workerErrors });
+  try {
+    if (opts.only !== 'baseline') {
+      await warmUpOurs(stack, opts, videos[0]!, bench);
+      for (const scenario of ['calm', 'kill'] as const) reports.push(await one('ours', scenario));
     }
+    if (opts.only !== 'ours') {
+      // A fresh queue, tables and fleet per run: what one run leaves in its queue (the
+      // baseline seldom finishes before the cap) must not compete with the next run.
+      for (const scenario of ['calm', 'kill'] as const) {
+        say(`${clock()}  baseline: creating its FIFO queue and tables, starting ${opts.workers} workers...`);
+        const resources = await createBaselineResources(stack, opts.baselineVisibilitySeconds, `-${scenario}`);
+        const fleet = new BaselineFleet({
+          stack,
+          resources,
+          workers: opts.workers,
+          eventsFile,
+          callLog: callLog.baseline,
+          env: { FRAME_PROCESSOR: opts.processor },
+          onLine: (line) => {
+            if (/error|fail/i.test(line)) workerErrors.push(line);
+          },
+        });
+        baseline = { resources, fleet };
+        await fleet.start();
+        reports.push(await one('baseline', scenario));
+        await fleet.stop();
+      }
+    }
+  } catch (e) {
+    failed = true;
+    say(`compare failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    if (reports.length === 0) throw e;
+  } finally {
+    say(`${clock()}  stopping...`);
+    await baseline?.fleet.stop();
+    await stack.stop();
   }
-} catch (e) {
-  exitCode = 1;
-  say(`compare failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-} finally {
-  say(`${clock()}  stopping...`);
-  await baseline?.fleet.stop();
-  await stack.stop();
-}
 
-if (reports.length > 0) {
-  printTable(reports);
-  const out = {
-    command: `npx node bench/compare.ts ${process.argv.slice(2).join(' ')}`.trim(),
-    date: new Date().toISOString(),
-    machine: { cpus: cpus().length, model: cpus()[0]?.model ?? '?' },
-    options: { ...opts, out: relative(process.cwd(), opts.out) },
-    tunables: stack.tunables,
-    baselineSettings: { ...SEED_SETTINGS, visibilitySeconds: opts.baselineVisibilitySeconds },
-    notes: [
-      'Indicative: a 2-core machine shared with other work; fauxqs hands out at most one message per FIFO group per receive (SQS: up to 10).',
-      'Wasted receives: baseline = messages received by a worker that could not lock their video (left to reappear after the visibility timeout); ours = frames forwarded to the slot their video is pinned to, plus redelivered or duplicate frames dropped (workers\' EMF metrics).',
-      'AWS calls: every SDK call of router, janitor and workers (AWS_CALL_LOG), plus the baseline producer\'s SendMessage per frame; uploads (PUT) and the emulated Lambda event source are not counted. fauxqs returns a FIFO long poll early and empty when a send wakes it for a blocked group; the baseline\'s such receives are replaced by the 20-s long polls SQS would have held (awsCallsRaw: as logged).',
-      'Frames lost: uploaded frames without a record when the run ended whose message is no longer queued; frames unfinished: without a record, message still in the queue when the cap (after the last upload) came.',
-    ],
-    runs: reports,
-    errorsSeen: workerErrors.slice(0, 20),
-    runtimeS: (Date.now() - t0) / 1000,
-  };
-  mkdirSync(dirname(opts.out), { recursive: true });
-  writeFileSync(opts.out, `${JSON.stringify(out, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
-  say(`wrote ${relative(process.cwd(), opts.out)}`);
+  printTable(reports, say);
+  writeResult(
+    opts.out,
+    {
+      command: commandLine('compare.ts', args),
+      date: new Date().toISOString(),
+      machine: machine(),
+      options: { ...opts, out: repoPath(opts.out) },
+      tunables: stack.tunables,
+      baselineSettings: { ...SEED_SETTINGS, visibilitySeconds: opts.baselineVisibilitySeconds },
+      notes: [
+        'Indicative: a 2-core machine shared with other work; fauxqs hands out at most one message per FIFO group per receive (SQS: up to 10).',
+        "Wasted receives: baseline = messages received by a worker that could not lock their video (left to reappear after the visibility timeout); ours = frames forwarded to the slot their video is pinned to, plus redelivered or duplicate frames dropped (workers' EMF metrics).",
+        "AWS calls: every SDK call of router, janitor and workers (AWS_CALL_LOG), plus the baseline producer's SendMessage per frame; uploads (PUT) and the emulated Lambda event source are not counted. fauxqs returns a FIFO long poll early and empty when a send wakes it for a blocked group; the baseline's such receives are replaced by the 20-s long polls SQS would have held (awsCallsRaw: as logged).",
+        'Frames lost: uploaded frames without a record when the run ended whose message is no longer queued; frames unfinished: without a record, message still in the queue when the cap (after the last upload) came.',
+      ],
+      runs: reports,
+      errorsSeen: [...errorLines(started.stackLines), ...workerErrors].slice(0, 20),
+      runtimeS: (Date.now() - bench.t0) / 1000,
+    },
+    say,
+  );
+  return { reports, failed };
 }
-say(`done in ${formatDurationMs(Date.now() - t0)}`);
-process.exitCode = exitCode;
-
-// ---------------------------------------------------------------------------------------
 
 /** Starts our workers (one per slot) with one-frame videos, so no run pays for process start and model load. */
-async function warmUpOurs(s: LocalStack): Promise<void> {
-  say(`${clock()}  ours: warming up ${opts.workers} workers...`);
-  const source = { ddb: s.clients.ddb, resultsTable: s.wiring.resultsTable };
-  const ids = Array.from({ length: opts.workers * s.tunables.videosPerSlot }, (_, i) => `warmup-${i}`);
-  const image = videos[0]!.images.get(1)!;
+async function warmUpOurs(stack: LocalStack, opts: CompareOptions, video: SyntheticVideo, bench: Bench): Promise<void> {
+  bench.say(`${bench.clock()}  ours: warming up ${opts.workers} workers...`);
+  const ids = Array.from({ length: opts.workers * stack.tunables.videosPerSlot }, (_, i) => `warmup-${i}`);
   for (const id of ids) {
-    await s.clients.s3.send(new PutObjectCommand({ Bucket: s.wiring.bucket, Key: frameKey(id, 1), Body: image }));
-    await s.clients.s3.send(new PutObjectCommand({ Bucket: s.wiring.bucket, Key: endMarkerKey(id), Body: '1' }));
+    await putObject(stack, frameKey(id, 1), video.images.get(1)!);
+    await putObject(stack, endMarkerKey(id), '1');
   }
   const until = Date.now() + 180_000;
-  for (;;) {
-    const sums = await Promise.all(ids.map((id) => getSummary(source, id)));
-    if (sums.every((x) => x?.status === 'complete')) break;
+  while (!(await readSummaries(resultsSource(stack), ids)).every((x) => x?.status === 'complete')) {
     if (Date.now() > until) throw new Error('warm-up: our workers did not complete one frame per video in 180 s');
     await sleep(500);
   }
-  say(`${clock()}  ours: ${s.launcher.workers().filter((w) => w.alive).length} workers up`);
+  bench.say(`${bench.clock()}  ours: ${stack.launcher.workers().filter((w) => w.alive).length} workers up`);
 }
 
-async function run(s: LocalStack, design: Design, scenario: Scenario): Promise<RunReport> {
+/** One design in one scenario: plan -> (kill) -> report. */
+async function runOne(c: {
+  opts: CompareOptions;
+  bench: Bench;
+  stack: LocalStack;
+  videos: readonly SyntheticVideo[];
+  design: Design;
+  scenario: Scenario;
+  baseline: { resources: BaselineResources; fleet: BaselineFleet } | undefined;
+  callLog: string;
+  eventsFile: string;
+  oursWaste: { counting: boolean; FramesForwarded: number; FramesDuplicate: number };
+  workerErrors: string[];
+}): Promise<RunReport> {
+  const { opts, bench, stack, design, scenario, baseline, oursWaste } = c;
+  const { say, clock } = bench;
+  // Plan: frame f of video v is due at ((f-1)·V + v)/rate, interleaved like live cameras.
   const videoIds = Array.from({ length: opts.videos }, (_, i) => `${design === 'ours' ? 'ours' : 'base'}-${scenario}-${String(i + 1).padStart(2, '0')}`);
   const total = opts.videos * opts.frames;
-  const plan = Array.from({ length: total }, (_, k) => {
-    const frame = Math.floor(k / opts.videos) + 1;
-    const v = k % opts.videos;
-    return { v, videoId: videoIds[v]!, frame, dueMs: (k * 1000) / opts.rate };
-  });
-  const resultsTable = design === 'ours' ? s.wiring.resultsTable : baseline!.resources.resultsTable;
-  const source = { ddb: s.clients.ddb, resultsTable };
-  writeFileSync(callLog[design], '');
-  if (design === 'baseline') writeFileSync(eventsFile, '');
+  const plan = Array.from({ length: total }, (_, k) => ({ v: k % opts.videos, videoId: videoIds[k % opts.videos]!, frame: Math.floor(k / opts.videos) + 1, dueMs: (k * 1000) / opts.rate }));
+  const source = resultsSource(stack, design === 'ours' ? stack.wiring.resultsTable : baseline!.resources.resultsTable);
+  writeFileSync(c.callLog, '');
+  if (design === 'baseline') writeFileSync(c.eventsFile, '');
   oursWaste.FramesForwarded = 0;
   oursWaste.FramesDuplicate = 0;
   oursWaste.counting = design === 'ours';
   let producerSends = 0;
   say(`${clock()}  ${design} / ${scenario === 'kill' ? 'kill -9 at the midpoint' : 'no fault'}: ${total} uploads over ${(total / opts.rate).toFixed(0)} s...`);
 
-  const uploadClock = Date.now();
   const putDone = new Map<string, number>();
-  let next = 0;
-  let uploadError: unknown;
-  let uploadsDoneMs: number | undefined;
-  const lane = async () => {
-    while (uploadError === undefined && next < plan.length) {
-      const u = plan[next++]!;
-      for (let wait = uploadClock + u.dueMs - Date.now(); wait > 0; wait = uploadClock + u.dueMs - Date.now()) await sleep(Math.min(wait, 500));
-      const image = videos[u.v]!.images.get(u.frame)!;
-      if (design === 'ours') {
-        await s.clients.s3.send(new PutObjectCommand({ Bucket: s.wiring.bucket, Key: frameKey(u.videoId, u.frame), Body: image, ContentType: 'image/jpeg' }));
-        putDone.set(`${u.videoId}:${u.frame}`, Date.now());
-        if (u.frame === opts.frames) await s.clients.s3.send(new PutObjectCommand({ Bucket: s.wiring.bucket, Key: endMarkerKey(u.videoId), Body: String(opts.frames) }));
-      } else {
-        // Outside `frames/`: our router is not notified of the baseline's frames.
-        const key = `baseline/${u.videoId}/${String(u.frame).padStart(6, '0')}.jpg`;
-        await s.clients.s3.send(new PutObjectCommand({ Bucket: s.wiring.bucket, Key: key, Body: image, ContentType: 'image/jpeg' }));
-        putDone.set(`${u.videoId}:${u.frame}`, Date.now());
-        await sendFrameMessage(s, baseline!.resources.queueUrl, { videoId: u.videoId, frame: u.frame, bucket: s.wiring.bucket, key });
-        producerSends++;
-      }
+  const uploads = runUploads(plan, opts.uploaders, async (u) => {
+    const image = c.videos[u.v]!.images.get(u.frame)!;
+    if (design === 'ours') {
+      await putObject(stack, frameKey(u.videoId, u.frame), image, 'image/jpeg');
+      putDone.set(`${u.videoId}:${u.frame}`, Date.now());
+      if (u.frame === opts.frames) await putObject(stack, endMarkerKey(u.videoId), String(opts.frames));
+      return;
     }
-  };
-  const uploading = Promise.all(Array.from({ length: opts.uploaders }, lane)).then(
-    () => {
-      uploadsDoneMs = Date.now();
+    // Outside `frames/`: our router is not notified of the baseline's frames.
+    const key = `baseline/${u.videoId}/${String(u.frame).padStart(6, '0')}.jpg`;
+    await putObject(stack, key, image, 'image/jpeg');
+    putDone.set(`${u.videoId}:${u.frame}`, Date.now());
+    await sendFrameMessage(stack, baseline!.resources.queueUrl, { videoId: u.videoId, frame: u.frame, bucket: stack.wiring.bucket, key });
+    producerSends++;
+  }, bench.interrupted);
+
+  // Fault: once killAt of the uploads are done, SIGKILL the worker that last committed for the most videos.
+  const events = () => readEvents(c.eventsFile);
+  const target =
+    design === 'ours'
+      ? stackWorkers(stack)
+      : {
+          find: (workerId: string) => baseline!.fleet.workers.find((x) => x.alive && x.workerId === workerId),
+          kill: (pid: number) => {
+            baseline!.fleet.kill(pid, 'SIGKILL');
+            // As an auto-scaling group (or our janitor) would: a replacement at once.
+            void baseline!.fleet.spawnOne().catch((e: unknown) => c.workerErrors.push(`baseline replacement: ${String(e)}`));
+          },
+        };
+  let kill: Kill | undefined;
+  const tick = every(10_000);
+  const { outcome } = await watchUntilSettled(
+    uploads,
+    { everyMs: 500, capAfterUploadsMs: opts.capMs, interrupted: bench.interrupted },
+    async () => {
+      if (design === 'ours') {
+        const summaries = await readSummaries(source, videoIds);
+        const records = totalRecords(summaries);
+        return { records, done: records >= total, summaries };
+      }
+      const records = new Set(events().filter((e) => e.e === 'commit').map((e) => `${e.v}:${e.f}`)).size;
+      return { records, done: records >= total, summaries: [] };
     },
-    (e: unknown) => {
-      uploadError = e;
+    (p) => {
+      if (scenario === 'kill' && !kill && putDone.size >= total * opts.killAt) {
+        // Which worker committed each video's latest frame so far.
+        const held = new Map<string, string[]>();
+        const hold = (v: string, w: string) => held.set(w, [...(held.get(w) ?? []), v]);
+        if (design === 'ours') for (const s of p.summaries) if (s?.worker && s.status !== 'complete') hold(s.videoId, s.worker);
+        if (design === 'baseline') {
+          const owners = new Map<string, string>();
+          for (const e of events()) if (e.e === 'commit' && e.v) owners.set(e.v, e.w);
+          for (const [v, w] of owners) hold(v, w);
+        }
+        kill = killBusiest(busiestFirst(held), target);
+        if (kill) say(`${clock()}  >>> SIGKILL ${kill.workerId}, last to commit for ${kill.videos.join(', ')}, at ${putDone.size}/${total} uploads, ${p.records} records`);
+      }
+      if (tick()) say(`${clock()}  uploaded ${putDone.size}/${total}  recorded ${p.records}`);
     },
   );
-
-  /** Which worker committed each video's latest frame so far. */
-  const latestOwners = async (): Promise<Map<string, string>> => {
-    const owners = new Map<string, string>();
-    if (design === 'ours') {
-      for (const id of videoIds) {
-        const sum = await getSummary(source, id);
-        if (sum?.worker && sum.status !== 'complete') owners.set(id, sum.worker);
-      }
-    } else {
-      for (const e of readEvents(eventsFile)) if (e.e === 'commit' && e.v) owners.set(e.v, e.w);
-    }
-    return owners;
-  };
-  const recordedCount = async (): Promise<number> => {
-    if (design === 'ours') {
-      const sums = await Promise.all(videoIds.map((id) => getSummary(source, id)));
-      return sums.reduce((n, x) => n + (x ? x.framesOk + (x.framesLate ?? 0) + x.framesFailed + x.framesGap : 0), 0);
-    }
-    return new Set(readEvents(eventsFile).filter((e) => e.e === 'commit').map((e) => `${e.v}:${e.f}`)).size;
-  };
-
-  let kill: { atMs: number; workerId: string; videos: string[] } | undefined;
-  let outcome: RunReport['outcome'] = 'cap';
-  let lastPrint = 0;
-  for (;;) {
-    if (uploadError) throw uploadError;
-    const recorded = await recordedCount();
-    if (scenario === 'kill' && !kill && putDone.size >= total * opts.killAt) {
-      const owners = await latestOwners();
-      const byWorker = new Map<string, string[]>();
-      for (const [v, w] of owners) byWorker.set(w, [...(byWorker.get(w) ?? []), v]);
-      for (const [workerId, held] of [...byWorker].sort((a, b) => b[1].length - a[1].length)) {
-        const atMs = Date.now();
-        if (design === 'ours') {
-          const w = s.launcher.workers().find((x) => x.alive && x.workerId === workerId);
-          if (!w) continue;
-          s.launcher.kill({ pid: w.pid }, 'SIGKILL');
-        } else {
-          const w = baseline!.fleet.workers.find((x) => x.alive && x.workerId === workerId);
-          if (!w) continue;
-          baseline!.fleet.kill(w.pid, 'SIGKILL');
-          // As an auto-scaling group (or our janitor) would: a replacement at once.
-          void baseline!.fleet.spawnOne().catch((e: unknown) => workerErrors.push(`baseline replacement: ${String(e)}`));
-        }
-        kill = { atMs, workerId, videos: held };
-        say(`${clock()}  >>> SIGKILL ${workerId}, last to commit for ${held.join(', ')}, at ${putDone.size}/${total} uploads, ${recorded} records`);
-        break;
-      }
-    }
-    if (Date.now() - lastPrint >= 10_000) {
-      lastPrint = Date.now();
-      say(`${clock()}  uploaded ${putDone.size}/${total}  recorded ${recorded}`);
-    }
-    if (uploadsDoneMs !== undefined && recorded >= total) {
-      outcome = 'complete';
-      break;
-    }
-    if (uploadsDoneMs !== undefined && Date.now() > uploadsDoneMs + opts.capMs) break;
-    await sleep(500);
-  }
   const endMs = Date.now();
-  await uploading;
+  await uploads.finished;
   // Let the last EMF flush (1 s) and event lines land.
   await sleep(1_500);
   oursWaste.counting = false;
 
-  // Collect.
-  const perVideo = await Promise.all(videoIds.map((id) => allResults(source, id)));
-  const events = design === 'baseline' ? readEvents(eventsFile) : [];
-  const latency: number[] = [];
-  let lost = 0;
-  let recorded = 0;
-  let lastCommit = 0;
-  let idSwitches = 0;
-  let idf1Sum = 0;
-  let ownerChanges = 0;
-  for (const [i, id] of videoIds.entries()) {
-    const results = perVideo[i]!.filter((r) => r.frame >= 1);
-    const byFrame = new Map(results.map((r) => [r.frame, r]));
-    for (let f = 1; f <= opts.frames; f++) {
-      const r = byFrame.get(f);
-      if (!r || String(r.status) === 'gap') {
-        lost++;
-        continue;
-      }
-      recorded++;
-      lastCommit = Math.max(lastCommit, r.committedAtMs);
-      if (String(r.status) === 'ok') latency.push(r.committedAtMs - putDone.get(`${id}:${f}`)!);
-    }
-    const gt: MotFrame[] = videos[i]!.groundTruth.filter((g) => g.frame <= opts.frames).map((g) => ({ frame: g.frame, objects: g.objects.map((o) => ({ id: o.id, box: o.box })) }));
-    const predictions: MotFrame[] = results
-      .filter((r) => String(r.status) === 'ok' || String(r.status) === 'late')
-      .map((r) => ({ frame: r.frame, objects: r.detections.filter((d) => d.trackId !== 0).map((d) => ({ id: d.trackId, box: d.box })) }));
-    const mot = evaluateMot(gt, predictions);
-    idSwitches += mot.idSwitches;
-    idf1Sum += mot.idf1;
-    const sorted = [...results].sort((a, b) => a.frame - b.frame);
-    for (let k = 1; k < sorted.length; k++) if (sorted[k]!.worker !== sorted[k - 1]!.worker) ownerChanges++;
-  }
-  let doubled = 0;
-  if (design === 'baseline') {
-    const commits = new Map<string, number>();
-    for (const e of events) if (e.e === 'commit') commits.set(`${e.v}:${e.f}`, (commits.get(`${e.v}:${e.f}`) ?? 0) + 1);
-    for (const n of commits.values()) if (n > 1) doubled += n - 1;
-  } else {
-    for (const [i, id] of videoIds.entries()) {
-      const sum = await getSummary(source, id);
-      const counted = sum ? sum.framesOk + (sum.framesLate ?? 0) + sum.framesFailed + sum.framesGap : 0;
-      doubled += Math.max(0, counted - perVideo[i]!.filter((r) => r.frame >= 1).length);
-      void id;
-    }
-  }
-  // Frames without a record whose message is still in the baseline's queue are unfinished, not lost.
-  let unfinished = 0;
-  if (design === 'baseline' && lost > 0) {
-    const a = await s.clients.sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: baseline!.resources.queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
-    );
-    unfinished = Math.min(lost, Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0));
-  }
-  const calls = tallyCallLog(callLog[design]);
-  // The baseline's empty receives that fauxqs answered early are counted as the long polls SQS would have held.
-  const emulatorEarly = design === 'baseline' ? earlyEmptyReceives(events) : { early: 0, asLongPolls: 0 };
-  const awsCallsRaw = calls.total + producerSends;
-  const awsCalls = awsCallsRaw - emulatorEarly.early + emulatorEarly.asLongPolls;
-  const byOperation = { ...calls.byOperation, ...(design === 'baseline' ? { 'producer.sqs.SendMessageCommand': producerSends } : {}) };
-  const wastedDetail: Record<string, number> = design === 'baseline' ? { skippedForLock: events.filter((e) => e.e === 'skip').length } : { framesForwarded: oursWaste.FramesForwarded, framesDuplicate: oursWaste.FramesDuplicate };
-  let killReport: RunReport['kill'] = null;
-  if (kill) {
-    const perVideoS: Record<string, number | null> = {};
-    for (const [i, id] of videoIds.entries()) {
-      if (!kill.videos.includes(id)) continue;
-      perVideoS[id] = failoverSeconds(perVideo[i]!, kill.atMs, kill.workerId) ?? null;
-    }
-    const stalls = Object.values(perVideoS);
-    killReport = {
-      atS: (kill.atMs - uploadClock) / 1000,
-      workerId: kill.workerId,
-      videos: kill.videos,
-      failoverStallS: stalls.length > 0 && stalls.every((x) => x !== null) ? Math.max(...(stalls as number[])) : null,
-      untilEndS: (endMs - kill.atMs) / 1000,
-      perVideoS,
-    };
-  }
-  const report: RunReport = {
-    design,
-    scenario,
-    outcome,
-    framesUploaded: putDone.size,
-    framesRecorded: recorded,
-    latencyMs: { p50: percentile(latency, 50), p99: percentile(latency, 99), max: latency.length ? Math.max(...latency) : Number.NaN, frames: latency.length },
-    wastedReceives: Object.values(wastedDetail).reduce((a, b) => a + b, 0),
-    wastedDetail,
-    awsCalls,
-    awsCallsRaw,
-    awsCallsPerFrame: Math.round((awsCalls / putDone.size) * 1000) / 1000,
-    awsCallsPerRecordedFrame: recorded > 0 ? Math.round((awsCalls / recorded) * 1000) / 1000 : Number.NaN,
-    awsCallsByOperation: byOperation,
-    timeToFinishS: lost === 0 ? (lastCommit - uploadClock) / 1000 : null,
-    runS: (endMs - uploadClock) / 1000,
-    uploadsS: ((uploadsDoneMs ?? endMs) - uploadClock) / 1000,
-    framesLost: lost - unfinished,
-    framesUnfinished: unfinished,
-    framesDoubled: doubled,
-    idSwitches,
-    idf1Mean: idf1Sum / videoIds.length,
-    kill: killReport,
-    ownerChanges,
-  };
-  say(
-    `${clock()}  ${design} / ${scenario}: ${outcome}, ${recorded}/${total} recorded, latency p50 ${Math.round(report.latencyMs.p50)} ms p99 ${Math.round(report.latencyMs.p99)} ms, ` +
-      `wasted receives ${report.wastedReceives}, ${report.awsCallsPerFrame} AWS calls/frame, ID switches ${idSwitches}` +
-      (killReport ? `, failover stall ${killReport.failoverStallS ?? `> ${killReport.untilEndS.toFixed(0)}`} s` : ''),
-  );
+  const report = await measureRun({
+    stack, design, scenario, frames: opts.frames, videoIds, videos: c.videos, source, putDone, uploadClock: uploads.clockMs, uploadsDoneMs: uploads.doneMs(), endMs,
+    outcome: outcome === 'complete' ? 'complete' : 'cap', kill, events: design === 'baseline' ? events() : [], callLog: c.callLog, producerSends, oursWaste,
+    ...(baseline ? { baselineQueueUrl: baseline.resources.queueUrl } : {}),
+  });
+  say(`${clock()}  ${runLine(report, total)}`);
   return report;
 }
 
-function printTable(rs: readonly RunReport[]): void {
-  const fmtS = (v: number | null, bound?: number) => (v !== null ? `${v.toFixed(1)} s` : bound !== undefined ? `> ${bound.toFixed(0)} s` : '-');
-  const ratio = (o: number | null, b: number | null, oBound?: number, bBound?: number): string => {
-    if (o === null && b === null) return '-';
-    if (b === null) return bBound !== undefined && o !== null ? `< ${(o / bBound).toFixed(2)}` : '-';
-    if (o === null) return oBound !== undefined && b !== 0 ? `> ${(oBound / b).toFixed(2)}` : '-';
-    if (b === 0) return o === 0 ? '-' : 'inf';
-    const x = o / b;
-    return x === 0 || x >= 0.1 ? x.toFixed(2) : x.toPrecision(2);
-  };
-  const rows: (string | number)[][] = [];
-  for (const scenario of ['kill', 'calm'] as const) {
-    const b = rs.find((r) => r.design === 'baseline' && r.scenario === scenario);
-    const o = rs.find((r) => r.design === 'ours' && r.scenario === scenario);
-    const label = scenario === 'kill' ? 'kill -9' : 'no fault';
-    const line = (metric: string, get: (r: RunReport) => number | null, fmt: (r: RunReport) => string, bound?: (r: RunReport) => number | undefined) =>
-      rows.push([
-        label,
-        metric,
-        b ? fmt(b) : '-',
-        o ? fmt(o) : '-',
-        b && o ? ratio(get(o), get(b), bound?.(o), bound?.(b)) : '-',
-      ]);
-    const msOf = (v: number) => (Number.isFinite(v) ? `${Math.round(v)} ms` : '-');
-    line('latency p50', (r) => r.latencyMs.p50, (r) => msOf(r.latencyMs.p50));
-    line('latency p99', (r) => r.latencyMs.p99, (r) => msOf(r.latencyMs.p99));
-    line('wasted receives', (r) => r.wastedReceives, (r) => String(r.wastedReceives));
-    line('AWS calls / uploaded frame', (r) => r.awsCallsPerFrame, (r) => r.awsCallsPerFrame.toFixed(2));
-    line('AWS calls / recorded frame', (r) => r.awsCallsPerRecordedFrame, (r) => r.awsCallsPerRecordedFrame.toFixed(2));
-    line('time to finish', (r) => r.timeToFinishS, (r) => fmtS(r.timeToFinishS, r.runS), (r) => r.runS);
-    line('frames lost', (r) => r.framesLost, (r) => `${r.framesLost}/${r.framesUploaded}`);
-    line('frames unfinished at the cap', (r) => r.framesUnfinished, (r) => `${r.framesUnfinished}/${r.framesUploaded}`);
-    line('frames doubled', (r) => r.framesDoubled, (r) => String(r.framesDoubled));
-    line('ID switches', (r) => r.idSwitches, (r) => String(r.idSwitches));
-    line('IDF1 (mean)', (r) => r.idf1Mean, (r) => r.idf1Mean.toFixed(3));
-    if (scenario === 'kill')
-      line(
-        'failover stall',
-        (r) => r.kill?.failoverStallS ?? null,
-        (r) => (r.kill ? fmtS(r.kill.failoverStallS, r.kill.untilEndS) : '-'),
-        (r) => r.kill?.untilEndS,
-      );
-  }
-  say('');
-  for (const l of table(['scenario', 'metric', 'baseline (seed 000)', 'ours', 'ours/baseline'], rows)) say(`  ${l}`);
-  say('');
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const opts = parseCompareOptions(args);
+  if (opts) await benchMain('compare', async (bench) => ((await runCompare(opts, bench, args)).failed ? 1 : 0));
 }

@@ -16,20 +16,19 @@
  * - strays: idle, but 5 slots hold a message with no video pinned there: how many runs
  *   until the janitor has found them all and asked for their tasks.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { Janitor } from '../core/janitor.ts';
 import { LeaseStore } from '../core/aws/lease-store.ts';
 import { nullMetrics, type LaunchRequest, type LogSink, type TaskLauncher } from '../core/ports.ts';
 import { functionContext } from '../functions/shared/context.ts';
 import { startLocalStack } from '../local/stack.ts';
+import { freshCallLog, RESULTS_DIR, writeResult } from './harness/main.ts';
 
 const slotCount = Number(process.argv[2] ?? 1000);
 const runs = Number(process.argv[3] ?? 20);
-const callLog = `${process.cwd()}/.local/bench-janitor-calls.log`;
-mkdirSync('.local', { recursive: true });
-rmSync(callLog, { force: true });
-process.env.AWS_CALL_LOG = callLog;
+const callLog = freshCallLog('janitor-calls');
 
 const startedAt = performance.now();
 const stack = await startLocalStack({
@@ -169,6 +168,5 @@ try {
 } finally {
   await stack.stop();
 }
-mkdirSync('bench/results', { recursive: true });
-writeFileSync(`bench/results/janitor-calls-${slotCount}.json`, `${JSON.stringify(report, null, 2)}\n`);
+writeResult(join(RESULTS_DIR, `janitor-calls-${slotCount}.json`), report);
 console.log(JSON.stringify(report, null, 2));

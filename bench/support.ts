@@ -1,10 +1,7 @@
 /**
- * Helpers shared by the benchmarks that drive the local stack (bench/soak.ts,
- * bench/chaos.ts): seeded draws, percentiles, and what a video left behind in S3.
+ * Pure helpers shared by the benchmarks: seeded draws, percentiles, table cells and
+ * command-line numbers. The scaffolding that drives the local stack is in bench/harness/.
  */
-import type { FrameResultItem } from '../core/results.ts';
-import { listVideoObjects } from '../cli/read.ts';
-import type { LocalStack } from '../local/stack.ts';
 
 /** z-score of the 99th percentile of a standard normal. */
 export const Z99 = 2.3263478740408408;
@@ -24,21 +21,6 @@ export function percentile(values: readonly number[], p: number): number {
 
 /** A duration for a table cell; `-` when not a number. */
 export const ms = (v: number): string => (Number.isFinite(v) ? `${Math.round(v)} ms` : '-');
-
-export const sleep = (t: number): Promise<void> => new Promise((r) => setTimeout(r, t));
-
-/** Frame numbers of a video whose objects exist in the bucket now (one LIST per 1,000 keys). */
-export async function framesInS3(stack: Pick<LocalStack, 'clients' | 'wiring'>, videoId: string): Promise<Set<number>> {
-  const objects = await listVideoObjects({ clients: stack.clients, bucket: stack.wiring.bucket }, videoId);
-  return new Set(objects.map((o) => Number(/\/(\d+)\.[a-z]+$/i.exec(o.key)?.[1] ?? Number.NaN)).filter((f) => Number.isFinite(f)));
-}
-
-/** Frames whose record is a gap (old gap runs, `frame..throughFrame`, expanded). */
-export function gapFrames(results: readonly FrameResultItem[]): Set<number> {
-  const out = new Set<number>();
-  for (const r of results) if (String(r.status) === 'gap') for (let f = r.frame; f <= (r.throughFrame ?? r.frame); f++) out.add(f);
-  return out;
-}
 
 /** A numeric command-line option in [min, max]; throws naming the option otherwise. */
 export function numberOption(values: Record<string, unknown>, name: string, min: number, max: number): number {

@@ -46,6 +46,7 @@ import { startLocalStack } from '../local/stack.ts';
 import { CpuSampler } from './cpu-accounting.ts';
 import { bareModelFps } from './model-timing.ts';
 import { RANDOM_WEIGHT_THRESHOLDS, YOLOV8N_PATH as YOLO_PATH } from './yolo-fixtures.ts';
+import { sleep } from './harness/main.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({ options: { videos: { type: 'string', default: '20' }, frames: { type: 'string', default: '40' }, batches: { type: 'string', default: '1,8' }, threads: { type: 'string', default: '0,1' } } });
@@ -65,7 +66,6 @@ if (!existsSync(YOLO_PATH)) {
 }
 process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const clips = await Promise.all(
   Array.from({ length: VIDEOS }, (_, v) => generateClip({ seed: 500 + v, frames: framesPerVideo + 1, width: 640, height: 480, format: 'jpeg', objects: 6 })),

@@ -1,10 +1,10 @@
 /**
- * The chaos run's invariant checks (bench/chaos.ts checkInvariants) on made-up outcomes:
+ * The chaos run's invariant checks (bench/harness/invariants.ts checkInvariants) on made-up outcomes:
  * a clean video passes all six, and each kind of damage the run must catch is counted
  * against the right invariant. (The chaos run itself is test/chaos/chaos.test.ts, CHAOS=1.)
  */
 import { describe, expect, it } from 'vitest';
-import { checkInvariants, type VideoOutcome } from '../../bench/chaos.ts';
+import { checkInvariants, type VideoOutcome } from '../../bench/harness/invariants.ts';
 import type { FrameResultItem, FrameStatus, VideoSummaryItem } from '../../core/results.ts';
 
 const W1 = 'w1';

@@ -1,0 +1,202 @@
+/**
+ * The chaos run's fault catalogue. Each fault kind is one entry in one of four tables,
+ * by when it strikes:
+ *  - {@link FRAME_FAULTS}: drawn per frame (what is uploaded, or whether it is at all);
+ *  - {@link NOTIFICATION_FAULTS}: drawn per uploaded frame, on its S3 notification;
+ *  - {@link TIMED_FAULTS}: planned at a time during the uploads, applied to the running
+ *    stack (processes, the janitor's schedule);
+ *  - AWS errors: `AWS_FAULT_INJECTION` (core/aws/fault-injection.ts) in every process,
+ *    counted from its log by service, error and role.
+ * A new kind is a new entry: the plan draws it, the uploader and the fault timeline apply
+ * it, and the report counts it and says what its frames ended as, by its `kind` label.
+ * Entries are drawn in table order, and a seed replays its plan only while the order of
+ * the draws stays: add new kinds at the end of a table.
+ */
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { rng } from '../../core/random.ts';
+import type { LocalStack, NotificationFault } from '../../local/stack.ts';
+import { sleep, type Bench } from '../harness/main.ts';
+import type { ChaosOptions } from './plan.ts';
+
+/** What a plan is drawn against. */
+export interface PlanContext {
+  readonly o: ChaosOptions;
+  readonly reorderWaitMs: number;
+  readonly slotLeaseMs: number;
+}
+
+/** A frame's upload as planned. */
+export interface PlannedUpload {
+  readonly videoId: string;
+  readonly frame: number;
+  /** When the uploader may PUT it (ms after the upload clock starts). */
+  readonly dueMs: number;
+  /** The {@link FrameFault} drawn for it, by kind. */
+  readonly frameFault?: string;
+  /** Values the frame fault drew (e.g. `deleteAfterMs`). */
+  readonly detail?: Readonly<Record<string, number>>;
+  /** Its due time was swapped with a neighbour's (a shuffled window). */
+  readonly shuffled?: boolean;
+  /** The {@link NotificationFaultKind} drawn for it, by kind, and what the notifier does. */
+  readonly notificationFault?: string;
+  readonly notification?: NotificationFault;
+}
+
+/** What applying a fault to the running stack needs. */
+export interface FaultContext {
+  readonly o: ChaosOptions;
+  readonly stack: LocalStack;
+  readonly bench: Bench;
+  /** Draws at run time (which worker), seeded. */
+  readonly rand: () => number;
+  /** Workers that own an unfinished video, per the latest summaries. */
+  readonly owners: () => ReadonlySet<string>;
+  readonly stopped: () => boolean;
+  /** Work a fault leaves running (a SIGCONT later, a delete): awaited before the collection. */
+  readonly pending: Promise<unknown>[];
+  /** The janitor's schedule: asks it to skip its next scheduled run. */
+  readonly skipJanitorRun: () => void;
+}
+
+/** A fault drawn per frame: `share` of the frames (never frame 1), in table order. */
+export interface FrameFault {
+  readonly kind: string;
+  readonly share: (o: ChaosOptions) => number;
+  /** The frame is never uploaded (it must end as `gap`). */
+  readonly neverUploaded?: boolean;
+  /** Values drawn right after the frame's own draw. */
+  readonly draw?: (rand: () => number, ctx: PlanContext) => Record<string, number>;
+  /** Drawn after the notification's draws: how much later than planned the frame is put. */
+  readonly holdBackMs?: (rand: () => number, ctx: PlanContext) => number;
+  /** What is put instead of a valid JPEG. */
+  readonly body?: (u: PlannedUpload, seed: number) => Uint8Array;
+  /** Runs after the PUT (and is awaited before the collection). */
+  readonly afterPut?: (stack: LocalStack, u: PlannedUpload, key: string) => Promise<unknown>;
+}
+
+export const FRAME_FAULTS: readonly FrameFault[] = [
+  {
+    kind: 'frame corrupt',
+    share: (o) => o.corruptShare,
+    // Random bytes behind a JPEG marker: sniffed as a JPEG, fails to decode.
+    body: (u, seed) => {
+      const r = rng(seed + u.frame * 131 + u.videoId.length);
+      return Uint8Array.from([0xff, 0xd8, 0xff, 0xe0, ...Array.from({ length: 600 }, () => Math.floor(r() * 256))]);
+    },
+  },
+  { kind: 'frame zero-byte', share: (o) => o.zeroShare, body: () => new Uint8Array(0) },
+  {
+    kind: 'object unreadable (deleted)',
+    share: (o) => o.unreadableShare,
+    // Deleted shortly after its PUT: the notification points at an object that is gone.
+    draw: (rand) => ({ deleteAfterMs: Math.round(rand() * 400) }),
+    afterPut: (stack, u, key) => sleep(u.detail!.deleteAfterMs!).then(() => stack.clients.s3.send(new DeleteObjectCommand({ Bucket: stack.wiring.bucket, Key: key }))),
+  },
+  {
+    kind: 'upload late',
+    share: (o) => o.lateShare,
+    // Held back 3-6 x reorderWaitMs: first gapped, then committed `late`.
+    holdBackMs: (rand, ctx) => (3 + rand() * 3) * ctx.reorderWaitMs,
+  },
+  { kind: 'frame never uploaded', share: (o) => o.lostShare, neverUploaded: true },
+];
+
+/** A fault on a frame's S3 notification, drawn per uploaded frame (never frame 1), in table order. */
+export interface NotificationFaultKind {
+  readonly kind: string;
+  readonly share: (o: ChaosOptions) => number;
+  readonly make: (rand: () => number, ctx: PlanContext) => NotificationFault;
+}
+
+export const NOTIFICATION_FAULTS: readonly NotificationFaultKind[] = [
+  { kind: 'notification dropped', share: (o) => o.dropShare, make: () => ({ kind: 'drop' }) },
+  { kind: 'notification duplicated', share: (o) => o.duplicateShare, make: (rand, c) => ({ kind: 'duplicate', afterMs: Math.round(rand() * 2 * c.reorderWaitMs) }) },
+  { kind: 'notification delayed', share: (o) => o.delayShare, make: (rand, c) => ({ kind: 'delay', ms: Math.round((1 + rand() * 2) * c.reorderWaitMs) }) },
+];
+
+/** A fault planned at a time, applied to the running stack. */
+export interface TimedFault {
+  readonly kind: string;
+  readonly count: (o: ChaosOptions) => number;
+  /** Values drawn right after its time (a pause's length). */
+  readonly draw?: (rand: () => number, ctx: PlanContext) => Record<string, number>;
+  /** Applies it; returns what it hit, or why it was not applied (`skipped`). */
+  readonly apply: (ctx: FaultContext, detail: Readonly<Record<string, number>>) => Promise<AppliedDetail>;
+}
+
+/** What a timed fault hit. */
+export interface AppliedDetail {
+  readonly worker?: string;
+  readonly slot?: number;
+  readonly pid?: number;
+  readonly pauseMs?: number;
+  readonly skipped?: string;
+}
+
+/**
+ * A live, running worker, preferring one that owns an unfinished video. Every worker may
+ * be dead or frozen by earlier faults: waits up to 10 s for a successor.
+ */
+async function pickWorker(ctx: FaultContext): Promise<ReturnType<LocalStack['launcher']['workers']>[number] | undefined> {
+  for (let tries = 0; tries < 20 && !ctx.stopped(); tries++) {
+    const running = ctx.stack.launcher.workers().filter((w) => w.alive && !w.paused);
+    const owners = ctx.owners();
+    const preferred = running.filter((w) => owners.has(w.workerId));
+    const pool = preferred.length ? preferred : running;
+    if (pool.length > 0) return pool[Math.floor(ctx.rand() * pool.length)]!;
+    await sleep(500);
+  }
+  return undefined;
+}
+
+/** SIGSTOP a worker, SIGCONT after `pauseMs`. */
+async function pause(ctx: FaultContext, pauseMs: number): Promise<AppliedDetail> {
+  const w = await pickWorker(ctx);
+  if (!w) return { skipped: 'no running worker' };
+  const { bench, stack } = ctx;
+  stack.launcher.kill({ pid: w.pid }, 'SIGSTOP');
+  bench.say(`${bench.clock()}  >>> SIGSTOP ${w.workerId} (slot ${w.slot}, pid ${w.pid}) for ${(pauseMs / 1000).toFixed(1)} s (lease ${stack.tunables.slotLeaseTtlSeconds} s)`);
+  ctx.pending.push(
+    sleep(pauseMs).then(() => {
+      stack.launcher.kill({ pid: w.pid }, 'SIGCONT');
+      bench.say(`${bench.clock()}  >>> SIGCONT ${w.workerId} (pid ${w.pid})`);
+    }),
+  );
+  return { worker: w.workerId, slot: w.slot, pid: w.pid, pauseMs };
+}
+
+export const TIMED_FAULTS: readonly TimedFault[] = [
+  {
+    kind: 'kill -9',
+    count: (o) => o.kills,
+    apply: async (ctx) => {
+      const w = await pickWorker(ctx);
+      if (!w) return { skipped: 'no running worker' };
+      ctx.stack.launcher.kill({ pid: w.pid }, 'SIGKILL');
+      ctx.bench.say(`${ctx.bench.clock()}  >>> kill -9 ${w.workerId} (slot ${w.slot}, pid ${w.pid})`);
+      return { worker: w.workerId, slot: w.slot, pid: w.pid };
+    },
+  },
+  {
+    kind: 'SIGSTOP/SIGCONT < lease',
+    count: (o) => o.shortPauses,
+    draw: (rand, c) => ({ pauseMs: Math.round(500 + rand() * 0.4 * c.slotLeaseMs) }),
+    apply: (ctx, d) => pause(ctx, d.pauseMs!),
+  },
+  {
+    // Past the lease: the slot is taken over, and the worker comes back a zombie.
+    kind: 'SIGSTOP/SIGCONT > lease',
+    count: (o) => o.longPauses,
+    draw: (rand, c) => ({ pauseMs: Math.round(c.slotLeaseMs + 2_000 + rand() * 5_000) }),
+    apply: (ctx, d) => pause(ctx, d.pauseMs!),
+  },
+  {
+    kind: 'janitor run skipped',
+    count: (o) => o.janitorSkips,
+    apply: async (ctx) => {
+      ctx.skipJanitorRun();
+      ctx.bench.say(`${ctx.bench.clock()}  >>> skip the janitor's next scheduled run`);
+      return {};
+    },
+  },
+];

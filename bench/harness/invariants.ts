@@ -1,0 +1,135 @@
+/**
+ * The chaos run's invariants, checked on what the pipeline left behind (bench/chaos.ts),
+ * pure so that test/chaos/invariants.test.ts checks them on made-up damage:
+ *  1. every uploaded frame has exactly one record (and a frame never uploaded, none or a `gap`);
+ *  2. no frame whose object exists in S3 at the end has a `gap` record;
+ *  3. every record's token >= the token of the lease that held the video when the frame
+ *     was written: the summary's owner history says which tenure covers each frame (an
+ *     owner holds frames from its `fromFrame`), and the record's token must be at least
+ *     that owner's, and one of the owners' tokens;
+ *  4. no two owners' tenures overlap: each token belongs to one worker, owner tokens rise,
+ *     and in-order (non-`late`) records never go down in token along the frames;
+ *  5. summaries equal the records they summarise (ok, late, failed, gap counts);
+ *  6. track IDs equal an uninterrupted run's on frames processed in order (`ok`), with the
+ *     `stats` processor, whose track ID counts the frames a video's state has seen.
+ */
+import { MAX_OWNER_HISTORY } from '../../core/checkpoint.ts';
+import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
+import { gapFrames } from './collect.ts';
+
+
+export interface InvariantResult {
+  readonly name: string;
+  /** Items checked (frames, records, summaries). */
+  readonly checked: number;
+  readonly violations: number;
+  /** Up to 10 descriptions of violations, for the report. */
+  readonly examples: readonly string[];
+}
+
+class Tally {
+  checked = 0;
+  violations = 0;
+  readonly examples: string[] = [];
+  readonly name: string;
+  constructor(name: string) {
+    this.name = name;
+  }
+  check(ok: boolean, what: () => string): void {
+    this.checked++;
+    if (ok) return;
+    this.violations++;
+    if (this.examples.length < 10) this.examples.push(what());
+  }
+  result(): InvariantResult {
+    return { name: this.name, checked: this.checked, violations: this.violations, examples: this.examples };
+  }
+}
+
+/** The video's state as the run left it. */
+export interface VideoOutcome {
+  readonly videoId: string;
+  readonly uploaded: ReadonlySet<number>;
+  /** Frames never uploaded (their record, if any, must be a gap). */
+  readonly neverUploaded: ReadonlySet<number>;
+  readonly records: readonly FrameResultItem[];
+  readonly summary: VideoSummaryItem | undefined;
+  readonly inS3: ReadonlySet<number>;
+}
+
+/** Checks the six invariants over every video's outcome. Pure: unit-testable on made-up records. */
+export function checkInvariants(videos: readonly VideoOutcome[]): InvariantResult[] {
+  const once = new Tally('every uploaded frame has exactly one record');
+  const gapButExists = new Tally('no frame whose object exists ends as gap');
+  const tokenAtWrite = new Tally("every record's token >= the token of the lease that held the video when it was written");
+  const tenures = new Tally("no two owners' tenures overlap for a video");
+  const summaries = new Tally('summaries equal the records they summarise');
+  const tracks = new Tally("track IDs equal an uninterrupted run's on frames processed in order");
+  for (const v of videos) {
+    const perFrame = new Map<number, number>();
+    for (const r of v.records) perFrame.set(r.frame, (perFrame.get(r.frame) ?? 0) + 1);
+    for (const f of v.uploaded) once.check(perFrame.get(f) === 1, () => `${v.videoId}/${f}: ${perFrame.get(f) ?? 0} records`);
+    for (const [f, n] of perFrame) {
+      if (v.uploaded.has(f)) continue;
+      const status = v.records.find((r) => r.frame === f)?.status;
+      once.check(v.neverUploaded.has(f) && n === 1 && status === 'gap', () => `${v.videoId}/${f}: ${n} record(s) (${status}) for a frame never uploaded`);
+    }
+
+    const gaps = gapFrames(v.records);
+    for (const f of v.inS3) gapButExists.check(!gaps.has(f), () => `${v.videoId}/${f}: object exists, record is gap`);
+
+    const owners = [...(v.summary?.owners ?? [])];
+    const historyComplete = (v.summary?.ownerChanges ?? 0) <= MAX_OWNER_HISTORY;
+    const ownerTokens = new Set(owners.map((o) => o.token));
+    const sortedRecords = [...v.records].sort((a, b) => a.frame - b.frame);
+    for (const r of sortedRecords) {
+      // The tenure covering frame r.frame: the last owner that took the video at or below it.
+      let holder = owners[0];
+      for (const o of owners) if ((o.fromFrame ?? Number.NEGATIVE_INFINITY) <= r.frame) holder = o;
+      tokenAtWrite.check(
+        holder !== undefined && r.token >= holder.token && (!historyComplete || ownerTokens.has(r.token)),
+        () => `${v.videoId}/${r.frame} (${r.status}): token ${r.token} by ${r.worker}; lease holder for this frame: ${holder ? `${holder.worker} token ${holder.token} from frame ${holder.fromFrame}` : 'none'}`,
+      );
+    }
+
+    const workerOfToken = new Map<number, string>();
+    let prev: (typeof owners)[number] | undefined;
+    for (const o of owners) {
+      tenures.check(!prev || o.token > prev.token, () => `${v.videoId}: owner ${o.worker} token ${o.token} after ${prev!.worker} token ${prev!.token}`);
+      tenures.check(!workerOfToken.has(o.token) || workerOfToken.get(o.token) === o.worker, () => `${v.videoId}: token ${o.token} held by ${workerOfToken.get(o.token)} and ${o.worker}`);
+      workerOfToken.set(o.token, o.worker);
+      prev = o;
+    }
+    let lastToken = Number.NEGATIVE_INFINITY;
+    let lastFrame = 0;
+    for (const r of sortedRecords) {
+      const owner = workerOfToken.get(r.token);
+      tenures.check(owner === undefined || owner === r.worker, () => `${v.videoId}/${r.frame}: token ${r.token} is ${owner}'s, record written by ${r.worker}`);
+      if (owner === undefined) workerOfToken.set(r.token, r.worker);
+      // A late record is written whenever its frame arrives, under the token of that moment.
+      if (r.status === 'late') continue;
+      tenures.check(r.token >= lastToken, () => `${v.videoId}/${r.frame}: in-order record under token ${r.token} after frame ${lastFrame} under token ${lastToken}`);
+      lastToken = r.token;
+      lastFrame = r.frame;
+    }
+
+    const count = (s: string) => v.records.filter((r) => String(r.status) === s).length;
+    const s = v.summary;
+    summaries.check(s !== undefined, () => `${v.videoId}: no summary`);
+    if (s) {
+      const got = { ok: s.framesOk, late: s.framesLate ?? 0, failed: s.framesFailed, gap: s.framesGap };
+      const want = { ok: count('ok'), late: count('late'), failed: count('failed'), gap: gaps.size };
+      summaries.check(JSON.stringify(got) === JSON.stringify(want), () => `${v.videoId}: summary ${JSON.stringify(got)}, records ${JSON.stringify(want)}`);
+    }
+
+    let k = 0;
+    for (const r of sortedRecords) {
+      if (r.status !== 'ok') continue;
+      k++;
+      const id = r.detections[0]?.trackId;
+      tracks.check(id === k, () => `${v.videoId}/${r.frame}: track ID ${id}, an in-order run gives ${k} (token ${r.token}, ${r.worker})`);
+    }
+  }
+  return [once, gapButExists, tokenAtWrite, tenures, summaries, tracks].map((t) => t.result());
+}
+
