@@ -74,8 +74,9 @@ export class FrameStore {
           if (!o.Key) continue;
           lastName = o.Key.slice(prefix.length);
           const parsed = parseFrameKey(o.Key);
-          if (parsed?.kind !== 'frame' || parsed.frame < fromFrame) continue;
+          if (parsed.kind !== 'frame') continue;
           if (stemOfKey(o.Key) !== frameStem(parsed.frame, pad)) forms = false;
+          if (parsed.frame < fromFrame) continue;
           if (!frames.has(parsed.frame)) frames.set(parsed.frame, { frame: parsed.frame, bucket, key: o.Key, sizeBytes: Number(o.Size ?? 0) });
         }
         token = r.IsTruncated ? r.NextContinuationToken : undefined;

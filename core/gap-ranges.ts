@@ -2,7 +2,7 @@
  * The frames a video recorded as `gap`, kept in its checkpoint so that a later S3 listing
  * can find the objects that came after their gap (docs/decisions.md, "Gaps are re-checked
  * against S3"): a sorted list of inclusive ranges, so a run of missing frames costs one
- * entry, and never more than {@link MAX_GAP_RANGES} entries (about 9 KB at 15-digit
+ * entry, and never more than {@link MAX_GAP_RANGES} entries (about 4.5 KB at 15-digit
  * frame numbers, well inside the checkpoint budget of core/commit-packing.ts).
  *
  * Past the bound, the two ranges with the smallest hole between them are merged into one
@@ -15,7 +15,7 @@
 export type GapRange = [from: number, through: number] | [from: number, through: number, mixed: 1];
 
 /** Most ranges a checkpoint keeps; see the module comment for what happens beyond. */
-export const MAX_GAP_RANGES = 256;
+export const MAX_GAP_RANGES = 128;
 
 /** Whether `frame` lies in a range: `exact` (a recorded gap), `mixed` (maybe one), or not at all. */
 export function gapKind(gaps: readonly GapRange[], frame: number): 'exact' | 'mixed' | undefined {

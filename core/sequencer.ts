@@ -348,7 +348,8 @@ export class VideoSequencer {
     let lateFrames = 0;
     const verify: FrameRef[] = [];
     for (const r of existing) {
-      if (r.frame > covered || (s.firstFrame !== null && r.frame >= s.nextFrame)) continue;
+      // Listed means it exists, covered or not; only absence needs the coverage.
+      if (s.firstFrame !== null && r.frame >= s.nextFrame) continue;
       const kind = gapKind(s.gaps, r.frame);
       if (kind === 'exact') {
         this.addLate(r, true);
