@@ -361,7 +361,9 @@ export class VideoSequencer {
       if (first === undefined) s.recheck = null;
       else if (fromFrame <= first) {
         if (covered >= s.gaps.at(-1)![1]) s.recheck = null;
-        else s.recheck = { fromFrame: Math.max(s.recheck.fromFrame, covered + 1), atMs: nowMs };
+        // A listing that proved nothing still moves past one gap: a re-check must never hold
+        // the completing step for ever (the fallback for what it skipped is `affinity reconcile`).
+        else s.recheck = { fromFrame: Math.max(s.recheck.fromFrame, covered + 1, first + 1), atMs: nowMs };
       }
     }
     return { lateFrames, verify, recheckDone: this.gapsToRecheck() === undefined };

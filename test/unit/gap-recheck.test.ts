@@ -136,6 +136,17 @@ describe('VideoSequencer: gaps are re-checked before completion', () => {
     expect(seq.listingNeeded(now + WAIT)).toEqual({ fromFrame: 9, why: 'recheck', throughFrame: 9 });
     expect(seq.learnRecheck(9, [ref(9)], 12, now + WAIT)).toEqual({ lateFrames: 1, verify: [], recheckDone: true });
   });
+
+  it('a re-check listing that proves nothing still moves on, so the completing step is never held for ever', () => {
+    const { seq, at } = streamWithGaps(12, [2, 9]);
+    // A listing that covered nothing (it saw no key at or after frame 2).
+    seq.learnRecheck(2, [], 1, at);
+    expect(seq.gapsToRecheck()).toEqual({ fromFrame: 9, toFrame: 9, frames: 1 });
+    seq.learnRecheck(9, [], 8, at + WAIT);
+    expect(seq.gapsToRecheck()).toBeUndefined();
+    seq.take(at + WAIT);
+    expect(seq.isComplete()).toBe(true);
+  });
 });
 
 describe('VideoSequencer: gaps re-checked at idle release', () => {
@@ -143,7 +154,8 @@ describe('VideoSequencer: gaps re-checked at idle release', () => {
     { name: 'nothing new: done', listed: [], coveredThrough: Number.MAX_SAFE_INTEGER, late: [], done: true },
     { name: 'one gap object arrived: late, replacing it', listed: [5], coveredThrough: Number.MAX_SAFE_INTEGER, late: ['late5*'], done: true },
     { name: 'both arrived', listed: [2, 5], coveredThrough: Number.MAX_SAFE_INTEGER, late: ['late2*', 'late5*'], done: true },
-    { name: 'a frame listed beyond what the listing proves is still taken (it exists), the re-check goes on', listed: [5], coveredThrough: 1, late: ['late5*'], done: false },
+    { name: 'a frame listed beyond what the listing proves is still taken (it exists)', listed: [5], coveredThrough: 3, late: ['late5*'], done: true },
+    { name: 'a listing that covers part of the gaps leaves the rest due', listed: [], coveredThrough: 3, late: [], done: false },
     { name: 'frames that are no gaps are left alone', listed: [1, 3, 4], coveredThrough: Number.MAX_SAFE_INTEGER, late: [], done: true },
   ];
   it.each(cases)('$name', ({ listed, coveredThrough, late, done }) => {
