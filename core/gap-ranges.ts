@@ -69,6 +69,35 @@ export function gapFramesFrom(gaps: readonly GapRange[], from: number): number {
   return n;
 }
 
+/** A re-check in progress: gaps from `fromFrame` on are still to be listed; `atMs`, when it last listed. */
+export interface RecheckCursor {
+  fromFrame: number;
+  atMs: number | null;
+}
+
+/** What the due re-check must cover, or undefined when none is due (or no gap is left to check). */
+export function recheckSpan(gaps: readonly GapRange[], recheck: RecheckCursor | null): { fromFrame: number; toFrame: number; frames: number } | undefined {
+  if (recheck === null) return undefined;
+  const fromFrame = firstGapFrom(gaps, recheck.fromFrame);
+  if (fromFrame === undefined) return undefined;
+  return { fromFrame, toFrame: gaps.at(-1)![1], frames: gapFramesFrom(gaps, fromFrame) };
+}
+
+/**
+ * The re-check after a listing from `fromFrame` that proved everything up to `covered`:
+ * done (null) once every gap is covered, else moved on. A listing that started above the
+ * next gap to check does not count. One that proved nothing still moves past one gap: a
+ * re-check must never hold a video's completion for ever (`affinity reconcile` is the
+ * fallback for what it skipped).
+ */
+export function advanceRecheck(gaps: readonly GapRange[], recheck: RecheckCursor | null, fromFrame: number, covered: number, nowMs: number): RecheckCursor | null {
+  if (recheck === null) return null;
+  const first = firstGapFrom(gaps, recheck.fromFrame);
+  if (first === undefined || (covered >= gaps.at(-1)![1] && fromFrame <= first)) return null;
+  if (fromFrame > first) return recheck;
+  return { fromFrame: Math.max(recheck.fromFrame, covered + 1, first + 1), atMs: nowMs };
+}
+
 function rangeOf(gaps: readonly GapRange[], frame: number): number | undefined {
   let a = 0;
   let b = gaps.length - 1;

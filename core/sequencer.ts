@@ -34,7 +34,7 @@
  * blocked while any of its messages is in flight), and a new owner re-fetches from S3.
  */
 
-import { addGap, firstGapFrom, gapFramesFrom, gapKind, removeGap, type GapRange } from './gap-ranges.ts';
+import { addGap, advanceRecheck, gapKind, recheckSpan, removeGap, type GapRange } from './gap-ranges.ts';
 import {
   emptySequencerState,
   MIN_LISTING_INTERVAL_MS,
@@ -153,11 +153,7 @@ export class VideoSequencer {
    * result to {@link learnRecheck}.
    */
   gapsToRecheck(): GapRecheck | undefined {
-    const s = this.state;
-    if (s.recheck === null) return undefined;
-    const fromFrame = firstGapFrom(s.gaps, s.recheck.fromFrame);
-    if (fromFrame === undefined) return undefined;
-    return { fromFrame, toFrame: s.gaps.at(-1)![1], frames: gapFramesFrom(s.gaps, fromFrame) };
+    return recheckSpan(this.state.gaps, this.state.recheck);
   }
 
   /**
@@ -356,16 +352,7 @@ export class VideoSequencer {
         lateFrames++;
       } else if (kind === 'mixed') verify.push(plainRef(r));
     }
-    if (s.recheck !== null) {
-      const first = firstGapFrom(s.gaps, s.recheck.fromFrame);
-      if (first === undefined) s.recheck = null;
-      else if (fromFrame <= first) {
-        if (covered >= s.gaps.at(-1)![1]) s.recheck = null;
-        // A listing that proved nothing still moves past one gap: a re-check must never hold
-        // the completing step for ever (the fallback for what it skipped is `affinity reconcile`).
-        else s.recheck = { fromFrame: Math.max(s.recheck.fromFrame, covered + 1, first + 1), atMs: nowMs };
-      }
-    }
+    s.recheck = advanceRecheck(s.gaps, s.recheck, fromFrame, covered, nowMs);
     return { lateFrames, verify, recheckDone: this.gapsToRecheck() === undefined };
   }
 
