@@ -4,6 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CliError, processIo, type Io } from './io.ts';
+import { reconcileCommand } from './commands/reconcile.ts';
 import { releaseCommand } from './commands/release.ts';
 import { renderCommand } from './commands/render.ts';
 import { redriveCommand, type RedriveQueues } from './commands/redrive.ts';
@@ -154,6 +155,19 @@ router rejects as bad input go straight back to the ingest DLQ with their reason
       const slot = intFlag(v, 'slot');
       return redriveCommand(t, { queue: queue as RedriveQueues, ...(slot !== undefined ? { slot } : {}) }, io);
     },
+  },
+  reconcile: {
+    usage: 'reconcile <id> [--dry-run]',
+    summary: 're-check a video against S3: frames whose object exists but whose record is a gap or missing',
+    details: `Lists the video's objects and reads its records; a frame whose object exists but whose record is
+\`gap\` (its object came after its gap, and its notification was lost), or that has no record at all, is
+re-sent to the ingest queue with a fresh replay tag so FIFO deduplication does not drop it. The owning
+worker processes it as \`late\` and its record replaces the gap. Safe to repeat; changes no lease.
+
+  --dry-run   print what would be re-sent, send nothing`,
+    positionals: ['id'],
+    options: { 'dry-run': { type: 'boolean' } },
+    run: (t, [id], v, io) => reconcileCommand(t, { videoId: id!, dryRun: Boolean(v['dry-run']) }, io),
   },
   render: {
     usage: 'render <id> [--out DIR] [--max-frames N]',

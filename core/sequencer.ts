@@ -23,125 +23,38 @@
  *   lowest frame that exists for it: decided `reorderWaitMs` after its first frame is
  *   seen (at once when that frame is 0), from the buffer and a listing.
  *
+ * - **Gaps are re-checked.** The frames recorded as `gap` are kept (core/gap-ranges.ts).
+ *   One listing re-checks them before the video completes (the step that would complete
+ *   it waits for that listing), and the worker asks for one when it releases the video
+ *   idle ({@link VideoSequencer.gapsToRecheck}): an object that came after its gap, whose
+ *   notification was lost, is then processed as `late` and its record replaces the gap.
+ *
  * The state holds only references (S3 keys), never image bytes, and is part of the
  * checkpoint: the worker deletes the messages of buffered frames (an SQS FIFO group is
  * blocked while any of its messages is in flight), and a new owner re-fetches from S3.
  */
 
-/** A frame known to exist in S3 but not yet processed. */
-export interface FrameRef {
-  readonly frame: number;
-  readonly bucket: string;
-  readonly key: string;
-  readonly sizeBytes: number;
-}
+import { addGap, advanceRecheck, gapKind, recheckSpan, removeGap, type GapRange } from './gap-ranges.ts';
+import {
+  emptySequencerState,
+  MIN_LISTING_INTERVAL_MS,
+  QUIET_WAITS,
+  STRAY_QUIET_WAITS,
+  SUPPORT_FRAMES,
+  SUPPORT_WINDOW_FRAMES,
+  type FrameRef,
+  type GapRecheck,
+  type KnownFrame,
+  type LateFrame,
+  type ListingLesson,
+  type ListingRequest,
+  type OfferResult,
+  type SequencedStep,
+  type SequencerOptions,
+  type SequencerState,
+} from './sequencer-state.ts';
 
-/** A frame known to exist, with when it became known (notification or listing), epoch ms. */
-export interface KnownFrame extends FrameRef {
-  readonly seenAtMs: number;
-}
-
-/** A late frame waiting to be processed, and whether its record replaces a gap. */
-export interface LateFrame extends FrameRef {
-  readonly replacesGap: boolean;
-}
-
-/** Serialisable sequencer state; lives inside the video checkpoint. */
-export interface SequencerState {
-  /** Frame number the video starts at; null while the automatic start is undecided. */
-  firstFrame: number | null;
-  /** When the first frame of the video became known (automatic start), epoch ms. */
-  firstSeenAtMs: number | null;
-  /** Next frame the tracker expects (meaningless while `firstFrame` is null). */
-  nextFrame: number;
-  /** Known frames at or after `nextFrame`, ascending, no duplicates. */
-  buffered: KnownFrame[];
-  /** Late frames to process (below `nextFrame`), ascending, no duplicates. */
-  late: LateFrame[];
-  /** Last frame number, from the end-of-stream marker. */
-  endFrame: number | null;
-  /** When a frame of this video last became known, epoch ms. */
-  lastArrivalMs: number | null;
-  /** The latest S3 listing: frames `from..through` did not exist at `atMs`. */
-  absent: { from: number; through: number; atMs: number } | null;
-  /** When the latest listing was made (rate limit), epoch ms. */
-  listedAtMs: number | null;
-}
-
-export type OfferResult =
-  | 'accepted'
-  | 'duplicate'
-  /** Below `nextFrame` (or the chosen start): late or a duplicate; the record decides (see {@link VideoSequencer.addLate}). */
-  | 'below'
-  /** Beyond the end marker; rejected unless it already has a record. */
-  | 'after-end'
-  /** Below an explicitly configured `firstFrameNumber`; rejected unless it already has a record. */
-  | 'before-first';
-
-export type SequencedStep =
-  | { readonly type: 'frame'; readonly ref: FrameRef }
-  | { readonly type: 'late'; readonly ref: LateFrame }
-  /** Frame `frame` does not exist: the watermark passed it and a listing confirmed it. */
-  | { readonly type: 'gap'; readonly frame: number; readonly reason: 'missing-frame' }
-  | { readonly type: 'reject'; readonly ref: FrameRef; readonly reason: 'after-end-of-stream' | 'before-first-frame' };
-
-export interface SequencerOptions {
-  readonly reorderWaitMs: number;
-  readonly reorderBufferFrames: number;
-  /** Where every video starts; a negative value means automatic (the lowest frame that exists). */
-  readonly firstFrameNumber: number;
-}
-
-/** Known frames needed near the next known frame before the frames below it count as overdue. */
-export const SUPPORT_FRAMES = 2;
-/** How far above the next known frame supporting frames may lie. */
-export const SUPPORT_WINDOW_FRAMES = 8;
-/** A video quiet for this many reorder waits, with frames outstanding, makes its missing frame overdue. */
-export const QUIET_WAITS = 2;
-/**
- * The same, when the only evidence is frames far ahead without support (a stray) and no
- * end marker: a pause of the uploader must not turn everything below a stray into gaps
- * (60 s at the default wait). A stray with nothing after it is still settled, not kept.
- */
-export const STRAY_QUIET_WAITS = 12;
-/** Least time between two listings of one video, ms. */
-export const MIN_LISTING_INTERVAL_MS = 1_000;
-
-/** A request to list the video's objects from `fromFrame` on. */
-export interface ListingRequest {
-  readonly fromFrame: number;
-  readonly why: 'start' | 'overdue';
-}
-
-export function emptySequencerState(firstFrameNumber = -1): SequencerState {
-  const explicit = firstFrameNumber >= 0;
-  return {
-    firstFrame: explicit ? firstFrameNumber : null,
-    firstSeenAtMs: null,
-    nextFrame: explicit ? firstFrameNumber : 0,
-    buffered: [],
-    late: [],
-    endFrame: null,
-    lastArrivalMs: null,
-    absent: null,
-    listedAtMs: null,
-  };
-}
-
-/** Fills fields a checkpoint written by an older version lacks. */
-export function upgradeSequencerState(s: Partial<SequencerState> & Pick<SequencerState, 'nextFrame'>): SequencerState {
-  return {
-    firstFrame: s.firstFrame ?? null,
-    firstSeenAtMs: s.firstSeenAtMs ?? null,
-    nextFrame: s.nextFrame,
-    buffered: (s.buffered ?? []).map((b) => ({ ...b, seenAtMs: b.seenAtMs ?? 0 })),
-    late: s.late ?? [],
-    endFrame: s.endFrame ?? null,
-    lastArrivalMs: s.lastArrivalMs ?? null,
-    absent: s.absent ?? null,
-    listedAtMs: s.listedAtMs ?? null,
-  };
-}
+export * from './sequencer-state.ts';
 
 export class VideoSequencer {
   private readonly state: SequencerState;
@@ -188,6 +101,8 @@ export class VideoSequencer {
     if (s.endFrame !== null && ref.frame > s.endFrame) return 'after-end';
     this.insert({ ...ref, seenAtMs: nowMs });
     s.lastArrivalMs = nowMs;
+    // News since the last re-check: an object held back behind a gap may have come too.
+    this.recheckDue();
     s.firstSeenAtMs ??= nowMs;
     return 'accepted';
   }
@@ -199,6 +114,7 @@ export class VideoSequencer {
   addLate(ref: FrameRef, replacesGap: boolean): void {
     const s = this.state;
     if (s.late.some((l) => l.frame === ref.frame)) return;
+    removeGap(s.gaps, ref.frame);
     const at = s.late.findIndex((l) => l.frame > ref.frame);
     const entry: LateFrame = { frame: ref.frame, bucket: ref.bucket, key: ref.key, sizeBytes: ref.sizeBytes, replacesGap };
     if (at === -1) s.late.push(entry);
@@ -210,10 +126,48 @@ export class VideoSequencer {
     this.state.endFrame = endFrame;
   }
 
-  /** True once every frame from the start up to the end marker has been emitted. */
+  /** True once every frame from the start up to the end marker has been emitted, and the gaps re-checked. */
   isComplete(): boolean {
     const s = this.state;
-    return s.firstFrame !== null && s.endFrame !== null && s.nextFrame > s.endFrame && s.buffered.length === 0 && s.late.length === 0;
+    return (
+      s.firstFrame !== null &&
+      s.endFrame !== null &&
+      s.nextFrame > s.endFrame &&
+      s.buffered.length === 0 &&
+      s.late.length === 0 &&
+      this.gapsToRecheck() === undefined
+    );
+  }
+
+  /** The recorded gaps (a copy), for logs and tests. */
+  get gaps(): readonly GapRange[] {
+    return structuredClone(this.state.gaps);
+  }
+
+  /**
+   * What one listing must cover to re-check the gaps, or undefined when no re-check is
+   * due. Due once gaps were recorded or frames arrived since the last re-check. The
+   * sequencer asks for it by itself before the video completes ({@link listingNeeded},
+   * `why: 'recheck'`); the worker asks here before it releases the video idle, lists
+   * `listFrames(bucket, videoId, fromFrame, padWidth, pages, toFrame)` and passes the
+   * result to {@link learnRecheck}.
+   */
+  gapsToRecheck(): GapRecheck | undefined {
+    return recheckSpan(this.state.gaps, this.state.recheck);
+  }
+
+  /**
+   * Learns a re-check listing (as {@link learnListing}): every listed frame recorded as gap
+   * becomes a late step that replaces it, and the re-check is done as far as the listing
+   * covered (`coveredThrough`, from `listFrames`).
+   */
+  learnRecheck(fromFrame: number, listed: readonly FrameRef[], coveredThrough: number, nowMs: number): ListingLesson {
+    return this.learnListing(fromFrame, listed, coveredThrough, nowMs);
+  }
+
+  /** Drops a frame from the recorded gaps: its record, read by the caller, is not a gap. */
+  forgetGap(frame: number): void {
+    removeGap(this.state.gaps, frame);
   }
 
   /** True while frames are buffered, late, undecided, or known to be outstanding. */
@@ -230,6 +184,14 @@ export class VideoSequencer {
    */
   listingNeeded(nowMs: number): ListingRequest | undefined {
     const s = this.state;
+    const recheck = this.recheckAtEnd();
+    if (recheck) {
+      // The first listing of a re-check goes at once, so the round that reaches the end
+      // commits the completion; one that has to go on is rate-limited like any other.
+      const at = s.recheck!.atMs;
+      if (at !== null && nowMs - at < MIN_LISTING_INTERVAL_MS) return undefined;
+      return { fromFrame: recheck.fromFrame, why: 'recheck', throughFrame: recheck.toFrame };
+    }
     if (s.listedAtMs !== null && nowMs - s.listedAtMs < MIN_LISTING_INTERVAL_MS) return undefined;
     if (s.firstFrame === null) {
       if (s.buffered[0]?.frame === 0) return undefined;
@@ -245,16 +207,25 @@ export class VideoSequencer {
 
   /**
    * Learns what an S3 listing from `fromFrame` found: the frames that exist there (in any
-   * order; may include frames already known or processed). `complete` is false when the
-   * listing stopped early (a page limit): then frames above the last one listed are unknown.
+   * order; may include frames already known or processed), and how far it proves that
+   * nothing else exists: `coveredThrough` from `listFrames` (every existing frame from
+   * `fromFrame` up to it was listed). A boolean is the older form (true: everything on;
+   * false: up to the highest frame listed), which trusts the listing too far when keys are
+   * wider than their pad or of mixed widths: pass `coveredThrough`.
+   *
+   * Listed frames recorded as gap become late steps that replace their gap; a re-check
+   * is done as far as the listing covered.
    */
-  learnListing(fromFrame: number, listed: readonly FrameRef[], complete: boolean, nowMs: number): void {
+  learnListing(fromFrame: number, listed: readonly FrameRef[], coverage: number | boolean, nowMs: number): ListingLesson {
     const s = this.state;
     s.listedAtMs = nowMs;
     const existing = listed.filter((r) => r.frame >= fromFrame).sort((a, b) => a.frame - b.frame);
+    const covered = typeof coverage === 'number' ? coverage : coverage ? Number.MAX_SAFE_INTEGER : (existing.at(-1)?.frame ?? fromFrame - 1);
+    const lesson = this.learnGaps(fromFrame, existing, covered, nowMs);
+    const nextBefore = s.firstFrame !== null ? s.nextFrame : fromFrame;
     if (s.firstFrame === null) {
       const lowest = Math.min(existing[0]?.frame ?? Infinity, s.buffered[0]?.frame ?? Infinity);
-      if (lowest === Infinity) return;
+      if (lowest === Infinity) return lesson;
       s.firstFrame = lowest;
       s.nextFrame = lowest;
     }
@@ -272,10 +243,13 @@ export class VideoSequencer {
       if (s.buffered.some((b) => b.frame === r.frame)) continue;
       this.insert({ frame: r.frame, bucket: r.bucket, key: r.key, sizeBytes: r.sizeBytes, seenAtMs: nowMs });
     }
-    const firstExisting = existing.find((r) => r.frame >= fromFrame)?.frame;
-    const lastListed = existing.at(-1)?.frame;
-    const through = firstExisting !== undefined ? firstExisting - 1 : complete ? Number.MAX_SAFE_INTEGER : (lastListed ?? fromFrame - 1);
-    s.absent = through >= fromFrame ? { from: fromFrame, through, atMs: nowMs } : null;
+    // Absence is about frames not yet passed (a re-check lists from below them), and only
+    // as far as the listing covered.
+    const absentFrom = Math.max(fromFrame, nextBefore);
+    const firstExisting = existing.find((r) => r.frame >= absentFrom)?.frame;
+    const through = Math.min(firstExisting !== undefined ? firstExisting - 1 : Number.MAX_SAFE_INTEGER, covered);
+    s.absent = through >= absentFrom ? { from: absentFrom, through, atMs: nowMs } : null;
+    return lesson;
   }
 
   /**
@@ -286,6 +260,7 @@ export class VideoSequencer {
     const s = this.state;
     if (s.firstFrame === null) return this.startDueMs() ?? undefined;
     if (s.late.length > 0) return 0;
+    if (this.recheckAtEnd()) return s.recheck!.atMs === null ? 0 : s.recheck!.atMs + MIN_LISTING_INTERVAL_MS;
     const head = s.buffered[0];
     if (head && head.frame === s.nextFrame) return 0;
     const overdue = this.overdueAtMs();
@@ -322,6 +297,8 @@ export class VideoSequencer {
     while (room()) {
       const next = s.nextFrame;
       if (s.endFrame !== null && next > s.endFrame) break;
+      // The step that completes the video waits for the re-check of its gaps.
+      if (next === s.endFrame && this.gapsToRecheck() !== undefined) break;
       const head = s.buffered[0];
       if (head && head.frame === next) {
         steps.push({ type: 'frame', ref: plainRef(head) });
@@ -332,9 +309,51 @@ export class VideoSequencer {
       const deadline = this.overdueAtMs();
       if (deadline === null || nowMs < deadline || !this.confirmedAbsent(next, deadline)) break;
       steps.push({ type: 'gap', frame: next, reason: 'missing-frame' });
+      addGap(s.gaps, next);
+      // The gap that completes the video was confirmed by a listing made with the end known,
+      // after its own wait: a re-check now would ask S3 the same question again.
+      if (next !== s.endFrame) this.recheckDue();
       s.nextFrame = next + 1;
     }
     return steps;
+  }
+
+  // ------------------------------------------------------------------ gap re-checks
+
+  /** Marks a re-check due, from the first gap, unless one already is (it keeps its place). */
+  private recheckDue(): void {
+    const s = this.state;
+    if (s.gaps.length > 0 && s.recheck === null) s.recheck = { fromFrame: 0, atMs: null };
+  }
+
+  /** The re-check to make before completing: due, with the end known and every frame up to it here, passed, or the last one. */
+  private recheckAtEnd(): GapRecheck | undefined {
+    const s = this.state;
+    if (s.firstFrame === null || s.endFrame === null) return undefined;
+    const recheck = this.gapsToRecheck();
+    if (!recheck) return undefined;
+    // Past the end, or only the completing step left (which waits for this re-check).
+    if (s.nextFrame >= s.endFrame) return recheck;
+    const upToEnd = s.buffered.filter((b) => b.frame <= s.endFrame!);
+    return upToEnd.length === s.endFrame - s.nextFrame + 1 ? recheck : undefined;
+  }
+
+  /** Queues listed frames recorded as gap, and moves the re-check past what the listing covered. */
+  private learnGaps(fromFrame: number, existing: readonly FrameRef[], covered: number, nowMs: number): ListingLesson {
+    const s = this.state;
+    let lateFrames = 0;
+    const verify: FrameRef[] = [];
+    for (const r of existing) {
+      // Listed means it exists, covered or not; only absence needs the coverage.
+      if (s.firstFrame !== null && r.frame >= s.nextFrame) continue;
+      const kind = gapKind(s.gaps, r.frame);
+      if (kind === 'exact') {
+        this.addLate(r, true);
+        lateFrames++;
+      } else if (kind === 'mixed') verify.push(plainRef(r));
+    }
+    s.recheck = advanceRecheck(s.gaps, s.recheck, fromFrame, covered, nowMs);
+    return { lateFrames, verify, recheckDone: this.gapsToRecheck() === undefined };
   }
 
   // ------------------------------------------------------------------ the watermark

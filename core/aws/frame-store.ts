@@ -2,6 +2,7 @@
 import { GetObjectCommand, ListObjectsV2Command, NoSuchKey, type S3Client } from '@aws-sdk/client-s3';
 import { FRAME_PREFIX } from '../config.ts';
 import { parseFrameKey } from '../keys.ts';
+import { coveredThrough, frameStem, stemOfKey } from '../listing-coverage.ts';
 import type { FrameRef } from '../sequencer.ts';
 
 export class ObjectMissingError extends Error {
@@ -36,34 +37,68 @@ export class FrameStore {
   /**
    * Lists the frames of a video that exist at or after `fromFrame` (S3 LIST is strongly
    * consistent: this is the truth, notifications are hints). Listing order is
-   * lexicographic, so with zero-padded keys of a known width (`padWidth`) the listing
-   * starts right at `fromFrame` and one page covers 1,000 frames; unpadded keys
-   * (`7.jpg`) have no such order, and the whole prefix is listed, one request per 1,000
-   * objects. `complete` is false when the listing stopped at `maxPages`.
+   * lexicographic: with zero-padded keys (`padWidth`) the listing seeks to `fromFrame`
+   * (at its natural width once it outgrows the pad) and one page covers up to 1,000 frames;
+   * unpadded keys (`7.jpg`) are listed from the start of the prefix. At most `maxPages`
+   * requests (one more for an unpadded listing that proved nothing), fewer once the
+   * listing covers `throughFrame`.
+   *
+   * `coveredThrough` is what the listing proves (core/listing-coverage.ts): every existing
+   * frame from `fromFrame` up to it is in `frames`. Pass it to the sequencer. `complete`
+   * is the older, coarser flag (the listing reached its end); it over-claims for keys wider
+   * than the pad or of mixed widths, so use `coveredThrough` to decide absence.
    */
-  async listFrames(bucket: string, videoId: string, fromFrame: number, padWidth?: number, maxPages = 1): Promise<{ frames: FrameRef[]; complete: boolean; requests: number }> {
+  async listFrames(
+    bucket: string,
+    videoId: string,
+    fromFrame: number,
+    padWidth?: number,
+    maxPages = 1,
+    throughFrame?: number,
+  ): Promise<{ frames: FrameRef[]; complete: boolean; coveredThrough: number; requests: number }> {
     const prefix = `${FRAME_PREFIX}${videoId}/`;
-    const seekable = padWidth !== undefined && String(fromFrame).length <= padWidth;
-    const startAfter = seekable && fromFrame > 0 ? `${prefix}${String(fromFrame).padStart(padWidth, '0')}` : undefined;
-    const frames: FrameRef[] = [];
-    let token: string | undefined;
+    const frames = new Map<number, FrameRef>();
     let requests = 0;
-    let complete = true;
-    do {
-      const r = await this.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, StartAfter: token ? undefined : startAfter, ContinuationToken: token }));
-      requests++;
-      for (const o of r.Contents ?? []) {
-        const parsed = o.Key ? parseFrameKey(o.Key) : undefined;
-        if (parsed?.kind === 'frame' && parsed.frame >= fromFrame) frames.push({ frame: parsed.frame, bucket, key: o.Key!, sizeBytes: Number(o.Size ?? 0) });
-      }
-      token = r.IsTruncated ? r.NextContinuationToken : undefined;
-      // Seekable listings need one page; unpadded ones must see every key to be complete.
-      if (token && (seekable || requests >= maxPages)) {
-        complete = false;
-        break;
-      }
-    } while (token);
-    return { frames, complete, requests };
+    const list = async (startAfterName: string | undefined, pad: number | undefined, pages: number) => {
+      let token: string | undefined;
+      let lastName: string | undefined;
+      let done = 0;
+      let forms = true;
+      do {
+        const r = await this.s3.send(
+          new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, StartAfter: token || startAfterName === undefined ? undefined : prefix + startAfterName, ContinuationToken: token }),
+        );
+        requests++;
+        done++;
+        for (const o of r.Contents ?? []) {
+          if (!o.Key) continue;
+          lastName = o.Key.slice(prefix.length);
+          const parsed = parseFrameKey(o.Key);
+          if (parsed.kind !== 'frame') continue;
+          if (stemOfKey(o.Key) !== frameStem(parsed.frame, pad)) forms = false;
+          if (parsed.frame < fromFrame) continue;
+          if (!frames.has(parsed.frame)) frames.set(parsed.frame, { frame: parsed.frame, bucket, key: o.Key, sizeBytes: Number(o.Size ?? 0) });
+        }
+        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+        const covered = coveredThrough({ fromFrame, padWidth: pad, startAfterName, lastName: token ? lastName : undefined });
+        if (!token || done >= pages || (throughFrame !== undefined && covered >= throughFrame)) return { covered, reachedEnd: !token, forms };
+      } while (token);
+      return { covered: Number.MAX_SAFE_INTEGER, reachedEnd: true, forms };
+    };
+    let result;
+    if (padWidth !== undefined && fromFrame > 0) {
+      result = await list(frameStem(fromFrame, padWidth), padWidth, maxPages);
+      // Keys in another form (`41.jpg` among `000041.jpg`) sort outside the seek: only a
+      // listing from the start, judged by the widest form, can vouch for them.
+      if (!result.forms) result = await list(undefined, undefined, maxPages);
+    } else {
+      result = await list(undefined, padWidth, maxPages);
+      if (!result.forms && padWidth !== undefined) result = await list(undefined, undefined, maxPages);
+      // A long unpadded video proves little from its first pages (`10.jpg` sorts before
+      // `5.jpg`): one page sought to `fromFrame` covers its own width onwards.
+      if (result.covered < fromFrame && fromFrame > 0) result = await list(frameStem(fromFrame, undefined), undefined, 1);
+    }
+    return { frames: [...frames.values()].sort((a, b) => a.frame - b.frame), complete: result.reachedEnd, coveredThrough: result.covered, requests };
   }
 }
 

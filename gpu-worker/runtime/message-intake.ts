@@ -5,6 +5,7 @@
  * tracker decided by its record). Also asks S3 where a session needs a listing. Returns
  * the messages the store could not take now: the worker holds them and tries again.
  */
+import { errorText } from '../../core/errors.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { FrameStore } from '../../core/aws/frame-store.ts';
 import { ObjectMissingError } from '../../core/aws/frame-store.ts';
@@ -152,18 +153,14 @@ export class MessageIntake {
     return false;
   }
 
-  /** Lists the videos whose sequencer needs S3's word before deciding (start, or a frame overdue). */
+  /** Lists the videos whose sequencer needs S3's word before deciding (start, a frame overdue, a gap re-check). */
   async listWhereNeeded(now: number, busy: (videoId: string) => boolean): Promise<void> {
     for (const s of this.d.registry.all()) {
       if (s.backingOff(now) || busy(s.videoId)) continue;
       const want = s.sequencer.listingNeeded(now);
       if (!want) continue;
       try {
-        const pages = s.padWidth !== undefined ? 1 : MAX_UNPADDED_LISTING_PAGES;
-        const listing = await this.d.frames.listFrames(this.d.bucket, s.videoId, want.fromFrame, s.padWidth, pages);
-        s.learnListing(want.fromFrame, listing.frames, listing.complete, now);
-        this.d.metrics.count(METRIC_NAMES.worker.framesListed, listing.requests, { Why: want.why });
-        this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame: want.fromFrame, why: want.why, found: listing.frames.length, complete: listing.complete });
+        await this.list(s, want.fromFrame, want.throughFrame, want.why, now);
       } catch (e) {
         this.d.log.warn('listing failed; will retry', { videoId: s.videoId, error: errorText(e) });
         this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'list' });
@@ -171,8 +168,33 @@ export class MessageIntake {
       }
     }
   }
-}
 
-function errorText(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  /**
+   * Re-checks a video's gaps against S3 before it is released idle: an object that came
+   * after its gap (its notification lost) is run as `late`. True when the video may be
+   * released now; false when the re-check found work or could not be made (try later).
+   */
+  async recheckBeforeRelease(s: VideoSession, now: number): Promise<boolean> {
+    const r = s.sequencer.gapsToRecheck();
+    if (!r) return true;
+    try {
+      const done = await this.list(s, r.fromFrame, r.toFrame, 'recheck', now);
+      return done && !s.sequencer.hasPending() && !s.dirty;
+    } catch (e) {
+      this.d.log.warn('gap re-check failed; the video stays until it succeeds', { videoId: s.videoId, error: errorText(e) });
+      this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'list' });
+      return false;
+    }
+  }
+
+  /** One listing of a video, learnt by its session; maybe-gaps are decided by their records. Whether a re-check finished. */
+  private async list(s: VideoSession, fromFrame: number, throughFrame: number | undefined, why: string, now: number): Promise<boolean> {
+    const pages = s.padWidth !== undefined ? 1 : MAX_UNPADDED_LISTING_PAGES;
+    const listing = await this.d.frames.listFrames(this.d.bucket, s.videoId, fromFrame, s.padWidth, pages, throughFrame);
+    const lesson = s.learnListing(fromFrame, listing.frames, listing.coveredThrough, now);
+    for (const ref of lesson.verify) s.resolveListedGap(ref, (await getFrameResult(this.d.results, s.videoId, ref.frame))?.status);
+    this.d.metrics.count(METRIC_NAMES.worker.framesListed, listing.requests, { Why: why });
+    this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame, why, found: listing.frames.length, coveredThrough: listing.coveredThrough, late: lesson.lateFrames });
+    return lesson.recheckDone;
+  }
 }

@@ -5,6 +5,7 @@
  * messages handed back; a unit whose answer was lost waits, with its messages held,
  * until a read of its lease settles it. Nothing here rolls back a unit that may have landed.
  */
+import { errorText } from '../../core/errors.ts';
 import { estimatedBytes } from '../../core/commit-packing.ts';
 import type { CommitOutcome, LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
@@ -158,8 +159,4 @@ export class RoundCommitter {
     if (late > 0) this.d.metrics.count(METRIC_NAMES.worker.framesLate, late);
     if (gaps > 0) this.d.metrics.count(METRIC_NAMES.worker.framesGap, gaps);
   }
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }

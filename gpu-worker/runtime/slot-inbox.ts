@@ -12,6 +12,7 @@
  *   and their frames fetched (frame-prefetch.ts), and decoded ahead through the
  *   prefetch's callback, but only frames the worker says it will run.
  */
+import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
 import { parseSlotMessage, type FrameMessage, type SlotMessage } from '../../core/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
@@ -226,8 +227,4 @@ export class SlotInbox {
       this.d.log.debug('visibility extension failed; will retry', { error: errorText(e) });
     }
   }
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }

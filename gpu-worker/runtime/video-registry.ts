@@ -5,6 +5,7 @@
  * and closes the processor's per-video state with the lease, so the tracker a session
  * sees is always the one its checkpoint describes.
  */
+import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
@@ -140,8 +141,4 @@ export class VideoRegistry {
     });
     return s;
   }
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }

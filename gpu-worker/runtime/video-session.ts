@@ -15,7 +15,7 @@
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { CommitUnit } from '../../core/commit-packing.ts';
 import { padWidthOf } from '../../core/aws/frame-store.ts';
-import { VideoSequencer, type FrameRef, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
+import { VideoSequencer, type FrameRef, type ListingLesson, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
 
 /** Most result items one video commits per round (a transaction holds 100 items). */
 export const MAX_RESULT_ITEMS_PER_COMMIT = 80;
@@ -33,7 +33,8 @@ type LoggedChange =
   | { readonly op: 'late'; readonly ref: FrameRef; readonly replacesGap: boolean }
   | { readonly op: 'reject'; readonly ref: FrameRef; readonly reason: 'after-end-of-stream' | 'before-first-frame' }
   | { readonly op: 'end'; readonly endFrame: number }
-  | { readonly op: 'listing'; readonly fromFrame: number; readonly frames: readonly FrameRef[]; readonly complete: boolean; readonly atMs: number };
+  | { readonly op: 'listing'; readonly fromFrame: number; readonly frames: readonly FrameRef[]; readonly coverage: number | boolean; readonly atMs: number }
+  | { readonly op: 'forget-gap'; readonly frame: number };
 
 /** What offering a frame decided, and what the caller must look up when the sequencer cannot tell. */
 export type FrameOffer =
@@ -150,10 +151,30 @@ export class VideoSession {
     this.log.push({ op: 'end', endFrame });
   }
 
-  /** Records what a listing of S3 said (kept for replay after a rollback). */
-  learnListing(fromFrame: number, frames: readonly FrameRef[], complete: boolean, nowMs: number): void {
-    this.sequencer.learnListing(fromFrame, frames, complete, nowMs);
-    this.log.push({ op: 'listing', fromFrame, frames, complete, atMs: nowMs });
+  /**
+   * Records what a listing of S3 said (kept for replay after a rollback): `coverage` is the
+   * frame through which every existing frame was listed. Frames it lists in a mixed gap
+   * range come back in `verify`: the caller decides each by its record
+   * ({@link resolveListedGap}). A re-check that finished with nothing left to run marks
+   * the video dirty, so the round that follows commits its completion.
+   */
+  learnListing(fromFrame: number, frames: readonly FrameRef[], coverage: number | boolean, nowMs: number): ListingLesson {
+    const lesson = this.sequencer.learnListing(fromFrame, frames, coverage, nowMs);
+    this.log.push({ op: 'listing', fromFrame, frames, coverage, atMs: nowMs });
+    if (lesson.recheckDone && this.sequencer.isComplete() && !this.committed.complete) this.dirty = true;
+    return lesson;
+  }
+
+  /** Decides a listed frame that may be a gap from its record: a gap or no record runs late; any other record stands. */
+  resolveListedGap(ref: FrameRef, recordStatus: string | undefined): void {
+    if (recordStatus === undefined || recordStatus === 'gap') {
+      const replacesGap = recordStatus === 'gap';
+      this.sequencer.addLate(ref, replacesGap);
+      this.log.push({ op: 'late', ref, replacesGap });
+    } else {
+      this.sequencer.forgetGap(ref.frame);
+      this.log.push({ op: 'forget-gap', frame: ref.frame });
+    }
   }
 
   /** The steps due this round, or undefined when the video has nothing to commit. */
@@ -220,7 +241,8 @@ export class VideoSession {
       else if (c.op === 'late') this.sequencer.addLate(c.ref, c.replacesGap);
       else if (c.op === 'reject') this.rejects.push({ type: 'reject', ref: c.ref, reason: c.reason });
       else if (c.op === 'end') this.sequencer.setEnd(c.endFrame);
-      else this.sequencer.learnListing(c.fromFrame, c.frames, c.complete, c.atMs);
+      else if (c.op === 'forget-gap') this.sequencer.forgetGap(c.frame);
+      else this.sequencer.learnListing(c.fromFrame, c.frames, c.coverage, c.atMs);
     }
     this.dirty = this.handles.length > 0 || this.log.length > 0;
   }

@@ -19,6 +19,7 @@
  * and the round after is received and its frames fetched and decoded meanwhile (decision
  * 21); a video's rounds never overlap, and commits stay one at a time in round order.
  */
+import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import type { LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
@@ -391,11 +392,8 @@ export class Worker {
     const idleMs = this.d.tunables.videoIdleReleaseSeconds * 1000;
     for (const s of this.registry!.all()) {
       if (this.busy(s.videoId)) continue;
-      if (s.idleReleaseDue(now, idleMs)) await this.registry!.release(s, 'idle');
+      // One listing re-checks its gaps first: a frame that came after its gap is run, not left a gap.
+      if (s.idleReleaseDue(now, idleMs) && (await this.intake!.recheckBeforeRelease(s, now))) await this.registry!.release(s, 'idle');
     }
   }
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }

@@ -18,6 +18,7 @@ import {
 import type { Detection } from '../../core/ports.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { MAX_REORDER_BUFFER_FRAMES } from '../../core/config.ts';
+import { addGap, MAX_GAP_RANGES } from '../../core/gap-ranges.ts';
 import { VideoSequencer } from '../../core/sequencer.ts';
 import { StatsProcessor } from '../../gpu-worker/stats-processor.ts';
 import { ByteTracker } from '../../gpu-worker/vision/tracker.ts';
@@ -142,7 +143,7 @@ describe('checkpoint size with a crowded tracker', () => {
 });
 
 describe('checkpoint size with a full reorder buffer', () => {
-  it('the largest reorder buffer config allows, with the longest keys, leaves room for the tracker under MAX_CHECKPOINT_BYTES', () => {
+  it('the largest reorder buffer config allows, with the longest keys and the most gap ranges, leaves room for the tracker under MAX_CHECKPOINT_BYTES', () => {
     // Prepare: the longest video id (128), the longest frame numbers (15 digits), the
     // longest bucket name (63) and extension; frame `start` is missing, so everything waits.
     const videoId = 'v'.repeat(128);
@@ -154,8 +155,12 @@ describe('checkpoint size with a full reorder buffer', () => {
       const frame = start + i;
       expect(sequencer.offer({ frame, bucket, key: `frames/${videoId}/${frame}.jpeg`, sizeBytes: 99_999_999 }, NOW + i)).toBe('accepted');
     }
+    // ...and the most gap ranges it keeps, every other frame a gap so none merge (15-digit numbers).
+    const state = sequencer.snapshot();
+    for (let i = 0; i < MAX_GAP_RANGES + 10; i++) addGap(state.gaps, start - 10_000 + 2 * i);
+    expect(state.gaps).toHaveLength(MAX_GAP_RANGES);
     // Act
-    const rest = estimatedBytes({ ...emptyCheckpoint(start), seq: 123_456, sequencer: sequencer.snapshot() });
+    const rest = estimatedBytes({ ...emptyCheckpoint(start), seq: 123_456, sequencer: state });
     // Assess: the worker gives the processor what is left (worker.ts processorSnapshot);
     // at least 120 KB remain for it, and the whole checkpoint stays far under 400 KB.
     expect(MAX_CHECKPOINT_BYTES - rest).toBeGreaterThan(120_000);

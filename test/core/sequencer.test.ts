@@ -163,7 +163,12 @@ describe('VideoSequencer: the watermark decides gaps per frame', () => {
     const quietAt = QUIET_WAITS * WAIT;
     expect(seq.listingNeeded(quietAt - 1)).toBeUndefined();
     expect(listFor(seq, [0, 1, 2], quietAt)).toBe(true);
-    expect(show(seq.take(quietAt))).toEqual(['gap3', 'gap4']);
+    // The completing step waits for the re-check of gap 3 (gaps are re-checked before completion).
+    expect(show(seq.take(quietAt))).toEqual(['gap3']);
+    expect(seq.isComplete()).toBe(false);
+    expect(seq.listingNeeded(quietAt)).toEqual({ fromFrame: 3, why: 'recheck', throughFrame: 3 });
+    expect(listFor(seq, [0, 1, 2], quietAt)).toBe(true);
+    expect(show(seq.take(quietAt))).toEqual(['gap4']);
     expect(seq.isComplete()).toBe(true);
   });
 
