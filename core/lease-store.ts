@@ -11,13 +11,15 @@
 import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Tunables, Wiring } from './config.ts';
-import { emptyCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from './checkpoint.ts';
+import { emptyCheckpoint, newCommitId, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from './checkpoint.ts';
+import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredDecision, type UnitOutcome } from './commit-outcome.ts';
 import { emptySequencerState } from './sequencer.ts';
 import { packUnits, type CommitUnit } from './commit-packing.ts';
 import { SlotLeaseStore, slotKey, videoKey, type LeaseTableOptions, type SlotFence } from './slot-lease-store.ts';
 
 export { slotKey, videoKey, UnconfirmedError, type SlotFence } from './slot-lease-store.ts';
 export { packUnits, type CommitUnit } from './commit-packing.ts';
+export { decideStoredOutcome, type StoredDecision, type UnitOutcome } from './commit-outcome.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -37,21 +39,25 @@ export interface VideoPin {
   readonly token: number;
 }
 
-export type CommitOutcome =
-  | { readonly kind: 'committed'; readonly ambiguousRetries: number }
-  /** The slot lease is gone: the worker must stop at once. */
-  | { readonly kind: 'slot-lost' }
-  /**
-   * Some videos did not commit: `videoIds` because their leases moved (token or seq
-   * changed: drop their in-memory state), `conflicts` because a result they carried met an
-   * existing record (its frame named); the rest committed.
-   */
-  | {
-      readonly kind: 'videos-fenced';
-      readonly videoIds: readonly string[];
-      readonly committedVideoIds: readonly string[];
-      readonly conflicts?: readonly { readonly videoId: string; readonly frame: number }[];
-    };
+/**
+ * What a commit did, per unit: every unit of the call has an entry in `outcomes` (see
+ * {@link UnitOutcome}). `commit()` never throws once anything may have been written: units
+ * of groups that landed stay `landed` when a later group fails, and a unit whose answer was
+ * lost and whose re-read failed too is `unknown` (re-read it with {@link LeaseStore.resolveUnit}
+ * before rolling anything back).
+ * - `settled`: the slot lease held (as far as this commit saw).
+ * - `slot-lost`: a transaction's slot condition failed (or a re-read found the slot taken):
+ *   the worker must stop at once. Units not landed or unknown are `fenced`.
+ * `ambiguousRetries` counts attempts whose outcome was unknown (decided by re-reading).
+ */
+export type CommitOutcome = {
+  readonly kind: 'settled' | 'slot-lost';
+  readonly outcomes: ReadonlyMap<string, UnitOutcome>;
+  readonly ambiguousRetries: number;
+};
+
+/** Attempts per transaction group (conflicts with other transactions and unknown outcomes retry). */
+const MAX_COMMIT_ATTEMPTS = 5;
 
 export interface LeaseStoreOptions extends LeaseTableOptions {
   /** Where a video seen for the first time starts (tunables.firstFrameNumber; -1 = automatic). @default -1 */
@@ -147,7 +153,9 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
       const token = current.token + 1;
       const ck = current.checkpoint;
       const adopted = withNewOwner(ck, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame });
-      const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1 };
+      // A change of owner is a write of the checkpoint: a fresh commit id, so a unit the
+      // previous owner built on the old checkpoint can never be mistaken for this one.
+      const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1, commitId: newCommitId() };
       try {
         await this.ddb.send(
           new TransactWriteCommand({
@@ -191,98 +199,135 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
   /**
    * Commits results, checkpoints and summaries in as few transactions as fit, each
    * re-checking the slot lease (owner, epoch, unexpired) and each video's token and
-   * checkpoint sequence. A write under an older token is rejected by the store.
+   * checkpoint (seq and commit id). A write under an older token is rejected by the store.
+   *
+   * Never throws once a transaction was sent: every unit gets an outcome (see
+   * {@link CommitOutcome}). A unit is `landed` only when the stored checkpoint carries its
+   * own commit id; a cancelled transaction wrote nothing, so its videos are fenced, stale
+   * or in result conflict, never landed by it. An error whose outcome is unknown (timeout,
+   * 5xx past the SDK's retries) is decided by re-reading each unit's video item.
    */
   async commit(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): Promise<CommitOutcome> {
-    const fenced: string[] = [];
-    const committed: string[] = [];
-    const conflicts: { videoId: string; frame: number }[] = [];
+    const outcomes = new Map<string, UnitOutcome>();
     let ambiguousRetries = 0;
-    for (const group of packUnits(units)) {
-      const outcome = await this.commitGroup(fence, group, nowMs);
-      if (outcome.kind === 'slot-lost') return outcome;
-      ambiguousRetries += outcome.ambiguousRetries;
-      fenced.push(...outcome.fenced);
-      conflicts.push(...outcome.conflicts);
-      const failed = new Set([...outcome.fenced, ...outcome.conflicts.map((c) => c.videoId)]);
-      committed.push(...group.map((u) => u.videoId).filter((id) => !failed.has(id)));
-    }
-    if (fenced.length > 0 || conflicts.length > 0) return { kind: 'videos-fenced', videoIds: fenced, committedVideoIds: committed, ...(conflicts.length > 0 ? { conflicts } : {}) };
-    return { kind: 'committed', ambiguousRetries };
-  }
-
-  private async commitGroup(
-    fence: SlotFence,
-    units: readonly CommitUnit[],
-    nowMs: number,
-  ): Promise<{ kind: 'ok'; fenced: string[]; conflicts: { videoId: string; frame: number }[]; ambiguousRetries: number } | { kind: 'slot-lost' }> {
-    let pending = [...units];
-    const fenced: string[] = [];
-    const conflicts: { videoId: string; frame: number }[] = [];
-    let ambiguousRetries = 0;
-    for (let attempt = 0; attempt < 5 && pending.length > 0; attempt++) {
-      const { items, owners } = this.transactItemsFor(fence, pending, nowMs);
-      try {
-        await this.ddb.send(new TransactWriteCommand({ TransactItems: items }));
-        return { kind: 'ok', fenced, conflicts, ambiguousRetries };
-      } catch (e) {
-        if (!(e instanceof TransactionCanceledException)) {
-          // Unknown outcome (timeout, 5xx after retries): re-reading decides per video below.
-          ambiguousRetries++;
-        } else {
-          const reasons = e.CancellationReasons ?? [];
-          if (reasons[0]?.Code === 'ConditionalCheckFailed') return { kind: 'slot-lost' };
-          if (reasons.every((r) => !r.Code || r.Code === 'None' || r.Code === 'TransactionConflict')) {
-            await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
-            continue;
-          }
-          // A result that met an existing record takes only its own video out of the
-          // group; retrying it unchanged would fail the same way every time.
-          const clashing = new Map<string, number>();
-          reasons.forEach((r, i) => {
-            const owner = owners[i];
-            if (r.Code === 'ConditionalCheckFailed' && owner?.frame !== undefined && !clashing.has(owner.videoId)) clashing.set(owner.videoId, owner.frame);
-          });
-          if (clashing.size > 0) {
-            for (const [videoId, frame] of clashing) conflicts.push({ videoId, frame });
-            pending = pending.filter((u) => !clashing.has(u.videoId));
-            continue;
-          }
-        }
-        // Decide per video by reading its lease: already committed, fenced, or retry.
-        const next: CommitUnit[] = [];
-        for (const u of pending) {
-          const v = await this.getVideo(u.videoId);
-          if (v.owner === fence.workerId && v.token === u.token && v.checkpoint.seq === u.checkpoint.seq) continue; // landed
-          if (v.owner === fence.workerId && v.token === u.token && v.checkpoint.seq === u.expectedSeq && v.pinnedSlot === fence.slot) {
-            next.push(u);
-            continue;
-          }
-          fenced.push(u.videoId);
-        }
-        const slot = await this.getSlot(fence.slot);
-        if (slot.owner !== fence.workerId || slot.epoch !== fence.epoch || slot.expiresAtMs <= Date.now()) return { kind: 'slot-lost' };
-        pending = next;
+    const groups = packUnits(units); // throws only before anything was sent (a unit that cannot fit)
+    for (let g = 0; g < groups.length; g++) {
+      const r = await this.commitGroup(fence, groups[g]!, nowMs);
+      ambiguousRetries += r.ambiguousRetries;
+      for (const [videoId, o] of r.outcomes) outcomes.set(videoId, o);
+      if (r.slotLost) {
+        // Groups that landed stay landed; later groups were never sent.
+        for (const later of groups.slice(g + 1)) for (const u of later) outcomes.set(u.videoId, 'fenced');
+        return { kind: 'slot-lost', outcomes, ambiguousRetries };
       }
     }
-    if (pending.length > 0) throw new Error(`commit did not settle for ${pending.map((u) => u.videoId).join(', ')}`);
-    return { kind: 'ok', fenced, conflicts, ambiguousRetries };
+    return { kind: 'settled', outcomes, ambiguousRetries };
+  }
+
+  /**
+   * A consistent read of a video's lease item (token, owner, owner epoch, pin and the
+   * stored checkpoint with its commit id), for deciding a commit whose outcome was
+   * `unknown`. Throws when the read fails: the caller tries again later, and rolls nothing
+   * back meanwhile.
+   */
+  async readCommitState(videoId: string): Promise<VideoRecord> {
+    return this.getVideo(videoId);
+  }
+
+  /**
+   * Decides a unit whose commit outcome was `unknown` by re-reading its video
+   * ({@link decideStoredOutcome}): `landed` (apply it as committed), `at-expected` (it did
+   * not land and the lease is still ours: roll back and retry), `fenced` or `stale` (drop
+   * the video). Throws when the read fails.
+   */
+  async resolveUnit(fence: SlotFence, unit: CommitUnit): Promise<StoredDecision> {
+    return decideStoredOutcome(await this.readCommitState(unit.videoId), unit, fence);
+  }
+
+  private async commitGroup(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): Promise<{ outcomes: Map<string, UnitOutcome>; slotLost: boolean; ambiguousRetries: number }> {
+    const outcomes = new Map<string, UnitOutcome>();
+    let pending = [...units];
+    let ambiguousRetries = 0;
+    const slotLost = () => {
+      for (const u of pending) outcomes.set(u.videoId, 'fenced');
+      return { outcomes, slotLost: true, ambiguousRetries };
+    };
+    for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS && pending.length > 0; attempt++) {
+      const { items, owners } = this.transactItemsFor(fence, pending, nowMs);
+      let error: unknown;
+      try {
+        await this.ddb.send(new TransactWriteCommand({ TransactItems: items }));
+        for (const u of pending) outcomes.set(u.videoId, 'landed');
+        return { outcomes, slotLost: false, ambiguousRetries };
+      } catch (e) {
+        error = e;
+      }
+      if (error instanceof TransactionCanceledException) {
+        // This attempt wrote nothing. Videos whose condition failed are settled (fenced,
+        // stale, a result conflict, or landed by an earlier attempt: by commit id only).
+        const reasons: CancellationReason[] = (error.CancellationReasons ?? []).map((r) => {
+          const stored = r.Item ? storedCommitState(plainItem(r.Item)) : undefined;
+          return { ...(r.Code ? { Code: r.Code } : {}), ...(stored ? { stored } : {}) };
+        });
+        const d = decideCancellation(reasons, owners, pending, fence);
+        if (d.kind === 'slot-lost') return slotLost();
+        for (const [videoId, o] of d.settled) outcomes.set(videoId, o);
+        pending = pending.filter((u) => !d.settled.has(u.videoId));
+        if (d.backoff) await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
+        continue;
+      }
+      // Unknown outcome (timeout, 5xx after the SDK's retries): the transaction may have
+      // applied. Decide each unit by re-reading its video; a failed re-read leaves it
+      // `unknown` (not retried: the store is unreachable, and the caller re-reads later).
+      ambiguousRetries++;
+      const next: CommitUnit[] = [];
+      for (const u of pending) {
+        let stored: VideoRecord;
+        try {
+          stored = await this.readCommitState(u.videoId);
+        } catch {
+          outcomes.set(u.videoId, 'unknown');
+          continue;
+        }
+        const d = decideStoredOutcome(stored, u, fence);
+        if (d === 'at-expected') next.push(u);
+        else outcomes.set(u.videoId, d);
+      }
+      pending = next;
+      if (pending.length === 0) break;
+      try {
+        const slot = await this.getSlot(fence.slot);
+        if (slot.owner !== fence.workerId || slot.epoch !== fence.epoch || slot.expiresAtMs <= Date.now()) return slotLost();
+      } catch {
+        // The retry's own slot condition decides.
+      }
+    }
+    // Attempts ran out with these units known unwritten and the lease ours at the last look.
+    for (const u of pending) outcomes.set(u.videoId, 'not-landed');
+    return { outcomes, slotLost: false, ambiguousRetries };
   }
 
   /** The transaction's items, and for each item the video (and result frame) it belongs to. */
-  private transactItemsFor(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): { items: TransactItem[]; owners: ({ videoId: string; frame?: number } | undefined)[] } {
+  private transactItemsFor(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): { items: TransactItem[]; owners: ItemOwner[] } {
     const items: TransactItem[] = [slotFenceCheck(this.o.tableName, fence, nowMs)];
-    const owners: ({ videoId: string; frame?: number } | undefined)[] = [undefined];
+    const owners: ItemOwner[] = [{ role: 'slot' }];
     for (const u of units) {
-      owners.push({ videoId: u.videoId });
+      owners.push({ role: 'video', videoId: u.videoId });
       items.push({
         Update: {
           TableName: this.o.tableName,
           Key: { pk: videoKey(u.videoId) },
           UpdateExpression: 'SET checkpoint = :ck, ckSeq = :seq, lastCommitAtMs = :now',
-          ConditionExpression: '#owner = :me AND #token = :token AND ckSeq = :prevSeq AND pinnedSlot = :slot',
+          // The checkpoint replaced must be the one the unit was built on, by seq and by commit
+          // id (a checkpoint written before ids existed has none: its seq decides).
+          ConditionExpression:
+            '#owner = :me AND #token = :token AND ckSeq = :prevSeq AND pinnedSlot = :slot AND (attribute_not_exists(checkpoint.commitId) OR checkpoint.commitId = :prevId)',
           ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+          // On a failed condition the cancellation carries the stored item: its commit id
+          // tells fenced from stale, and an earlier attempt of this very unit from neither.
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           ExpressionAttributeValues: {
+            ':prevId': u.expectedCommitId,
             ':ck': u.checkpoint,
             ':seq': u.checkpoint.seq,
             ':now': nowMs,
@@ -295,7 +340,7 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
       });
       const replaceable = new Set(u.replacesGap ?? []);
       for (const r of u.results) {
-        owners.push({ videoId: u.videoId, frame: r.frame });
+        owners.push({ role: 'result', videoId: u.videoId, frame: r.frame });
         items.push({
           Put: {
             TableName: this.o.resultsTableName,
@@ -312,7 +357,7 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
           },
         });
       }
-      owners.push({ videoId: u.videoId });
+      owners.push({ role: 'summary', videoId: u.videoId });
       items.push({
         Put: {
           TableName: this.o.resultsTableName,
@@ -372,6 +417,7 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
     const ck = v.checkpoint;
     const checkpoint: VideoCheckpoint = {
       seq: ck.seq + 1,
+      commitId: newCommitId(),
       sequencer: { ...emptySequencerState(Math.max(0, ck.sequencer.firstFrame ?? fromFrame)), nextFrame: fromFrame, endFrame: ck.sequencer.endFrame },
       framesOk: kept.framesOk,
       framesLate: kept.framesLate ?? 0,
@@ -449,7 +495,8 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
 
 function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined, firstFrameNumber: number): VideoRecord {
   if (!it) return { videoId, token: 0, state: 'new', checkpoint: emptyCheckpoint(firstFrameNumber) };
-  const ck = upgradeCheckpoint((it.checkpoint as VideoCheckpoint | undefined) ?? emptyCheckpoint(firstFrameNumber));
+  const stored = it.checkpoint as Parameters<typeof upgradeCheckpoint>[0] | undefined;
+  const ck = upgradeCheckpoint(stored ?? emptyCheckpoint(firstFrameNumber), it.ckSeq !== undefined ? Number(it.ckSeq) : undefined);
   return {
     videoId,
     ...(it.pinnedSlot !== undefined ? { pinnedSlot: Number(it.pinnedSlot) } : {}),
@@ -457,7 +504,28 @@ function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined,
     ...(typeof it.owner === 'string' ? { owner: it.owner } : {}),
     ...(it.ownerEpoch !== undefined ? { ownerEpoch: Number(it.ownerEpoch) } : {}),
     state: it.state === 'released' ? 'released' : it.pinnedSlot !== undefined ? 'pinned' : 'new',
-    checkpoint: { ...ck, seq: Number(it.ckSeq ?? ck.seq ?? 0) },
+    checkpoint: ck,
+  };
+}
+
+/**
+ * The attributes of a cancellation reason's Item that commit decisions read, as plain
+ * values: the document client does not translate errors, so the item may still be in
+ * AttributeValue form ({ S }, { N }, { M }).
+ */
+function plainItem(item: Record<string, unknown>): Record<string, unknown> {
+  const plain = (v: unknown): unknown => {
+    if (v === null || typeof v !== 'object') return v;
+    const a = v as { S?: string; N?: string; M?: Record<string, unknown> };
+    if (a.S !== undefined) return a.S;
+    if (a.N !== undefined) return Number(a.N);
+    if (a.M !== undefined) return Object.fromEntries(Object.entries(a.M).map(([k, x]) => [k, plain(x)]));
+    return v;
+  };
+  const ck = plain(item.checkpoint) as Record<string, unknown> | undefined;
+  return {
+    ...Object.fromEntries(['token', 'owner', 'pinnedSlot', 'ckSeq'].filter((k) => item[k] !== undefined).map((k) => [k, plain(item[k])])),
+    ...(ck ? { checkpoint: { commitId: plain(ck.commitId), seq: plain(ck.seq) } } : {}),
   };
 }
 

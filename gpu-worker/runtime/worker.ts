@@ -37,7 +37,7 @@ import { parseSlotMessage, type SlotMessage } from '../../core/messages.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import { VideoSequencer, type FrameRef, type SequencedStep } from '../../core/sequencer.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
-import type { LeaseStore, SlotFence } from '../../core/lease-store.ts';
+import type { CommitOutcome, LeaseStore, SlotFence, UnitOutcome } from '../../core/lease-store.ts';
 import { estimatedBytes, MAX_CHECKPOINT_BYTES } from '../../core/commit-packing.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { getFrameResult, type ResultsSource } from '../../core/results-reader.ts';
@@ -750,14 +750,30 @@ export class Worker {
     return built.length > 0 ? built : undefined;
   }
 
-  /** Commits a round's units and applies the outcome; true when anything was committed. */
+  /**
+   * Commits a round's units and applies each video's outcome; true when anything was
+   * committed. The store decides "landed" by commit id and never throws once anything may
+   * have landed (issue 19); per video:
+   * - `landed`: the checkpoint is durable: delete the handles it covers, count, release at
+   *   end of stream;
+   * - `{ conflict }`: a result met an existing record: roll back, leave that frame out;
+   * - `fenced` / `stale`: the lease or the stored checkpoint moved: drop the video (a later
+   *   message re-adopts it from the stored checkpoint);
+   * - `not-landed`: nothing written, the lease still ours: roll back and retry (failRound);
+   * - `unknown`: it may have landed, so it is never rolled back blind: its handles stay
+   *   undeleted (the round's extender keeps them invisible) and the video is re-read until
+   *   the store answers, then applied as landed or rolled back.
+   * Self-contained on purpose: the worker split ports it as one piece.
+   */
   private async commitRound(built: readonly RoundUnit[], now: number): Promise<boolean> {
-    let outcome;
+    let outcome: CommitOutcome;
     try {
       outcome = await this.d.leases.commit(this.fence, built.map((b) => b.unit), now);
     } catch (e) {
-      for (const { v } of built) await this.failRound(v, 'commit-error', errorText(e), [], now);
-      return false;
+      // commit() throws only before sending anything; read a throw as "unknown" all the same
+      // (re-read below), so that no path rolls back a unit that may have landed.
+      this.d.log.warn('commit threw; re-reading its videos before deciding', { error: errorText(e) });
+      outcome = { kind: 'settled', outcomes: new Map(built.map((b) => [b.v.videoId, 'unknown'] as const)), ambiguousRetries: 0 };
     }
     if (outcome.kind === 'slot-lost') {
       this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
@@ -765,24 +781,48 @@ export class Worker {
       this.keeper.lose('commit fenced by the store');
       return false;
     }
-    const fenced = outcome.kind === 'videos-fenced' ? new Set(outcome.videoIds) : new Set<string>();
-    const conflicts = new Map(outcome.kind === 'videos-fenced' ? (outcome.conflicts ?? []).map((c) => [c.videoId, c.frame] as const) : []);
+    // Resolve every `unknown` first, by re-reading the video (resolveUnit) with a backoff
+    // until the store answers. While it is down nothing else of these videos can commit
+    // anyway, and a lost slot ends the wait (the successor decides from the stored state).
+    const decided = new Map<string, UnitOutcome>();
+    for (const { v, unit } of built) {
+      let o: UnitOutcome = outcome.outcomes.get(v.videoId) ?? 'unknown';
+      for (let attempt = 0; o === 'unknown' && !this.lost; attempt++) {
+        try {
+          const stored = await this.d.leases.resolveUnit(this.fence, unit);
+          o = stored === 'at-expected' ? 'not-landed' : stored;
+        } catch (e) {
+          this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'commit-unknown' });
+          this.d.log.warn('commit outcome unknown and the re-read failed; keeping its messages and reading again', { videoId: v.videoId, attempt, error: errorText(e) });
+          await new Promise((r) => setTimeout(r, Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt)));
+        }
+      }
+      decided.set(v.videoId, o);
+    }
+    if (this.lost) return false; // nothing rolled back, nothing deleted: the successor restores the stored state
     const toDelete: string[] = [];
+    const landed = new Set<string>();
     for (const { v, unit, parked, handles } of built) {
-      const conflict = conflicts.get(v.videoId);
-      if (conflict !== undefined) {
+      const o = decided.get(v.videoId)!;
+      if (typeof o === 'object') {
         // A record this commit would create already exists, so the frame is settled: the
         // retry leaves it out (the existing record stands) and the rest goes through.
-        v.recorded.add(conflict);
-        await this.failRound(v, 'record-exists', `frame ${conflict} already has a record`, [conflict], now);
+        v.recorded.add(o.conflict);
+        await this.failRound(v, 'record-exists', `frame ${o.conflict} already has a record`, [o.conflict], now);
         continue;
       }
-      if (fenced.has(v.videoId)) {
+      if (o === 'fenced' || o === 'stale') {
         this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
-        this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: v.videoId, token: v.token });
+        this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: v.videoId, token: v.token, outcome: o });
         await this.drop(v);
         continue;
       }
+      if (o !== 'landed') {
+        // Known not written, lease still ours: restore from the last committed checkpoint.
+        await this.failRound(v, 'commit-error', `commit ${o}`, [], now);
+        continue;
+      }
+      landed.add(v.videoId);
       v.committed = unit.checkpoint;
       // Only the handles the checkpoint covers; the video took no messages since (handle()).
       const covered = new Set(handles);
@@ -798,7 +838,7 @@ export class Worker {
     }
     if (toDelete.length > 0) await this.deleteMessages(toDelete);
     for (const { v, unit } of built) {
-      if (unit.checkpoint.complete && !fenced.has(v.videoId) && !conflicts.has(v.videoId) && this.owned.has(v.videoId)) await this.release(v, 'end-of-stream');
+      if (unit.checkpoint.complete && landed.has(v.videoId) && this.owned.has(v.videoId)) await this.release(v, 'end-of-stream');
     }
     return true;
   }
