@@ -3,10 +3,10 @@
  * themselves, tokens only grow, and the store rejects writes under an old lease.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalStack, type LocalStack } from '../../local/stack.ts';
 import { LeaseStore, type CommitOutcome, type CommitUnit, type SlotFence } from '../../core/lease-store.ts';
-import { newCommitId, summaryOf, type VideoCheckpoint } from '../../core/checkpoint.ts';
+import { legacyCommitId, newCommitId, summaryOf, type VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { DEFAULT_TUNABLES } from '../../core/config.ts';
 
@@ -199,5 +199,50 @@ describe('records', () => {
     expect(outcomeOf(outcome)).toEqual({ kind: 'settled', units: { clash: { conflict: 0 }, calm: 'landed' } });
     expect(await record('calm', 0)).toMatchObject({ status: 'ok' });
     expect((await store.getVideo('clash')).checkpoint.seq).toBe(clashCk.seq);
+  });
+});
+
+describe('commit outcome by commit id', () => {
+  it('calls a unit landed only by its own commit id: a resend of a landed unit is landed, another unit with the same seq is stale', async () => {
+    // Prepare: W40 owns video "id"; unit u (seq 1) lands
+    const t0 = Date.now();
+    const a = await store.claimSlot(40, 'W40', t0, 60_000);
+    const fence: SlotFence = { slot: 40, workerId: 'W40', epoch: a!.epoch };
+    await store.pinVideo('id', 40, t0);
+    const v = await store.adoptVideo('id', fence, t0);
+    if (typeof v === 'string') throw new Error(v);
+    const u = unit('id', v.token, v.checkpoint, 0, 'W40', 40, t0);
+    expect(outcomeOf(await store.commit(fence, [u], t0)).units).toEqual({ id: 'landed' });
+    // Act: the same unit sent again (an earlier attempt's answer was lost), and a rival unit
+    // built on the same previous checkpoint: same seq, another commit id (the ABA case)
+    const resent = await store.commit(fence, [u], t0);
+    const rival = unit('id', v.token, v.checkpoint, 0, 'W40', 40, t0);
+    const aba = await store.commit(fence, [rival], t0);
+    // Assess: the cancellation wrote nothing; only the commit id in the stored item decides
+    expect(rival.checkpoint.seq).toBe(u.checkpoint.seq);
+    expect(outcomeOf(resent).units).toEqual({ id: 'landed' });
+    expect(outcomeOf(aba).units).toEqual({ id: 'stale' });
+    const stored = await store.readCommitState('id');
+    expect(stored.checkpoint.commitId).toBe(u.checkpoint.commitId);
+    expect(await store.resolveUnit(fence, u)).toBe('landed');
+    expect(await store.resolveUnit(fence, rival)).toBe('stale');
+  });
+
+  it('reads a checkpoint written before commit ids with a seq-derived id, and commits over it', async () => {
+    // Prepare: an item as an older version wrote it (no commitId in the checkpoint)
+    const t0 = Date.now();
+    const a = await store.claimSlot(41, 'W41', t0, 60_000);
+    const fence: SlotFence = { slot: 41, workerId: 'W41', epoch: a!.epoch };
+    await store.pinVideo('legacy', 41, t0);
+    const v = await store.adoptVideo('legacy', fence, t0);
+    if (typeof v === 'string') throw new Error(v);
+    const { commitId: _dropped, ...old } = v.checkpoint;
+    await stack.clients.ddb.send(new UpdateCommand({ TableName: stack.wiring.leasesTable, Key: { pk: 'video#legacy' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': old } }));
+    // Act
+    const read = await store.readCommitState('legacy');
+    const outcome = await store.commit(fence, [unit('legacy', v.token, read.checkpoint, 0, 'W41', 41, t0)], t0);
+    // Assess
+    expect(read.checkpoint.commitId).toBe(legacyCommitId(v.checkpoint.seq));
+    expect(outcomeOf(outcome).units).toEqual({ legacy: 'landed' });
   });
 });
