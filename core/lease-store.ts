@@ -5,23 +5,25 @@
  * to the results table in the same fenced transaction as the checkpoint that covers them.
  *
  * The slot half (claims, heartbeats, launch grants) is slot-lease-store.ts; this class
- * extends it, so one object is the adapter for the whole table. Every write is
+ * extends it, so one object is the adapter for the whole table. The fenced commit's
+ * transactions and outcomes are video-commit.ts (decisions in commit-outcome.ts). Every write is
  * conditional; the TTL attribute only garbage-collects released videos.
  */
-import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Tunables, Wiring } from './config.ts';
 import { emptyCheckpoint, newCommitId, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from './checkpoint.ts';
-import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredDecision, type UnitOutcome } from './commit-outcome.ts';
+import { decideStoredOutcome, type StoredDecision } from './commit-outcome.ts';
+import { slotFenceCheck, VideoCommitter, type CommitOutcome, type TransactItem } from './video-commit.ts';
 import { emptySequencerState } from './sequencer.ts';
-import { packUnits, type CommitUnit } from './commit-packing.ts';
+import type { CommitUnit } from './commit-packing.ts';
 import { SlotLeaseStore, slotKey, videoKey, type LeaseTableOptions, type SlotFence } from './slot-lease-store.ts';
 
 export { slotKey, videoKey, UnconfirmedError, type SlotFence } from './slot-lease-store.ts';
 export { packUnits, type CommitUnit } from './commit-packing.ts';
 export { decideStoredOutcome, type StoredDecision, type UnitOutcome } from './commit-outcome.ts';
+export type { CommitOutcome } from './video-commit.ts';
 
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 
 export interface VideoRecord {
@@ -39,26 +41,6 @@ export interface VideoPin {
   readonly token: number;
 }
 
-/**
- * What a commit did, per unit: every unit of the call has an entry in `outcomes` (see
- * {@link UnitOutcome}). `commit()` never throws once anything may have been written: units
- * of groups that landed stay `landed` when a later group fails, and a unit whose answer was
- * lost and whose re-read failed too is `unknown` (re-read it with {@link LeaseStore.resolveUnit}
- * before rolling anything back).
- * - `settled`: the slot lease held (as far as this commit saw).
- * - `slot-lost`: a transaction's slot condition failed (or a re-read found the slot taken):
- *   the worker must stop at once. Units not landed or unknown are `fenced`.
- * `ambiguousRetries` counts attempts whose outcome was unknown (decided by re-reading).
- */
-export type CommitOutcome = {
-  readonly kind: 'settled' | 'slot-lost';
-  readonly outcomes: ReadonlyMap<string, UnitOutcome>;
-  readonly ambiguousRetries: number;
-};
-
-/** Attempts per transaction group (conflicts with other transactions and unknown outcomes retry). */
-const MAX_COMMIT_ATTEMPTS = 5;
-
 export interface LeaseStoreOptions extends LeaseTableOptions {
   /** Where a video seen for the first time starts (tunables.firstFrameNumber; -1 = automatic). @default -1 */
   readonly firstFrameNumber?: number;
@@ -66,6 +48,14 @@ export interface LeaseStoreOptions extends LeaseTableOptions {
 
 
 export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
+  private readonly committer = new VideoCommitter({
+    ddb: this.ddb,
+    tableName: this.o.tableName,
+    resultsTableName: this.o.resultsTableName,
+    readVideo: (videoId) => this.readCommitState(videoId),
+    readSlot: (slot) => this.getSlot(slot),
+  });
+
   /** The store for a deployment's wiring and tunables. */
   static forWiring(ddb: DynamoDBDocumentClient, wiring: Pick<Wiring, 'leasesTable' | 'resultsTable' | 'pinnedSlotIndex'>, tunables: Pick<Tunables, 'firstFrameNumber'>): LeaseStore {
     return new LeaseStore(ddb, {
@@ -208,20 +198,7 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
    * 5xx past the SDK's retries) is decided by re-reading each unit's video item.
    */
   async commit(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): Promise<CommitOutcome> {
-    const outcomes = new Map<string, UnitOutcome>();
-    let ambiguousRetries = 0;
-    const groups = packUnits(units); // throws only before anything was sent (a unit that cannot fit)
-    for (let g = 0; g < groups.length; g++) {
-      const r = await this.commitGroup(fence, groups[g]!, nowMs);
-      ambiguousRetries += r.ambiguousRetries;
-      for (const [videoId, o] of r.outcomes) outcomes.set(videoId, o);
-      if (r.slotLost) {
-        // Groups that landed stay landed; later groups were never sent.
-        for (const later of groups.slice(g + 1)) for (const u of later) outcomes.set(u.videoId, 'fenced');
-        return { kind: 'slot-lost', outcomes, ambiguousRetries };
-      }
-    }
-    return { kind: 'settled', outcomes, ambiguousRetries };
+    return this.committer.commit(fence, units, nowMs);
   }
 
   /**
@@ -242,133 +219,6 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
    */
   async resolveUnit(fence: SlotFence, unit: CommitUnit): Promise<StoredDecision> {
     return decideStoredOutcome(await this.readCommitState(unit.videoId), unit, fence);
-  }
-
-  private async commitGroup(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): Promise<{ outcomes: Map<string, UnitOutcome>; slotLost: boolean; ambiguousRetries: number }> {
-    const outcomes = new Map<string, UnitOutcome>();
-    let pending = [...units];
-    let ambiguousRetries = 0;
-    const slotLost = () => {
-      for (const u of pending) outcomes.set(u.videoId, 'fenced');
-      return { outcomes, slotLost: true, ambiguousRetries };
-    };
-    for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS && pending.length > 0; attempt++) {
-      const { items, owners } = this.transactItemsFor(fence, pending, nowMs);
-      let error: unknown;
-      try {
-        await this.ddb.send(new TransactWriteCommand({ TransactItems: items }));
-        for (const u of pending) outcomes.set(u.videoId, 'landed');
-        return { outcomes, slotLost: false, ambiguousRetries };
-      } catch (e) {
-        error = e;
-      }
-      if (error instanceof TransactionCanceledException) {
-        // This attempt wrote nothing. Videos whose condition failed are settled (fenced,
-        // stale, a result conflict, or landed by an earlier attempt: by commit id only).
-        const reasons: CancellationReason[] = (error.CancellationReasons ?? []).map((r) => {
-          const stored = r.Item ? storedCommitState(plainItem(r.Item)) : undefined;
-          return { ...(r.Code ? { Code: r.Code } : {}), ...(stored ? { stored } : {}) };
-        });
-        const d = decideCancellation(reasons, owners, pending, fence);
-        if (d.kind === 'slot-lost') return slotLost();
-        for (const [videoId, o] of d.settled) outcomes.set(videoId, o);
-        pending = pending.filter((u) => !d.settled.has(u.videoId));
-        if (d.backoff) await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
-        continue;
-      }
-      // Unknown outcome (timeout, 5xx after the SDK's retries): the transaction may have
-      // applied. Decide each unit by re-reading its video; a failed re-read leaves it
-      // `unknown` (not retried: the store is unreachable, and the caller re-reads later).
-      ambiguousRetries++;
-      const next: CommitUnit[] = [];
-      for (const u of pending) {
-        let stored: VideoRecord;
-        try {
-          stored = await this.readCommitState(u.videoId);
-        } catch {
-          outcomes.set(u.videoId, 'unknown');
-          continue;
-        }
-        const d = decideStoredOutcome(stored, u, fence);
-        if (d === 'at-expected') next.push(u);
-        else outcomes.set(u.videoId, d);
-      }
-      pending = next;
-      if (pending.length === 0) break;
-      try {
-        const slot = await this.getSlot(fence.slot);
-        if (slot.owner !== fence.workerId || slot.epoch !== fence.epoch || slot.expiresAtMs <= Date.now()) return slotLost();
-      } catch {
-        // The retry's own slot condition decides.
-      }
-    }
-    // Attempts ran out with these units known unwritten and the lease ours at the last look.
-    for (const u of pending) outcomes.set(u.videoId, 'not-landed');
-    return { outcomes, slotLost: false, ambiguousRetries };
-  }
-
-  /** The transaction's items, and for each item the video (and result frame) it belongs to. */
-  private transactItemsFor(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): { items: TransactItem[]; owners: ItemOwner[] } {
-    const items: TransactItem[] = [slotFenceCheck(this.o.tableName, fence, nowMs)];
-    const owners: ItemOwner[] = [{ role: 'slot' }];
-    for (const u of units) {
-      owners.push({ role: 'video', videoId: u.videoId });
-      items.push({
-        Update: {
-          TableName: this.o.tableName,
-          Key: { pk: videoKey(u.videoId) },
-          UpdateExpression: 'SET checkpoint = :ck, ckSeq = :seq, lastCommitAtMs = :now',
-          // The checkpoint replaced must be the one the unit was built on, by seq and by commit
-          // id (a checkpoint written before ids existed has none: its seq decides).
-          ConditionExpression:
-            '#owner = :me AND #token = :token AND ckSeq = :prevSeq AND pinnedSlot = :slot AND (attribute_not_exists(checkpoint.commitId) OR checkpoint.commitId = :prevId)',
-          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
-          // On a failed condition the cancellation carries the stored item: its commit id
-          // tells fenced from stale, and an earlier attempt of this very unit from neither.
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ExpressionAttributeValues: {
-            ':prevId': u.expectedCommitId,
-            ':ck': u.checkpoint,
-            ':seq': u.checkpoint.seq,
-            ':now': nowMs,
-            ':me': fence.workerId,
-            ':token': u.token,
-            ':prevSeq': u.expectedSeq,
-            ':slot': fence.slot,
-          },
-        },
-      });
-      const replaceable = new Set(u.replacesGap ?? []);
-      for (const r of u.results) {
-        owners.push({ role: 'result', videoId: u.videoId, frame: r.frame });
-        items.push({
-          Put: {
-            TableName: this.o.resultsTableName,
-            Item: r,
-            // A frame's result is written once; redeliveries and duplicates never overwrite it.
-            // Only a late frame may replace its gap record, and nothing else.
-            ...(replaceable.has(r.frame)
-              ? {
-                  ConditionExpression: 'attribute_not_exists(videoId) OR #status = :gap',
-                  ExpressionAttributeNames: { '#status': 'status' },
-                  ExpressionAttributeValues: { ':gap': 'gap' },
-                }
-              : { ConditionExpression: 'attribute_not_exists(videoId)' }),
-          },
-        });
-      }
-      owners.push({ role: 'summary', videoId: u.videoId });
-      items.push({
-        Put: {
-          TableName: this.o.resultsTableName,
-          Item: u.summary,
-          ConditionExpression: 'attribute_not_exists(#token) OR #token <= :token',
-          ExpressionAttributeNames: { '#token': 'token' },
-          ExpressionAttributeValues: { ':token': u.token },
-        },
-      });
-    }
-    return { items, owners };
   }
 
   /**
@@ -508,41 +358,6 @@ function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined,
   };
 }
 
-/**
- * The attributes of a cancellation reason's Item that commit decisions read, as plain
- * values: the document client does not translate errors, so the item may still be in
- * AttributeValue form ({ S }, { N }, { M }).
- */
-function plainItem(item: Record<string, unknown>): Record<string, unknown> {
-  const plain = (v: unknown): unknown => {
-    if (v === null || typeof v !== 'object') return v;
-    const a = v as { S?: string; N?: string; M?: Record<string, unknown> };
-    if (a.S !== undefined) return a.S;
-    if (a.N !== undefined) return Number(a.N);
-    if (a.M !== undefined) return Object.fromEntries(Object.entries(a.M).map(([k, x]) => [k, plain(x)]));
-    return v;
-  };
-  const ck = plain(item.checkpoint) as Record<string, unknown> | undefined;
-  return {
-    ...Object.fromEntries(['token', 'owner', 'pinnedSlot', 'ckSeq'].filter((k) => item[k] !== undefined).map((k) => [k, plain(item[k])])),
-    ...(ck ? { checkpoint: { commitId: plain(ck.commitId), seq: plain(ck.seq) } } : {}),
-  };
-}
-
-
 function isConditionalCancel(e: unknown, index: number): boolean {
   return e instanceof TransactionCanceledException && e.CancellationReasons?.[index]?.Code === 'ConditionalCheckFailed';
-}
-
-/** The transaction item every fenced write starts with: the slot is still ours (owner, epoch, unexpired). */
-function slotFenceCheck(tableName: string, fence: SlotFence, nowMs: number): TransactItem {
-  return {
-    ConditionCheck: {
-      TableName: tableName,
-      Key: { pk: slotKey(fence.slot) },
-      ConditionExpression: '#owner = :me AND epoch = :epoch AND expiresAtMs > :now',
-      ExpressionAttributeNames: { '#owner': 'owner' },
-      ExpressionAttributeValues: { ':me': fence.workerId, ':epoch': fence.epoch, ':now': nowMs },
-    },
-  };
 }

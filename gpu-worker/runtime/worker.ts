@@ -799,11 +799,13 @@ export class Worker {
       }
       decided.set(v.videoId, o);
     }
-    if (this.lost) return false; // nothing rolled back, nothing deleted: the successor restores the stored state
     const toDelete: string[] = [];
     const landed = new Set<string>();
     for (const { v, unit, parked, handles } of built) {
       const o = decided.get(v.videoId)!;
+      // Still unknown only when the slot was lost meanwhile: nothing rolled back, nothing
+      // deleted; the successor restores the video from the stored state.
+      if (o === 'unknown') continue;
       if (typeof o === 'object') {
         // A record this commit would create already exists, so the frame is settled: the
         // retry leaves it out (the existing record stands) and the rest goes through.
