@@ -3,6 +3,7 @@
  * the last commit left off. Stored inside the video's lease item and written in the
  * same transaction as the results it covers.
  */
+import { randomUUID } from 'node:crypto';
 import { emptySequencerState, upgradeSequencerState, type SequencerState } from './sequencer.ts';
 import type { VideoSummaryItem } from './results.ts';
 
@@ -16,6 +17,14 @@ export interface OwnerRecord {
 export interface VideoCheckpoint {
   /** Grows by one on every commit; commits are conditional on it (optimistic concurrency). */
   readonly seq: number;
+  /**
+   * Unique per write of the checkpoint ({@link newCommitId}): every commit, adoption and
+   * reset writes a fresh one. Whether a commit landed is decided by finding its own id in
+   * the stored checkpoint, never by comparing `seq` (a counter can match by chance after a
+   * rollback: an ABA). Checkpoints written before commit ids existed get
+   * {@link legacyCommitId} when they are read ({@link upgradeCheckpoint}).
+   */
+  readonly commitId: string;
   readonly sequencer: SequencerState;
   /** Opaque FrameProcessor snapshot (tracker state). */
   readonly processor?: string;
@@ -33,9 +42,24 @@ export interface VideoCheckpoint {
 
 export const MAX_OWNER_HISTORY = 50;
 
+/** A fresh commit id: a random UUID, so two writes never share one (unlike a counter). */
+export function newCommitId(): string {
+  return randomUUID();
+}
+
+/**
+ * The id a checkpoint written before commit ids existed is read with: derived from its
+ * seq, so every reader of the same stored checkpoint derives the same id. Only the first
+ * commit after an upgrade can see one; it writes a fresh id.
+ */
+export function legacyCommitId(seq: number): string {
+  return `legacy-seq-${seq}`;
+}
+
 export function emptyCheckpoint(firstFrameNumber = -1): VideoCheckpoint {
   return {
     seq: 0,
+    commitId: legacyCommitId(0),
     sequencer: emptySequencerState(firstFrameNumber),
     framesOk: 0,
     framesLate: 0,
@@ -47,9 +71,19 @@ export function emptyCheckpoint(firstFrameNumber = -1): VideoCheckpoint {
   };
 }
 
-/** Fills fields a checkpoint written by an older version lacks. */
-export function upgradeCheckpoint(ck: VideoCheckpoint): VideoCheckpoint {
-  return { ...ck, framesLate: ck.framesLate ?? 0, sequencer: upgradeSequencerState(ck.sequencer) };
+/**
+ * Fills fields a checkpoint written by an older version lacks; `storedSeq` is the item's
+ * `ckSeq` when the caller has it (it wins over the checkpoint's own seq).
+ */
+export function upgradeCheckpoint(ck: Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string }, storedSeq?: number): VideoCheckpoint {
+  const seq = storedSeq ?? ck.seq ?? 0;
+  return {
+    ...ck,
+    seq,
+    commitId: typeof ck.commitId === 'string' && ck.commitId.length > 0 ? ck.commitId : legacyCommitId(seq),
+    framesLate: ck.framesLate ?? 0,
+    sequencer: upgradeSequencerState(ck.sequencer),
+  };
 }
 
 /** The checkpoint after a change of owner. */

@@ -23,6 +23,12 @@ export interface CommitUnit {
   readonly token: number;
   /** The checkpoint's `seq` before this commit; the new checkpoint has seq + 1. */
   readonly expectedSeq: number;
+  /**
+   * The `commitId` of the checkpoint this commit replaces (the last committed one). The
+   * unit's own id is `checkpoint.commitId`: the unit landed iff the stored checkpoint
+   * carries it; a stored checkpoint still carrying `expectedCommitId` proves it did not.
+   */
+  readonly expectedCommitId: string;
   readonly checkpoint: VideoCheckpoint;
   readonly results: readonly FrameResultItem[];
   /** Frames whose result may replace an existing `gap` record (late frames); every other result is create-only. */

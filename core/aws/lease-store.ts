@@ -5,21 +5,25 @@
  * to the results table in the same fenced transaction as the checkpoint that covers them.
  *
  * The slot half (claims, heartbeats, launch grants) is slot-lease-store.ts; this class
- * extends it, so one object is the adapter for the whole table. Every write is
+ * extends it, so one object is the adapter for the whole table. The fenced commit's
+ * transactions and outcomes are video-commit.ts (decisions in commit-outcome.ts). Every write is
  * conditional; the TTL attribute only garbage-collects released videos.
  */
-import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Tunables, Wiring } from '../config.ts';
-import { emptyCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../checkpoint.ts';
+import { emptyCheckpoint, newCommitId, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../checkpoint.ts';
+import { decideStoredOutcome, type StoredDecision } from '../commit-outcome.ts';
+import { slotFenceCheck, VideoCommitter, type CommitOutcome, type TransactItem } from './video-commit.ts';
 import { emptySequencerState } from '../sequencer.ts';
-import { packUnits, type CommitUnit } from '../commit-packing.ts';
+import type { CommitUnit } from '../commit-packing.ts';
 import { SlotLeaseStore, slotKey, videoKey, type LeaseTableOptions, type SlotFence } from './slot-lease-store.ts';
 
 export { slotKey, videoKey, UnconfirmedError, type SlotFence } from './slot-lease-store.ts';
 export { packUnits, type CommitUnit } from '../commit-packing.ts';
+export { decideStoredOutcome, type StoredDecision, type UnitOutcome } from '../commit-outcome.ts';
+export type { CommitOutcome } from './video-commit.ts';
 
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 
 export interface VideoRecord {
@@ -37,22 +41,6 @@ export interface VideoPin {
   readonly token: number;
 }
 
-export type CommitOutcome =
-  | { readonly kind: 'committed'; readonly ambiguousRetries: number }
-  /** The slot lease is gone: the worker must stop at once. */
-  | { readonly kind: 'slot-lost' }
-  /**
-   * Some videos did not commit: `videoIds` because their leases moved (token or seq
-   * changed: drop their in-memory state), `conflicts` because a result they carried met an
-   * existing record (its frame named); the rest committed.
-   */
-  | {
-      readonly kind: 'videos-fenced';
-      readonly videoIds: readonly string[];
-      readonly committedVideoIds: readonly string[];
-      readonly conflicts?: readonly { readonly videoId: string; readonly frame: number }[];
-    };
-
 export interface LeaseStoreOptions extends LeaseTableOptions {
   /** Where a video seen for the first time starts (tunables.firstFrameNumber; -1 = automatic). @default -1 */
   readonly firstFrameNumber?: number;
@@ -60,6 +48,14 @@ export interface LeaseStoreOptions extends LeaseTableOptions {
 
 
 export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
+  private readonly committer = new VideoCommitter({
+    ddb: this.ddb,
+    tableName: this.o.tableName,
+    resultsTableName: this.o.resultsTableName,
+    readVideo: (videoId) => this.readCommitState(videoId),
+    readSlot: (slot) => this.getSlot(slot),
+  });
+
   /** The store for a deployment's wiring and tunables. */
   static forWiring(ddb: DynamoDBDocumentClient, wiring: Pick<Wiring, 'leasesTable' | 'resultsTable' | 'pinnedSlotIndex'>, tunables: Pick<Tunables, 'firstFrameNumber'>): LeaseStore {
     return new LeaseStore(ddb, {
@@ -147,7 +143,9 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
       const token = current.token + 1;
       const ck = current.checkpoint;
       const adopted = withNewOwner(ck, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame });
-      const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1 };
+      // A change of owner is a write of the checkpoint: a fresh commit id, so a unit the
+      // previous owner built on the old checkpoint can never be mistaken for this one.
+      const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1, commitId: newCommitId() };
       try {
         await this.ddb.send(
           new TransactWriteCommand({
@@ -191,139 +189,36 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
   /**
    * Commits results, checkpoints and summaries in as few transactions as fit, each
    * re-checking the slot lease (owner, epoch, unexpired) and each video's token and
-   * checkpoint sequence. A write under an older token is rejected by the store.
+   * checkpoint (seq and commit id). A write under an older token is rejected by the store.
+   *
+   * Never throws once a transaction was sent: every unit gets an outcome (see
+   * {@link CommitOutcome}). A unit is `landed` only when the stored checkpoint carries its
+   * own commit id; a cancelled transaction wrote nothing, so its videos are fenced, stale
+   * or in result conflict, never landed by it. An error whose outcome is unknown (timeout,
+   * 5xx past the SDK's retries) is decided by re-reading each unit's video item.
    */
   async commit(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): Promise<CommitOutcome> {
-    const fenced: string[] = [];
-    const committed: string[] = [];
-    const conflicts: { videoId: string; frame: number }[] = [];
-    let ambiguousRetries = 0;
-    for (const group of packUnits(units)) {
-      const outcome = await this.commitGroup(fence, group, nowMs);
-      if (outcome.kind === 'slot-lost') return outcome;
-      ambiguousRetries += outcome.ambiguousRetries;
-      fenced.push(...outcome.fenced);
-      conflicts.push(...outcome.conflicts);
-      const failed = new Set([...outcome.fenced, ...outcome.conflicts.map((c) => c.videoId)]);
-      committed.push(...group.map((u) => u.videoId).filter((id) => !failed.has(id)));
-    }
-    if (fenced.length > 0 || conflicts.length > 0) return { kind: 'videos-fenced', videoIds: fenced, committedVideoIds: committed, ...(conflicts.length > 0 ? { conflicts } : {}) };
-    return { kind: 'committed', ambiguousRetries };
+    return this.committer.commit(fence, units, nowMs);
   }
 
-  private async commitGroup(
-    fence: SlotFence,
-    units: readonly CommitUnit[],
-    nowMs: number,
-  ): Promise<{ kind: 'ok'; fenced: string[]; conflicts: { videoId: string; frame: number }[]; ambiguousRetries: number } | { kind: 'slot-lost' }> {
-    let pending = [...units];
-    const fenced: string[] = [];
-    const conflicts: { videoId: string; frame: number }[] = [];
-    let ambiguousRetries = 0;
-    for (let attempt = 0; attempt < 5 && pending.length > 0; attempt++) {
-      const { items, owners } = this.transactItemsFor(fence, pending, nowMs);
-      try {
-        await this.ddb.send(new TransactWriteCommand({ TransactItems: items }));
-        return { kind: 'ok', fenced, conflicts, ambiguousRetries };
-      } catch (e) {
-        if (!(e instanceof TransactionCanceledException)) {
-          // Unknown outcome (timeout, 5xx after retries): re-reading decides per video below.
-          ambiguousRetries++;
-        } else {
-          const reasons = e.CancellationReasons ?? [];
-          if (reasons[0]?.Code === 'ConditionalCheckFailed') return { kind: 'slot-lost' };
-          if (reasons.every((r) => !r.Code || r.Code === 'None' || r.Code === 'TransactionConflict')) {
-            await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
-            continue;
-          }
-          // A result that met an existing record takes only its own video out of the
-          // group; retrying it unchanged would fail the same way every time.
-          const clashing = new Map<string, number>();
-          reasons.forEach((r, i) => {
-            const owner = owners[i];
-            if (r.Code === 'ConditionalCheckFailed' && owner?.frame !== undefined && !clashing.has(owner.videoId)) clashing.set(owner.videoId, owner.frame);
-          });
-          if (clashing.size > 0) {
-            for (const [videoId, frame] of clashing) conflicts.push({ videoId, frame });
-            pending = pending.filter((u) => !clashing.has(u.videoId));
-            continue;
-          }
-        }
-        // Decide per video by reading its lease: already committed, fenced, or retry.
-        const next: CommitUnit[] = [];
-        for (const u of pending) {
-          const v = await this.getVideo(u.videoId);
-          if (v.owner === fence.workerId && v.token === u.token && v.checkpoint.seq === u.checkpoint.seq) continue; // landed
-          if (v.owner === fence.workerId && v.token === u.token && v.checkpoint.seq === u.expectedSeq && v.pinnedSlot === fence.slot) {
-            next.push(u);
-            continue;
-          }
-          fenced.push(u.videoId);
-        }
-        const slot = await this.getSlot(fence.slot);
-        if (slot.owner !== fence.workerId || slot.epoch !== fence.epoch || slot.expiresAtMs <= Date.now()) return { kind: 'slot-lost' };
-        pending = next;
-      }
-    }
-    if (pending.length > 0) throw new Error(`commit did not settle for ${pending.map((u) => u.videoId).join(', ')}`);
-    return { kind: 'ok', fenced, conflicts, ambiguousRetries };
+  /**
+   * A consistent read of a video's lease item (token, owner, owner epoch, pin and the
+   * stored checkpoint with its commit id), for deciding a commit whose outcome was
+   * `unknown`. Throws when the read fails: the caller tries again later, and rolls nothing
+   * back meanwhile.
+   */
+  async readCommitState(videoId: string): Promise<VideoRecord> {
+    return this.getVideo(videoId);
   }
 
-  /** The transaction's items, and for each item the video (and result frame) it belongs to. */
-  private transactItemsFor(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): { items: TransactItem[]; owners: ({ videoId: string; frame?: number } | undefined)[] } {
-    const items: TransactItem[] = [slotFenceCheck(this.o.tableName, fence, nowMs)];
-    const owners: ({ videoId: string; frame?: number } | undefined)[] = [undefined];
-    for (const u of units) {
-      owners.push({ videoId: u.videoId });
-      items.push({
-        Update: {
-          TableName: this.o.tableName,
-          Key: { pk: videoKey(u.videoId) },
-          UpdateExpression: 'SET checkpoint = :ck, ckSeq = :seq, lastCommitAtMs = :now',
-          ConditionExpression: '#owner = :me AND #token = :token AND ckSeq = :prevSeq AND pinnedSlot = :slot',
-          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
-          ExpressionAttributeValues: {
-            ':ck': u.checkpoint,
-            ':seq': u.checkpoint.seq,
-            ':now': nowMs,
-            ':me': fence.workerId,
-            ':token': u.token,
-            ':prevSeq': u.expectedSeq,
-            ':slot': fence.slot,
-          },
-        },
-      });
-      const replaceable = new Set(u.replacesGap ?? []);
-      for (const r of u.results) {
-        owners.push({ videoId: u.videoId, frame: r.frame });
-        items.push({
-          Put: {
-            TableName: this.o.resultsTableName,
-            Item: r,
-            // A frame's result is written once; redeliveries and duplicates never overwrite it.
-            // Only a late frame may replace its gap record, and nothing else.
-            ...(replaceable.has(r.frame)
-              ? {
-                  ConditionExpression: 'attribute_not_exists(videoId) OR #status = :gap',
-                  ExpressionAttributeNames: { '#status': 'status' },
-                  ExpressionAttributeValues: { ':gap': 'gap' },
-                }
-              : { ConditionExpression: 'attribute_not_exists(videoId)' }),
-          },
-        });
-      }
-      owners.push({ videoId: u.videoId });
-      items.push({
-        Put: {
-          TableName: this.o.resultsTableName,
-          Item: u.summary,
-          ConditionExpression: 'attribute_not_exists(#token) OR #token <= :token',
-          ExpressionAttributeNames: { '#token': 'token' },
-          ExpressionAttributeValues: { ':token': u.token },
-        },
-      });
-    }
-    return { items, owners };
+  /**
+   * Decides a unit whose commit outcome was `unknown` by re-reading its video
+   * ({@link decideStoredOutcome}): `landed` (apply it as committed), `at-expected` (it did
+   * not land and the lease is still ours: roll back and retry), `fenced` or `stale` (drop
+   * the video). Throws when the read fails.
+   */
+  async resolveUnit(fence: SlotFence, unit: CommitUnit): Promise<StoredDecision> {
+    return decideStoredOutcome(await this.readCommitState(unit.videoId), unit, fence);
   }
 
   /**
@@ -372,6 +267,7 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
     const ck = v.checkpoint;
     const checkpoint: VideoCheckpoint = {
       seq: ck.seq + 1,
+      commitId: newCommitId(),
       sequencer: { ...emptySequencerState(Math.max(0, ck.sequencer.firstFrame ?? fromFrame)), nextFrame: fromFrame, endFrame: ck.sequencer.endFrame },
       framesOk: kept.framesOk,
       framesLate: kept.framesLate ?? 0,
@@ -449,7 +345,8 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
 
 function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined, firstFrameNumber: number): VideoRecord {
   if (!it) return { videoId, token: 0, state: 'new', checkpoint: emptyCheckpoint(firstFrameNumber) };
-  const ck = upgradeCheckpoint((it.checkpoint as VideoCheckpoint | undefined) ?? emptyCheckpoint(firstFrameNumber));
+  const stored = it.checkpoint as Parameters<typeof upgradeCheckpoint>[0] | undefined;
+  const ck = upgradeCheckpoint(stored ?? emptyCheckpoint(firstFrameNumber), it.ckSeq !== undefined ? Number(it.ckSeq) : undefined);
   return {
     videoId,
     ...(it.pinnedSlot !== undefined ? { pinnedSlot: Number(it.pinnedSlot) } : {}),
@@ -457,24 +354,10 @@ function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined,
     ...(typeof it.owner === 'string' ? { owner: it.owner } : {}),
     ...(it.ownerEpoch !== undefined ? { ownerEpoch: Number(it.ownerEpoch) } : {}),
     state: it.state === 'released' ? 'released' : it.pinnedSlot !== undefined ? 'pinned' : 'new',
-    checkpoint: { ...ck, seq: Number(it.ckSeq ?? ck.seq ?? 0) },
+    checkpoint: ck,
   };
 }
-
 
 function isConditionalCancel(e: unknown, index: number): boolean {
   return e instanceof TransactionCanceledException && e.CancellationReasons?.[index]?.Code === 'ConditionalCheckFailed';
-}
-
-/** The transaction item every fenced write starts with: the slot is still ours (owner, epoch, unexpired). */
-function slotFenceCheck(tableName: string, fence: SlotFence, nowMs: number): TransactItem {
-  return {
-    ConditionCheck: {
-      TableName: tableName,
-      Key: { pk: slotKey(fence.slot) },
-      ConditionExpression: '#owner = :me AND epoch = :epoch AND expiresAtMs > :now',
-      ExpressionAttributeNames: { '#owner': 'owner' },
-      ExpressionAttributeValues: { ':me': fence.workerId, ':epoch': fence.epoch, ':now': nowMs },
-    },
-  };
 }

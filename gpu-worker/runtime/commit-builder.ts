@@ -3,7 +3,7 @@
  * per frame, the counts, the checkpoint that covers them and the summary. Pure: the
  * worker hands it the state, the store writes what it returns in one fenced transaction.
  */
-import { summaryOf, type VideoCheckpoint } from '../../core/checkpoint.ts';
+import { newCommitId, summaryOf, type VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { CommitUnit } from '../../core/commit-packing.ts';
 import type { FrameOutcome } from '../../core/ports.ts';
 import type { FrameResultItem } from '../../core/results.ts';
@@ -79,6 +79,9 @@ export function buildCommit(input: CommitInput): BuiltCommit {
   const checkpoint: VideoCheckpoint = {
     ...prev,
     seq: prev.seq + 1,
+    // Every unit is a new write: a retry after a rollback gets another id, so the store can
+    // tell which of the two (if any) landed.
+    commitId: newCommitId(),
     sequencer: input.sequencer,
     ...(input.processor !== undefined ? { processor: input.processor } : {}),
     framesOk,
@@ -94,6 +97,7 @@ export function buildCommit(input: CommitInput): BuiltCommit {
       videoId: input.videoId,
       token: input.token,
       expectedSeq: prev.seq,
+      expectedCommitId: prev.commitId,
       checkpoint,
       results,
       ...(replacesGap.length > 0 ? { replacesGap } : {}),

@@ -81,8 +81,10 @@ export class RoundCommitter {
     const actions = commitActions(outcome, units);
     if (actions.slotLost) {
       this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
-      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.d.fence().slot, epoch: this.d.fence().epoch });
+      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.d.fence().slot, epoch: this.d.fence().epoch, landed: actions.fates.length });
       this.d.loseSlot('commit fenced by the store');
+      // What landed before the slot was lost is durable: its messages are deleted all the same.
+      await this.d.inbox.delete(actions.fates.flatMap(({ unit }) => this.applyLanded(unit)));
       return false;
     }
     const toDelete: string[] = [];
@@ -99,6 +101,8 @@ export class RoundCommitter {
         // retry leaves it out (the existing record stands) and the rest goes through.
         s.recorded.add(fate.frame);
         this.rollback({ session: s, reason: 'record-exists', detail: `frame ${fate.frame} already has a record`, blamed: [fate.frame], transient: false }, now);
+      } else if (fate.kind === 'not-landed') {
+        this.rollback({ session: s, reason: 'commit-not-landed', detail: 'the store did not take the commit (retries ran out)', blamed: [], transient: true }, now);
       } else if (fate.kind === 'fenced') {
         this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
         this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: s.videoId, token: s.token });

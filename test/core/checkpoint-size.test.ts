@@ -47,7 +47,7 @@ function unit(videoId: string, frames: number, detectionsPerFrame: number, check
     committedAtMs: NOW,
     key: `frames/${videoId}/${String(frame).padStart(6, '0')}.jpg`,
   }));
-  return { videoId, token: LEASE.token, expectedSeq: ck.seq - 1, checkpoint: ck, results, summary: summaryOf(videoId, ck, LEASE, NOW) };
+  return { videoId, token: LEASE.token, expectedSeq: ck.seq - 1, expectedCommitId: 'previous', checkpoint: ck, results, summary: summaryOf(videoId, ck, LEASE, NOW) };
 }
 
 function cost(group: readonly CommitUnit[]) {

@@ -4,10 +4,10 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
-import { DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { LeaseStore, UnconfirmedError, type CommitUnit } from '../../../core/aws/lease-store.ts';
+import { LeaseStore, UnconfirmedError, type CommitOutcome, type CommitUnit } from '../../../core/aws/lease-store.ts';
 import { emptyCheckpoint, summaryOf } from '../../../core/checkpoint.ts';
 import { FrameRouter } from '../../../core/router.ts';
 import { SlotQueues } from '../../../core/aws/slot-queues.ts';
@@ -55,33 +55,124 @@ describe('heartbeat with an ambiguous error', () => {
 
 describe('commit with an ambiguous error', () => {
   const ck = emptyCheckpoint();
-  const next = { ...ck, seq: 1, framesOk: 1 };
+  const next = { ...ck, seq: 1, framesOk: 1, commitId: 'unit-1' };
+  const unitFor = (videoId: string, frames = 1): CommitUnit => ({
+    videoId,
+    token: 2,
+    expectedSeq: 0,
+    expectedCommitId: ck.commitId,
+    checkpoint: { ...next, commitId: `unit-${videoId}` },
+    results: Array.from({ length: frames }, (_, frame) => ({ videoId, frame, status: 'ok' as const, detections: [], token: 2, worker: 'A', committedAtMs: 1 })),
+    summary: summaryOf(videoId, next, { token: 2, worker: 'A', slot: 0 }, 1),
+  });
+  const unit = unitFor('v');
+  const liveSlot = () => ddbMock.on(GetCommand, { Key: { pk: 'slot#0' } }).resolves({ Item: { owner: 'A', epoch: 3, expiresAtMs: Date.now() + 10_000 } });
+  const storedVideo = (videoId: string, seq: number, commitId: string) =>
+    ddbMock.on(GetCommand, { Key: { pk: `video#${videoId}` } }).resolves({ Item: { pk: `video#${videoId}`, owner: 'A', token: 2, pinnedSlot: 0, ckSeq: seq, checkpoint: { ...ck, seq, commitId } } });
+  const outcomes = (o: CommitOutcome) => ({ kind: o.kind, units: Object.fromEntries(o.outcomes) });
+
+  it('treats a transaction that landed despite the error as landed (its own commit id is stored), without writing twice', async () => {
+    ddbMock.on(TransactWriteCommand).rejects(networkError());
+    storedVideo('v', 1, 'unit-v');
+    liveSlot();
+    const outcome = await store.commit(fence, [unit], Date.now());
+    expect(outcomes(outcome)).toEqual({ kind: 'settled', units: { v: 'landed' } });
+    expect(outcome.ambiguousRetries).toBe(1);
+    expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 1);
+  });
+
+  it('does not call a unit landed because the stored seq equals its seq (ABA): another commit id is stale', async () => {
+    ddbMock.on(TransactWriteCommand).rejects(networkError());
+    storedVideo('v', 1, 'someone-elses-unit');
+    liveSlot();
+    expect(outcomes(await store.commit(fence, [unit], Date.now()))).toEqual({ kind: 'settled', units: { v: 'stale' } });
+    expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 1);
+  });
+
+  it('retries a transaction that did not land (the stored checkpoint is still the expected one)', async () => {
+    ddbMock.on(TransactWriteCommand).rejectsOnce(networkError()).resolves({});
+    storedVideo('v', 0, ck.commitId);
+    liveSlot();
+    expect(outcomes(await store.commit(fence, [unit], Date.now()))).toEqual({ kind: 'settled', units: { v: 'landed' } });
+    expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 2);
+  });
+
+  it('reports unknown, without throwing, when the answer is lost and the re-read fails too', async () => {
+    ddbMock.on(TransactWriteCommand).rejects(networkError());
+    ddbMock.on(GetCommand).rejects(networkError());
+    expect(outcomes(await store.commit(fence, [unit], Date.now()))).toEqual({ kind: 'settled', units: { v: 'unknown' } });
+    expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 1);
+  });
+
+  it('keeps a landed first group landed when a later group fails with an unknown outcome', async () => {
+    // 60 results a unit: two units cannot share a transaction, so each is its own group.
+    ddbMock.on(TransactWriteCommand).resolvesOnce({}).rejects(networkError());
+    ddbMock.on(GetCommand).rejects(networkError());
+    const outcome = await store.commit(fence, [unitFor('g1', 60), unitFor('g2', 60)], Date.now());
+    expect(outcomes(outcome)).toEqual({ kind: 'settled', units: { g1: 'landed', g2: 'unknown' } });
+    expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 2);
+  });
+
+  it('resolves an unknown unit later by re-reading: landed, at the expected checkpoint, or moved', async () => {
+    storedVideo('v', 1, 'unit-v');
+    expect(await store.resolveUnit(fence, unit)).toBe('landed');
+    storedVideo('v', 0, ck.commitId);
+    expect(await store.resolveUnit(fence, unit)).toBe('at-expected');
+    ddbMock.on(GetCommand, { Key: { pk: 'video#v' } }).resolves({ Item: { pk: 'video#v', owner: 'B', token: 3, pinnedSlot: 0, ckSeq: 2, checkpoint: { ...ck, seq: 2, commitId: 'adopted' } } });
+    expect(await store.resolveUnit(fence, unit)).toBe('fenced');
+    ddbMock.on(GetCommand).rejects(networkError());
+    await expect(store.resolveUnit(fence, unit)).rejects.toThrow();
+  });
+});
+
+describe('commit cancelled by a condition', () => {
+  const ck = emptyCheckpoint();
+  const next = { ...ck, seq: 1, framesOk: 1, commitId: 'unit-v' };
   const unit: CommitUnit = {
     videoId: 'v',
     token: 2,
     expectedSeq: 0,
+    expectedCommitId: ck.commitId,
     checkpoint: next,
     results: [{ videoId: 'v', frame: 0, status: 'ok', detections: [], token: 2, worker: 'A', committedAtMs: 1 }],
     summary: summaryOf('v', next, { token: 2, worker: 'A', slot: 0 }, 1),
   };
+  /** Items: 0 slot check, 1 video update, 2 the result, 3 the summary. */
+  const cancelled = (reasons: { Code: string; Item?: Record<string, AttributeValue> }[]) => new TransactionCanceledException({ message: 'cancelled', $metadata: {}, CancellationReasons: reasons });
+  /** The stored video item as ALL_OLD returns it (AttributeValue form). */
+  const old = (owner: string, token: number, seq: number, commitId: string): Record<string, AttributeValue> => ({
+    pk: { S: 'video#v' },
+    owner: { S: owner },
+    token: { N: String(token) },
+    pinnedSlot: { N: '0' },
+    ckSeq: { N: String(seq) },
+    checkpoint: { M: { seq: { N: String(seq) }, commitId: { S: commitId } } },
+  });
+  const none = { Code: 'None' };
+  const commit = async () => {
+    const o = await store.commit(fence, [unit], Date.now());
+    return { kind: o.kind, units: Object.fromEntries(o.outcomes) };
+  };
 
-  it('treats a transaction that landed despite the error as committed, without writing twice', async () => {
-    ddbMock.on(TransactWriteCommand).rejects(networkError());
-    ddbMock
-      .on(GetCommand, { Key: { pk: 'video#v' } })
-      .resolves({ Item: { pk: 'video#v', owner: 'A', token: 2, pinnedSlot: 0, ckSeq: 1, checkpoint: next } });
-    ddbMock.on(GetCommand, { Key: { pk: 'slot#0' } }).resolves({ Item: { owner: 'A', epoch: 3, expiresAtMs: Date.now() + 10_000 } });
-    const outcome = await store.commit(fence, [unit], Date.now());
-    expect(outcome).toEqual({ kind: 'committed', ambiguousRetries: 1 });
+  it.each([
+    { name: 'the slot condition: slot lost', reasons: [{ Code: 'ConditionalCheckFailed' }, none, none, none], expected: { kind: 'slot-lost', units: { v: 'fenced' } } },
+    { name: 'the video condition, token moved: fenced', reasons: [none, { Code: 'ConditionalCheckFailed', Item: old('B', 3, 2, 'adopted') }, none, none], expected: { kind: 'settled', units: { v: 'fenced' } } },
+    { name: 'the video condition, same seq, another commit id (ABA): stale, never landed', reasons: [none, { Code: 'ConditionalCheckFailed', Item: old('A', 2, 1, 'other') }, none, none], expected: { kind: 'settled', units: { v: 'stale' } } },
+    { name: 'the video condition, the stored checkpoint is this very unit (an earlier attempt): landed', reasons: [none, { Code: 'ConditionalCheckFailed', Item: old('A', 2, 1, 'unit-v') }, none, none], expected: { kind: 'settled', units: { v: 'landed' } } },
+    { name: 'the video condition without the stored item: fenced', reasons: [none, { Code: 'ConditionalCheckFailed' }, none, none], expected: { kind: 'settled', units: { v: 'fenced' } } },
+    { name: 'the result condition: a conflict naming the frame', reasons: [none, none, { Code: 'ConditionalCheckFailed' }, none], expected: { kind: 'settled', units: { v: { conflict: 0 } } } },
+    { name: 'the summary condition (a newer token wrote it): fenced', reasons: [none, none, none, { Code: 'ConditionalCheckFailed' }], expected: { kind: 'settled', units: { v: 'fenced' } } },
+  ])('on $name, without re-reading or retrying', async ({ reasons, expected }) => {
+    ddbMock.on(TransactWriteCommand).rejects(cancelled(reasons));
+    expect(await commit()).toEqual(expected);
     expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 1);
+    expect(ddbMock).not.toHaveReceivedCommand(GetCommand);
   });
 
-  it('retries a transaction that did not land', async () => {
-    ddbMock.on(TransactWriteCommand).rejectsOnce(networkError()).resolves({});
-    ddbMock.on(GetCommand, { Key: { pk: 'video#v' } }).resolves({ Item: { pk: 'video#v', owner: 'A', token: 2, pinnedSlot: 0, ckSeq: 0, checkpoint: ck } });
-    ddbMock.on(GetCommand, { Key: { pk: 'slot#0' } }).resolves({ Item: { owner: 'A', epoch: 3, expiresAtMs: Date.now() + 10_000 } });
-    expect((await store.commit(fence, [unit], Date.now())).kind).toBe('committed');
-    expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 2);
+  it('reports not-landed when transaction conflicts outlast the retries (nothing was written)', async () => {
+    ddbMock.on(TransactWriteCommand).rejects(cancelled([none, { Code: 'TransactionConflict' }, none, none]));
+    expect(await commit()).toEqual({ kind: 'settled', units: { v: 'not-landed' } });
+    expect(ddbMock).toHaveReceivedCommandTimes(TransactWriteCommand, 5);
   });
 });
 

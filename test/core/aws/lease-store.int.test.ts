@@ -3,10 +3,10 @@
  * themselves, tokens only grow, and the store rejects writes under an old lease.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalStack, type LocalStack } from '../../../local/stack.ts';
-import { LeaseStore, type CommitUnit, type SlotFence } from '../../../core/aws/lease-store.ts';
-import { summaryOf, type VideoCheckpoint } from '../../../core/checkpoint.ts';
+import { LeaseStore, type CommitOutcome, type CommitUnit, type SlotFence } from '../../../core/aws/lease-store.ts';
+import { legacyCommitId, newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/checkpoint.ts';
 import type { FrameResultItem } from '../../../core/results.ts';
 import { DEFAULT_TUNABLES } from '../../../core/config.ts';
 
@@ -24,9 +24,14 @@ afterAll(async () => {
 });
 
 function unit(videoId: string, token: number, prev: VideoCheckpoint, frame: number, worker: string, slot: number, now: number): CommitUnit {
-  const checkpoint: VideoCheckpoint = { ...prev, seq: prev.seq + 1, sequencer: { ...prev.sequencer, nextFrame: frame + 1 }, framesOk: prev.framesOk + 1 };
+  const checkpoint: VideoCheckpoint = { ...prev, seq: prev.seq + 1, commitId: newCommitId(), sequencer: { ...prev.sequencer, nextFrame: frame + 1 }, framesOk: prev.framesOk + 1 };
   const result: FrameResultItem = { videoId, frame, status: 'ok', detections: [], token, worker, committedAtMs: now };
-  return { videoId, token, expectedSeq: prev.seq, checkpoint, results: [result], summary: summaryOf(videoId, checkpoint, { token, worker, slot }, now) };
+  return { videoId, token, expectedSeq: prev.seq, expectedCommitId: prev.commitId, checkpoint, results: [result], summary: summaryOf(videoId, checkpoint, { token, worker, slot }, now) };
+}
+
+/** The outcome of each unit of a commit, as a plain object (videoId -> outcome), with the kind. */
+function outcomeOf(o: CommitOutcome): { kind: string; units: Record<string, unknown> } {
+  return { kind: o.kind, units: Object.fromEntries(o.outcomes) };
 }
 
 describe('slot leases', () => {
@@ -84,7 +89,7 @@ describe('fencing', () => {
     const adoptedA = await store.adoptVideo('fv', fenceA, t0);
     if (typeof adoptedA === 'string') throw new Error(`not adopted: ${adoptedA}`);
     expect(adoptedA.token).toBe(1);
-    expect((await store.commit(fenceA, [unit('fv', 1, adoptedA.checkpoint, 0, 'A', 20, t0)], Date.now())).kind).toBe('committed');
+    expect(outcomeOf(await store.commit(fenceA, [unit('fv', 1, adoptedA.checkpoint, 0, 'A', 20, t0)], Date.now()))).toEqual({ kind: 'settled', units: { fv: 'landed' } });
     // Act: A pauses past its lease; B claims the slot and adopts the video (token 2)
     const t1 = Date.now() + TTL_MS + 1;
     const b = await store.claimSlot(20, 'B', t1, TTL_MS);
@@ -95,15 +100,15 @@ describe('fencing', () => {
     expect(adoptedB.checkpoint.sequencer.nextFrame).toBe(1);
     // Assess: A's late write is rejected by the store; B's goes through
     const late = await store.commit(fenceA, [unit('fv', 1, adoptedA.checkpoint, 1, 'A', 20, t1)], t1);
-    expect(late.kind).toBe('slot-lost');
-    expect((await store.commit(fenceB, [unit('fv', 2, adoptedB.checkpoint, 1, 'B', 20, t1)], t1)).kind).toBe('committed');
+    expect(outcomeOf(late)).toEqual({ kind: 'slot-lost', units: { fv: 'fenced' } });
+    expect(outcomeOf(await store.commit(fenceB, [unit('fv', 2, adoptedB.checkpoint, 1, 'B', 20, t1)], t1))).toEqual({ kind: 'settled', units: { fv: 'landed' } });
     const r1 = await stack.clients.ddb.send(new GetCommand({ TableName: stack.wiring.resultsTable, Key: { videoId: 'fv', frame: 1 } }));
     expect(r1.Item).toMatchObject({ worker: 'B', token: 2 });
     // A write under the old token with a valid slot lease (e.g. an operator forced the video away) is rejected too
     const current = await store.getVideo('fv');
     expect(await store.forceReleaseVideo('fv', current.token, t1, 1)).toBe(true);
     const stale = await store.commit(fenceB, [unit('fv', 2, current.checkpoint, 2, 'B', 20, t1)], t1);
-    expect(stale).toMatchObject({ kind: 'videos-fenced', videoIds: ['fv'] });
+    expect(outcomeOf(stale)).toEqual({ kind: 'settled', units: { fv: 'fenced' } });
     expect((await store.getVideo('fv')).token).toBe(3);
   });
 
@@ -169,15 +174,15 @@ describe('records', () => {
   it('lets a late record replace a gap record, and nothing else', async () => {
     // Prepare: frame 0 recorded as a gap
     const { fence, token, ck } = await owned(30, 'lr');
-    expect((await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'gap', fence)], Date.now())).kind).toBe('committed');
+    expect(outcomeOf(await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'gap', fence)], Date.now())).units).toEqual({ lr: 'landed' });
     // Act: the late frame replaces it
     const late = await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'late', fence, true)], Date.now());
     // Assess
-    expect(late.kind).toBe('committed');
+    expect(outcomeOf(late).units).toEqual({ lr: 'landed' });
     expect(await record('lr', 0)).toMatchObject({ status: 'late' });
     // A second late record for the same frame meets a record that is no longer a gap.
     const again = await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'late', fence, true)], Date.now());
-    expect(again).toMatchObject({ kind: 'videos-fenced', videoIds: [], conflicts: [{ videoId: 'lr', frame: 0 }] });
+    expect(outcomeOf(again)).toEqual({ kind: 'settled', units: { lr: { conflict: 0 } } });
   });
 
   it('takes only the video whose result meets an existing record out of a shared commit', async () => {
@@ -186,13 +191,58 @@ describe('records', () => {
     await store.pinVideo('calm', 31, Date.now());
     const calm = await store.adoptVideo('calm', fence, Date.now());
     if (typeof calm === 'string') throw new Error(calm);
-    expect((await store.commit(fence, [recordUnit('clash', token, await ck(), 0, 'ok', fence)], Date.now())).kind).toBe('committed');
+    expect(outcomeOf(await store.commit(fence, [recordUnit('clash', token, await ck(), 0, 'ok', fence)], Date.now())).units).toEqual({ clash: 'landed' });
     const clashCk = await ck();
     // Act: one transaction with a create-only record for an existing frame, and a good unit
     const outcome = await store.commit(fence, [recordUnit('clash', token, clashCk, 0, 'ok', fence), recordUnit('calm', calm.token, calm.checkpoint, 0, 'ok', fence)], Date.now());
     // Assess
-    expect(outcome).toMatchObject({ kind: 'videos-fenced', videoIds: [], committedVideoIds: ['calm'], conflicts: [{ videoId: 'clash', frame: 0 }] });
+    expect(outcomeOf(outcome)).toEqual({ kind: 'settled', units: { clash: { conflict: 0 }, calm: 'landed' } });
     expect(await record('calm', 0)).toMatchObject({ status: 'ok' });
     expect((await store.getVideo('clash')).checkpoint.seq).toBe(clashCk.seq);
+  });
+});
+
+describe('commit outcome by commit id', () => {
+  it('calls a unit landed only by its own commit id: a resend of a landed unit is landed, another unit with the same seq is stale', async () => {
+    // Prepare: W40 owns video "id"; unit u (seq 1) lands
+    const t0 = Date.now();
+    const a = await store.claimSlot(40, 'W40', t0, 60_000);
+    const fence: SlotFence = { slot: 40, workerId: 'W40', epoch: a!.epoch };
+    await store.pinVideo('id', 40, t0);
+    const v = await store.adoptVideo('id', fence, t0);
+    if (typeof v === 'string') throw new Error(v);
+    const u = unit('id', v.token, v.checkpoint, 0, 'W40', 40, t0);
+    expect(outcomeOf(await store.commit(fence, [u], t0)).units).toEqual({ id: 'landed' });
+    // Act: the same unit sent again (an earlier attempt's answer was lost), and a rival unit
+    // built on the same previous checkpoint: same seq, another commit id (the ABA case)
+    const resent = await store.commit(fence, [u], t0);
+    const rival = unit('id', v.token, v.checkpoint, 0, 'W40', 40, t0);
+    const aba = await store.commit(fence, [rival], t0);
+    // Assess: the cancellation wrote nothing; only the commit id in the stored item decides
+    expect(rival.checkpoint.seq).toBe(u.checkpoint.seq);
+    expect(outcomeOf(resent).units).toEqual({ id: 'landed' });
+    expect(outcomeOf(aba).units).toEqual({ id: 'stale' });
+    const stored = await store.readCommitState('id');
+    expect(stored.checkpoint.commitId).toBe(u.checkpoint.commitId);
+    expect(await store.resolveUnit(fence, u)).toBe('landed');
+    expect(await store.resolveUnit(fence, rival)).toBe('stale');
+  });
+
+  it('reads a checkpoint written before commit ids with a seq-derived id, and commits over it', async () => {
+    // Prepare: an item as an older version wrote it (no commitId in the checkpoint)
+    const t0 = Date.now();
+    const a = await store.claimSlot(41, 'W41', t0, 60_000);
+    const fence: SlotFence = { slot: 41, workerId: 'W41', epoch: a!.epoch };
+    await store.pinVideo('legacy', 41, t0);
+    const v = await store.adoptVideo('legacy', fence, t0);
+    if (typeof v === 'string') throw new Error(v);
+    const { commitId: _dropped, ...old } = v.checkpoint;
+    await stack.clients.ddb.send(new UpdateCommand({ TableName: stack.wiring.leasesTable, Key: { pk: 'video#legacy' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': old } }));
+    // Act
+    const read = await store.readCommitState('legacy');
+    const outcome = await store.commit(fence, [unit('legacy', v.token, read.checkpoint, 0, 'W41', 41, t0)], t0);
+    // Assess
+    expect(read.checkpoint.commitId).toBe(legacyCommitId(v.checkpoint.seq));
+    expect(outcomeOf(outcome).units).toEqual({ legacy: 'landed' });
   });
 });

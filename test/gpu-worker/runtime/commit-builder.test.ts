@@ -53,6 +53,18 @@ describe('buildCommit', () => {
     expect(unit.expectedSeq).toBe(7);
   });
 
+  it('gives every unit a fresh commit id and names the one it replaces, even when two units share a seq', () => {
+    const before = { ...emptyCheckpoint(0), seq: 7, commitId: 'previous-commit' };
+    const first = build([{ type: 'frame', ref: ref(0) }], [[0, ok(1)]], before).unit;
+    // The retry after a rollback: same previous checkpoint, same seq, another identity.
+    const retry = build([{ type: 'frame', ref: ref(0) }], [[0, ok(1)]], before).unit;
+    expect(first.expectedCommitId).toBe('previous-commit');
+    expect(first.checkpoint.seq).toBe(retry.checkpoint.seq);
+    expect(first.checkpoint.commitId).not.toBe('previous-commit');
+    expect(first.checkpoint.commitId).not.toBe(retry.checkpoint.commitId);
+    expect(first.checkpoint.commitId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it('counts a late frame below the start without touching framesGap, and lowers firstFrame', () => {
     const before = { ...emptyCheckpoint(-1), framesOk: 3, firstFrame: 5, lastFrame: 7 };
     const { unit } = build([{ type: 'late', ref: { ...ref(2), replacesGap: false } }], [[2, { status: 'failed', reason: 'corrupt-image' }]], before);

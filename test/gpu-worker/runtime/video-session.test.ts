@@ -24,7 +24,7 @@ function receive(s: VideoSession, nowMs: number, ...numbers: number[]): void {
 function unitFor(s: VideoSession, steps: readonly SequencedStep[]): CommitUnit {
   const results = steps.map((st) => ({ videoId: 'v', frame: st.type === 'gap' ? st.frame : st.ref.frame, status: 'ok' as const, detections: [], token: 1, worker: 'w', committedAtMs: 0 }));
   const checkpoint = { ...s.committed, seq: s.committed.seq + 1, sequencer: s.sequencer.snapshot(), complete: s.sequencer.isComplete() };
-  return { videoId: 'v', token: 1, expectedSeq: s.committed.seq, checkpoint, results, summary: {} as CommitUnit['summary'] };
+  return { videoId: 'v', token: 1, expectedSeq: s.committed.seq, expectedCommitId: s.committed.commitId, checkpoint: { ...checkpoint, commitId: `c-${checkpoint.seq}` }, results, summary: {} as CommitUnit['summary'] };
 }
 
 describe('VideoSession', () => {
