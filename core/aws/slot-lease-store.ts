@@ -83,8 +83,12 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
       );
       return { epoch: Number(r.Attributes?.epoch), expiresAtMs };
     } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return undefined;
-      throw e;
+      if (!(e instanceof ConditionalCheckFailedException)) throw e;
+      // The SDK retries a call that timed out; when the first attempt applied, the retry
+      // fails the condition. Our owner and our exact expiry in the item mean it was ours.
+      const current = await this.getSlot(slot);
+      if (current.owner === workerId && current.expiresAtMs === expiresAtMs) return { epoch: current.epoch, expiresAtMs };
+      return undefined;
     }
   }
 
