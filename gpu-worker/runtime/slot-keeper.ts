@@ -11,7 +11,6 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { sleep } from '../../core/async.ts';
 
 // Re-exported for worker.ts, which imports it from here.
-export { sleep };
 
 export interface SlotKeeperDeps {
   readonly workerId: string;
