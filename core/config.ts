@@ -84,6 +84,28 @@ export interface Tunables {
   /** Janitor period. */
   readonly janitorIntervalSeconds: number;
   /**
+   * Most RunTask calls one janitor run has in flight at once. Bounds the burst a cold
+   * fleet sends to ECS (whose RunTask rate is throttled per account) while letting 1,000
+   * due launches finish well inside the janitor's timeout.
+   */
+  readonly janitorLaunchConcurrency: number;
+  /**
+   * Most launches that may be starting at once (granted, not yet heartbeated): ECS limits
+   * the tasks waiting in PROVISIONING per cluster (500 by default). A janitor run launches
+   * at most this many minus those still starting; the rest wait for the next run.
+   */
+  readonly maxProvisioningTasks: number;
+  /**
+   * How far apart two machines' clocks may be (NTP keeps EC2 and Lambda well under a
+   * second; this is margin) before liveness suffers. A worker claims a slot only once its
+   * lease ran out more than this long ago by the claimer's clock, and the router and
+   * janitor treat a slot as dead (or its owner as suspect) only this much later than the
+   * lease or heartbeat says. Costs this much extra failover when a dead task is not
+   * reported stopped (a pause, a hang); a reported stop is taken over at once. Fencing,
+   * not this margin, keeps a skewed worker's writes out.
+   */
+  readonly clockSkewToleranceMs: number;
+  /**
    * A worker that owns no video, finds none pinned to its slot, and has received no
    * message for this long releases its slot and exits (code 0), so an idle fleet drains
    * to zero tasks and the capacity provider can retire the GPU instances. Frames arriving
@@ -140,6 +162,9 @@ export const DEFAULT_TUNABLES: Tunables = Object.freeze({
   routerSlotCacheSeconds: 2,
   releasedVideoRetentionDays: 30,
   janitorIntervalSeconds: 60,
+  janitorLaunchConcurrency: 10,
+  maxProvisioningTasks: 500,
+  clockSkewToleranceMs: 5_000,
   workerIdleExitSeconds: 600,
   modelUri: '',
   detectionScoreThreshold: 0.25,
@@ -189,6 +214,11 @@ export function validateTunables(t: Tunables): Tunables {
   positiveInt('routerSlotCacheSeconds', 3600);
   positiveInt('releasedVideoRetentionDays', 3650);
   positiveInt('janitorIntervalSeconds', 3600);
+  positiveInt('janitorLaunchConcurrency', 100);
+  positiveInt('maxProvisioningTasks', 10_000);
+  if (!Number.isInteger(t.clockSkewToleranceMs) || t.clockSkewToleranceMs < 0 || t.clockSkewToleranceMs > 60_000) {
+    problems.push(`clockSkewToleranceMs must be an integer between 0 and 60000 (got ${t.clockSkewToleranceMs})`);
+  }
   if (!Number.isInteger(t.workerIdleExitSeconds) || t.workerIdleExitSeconds < 0 || t.workerIdleExitSeconds > 86_400) {
     problems.push(`workerIdleExitSeconds must be 0 (never) or an integer between 1 and 86400 (got ${t.workerIdleExitSeconds})`);
   }

@@ -63,10 +63,20 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
   }
 
   /**
-   * Claims a slot whose lease has run out (or that this worker already holds).
-   * Returns the new epoch, or undefined while another worker's lease is valid.
+   * Claims a slot whose lease has run out more than `skewToleranceMs` ago by the
+   * claimer's clock (the owner wrote its expiry from its own clock, which may run behind
+   * ours), or that has no owner (released), or whose owner's lease a task-stopped report
+   * ended (`ownerStoppedAtMs` after its claim: no skew allowance is owed to a stopped
+   * task). The condition is lease-logic's {@link canClaimSlot}. Returns the new epoch, or
+   * undefined while another worker's lease is valid.
    */
-  async claimSlot(slot: number, workerId: string, nowMs: number, ttlMs: number): Promise<{ epoch: number; expiresAtMs: number } | undefined> {
+  async claimSlot(
+    slot: number,
+    workerId: string,
+    nowMs: number,
+    ttlMs: number,
+    skewToleranceMs = 0,
+  ): Promise<{ epoch: number; expiresAtMs: number } | undefined> {
     const expiresAtMs = nowMs + ttlMs;
     try {
       const r = await this.ddb.send(
@@ -75,9 +85,19 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
           Key: { pk: slotKey(slot) },
           UpdateExpression:
             'SET #owner = :me, expiresAtMs = :exp, heartbeatAtMs = :now, slot = :slot, claimedAtMs = :now, videoCount = if_not_exists(videoCount, :zero) ADD epoch :one',
-          ConditionExpression: 'attribute_not_exists(expiresAtMs) OR expiresAtMs <= :now OR attribute_not_exists(#owner)',
+          ConditionExpression:
+            'attribute_not_exists(expiresAtMs) OR attribute_not_exists(#owner) OR expiresAtMs <= :lapsed' +
+            ' OR (expiresAtMs <= :now AND ownerStoppedAtMs > claimedAtMs)',
           ExpressionAttributeNames: { '#owner': 'owner' },
-          ExpressionAttributeValues: { ':me': workerId, ':exp': expiresAtMs, ':now': nowMs, ':slot': slot, ':one': 1, ':zero': 0 },
+          ExpressionAttributeValues: {
+            ':me': workerId,
+            ':exp': expiresAtMs,
+            ':now': nowMs,
+            ':lapsed': nowMs - Math.max(0, skewToleranceMs),
+            ':slot': slot,
+            ':one': 1,
+            ':zero': 0,
+          },
           ReturnValues: 'ALL_NEW',
         }),
       );
@@ -188,23 +208,29 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
   /**
    * Grants one launch for a slot: succeeds for one caller per grace window, only
    * while the slot has no live owner (or `force`, when its task is known to have
-   * stopped, or its owner missed heartbeats). Returns the launch sequence number.
+   * stopped, or its owner missed heartbeats), and never during the backoff of a launch
+   * that did not happen ({@link withdrawLaunch}). "No live owner" and "missed heartbeats"
+   * allow `clockSkewToleranceMs`, as lease-logic's needsLaunch does. Returns the launch
+   * sequence number. The grant only holds the slot while its launch may still come: a
+   * caller whose launch failed withdraws it, and the janitor voids one whose task stopped.
    */
   async requestLaunch(slot: number, nowMs: number, o: LivenessOptions, mode: 'if-dead' | 'force'): Promise<number | undefined> {
+    const skewMs = Math.max(0, o.clockSkewToleranceMs ?? 0);
     const graceCutoffMs = nowMs - o.taskStartGraceSeconds * 1000;
-    const staleHeartbeatMs = nowMs - 2 * o.heartbeatIntervalSeconds * 1000;
+    const staleHeartbeatMs = nowMs - 2 * o.heartbeatIntervalSeconds * 1000 - skewMs;
     const grace = '(attribute_not_exists(launchRequestedAtMs) OR launchRequestedAtMs < :cutoff OR launchRequestedAtMs < heartbeatAtMs)';
+    const backoff = ' AND (attribute_not_exists(launchRetryAtMs) OR launchRetryAtMs <= :now)';
     const dead =
       mode === 'force'
         ? ''
-        : ' AND (attribute_not_exists(#owner) OR attribute_not_exists(expiresAtMs) OR expiresAtMs <= :now OR heartbeatAtMs < :stale)';
+        : ' AND (attribute_not_exists(#owner) OR attribute_not_exists(expiresAtMs) OR expiresAtMs <= :lapsed OR heartbeatAtMs < :stale)';
     try {
       const r = await this.ddb.send(
         new UpdateCommand({
           TableName: this.o.tableName,
           Key: { pk: slotKey(slot) },
-          UpdateExpression: 'SET launchRequestedAtMs = :now, slot = :slot, videoCount = if_not_exists(videoCount, :zero) ADD launchSeq :one',
-          ConditionExpression: `${grace}${dead}`,
+          UpdateExpression: 'SET launchRequestedAtMs = :now, slot = :slot, videoCount = if_not_exists(videoCount, :zero) ADD launchSeq :one REMOVE launchTaskId',
+          ConditionExpression: `${grace}${backoff}${dead}`,
           ExpressionAttributeNames: mode === 'force' ? undefined : { '#owner': 'owner' },
           ExpressionAttributeValues: {
             ':now': nowMs,
@@ -212,7 +238,7 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
             ':slot': slot,
             ':one': 1,
             ':zero': 0,
-            ...(mode === 'force' ? {} : { ':stale': staleHeartbeatMs }),
+            ...(mode === 'force' ? {} : { ':stale': staleHeartbeatMs, ':lapsed': nowMs - skewMs }),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -220,6 +246,54 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
       return Number(r.Attributes?.launchSeq);
     } catch (e) {
       if (e instanceof ConditionalCheckFailedException) return undefined;
+      throw e;
+    }
+  }
+
+  /**
+   * Withdraws the launch grant `launchSeq` of a slot because its launch did not happen
+   * (RunTask throttled, denied, answered `failures[]`; or the task stopped before its
+   * first heartbeat): the slot stops counting as launching, and a new grant is possible
+   * from `retryAtMs` (jittered backoff). Conditional on the grant still being `launchSeq`:
+   * a newer grant by someone else is left alone. Returns whether it was withdrawn.
+   */
+  async withdrawLaunch(slot: number, launchSeq: number, retryAtMs: number): Promise<boolean> {
+    try {
+      await this.ddb.send(
+        new UpdateCommand({
+          TableName: this.o.tableName,
+          Key: { pk: slotKey(slot) },
+          UpdateExpression: 'SET launchRequestedAtMs = :zero, launchRetryAtMs = :retry ADD launchFailures :one REMOVE launchTaskId',
+          ConditionExpression: 'launchSeq = :seq',
+          ExpressionAttributeValues: { ':seq': launchSeq, ':retry': retryAtMs, ':zero': 0, ':one': 1 },
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (e instanceof ConditionalCheckFailedException) return false;
+      throw e;
+    }
+  }
+
+  /**
+   * Records the task a granted launch started (ECS task ARN, local pid), so the janitor
+   * can ask its launcher about it instead of waiting out the grace, and resets the
+   * failure count that sizes the backoff. Conditional on the grant still being `launchSeq`.
+   */
+  async recordLaunchedTask(slot: number, launchSeq: number, taskId: string): Promise<boolean> {
+    try {
+      await this.ddb.send(
+        new UpdateCommand({
+          TableName: this.o.tableName,
+          Key: { pk: slotKey(slot) },
+          UpdateExpression: 'SET launchTaskId = :task, launchFailures = :zero',
+          ConditionExpression: 'launchSeq = :seq',
+          ExpressionAttributeValues: { ':seq': launchSeq, ':task': taskId, ':zero': 0 },
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (e instanceof ConditionalCheckFailedException) return false;
       throw e;
     }
   }
@@ -344,6 +418,11 @@ function toSlotRecord(slot: number, it: Record<string, unknown> | undefined): Sl
     videoCount: Number(it.videoCount ?? 0),
     launchSeq: Number(it.launchSeq ?? 0),
     launchRequestedAtMs: Number(it.launchRequestedAtMs ?? 0),
+    ...(typeof it.launchTaskId === 'string' ? { launchTaskId: it.launchTaskId } : {}),
+    launchRetryAtMs: Number(it.launchRetryAtMs ?? 0),
+    launchFailures: Number(it.launchFailures ?? 0),
+    ...(it.claimedAtMs !== undefined ? { claimedAtMs: Number(it.claimedAtMs) } : {}),
+    ...(it.ownerStoppedAtMs !== undefined ? { ownerStoppedAtMs: Number(it.ownerStoppedAtMs) } : {}),
   };
 }
 

@@ -106,7 +106,7 @@ describe('EcsTaskLauncher', () => {
     const result = await launcher.launch({ slot: 1, launchSeq: 1, reason: 'test' });
 
     // Assess
-    expect(result).toEqual({ launched: false, detail: expect.stringContaining('AccessDeniedException') });
+    expect(result).toEqual({ launched: false, reason: 'access-denied', detail: expect.stringContaining('AccessDeniedException') });
   });
 
   it('reports an empty response as not launched', async () => {
