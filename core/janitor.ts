@@ -265,7 +265,10 @@ export class Janitor {
       const unrecorded = id === undefined && now - c.s.launchRequestedAtMs > t.janitorIntervalSeconds * 1000;
       if (state?.state !== 'gone' && !unrecorded) continue;
       const detail = unrecorded ? 'launch grant recorded no task within one janitor period' : `task ${id}: ${state!.detail ?? 'gone'}`;
-      const r = await failedLaunch(deps, c.s, c.s.launchSeq, unrecorded ? 'no-task' : 'stopped-before-start', detail);
+      // The first void of a row relaunches in this same run; repeats (a task that keeps
+      // failing to start) back off.
+      const retryAtMs = c.s.launchFailures === 0 ? now : undefined;
+      const r = await failedLaunch(deps, c.s, c.s.launchSeq, unrecorded ? 'no-task' : 'stopped-before-start', detail, retryAtMs);
       if (!r.withdrawn) continue;
       c.s = { ...c.s, launchRequestedAtMs: 0, launchRetryAtMs: r.retryAtMs, launchFailures: c.s.launchFailures + 1 };
       delete (c.s as { launchTaskId?: string }).launchTaskId;

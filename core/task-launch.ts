@@ -82,8 +82,8 @@ export async function launchSlot(d: SlotLaunchDeps, s: SlotRecord, mode: 'if-dea
 
 /**
  * Counts and logs a launch that did not happen, and withdraws its grant with a jittered
- * backoff sized by the slot's failures in a row. Also used by the janitor for a granted
- * task that stopped before its first heartbeat.
+ * backoff sized by the slot's failures in a row (or at `retryAtMs`). Also used by the
+ * janitor for a granted task that stopped before its first heartbeat.
  */
 export async function failedLaunch(
   d: Omit<SlotLaunchDeps, 'launcher'>,
@@ -91,9 +91,9 @@ export async function failedLaunch(
   launchSeq: number,
   reason: LaunchFailureReason,
   detail: string | undefined,
+  retryAtMs: number = d.now() + launchRetryDelayMs(s.launchFailures + 1, d.tunables, d.random),
 ): Promise<SlotLaunchOutcome & { kind: 'failed' }> {
   const now = d.now();
-  const retryAtMs = now + launchRetryDelayMs(s.launchFailures + 1, d.tunables, d.random);
   d.metrics.count(d.names.taskLaunchFailures, 1, { Reason: reason });
   let withdrawn = false;
   try {
