@@ -1,11 +1,17 @@
 /**
- * The janitor: relaunches tasks for slots that have work and no live owner, repairs
- * slot video counts from the pinned-slot index, and publishes fleet metrics.
- * Runs on a schedule, and at once when ECS reports a worker task stopped.
+ * The janitor: relaunches tasks for slots that have work and no live owner, checks
+ * launches still starting (a grant whose task stopped before its first heartbeat is void),
+ * repairs slot video counts from the pinned-slot index, and publishes fleet metrics.
+ * Runs on a schedule over every slot, and on each ECS task-stopped event over that slot
+ * alone. Launches go through task-launch.ts (shared with the router): a launch that did
+ * not happen is counted with its Reason and its grant withdrawn, never held for
+ * `taskStartGraceSeconds`.
  *
- * Its cost per run is bounded, not one call per slot: one BatchGetItem per 100 slots, one
- * Scan of the keys-only pinned-slot index (one request per MB of pins), and at most
- * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads (bench/janitor-calls.ts).
+ * Its cost per scheduled run is bounded, not one call per slot: one BatchGetItem per 100
+ * slots, one Scan of the keys-only pinned-slot index (one request per MB of pins), at most
+ * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads, one DescribeTasks per 100
+ * launches still starting, and its launches, `janitorLaunchConcurrency` at a time within
+ * `maxProvisioningTasks` (bench/janitor-calls.ts).
  */
 import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from './config.ts';
 import { isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease-logic.ts';

@@ -11,6 +11,7 @@ import { GetCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocu
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { emptySlotRecord, type LivenessOptions, type SlotRecord } from './lease-logic.ts';
+import { recordLaunchedTaskOnSlot, requestLaunchGrant, withdrawLaunchGrant, type LaunchGrantTable } from './aws/launch-grants.ts';
 
 export const slotKey = (slot: number) => `slot#${slot}`;
 export const videoKey = (videoId: string) => `video#${videoId}`;
@@ -206,96 +207,26 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
   }
 
   /**
-   * Grants one launch for a slot: succeeds for one caller per grace window, only
-   * while the slot has no live owner (or `force`, when its task is known to have
-   * stopped, or its owner missed heartbeats), and never during the backoff of a launch
-   * that did not happen ({@link withdrawLaunch}). "No live owner" and "missed heartbeats"
-   * allow `clockSkewToleranceMs`, as lease-logic's needsLaunch does. Returns the launch
-   * sequence number. The grant only holds the slot while its launch may still come: a
-   * caller whose launch failed withdraws it, and the janitor voids one whose task stopped.
+   * Grants one launch for a slot: succeeds for one caller per grace window, only while
+   * the slot has no live owner (or `force`), never during a failed launch's backoff.
+   * See {@link requestLaunchGrant}. Returns the launch sequence number.
    */
-  async requestLaunch(slot: number, nowMs: number, o: LivenessOptions, mode: 'if-dead' | 'force'): Promise<number | undefined> {
-    const skewMs = Math.max(0, o.clockSkewToleranceMs ?? 0);
-    const graceCutoffMs = nowMs - o.taskStartGraceSeconds * 1000;
-    const staleHeartbeatMs = nowMs - 2 * o.heartbeatIntervalSeconds * 1000 - skewMs;
-    const grace = '(attribute_not_exists(launchRequestedAtMs) OR launchRequestedAtMs < :cutoff OR launchRequestedAtMs < heartbeatAtMs)';
-    const backoff = ' AND (attribute_not_exists(launchRetryAtMs) OR launchRetryAtMs <= :now)';
-    const dead =
-      mode === 'force'
-        ? ''
-        : ' AND (attribute_not_exists(#owner) OR attribute_not_exists(expiresAtMs) OR expiresAtMs <= :lapsed OR heartbeatAtMs < :stale)';
-    try {
-      const r = await this.ddb.send(
-        new UpdateCommand({
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(slot) },
-          UpdateExpression: 'SET launchRequestedAtMs = :now, slot = :slot, videoCount = if_not_exists(videoCount, :zero) ADD launchSeq :one REMOVE launchTaskId',
-          ConditionExpression: `${grace}${backoff}${dead}`,
-          ExpressionAttributeNames: mode === 'force' ? undefined : { '#owner': 'owner' },
-          ExpressionAttributeValues: {
-            ':now': nowMs,
-            ':cutoff': graceCutoffMs,
-            ':slot': slot,
-            ':one': 1,
-            ':zero': 0,
-            ...(mode === 'force' ? {} : { ':stale': staleHeartbeatMs, ':lapsed': nowMs - skewMs }),
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return Number(r.Attributes?.launchSeq);
-    } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return undefined;
-      throw e;
-    }
+  requestLaunch(slot: number, nowMs: number, o: LivenessOptions, mode: 'if-dead' | 'force'): Promise<number | undefined> {
+    return requestLaunchGrant(this.grantTable(), slot, nowMs, o, mode);
   }
 
-  /**
-   * Withdraws the launch grant `launchSeq` of a slot because its launch did not happen
-   * (RunTask throttled, denied, answered `failures[]`; or the task stopped before its
-   * first heartbeat): the slot stops counting as launching, and a new grant is possible
-   * from `retryAtMs` (jittered backoff). Conditional on the grant still being `launchSeq`:
-   * a newer grant by someone else is left alone. Returns whether it was withdrawn.
-   */
-  async withdrawLaunch(slot: number, launchSeq: number, retryAtMs: number): Promise<boolean> {
-    try {
-      await this.ddb.send(
-        new UpdateCommand({
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(slot) },
-          UpdateExpression: 'SET launchRequestedAtMs = :zero, launchRetryAtMs = :retry ADD launchFailures :one REMOVE launchTaskId',
-          ConditionExpression: 'launchSeq = :seq',
-          ExpressionAttributeValues: { ':seq': launchSeq, ':retry': retryAtMs, ':zero': 0, ':one': 1 },
-        }),
-      );
-      return true;
-    } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return false;
-      throw e;
-    }
+  /** Withdraws grant `launchSeq` of a launch that did not happen, retryable from `retryAtMs`. See {@link withdrawLaunchGrant}. */
+  withdrawLaunch(slot: number, launchSeq: number, retryAtMs: number): Promise<boolean> {
+    return withdrawLaunchGrant(this.grantTable(), slot, launchSeq, retryAtMs);
   }
 
-  /**
-   * Records the task a granted launch started (ECS task ARN, local pid), so the janitor
-   * can ask its launcher about it instead of waiting out the grace, and resets the
-   * failure count that sizes the backoff. Conditional on the grant still being `launchSeq`.
-   */
-  async recordLaunchedTask(slot: number, launchSeq: number, taskId: string): Promise<boolean> {
-    try {
-      await this.ddb.send(
-        new UpdateCommand({
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(slot) },
-          UpdateExpression: 'SET launchTaskId = :task, launchFailures = :zero',
-          ConditionExpression: 'launchSeq = :seq',
-          ExpressionAttributeValues: { ':seq': launchSeq, ':task': taskId, ':zero': 0 },
-        }),
-      );
-      return true;
-    } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return false;
-      throw e;
-    }
+  /** Records the task grant `launchSeq` started. See {@link recordLaunchedTaskOnSlot}. */
+  recordLaunchedTask(slot: number, launchSeq: number, taskId: string): Promise<boolean> {
+    return recordLaunchedTaskOnSlot(this.grantTable(), slot, launchSeq, taskId);
+  }
+
+  private grantTable(): LaunchGrantTable {
+    return { ddb: this.ddb, tableName: this.o.tableName };
   }
 
   /** Janitor repair: sets a slot's video count to what the index says. */
