@@ -7,7 +7,8 @@
  * resumed. The router's launch for the slot must start a successor beside the frozen
  * process (as ECS would), and nothing may hold the slot for the 900 s grace: every frame
  * uploaded before, during and after the pause gets exactly one record, and every video
- * completes within 60 s of the resume.
+ * completes within 60 s of the resume. The same run with a kill -9 instead of the pause
+ * (reported stopped, so the successor claims at once).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_TUNABLES, type Tunables } from '../../core/config.ts';
@@ -26,8 +27,8 @@ const USER_DEFAULTS: Partial<Tunables> = Object.fromEntries(Object.keys(FAST_TUN
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('a worker paused past its lease at the default tunables', () => {
-  it('is replaced while paused; every frame uploaded before, during and after the pause gets one record; every video completes within 60 s of the resume', async () => {
+describe('a worker paused past its lease, or killed, at the default tunables', () => {
+  it.each([{ fault: 'SIGSTOP for 22 s, then SIGCONT' as const }, { fault: 'kill -9' as const }])('$fault: replaced at once; every frame uploaded before, during and after gets one record; every video completes within 60 s of the resume (or kill)', async ({ fault }) => {
     // Prepare: one slot, so every camera is on the paused worker's slot
     stack = await startTestStack({ tunables: { ...USER_DEFAULTS, slotCount: 1 }, janitorIntervalMs: 5_000 });
     const s = stack;
@@ -60,10 +61,17 @@ describe('a worker paused past its lease at the default tunables', () => {
     // Act: pause it past its lease while uploads go on, then resume it. The signals go to
     // its process group from outside the launcher (as `kill -STOP` from a shell, or a GC
     // pause), so the launcher cannot know the process is frozen.
-    process.kill(-victim.pid, 'SIGSTOP');
-    await sleep(22_000);
-    process.kill(-victim.pid, 'SIGCONT');
-    const resumedAtMs = Date.now();
+    let resumedAtMs: number;
+    if (fault === 'kill -9') {
+      process.kill(-victim.pid, 'SIGKILL');
+      resumedAtMs = Date.now();
+      await sleep(10_000);
+    } else {
+      process.kill(-victim.pid, 'SIGSTOP');
+      await sleep(22_000);
+      process.kill(-victim.pid, 'SIGCONT');
+      resumedAtMs = Date.now();
+    }
     await sleep(3_000);
     uploading = false;
     await Promise.all([...cameras, late]);
@@ -83,12 +91,16 @@ describe('a worker paused past its lease at the default tunables', () => {
     // A successor was launched beside the frozen worker, and the frozen one exited on resuming
     const successors = s.launcher.workers().filter((w) => w.pid !== victim.pid);
     expect(successors.length).toBeGreaterThanOrEqual(1);
-    expect(successors[0]!.startedAtMs).toBeLessThan(resumedAtMs);
+    // While paused, the successor started beside the frozen process; after a kill, once it was reported stopped.
+    if (fault === 'kill -9') expect(successors[0]!.startedAtMs).toBeGreaterThan(resumedAtMs);
+    else expect(successors[0]!.startedAtMs).toBeLessThan(resumedAtMs);
     const exited = await waitFor('the paused worker exits', async () => {
       const w = s.launcher.workers().find((x) => x.pid === victim.pid);
       return w && !w.alive ? w : undefined;
     });
-    expect(exited.exitCode).toBe(3);
+    // A resumed worker finds its lease taken and exits lease-lost (3)
+    if (fault === 'kill -9') expect(exited.exitSignal).toBe('SIGKILL');
+    else expect(exited.exitCode).toBe(3);
     // Every uploaded frame has exactly one record; the late one replaced its gap
     for (const v of videos) {
       const items = (await results(s, v)).sort((a, b) => a.frame - b.frame);
