@@ -14,12 +14,7 @@
  * - busy: every slot owned by a live task with 2 videos pinned (heartbeats renewed before
  *   each run), so every slot's DLQ is read for the SlotDlqMessages gauge;
  * - strays: idle, but 5 slots hold a message with no video pinned there: how many runs
- *   until the janitor has found them all and asked for their tasks;
- * - launches due: every slot has its 2 videos pinned and no owner (a cold fleet with work,
- *   or every task gone at once), so every slot needs a launch: one run at the default
- *   `maxProvisioningTasks` (500: half launched, half deferred to the next run) and one with
- *   the budget raised to the slot count (all launched). The launcher answers after
- *   RUN_TASK_LATENCY_MS, as RunTask would; `janitorLaunchConcurrency` (10) calls in flight.
+ *   until the janitor has found them all and asked for their tasks.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
@@ -49,13 +44,9 @@ const stackStartSeconds = (performance.now() - startedAt) / 1000;
 
 const quiet: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
 const launches: LaunchRequest[] = [];
-/** Simulated RunTask latency in the launches-due scenario (ECS answers RunTask in a few hundred ms). */
-const RUN_TASK_LATENCY_MS = 200;
-let runTaskLatencyMs = 0;
 const launcher: TaskLauncher = {
   launch: async (r) => {
     launches.push(r);
-    if (runTaskLatencyMs > 0) await new Promise((res) => setTimeout(res, runTaskLatencyMs));
     return { launched: true, taskId: `bench-${r.slot}-${r.launchSeq}` };
   },
 };
@@ -165,31 +156,6 @@ try {
   const busy = await measure(Math.min(runs, 5), heartbeatAll);
   const busyLaunches = launches.length;
 
-  // Launches due: every owner gone at once, every slot with its 2 pinned videos.
-  await pool(slots, 16, async (slot) => {
-    const o = owners.get(slot)!;
-    if (!(await seed.releaseSlot({ slot, workerId: o.workerId, epoch: o.epoch }, clock))) throw new Error(`could not release slot ${slot}`);
-  });
-  runTaskLatencyMs = RUN_TASK_LATENCY_MS;
-  const launchRun = async (j: Janitor) => {
-    clock += intervalMs;
-    launches.length = 0;
-    writeFileSync(callLog, '');
-    const t0 = performance.now();
-    const r = await j.run();
-    const seconds = Math.round(((performance.now() - t0) / 1000) * 100) / 100;
-    const t = callsSinceReset();
-    return { seconds, launched: r.launched.length, deferred: r.launchesDeferred.length, calls: total(t), operations: t };
-  };
-  const dueDefault = await launchRun(janitor);
-  // The same fleet with no launch in flight and a budget of every slot: withdraw the first run's grants.
-  await pool(slots, 16, async (slot) => {
-    const s = await seed.getSlot(slot);
-    await seed.withdrawLaunch(slot, s.launchSeq, clock);
-  });
-  const wide = new Janitor({ tunables: { ...ctx.tunables, maxProvisioningTasks: slotCount }, leases: ctx.leases, queues: ctx.queues, launcher: () => launcher, metrics: nullMetrics, log: quiet, now: () => clock });
-  const dueAll = await launchRun(wide);
-
   report = {
     setup: {
       slotCount,
@@ -199,13 +165,6 @@ try {
     idle,
     busy: { ...busy, pinnedVideos: 2 * slotCount, launchesRequested: busyLaunches },
     strays: { slotsWithStrayMessages: straySlots.length, found: strayLaunched, runsUntilAllFound: strayRuns },
-    launchesDue: {
-      slotsDue: slotCount,
-      runTaskLatencyMs: RUN_TASK_LATENCY_MS,
-      janitorLaunchConcurrency: ctx.tunables.janitorLaunchConcurrency,
-      defaultBudget: { maxProvisioningTasks: ctx.tunables.maxProvisioningTasks, ...dueDefault },
-      budgetOfEverySlot: { maxProvisioningTasks: slotCount, ...dueAll },
-    },
   };
 } finally {
   await stack.stop();
