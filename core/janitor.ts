@@ -19,7 +19,7 @@ import type { LeaseStore } from './lease-store.ts';
 import type { LaunchedTaskState, LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import type { SlotQueues } from './slot-queues.ts';
 import { METRIC_NAMES } from './metric-names.ts';
-import { failedLaunch, launchSlot, mapBounded, type SlotLaunchDeps } from './task-launch.ts';
+import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaunchDeps } from './task-launch.ts';
 
 export type JanitorLog = LogSink;
 
@@ -236,7 +236,7 @@ export class Janitor {
       } catch (e) {
         // The grant could not be written: nothing was launched, the next run retries.
         this.d.log.error('task launch failed', { slot: c.s.slot, error: String(e) });
-        this.d.metrics.count(METRIC_NAMES.janitor.taskLaunchFailures, 1, { Reason: 'error' });
+        countLaunchFailure(this.d.metrics, METRIC_NAMES.janitor.taskLaunchFailures, 'error');
         launchFailed.push(c.s.slot);
       }
     });

@@ -17,9 +17,10 @@ export const METRIC_NAMES = {
     /** Launch grants acted on. */
     taskLaunchRequested: 'TaskLaunchRequested',
     /**
-     * Launches that did not happen (dimension Reason: throttled | access-denied |
-     * invalid-request | placement | no-task | error | exception | refused; see
-     * LaunchFailureReason in core/ports.ts). Every one withdraws its grant for a retry.
+     * Launches that did not happen, each counted twice: without dimensions (what the alarm
+     * reads) and with dimension Reason (throttled | access-denied | invalid-request |
+     * placement | no-task | error | exception | refused; see LaunchFailureReason in
+     * core/ports.ts). Every one withdraws its grant for a retry.
      */
     taskLaunchFailures: 'TaskLaunchFailures',
     /**

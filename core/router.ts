@@ -17,7 +17,7 @@ import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import { parseIngestBody } from './s3-events.ts';
 import type { SlotQueues } from './slot-queues.ts';
 import { METRIC_NAMES } from './metric-names.ts';
-import { launchSlot, type SlotLaunchDeps } from './task-launch.ts';
+import { countLaunchFailure, launchSlot, type SlotLaunchDeps } from './task-launch.ts';
 
 export interface RejectedEvent {
   readonly body: string;
@@ -256,7 +256,7 @@ export class FrameRouter {
       // A grant could not be written. Frames are safely queued; the janitor retries
       // launches, so do not fail the batch.
       this.d.log.error('task launch failed', { error: String(e) });
-      this.d.metrics.count(METRIC_NAMES.router.taskLaunchFailures, 1, { Reason: 'error' });
+      countLaunchFailure(this.d.metrics, METRIC_NAMES.router.taskLaunchFailures, 'error');
     }
   }
 }

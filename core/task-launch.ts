@@ -94,7 +94,7 @@ export async function failedLaunch(
   retryAtMs: number = d.now() + launchRetryDelayMs(s.launchFailures + 1, d.tunables, d.random),
 ): Promise<SlotLaunchOutcome & { kind: 'failed' }> {
   const now = d.now();
-  d.metrics.count(d.names.taskLaunchFailures, 1, { Reason: reason });
+  countLaunchFailure(d.metrics, d.names.taskLaunchFailures, reason);
   let withdrawn = false;
   try {
     withdrawn = await d.leases.withdrawLaunch(s.slot, launchSeq, retryAtMs);
@@ -103,6 +103,16 @@ export async function failedLaunch(
   }
   d.log.warn('task launch failed; grant withdrawn for a retry', { slot: s.slot, launchSeq, reason, detail, withdrawn, retryInMs: retryAtMs - now });
   return { kind: 'failed', launchSeq, reason, withdrawn, retryAtMs };
+}
+
+/**
+ * Counts one launch that did not happen twice: without dimensions (the series the
+ * TaskLaunchFailures alarm reads, per service) and with `Reason` (to see why on the
+ * dashboard or in Logs Insights).
+ */
+export function countLaunchFailure(metrics: MetricSink, name: string, reason: LaunchFailureReason): void {
+  metrics.count(name);
+  metrics.count(name, 1, { Reason: reason });
 }
 
 async function recordTask(d: SlotLaunchDeps, slot: number, launchSeq: number, taskId: string): Promise<void> {

@@ -159,6 +159,8 @@ describe('a failed RunTask never blocks its slot', () => {
     // Assess
     expect(outcome).toMatchObject({ kind: 'failed', reason: 'exception', withdrawn: true });
     expect(m.get(`${METRIC_NAMES.router.taskLaunchFailures}{Reason=exception}`)).toBe(1);
+    // Also without dimensions: the series the TaskLaunchFailures alarm reads
+    expect(m.get(METRIC_NAMES.router.taskLaunchFailures)).toBe(1);
     expect(await store.getSlot(slot)).toMatchObject({ launchRequestedAtMs: 0, launchSeq: 1 });
     await settle(slot, clock.now);
   });
