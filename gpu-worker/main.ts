@@ -26,6 +26,7 @@ import type { FrameProcessor } from '../core/ports.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { StatsProcessor } from './stats-processor.ts';
+import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
 
 
 async function createProcessor(kind: string, tunables: ReturnType<typeof tunablesFromEnv>, log: Logger, s3: ReturnType<typeof createAwsClients>['s3']): Promise<FrameProcessor> {
@@ -33,6 +34,7 @@ async function createProcessor(kind: string, tunables: ReturnType<typeof tunable
   const { createVisionProcessor, visionOptionsFromTunables } = await import('./vision/index.ts');
   return await createVisionProcessor({
     ...visionOptionsFromTunables(tunables),
+    modelSha256: process.env[MODEL_SHA256_ENV],
     s3Client: s3,
     logger: (line: string | object) => log.info(typeof line === 'string' ? line : 'vision', typeof line === 'string' ? {} : (line as Record<string, unknown>)),
   });

@@ -9,6 +9,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { instanceLaunchFailureRule } from './instance-launch-events.ts';
 
 /**
  * Metric names the code emits (EMF), from core/metric-names.ts. Every metric carries one
@@ -45,6 +46,7 @@ export const ALARM_IDS = [
   'SlotWithWorkNoOwner',
   'TaskStartTimedOut',
   'TaskLaunchFailures',
+  'InstanceLaunchFailures',
   'RouterErrors',
   'JanitorErrors',
 ] as const;
@@ -70,6 +72,8 @@ export interface MonitoringProps {
   readonly slotQueueNamePrefix: string;
   readonly router: lambda.IFunction;
   readonly janitor: lambda.IFunction;
+  /** The GPU Auto Scaling group: its failed launches reach the topic and raise `InstanceLaunchFailures`. */
+  readonly instanceGroupName: string;
   /**
    * Ingest queue age above which the ingest alarm fires.
    * @default Duration.minutes(5)
@@ -209,6 +213,13 @@ export class Monitoring extends Construct {
           resources: ['*'],
           conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
         }),
+        new iam.PolicyStatement({
+          sid: 'EventBridgeLaunchFailuresPublish',
+          principals: [new iam.ServicePrincipal('events.amazonaws.com')],
+          actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+          resources: ['*'],
+          conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
+        }),
       ],
     });
     // The key only encrypts alarm notifications in flight: nothing is lost with it, so it
@@ -271,13 +282,14 @@ export class Monitoring extends Construct {
     };
     const janitorPeriod = props.janitorInterval ?? ONE_MINUTE;
     this.#alarm('IngestDlqNotEmpty', {
-      alarmDescription: 'The ingest DLQ holds messages: read them (each carries a reason attribute), fix the uploader, then purge them (records, not work)',
+      alarmDescription:
+        'The ingest DLQ holds messages: read them (each carries a reason attribute); fix the uploader or the cause, then run the operator command `affinity redrive` to send the retryable ones back (or purge what is only a record)',
       metric: props.ingestDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
       ...atLeastOnce,
     });
     this.#alarm('SlotDlqNotEmpty', {
       alarmDescription:
-        'A slot DLQ of a slot active in the last minutes holds messages (janitor SlotDlqMessages): a malformed slot message or one received slotQueueMaxReceiveCount times; read it, check the worker logs, replay the video if frames were skipped',
+        'A slot DLQ of a slot active in the last minutes holds messages (janitor SlotDlqMessages): a malformed slot message or one received slotQueueMaxReceiveCount times; read it, check the worker logs, fix the cause, then run the operator command `affinity redrive` to move them back to the slot queue',
       metric: this.metric('janitor', METRIC_NAMES.janitor.slotDlqMessages, 'Maximum', janitorPeriod),
       ...atLeastOnce,
     });
@@ -314,8 +326,22 @@ export class Monitoring extends Construct {
       ...atLeastOnce,
     });
     this.#alarm('TaskLaunchFailures', {
-      alarmDescription: 'ECS RunTask failed for a slot (router or janitor): IAM, capacity provider, cluster or task definition problem; the janitor retries after taskStartGraceSeconds',
-      metric: this.#routerAndJanitor(METRIC_NAMES.router.taskLaunchFailures, 'task launch failures'),
+      alarmDescription:
+        'ECS RunTask failed or started nothing for a slot (router or janitor; throttling, failures[], AccessDenied, bad parameters): see the Reason in their logs; the janitor retries. Persisting: docs/deploy.md, day-2 runbook "a stuck launch"',
+      // A Metrics Insights query over the namespace: every TaskLaunchFailures series,
+      // whatever its dimensions (service alone, or service and Reason), summed into one.
+      metric: new cloudwatch.MathExpression({
+        expression: `SELECT SUM(${METRIC_NAMES.router.taskLaunchFailures}) FROM "${this.#namespace}"`,
+        label: 'task launch failures (all emitters and reasons)',
+        period: FIVE_MINUTES,
+      }),
+      ...atLeastOnce,
+    });
+    const launchFailures = instanceLaunchFailureRule(this, 'InstanceLaunchFailuresRule', props.instanceGroupName, this.alarmTopic);
+    this.#alarm('InstanceLaunchFailures', {
+      alarmDescription:
+        'The GPU Auto Scaling group failed to launch instances (the topic also gets each failure\'s StatusMessage): InsufficientInstanceCapacity, a vCPU quota, or a subnet out of addresses. See docs/deploy.md, day-2 runbook "capacity shortage"',
+      metric: new cloudwatch.Metric({ namespace: 'AWS/Events', metricName: 'Invocations', dimensionsMap: { RuleName: launchFailures.ruleName }, statistic: 'Sum', period: FIVE_MINUTES }),
       ...atLeastOnce,
     });
     this.#alarm('RouterErrors', {

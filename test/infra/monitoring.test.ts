@@ -32,6 +32,7 @@ function monitoringTemplate(props: Partial<MonitoringProps> = {}): Template {
     slotQueueNamePrefix: names.slotQueuePrefix,
     router: lambda.Function.fromFunctionName(stack, 'Router', 'Fa-router'),
     janitor: lambda.Function.fromFunctionName(stack, 'Janitor', 'Fa-janitor'),
+    instanceGroupName: 'Fa-gpu',
     ...props,
   });
   return Template.fromStack(stack);
