@@ -186,6 +186,18 @@ describe('launch failures alarm', () => {
   });
 });
 
+describe('riding out a capacity shortage', () => {
+  it('keeps frames in the slot queues for 14 days (the SQS maximum) while no task can start', () => {
+    // Act
+    const nested = Template.fromStack(plain.stack.queues.slotQueueStacks[0]!).toJSON().Resources as Resources;
+    const slotQueues = Object.values(nested).filter((r) => r.Type === 'AWS::SQS::Queue' && !String(r.Properties!.QueueName).includes('-dlq'));
+
+    // Assess
+    expect(slotQueues.length).toBeGreaterThan(0);
+    for (const q of slotQueues) expect(q.Properties!.MessageRetentionPeriod).toBe(14 * 24 * 3600);
+  });
+});
+
 describe('hardening', () => {
   it('gives the router no S3 access at all: it routes by the event\'s key and never reads a frame', () => {
     // Act
