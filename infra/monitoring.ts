@@ -1,8 +1,7 @@
 import { METRIC_NAMES } from '../core/metric-names.ts';
-import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -10,6 +9,7 @@ import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { instanceLaunchFailureRule } from './instance-launch-events.ts';
+import { allowCloudWatchToPublish, buildAlarmKey } from './alarm-topic.ts';
 
 /**
  * Metric names the code emits (EMF), from core/metric-names.ts. Every metric carries one
@@ -123,9 +123,9 @@ export class Monitoring extends Construct {
     this.#alarmNamePrefix = props.alarmNamePrefix;
     this.#slotQueueNamePrefix = props.slotQueueNamePrefix;
 
-    this.alarmKey = this.#buildAlarmKey(props.removalPolicy ?? RemovalPolicy.RETAIN);
+    this.alarmKey = buildAlarmKey(this, props.removalPolicy ?? RemovalPolicy.RETAIN);
     this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { masterKey: this.alarmKey, enforceSSL: true, displayName: 'FrameAffinity alarms' });
-    this.#allowCloudWatchToPublish();
+    allowCloudWatchToPublish(this.alarmTopic, this.#alarmNamePrefix);
     if (props.alarmEmail) this.alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(props.alarmEmail));
 
     this.#buildAlarms(props);
@@ -171,87 +171,6 @@ export class Monitoring extends Construct {
    */
   #slotQueueLine(expression: string, label = "${PROP('Dim.QueueName')}"): cloudwatch.MathExpression {
     return new cloudwatch.MathExpression({ expression, label, period: ONE_MINUTE });
-  }
-
-  // A customer key: SNS's AWS-managed key does not let CloudWatch alarms publish.
-  // The key policy spells out its actions instead of the default `kms:*` for the account.
-  #buildAlarmKey(removalPolicy: RemovalPolicy): kms.Key {
-    const stack = Stack.of(this);
-    const policy = new iam.PolicyDocument({
-      statements: [
-        new iam.PolicyStatement({
-          sid: 'AccountAdministersKey',
-          principals: [new iam.AccountRootPrincipal()],
-          actions: [
-            'kms:DescribeKey',
-            'kms:GetKeyPolicy',
-            'kms:PutKeyPolicy',
-            'kms:GetKeyRotationStatus',
-            'kms:EnableKeyRotation',
-            'kms:DisableKeyRotation',
-            'kms:EnableKey',
-            'kms:DisableKey',
-            'kms:UpdateKeyDescription',
-            'kms:ListResourceTags',
-            'kms:TagResource',
-            'kms:UntagResource',
-            'kms:ScheduleKeyDeletion',
-            'kms:CancelKeyDeletion',
-            'kms:CreateGrant',
-            'kms:ListGrants',
-            'kms:RevokeGrant',
-            'kms:Encrypt',
-            'kms:Decrypt',
-            'kms:GenerateDataKey',
-          ],
-          resources: ['*'],
-        }),
-        new iam.PolicyStatement({
-          sid: 'CloudWatchAlarmsPublish',
-          principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
-          actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-          resources: ['*'],
-          conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
-        }),
-        new iam.PolicyStatement({
-          sid: 'EventBridgeLaunchFailuresPublish',
-          principals: [new iam.ServicePrincipal('events.amazonaws.com')],
-          actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-          resources: ['*'],
-          conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
-        }),
-      ],
-    });
-    // The key only encrypts alarm notifications in flight: nothing is lost with it, so it
-    // goes with the stack unless the deployment retains its data.
-    return new kms.Key(this, 'AlarmKey', {
-      description: 'FrameAffinity alarm topic',
-      enableKeyRotation: true,
-      policy,
-      removalPolicy,
-      pendingWindow: Duration.days(7),
-    });
-  }
-
-  /**
-   * A topic policy replaces SNS's default one, and `enforceSSL` writes only a Deny: without
-   * this Allow no alarm could publish. Scoped to this account's alarms named with the
-   * stack's prefix in this region (confused-deputy protection).
-   */
-  #allowCloudWatchToPublish(): void {
-    const stack = Stack.of(this);
-    this.alarmTopic.addToResourcePolicy(
-      new iam.PolicyStatement({
-        sid: 'CloudWatchAlarmsPublish',
-        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
-        actions: ['sns:Publish'],
-        resources: [this.alarmTopic.topicArn],
-        conditions: {
-          StringEquals: { 'aws:SourceAccount': stack.account },
-          ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: `${this.#alarmNamePrefix}-*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
-        },
-      }),
-    );
   }
 
   #alarm(id: AlarmId, props: Omit<cloudwatch.AlarmProps, 'alarmName'>): cloudwatch.Alarm {

@@ -14,7 +14,7 @@ describe('docs/deploy.md configuration reference', () => {
   it('lists every configuration key with its current default', () => {
     // Prepare
     const rows = new Map(
-      [...deployGuide.matchAll(/^\| `([A-Za-z]+)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2].trim()] as const),
+      [...deployGuide.matchAll(/^\| `([A-Za-z][A-Za-z0-9]*)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2].trim()] as const),
     );
 
     // Act
