@@ -69,10 +69,11 @@ describe('alarm topic', () => {
     const policies = Object.values(template.findResources('AWS::SNS::TopicPolicy'));
     const statements = policies.flatMap((p) => (p.Properties.PolicyDocument.Statement as Statement[]));
 
-    // Assess: exactly one policy on the topic, with the Allow for CloudWatch...
+    // Assess: exactly one policy on the topic, with the Allow for CloudWatch (and one for
+    // EventBridge, limited to the launch-failure rule: test/infra/hardening.test.ts)...
     expect(policies).toHaveLength(1);
     const allow = statements.filter((s) => s.Effect === 'Allow');
-    expect(allow).toHaveLength(1);
+    expect(allow.map((s) => s.Principal?.Service)).toEqual(['cloudwatch.amazonaws.com', 'events.amazonaws.com']);
     expect(allow[0]).toMatchObject({
       Principal: { Service: 'cloudwatch.amazonaws.com' },
       Action: 'sns:Publish',
