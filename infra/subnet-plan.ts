@@ -17,6 +17,12 @@ export const PUBLIC_SUBNET_PREFIX_LENGTH = 26;
 /** EC2 accepts subnets from /16 to /28. */
 export const MIN_SUBNET_PREFIX_LENGTH = 16;
 export const MAX_SUBNET_PREFIX_LENGTH = 28;
+/**
+ * Sized subnets are never smaller than /22, the fixed size before subnets were sized:
+ * a stack deployed then keeps its subnets (a new CIDR replaces a subnet, and the new one
+ * would overlap the old), and a /16 VPC has room for /22s in six AZs anyway.
+ */
+export const LARGEST_SIZED_PREFIX_LENGTH = 22;
 
 export interface SubnetPlanInput {
   /** Worker slots: at most this many tasks (one awsvpc ENI each). */
@@ -55,7 +61,8 @@ const sizeOf = (prefixLength: number) => 2 ** (32 - prefixLength);
  * addresses; each subnet also holds one ENI per interface endpoint and AWS's 5 reserved
  * addresses. By default (`oneAzHoldsFleet`) every instance must fit in any one AZ's
  * subnet, since a GPU type can run out in one AZ and the group then launches everything
- * in the other. With `workloadSubnetMask` 0 the smallest prefix that fits is chosen.
+ * in the other. With `workloadSubnetMask` 0 the smallest subnet that fits is chosen, but
+ * never one smaller than /{@link LARGEST_SIZED_PREFIX_LENGTH}.
  */
 export function planWorkloadSubnets(input: SubnetPlanInput): SubnetPlan {
   const instances = input.maxInstances > 0 ? input.maxInstances : input.slotCount;
@@ -63,7 +70,7 @@ export function planWorkloadSubnets(input: SubnetPlanInput): SubnetPlan {
   const fleetAddresses = instances + input.slotCount;
   const perSubnet = input.oneAzHoldsFleet ? fleetAddresses : Math.ceil(fleetAddresses / Math.max(1, input.azCount));
   const addressesNeeded = AWS_RESERVED_ADDRESSES_PER_SUBNET + input.interfaceEndpoints + perSubnet;
-  const fitting = Math.min(MAX_SUBNET_PREFIX_LENGTH, 32 - Math.ceil(Math.log2(addressesNeeded)));
+  const fitting = Math.min(LARGEST_SIZED_PREFIX_LENGTH, 32 - Math.ceil(Math.log2(addressesNeeded)));
   const prefixLength = input.workloadSubnetMask > 0 ? input.workloadSubnetMask : Math.max(MIN_SUBNET_PREFIX_LENGTH, fitting);
   const usableAddresses = sizeOf(prefixLength) - AWS_RESERVED_ADDRESSES_PER_SUBNET;
   const instancesPerSubnet = Math.max(0, Math.floor((usableAddresses - input.interfaceEndpoints) / ADDRESSES_PER_INSTANCE));

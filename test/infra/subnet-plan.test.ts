@@ -38,7 +38,11 @@ const workloadCidrs = (t: Template) =>
 describe('planWorkloadSubnets', () => {
   it.each([
     // slots, maxInstances, AZs, one AZ holds all, mask (0 = auto) -> prefix, addresses needed, problem
-    { slotCount: 4, maxInstances: 0, azCount: 2, oneAzHoldsFleet: true, workloadSubnetMask: 0, prefix: 27, needed: 20, problem: undefined },
+    // Never smaller than the /22 of stacks deployed before sizing (their subnets stay as they are).
+    { slotCount: 4, maxInstances: 0, azCount: 2, oneAzHoldsFleet: true, workloadSubnetMask: 0, prefix: 22, needed: 20, problem: undefined },
+    { slotCount: 500, maxInstances: 0, azCount: 2, oneAzHoldsFleet: true, workloadSubnetMask: 0, prefix: 22, needed: 1012, problem: undefined },
+    { slotCount: 510, maxInstances: 0, azCount: 2, oneAzHoldsFleet: true, workloadSubnetMask: 0, prefix: 21, needed: 1032, problem: undefined },
+    { slotCount: 4, maxInstances: 0, azCount: 2, oneAzHoldsFleet: true, workloadSubnetMask: 27, prefix: 27, needed: 20, problem: undefined },
     { slotCount: 1000, maxInstances: 0, azCount: 2, oneAzHoldsFleet: true, workloadSubnetMask: 0, prefix: 21, needed: 2012, problem: undefined },
     { slotCount: 1000, maxInstances: 0, azCount: 1, oneAzHoldsFleet: true, workloadSubnetMask: 0, prefix: 21, needed: 2012, problem: undefined },
     { slotCount: 1000, maxInstances: 0, azCount: 2, oneAzHoldsFleet: false, workloadSubnetMask: 0, prefix: 22, needed: 1012, problem: undefined },
