@@ -98,7 +98,9 @@ export function slotQueueShape(t: Tunables = DEFAULT_TUNABLES): QueueShape {
     fifo: true,
     visibilityTimeoutSeconds: t.slotQueueVisibilitySeconds,
     maxReceiveCount: t.slotQueueMaxReceiveCount,
-    retentionSeconds: 4 * 24 * 3600,
+    // SQS's maximum: frames routed to a slot wait here while its task cannot start (a GPU
+    // capacity shortage, a quota), so they must outlast the longest shortage (docs/deploy.md).
+    retentionSeconds: FOURTEEN_DAYS_SECONDS,
     dlqRetentionSeconds: FOURTEEN_DAYS_SECONDS,
   };
 }

@@ -8,6 +8,7 @@
  *   STATS_PROCESSOR_DELAY_MS  with `stats`: extra ms per batch (stands in for a slow model in tests)
  *   METRICS_FLUSH_INTERVAL_MS  how often EMF metric lines are written (default 10000)
  *   HEALTH_FILE       file touched on every confirmed heartbeat (container health check)
+ *   MODEL_SHA256      SHA-256 (hex) the model at MODEL_URI must have (`modelSha256`); unset = not checked
  *   INFERENCE_THREAD_FAULT  test seam only: JSON {kind, onRun, onceFile?} making the inference
  *                     thread die (vision/inference-thread.ts InferenceThreadFault); with
  *                     onceFile, only the process that removes that file gets the fault
@@ -35,6 +36,7 @@ import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { StatsProcessor } from './stats-processor.ts';
 import type { InferenceThreadFault } from './vision/inference-thread.ts';
+import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
 
 /**
  * How long a worker whose processor broke may take to drain before it exits anyway: a
@@ -75,6 +77,7 @@ async function createProcessor(
   return await createVisionProcessor({
     ...(fault ? { inferenceThread: { fault } } : {}),
     ...visionOptionsFromTunables(tunables),
+    modelSha256: process.env[MODEL_SHA256_ENV],
     s3Client: s3,
     metrics,
     onFatal,

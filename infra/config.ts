@@ -17,9 +17,26 @@ import {
   type SettingsTable,
   type Tunables,
 } from '../core/config.ts';
+import { INTERFACE_ENDPOINTS } from './network.ts';
+import { planWorkloadSubnets, type SubnetPlan } from './subnet-plan.ts';
 
 /** CloudWatch Logs accepts only these retention values. */
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
+
+/** NVIDIA GPU instance types (families the ECS GPU AMI supports). */
+const GPU_INSTANCE_TYPE = /^(g4dn|g5|g6|g6e|gr6|p3|p3dn|p4d|p4de|p5|p5e|p5en)\.(\d*x?large|metal(-\d+xl)?)$/;
+
+/** Zone names: `us-east-1a`, and Local Zones such as `us-west-2-lax-1a`. */
+const AVAILABILITY_ZONE = /^[a-z]{2}(-[a-z]+)+-\d+(-[a-z]+-\d+)?[a-z]$/;
+
+/** ECR image pinned by digest: account, region, repository, digest. */
+const ECR_IMAGE = /^(\d{12})\.dkr\.ecr\.([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com(\.cn)?\/([a-z0-9]+(?:[._-][a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*)@(sha256:[0-9a-f]{64})$/;
+
+/** A comma-separated list of `item`s (spaces around the commas allowed), as a pattern. */
+function listPattern(item: RegExp): RegExp {
+  const one = `\\s*(?:${item.source.replace(/^\^|\$$/g, '')})\\s*`;
+  return new RegExp(`^${one}(?:,${one})*$`);
+}
 
 /** Deployment settings that are not runtime tunables: default, range, unit, meaning. */
 export const DEPLOYMENT_SETTINGS = {
@@ -30,7 +47,7 @@ export const DEPLOYMENT_SETTINGS = {
   },
   /** EC2 instance type of the GPU container instances; must have at least one NVIDIA GPU (families the ECS GPU AMI supports). */
   instanceType: {
-    kind: 'text', default: 'g5.xlarge', pattern: /^(g4dn|g5|g6|g6e|gr6|p3|p3dn|p4d|p4de|p5|p5e|p5en)\.(\d*x?large|metal(-\d+xl)?)$/,
+    kind: 'text', default: 'g5.xlarge', pattern: GPU_INSTANCE_TYPE,
     rule: 'be an NVIDIA GPU instance type such as g5.xlarge or g6.xlarge',
     meaning: 'GPU instance type (g4dn/g5/g6/g6e/gr6/p3/p4/p5 families). `g6.xlarge` (L4) is cheaper per hour; `g5.xlarge` (A10G) faster per frame',
   },
@@ -43,11 +60,76 @@ export const DEPLOYMENT_SETTINGS = {
   /** Root EBS volume of each GPU instance. */
   rootVolumeGiB: { kind: 'integer', default: 100, min: 30, max: 16_384, unit: 'GiB', meaning: 'Encrypted gp3 root volume (AMI + CUDA image layers)' },
   /** Availability zones of the VPC. */
-  maxAzs: { kind: 'integer', default: 2, min: 1, max: 6, unit: 'zones', meaning: 'Availability zones' },
+  maxAzs: { kind: 'integer', default: 2, min: 1, max: 6, unit: 'zones', meaning: 'Availability zones (the region\'s first `maxAzs`; ignored when `availabilityZones` is set)' },
   /** NAT gateways for egress; 0 keeps the subnets isolated and reaches AWS through VPC endpoints only. */
-  natGateways: { kind: 'integer', default: 0, min: 0, max: 6, unit: 'gateways', meaning: 'NAT gateways, at most `maxAzs`; 0 = isolated subnets, endpoints only (see §4)' },
+  natGateways: { kind: 'integer', default: 0, min: 0, max: 6, unit: 'gateways', meaning: 'NAT gateways, at most `maxAzs` (or the listed `availabilityZones`); 0 = isolated subnets, endpoints only (see §4)' },
   /** Uploaded frames under `frames/` expire after this many days. */
   frameRetentionDays: { kind: 'integer', default: 30, min: 1, max: 36_500, unit: 'days', meaning: 'Lifecycle expiry of `frames/` objects (results live in DynamoDB)' },
+  /**
+   * GPU instance types of a mixed-instances group, comma-separated, in order of
+   * preference (e.g. `g5.xlarge,g6.xlarge,g4dn.xlarge`): when one type runs out in an AZ,
+   * the group launches the next. Empty = `instanceType` alone. Every type must fit one
+   * worker task (`taskCpuUnits`, `taskMemoryMiB`, one GPU). At most 20, distinct
+   * ({@link instanceTypesProblems}).
+   */
+  instanceTypes: {
+    kind: 'text', default: '', pattern: listPattern(GPU_INSTANCE_TYPE), emptyMeans: '`instanceType` alone',
+    rule: 'be a list of NVIDIA GPU instance types such as g5.xlarge,g6.xlarge,g4dn.xlarge or empty',
+    meaning: 'Several GPU types, in order of preference (`g5.xlarge,g6.xlarge,g4dn.xlarge`): the group becomes a prioritized on-demand mixed-instances group, so a type without capacity in an AZ is replaced by the next. Each must fit one task (`taskCpuUnits`, `taskMemoryMiB`, 1 GPU); at most 20, distinct',
+  },
+  /** Availability zones of the VPC, comma-separated (e.g. `us-east-1a,us-east-1c`); empty = the region's first `maxAzs`. Choose zones that offer the instance types. */
+  availabilityZones: {
+    kind: 'text', default: '', pattern: listPattern(AVAILABILITY_ZONE), emptyMeans: 'the region\'s first `maxAzs`',
+    rule: 'be a list of zone names such as us-east-1a,us-east-1c or empty',
+    meaning: 'Zones by name, 1 to 6 distinct (`us-east-1a,us-east-1c`); at least `natGateways`. Choose zones that offer your GPU types: `aws ec2 describe-instance-type-offerings --location-type availability-zone --filters Name=instance-type,Values=g5.xlarge,g6.xlarge --query \'InstanceTypeOfferings[].[InstanceType,Location]\' --output text`',
+  },
+  /**
+   * Prefix length of each workload subnet; 0 = sized from `slotCount` (see
+   * `planWorkloadSubnets`). A fixed value that cannot hold the fleet fails synthesis.
+   */
+  workloadSubnetMask: {
+    kind: 'integer', default: 0, min: 16, max: 28, off: { value: 0, meaning: 'sized from `slotCount`' }, unit: 'prefix length',
+    meaning: 'Prefix length of each workload subnet (§3, *Scaling to 1,000 slots*). A fixed value too small for the fleet fails synthesis',
+  },
+  /**
+   * Size each workload subnet for the whole fleet, so that every instance can run in one
+   * AZ when a GPU type runs out in the other(s). false = the fleet spread over the AZs.
+   */
+  oneAzHoldsFleet: { kind: 'flag', default: true, meaning: 'Size each workload subnet for the whole fleet, so every instance can run in one AZ when a GPU type runs out in the other(s); false = the fleet spread evenly' },
+  /**
+   * Prebuilt worker image, `<account>.dkr.ecr.<region>.amazonaws.com/<repository>@sha256:<digest>`:
+   * deploying needs no Docker. Empty = built from gpu-worker/Dockerfile at deploy time.
+   * {@link parseWorkerImage} reads its parts.
+   */
+  workerImage: {
+    kind: 'text', default: '', pattern: ECR_IMAGE, emptyMeans: 'built from gpu-worker/Dockerfile at deploy time',
+    rule: 'be an ECR image pinned by digest (<account>.dkr.ecr.<region>.amazonaws.com/<repository>@sha256:<64 hex digits>) or empty',
+    meaning: 'Prebuilt worker image in ECR, pinned by digest; the execution role gets pull permission on that repository, and `cdk deploy` needs no Docker',
+  },
+  /** SHA-256 (hex) the model named by `modelUri` must have; the worker refuses any other bytes. Empty = not checked. Needs `modelUri`. */
+  modelSha256: {
+    kind: 'text', default: '', pattern: /^[0-9a-f]{64}$/, emptyMeans: 'not checked', rule: 'be 64 lowercase hex digits or empty',
+    meaning: 'SHA-256 of the model named by `modelUri`; the worker refuses to start on other bytes (the task stops with the reason). Needs `modelUri`; reaches the worker as `MODEL_SHA256`',
+  },
+  /**
+   * IAM role ARN that alone may write or delete objects under `models/` in the frame
+   * bucket (a bucket-policy Deny covers every other principal). Empty = nobody may.
+   */
+  modelWriterRoleArn: {
+    kind: 'text', default: '', pattern: /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, emptyMeans: '`models/` is read-only to everyone',
+    rule: 'be an IAM role ARN (arn:aws:iam::<account>:role/<name>) or empty',
+    meaning: 'The IAM role that alone may write or delete under `models/` in the frame bucket (a bucket-policy Deny covers everyone else, account root included; §3, *Models in the frame bucket*)',
+  },
+  /** Reserved concurrency of the janitor Lambda (bounds a task-stopped storm); 0 = none. */
+  janitorReservedConcurrency: {
+    kind: 'integer', default: 4, min: 0, max: 1000, off: { value: 0, meaning: 'none' }, unit: 'invocations',
+    meaning: 'Reserved concurrency of the janitor Lambda, so a storm of task-stopped events cannot take the router\'s concurrency (0 is needed in accounts whose Lambda concurrency limit is 10)',
+  },
+  /**
+   * With `natGateways` >= 1, let tasks and instances reach any HTTPS address (a model
+   * hosted outside AWS). false = only the VPC endpoints and the S3/DynamoDB prefix lists.
+   */
+  allowInternetEgress: { kind: 'flag', default: false, meaning: 'With `natGateways` ≥ 1: let tasks and instances reach any HTTPS address (a model hosted outside AWS). false = only the VPC endpoints and the S3/DynamoDB prefix lists (§4)' },
   /** Retention of every CloudWatch log group the stack creates. */
   logRetentionDays: { kind: 'choice', default: 30, values: LOG_RETENTION_DAYS, unit: 'days', meaning: 'Retention of every log group (a value CloudWatch Logs accepts)' },
   /** Ingest queue age (seconds) above which the ingest-age alarm fires. */
@@ -88,12 +170,74 @@ export function validateStackConfig(config: StackConfig): StackConfig {
     problems.push(...err.message.split('\n  - ').slice(1));
   }
   problems.push(...rangeProblems(DEPLOYMENT_SETTINGS, config));
-  if (config.natGateways > config.maxAzs) problems.push(`natGateways (${config.natGateways}) cannot exceed maxAzs (${config.maxAzs})`);
+  problems.push(...availabilityZoneProblems(config), ...instanceTypesProblems(config));
+  if (config.modelSha256 !== '' && config.modelUri === '') problems.push('modelSha256 pins the model named by modelUri: set modelUri too');
+  // The subnet plan reads the other settings, so it is only asked once they are in range.
+  if (problems.length === 0) {
+    const plan = workloadSubnetPlan(config);
+    if (plan.problem) problems.push(plan.problem);
+  }
   if (routerTimeoutSeconds(config) * 6 > config.ingestVisibilitySeconds) {
     problems.push(`ingestVisibilitySeconds (${config.ingestVisibilitySeconds}) must be at least 60 (six router timeouts of 10 s)`);
   }
   if (problems.length > 0) throw new ConfigError(`Invalid stack configuration:\n  - ${problems.join('\n  - ')}`);
   return config;
+}
+
+/** The parts of a `workerImage` URI, or undefined when it is not an ECR image pinned by digest. */
+export function parseWorkerImage(uri: string): { account: string; region: string; partition: string; repository: string; digest: string } | undefined {
+  const m = ECR_IMAGE.exec(uri);
+  if (!m) return undefined;
+  return { account: m[1]!, region: m[2]!, partition: m[3] ? 'aws-cn' : 'aws', repository: m[4]!, digest: m[5]! };
+}
+
+/** A comma-separated setting as a list (empty entries dropped). */
+export function listOf(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** `availabilityZones` (when listed) names 1 to 6 distinct zones, and at least `natGateways` of them; else `natGateways` <= `maxAzs`. */
+export function availabilityZoneProblems(config: Pick<DeploymentSettings, 'availabilityZones' | 'maxAzs' | 'natGateways'>): string[] {
+  const azs = listOf(config.availabilityZones);
+  const problems: string[] = [];
+  if (azs.length > 0) {
+    if (azs.length > 6 || new Set(azs).size !== azs.length) problems.push(`availabilityZones must list 1 to 6 distinct zones (got ${azs.join(', ')})`);
+    if (config.natGateways > azs.length) problems.push(`natGateways (${config.natGateways}) cannot exceed the ${azs.length} availabilityZones`);
+  } else if (config.natGateways > config.maxAzs) {
+    problems.push(`natGateways (${config.natGateways}) cannot exceed maxAzs (${config.maxAzs})`);
+  }
+  return problems;
+}
+
+/** `instanceTypes` lists at most 20 distinct types (the mixed-instances group's limit). */
+export function instanceTypesProblems(config: Pick<DeploymentSettings, 'instanceTypes'>): string[] {
+  const types = listOf(config.instanceTypes);
+  return types.length > 20 || new Set(types).size !== types.length ? [`instanceTypes must list at most 20 distinct types (got ${types.length})`] : [];
+}
+
+/** The GPU instance types of the group, in order of preference. */
+export function instanceTypesOf(config: Pick<DeploymentSettings, 'instanceType' | 'instanceTypes'>): string[] {
+  const types = listOf(config.instanceTypes);
+  return types.length > 0 ? types : [config.instanceType];
+}
+
+/** Availability zones the VPC spans: the listed ones, or `maxAzs` of the region's. */
+export function azCountOf(config: Pick<DeploymentSettings, 'availabilityZones' | 'maxAzs'>): number {
+  const azs = listOf(config.availabilityZones);
+  return azs.length > 0 ? azs.length : config.maxAzs;
+}
+
+/** The workload subnets' size for this configuration (see infra/subnet-plan.ts). */
+export function workloadSubnetPlan(config: StackConfig): SubnetPlan {
+  return planWorkloadSubnets({
+    slotCount: config.slotCount,
+    maxInstances: config.maxInstances,
+    azCount: azCountOf(config),
+    interfaceEndpoints: Object.keys(INTERFACE_ENDPOINTS).length,
+    oneAzHoldsFleet: config.oneAzHoldsFleet,
+    workloadSubnetMask: config.workloadSubnetMask,
+    publicSubnets: config.natGateways > 0,
+  });
 }
 
 /**

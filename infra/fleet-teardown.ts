@@ -137,6 +137,18 @@ export class FleetTeardown extends Construct {
   }
 
   /**
+   * Orders the teardown before `constructs` on stack deletion (it depends on them, so
+   * CloudFormation deletes them only after it has finished): the network the draining
+   * workers and the ECS agent need while it runs, that is the VPC endpoints, their
+   * security groups and rules, and with NAT the gateway and its routes (issue 23: deleted
+   * in parallel, they took `ecs`, SQS, DynamoDB and logs away from the drain, the
+   * teardown timed out and the protected instances kept the group alive).
+   */
+  outlives(...constructs: IConstruct[]): void {
+    this.resource.node.addDependency(...constructs);
+  }
+
+  /**
    * Orders the teardown after `constructs` on stack deletion: they are deleted first, so
    * (for an IAM policy that grants ecs:RunTask) nothing can start a task behind it.
    */

@@ -8,6 +8,9 @@ import { FRAME_PREFIX } from '../core/config.ts';
 /** Prefix under which operators may put ONNX models the worker loads (`modelUri`). */
 export const MODEL_PREFIX = 'models/';
 
+/** What the `models/` deny covers: every call that creates, replaces or removes a model object or version. */
+export const MODEL_WRITE_ACTIONS = ['s3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:RestoreObject', 's3:PutObjectRetention', 's3:PutObjectLegalHold'];
+
 export interface FrameBucketProps {
   /** Queue that receives an event for every object created under `frames/`. */
   readonly ingestQueue: sqs.IQueue;
@@ -111,6 +114,26 @@ export class FrameBucket extends Construct {
       ],
     });
     this.bucket.addEventNotification(s3.EventType.OBJECT_CREATED, new IngestQueueDestination(props.ingestQueue), { prefix: FRAME_PREFIX });
+  }
+
+  /**
+   * Denies every write and delete under `models/` to every principal except
+   * `writerRoleArn` (a bucket-policy Deny beats any identity-policy Allow in the account),
+   * so that only the named deploy role can replace the model every GPU task loads. With
+   * no writer the prefix is read-only: the default model is baked into the image, and a
+   * model elsewhere (`modelUri`) is unaffected.
+   */
+  restrictModelWrites(writerRoleArn?: string): void {
+    this.bucket.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: writerRoleArn ? 'ModelsWritableOnlyByDeployRole' : 'ModelsReadOnly',
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: MODEL_WRITE_ACTIONS,
+        resources: [this.bucket.arnForObjects(`${MODEL_PREFIX}*`)],
+        ...(writerRoleArn ? { conditions: { ArnNotEquals: { 'aws:PrincipalArn': writerRoleArn } } } : {}),
+      }),
+    );
   }
 
   /**

@@ -1,9 +1,7 @@
 import { WORKER_ENV } from '../core/config.ts';
-import * as path from 'node:path';
 import { Duration, RemovalPolicy, Size, Stack } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -11,7 +9,7 @@ import { Construct } from 'constructs';
 import { ECS_LAUNCHER_ENV } from '../core/aws/ecs-task-launcher.ts';
 import { FleetTeardown } from './fleet-teardown.ts';
 import { acknowledge, nagArnPrefix } from './nag.ts';
-import { REPO_ROOT } from './lambda-defaults.ts';
+import { workerImageFromDockerfile } from './worker-image.ts';
 
 /** Name of the worker container in the task definition. */
 export const WORKER_CONTAINER_NAME = 'worker';
@@ -62,6 +60,13 @@ export interface GpuFleetProps {
    */
   readonly instanceType?: ec2.InstanceType;
   /**
+   * Several GPU instance types, in order of preference: the group becomes a
+   * mixed-instances group (on-demand, prioritized), so that when one type has no capacity
+   * in an AZ it launches the next. Overrides `instanceType` when it holds two or more.
+   * @default [instanceType]
+   */
+  readonly instanceTypes?: readonly ec2.InstanceType[];
+  /**
    * Most instances the capacity provider may start (one worker task per instance GPU).
    * @default 4
    */
@@ -96,8 +101,9 @@ export interface GpuFleetProps {
    */
   readonly removalPolicy?: RemovalPolicy;
   /**
-   * The worker image. Synth only stages the files; `cdk deploy` builds and pushes it.
-   * @default ecs.ContainerImage.fromAsset(repo root, gpu-worker/Dockerfile, linux/amd64)
+   * The worker image. The default is built by `cdk deploy` (Docker needed); a prebuilt
+   * image (`workerImageFromEcr`, context `workerImage`) needs none.
+   * @default workerImageFromDockerfile(): gpu-worker/Dockerfile, linux/amd64
    */
   readonly image?: ecs.ContainerImage;
 }
@@ -117,7 +123,7 @@ export class GpuFleet extends Construct {
   readonly executionRole: iam.Role;
   readonly instanceRole: iam.Role;
   readonly logGroup: logs.LogGroup;
-  /** Security group of the GPU container instances (the ECS agent's traffic). */
+  /** Security group of the GPU container instances (the ECS agent's traffic); no egress until the network opens it. */
   readonly instanceSecurityGroup: ec2.SecurityGroup;
   /** Stops the fleet when the stack is deleted, before its cluster, capacity provider and group go. */
   readonly teardown: FleetTeardown;
@@ -149,7 +155,7 @@ export class GpuFleet extends Construct {
       description: 'GPU container instances: no inbound; outbound HTTPS to AWS APIs',
       allowAllOutbound: false,
     }));
-    instanceSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to AWS APIs (endpoints, gateways, NAT)');
+    // No egress of its own: the network opens what the ECS agent needs (Network.allowEndpointsFrom, restrictEgress).
 
     const userData = ec2.UserData.forLinux();
     userData.addCommands(
@@ -158,9 +164,10 @@ export class GpuFleet extends Construct {
       // Tasks have their own ENI; they get credentials from the agent, never from the instance.
       'echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config',
     );
+    const instanceTypes = props.instanceTypes?.length ? props.instanceTypes : [props.instanceType ?? new ec2.InstanceType('g5.xlarge')];
     const launchTemplate = new ec2.LaunchTemplate(this, 'LaunchTemplate', {
       machineImage: ecs.EcsOptimizedImage.amazonLinux2023(ecs.AmiHardwareType.GPU),
-      instanceType: props.instanceType ?? new ec2.InstanceType('g5.xlarge'),
+      instanceType: instanceTypes[0],
       role: this.instanceRole.withoutPolicyUpdates(),
       securityGroup: instanceSecurityGroup,
       userData,
@@ -177,13 +184,36 @@ export class GpuFleet extends Construct {
 
     // No instance when no task: minimum 0 and no desired capacity (CloudFormation starts at
     // the minimum; the capacity provider sets it from then on).
+    // With several types, a prioritized on-demand mixed-instances policy: an
+    // InsufficientInstanceCapacity for the first type in an AZ makes the group try the
+    // next one there, instead of leaving tasks in PROVISIONING until capacity returns.
+    const capacity: Pick<autoscaling.AutoScalingGroupProps, 'launchTemplate' | 'mixedInstancesPolicy'> =
+      instanceTypes.length > 1
+        ? {
+            mixedInstancesPolicy: {
+              launchTemplate,
+              launchTemplateOverrides: instanceTypes.map((instanceType) => ({ instanceType })),
+              instancesDistribution: {
+                onDemandBaseCapacity: 0,
+                onDemandPercentageAboveBaseCapacity: 100,
+                onDemandAllocationStrategy: autoscaling.OnDemandAllocationStrategy.PRIORITIZED,
+              },
+            },
+          }
+        : { launchTemplate };
     this.autoScalingGroup = new autoscaling.AutoScalingGroup(this, 'Instances', {
       vpc: props.vpc,
       vpcSubnets: props.subnets,
-      launchTemplate,
+      ...capacity,
       minCapacity: 0,
       maxCapacity: props.maxInstances ?? 4,
     });
+    if (instanceTypes.length > 1) {
+      acknowledge(this.autoScalingGroup, {
+        id: 'AwsSolutions-EC26',
+        reason: 'The launch template encrypts the root volume (test/infra/stack.test.ts); cdk-nag cannot follow the launch template reference inside a mixed-instances policy.',
+      });
+    }
     acknowledge(
       this.autoScalingGroup,
       {
@@ -212,14 +242,21 @@ export class GpuFleet extends Construct {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
+    // Both roles may be assumed by ECS only on behalf of this account's tasks in this
+    // region (confused-deputy protection; ECS sets both keys for task and execution roles).
+    const ecsTasksHere = () =>
+      new iam.ServicePrincipal('ecs-tasks.amazonaws.com', {
+        conditions: {
+          ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:ecs:${stack.region}:${stack.account}:*` },
+          StringEquals: { 'aws:SourceAccount': stack.account },
+        },
+      });
     this.taskRole = new iam.Role(this, 'TaskRole', {
-      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com', {
-        conditions: { ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:ecs:${stack.region}:${stack.account}:*` } },
-      }),
+      assumedBy: ecsTasksHere(),
       description: 'GPU worker task: frames, models, leases/results tables, slot queues',
     });
     this.executionRole = new iam.Role(this, 'ExecutionRole', {
-      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+      assumedBy: ecsTasksHere(),
       description: 'GPU worker task execution: image pull and awslogs',
     });
 
@@ -231,12 +268,7 @@ export class GpuFleet extends Construct {
     });
     const healthMaxAge = props.healthMaxAge ?? Duration.seconds(45);
     this.container = this.taskDefinition.addContainer(WORKER_CONTAINER_NAME, {
-      image:
-        props.image ??
-        ecs.ContainerImage.fromAsset(REPO_ROOT, {
-          file: path.join('gpu-worker', 'Dockerfile'),
-          platform: ecrAssets.Platform.LINUX_AMD64,
-        }),
+      image: props.image ?? workerImageFromDockerfile(),
       essential: true,
       gpuCount: 1,
       // tini in front of node: forwards SIGTERM for the drain and reaps children.
@@ -262,7 +294,7 @@ export class GpuFleet extends Construct {
     });
     acknowledge(this.executionRole, {
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'ecr:GetAuthorizationToken (added by CDK for the image asset) has no resource type; IAM accepts only "*". Layer pulls are scoped to the asset repository.',
+      reason: 'ecr:GetAuthorizationToken (added by CDK for the image pull) has no resource type; IAM accepts only "*". Layer pulls are scoped to the image\'s repository.',
     });
     acknowledge(this.taskDefinition, {
       id: 'AwsSolutions-ECS2',
@@ -276,6 +308,8 @@ export class GpuFleet extends Construct {
       ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
       ...(props.removalPolicy !== undefined ? { removalPolicy: props.removalPolicy } : {}),
     });
+    // The instances' egress rules (to the endpoints) must outlive the teardown's drain.
+    this.teardown.outlives(instanceSecurityGroup);
   }
 
   /** Subnet ids of the task ENIs. */
@@ -323,6 +357,30 @@ export class GpuFleet extends Construct {
     // source) and on its principal (the role holding the policy).
     this.teardown.runsAfter(...new Set([grantee, grantee.grantPrincipal].filter((c) => Construct.isConstruct(c))));
     return run;
+  }
+
+  /**
+   * Read the state of worker tasks in this cluster (ecs:DescribeTasks): the janitor checks
+   * launches still starting, so one whose task stopped before its first heartbeat is
+   * retried within a period instead of after `taskStartGraceSeconds`.
+   */
+  grantDescribeTasks(grantee: iam.IGrantable & { readonly node?: unknown }): iam.Grant {
+    const stack = Stack.of(this);
+    const grant = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['ecs:DescribeTasks'],
+      resourceArns: [stack.formatArn({ service: 'ecs', resource: 'task', resourceName: `${this.cluster.clusterName}/*` })],
+      conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
+    });
+    const principal = grantee.grantPrincipal;
+    if (principal instanceof iam.Role) {
+      const clusterId = stack.getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster);
+      acknowledge(principal, {
+        id: `AwsSolutions-IAM5[Resource::${nagArnPrefix(stack, 'ecs')}task/<${clusterId}>/*]`,
+        reason: 'Task ids are made at launch; the ARN pattern and the ecs:cluster condition limit describing to tasks of this cluster (read only).',
+      });
+    }
+    return grant;
   }
 
   // What AmazonEC2ContainerServiceforEC2Role gives the ECS agent, with actions spelled out and scoped to this cluster.

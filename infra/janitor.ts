@@ -2,6 +2,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -29,6 +30,14 @@ export interface JanitorProps {
    * @default 256
    */
   readonly memorySize?: number;
+  /**
+   * Reserved concurrency: the most janitor runs at once, so that a storm of task-stopped
+   * events (a whole fleet exiting idle together) cannot take the Lambda concurrency the
+   * router needs. Invocations over it are throttled; EventBridge invokes asynchronously,
+   * so Lambda keeps and retries them (up to 6 hours) rather than dropping them.
+   * @default none (unreserved)
+   */
+  readonly reservedConcurrentExecutions?: number;
   /**
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -59,6 +68,9 @@ export class Janitor extends Construct implements iam.IGrantable {
       logRetention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
+    if (props.reservedConcurrentExecutions) {
+      (this.function.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions = props.reservedConcurrentExecutions;
+    }
     this.grantPrincipal = this.function.grantPrincipal;
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the FrameAffinity janitor',

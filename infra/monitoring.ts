@@ -1,14 +1,15 @@
 import { METRIC_NAMES } from '../core/metric-names.ts';
-import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { instanceLaunchFailureRule } from './instance-launch-events.ts';
+import { allowCloudWatchToPublish, buildAlarmKey } from './alarm-topic.ts';
 
 /**
  * Metric names the code emits (EMF), from core/metric-names.ts. Every metric carries one
@@ -45,6 +46,7 @@ export const ALARM_IDS = [
   'SlotWithWorkNoOwner',
   'TaskStartTimedOut',
   'TaskLaunchFailures',
+  'InstanceLaunchFailures',
   'RouterErrors',
   'JanitorErrors',
 ] as const;
@@ -70,6 +72,8 @@ export interface MonitoringProps {
   readonly slotQueueNamePrefix: string;
   readonly router: lambda.IFunction;
   readonly janitor: lambda.IFunction;
+  /** The GPU Auto Scaling group: its failed launches reach the topic and raise `InstanceLaunchFailures`. */
+  readonly instanceGroupName: string;
   /**
    * Ingest queue age above which the ingest alarm fires.
    * @default Duration.minutes(5)
@@ -119,9 +123,9 @@ export class Monitoring extends Construct {
     this.#alarmNamePrefix = props.alarmNamePrefix;
     this.#slotQueueNamePrefix = props.slotQueueNamePrefix;
 
-    this.alarmKey = this.#buildAlarmKey(props.removalPolicy ?? RemovalPolicy.RETAIN);
+    this.alarmKey = buildAlarmKey(this, props.removalPolicy ?? RemovalPolicy.RETAIN);
     this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { masterKey: this.alarmKey, enforceSSL: true, displayName: 'FrameAffinity alarms' });
-    this.#allowCloudWatchToPublish();
+    allowCloudWatchToPublish(this.alarmTopic, this.#alarmNamePrefix);
     if (props.alarmEmail) this.alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(props.alarmEmail));
 
     this.#buildAlarms(props);
@@ -169,80 +173,6 @@ export class Monitoring extends Construct {
     return new cloudwatch.MathExpression({ expression, label, period: ONE_MINUTE });
   }
 
-  // A customer key: SNS's AWS-managed key does not let CloudWatch alarms publish.
-  // The key policy spells out its actions instead of the default `kms:*` for the account.
-  #buildAlarmKey(removalPolicy: RemovalPolicy): kms.Key {
-    const stack = Stack.of(this);
-    const policy = new iam.PolicyDocument({
-      statements: [
-        new iam.PolicyStatement({
-          sid: 'AccountAdministersKey',
-          principals: [new iam.AccountRootPrincipal()],
-          actions: [
-            'kms:DescribeKey',
-            'kms:GetKeyPolicy',
-            'kms:PutKeyPolicy',
-            'kms:GetKeyRotationStatus',
-            'kms:EnableKeyRotation',
-            'kms:DisableKeyRotation',
-            'kms:EnableKey',
-            'kms:DisableKey',
-            'kms:UpdateKeyDescription',
-            'kms:ListResourceTags',
-            'kms:TagResource',
-            'kms:UntagResource',
-            'kms:ScheduleKeyDeletion',
-            'kms:CancelKeyDeletion',
-            'kms:CreateGrant',
-            'kms:ListGrants',
-            'kms:RevokeGrant',
-            'kms:Encrypt',
-            'kms:Decrypt',
-            'kms:GenerateDataKey',
-          ],
-          resources: ['*'],
-        }),
-        new iam.PolicyStatement({
-          sid: 'CloudWatchAlarmsPublish',
-          principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
-          actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-          resources: ['*'],
-          conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
-        }),
-      ],
-    });
-    // The key only encrypts alarm notifications in flight: nothing is lost with it, so it
-    // goes with the stack unless the deployment retains its data.
-    return new kms.Key(this, 'AlarmKey', {
-      description: 'FrameAffinity alarm topic',
-      enableKeyRotation: true,
-      policy,
-      removalPolicy,
-      pendingWindow: Duration.days(7),
-    });
-  }
-
-  /**
-   * A topic policy replaces SNS's default one, and `enforceSSL` writes only a Deny: without
-   * this Allow no alarm could publish. Scoped to this account's alarms named with the
-   * stack's prefix in this region (confused-deputy protection).
-   */
-  #allowCloudWatchToPublish(): void {
-    const stack = Stack.of(this);
-    this.alarmTopic.addToResourcePolicy(
-      new iam.PolicyStatement({
-        sid: 'CloudWatchAlarmsPublish',
-        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
-        actions: ['sns:Publish'],
-        resources: [this.alarmTopic.topicArn],
-        conditions: {
-          StringEquals: { 'aws:SourceAccount': stack.account },
-          ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: `${this.#alarmNamePrefix}-*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
-        },
-      }),
-    );
-  }
-
   #alarm(id: AlarmId, props: Omit<cloudwatch.AlarmProps, 'alarmName'>): cloudwatch.Alarm {
     const alarm = new cloudwatch.Alarm(this, id, { ...props, alarmName: `${this.#alarmNamePrefix}-${id}` });
     alarm.addAlarmAction(new cwActions.SnsAction(this.alarmTopic));
@@ -271,13 +201,14 @@ export class Monitoring extends Construct {
     };
     const janitorPeriod = props.janitorInterval ?? ONE_MINUTE;
     this.#alarm('IngestDlqNotEmpty', {
-      alarmDescription: 'The ingest DLQ holds messages: read them (each carries a reason attribute), fix the uploader, then purge them (records, not work)',
+      alarmDescription:
+        'The ingest DLQ holds messages: read them (each carries a reason attribute); fix the uploader or the cause, then run the operator command `affinity redrive` to send the retryable ones back (or purge what is only a record)',
       metric: props.ingestDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
       ...atLeastOnce,
     });
     this.#alarm('SlotDlqNotEmpty', {
       alarmDescription:
-        'A slot DLQ of a slot active in the last minutes holds messages (janitor SlotDlqMessages): a malformed slot message or one received slotQueueMaxReceiveCount times; read it, check the worker logs, replay the video if frames were skipped',
+        'A slot DLQ of a slot active in the last minutes holds messages (janitor SlotDlqMessages): a malformed slot message or one received slotQueueMaxReceiveCount times; read it, check the worker logs, fix the cause, then run the operator command `affinity redrive` to move them back to the slot queue',
       metric: this.metric('janitor', METRIC_NAMES.janitor.slotDlqMessages, 'Maximum', janitorPeriod),
       ...atLeastOnce,
     });
@@ -314,8 +245,22 @@ export class Monitoring extends Construct {
       ...atLeastOnce,
     });
     this.#alarm('TaskLaunchFailures', {
-      alarmDescription: 'ECS RunTask failed for a slot (router or janitor): IAM, capacity provider, cluster or task definition problem; the janitor retries after taskStartGraceSeconds',
-      metric: this.#routerAndJanitor(METRIC_NAMES.router.taskLaunchFailures, 'task launch failures'),
+      alarmDescription:
+        'ECS RunTask failed or started nothing for a slot (router or janitor; throttling, failures[], AccessDenied, bad parameters): see the Reason in their logs; the janitor retries. Persisting: docs/deploy.md, day-2 runbook "a stuck launch"',
+      // A Metrics Insights query over the namespace: every TaskLaunchFailures series,
+      // whatever its dimensions (service alone, or service and Reason), summed into one.
+      metric: new cloudwatch.MathExpression({
+        expression: `SELECT SUM(${METRIC_NAMES.router.taskLaunchFailures}) FROM "${this.#namespace}"`,
+        label: 'task launch failures (all emitters and reasons)',
+        period: FIVE_MINUTES,
+      }),
+      ...atLeastOnce,
+    });
+    const launchFailures = instanceLaunchFailureRule(this, 'InstanceLaunchFailuresRule', props.instanceGroupName, this.alarmTopic);
+    this.#alarm('InstanceLaunchFailures', {
+      alarmDescription:
+        'The GPU Auto Scaling group failed to launch instances (the topic also gets each failure\'s StatusMessage): InsufficientInstanceCapacity, a vCPU quota, or a subnet out of addresses. See docs/deploy.md, day-2 runbook "capacity shortage"',
+      metric: new cloudwatch.Metric({ namespace: 'AWS/Events', metricName: 'Invocations', dimensionsMap: { RuleName: launchFailures.ruleName }, statistic: 'Sum', period: FIVE_MINUTES }),
       ...atLeastOnce,
     });
     this.#alarm('RouterErrors', {

@@ -1,7 +1,8 @@
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { Names, RemovalPolicy } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { GatewayPrefixLists } from './prefix-lists.ts';
 
 export interface NetworkProps {
   /**
@@ -10,6 +11,17 @@ export interface NetworkProps {
    */
   readonly maxAzs?: number;
   /**
+   * The availability zones, by name; when set, `maxAzs` is ignored. Choose zones that
+   * offer the GPU instance types.
+   * @default the region's first `maxAzs` zones
+   */
+  readonly availabilityZones?: readonly string[];
+  /**
+   * Prefix length of each workload subnet (see infra/subnet-plan.ts for the sizing).
+   * @default 22
+   */
+  readonly workloadSubnetMask?: number;
+  /**
    * NAT gateways. With 0 the private subnets are isolated and every AWS API is
    * reached through a VPC endpoint; with NAT the interface endpoints are still
    * created (traffic to AWS stays off the NAT data-processing charge) but the tasks
@@ -17,6 +29,14 @@ export interface NetworkProps {
    * @default 0
    */
   readonly natGateways?: number;
+  /**
+   * With NAT gateways, let the task and instance security groups reach any HTTPS address
+   * (a model hosted outside AWS). When false they reach only the interface endpoints and
+   * the S3 and DynamoDB prefix lists (the gateway endpoints). Without NAT the subnets have
+   * no route out, so this changes nothing.
+   * @default false
+   */
+  readonly allowInternetEgress?: boolean;
   /**
    * Retention of the VPC flow log (rejected traffic).
    * @default logs.RetentionDays.ONE_MONTH
@@ -54,12 +74,14 @@ export class Network extends Construct {
   readonly workloadSubnets: ec2.SubnetSelection;
   /** Interface endpoints; closed until {@link allowEndpointsFrom} opens them to a security group. */
   readonly interfaceEndpoints: readonly ec2.InterfaceVpcEndpoint[];
+  readonly #openEgress: boolean;
+  #gatewayPrefixLists?: GatewayPrefixLists;
 
   constructor(scope: Construct, id: string, props: NetworkProps = {}) {
     super(scope, id);
     const natGateways = props.natGateways ?? 0;
     const privateType = natGateways > 0 ? ec2.SubnetType.PRIVATE_WITH_EGRESS : ec2.SubnetType.PRIVATE_ISOLATED;
-    const subnetConfiguration: ec2.SubnetConfiguration[] = [{ name: 'workload', subnetType: privateType, cidrMask: 22 }];
+    const subnetConfiguration: ec2.SubnetConfiguration[] = [{ name: 'workload', subnetType: privateType, cidrMask: props.workloadSubnetMask ?? 22 }];
     if (natGateways > 0) subnetConfiguration.push({ name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 26 });
 
     const flowLogGroup = new logs.LogGroup(this, 'FlowLogs', {
@@ -67,7 +89,7 @@ export class Network extends Construct {
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
     this.vpc = new ec2.Vpc(this, 'Vpc', {
-      maxAzs: props.maxAzs ?? 2,
+      ...(props.availabilityZones?.length ? { availabilityZones: [...props.availabilityZones] } : { maxAzs: props.maxAzs ?? 2 }),
       natGateways,
       subnetConfiguration,
       restrictDefaultSecurityGroup: true,
@@ -93,8 +115,37 @@ export class Network extends Construct {
       description: 'GPU worker tasks: no inbound; outbound HTTPS to VPC endpoints and gateway endpoints',
       allowAllOutbound: false,
     });
-    this.taskSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to AWS APIs (endpoints, gateways, NAT)');
+    this.#openEgress = natGateways === 0 || props.allowInternetEgress === true;
     this.allowEndpointsFrom(this.taskSecurityGroup);
+    this.restrictEgress(this.taskSecurityGroup);
+  }
+
+  /**
+   * Egress of a workload security group on 443. Isolated subnets (or the
+   * `allowInternetEgress` opt-out): any address, since only the endpoints are routable (or
+   * the internet is wanted). With NAT: only the S3 and DynamoDB prefix lists (the
+   * interface endpoints are opened by {@link allowEndpointsFrom}), so a task cannot send
+   * data anywhere through the NAT.
+   */
+  restrictEgress(group: ec2.SecurityGroup): void {
+    if (this.#openEgress) {
+      group.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to AWS APIs (endpoints, gateways, NAT)');
+      return;
+    }
+    const lists = (this.#gatewayPrefixLists ??= new GatewayPrefixLists(this, 'GatewayPrefixLists'));
+    // Explicit rule resources: addEgressRule names every token peer "IndirectPeer", so the
+    // second prefix list would be taken for a duplicate of the first and dropped.
+    const id = Names.nodeUniqueId(group.node);
+    for (const [name, prefixListId] of [['S3', lists.s3], ['DynamoDb', lists.dynamoDb]] as const) {
+      new ec2.CfnSecurityGroupEgress(this, `${id}To${name}`, {
+        groupId: group.securityGroupId,
+        ipProtocol: 'tcp',
+        fromPort: 443,
+        toPort: 443,
+        destinationPrefixListId: prefixListId,
+        description: `HTTPS to ${name} (gateway endpoint)`,
+      });
+    }
   }
 
   /** Lets a security group reach every interface endpoint on 443. */

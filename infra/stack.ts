@@ -5,7 +5,17 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { DEFAULT_TUNABLES, resourceNames, tunablesToEnv, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
-import { DEFAULT_STACK_CONFIG, janitorRateMinutes, routerTimeoutSeconds, validateStackConfig, type StackConfig } from './config.ts';
+import {
+  DEFAULT_STACK_CONFIG,
+  instanceTypesOf,
+  janitorRateMinutes,
+  listOf,
+  routerTimeoutSeconds,
+  validateStackConfig,
+  workloadSubnetPlan,
+  type StackConfig,
+} from './config.ts';
+import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
 import { FrameBucket } from './frame-bucket.ts';
 import { GpuFleet } from './gpu-fleet.ts';
 import { Janitor } from './janitor.ts';
@@ -15,6 +25,7 @@ import { Network } from './network.ts';
 import { Router } from './router.ts';
 import { WorkQueues } from './queues.ts';
 import { StateTables } from './tables.ts';
+import { workerImageFromEcr } from './worker-image.ts';
 
 export interface FrameAffinityStackProps extends StackProps {
   /**
@@ -52,7 +63,15 @@ export class FrameAffinityStack extends Stack {
     const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     const logRetention = config.logRetentionDays as logs.RetentionDays;
 
-    this.network = new Network(this, 'Network', { maxAzs: config.maxAzs, natGateways: config.natGateways, flowLogRetention: logRetention, removalPolicy });
+    this.network = new Network(this, 'Network', {
+      maxAzs: config.maxAzs,
+      availabilityZones: listOf(config.availabilityZones),
+      workloadSubnetMask: workloadSubnetPlan(config).prefixLength,
+      natGateways: config.natGateways,
+      allowInternetEgress: config.allowInternetEgress,
+      flowLogRetention: logRetention,
+      removalPolicy,
+    });
     this.queues = new WorkQueues(this, 'Queues', { names, tunables });
     this.tables = new StateTables(this, 'Tables', { names, removalPolicy });
     this.frames = new FrameBucket(this, 'Frames', {
@@ -60,6 +79,7 @@ export class FrameAffinityStack extends Stack {
       frameRetention: Duration.days(config.frameRetentionDays),
       removalPolicy,
     });
+    this.frames.restrictModelWrites(config.modelWriterRoleArn || undefined);
 
     const wiring: Wiring = {
       region: this.region,
@@ -80,9 +100,17 @@ export class FrameAffinityStack extends Stack {
       vpc: this.network.vpc,
       subnets: this.network.workloadSubnets,
       taskSecurityGroup: this.network.taskSecurityGroup,
-      environment: { ...sharedEnv, AWS_REGION: this.region, AWS_EMF_NAMESPACE: names.metricsNamespace, AWS_EMF_SERVICE_NAME: 'worker' },
+      environment: {
+        ...sharedEnv,
+        AWS_REGION: this.region,
+        AWS_EMF_NAMESPACE: names.metricsNamespace,
+        AWS_EMF_SERVICE_NAME: 'worker',
+        ...(config.modelSha256 ? { [MODEL_SHA256_ENV]: config.modelSha256 } : {}),
+      },
       family: `${names.prefix}-worker`,
       instanceType: new ec2.InstanceType(config.instanceType),
+      instanceTypes: instanceTypesOf(config).map((t) => new ec2.InstanceType(t)),
+      ...(config.workerImage ? { image: workerImageFromEcr(this, 'WorkerImageRepository', config.workerImage) } : {}),
       maxInstances: config.maxInstances > 0 ? config.maxInstances : config.slotCount,
       taskCpuUnits: config.taskCpuUnits,
       taskMemoryMiB: config.taskMemoryMiB,
@@ -92,6 +120,10 @@ export class FrameAffinityStack extends Stack {
       removalPolicy,
     });
     this.network.allowEndpointsFrom(this.fleet.instanceSecurityGroup);
+    this.network.restrictEgress(this.fleet.instanceSecurityGroup);
+    // On stack deletion the teardown drains the fleet through the network: endpoints,
+    // their security groups and rules, NAT gateway and routes go only after it.
+    this.fleet.teardown.outlives(this.network);
     this.#grantWorker(tunables);
 
     const controlEnv = { ...sharedEnv, ...this.fleet.launcherEnvironment() };
@@ -111,13 +143,14 @@ export class FrameAffinityStack extends Stack {
     this.tables.grantLeasesReadWrite(this.router);
     this.queues.grantSendToIngestDlq(this.router);
     this.queues.grantSendToSlots(this.router);
-    this.frames.grantReadFrames(this.router);
+    // No frame access: the router routes by key (the S3 event) and never reads an object.
     this.fleet.grantLaunch(this.router);
 
     this.janitor = new Janitor(this, 'Janitor', {
       environment: controlEnv,
       interval: Duration.minutes(janitorRateMinutes(config)),
       workerClusterArn: this.fleet.cluster.clusterArn,
+      ...(config.janitorReservedConcurrency > 0 ? { reservedConcurrentExecutions: config.janitorReservedConcurrency } : {}),
       logRetention,
       removalPolicy,
     });
@@ -126,6 +159,7 @@ export class FrameAffinityStack extends Stack {
     this.tables.grantScanPinnedIndex(this.janitor);
     this.queues.grantReadSlotAttributes(this.janitor);
     this.fleet.grantLaunch(this.janitor);
+    this.fleet.grantDescribeTasks(this.janitor);
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
       namespace: names.metricsNamespace,
@@ -137,6 +171,7 @@ export class FrameAffinityStack extends Stack {
       slotQueueNamePrefix: names.slotQueuePrefix,
       router: this.router.function,
       janitor: this.janitor.function,
+      instanceGroupName: this.fleet.autoScalingGroup.autoScalingGroupName,
       ingestAgeThreshold: Duration.seconds(config.ingestAgeAlarmSeconds),
       janitorInterval: Duration.minutes(janitorRateMinutes(config)),
       alarmEmail: config.alarmEmail || undefined,
@@ -184,7 +219,6 @@ export class FrameAffinityStack extends Stack {
     const frameObjects = `Resource::<${this.getLogicalId(this.frames.bucket.node.defaultChild as never)}.Arn>/frames/*`;
     const modelObjects = `Resource::<${this.getLogicalId(this.frames.bucket.node.defaultChild as never)}.Arn>/models/*`;
     const framesReason = 'Object-level read on the frames/ prefix of the stack\'s own bucket: keys are per video and frame, so they cannot be listed in advance.';
-    acknowledge(this.router, { id: `AwsSolutions-IAM5[${frameObjects}]`, reason: framesReason });
     acknowledge(this.fleet.taskRole, { id: `AwsSolutions-IAM5[${frameObjects}]`, reason: framesReason });
     const notifications = this.node.tryFindChild('BucketNotificationsHandler050a0587b7544547bf325f094a3db834');
     if (notifications) {

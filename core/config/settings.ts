@@ -8,13 +8,17 @@
  * ranges: they stay named checks beside their table.
  */
 
-/** An integer in `min..max`; with `off`, the value `off.value` (= `min`) is a switch with its own meaning. */
+/**
+ * An integer in `min..max`; with `off`, the value `off.value` is a switch with its own
+ * meaning. `off.value` either equals `min` (the range proper starts one above it) or lies
+ * below `min` (e.g. 0 = sized automatically, else 16..28).
+ */
 export interface IntegerSpec {
   readonly kind: 'integer';
   readonly default: number;
   readonly min: number;
   readonly max: number;
-  /** A value below the range proper that means something else (e.g. 0 = never); it equals `min`. */
+  /** A value below the range proper that means something else (e.g. 0 = never); it equals `min` or lies below it. */
   readonly off?: { readonly value: number; readonly meaning: string };
   readonly unit: string;
   readonly meaning: string;
@@ -78,6 +82,11 @@ export function defaultsOf<T extends SettingsTable>(table: T): SettingsOf<T> {
   return Object.freeze(out) as SettingsOf<T>;
 }
 
+/** The lowest value of an integer setting's range proper: one above `off.value` where that equals `min`, else `min`. */
+function properMin(spec: IntegerSpec): number {
+  return spec.off !== undefined && spec.off.value === spec.min ? spec.min + 1 : spec.min;
+}
+
 /** The problem with one value, or undefined when it is in range. */
 export function rangeProblem(key: string, spec: SettingSpec, value: unknown): string | undefined {
   switch (spec.kind) {
@@ -85,7 +94,9 @@ export function rangeProblem(key: string, spec: SettingSpec, value: unknown): st
       const v = value as number;
       if (Number.isSafeInteger(v) && v >= spec.min && v <= spec.max) return undefined;
       if (spec.off === undefined) return `${key} must be an integer between ${spec.min} and ${spec.max} (got ${v})`;
-      const rest = spec.max >= Number.MAX_SAFE_INTEGER && spec.off.value + 1 === 0 ? 'a non-negative integer' : `an integer between ${spec.off.value + 1} and ${spec.max}`;
+      if (v === spec.off.value) return undefined;
+      const low = properMin(spec);
+      const rest = spec.max >= Number.MAX_SAFE_INTEGER && low === 0 ? 'a non-negative integer' : `an integer between ${low} and ${spec.max}`;
       return `${key} must be ${spec.off.value} (${spec.off.meaning}) or ${rest} (got ${v})`;
     }
     case 'fraction': {
@@ -129,7 +140,7 @@ export function documentedRange(spec: SettingSpec): string {
     case 'integer': {
       const top = spec.max >= Number.MAX_SAFE_INTEGER ? '' : String(spec.max);
       if (spec.off === undefined) return `${spec.min}..${top}`;
-      return `${spec.off.value} (${spec.off.meaning}) or ${spec.off.value + 1}..${top}`;
+      return `${spec.off.value} (${spec.off.meaning}) or ${properMin(spec)}..${top}`;
     }
     case 'fraction':
       return '(0, 1)';

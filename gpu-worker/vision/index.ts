@@ -27,6 +27,8 @@ export { InferenceThreadDiedError, type InferenceThreadDeath } from './inference
 export interface VisionProcessorOptions {
   /** Local path or s3://bucket/key.onnx; empty or absent = the demo model (built if missing). */
   readonly modelUri?: string;
+  /** Expected SHA-256 (hex) of the `modelUri` model; the worker refuses other bytes. Absent or empty = not checked. */
+  readonly modelSha256?: string;
   /** Frames per inference call (`inferenceBatchSize`). */
   readonly batchSize: number;
   /** Longest a partial batch waits for more frames (`maxBatchWaitMs`). */
@@ -159,6 +161,7 @@ class OnnxVisionProcessor implements VisionProcessor {
     const uri = this.options.modelUri ? this.options.modelUri : await ensureDemoModel(this.options.demoModelDir);
     this.model = await loadModel({
       uri,
+      sha256: this.options.modelUri ? this.options.modelSha256 : undefined,
       s3Client: this.options.s3Client,
       preferCuda: this.options.preferCuda,
       inferenceThreads: this.options.inferenceThreads,

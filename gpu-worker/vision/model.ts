@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { verifyModelSha256 } from '../../core/model-pin.ts';
 import ort from 'onnxruntime-node';
 import { createThreadedSession, type InferenceSessionLike, type ThreadOptions } from './inference-thread.ts';
 
@@ -44,6 +45,8 @@ export interface LoadModelOptions {
   readonly s3Client?: S3Client;
   /** Try CUDA first (default true). */
   readonly preferCuda?: boolean;
+  /** Expected SHA-256 (hex) of the model bytes (`modelSha256`); absent or empty = not checked. */
+  readonly sha256?: string;
   /** onnxruntime intra-op threads; 0 or absent = its default (one per physical core). */
   readonly inferenceThreads?: number;
   /** How the inference thread is created (heap limits; a test fault). */
@@ -204,6 +207,7 @@ function tensorShape(meta: readonly ort.InferenceSession.ValueMetadata[], index:
 /** Loads, inspects and warms up a model. */
 export async function loadModel(options: LoadModelOptions): Promise<LoadedModel> {
   const bytes = (await fetchBytes(options.uri, options.s3Client, false))!;
+  verifyModelSha256(options.uri, bytes, options.sha256);
   const sidecarBytes = await fetchBytes(`${options.uri}.json`, options.s3Client, true);
   const { session, provider, providerReason } = await createSessionWithProvider(
     bytes,

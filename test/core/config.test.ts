@@ -92,6 +92,7 @@ describe('the tunables table', () => {
 
   const integer = { kind: 'integer', default: 1, min: 1, max: 10, unit: 's', meaning: 'm' } as const satisfies SettingSpec;
   const withOff = { ...integer, default: 0, min: 0, off: { value: 0, meaning: 'never' } } as const satisfies SettingSpec;
+  const offBelowMin = { ...integer, default: 0, min: 16, max: 28, off: { value: 0, meaning: 'automatic' } } as const satisfies SettingSpec;
   const unbounded = { ...integer, default: -1, min: -1, max: Number.MAX_SAFE_INTEGER, off: { value: -1, meaning: 'automatic' } } as const satisfies SettingSpec;
   const fraction = { kind: 'fraction', default: 0.5, unit: 'score', meaning: 'm' } as const satisfies SettingSpec;
   const text = { kind: 'text', default: '', pattern: /^a+$/, rule: 'be some a', emptyMeans: 'none', meaning: 'm' } as const satisfies SettingSpec;
@@ -102,6 +103,9 @@ describe('the tunables table', () => {
     ['integer fractional', integer, 1.5, 'k must be an integer between 1 and 10 (got 1.5)'],
     ['off value', withOff, 0, undefined],
     ['below off', withOff, -1, 'k must be 0 (never) or an integer between 1 and 10 (got -1)'],
+    ['off value below min', offBelowMin, 0, undefined],
+    ['between off and min', offBelowMin, 15, 'k must be 0 (automatic) or an integer between 16 and 28 (got 15)'],
+    ['min above off', offBelowMin, 16, undefined],
     ['unbounded above off', unbounded, 2 ** 40, undefined],
     ['below unbounded off', unbounded, -2, 'k must be -1 (automatic) or a non-negative integer (got -2)'],
     ['fraction inside', fraction, 0.99, undefined],
@@ -118,6 +122,7 @@ describe('the tunables table', () => {
   it.each([
     [integer, '1..10'],
     [withOff, '0 (never) or 1..10'],
+    [offBelowMin, '0 (automatic) or 16..28'],
     [unbounded, '-1 (automatic) or 0..'],
     [fraction, '(0, 1)'],
     [text, 'empty (none) or some a'],

@@ -62,6 +62,48 @@ describe('scale limits', () => {
   });
 });
 
+describe('issue 23 settings', () => {
+  const digest = `sha256:${'0f'.repeat(32)}`;
+
+  it.each([
+    { key: 'workerImage', value: `123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/worker@${digest}`, ok: true },
+    { key: 'workerImage', value: `123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn/worker@${digest}`, ok: true },
+    { key: 'workerImage', value: '123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/worker:latest', ok: false },
+    { key: 'workerImage', value: `docker.io/library/worker@${digest}`, ok: false },
+    { key: 'instanceTypes', value: 'g5.xlarge, g6.xlarge,g4dn.xlarge', ok: true },
+    { key: 'instanceTypes', value: 'g5.xlarge,m5.xlarge', ok: false },
+    { key: 'instanceTypes', value: 'g5.xlarge,g5.xlarge', ok: false },
+    { key: 'availabilityZones', value: 'us-east-1a,us-east-1c', ok: true },
+    { key: 'availabilityZones', value: 'us-west-2-lax-1a', ok: true },
+    { key: 'availabilityZones', value: 'us-east-1', ok: false },
+    { key: 'modelWriterRoleArn', value: 'arn:aws:iam::123456789012:role/ci/model-publisher', ok: true },
+    { key: 'modelWriterRoleArn', value: 'arn:aws:iam::123456789012:user/alice', ok: false },
+    { key: 'workloadSubnetMask', value: '29', ok: false },
+    { key: 'workloadSubnetMask', value: '15', ok: false },
+    { key: 'workloadSubnetMask', value: '22', ok: true },
+    { key: 'availabilityZones', value: 'us-east-1a,us-east-1a', ok: false },
+    { key: 'janitorReservedConcurrency', value: '-1', ok: false },
+  ])('$key=$value -> valid: $ok', ({ key, value, ok }) => {
+    // Act
+    const act = () => stackConfigFromContext(contextOf({ [key]: value }));
+
+    // Assess
+    if (ok) expect(act()).toHaveProperty(key);
+    else expect(act).toThrow(new RegExp(`${key} must`));
+  });
+
+  it('takes modelSha256 only as 64 hex digits and only with a modelUri', () => {
+    // Act & Assess
+    expect(stackConfigFromContext(contextOf({ modelUri: 's3://b/m.onnx', modelSha256: 'ab'.repeat(32) })).modelSha256).toBe('ab'.repeat(32));
+    expect(() => stackConfigFromContext(contextOf({ modelUri: 's3://b/m.onnx', modelSha256: 'xyz' }))).toThrow(/modelSha256 must be 64 lowercase hex digits/);
+    expect(() => stackConfigFromContext(contextOf({ modelSha256: 'ab'.repeat(32) }))).toThrow(/modelSha256 pins the model named by modelUri: set modelUri too/);
+  });
+
+  it('checks natGateways against the listed availability zones', () => {
+    expect(() => stackConfigFromContext(contextOf({ availabilityZones: 'us-east-1a', natGateways: 2 }))).toThrow(/natGateways \(2\) cannot exceed the 1 availabilityZones/);
+  });
+});
+
 describe('derived settings', () => {
   it('rounds the janitor interval up to whole minutes, at least one', () => {
     // Act & Assess

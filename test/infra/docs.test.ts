@@ -12,8 +12,8 @@ import { GENERATED_BLOCKS, blockText, withBlock } from '../../scripts/config-tab
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
-/** The `| \`key\` | default |` rows of a markdown document. */
-const rowsOf = (doc: string) => new Map([...doc.matchAll(/^\| `([A-Za-z]+)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2]!.trim()] as const));
+/** The `| \`key\` | default |` rows of a markdown document (keys may hold digits: modelSha256). */
+const rowsOf = (doc: string) => new Map([...doc.matchAll(/^\| `([A-Za-z][A-Za-z0-9]*)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2]!.trim()] as const));
 
 function wrongDefaults(doc: string, defaults: object): string[] {
   const rows = rowsOf(doc);

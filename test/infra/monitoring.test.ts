@@ -32,6 +32,7 @@ function monitoringTemplate(props: Partial<MonitoringProps> = {}): Template {
     slotQueueNamePrefix: names.slotQueuePrefix,
     router: lambda.Function.fromFunctionName(stack, 'Router', 'Fa-router'),
     janitor: lambda.Function.fromFunctionName(stack, 'Janitor', 'Fa-janitor'),
+    instanceGroupName: 'Fa-gpu',
     ...props,
   });
   return Template.fromStack(stack);
@@ -68,10 +69,11 @@ describe('alarm topic', () => {
     const policies = Object.values(template.findResources('AWS::SNS::TopicPolicy'));
     const statements = policies.flatMap((p) => (p.Properties.PolicyDocument.Statement as Statement[]));
 
-    // Assess: exactly one policy on the topic, with the Allow for CloudWatch...
+    // Assess: exactly one policy on the topic, with the Allow for CloudWatch (and one for
+    // EventBridge, limited to the launch-failure rule: test/infra/hardening.test.ts)...
     expect(policies).toHaveLength(1);
     const allow = statements.filter((s) => s.Effect === 'Allow');
-    expect(allow).toHaveLength(1);
+    expect(allow.map((s) => s.Principal?.Service)).toEqual(['cloudwatch.amazonaws.com', 'events.amazonaws.com']);
     expect(allow[0]).toMatchObject({
       Principal: { Service: 'cloudwatch.amazonaws.com' },
       Action: 'sns:Publish',
@@ -151,15 +153,12 @@ describe('alarms', () => {
     for (const a of alarms) expect(JSON.stringify(a)).not.toContain(names.slotQueuePrefix);
   });
 
-  it('sums the router\'s and the janitor\'s counters for task start timeouts and launch failures', () => {
+  it('sums the router\'s and the janitor\'s counters for task start timeouts (launch failures: test/infra/hardening.test.ts)', () => {
     // Act
     const alarms = Object.values(monitoringTemplate().findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
 
     // Assess
-    for (const [id, metric] of [
-      ['TaskStartTimedOut', METRIC_NAMES.router.taskStartTimeouts],
-      ['TaskLaunchFailures', METRIC_NAMES.router.taskLaunchFailures],
-    ] as const) {
+    for (const [id, metric] of [['TaskStartTimedOut', METRIC_NAMES.router.taskStartTimeouts]] as const) {
       const alarm = alarms.find((a) => a.AlarmName === `${names.prefix}-${id}`)!;
       const stats = (alarm.Metrics as { MetricStat?: { Metric: { MetricName: string; Dimensions: { Value: string }[] } } }[])
         .filter((q) => q.MetricStat)

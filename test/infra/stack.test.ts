@@ -335,6 +335,15 @@ describe('GPU fleet', () => {
       expect(s.Condition).toEqual({ StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } });
     }
   });
+
+  it('lets the janitor, and only the janitor, describe the tasks of this cluster (it checks launches still starting)', () => {
+    const describe = allStatements(resources).filter((s) => asList(s.statement.Action).includes('ecs:DescribeTasks'));
+    const janitorRole = stack.getLogicalId(stack.janitor.function.role!.node.defaultChild as never);
+    const byJanitor = describe.filter((s) => JSON.stringify(resources[s.resource]?.Properties?.Roles ?? []).includes(janitorRole));
+    expect(byJanitor).toHaveLength(1);
+    expect(byJanitor[0]!.statement.Condition).toMatchObject({ ArnEquals: { 'ecs:cluster': expect.anything() } });
+    expect(JSON.stringify(byJanitor[0]!.statement.Resource)).toContain(':task/');
+  });
 });
 
 describe('network', () => {

@@ -2,6 +2,7 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { startFauxqs } from 'fauxqs';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../../core/model-pin.ts';
 import { buildDemoModelBytes, DEMO_SIDECAR } from '../../../gpu-worker/vision/demo-model/build-model.ts';
 import { createSessionWithProvider, loadModel, parseS3Uri, readUltralyticsMetadata } from '../../../gpu-worker/vision/model.ts';
 
@@ -91,6 +92,20 @@ describe('loadModel from S3', () => {
     const model = await loadModel({ uri: 's3://models-bucket/models/nosidecar.onnx', s3Client: s3, preferCuda: false });
     expect(model.info).toMatchObject({ metadataSource: 'onnx-metadata', classNames: [...DEMO_SIDECAR.classNames], inputHeight: 320 });
     await model.session.release();
+  });
+
+  it('loads a model pinned by its sha256 and refuses one whose bytes differ (modelSha256)', async () => {
+    // Prepare
+    const pinned = sha256Hex(buildDemoModelBytes());
+
+    // Act
+    const model = await loadModel({ uri: 's3://models-bucket/models/x.onnx', s3Client: s3, preferCuda: false, sha256: pinned });
+    await model.session.release();
+    const wrong = loadModel({ uri: 's3://models-bucket/models/x.onnx', s3Client: s3, preferCuda: false, sha256: '0'.repeat(64) });
+
+    // Assess
+    expect(model.info.inputWidth).toBe(320);
+    await expect(wrong).rejects.toThrow(`model s3://models-bucket/models/x.onnx: sha256 ${pinned} does not match modelSha256 ${'0'.repeat(64)}`);
   });
 
   it('fails clearly for a missing model', async () => {
