@@ -35,6 +35,28 @@ export class OutageSwitch {
   isDown(service: OutageService): boolean {
     return this.downSet.has(service);
   }
+
+  /**
+   * Highest ApproximateReceiveCount any receive answered with, per queue name, when the
+   * receiver asked for it (the workers and the router's event source do): how close any
+   * message came to its queue's redrive. Clear it to measure one period.
+   */
+  readonly maxReceiveCount = new Map<string, number>();
+
+  /** Notes the receive counts of one ReceiveMessage answer. */
+  noteReceive(queueUrl: string, answer: string): void {
+    const queue = queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
+    let messages: { Attributes?: Record<string, string> }[] = [];
+    try {
+      messages = (JSON.parse(answer) as { Messages?: typeof messages }).Messages ?? [];
+    } catch {
+      return;
+    }
+    for (const m of messages) {
+      const n = Number(m.Attributes?.ApproximateReceiveCount);
+      if (Number.isFinite(n)) this.maxReceiveCount.set(queue, Math.max(n, this.maxReceiveCount.get(queue) ?? 0));
+    }
+  }
 }
 
 function fauxqsService(req: IncomingMessage): 'sqs' | 's3' {
@@ -90,7 +112,15 @@ async function proxy(target: string, classify: (req: IncomingMessage) => OutageS
         const chunks: Buffer[] = [];
         up.on('data', (c: Buffer) => chunks.push(c));
         up.on('end', () => {
-          const body = Buffer.from(Buffer.concat(chunks).toString('utf8').replaceAll(to.origin, self.origin));
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (req.headers['x-amz-target'] === 'AmazonSQS.ReceiveMessage') {
+            try {
+              sw.noteReceive(String((JSON.parse(Buffer.concat(sent).toString('utf8')) as { QueueUrl?: string }).QueueUrl ?? ''), text);
+            } catch {
+              // Not JSON: nothing to note.
+            }
+          }
+          const body = Buffer.from(text.replaceAll(to.origin, self.origin));
           const headers = { ...up.headers, 'content-length': String(body.length) };
           delete headers['transfer-encoding'];
           res.writeHead(up.statusCode ?? 502, headers);
@@ -102,6 +132,9 @@ async function proxy(target: string, classify: (req: IncomingMessage) => OutageS
       if (!res.headersSent) res.writeHead(502);
       res.end();
     });
+    // The request body too, for SQS: a receive's answer is noted per queue.
+    const sent: Buffer[] = [];
+    if (service === 'sqs') req.on('data', (c: Buffer) => sent.push(c));
     req.pipe(upstream);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

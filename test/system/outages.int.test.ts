@@ -87,6 +87,8 @@ interface Timeline {
   framesUploaded: number;
   framesUploadedDuringOutage: number;
   requestsRefused: number;
+  /** Highest receive count any message reached from the outage's start on (redrive at slotQueueMaxReceiveCount / ingestMaxReceiveCount). */
+  maxReceiveCount: { slot: number; ingest: number };
   dlqMessages: { ingest: number; slots: number };
 }
 
@@ -114,6 +116,7 @@ async function rideOut(service: OutageService): Promise<void> {
   const refusedBefore = proxies.switch.refused[service];
   const startedAt = Date.now();
   const uploadedBefore = [...next.values()].reduce((a, b) => a + b, 0);
+  proxies.switch.maxReceiveCount.clear();
   proxies.switch.down(service);
   let killedAtMs = -1;
   let killedWorkers = 0;
@@ -156,6 +159,8 @@ async function rideOut(service: OutageService): Promise<void> {
     for (const r of items) lastRecordAtMs = Math.max(lastRecordAtMs, r.committedAtMs - startedAt);
   }
   const dlq = await dlqMessages();
+  const receives = [...proxies.switch.maxReceiveCount];
+  const maxOf = (slotQueues: boolean) => Math.max(0, ...receives.filter(([q]) => q.includes(`-slot-`) === slotQueues && !q.includes('-dlq')).map(([, n]) => n));
   const timeline: Timeline = {
     service,
     outageStartIso: new Date(startedAt).toISOString(),
@@ -166,6 +171,7 @@ async function rideOut(service: OutageService): Promise<void> {
     framesUploaded: [...next.values()].reduce((a, b) => a + b, 0),
     framesUploadedDuringOutage: uploadedDuring,
     requestsRefused: refused,
+    maxReceiveCount: { slot: maxOf(true), ingest: maxOf(false) },
     dlqMessages: dlq,
   };
   console.log(`[outage-timeline] ${JSON.stringify(timeline)}`);
@@ -174,6 +180,7 @@ async function rideOut(service: OutageService): Promise<void> {
   expect(refused).toBeGreaterThan(0);
   expect(killedWorkers).toBeGreaterThan(0);
   expect(dlq).toEqual({ ingest: 0, slots: 0 });
+  expect(timeline.maxReceiveCount.slot).toBeLessThan(stack.tunables.slotQueueMaxReceiveCount);
 }
 
 describe('an outage pauses every process, never dead-letters (default leases, visibility and receive counts)', () => {
