@@ -8,7 +8,12 @@
  * source, the janitor, worker processes), every one of them reaching the emulators through
  * the outage proxies of test/support/outage-proxy.ts, so the production SDK clients of
  * every process see HTTP 503 ServiceUnavailable while a service is down (S3: reads and
- * listings fail, uploads still land).
+ * listings fail, uploads still land). Only the emulated S3 notifications reach fauxqs
+ * directly, as S3 delivers (and retries) them on its own side.
+ *
+ * That this can fail: a worker that hands a failed round's messages back (as before the
+ * worker's rebuild) fails the S3 case, with slot messages received 10 times and 4 of them
+ * in the slot DLQ (bench/README.md, "Outage timeline").
  *
  * Time is not scaled: leases, heartbeats, slot-queue visibility, receive counts and the
  * launch grace are the defaults users get (only the reorder wait, the idle release and the
