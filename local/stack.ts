@@ -68,6 +68,14 @@ export interface LocalStackOptions {
    * @default every notification delivered once
    */
   readonly notificationFault?: NotificationFaultFn;
+  /**
+   * Puts something (the outage proxies of test/support/outage-proxy.ts) between the
+   * emulators and every client of the stack: the router, the janitor, the workers and
+   * `clients` all use the endpoints it returns. Only the emulated S3 notifications are
+   * delivered straight to fauxqs, as S3 delivers (and retries) them on its own side.
+   * @default the emulators' own endpoints
+   */
+  readonly wrapEndpoints?: (direct: LocalEndpoints) => Promise<LocalEndpoints>;
 }
 
 export interface LocalStack {
@@ -190,9 +198,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         return f;
       }),
     ]);
-    const endpoints: LocalEndpoints = { s3: fauxqs.endpoint, sqs: fauxqs.endpoint, dynamodb: dynamo.endpoint };
+    const direct: LocalEndpoints = { s3: fauxqs.endpoint, sqs: fauxqs.endpoint, dynamodb: dynamo.endpoint };
+    const endpoints: LocalEndpoints = options.wrapEndpoints ? await options.wrapEndpoints(direct) : direct;
     const clients = createAwsClientsFrom(clientConfig({ endpoints, region, credentials }));
-    sqsForNotifier = clients.sqs;
+    if (endpoints === direct) sqsForNotifier = clients.sqs;
+    else {
+      const directClients = createAwsClientsFrom(clientConfig({ endpoints: direct, region, credentials }));
+      sqsForNotifier = directClients.sqs;
+      cleanups.push(() => directClients.destroy());
+    }
     cleanups.push(() => clients.destroy());
     cleanups.push(() => notifier.flush());
 
