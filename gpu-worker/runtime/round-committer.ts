@@ -108,6 +108,8 @@ export class RoundCommitter {
         this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: s.videoId, token: s.token });
         await this.dropVideo(s);
       } else {
+        this.d.log.warn('commit outcome unknown: holding its messages until a read settles it', { videoId: s.videoId, commitId: unit.unit.checkpoint.commitId });
+        this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'commit-unknown' });
         this.inDoubtUnits.set(s.videoId, unit);
       }
     }
