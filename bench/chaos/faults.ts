@@ -23,6 +23,8 @@ export interface PlanContext {
   readonly o: ChaosOptions;
   readonly reorderWaitMs: number;
   readonly slotLeaseMs: number;
+  /** How long a slot message can be handed back before redrive moves it to the slot DLQ (max receives x visibility). */
+  readonly redriveWindowMs: number;
 }
 
 /** A frame's upload as planned. */
@@ -130,6 +132,8 @@ export interface AppliedDetail {
   readonly slot?: number;
   readonly pid?: number;
   readonly pauseMs?: number;
+  /** A DynamoDB outage's length. */
+  readonly outageMs?: number;
   readonly skipped?: string;
 }
 
@@ -197,6 +201,27 @@ export const TIMED_FAULTS: readonly TimedFault[] = [
       ctx.skipJanitorRun();
       ctx.bench.say(`${ctx.bench.clock()}  >>> skip the janitor's next scheduled run`);
       return {};
+    },
+  },
+  {
+    // DynamoDB Local frozen (its whole process group): every process's calls hang and time
+    // out, for 5-15 s longer than the slot queues' redrive window, so a worker that keeps
+    // handing messages back would see them dead-lettered.
+    kind: 'DynamoDB outage > redrive window',
+    count: (o) => o.outages,
+    draw: (rand, c) => ({ outageMs: Math.round(c.redriveWindowMs + 5_000 + rand() * 10_000) }),
+    apply: async (ctx, d) => {
+      const { bench, stack } = ctx;
+      const outageMs = d.outageMs!;
+      process.kill(-stack.dynamodbPid, 'SIGSTOP');
+      bench.say(`${bench.clock()}  >>> DynamoDB outage: SIGSTOP DynamoDB Local (pid ${stack.dynamodbPid}) for ${(outageMs / 1000).toFixed(1)} s`);
+      ctx.pending.push(
+        sleep(outageMs).then(() => {
+          process.kill(-stack.dynamodbPid, 'SIGCONT');
+          bench.say(`${bench.clock()}  >>> DynamoDB back: SIGCONT DynamoDB Local`);
+        }),
+      );
+      return { pid: stack.dynamodbPid, outageMs };
     },
   },
 ];

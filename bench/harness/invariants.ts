@@ -11,7 +11,9 @@
  *     and in-order (non-`late`) records never go down in token along the frames;
  *  5. summaries equal the records they summarise (ok, late, failed, gap counts);
  *  6. track IDs equal an uninterrupted run's on frames processed in order (`ok`), with the
- *     `stats` processor, whose track ID counts the frames a video's state has seen.
+ *     `stats` processor, whose track ID counts the frames a video's state has seen;
+ *  7. every video whose end marker was put ends `complete`;
+ *  8. no message is left in any DLQ (ingest or slot): nothing ends there without a record.
  */
 import { MAX_OWNER_HISTORY } from '../../core/checkpoint.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
@@ -55,16 +57,24 @@ export interface VideoOutcome {
   readonly records: readonly FrameResultItem[];
   readonly summary: VideoSummaryItem | undefined;
   readonly inS3: ReadonlySet<number>;
+  /** Its `_end` marker was put (the video must complete). */
+  readonly endMarked?: boolean;
 }
 
-/** Checks the six invariants over every video's outcome. Pure: unit-testable on made-up records. */
-export function checkInvariants(videos: readonly VideoOutcome[]): InvariantResult[] {
+/**
+ * Checks the invariants over every video's outcome and, when given, the messages left in
+ * each DLQ by queue name. Pure: unit-testable on made-up records.
+ */
+export function checkInvariants(videos: readonly VideoOutcome[], dlqMessages?: Readonly<Record<string, number>>): InvariantResult[] {
   const once = new Tally('every uploaded frame has exactly one record');
   const gapButExists = new Tally('no frame whose object exists ends as gap');
   const tokenAtWrite = new Tally("every record's token >= the token of the lease that held the video when it was written");
   const tenures = new Tally("no two owners' tenures overlap for a video");
   const summaries = new Tally('summaries equal the records they summarise');
   const tracks = new Tally("track IDs equal an uninterrupted run's on frames processed in order");
+  const complete = new Tally('every video with an end marker completes');
+  const dlqs = new Tally('no message in any DLQ');
+  for (const [queue, n] of Object.entries(dlqMessages ?? {})) dlqs.check(n === 0, () => `${queue}: ${n} message(s)`);
   for (const v of videos) {
     const perFrame = new Map<number, number>();
     for (const r of v.records) perFrame.set(r.frame, (perFrame.get(r.frame) ?? 0) + 1);
@@ -129,7 +139,9 @@ export function checkInvariants(videos: readonly VideoOutcome[]): InvariantResul
       const id = r.detections[0]?.trackId;
       tracks.check(id === k, () => `${v.videoId}/${r.frame}: track ID ${id}, an in-order run gives ${k} (token ${r.token}, ${r.worker})`);
     }
+
+    if (v.endMarked) complete.check(v.summary?.status === 'complete', () => `${v.videoId}: end marker put, summary ${v.summary?.status ?? 'missing'}`);
   }
-  return [once, gapButExists, tokenAtWrite, tenures, summaries, tracks].map((t) => t.result());
+  return [once, gapButExists, tokenAtWrite, tenures, summaries, tracks, complete, dlqs].map((t) => t.result());
 }
 
