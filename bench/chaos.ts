@@ -202,6 +202,7 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         stopped: uploads.stopped,
         pending,
         skipJanitorRun: () => janitor.pendingSkips++,
+        killed: new Set<number>(),
       };
       const applied: AppliedFault[] = [];
       const faulting = (async () => {

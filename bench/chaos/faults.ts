@@ -58,6 +58,8 @@ export interface FaultContext {
   readonly pending: Promise<unknown>[];
   /** The janitor's schedule: asks it to skip its next scheduled run. */
   readonly skipJanitorRun: () => void;
+  /** Pids this run sent SIGKILL: dead, though the launcher may not have seen the exit yet. */
+  readonly killed: Set<number>;
 }
 
 /** A fault drawn per frame: `share` of the frames (never frame 1), in table order. */
@@ -143,7 +145,8 @@ export interface AppliedDetail {
  */
 async function pickWorker(ctx: FaultContext): Promise<ReturnType<LocalStack['launcher']['workers']>[number] | undefined> {
   for (let tries = 0; tries < 20 && !ctx.stopped(); tries++) {
-    const running = ctx.stack.launcher.workers().filter((w) => w.alive && !w.paused);
+    // A worker killed a moment ago is still `alive` until its exit is seen: never hit it twice.
+    const running = ctx.stack.launcher.workers().filter((w) => w.alive && !w.paused && !ctx.killed.has(w.pid));
     const owners = ctx.owners();
     const preferred = running.filter((w) => owners.has(w.workerId));
     const pool = preferred.length ? preferred : running;
@@ -176,6 +179,7 @@ export const TIMED_FAULTS: readonly TimedFault[] = [
     apply: async (ctx) => {
       const w = await pickWorker(ctx);
       if (!w) return { skipped: 'no running worker' };
+      ctx.killed.add(w.pid);
       ctx.stack.launcher.kill({ pid: w.pid }, 'SIGKILL');
       ctx.bench.say(`${ctx.bench.clock()}  >>> kill -9 ${w.workerId} (slot ${w.slot}, pid ${w.pid})`);
       return { worker: w.workerId, slot: w.slot, pid: w.pid };

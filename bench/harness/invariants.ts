@@ -8,7 +8,8 @@
  *     owner holds frames from its `fromFrame`), and the record's token must be at least
  *     that owner's, and one of the owners' tokens;
  *  4. no two owners' tenures overlap: each token belongs to one worker, owner tokens rise,
- *     and in-order (non-`late`) records never go down in token along the frames;
+ *     and in-order records (not `late`, and written by the tenure covering their frame)
+ *     never go down in token along the frames;
  *  5. summaries equal the records they summarise (ok, late, failed, gap counts);
  *  6. track IDs equal an uninterrupted run's on frames processed in order (`ok`), with the
  *     `stats` processor, whose track ID counts the frames a video's state has seen;
@@ -116,8 +117,12 @@ export function checkInvariants(videos: readonly VideoOutcome[], dlqMessages?: R
       const owner = workerOfToken.get(r.token);
       tenures.check(owner === undefined || owner === r.worker, () => `${v.videoId}/${r.frame}: token ${r.token} is ${owner}'s, record written by ${r.worker}`);
       if (owner === undefined) workerOfToken.set(r.token, r.worker);
-      // A late record is written whenever its frame arrives, under the token of that moment.
+      // A late record is written whenever its frame arrives, under the token of that moment;
+      // so is any record written by a tenure that began after its frame (a gap replaced by a
+      // frame that arrived after its video moved on, e.g. `failed object-missing`).
       if (r.status === 'late') continue;
+      const writer = owners.find((o) => o.token === r.token);
+      if (writer?.fromFrame !== undefined && writer.fromFrame > r.frame) continue;
       tenures.check(r.token >= lastToken, () => `${v.videoId}/${r.frame}: in-order record under token ${r.token} after frame ${lastFrame} under token ${lastToken}`);
       lastToken = r.token;
       lastFrame = r.frame;

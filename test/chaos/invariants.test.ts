@@ -131,4 +131,18 @@ describe('chaos invariants', () => {
     const dlq = checkInvariants([clean()], { 'ingest DLQ': 0, 'slot 0 DLQ': 3, 'slot 1 DLQ': 1 }).find((i) => i.name === 'no message in any DLQ')!;
     expect(dlq).toMatchObject({ checked: 3, violations: 2, examples: ['slot 0 DLQ: 3 message(s)', 'slot 1 DLQ: 1 message(s)'] });
   });
+
+  it("accept a gap replaced after a later owner adopted past it (seed 424242's chaos-03/66), but not the same write by the earlier tenure's zombie", () => {
+    // Prepare: W2 took over from frame 4; frame 2's gap is replaced by W2 (token 2) with a
+    // failed record after W2's adoption, not `late`: written out of order by a tenure that
+    // began after frame 2, while frame 3 stays under token 1.
+    const v = clean();
+    v.records[1] = { ...record(2, 'failed', 2, W2), reason: 'object-missing' };
+    v.summary = { ...v.summary!, framesLate: 0, framesFailed: 2 };
+    expect(violations(v)["no two owners' tenures overlap for a video"]).toBe(0);
+    // A write by W1 (token 1) of frame 5 after W2's frame 4 is still counted.
+    const z = clean();
+    z.records[4] = record(5, 'failed', 1, W1);
+    expect(violations(z)["no two owners' tenures overlap for a video"]).toBe(1);
+  });
 });
