@@ -150,7 +150,7 @@ type Item = Record<string, { TableName?: string; Key?: { pk?: { S?: string } }; 
  */
 export function commitTransaction(request: RawRequest): { body: Record<string, unknown>; items: Item[] } | undefined {
   if (request.headers['x-amz-target'] !== 'DynamoDB_20120810.TransactWriteItems') return undefined;
-  const raw = typeof request.body === 'string' ? request.body : request.body instanceof Uint8Array ? Buffer.from(request.body).toString('utf8') : undefined;
+  const raw = typeof request.body === 'string' ? request.body : request.body instanceof Uint8Array ? new TextDecoder().decode(request.body) : undefined;
   if (raw === undefined) return undefined;
   let body: Record<string, unknown>;
   try {
