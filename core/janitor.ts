@@ -1,19 +1,25 @@
 /**
- * The janitor: relaunches tasks for slots that have work and no live owner, repairs
- * slot video counts from the pinned-slot index, and publishes fleet metrics.
- * Runs on a schedule, and at once when ECS reports a worker task stopped.
+ * The janitor: relaunches tasks for slots that have work and no live owner, checks
+ * launches still starting (a grant whose task stopped before its first heartbeat is void),
+ * repairs slot video counts from the pinned-slot index, and publishes fleet metrics.
+ * Runs on a schedule over every slot, and on each ECS task-stopped event over that slot
+ * alone. Launches go through task-launch.ts (shared with the router): a launch that did
+ * not happen is counted with its Reason and its grant withdrawn, never held for
+ * `taskStartGraceSeconds`.
  *
- * Its cost per run is bounded, not one call per slot: one BatchGetItem per 100 slots, one
- * Scan of the keys-only pinned-slot index (one request per MB of pins), and at most
- * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads and as many slot-DLQ depth
- * reads, plus one DLQ read per recently owned slot (bench/janitor-calls.ts).
+ * Its cost per scheduled run is bounded, not one call per slot: one BatchGetItem per 100
+ * slots, one Scan of the keys-only pinned-slot index (one request per MB of pins), at most
+ * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads, one DescribeTasks per 100
+ * launches still starting, as many slot-DLQ depth reads plus one per recently owned slot, and its launches, `janitorLaunchConcurrency` at a time within
+ * `maxProvisioningTasks` (bench/janitor-calls.ts).
  */
 import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from './config.ts';
-import { isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease-logic.ts';
+import { isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease-logic.ts';
 import type { LeaseStore } from './aws/lease-store.ts';
-import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
+import type { LaunchedTaskState, LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import type { SlotQueues } from './aws/slot-queues.ts';
 import { METRIC_NAMES } from './metric-names.ts';
+import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaunchDeps } from './task-launch.ts';
 
 export type JanitorLog = LogSink;
 
@@ -49,17 +55,8 @@ export interface StoppedTask {
  */
 export const WORKER_EXITS_WITHOUT_LEASE: readonly number[] = [0, EXIT_LEASE_LOST];
 
-/**
- * Whether a slot's last launch grant was never followed by a heartbeat. Asked of the slot
- * as read before a new grant succeeded (which needs the previous grant's
- * `taskStartGraceSeconds` to have run out, or a heartbeat since): true means the task
- * launched then did not come up within the grace, the signal of the task-start alarm.
- * A slot whose task ran and then stopped (a crash, an idle exit) heartbeated after its
- * grant, so replacing it is not a start timeout.
- */
-export function startTimedOut(s: Pick<SlotRecord, 'launchRequestedAtMs' | 'heartbeatAtMs'>): boolean {
-  return s.launchRequestedAtMs > 0 && s.launchRequestedAtMs > s.heartbeatAtMs;
-}
+/** Re-exported from task-launch.ts, where the router and the janitor share it. */
+export { startTimedOut } from './task-launch.ts';
 
 export interface JanitorReport {
   readonly liveSlots: number;
@@ -69,6 +66,19 @@ export interface JanitorReport {
   readonly countsRepaired: number[];
   /** Slots whose queue depth this run read. */
   readonly queuesChecked: number[];
+  /** Slots whose launch did not happen this run (counted in TaskLaunchFailures; grant withdrawn). */
+  readonly launchFailed: number[];
+  /** Slots whose granted launch was found void (task stopped before its first heartbeat, or never recorded) and withdrawn. */
+  readonly grantsVoided: number[];
+  /** Slots that needed a launch but were left for a later run by the PROVISIONING budget (`maxProvisioningTasks`). */
+  readonly launchesDeferred: number[];
+}
+
+/** A slot with work that the run considers launching for. */
+interface Candidate {
+  s: SlotRecord;
+  /** The task reported stopped held this slot: launch even though the lease may look live. */
+  readonly stoppedHere: boolean;
 }
 
 /**
@@ -108,19 +118,25 @@ export class Janitor {
     this.now = deps.now ?? Date.now;
   }
 
+  /**
+   * One run. On the schedule: every slot (the fleet gauges come from here). On a
+   * task-stopped event: only the stopped slot (one read of it, one Query of its pins, at
+   * most one queue depth), so a fleet exiting at once costs one small run per task, not
+   * one fleet sweep per task.
+   */
   async run(trigger: JanitorTrigger = { kind: 'schedule' }): Promise<JanitorReport> {
+    return trigger.kind === 'task-stopped' ? this.runStopped(trigger) : this.runSchedule();
+  }
+
+  private async runSchedule(): Promise<JanitorReport> {
     const t = this.d.tunables;
-    // A stopped task cannot renew its lease: end it now so the replacement launched below
-    // claims at once instead of waiting for the TTL.
-    const expiry = trigger.kind === 'task-stopped' ? await this.expireStoppedOwner(trigger) : undefined;
     const now = this.now();
     const slots = await this.d.leases.getSlots(t.slotCount);
     // One Scan of the pinned-slot index for every slot, not one Query per slot.
     const pinnedBySlot = await this.d.leases.listPinnedBySlot();
-    const launched: number[] = [];
-    const withWorkNoOwner: number[] = [];
     const countsRepaired: number[] = [];
     const queuesChecked: number[] = [];
+    const candidates: Candidate[] = [];
     let pinnedVideos = 0;
     for (const s of slots) {
       const pinned = pinnedBySlot.get(s.slot) ?? [];
@@ -129,46 +145,160 @@ export class Janitor {
         await this.d.leases.setVideoCount(s.slot, s.videoCount, pinned.length);
         countsRepaired.push(s.slot);
       }
-      const live = isSlotLive(s, now);
-      const suspect = isSlotSuspect(s, now, t);
-      // The stopped task held this slot: its lease is expired now (or, if that write
-      // failed, its owner has not heartbeated since the stop). A slot still live after a
-      // refused expiry has another owner: nothing to replace.
-      const stoppedHere =
-        trigger.kind === 'task-stopped' &&
-        trigger.slot === s.slot &&
-        (!live || (expiry === 'failed' && !(s.heartbeatAtMs > trigger.stoppedAtMs)));
-      if (live && !suspect && !stoppedHere) continue;
-      // Pinned videos are work whatever the queue holds. Without them, the queue decides:
-      // read at once for a slot whose task stopped or missed heartbeats, in turn for the
-      // rest (see QUEUE_SWEEP_SLOTS_PER_RUN).
-      let hasWork = pinned.length > 0;
-      if (!hasWork && (live || stoppedHere || inQueueSweep(s.slot, now, t))) {
-        const depth = await this.d.queues.depth(s.slot);
-        queuesChecked.push(s.slot);
-        hasWork = depth.visible + depth.inFlight > 0;
-      }
-      if (!hasWork) continue;
-      // A slot whose launch is still inside its grace is starting (from cold: capacity
-      // provider, GPU boot, image pull), not ownerless: counting it would alarm on every
-      // cold start. A start that overruns the grace is counted (TaskStartTimeouts) when relaunched.
-      if ((!live || stoppedHere) && !isSlotLaunching(s, now, t)) withWorkNoOwner.push(s.slot);
-      if (stoppedHere || needsLaunch(s, now, t)) {
-        if (await this.launch(s, stoppedHere ? 'force' : 'if-dead', stoppedHere ? 'worker task stopped' : live ? 'owner missed heartbeats' : 'slot has work and no live owner')) {
-          launched.push(s.slot);
-        }
-      }
+      if (await this.hasWorkToLaunchFor(s, pinned.length, now, false, queuesChecked)) candidates.push({ s, stoppedHere: false });
     }
+    const acted = await this.act(candidates, slots, now);
     const liveSlots = slots.filter((s) => isSlotLive(s, now)).length;
     this.d.metrics.count(METRIC_NAMES.janitor.liveSlots, liveSlots);
-    this.d.metrics.count(METRIC_NAMES.janitor.slotsWithWorkNoOwner, withWorkNoOwner.length);
+    this.d.metrics.count(METRIC_NAMES.janitor.slotsWithWorkNoOwner, acted.slotsWithWorkNoOwner.length);
     this.d.metrics.count(METRIC_NAMES.janitor.pinnedVideos, pinnedVideos);
-    this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, launched.length);
+    this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, acted.launched.length);
+    this.d.metrics.count(METRIC_NAMES.janitor.launchesDeferred, acted.launchesDeferred.length);
     this.d.metrics.count(METRIC_NAMES.janitor.slotDlqMessages, await this.slotDlqMessages(slots, now));
-    const report = { liveSlots, slotsWithWorkNoOwner: withWorkNoOwner, pinnedVideos, launched, countsRepaired, queuesChecked };
-    if (launched.length > 0 || countsRepaired.length > 0) {
-      const { queuesChecked: _checked, ...acted } = report;
-      this.d.log.info('janitor acted', { ...acted, queuesChecked: queuesChecked.length, trigger: trigger.kind });
+    return this.logged({ liveSlots, pinnedVideos, countsRepaired, queuesChecked, ...acted }, 'schedule');
+  }
+
+  private async runStopped(trigger: StoppedTask): Promise<JanitorReport> {
+    // A stopped task cannot renew its lease: end it now so the replacement launched below
+    // claims at once instead of waiting for the TTL.
+    const expiry = await this.expireStoppedOwner(trigger);
+    const now = this.now();
+    const s = await this.d.leases.getSlot(trigger.slot);
+    const pinned = await this.d.leases.listPinned(trigger.slot);
+    const countsRepaired: number[] = [];
+    if (pinned.length !== s.videoCount) {
+      await this.d.leases.setVideoCount(s.slot, s.videoCount, pinned.length);
+      countsRepaired.push(s.slot);
+    }
+    // The stopped task held this slot: its lease is expired now (or, if that write
+    // failed, its owner has not heartbeated since the stop). A slot still live after a
+    // refused expiry has another owner: nothing to replace.
+    const stoppedHere = !isSlotLive(s, now) || (expiry === 'failed' && !(s.heartbeatAtMs > trigger.stoppedAtMs));
+    const queuesChecked: number[] = [];
+    const candidates = (await this.hasWorkToLaunchFor(s, pinned.length, now, stoppedHere, queuesChecked)) ? [{ s, stoppedHere }] : [];
+    const acted = await this.act(candidates, undefined, now);
+    this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, acted.launched.length);
+    return this.logged({ liveSlots: isSlotLive(s, now) ? 1 : 0, pinnedVideos: pinned.length, countsRepaired, queuesChecked, ...acted }, 'task-stopped');
+  }
+
+  /**
+   * Whether slot `s` has work and no owner that counts as alive (lapsed beyond the skew
+   * tolerance, suspect, or known stopped). Pinned videos are work whatever the queue
+   * holds. Without them, the queue decides: read at once for a slot whose task stopped or
+   * missed heartbeats, in turn for the rest (see QUEUE_SWEEP_SLOTS_PER_RUN).
+   */
+  private async hasWorkToLaunchFor(s: SlotRecord, pinned: number, now: number, stoppedHere: boolean, queuesChecked: number[]): Promise<boolean> {
+    const t = this.d.tunables;
+    const suspect = isSlotSuspect(s, now, t);
+    if (!isSlotLapsed(s, now, t) && !suspect && !stoppedHere) return false;
+    if (pinned > 0) return true;
+    if (!(suspect || stoppedHere || inQueueSweep(s.slot, now, t))) return false;
+    const depth = await this.d.queues.depth(s.slot);
+    queuesChecked.push(s.slot);
+    return depth.visible + depth.inFlight > 0;
+  }
+
+  /**
+   * Checks the grants still in grace, then launches where needed. A grant whose task the
+   * launcher reports stopped (or that recorded no task within one janitor period) is void:
+   * withdrawn and counted, never waited out for `taskStartGraceSeconds`. Launches run
+   * `janitorLaunchConcurrency` at a time, at most `maxProvisioningTasks` minus the
+   * launches still starting (`fleet`, when the run read every slot).
+   */
+  private async act(candidates: Candidate[], fleet: readonly SlotRecord[] | undefined, now: number) {
+    const t = this.d.tunables;
+    const launcher = this.d.launcher();
+    const grantsVoided = launcher ? await this.voidDeadGrants(launcher, candidates, now) : [];
+    const slotsWithWorkNoOwner = candidates.filter((c) => (isSlotLapsed(c.s, now, t) || c.stoppedHere) && !isSlotLaunching(c.s, now, t)).map((c) => c.s.slot);
+    const due = candidates
+      .filter((c) => c.stoppedHere || needsLaunch(c.s, now, t))
+      .sort((a, b) => Number(b.stoppedHere) - Number(a.stoppedHere) || a.s.slot - b.s.slot);
+    const launched: number[] = [];
+    const launchFailed: number[] = [];
+    if (due.length > 0 && !launcher) {
+      this.d.log.warn('slots need a task but no launcher is configured', { slots: due.map((c) => c.s.slot) });
+      return { slotsWithWorkNoOwner, launched, launchFailed, grantsVoided, launchesDeferred: [] as number[] };
+    }
+    const voided = new Set(grantsVoided);
+    const starting = fleet ? fleet.filter((s) => !voided.has(s.slot) && isSlotLaunching(s, now, t)).length : 0;
+    const budget = Math.max(0, t.maxProvisioningTasks - starting);
+    const launchesDeferred = due.slice(budget).map((c) => c.s.slot);
+    if (launchesDeferred.length > 0) {
+      this.d.log.warn('launches deferred: PROVISIONING budget reached', { starting, maxProvisioningTasks: t.maxProvisioningTasks, deferred: launchesDeferred.length });
+    }
+    const deps = this.launchDeps(launcher!);
+    await mapBounded(due.slice(0, budget), t.janitorLaunchConcurrency, async (c) => {
+      const reason = c.stoppedHere ? 'worker task stopped' : isSlotLapsed(c.s, now, t) ? 'slot has work and no live owner' : 'owner missed heartbeats';
+      try {
+        const r = await launchSlot(deps, c.s, c.stoppedHere ? 'force' : 'if-dead', reason);
+        if (r.kind === 'launched') launched.push(c.s.slot);
+        if (r.kind === 'failed') launchFailed.push(c.s.slot);
+      } catch (e) {
+        // The grant could not be written: nothing was launched, the next run retries.
+        this.d.log.error('task launch failed', { slot: c.s.slot, error: String(e) });
+        countLaunchFailure(this.d.metrics, METRIC_NAMES.janitor.taskLaunchFailures, 'error');
+        launchFailed.push(c.s.slot);
+      }
+    });
+    const bySlot = (a: number, b: number) => a - b;
+    return { slotsWithWorkNoOwner, launched: launched.sort(bySlot), launchFailed: launchFailed.sort(bySlot), grantsVoided, launchesDeferred };
+  }
+
+  /**
+   * For candidates whose launch is still in grace: asks the launcher (one call for all)
+   * about the tasks their grants started. `gone` voids the grant; so does a grant with no
+   * task recorded after one janitor period (its launcher never answered: a caller that
+   * died between grant and RunTask). Updates the candidates in place; returns the slots voided.
+   */
+  private async voidDeadGrants(launcher: TaskLauncher, candidates: Candidate[], now: number): Promise<number[]> {
+    const t = this.d.tunables;
+    const inGrace = candidates.filter((c) => isSlotLaunching(c.s, now, t));
+    if (inGrace.length === 0) return [];
+    const ids = inGrace.map((c) => c.s.launchTaskId).filter((id): id is string => id !== undefined);
+    let states: ReadonlyMap<string, LaunchedTaskState> = new Map();
+    if (ids.length > 0 && launcher.describe) {
+      try {
+        states = await launcher.describe(ids);
+      } catch (e) {
+        this.d.log.warn('could not ask the launcher about starting tasks; the grace rule decides', { error: String(e) });
+      }
+    }
+    const deps = this.launchDeps(launcher);
+    const voided: number[] = [];
+    for (const c of inGrace) {
+      const id = c.s.launchTaskId;
+      const state = id !== undefined ? states.get(id) : undefined;
+      const unrecorded = id === undefined && now - c.s.launchRequestedAtMs > t.janitorIntervalSeconds * 1000;
+      if (state?.state !== 'gone' && !unrecorded) continue;
+      const detail = unrecorded ? 'launch grant recorded no task within one janitor period' : `task ${id}: ${state!.detail ?? 'gone'}`;
+      // The first void of a row relaunches in this same run; repeats (a task that keeps
+      // failing to start) back off.
+      const retryAtMs = c.s.launchFailures === 0 ? now : undefined;
+      const r = await failedLaunch(deps, c.s, c.s.launchSeq, unrecorded ? 'no-task' : 'stopped-before-start', detail, retryAtMs);
+      if (!r.withdrawn) continue;
+      c.s = { ...c.s, launchRequestedAtMs: 0, launchRetryAtMs: r.retryAtMs, launchFailures: c.s.launchFailures + 1 };
+      delete (c.s as { launchTaskId?: string }).launchTaskId;
+      voided.push(c.s.slot);
+    }
+    return voided;
+  }
+
+  private launchDeps(launcher: TaskLauncher): SlotLaunchDeps {
+    return {
+      leases: this.d.leases,
+      launcher,
+      tunables: this.d.tunables,
+      metrics: this.d.metrics,
+      log: this.d.log,
+      now: this.now,
+      names: METRIC_NAMES.janitor,
+    };
+  }
+
+  private logged(report: JanitorReport, trigger: JanitorTrigger['kind']): JanitorReport {
+    if (report.launched.length > 0 || report.countsRepaired.length > 0 || report.launchFailed.length > 0 || report.grantsVoided.length > 0) {
+      const { queuesChecked, ...acted } = report;
+      this.d.log.info('janitor acted', { ...acted, queuesChecked: queuesChecked.length, trigger });
     }
     return report;
   }
@@ -219,29 +349,6 @@ export class Janitor {
       }),
     );
     return depths.reduce((sum, n) => sum + n, 0);
-  }
-
-  private async launch(s: SlotRecord, mode: 'if-dead' | 'force', reason: string): Promise<boolean> {
-    const launcher = this.d.launcher();
-    if (!launcher) {
-      this.d.log.warn('slot needs a task but no launcher is configured', { slot: s.slot });
-      return false;
-    }
-    const launchSeq = await this.d.leases.requestLaunch(s.slot, this.now(), this.d.tunables, mode);
-    if (launchSeq === undefined) return false;
-    if (startTimedOut(s)) {
-      this.d.metrics.count(METRIC_NAMES.janitor.taskStartTimeouts);
-      this.d.log.warn('previous task for the slot never heartbeated within the start grace', { slot: s.slot, launchSeq, graceSeconds: this.d.tunables.taskStartGraceSeconds });
-    }
-    try {
-      const r = await launcher.launch({ slot: s.slot, launchSeq, reason });
-      this.d.log.info('task launch requested', { slot: s.slot, launchSeq, reason, launched: r.launched, taskId: r.taskId, detail: r.detail });
-      return r.launched;
-    } catch (e) {
-      this.d.log.error('task launch failed', { slot: s.slot, error: String(e) });
-      this.d.metrics.count(METRIC_NAMES.janitor.taskLaunchFailures);
-      return false;
-    }
   }
 }
 

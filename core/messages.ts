@@ -16,6 +16,11 @@ export interface FrameMessage {
   /** When S3 says the object was created (ISO 8601); used for end-to-end latency. */
   readonly eventTime: string;
   /**
+   * The object's ETag from the S3 event, when it gave one: frames fetched ahead are kept
+   * under it, so bytes of an object overwritten since are never taken for this upload.
+   */
+  readonly eTag?: string;
+  /**
    * Set on an operator's deliberate re-send (`affinity replay`): part of the deduplication
    * id, so the re-send is not swallowed by FIFO deduplication (queue-wide, 5 minutes).
    * Carried in the body so that a worker forwarding the message keeps it.

@@ -16,7 +16,12 @@ export const METRIC_NAMES = {
     admissionOverCapacity: 'AdmissionOverCapacity',
     /** Launch grants acted on. */
     taskLaunchRequested: 'TaskLaunchRequested',
-    /** Launch attempts that failed. */
+    /**
+     * Launches that did not happen, each counted twice: without dimensions (what the alarm
+     * reads) and with dimension Reason (throttled | access-denied | invalid-request |
+     * placement | no-task | error | exception | refused; see LaunchFailureReason in
+     * core/ports.ts). Every one withdraws its grant for a retry.
+     */
     taskLaunchFailures: 'TaskLaunchFailures',
     /**
      * Launches granted for a slot whose previous launch never produced a heartbeat within
@@ -103,8 +108,17 @@ export const METRIC_NAMES = {
     pinnedVideos: 'PinnedVideos',
     /** Tasks the janitor launched. */
     tasksRelaunched: 'TasksRelaunched',
-    /** Launch attempts that failed. */
+    /**
+     * As the router's (dimension Reason), plus `stopped-before-start` (a granted task that
+     * stopped, or vanished, before its first heartbeat) and `no-task` for a grant that
+     * recorded no task within one janitor period.
+     */
     taskLaunchFailures: 'TaskLaunchFailures',
+    /**
+     * Slots that needed a launch but were left for a later run because `maxProvisioningTasks`
+     * launches were already starting.
+     */
+    launchesDeferred: 'LaunchesDeferred',
     /** As the router's: a launch granted because the previous one never produced a heartbeat within the grace. */
     taskStartTimeouts: 'TaskStartTimeouts',
     /**

@@ -104,9 +104,22 @@ export interface FrameProcessor {
   stop(): Promise<void>;
 }
 
-/** Starts a worker task for a slot. Implementations are idempotent per slot. */
+/**
+ * Starts a worker task for a slot. Implementations are idempotent per (slot, launchSeq),
+ * never throw for an answer the service gave, and never refuse because an older task of
+ * the slot may still be alive: a paused task is replaced, fencing keeps the two apart,
+ * and the stale one exits on its first heartbeat.
+ */
 export interface TaskLauncher {
   launch(request: LaunchRequest): Promise<LaunchResult>;
+  /**
+   * Where tasks this launcher started stand (by the `taskId`s their launches returned),
+   * asked by the janitor before it waits out `taskStartGraceSeconds` for granted launches
+   * that have not heartbeated yet: one call for many tasks (ECS DescribeTasks takes 100).
+   * A task missing from the answer counts as `unknown`. Optional: without it the grace
+   * rule alone decides. Must not throw for an answer the service gave.
+   */
+  describe?(taskIds: readonly string[]): Promise<ReadonlyMap<string, LaunchedTaskState>>;
 }
 
 export interface LaunchRequest {
@@ -117,11 +130,48 @@ export interface LaunchRequest {
   readonly reason: string;
 }
 
+/**
+ * Why a launch did not happen, as the dimension `Reason` of `TaskLaunchFailures`:
+ * - `throttled`: the API refused for rate (ECS ThrottlingException, "Rate exceeded");
+ * - `access-denied`: the caller may not run the task (IAM, SCP, KMS);
+ * - `invalid-request`: bad parameters, unknown cluster or task definition (a deploy fault);
+ * - `placement`: the call answered `failures[]` (no capacity, agent disconnected, ...);
+ * - `no-task`: the call answered neither a task nor a failure, or a grant recorded no task
+ *   within one janitor period (its caller died between grant and call);
+ * - `error`: any other error (service error, network, timeout);
+ * - `exception`: the launcher threw, which the port forbids (counted all the same);
+ * - `stopped-before-start`: the task was started but stopped (or vanished) before its first heartbeat;
+ * - `refused`: a local launcher that is shutting down.
+ */
+export type LaunchFailureReason =
+  | 'throttled'
+  | 'access-denied'
+  | 'invalid-request'
+  | 'placement'
+  | 'no-task'
+  | 'error'
+  | 'exception'
+  | 'stopped-before-start'
+  | 'refused';
+
 export interface LaunchResult {
   readonly launched: boolean;
-  /** ECS task ARN, or local process id. */
+  /** ECS task ARN, or local process id: what {@link TaskLauncher.describe} takes. */
   readonly taskId?: string;
-  /** Why nothing was launched (capacity, failure), for logs and metrics. */
+  /** Why nothing was launched (capacity, failure), for logs. */
+  readonly detail?: string;
+  /** With `launched: false`: the reason code for the `TaskLaunchFailures` metric. */
+  readonly reason?: LaunchFailureReason;
+}
+
+/**
+ * A launched task as its launcher sees it: `coming` (ECS PROVISIONING, PENDING, ACTIVATING
+ * or RUNNING; a live local process), `gone` (STOPPED or stopping, or unknown to the
+ * service: the launch grant is void), or `unknown` (the question failed: keep waiting).
+ */
+export interface LaunchedTaskState {
+  readonly state: 'coming' | 'gone' | 'unknown';
+  /** The service's own words (last status, stop reason), for logs. */
   readonly detail?: string;
 }
 

@@ -17,7 +17,7 @@ import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import { parseIngestBody } from './s3-events.ts';
 import type { SendOutcome, SlotQueues } from './aws/slot-queues.ts';
 import { METRIC_NAMES } from './metric-names.ts';
-import { startTimedOut } from './janitor.ts';
+import { countLaunchFailure, launchSlot, type SlotLaunchDeps } from './task-launch.ts';
 
 export interface RejectedEvent {
   readonly body: string;
@@ -229,32 +229,40 @@ export class FrameRouter {
     return new Map(targets.map((t) => [t, this.slotRecords.get(t)!.record]));
   }
 
+  /**
+   * Launches a task for each target slot that needs one (task-launch.ts's launchSlot: a
+   * failed launch is counted with its Reason and its grant withdrawn, so the next batch or
+   * janitor run retries after a short jittered backoff).
+   */
   private async launchWhereNeeded(targetSlots: readonly number[]): Promise<void> {
     const launcher = this.d.launcher();
     if (!launcher) return;
     try {
       const now = this.now();
       const slots = await this.targetSlots(targetSlots);
+      const deps: SlotLaunchDeps = {
+        leases: this.d.leases,
+        launcher,
+        tunables: this.d.tunables,
+        metrics: this.d.metrics,
+        log: this.d.log,
+        now: this.now,
+        names: METRIC_NAMES.router,
+      };
       for (const slot of targetSlots) {
         const s = slots.get(slot);
         if (!s || !needsLaunch(s, now, this.d.tunables)) continue;
-        const launchSeq = await this.d.leases.requestLaunch(slot, now, this.d.tunables, 'if-dead');
+        const r = await launchSlot(deps, s, 'if-dead', 'frames routed to a slot without a live owner');
         // Whatever happened, our view of this slot is stale now.
         this.slotCache = undefined;
         this.slotRecords.delete(slot);
-        if (launchSeq === undefined) continue;
-        if (startTimedOut(s)) {
-          this.d.metrics.count(METRIC_NAMES.router.taskStartTimeouts);
-          this.d.log.warn('previous task for the slot never heartbeated within the start grace', { slot, launchSeq, graceSeconds: this.d.tunables.taskStartGraceSeconds });
-        }
-        const r = await launcher.launch({ slot, launchSeq, reason: 'frames routed to a slot without a live owner' });
-        this.d.metrics.count(METRIC_NAMES.router.taskLaunchRequested);
-        this.d.log.info('task launch requested', { slot, launchSeq, launched: r.launched, taskId: r.taskId, detail: r.detail });
+        if (r.kind !== 'not-granted') this.d.metrics.count(METRIC_NAMES.router.taskLaunchRequested);
       }
     } catch (e) {
-      // Frames are safely queued; the janitor retries launches, so do not fail the batch.
+      // A grant could not be written. Frames are safely queued; the janitor retries
+      // launches, so do not fail the batch.
       this.d.log.error('task launch failed', { error: String(e) });
-      this.d.metrics.count(METRIC_NAMES.router.taskLaunchFailures);
+      countLaunchFailure(this.d.metrics, METRIC_NAMES.router.taskLaunchFailures, 'error');
     }
   }
 }

@@ -13,7 +13,7 @@ interface S3EventRecord {
   eventSource?: string;
   eventName?: string;
   eventTime?: string;
-  s3?: { bucket?: { name?: string }; object?: { key?: string; size?: number } };
+  s3?: { bucket?: { name?: string }; object?: { key?: string; size?: number; eTag?: string } };
 }
 
 /**
@@ -59,5 +59,6 @@ function parseRecord(r: S3EventRecord, expectedBucket: string): IngestItem {
   const eventTime = r.eventTime ?? new Date().toISOString();
   if (p.kind === 'end') return { kind: 'route', message: { kind: 'end', videoId: p.videoId, bucket, key, eventTime } };
   const sizeBytes = Number(r.s3.object.size ?? 0);
-  return { kind: 'route', message: { kind: 'frame', videoId: p.videoId, frame: p.frame, bucket, key, sizeBytes, eventTime } };
+  const eTag = typeof r.s3.object.eTag === 'string' && r.s3.object.eTag.length > 0 ? r.s3.object.eTag : undefined;
+  return { kind: 'route', message: { kind: 'frame', videoId: p.videoId, frame: p.frame, bucket, key, sizeBytes, eventTime, ...(eTag ? { eTag } : {}) } };
 }

@@ -8,7 +8,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { WORKER_ENV, tunablesToEnv, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
-import type { LaunchRequest, LaunchResult, TaskLauncher } from '../core/ports.ts';
+import type { LaunchedTaskState, LaunchRequest, LaunchResult, TaskLauncher } from '../core/ports.ts';
 import type { OrphanGuard } from './orphan-guard.ts';
 
 export interface LocalEndpoints {
@@ -103,12 +103,13 @@ interface Tracked {
 /**
  * Spawns `node <entry>` per slot.
  *
- * Idempotent per slot the way RunTask with a client token derived from `launchSeq` is:
- * a repeated request (same slot, same or older launchSeq) while that slot's worker lives
- * returns it instead of spawning. A NEW launchSeq while the old worker lives is refused
- * too (one live worker per slot), unless that worker is paused with SIGSTOP: a frozen
- * process is exactly the zombie the router and janitor replace in AWS, and failover
- * tests need the replacement to start while the zombie still exists.
+ * Behaves as ECS RunTask with a client token derived from `launchSeq` does: a repeated
+ * request (same slot, same launchSeq) while that launch's worker lives returns it
+ * instead of spawning; a NEW launchSeq always spawns, whatever older worker of the slot
+ * is still alive. A live old process is no reason to refuse: the router and janitor
+ * grant a launch only when that worker's lease ran out or its heartbeats stopped (a
+ * SIGSTOP, a GC pause, a hang — which this launcher cannot see from outside), slot
+ * fencing keeps the two apart, and the stale one exits on its first heartbeat.
  */
 export class LocalTaskLauncher implements TaskLauncher {
   readonly #o: LocalTaskLauncherOptions;
@@ -121,26 +122,27 @@ export class LocalTaskLauncher implements TaskLauncher {
   }
 
   async launch(request: LaunchRequest): Promise<LaunchResult> {
-    if (this.#closed) return { launched: false, detail: 'local stack is stopping' };
-    const live = this.#workers.filter((w) => w.info.slot === request.slot && !w.hasExited);
-    const active = live.find((w) => !w.info.paused);
-    if (active) {
-      return {
-        launched: false,
-        taskId: String(active.info.pid),
-        detail: `slot ${request.slot} already has a live worker (pid ${active.info.pid}, launchSeq ${active.info.launchSeq})`,
-      };
-    }
-    const paused = live.find((w) => w.info.launchSeq >= request.launchSeq);
-    if (paused) {
-      return {
-        launched: false,
-        taskId: String(paused.info.pid),
-        detail: `launchSeq ${request.launchSeq} for slot ${request.slot} was already served by pid ${paused.info.pid}`,
-      };
-    }
+    if (this.#closed) return { launched: false, reason: 'refused', detail: 'local stack is stopping' };
+    const served = this.#workers.find((w) => w.info.slot === request.slot && w.info.launchSeq === request.launchSeq && !w.hasExited);
+    if (served) return { launched: true, taskId: String(served.info.pid), detail: `launchSeq ${request.launchSeq} already served` };
     const tracked = this.#spawn(request);
     return { launched: true, taskId: String(tracked.info.pid), detail: request.reason };
+  }
+
+  /**
+   * The janitor's check of starting tasks: a tracked process that has not exited is
+   * `coming` (paused or not), one that exited is `gone`, and a pid this launcher never
+   * started (a previous run of the stack, whose children died with it) is `gone` too.
+   */
+  async describe(taskIds: readonly string[]): Promise<ReadonlyMap<string, LaunchedTaskState>> {
+    const out = new Map<string, LaunchedTaskState>();
+    for (const id of taskIds) {
+      const w = this.#workers.find((x) => String(x.info.pid) === id);
+      if (!w) out.set(id, { state: 'gone', detail: 'not a worker of this stack' });
+      else if (w.hasExited) out.set(id, { state: 'gone', detail: `exited (code ${w.info.exitCode}, signal ${w.info.exitSignal})` });
+      else out.set(id, { state: 'coming', detail: w.info.paused ? 'paused' : 'running' });
+    }
+    return out;
   }
 
   /** Every worker started so far, live or exited, oldest first. */
@@ -150,7 +152,7 @@ export class LocalTaskLauncher implements TaskLauncher {
 
   /**
    * Sends a signal to a worker (its whole process group). Tracks SIGSTOP/SIGCONT so
-   * {@link WorkerInfo.paused} and the launch rule above know about frozen workers.
+   * {@link WorkerInfo.paused} tells tests which workers are frozen.
    * Returns false when no live worker matched.
    */
   kill(target: { slot: number } | { pid: number }, signal: NodeJS.Signals = 'SIGTERM'): boolean {

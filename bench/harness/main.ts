@@ -20,7 +20,7 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 /** Where committed results live. */
 export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export { sleep } from '../../core/async.ts';
 
 /** One run's clock, output and interrupt flag. */
 export interface Bench {

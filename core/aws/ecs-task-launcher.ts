@@ -6,9 +6,9 @@
  * on the router and janitor Lambdas; {@link ecsTaskLauncherFromEnv} reads them.
  */
 import { createHash } from 'node:crypto';
-import { ECSClient, RunTaskCommand, type Failure, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
+import { DescribeTasksCommand, ECSClient, RunTaskCommand, type Failure, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
 import { ConfigError, WORKER_ENV } from '../config.ts';
-import type { LaunchRequest, LaunchResult, TaskLauncher } from '../ports.ts';
+import type { LaunchedTaskState, LaunchFailureReason, LaunchRequest, LaunchResult, TaskLauncher } from '../ports.ts';
 
 /** Environment variables the ECS launcher reads. */
 export const ECS_LAUNCHER_ENV = {
@@ -107,9 +107,10 @@ export class EcsTaskLauncher implements TaskLauncher {
   }
 
   /**
-   * Starts one task for the slot. Never throws: an API error or a placement failure
-   * (no GPU capacity, agent disconnected) is `launched: false` with a detail, because
-   * the janitor retries slots that have work and no owner.
+   * Starts one task for the slot. Never throws: every outcome other than a task is
+   * `launched: false` with a {@link LaunchFailureReason} and a detail (throttling,
+   * AccessDenied, bad parameters, a `failures[]` answer, an answer with neither), so the
+   * caller counts it, withdraws its launch grant and retries later.
    */
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     let response;
@@ -117,14 +118,70 @@ export class EcsTaskLauncher implements TaskLauncher {
       response = await this.#ecs.send(new RunTaskCommand(this.runTaskInput(request)));
     } catch (err) {
       const e = err as Error;
-      return { launched: false, detail: `RunTask error ${e.name}: ${e.message}` };
+      return { launched: false, reason: classifyRunTaskError(e), detail: `RunTask error ${e.name}: ${e.message}` };
     }
     const task = response.tasks?.[0];
     if (task?.taskArn) return { launched: true, taskId: task.taskArn };
     const failures = response.failures ?? [];
-    if (failures.length > 0) return { launched: false, detail: `RunTask failure: ${describeFailures(failures)}` };
-    return { launched: false, detail: 'RunTask returned neither a task nor a failure' };
+    if (failures.length > 0) return { launched: false, reason: 'placement', detail: `RunTask failure: ${describeFailures(failures)}` };
+    return { launched: false, reason: 'no-task', detail: 'RunTask returned neither a task nor a failure' };
   }
+
+  /**
+   * DescribeTasks for the given task ARNs, 100 per call. A task on its way (PROVISIONING,
+   * PENDING, ACTIVATING) or RUNNING is `coming`; one that is stopping or STOPPED, or that
+   * ECS reports MISSING (stopped tasks are forgotten after about an hour), is `gone`. An
+   * error leaves that call's tasks `unknown`: the caller then keeps the launch grace rule.
+   */
+  async describe(taskIds: readonly string[]): Promise<ReadonlyMap<string, LaunchedTaskState>> {
+    const out = new Map<string, LaunchedTaskState>();
+    for (let i = 0; i < taskIds.length; i += DESCRIBE_TASKS_MAX) {
+      const chunk = taskIds.slice(i, i + DESCRIBE_TASKS_MAX);
+      let response;
+      try {
+        response = await this.#ecs.send(new DescribeTasksCommand({ cluster: this.#options.cluster, tasks: [...chunk] }));
+      } catch (err) {
+        const e = err as Error;
+        for (const id of chunk) out.set(id, { state: 'unknown', detail: `DescribeTasks error ${e.name}: ${e.message}` });
+        continue;
+      }
+      for (const task of response.tasks ?? []) {
+        if (!task.taskArn) continue;
+        const status = task.lastStatus ?? 'UNKNOWN';
+        const detail = [status, task.stopCode, task.stoppedReason].filter(Boolean).join(' ');
+        const state = COMING_STATUSES.has(status) ? 'coming' : GONE_STATUSES.has(status) ? 'gone' : 'unknown';
+        out.set(task.taskArn, { state, detail });
+      }
+      for (const f of response.failures ?? []) {
+        if (!f.arn || out.has(f.arn)) continue;
+        out.set(f.arn, { state: f.reason === 'MISSING' ? 'gone' : 'unknown', detail: `DescribeTasks failure: ${describeFailures([f])}` });
+      }
+    }
+    return out;
+  }
+}
+
+/** DescribeTasks takes at most 100 tasks per call. */
+const DESCRIBE_TASKS_MAX = 100;
+
+/** ECS task lifecycle states of a task that will run (or runs): https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task-lifecycle-explanation.html */
+const COMING_STATUSES: ReadonlySet<string> = new Set(['PROVISIONING', 'PENDING', 'ACTIVATING', 'RUNNING']);
+/** States of a task on its way out, or out: it will never heartbeat. */
+const GONE_STATUSES: ReadonlySet<string> = new Set(['DEACTIVATING', 'STOPPING', 'DEPROVISIONING', 'STOPPED', 'DELETED']);
+
+/**
+ * The reason code of a RunTask exception, from the SDK error's name (ECS answers
+ * `ThrottlingException` for rate, `AccessDeniedException`, `InvalidParameterException`,
+ * `ClientException`, `ClusterNotFoundException`, ...) and, for the throttles some
+ * gateways raise under other names, from "Rate exceeded" in the message.
+ */
+export function classifyRunTaskError(e: { readonly name?: string; readonly message?: string }): LaunchFailureReason {
+  const name = e.name ?? '';
+  const message = e.message ?? '';
+  if (/Throttl|TooManyRequests|RequestLimitExceeded/i.test(name) || /rate exceeded/i.test(message)) return 'throttled';
+  if (/AccessDenied|UnauthorizedOperation|Unrecognized|InvalidClientTokenId|ExpiredToken|KMS/i.test(name)) return 'access-denied';
+  if (/InvalidParameter|ClientException|ClusterNotFound|PlatformUnknown|PlatformTaskDefinitionIncompatibility|Unsupported|Validation/i.test(name)) return 'invalid-request';
+  return 'error';
 }
 
 function splitList(raw: string): string[] {

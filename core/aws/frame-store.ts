@@ -17,9 +17,13 @@ export class FrameStore {
   }
 
   /** Reads an object; {@link ObjectMissingError} when it no longer exists (deleted after upload). */
-  async get(bucket: string, key: string): Promise<Uint8Array> {
+  /**
+   * The object's bytes. With `ifMatch` (an ETag), only that version: an object overwritten
+   * since fails with S3's PreconditionFailed instead of answering other bytes.
+   */
+  async get(bucket: string, key: string, ifMatch?: string): Promise<Uint8Array> {
     try {
-      const r = await this.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      const r = await this.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, ...(ifMatch ? { IfMatch: ifMatch.startsWith('"') ? ifMatch : `"${ifMatch}"` } : {}) }));
       if (!r.Body) throw new ObjectMissingError(`s3://${bucket}/${key} has no body`);
       return await r.Body.transformToByteArray();
     } catch (e) {

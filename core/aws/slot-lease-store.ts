@@ -11,6 +11,7 @@ import { GetCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocu
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { emptySlotRecord, type LivenessOptions, type SlotRecord } from '../lease-logic.ts';
+import { recordLaunchedTaskOnSlot, requestLaunchGrant, withdrawLaunchGrant, type LaunchGrantTable } from './launch-grants.ts';
 
 export const slotKey = (slot: number) => `slot#${slot}`;
 export const videoKey = (videoId: string) => `video#${videoId}`;
@@ -63,10 +64,20 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
   }
 
   /**
-   * Claims a slot whose lease has run out (or that this worker already holds).
-   * Returns the new epoch, or undefined while another worker's lease is valid.
+   * Claims a slot whose lease has run out more than `skewToleranceMs` ago by the
+   * claimer's clock (the owner wrote its expiry from its own clock, which may run behind
+   * ours), or that has no owner (released), or whose owner's lease a task-stopped report
+   * ended (`ownerStoppedAtMs` after its claim: no skew allowance is owed to a stopped
+   * task). The condition is lease-logic's {@link canClaimSlot}. Returns the new epoch, or
+   * undefined while another worker's lease is valid.
    */
-  async claimSlot(slot: number, workerId: string, nowMs: number, ttlMs: number): Promise<{ epoch: number; expiresAtMs: number } | undefined> {
+  async claimSlot(
+    slot: number,
+    workerId: string,
+    nowMs: number,
+    ttlMs: number,
+    skewToleranceMs = 0,
+  ): Promise<{ epoch: number; expiresAtMs: number } | undefined> {
     const expiresAtMs = nowMs + ttlMs;
     try {
       const r = await this.ddb.send(
@@ -75,16 +86,30 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
           Key: { pk: slotKey(slot) },
           UpdateExpression:
             'SET #owner = :me, expiresAtMs = :exp, heartbeatAtMs = :now, slot = :slot, claimedAtMs = :now, videoCount = if_not_exists(videoCount, :zero) ADD epoch :one',
-          ConditionExpression: 'attribute_not_exists(expiresAtMs) OR expiresAtMs <= :now OR attribute_not_exists(#owner)',
+          ConditionExpression:
+            'attribute_not_exists(expiresAtMs) OR attribute_not_exists(#owner) OR expiresAtMs <= :lapsed' +
+            ' OR (expiresAtMs <= :now AND ownerStoppedAtMs > claimedAtMs)',
           ExpressionAttributeNames: { '#owner': 'owner' },
-          ExpressionAttributeValues: { ':me': workerId, ':exp': expiresAtMs, ':now': nowMs, ':slot': slot, ':one': 1, ':zero': 0 },
+          ExpressionAttributeValues: {
+            ':me': workerId,
+            ':exp': expiresAtMs,
+            ':now': nowMs,
+            ':lapsed': nowMs - Math.max(0, skewToleranceMs),
+            ':slot': slot,
+            ':one': 1,
+            ':zero': 0,
+          },
           ReturnValues: 'ALL_NEW',
         }),
       );
       return { epoch: Number(r.Attributes?.epoch), expiresAtMs };
     } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return undefined;
-      throw e;
+      if (!(e instanceof ConditionalCheckFailedException)) throw e;
+      // The SDK retries a call that timed out; when the first attempt applied, the retry
+      // fails the condition. Our owner and our exact expiry in the item mean it was ours.
+      const current = await this.getSlot(slot);
+      if (current.owner === workerId && current.expiresAtMs === expiresAtMs) return { epoch: current.epoch, expiresAtMs };
+      return undefined;
     }
   }
 
@@ -186,42 +211,26 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
   }
 
   /**
-   * Grants one launch for a slot: succeeds for one caller per grace window, only
-   * while the slot has no live owner (or `force`, when its task is known to have
-   * stopped, or its owner missed heartbeats). Returns the launch sequence number.
+   * Grants one launch for a slot: succeeds for one caller per grace window, only while
+   * the slot has no live owner (or `force`), never during a failed launch's backoff.
+   * See {@link requestLaunchGrant}. Returns the launch sequence number.
    */
-  async requestLaunch(slot: number, nowMs: number, o: LivenessOptions, mode: 'if-dead' | 'force'): Promise<number | undefined> {
-    const graceCutoffMs = nowMs - o.taskStartGraceSeconds * 1000;
-    const staleHeartbeatMs = nowMs - 2 * o.heartbeatIntervalSeconds * 1000;
-    const grace = '(attribute_not_exists(launchRequestedAtMs) OR launchRequestedAtMs < :cutoff OR launchRequestedAtMs < heartbeatAtMs)';
-    const dead =
-      mode === 'force'
-        ? ''
-        : ' AND (attribute_not_exists(#owner) OR attribute_not_exists(expiresAtMs) OR expiresAtMs <= :now OR heartbeatAtMs < :stale)';
-    try {
-      const r = await this.ddb.send(
-        new UpdateCommand({
-          TableName: this.o.tableName,
-          Key: { pk: slotKey(slot) },
-          UpdateExpression: 'SET launchRequestedAtMs = :now, slot = :slot, videoCount = if_not_exists(videoCount, :zero) ADD launchSeq :one',
-          ConditionExpression: `${grace}${dead}`,
-          ExpressionAttributeNames: mode === 'force' ? undefined : { '#owner': 'owner' },
-          ExpressionAttributeValues: {
-            ':now': nowMs,
-            ':cutoff': graceCutoffMs,
-            ':slot': slot,
-            ':one': 1,
-            ':zero': 0,
-            ...(mode === 'force' ? {} : { ':stale': staleHeartbeatMs }),
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return Number(r.Attributes?.launchSeq);
-    } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return undefined;
-      throw e;
-    }
+  requestLaunch(slot: number, nowMs: number, o: LivenessOptions, mode: 'if-dead' | 'force'): Promise<number | undefined> {
+    return requestLaunchGrant(this.grantTable(), slot, nowMs, o, mode);
+  }
+
+  /** Withdraws grant `launchSeq` of a launch that did not happen, retryable from `retryAtMs`. See {@link withdrawLaunchGrant}. */
+  withdrawLaunch(slot: number, launchSeq: number, retryAtMs: number): Promise<boolean> {
+    return withdrawLaunchGrant(this.grantTable(), slot, launchSeq, retryAtMs);
+  }
+
+  /** Records the task grant `launchSeq` started. See {@link recordLaunchedTaskOnSlot}. */
+  recordLaunchedTask(slot: number, launchSeq: number, taskId: string): Promise<boolean> {
+    return recordLaunchedTaskOnSlot(this.grantTable(), slot, launchSeq, taskId);
+  }
+
+  private grantTable(): LaunchGrantTable {
+    return { ddb: this.ddb, tableName: this.o.tableName };
   }
 
   /** Janitor repair: sets a slot's video count to what the index says. */
@@ -344,6 +353,11 @@ function toSlotRecord(slot: number, it: Record<string, unknown> | undefined): Sl
     videoCount: Number(it.videoCount ?? 0),
     launchSeq: Number(it.launchSeq ?? 0),
     launchRequestedAtMs: Number(it.launchRequestedAtMs ?? 0),
+    ...(typeof it.launchTaskId === 'string' ? { launchTaskId: it.launchTaskId } : {}),
+    launchRetryAtMs: Number(it.launchRetryAtMs ?? 0),
+    launchFailures: Number(it.launchFailures ?? 0),
+    ...(it.claimedAtMs !== undefined ? { claimedAtMs: Number(it.claimedAtMs) } : {}),
+    ...(it.ownerStoppedAtMs !== undefined ? { ownerStoppedAtMs: Number(it.ownerStoppedAtMs) } : {}),
   };
 }
 

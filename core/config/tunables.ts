@@ -118,6 +118,28 @@ export const TUNABLES = {
   /** Janitor period. */
   janitorIntervalSeconds: { kind: 'integer', default: 60, min: 1, max: 3600, unit: 's', meaning: 'Janitor period; rounded up to whole minutes (EventBridge)' },
   /**
+   * Most RunTask calls one janitor run has in flight at once. Bounds the burst a cold
+   * fleet sends to ECS (whose RunTask rate is throttled per account) while letting 1,000
+   * due launches finish well inside the janitor's timeout.
+   */
+  janitorLaunchConcurrency: { kind: 'integer', default: 10, min: 1, max: 100, unit: 'launches', meaning: 'RunTask calls one janitor run has in flight at once' },
+  /**
+   * Most launches that may be starting at once (granted, not yet heartbeated): ECS limits
+   * the tasks waiting in PROVISIONING per cluster (500 by default). A janitor run launches
+   * at most this many minus those still starting; the rest wait for the next run.
+   */
+  maxProvisioningTasks: { kind: 'integer', default: 500, min: 1, max: 10_000, unit: 'tasks', meaning: 'Launches starting at once (ECS PROVISIONING budget); the rest wait for the next janitor run (`LaunchesDeferred`)' },
+  /**
+   * How far apart two machines' clocks may be (NTP keeps EC2 and Lambda well under a
+   * second; this is margin) before liveness suffers. A worker claims a slot only once its
+   * lease ran out more than this long ago by the claimer's clock, and the router and
+   * janitor treat a slot as dead (or its owner as suspect) only this much later than the
+   * lease or heartbeat says. Costs this much extra failover when a dead task is not
+   * reported stopped (a pause, a hang); a reported stop is taken over at once. Fencing,
+   * not this margin, keeps a skewed worker's writes out.
+   */
+  clockSkewToleranceMs: { kind: 'integer', default: 5_000, min: 0, max: 60_000, unit: 'ms', meaning: 'Clock skew tolerated by take-over and suspicion decisions (costs this much failover for an unreported death)' },
+  /**
    * A worker that owns no video, finds none pinned to its slot, and has received no
    * message for this long releases its slot and exits (code 0), so an idle fleet drains
    * to zero tasks and the capacity provider can retire the GPU instances. Frames arriving

@@ -1,5 +1,6 @@
 /**
- * Janitor Lambda: runs on a schedule and on ECS task-stopped events (EventBridge).
+ * Janitor Lambda: runs on a schedule (every slot) and on ECS task-stopped events
+ * (EventBridge), where it handles the stopped task's slot only (core/janitor.ts).
  */
 import type { Context } from 'aws-lambda';
 import { Janitor, stoppedSlotOf, type JanitorReport } from '../../core/janitor.ts';

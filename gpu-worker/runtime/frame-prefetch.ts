@@ -34,11 +34,17 @@ export interface FramePrefetchOptions {
   readonly onFetched?: (bytes: Uint8Array) => void;
 }
 
-/** What to fetch ahead: an object and the size its event gave. */
+/** What to fetch ahead: an object, the size its event gave, and its ETag when the event gave one. */
 export interface PrefetchRef {
   readonly bucket: string;
   readonly key: string;
   readonly sizeBytes: number;
+  /**
+   * The version the notification announced: the GET is conditional on it, so an entry
+   * never holds bytes of an object overwritten since (that GET fails, and the runner
+   * fetches the frame itself).
+   */
+  readonly eTag?: string;
 }
 
 export class FramePrefetch {
@@ -65,7 +71,7 @@ export class FramePrefetch {
       const id = idOf(ref.bucket, ref.key);
       if (this.entries.has(id) || ref.sizeBytes <= 0 || ref.sizeBytes > PREFETCH_MAX_BYTES) continue;
       while (this.heldBytes + ref.sizeBytes > PREFETCH_MAX_BYTES) this.evictOldest();
-      const bytes = this.frames.get(ref.bucket, ref.key).catch(() => undefined);
+      const bytes = this.frames.get(ref.bucket, ref.key, ref.eTag).catch(() => undefined);
       const entry: Entry = { bytes, sizeBytes: ref.sizeBytes, startedAtMs: this.now(), dropped: false };
       // Attached before any take() awaits the bytes, so it runs first even for an entry taken in flight.
       // A hint must never fail the worker, whatever the callback does.

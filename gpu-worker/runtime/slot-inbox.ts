@@ -19,7 +19,7 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { ReceivedMessage, SlotQueues } from '../../core/aws/slot-queues.ts';
 import type { FramePrefetch } from './frame-prefetch.ts';
-import { sleep } from './slot-keeper.ts';
+import { sleep } from '../../core/async.ts';
 
 /** A received message, parsed once. */
 export interface InboxMessage {

@@ -11,7 +11,6 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { sleep } from '../../core/async.ts';
 
 // Re-exported for worker.ts, which imports it from here.
-export { sleep };
 
 export interface SlotKeeperDeps {
   readonly workerId: string;
@@ -57,13 +56,14 @@ export class SlotKeeper {
   async claim(shouldStop: () => boolean): Promise<SlotFence | undefined> {
     const t = this.d.tunables;
     const ttlMs = t.slotLeaseTtlSeconds * 1000;
-    const giveUpAtMs = this.d.now() + 2 * ttlMs + 5_000;
+    // A predecessor's lease may need its TTL plus the clock-skew tolerance to lapse.
+    const giveUpAtMs = this.d.now() + 2 * ttlMs + t.clockSkewToleranceMs + 5_000;
     const candidates = this.d.slot !== undefined ? [this.d.slot] : Array.from({ length: t.slotCount }, (_, i) => i);
     while (!shouldStop() && this.d.now() < giveUpAtMs) {
       for (const slot of candidates) {
         let claimed: Awaited<ReturnType<LeaseStore['claimSlot']>>;
         try {
-          claimed = await this.d.leases.claimSlot(slot, this.d.workerId, this.d.now(), ttlMs);
+          claimed = await this.d.leases.claimSlot(slot, this.d.workerId, this.d.now(), ttlMs, t.clockSkewToleranceMs);
         } catch (e) {
           // A throttle or timeout while claiming: nothing is held yet, try again shortly.
           this.d.log.warn('slot claim failed; retrying', { slot, error: String(e) });

@@ -44,6 +44,8 @@ async function runJanitor(world: World, tunables: Partial<Tunables> = {}, trigge
       world.slots[slot] = { ...s, launchRequestedAtMs: nowMs, launchSeq: s.launchSeq + 1 };
       return s.launchSeq + 1;
     },
+    withdrawLaunch: async () => true,
+    recordLaunchedTask: async () => true,
   } as unknown as LeaseStore;
   const queues = {
     depth: async () => ({ visible: 0, inFlight: 0 }),
@@ -68,10 +70,10 @@ async function runJanitor(world: World, tunables: Partial<Tunables> = {}, trigge
   return { report, launches, dlqReads, metric };
 }
 
-/** A slot with one pinned video (work) and no owner, launched `launchedAgoMs` ago, last heartbeat `heartbeatAgoMs` ago. */
+/** A slot with one pinned video (work) and no owner, launched `launchedAgoMs` ago (its task recorded; the launcher cannot describe it), last heartbeat `heartbeatAgoMs` ago. */
 function waitingSlot(launchedAgoMs: number, heartbeatAgoMs?: number): World {
   const heartbeatAtMs = heartbeatAgoMs === undefined ? 0 : NOW - heartbeatAgoMs;
-  const slot: SlotRecord = { ...emptySlotRecord(0), videoCount: 1, launchSeq: 1, launchRequestedAtMs: NOW - launchedAgoMs, heartbeatAtMs, expiresAtMs: heartbeatAtMs };
+  const slot: SlotRecord = { ...emptySlotRecord(0), videoCount: 1, launchSeq: 1, launchRequestedAtMs: NOW - launchedAgoMs, launchTaskId: 'task-1', heartbeatAtMs, expiresAtMs: heartbeatAtMs };
   return { slots: [slot], pinned: new Map([[0, ['v']]]), dlq: new Map([[0, 0]]) };
 }
 

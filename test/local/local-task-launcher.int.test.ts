@@ -81,32 +81,33 @@ describe('LocalTaskLauncher', () => {
     await waitFor('log file', () => readFileSync(join(logDir, 'slot-2.log'), 'utf8').includes(`[slot-2 ${pid}] ENV `));
   });
 
-  it('is idempotent per slot while the worker lives, and launches again after it exits', async () => {
+  it('is idempotent per launchSeq, launches a new launchSeq beside a live worker (as ECS does), and describes its tasks', async () => {
     // Prepare
     const { launcher } = newLauncher([]);
     launchers.push(launcher);
     const first = await launcher.launch({ slot: 0, launchSeq: 1, reason: 'first' });
 
     // Act
-    const again = await launcher.launch({ slot: 0, launchSeq: 2, reason: 'again' });
+    const repeat = await launcher.launch({ slot: 0, launchSeq: 1, reason: 'repeated request' });
+    const again = await launcher.launch({ slot: 0, launchSeq: 2, reason: 'a new grant while the first still lives' });
     const otherSlot = await launcher.launch({ slot: 1, launchSeq: 1, reason: 'other slot' });
-    launcher.kill({ slot: 0 }, 'SIGKILL');
+    launcher.kill({ pid: Number(first.taskId) }, 'SIGKILL');
     await launcher.waitForExit(Number(first.taskId));
-    const afterExit = await launcher.launch({ slot: 0, launchSeq: 3, reason: 'after exit' });
+    const states = await launcher.describe([first.taskId!, again.taskId!, '999999999']);
 
     // Assess
     expect(first.launched).toBe(true);
-    expect(again).toMatchObject({ launched: false, taskId: first.taskId });
-    expect(again.detail).toMatch(/already has a live worker/);
+    expect(repeat).toMatchObject({ launched: true, taskId: first.taskId });
+    expect(again.launched).toBe(true);
+    expect(again.taskId).not.toBe(first.taskId);
     expect(otherSlot.launched).toBe(true);
-    expect(afterExit.launched).toBe(true);
-    expect(afterExit.taskId).not.toBe(first.taskId);
     const slot0 = launcher.workers().filter((w) => w.slot === 0);
     expect(slot0.map((w) => w.alive)).toEqual([false, true]);
     expect(slot0[0]!.exitSignal).toBe('SIGKILL');
+    expect([...states.values()].map((x) => x.state)).toEqual(['gone', 'coming', 'gone']);
   });
 
-  it('lets a new launch replace a SIGSTOPped worker (a zombie) but not repeat the same launchSeq', async () => {
+  it('lets a new launch replace a SIGSTOPped worker (a zombie) and serves a repeated launchSeq with the same worker', async () => {
     // Prepare
     const { launcher } = newLauncher([]);
     launchers.push(launcher);
@@ -120,7 +121,7 @@ describe('LocalTaskLauncher', () => {
     const replacement = await launcher.launch({ slot: 0, launchSeq: 2, reason: 'slot lease expired' });
 
     // Assess
-    expect(sameSeq.launched).toBe(false);
+    expect(sameSeq).toMatchObject({ launched: true, taskId: first.taskId });
     expect(replacement.launched).toBe(true);
     expect(launcher.workers().filter((w) => w.alive).map((w) => [w.pid, w.paused])).toEqual([
       [zombiePid, true],
@@ -154,6 +155,6 @@ describe('LocalTaskLauncher', () => {
     expect(byPid.get(b)).toMatchObject({ alive: false, exitSignal: 'SIGKILL' });
     expect(lines).toContain(`[slot-0 ${a}] draining`);
     expect(lines).toContain(`[slot-1 ${b}] ignoring SIGTERM`);
-    expect((await polite.launch({ slot: 3, launchSeq: 1, reason: 'late' })).launched).toBe(false);
+    expect(await polite.launch({ slot: 3, launchSeq: 1, reason: 'late' })).toMatchObject({ launched: false, reason: 'refused' });
   });
 });

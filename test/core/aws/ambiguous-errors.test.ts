@@ -4,7 +4,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
-import { DynamoDBClient, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, DynamoDBClient, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { LeaseStore, UnconfirmedError, type CommitOutcome, type CommitUnit } from '../../../core/aws/lease-store.ts';
@@ -50,6 +50,24 @@ describe('heartbeat with an ambiguous error', () => {
     ddbMock.on(UpdateCommand).rejects(networkError());
     ddbMock.on(GetCommand).rejects(networkError());
     await expect(store.renewSlot(fence, 1, 15_000)).rejects.toBeInstanceOf(UnconfirmedError);
+  });
+});
+
+describe('slot claim retried by the SDK after its first attempt applied', () => {
+  const conditionFailed = () => new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
+
+  it('recognises its own claim (its owner and exact expiry) when the retry fails the condition', async () => {
+    ddbMock.on(UpdateCommand).rejects(conditionFailed());
+    ddbMock.on(GetCommand).resolves({ Item: { pk: 'slot#0', owner: 'A', epoch: 4, expiresAtMs: 1_000 + 15_000 } });
+    expect(await store.claimSlot(0, 'A', 1_000, 15_000)).toEqual({ epoch: 4, expiresAtMs: 16_000 });
+  });
+
+  it('reports the slot taken when another worker holds it, or the expiry is not the one it wrote', async () => {
+    ddbMock.on(UpdateCommand).rejects(conditionFailed());
+    ddbMock.on(GetCommand).resolves({ Item: { pk: 'slot#0', owner: 'B', epoch: 4, expiresAtMs: 16_000 } });
+    expect(await store.claimSlot(0, 'A', 1_000, 15_000)).toBeUndefined();
+    ddbMock.on(GetCommand).resolves({ Item: { pk: 'slot#0', owner: 'A', epoch: 4, expiresAtMs: 12_000 } });
+    expect(await store.claimSlot(0, 'A', 1_000, 15_000)).toBeUndefined();
   });
 });
 

@@ -1,11 +1,12 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import 'aws-sdk-client-mock-vitest/extend';
 import { mockClient } from 'aws-sdk-client-mock';
-import { ECSClient, RunTaskCommand } from '@aws-sdk/client-ecs';
+import { DescribeTasksCommand, ECSClient, RunTaskCommand } from '@aws-sdk/client-ecs';
 import {
   ECS_LAUNCHER_ENV,
   EcsTaskLauncher,
   ecsTaskLauncherFromEnv,
+  classifyRunTaskError,
   launchClientToken,
   type EcsTaskLauncherOptions,
 } from '../../../core/aws/ecs-task-launcher.ts';
@@ -106,7 +107,7 @@ describe('EcsTaskLauncher', () => {
     const result = await launcher.launch({ slot: 1, launchSeq: 1, reason: 'test' });
 
     // Assess
-    expect(result).toEqual({ launched: false, detail: expect.stringContaining('AccessDeniedException') });
+    expect(result).toEqual({ launched: false, reason: 'access-denied', detail: expect.stringContaining('AccessDeniedException') });
   });
 
   it('reports an empty response as not launched', async () => {
@@ -120,6 +121,50 @@ describe('EcsTaskLauncher', () => {
     // Assess
     expect(result.launched).toBe(false);
     expect(result.detail).toMatch(/neither a task nor a failure/);
+  });
+});
+
+describe('EcsTaskLauncher outcomes', () => {
+  beforeEach(() => {
+    ecsMock.reset();
+  });
+
+  it.each([
+    { name: 'ThrottlingException', message: 'Rate exceeded', reason: 'throttled' },
+    { name: 'ClientException', message: 'Rate exceeded', reason: 'throttled' },
+    { name: 'AccessDeniedException', message: 'not authorized', reason: 'access-denied' },
+    { name: 'InvalidParameterException', message: 'bad subnet', reason: 'invalid-request' },
+    { name: 'ClusterNotFoundException', message: 'no cluster', reason: 'invalid-request' },
+    { name: 'ServerException', message: 'internal', reason: 'error' },
+  ])('classifies a RunTask $name ("$message") as $reason', ({ name, message, reason }) => {
+    expect(classifyRunTaskError({ name, message })).toBe(reason);
+  });
+
+  it('describes tasks 100 per DescribeTasks call: coming, gone (STOPPED, MISSING), unknown on an error', async () => {
+    // Prepare: 150 tasks; the second call fails
+    const arns = Array.from({ length: 150 }, (_, i) => `arn:aws:ecs:us-east-1:111122223333:task/fa/t${i}`);
+    ecsMock
+      .on(DescribeTasksCommand)
+      .resolvesOnce({
+        tasks: [
+          { taskArn: arns[0], lastStatus: 'PROVISIONING' },
+          { taskArn: arns[1], lastStatus: 'RUNNING' },
+          { taskArn: arns[2], lastStatus: 'STOPPED', stopCode: 'TaskFailedToStart', stoppedReason: 'CannotPullContainerError' },
+        ],
+        failures: [{ arn: arns[3], reason: 'MISSING' }],
+      })
+      .rejectsOnce(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }));
+    const launcher = new EcsTaskLauncher(new ECSClient({ region: 'us-east-1' }), options);
+
+    // Act
+    const states = await launcher.describe(arns);
+
+    // Assess
+    expect(ecsMock.commandCalls(DescribeTasksCommand).map((c) => c.args[0].input.tasks!.length)).toEqual([100, 50]);
+    expect([0, 1, 2, 3].map((i) => states.get(arns[i]!)?.state)).toEqual(['coming', 'coming', 'gone', 'gone']);
+    expect(states.get(arns[2]!)?.detail).toContain('CannotPullContainerError');
+    expect(states.has(arns[4]!)).toBe(false);
+    expect(states.get(arns[120]!)?.state).toBe('unknown');
   });
 });
 

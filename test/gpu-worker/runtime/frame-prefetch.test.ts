@@ -123,3 +123,31 @@ describe('FramePrefetch', () => {
     expect(bytes).toEqual(new Uint8Array([1]));
   });
 });
+
+describe('FramePrefetch and object versions', () => {
+  it('fetches ahead only the version the notification announced (a conditional GET on its ETag)', async () => {
+    const calls: [string, string | undefined][] = [];
+    const frames = {
+      get: async (_bucket: string, key: string, ifMatch?: string) => {
+        calls.push([key, ifMatch]);
+        if (ifMatch === 'old') throw Object.assign(new Error('At least one of the pre-conditions you specified did not hold'), { name: 'PreconditionFailed' });
+        return new Uint8Array([7]);
+      },
+    } as unknown as FrameStore;
+    const prefetch = new FramePrefetch(frames);
+    prefetch.prefetch([
+      { bucket: 'b', key: 'a', sizeBytes: 1, eTag: 'old' },
+      { bucket: 'b', key: 'c', sizeBytes: 1, eTag: 'v2' },
+      { bucket: 'b', key: 'd', sizeBytes: 1 },
+    ]);
+    // The overwritten object is not handed out (the runner fetches it itself); the others are.
+    expect(await prefetch.take('b', 'a')).toBeUndefined();
+    expect(await prefetch.take('b', 'c')).toEqual(new Uint8Array([7]));
+    expect(await prefetch.take('b', 'd')).toEqual(new Uint8Array([7]));
+    expect(calls).toEqual([
+      ['a', 'old'],
+      ['c', 'v2'],
+      ['d', undefined],
+    ]);
+  });
+});
