@@ -222,12 +222,10 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         uploads,
         { everyMs: 1_000, quietMs, deadlineMs: bench.t0 + o.timeoutMs, interrupted: bench.interrupted },
         async () => {
-          // During a DynamoDB outage the poll fails too: the last summaries stand.
-          try {
-            summaries = await readSummaries(source, plan.videoIds);
-          } catch {
-            // kept
-          }
+          // During a DynamoDB outage every read fails (readSummaries gives undefined for a
+          // failed read): a video's last summary stands, so progress does not read as 0.
+          const read = await readSummaries(source, plan.videoIds);
+          summaries = read.map((x, i) => x ?? summaries[i]);
           return { records: totalRecords(summaries), done: completeCount(summaries) === o.videos };
         },
         (p) => {
