@@ -1,6 +1,6 @@
 /**
  * The chaos run's invariant checks (bench/harness/invariants.ts checkInvariants) on made-up outcomes:
- * a clean video passes all six, and each kind of damage the run must catch is counted
+ * a clean video passes all eight, and each kind of damage the run must catch is counted
  * against the right invariant. (The chaos run itself is test/chaos/chaos.test.ts, CHAOS=1.)
  */
 import { describe, expect, it } from 'vitest';
