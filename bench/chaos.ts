@@ -10,24 +10,33 @@
  * parallel uploaders, with the `_end` marker after each video's last upload. Workers run
  * the `stats` processor, whose track ID is the number of frames the video's state has
  * seen in order. Short leases (test/support/pipeline.ts FAST_TUNABLES) so that failovers
- * happen in seconds.
+ * happen in seconds; `--default-tunables` runs at the tunables users get instead (slot
+ * lease 15 s, heartbeat 5 s, slot-queue visibility 5 s, launch grace 900 s, the janitor
+ * every 60 s).
  *
  * Faults (bench/chaos/faults.ts, one table entry per kind): `kill -9` of a worker;
  * SIGSTOP then SIGCONT shorter and longer than the slot lease (a zombie comes back);
  * a skipped janitor run; notifications dropped, duplicated, delayed; uploads shuffled and
  * late; frames never uploaded; corrupt, zero-byte and unreadable objects; throttling and
- * 5xx on DynamoDB, SQS and S3 calls of workers, router and janitor (`AWS_FAULT_INJECTION`).
+ * 5xx on DynamoDB, SQS and S3 calls of workers, router and janitor (`AWS_FAULT_INJECTION`);
+ * worker commits applied with their answer lost, and commits whose later group fails
+ * (its `lostAnswerRate`, `laterGroupRate`); a DynamoDB outage longer than the slot queues'
+ * redrive window; a frame that crashes the worker (`WORKER_CRASH_ON_KEY`).
  *
  * Report (bench/chaos/report.ts): faults by kind, what the faulted frames ended as, and
- * the six invariants of bench/harness/invariants.ts; exits 1 on any violation.
+ * the invariants of bench/harness/invariants.ts; exits 1 on any violation.
  *
- *   npx node bench/chaos.ts [--seed N] [--videos 6] [--frames 200] [--fps 5] [--aws-fault-rate 0.02] [--out path]
+ *   npx node bench/chaos.ts [--seed N] [--videos 6] [--frames 200] [--fps 5] [--aws-fault-rate 0.02]
+ *     [--lost-answer-rate 0.03] [--later-group-rate 0.03] [--outages 1] [--crash-frames 1] [--default-tunables] [--out path]
  *
  * Writes bench/results/chaos-<seed>.json. test/chaos/chaos.test.ts runs it when CHAOS=1.
  */
 import { join } from 'node:path';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { DEFAULT_TUNABLES, type Tunables } from '../core/config.ts';
 import { frameKey } from '../core/keys.ts';
 import { rng } from '../core/random.ts';
+import type { LocalStack } from '../local/stack.ts';
 import type { ScheduledHandler } from '../local/event-source.ts';
 import type { NotificationFault } from '../local/stack.ts';
 import { FAST_TUNABLES } from '../test/support/pipeline.ts';
@@ -56,6 +65,11 @@ const CHAOS_FLAGS = {
   'long-pauses': { num: [DEFAULTS.longPauses, 0, 100], int: true },
   'janitor-skips': { num: [DEFAULTS.janitorSkips, 0, 100], int: true },
   'aws-fault-rate': { num: [DEFAULTS.awsFaultRate, 0, 0.5] },
+  'lost-answer-rate': { num: [DEFAULTS.lostAnswerRate, 0, 1] },
+  'later-group-rate': { num: [DEFAULTS.laterGroupRate, 0, 1] },
+  outages: { num: [DEFAULTS.outages, 0, 10], int: true },
+  'crash-frames': { num: [DEFAULTS.crashFrames, 0, 1], int: true },
+  'default-tunables': { switch: true },
   'timeout-s': { num: [DEFAULTS.timeoutMs / 1000, 10, 86_400] },
   out: { text: undefined },
 } as const satisfies Record<string, Flag>;
@@ -70,13 +84,49 @@ export function parseOptions(args: readonly string[]): ChaosOptions | undefined 
   return { ...DEFAULTS, ...rest, seed, timeoutMs: timeoutS * 1000, out: out ?? join(RESULTS_DIR, `chaos-${seed}.json`) };
 }
 
+/** The stack's tunables for a run: FAST_TUNABLES, or the defaults users get; videos spread over every slot. */
+export function chaosTunables(o: ChaosOptions): Partial<Tunables> {
+  // The router packs a slot up to videosPerSlot first: spread the videos so that every slot
+  // has a worker to kill or freeze.
+  const spread = { slotCount: o.slotCount, videosPerSlot: Math.max(1, Math.ceil(o.videos / o.slotCount)) };
+  return o.defaultTunables ? spread : { ...FAST_TUNABLES, ...spread };
+}
+
+/** Messages (visible or in flight) in every DLQ of the stack: the ingest DLQ and each slot's. */
+export async function dlqMessages(stack: LocalStack): Promise<Record<string, number>> {
+  const queues = [{ name: 'ingest DLQ', url: stack.resources.ingestDlq.url }, ...stack.resources.slots.map((s) => ({ name: `slot ${s.slot} DLQ`, url: s.dlq.url }))];
+  const out: Record<string, number> = {};
+  for (const q of queues) {
+    const r = await stack.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+    out[q.name] = Number(r.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(r.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+  }
+  return out;
+}
+
 /** Runs one chaos run, prints as it goes, writes the JSON report; returns it. */
 export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
   const { say, clock } = bench;
   say(`chaos seed ${o.seed}  (replay: npx node bench/chaos.ts --seed ${o.seed})`);
   const stateDir = freshStateDir('chaos');
   const awsFaultLog = join(stateDir, 'aws-faults.log');
-  const faultEnv = o.awsFaultRate > 0 ? JSON.stringify({ rate: o.awsFaultRate, seed: o.seed, log: awsFaultLog }) : undefined;
+  const faultEnv =
+    o.awsFaultRate > 0 || o.lostAnswerRate > 0 || o.laterGroupRate > 0
+      ? JSON.stringify({ rate: o.awsFaultRate, lostAnswerRate: o.lostAnswerRate, laterGroupRate: o.laterGroupRate, seed: o.seed, log: awsFaultLog })
+      : undefined;
+  // The plan is drawn before the stack starts (the crash frame's key goes into the workers'
+  // environment), against the tunables the stack will validate.
+  const tunables = chaosTunables(o);
+  const t0 = { ...DEFAULT_TUNABLES, ...tunables };
+  const plan = makePlan({
+    o,
+    reorderWaitMs: t0.reorderWaitMs,
+    slotLeaseMs: t0.slotLeaseTtlSeconds * 1000,
+    redriveWindowMs: t0.slotQueueMaxReceiveCount * t0.slotQueueVisibilitySeconds * 1000,
+  });
+  const crashKey = plan.crashFrame ? frameKey(plan.crashFrame.videoId, plan.crashFrame.frame) : undefined;
+  // The watch must outlast an outage: no record is written while DynamoDB is down.
+  const longestOutageMs = Math.max(0, ...plan.timedFaults.map((f) => f.detail.outageMs ?? 0));
+  const quietMs = Math.max(o.quietMs, longestOutageMs + 30_000);
   // The router and janitor run in this process and build their clients from process.env.
   const savedFaultEnv = process.env.AWS_FAULT_INJECTION;
   if (faultEnv) process.env.AWS_FAULT_INJECTION = faultEnv;
@@ -103,26 +153,25 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
       jpegs(8),
       startBenchStack({
         stateDir,
-        janitorIntervalMs: 1_000,
+        // The janitor's period at the defaults is the users' (a minute); 1 s with FAST_TUNABLES.
+        janitorIntervalMs: o.defaultTunables ? t0.janitorIntervalSeconds * 1000 : 1_000,
         janitorHandler,
         workerTailLines: 80,
-        // Videos spread over every slot (the router packs a slot up to videosPerSlot first),
-        // so that every slot has a worker to kill or freeze.
-        tunables: { ...FAST_TUNABLES, slotCount: o.slotCount, videosPerSlot: Math.max(1, Math.ceil(o.videos / o.slotCount)) },
-        workerEnv: { FRAME_PROCESSOR: 'stats', ...(faultEnv ? { AWS_FAULT_INJECTION: faultEnv } : {}) },
+        tunables,
+        workerEnv: { FRAME_PROCESSOR: 'stats', ...(faultEnv ? { AWS_FAULT_INJECTION: faultEnv } : {}), ...(crashKey ? { WORKER_CRASH_ON_KEY: crashKey } : {}) },
         notificationFault: (key) => notificationFaults.get(key),
       }),
     ]);
     return await withStack(started, bench, async (stack) => {
       // Plan.
       const t = stack.tunables;
-      const plan = makePlan({ o, reorderWaitMs: t.reorderWaitMs, slotLeaseMs: t.slotLeaseTtlSeconds * 1000 });
       notificationFaults = new Map(plan.uploads.filter((u) => u.notification).map((u) => [frameKey(u.videoId, u.frame), u.notification!]));
       say(
         `${clock()}  stack up: ${o.videos} videos x ${o.frames} frames at ${o.fps} fps, ${t.slotCount} slots, stats processor; ` +
           `lease ${t.slotLeaseTtlSeconds} s, reorderWaitMs ${t.reorderWaitMs}, slot-queue visibility ${t.slotQueueVisibilitySeconds} s; AWS fault rate ${o.awsFaultRate}`,
       );
       say(`${clock()}  planned: ${Object.entries(plannedCounts(plan)).map(([k, n]) => `${k} ${n}`).join(', ')}; ${plan.timedFaults.map((f) => `${f.kind} @${(f.atMs / 1000).toFixed(1)} s`).join(', ')}`);
+      if (crashKey) say(`${clock()}  frame that crashes the worker: ${crashKey}`);
 
       // Uploads, with their frame faults.
       const uploaded = new Map<string, Set<number>>(plan.videoIds.map((id) => [id, new Set<number>()]));
@@ -153,6 +202,7 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         stopped: uploads.stopped,
         pending,
         skipJanitorRun: () => janitor.pendingSkips++,
+        killed: new Set<number>(),
       };
       const applied: AppliedFault[] = [];
       const faulting = (async () => {
@@ -170,9 +220,12 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
       const tick = every(10_000);
       const { outcome, finishedMs } = await watchUntilSettled(
         uploads,
-        { everyMs: 1_000, quietMs: o.quietMs, deadlineMs: bench.t0 + o.timeoutMs, interrupted: bench.interrupted },
+        { everyMs: 1_000, quietMs, deadlineMs: bench.t0 + o.timeoutMs, interrupted: bench.interrupted },
         async () => {
-          summaries = await readSummaries(source, plan.videoIds);
+          // During a DynamoDB outage every read fails (readSummaries gives undefined for a
+          // failed read): a video's last summary stands, so progress does not read as 0.
+          const read = await readSummaries(source, plan.videoIds);
+          summaries = read.map((x, i) => x ?? summaries[i]);
           return { records: totalRecords(summaries), done: completeCount(summaries) === o.videos };
         },
         (p) => {
@@ -193,9 +246,15 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
 
       // Report.
       const left = (await collectVideos(stack, plan.videoIds)).map((v) => ({ ...v, uploaded: uploaded.get(v.videoId)! }));
-      const invariants = checkInvariants(left.map((v) => ({ ...v, neverUploaded: plan.lost.get(v.videoId)! })));
+      const dlqs = await dlqMessages(stack);
+      // A video's end marker is put right after its last planned upload (an interrupted run may not get there).
+      const planned = (videoId: string) => plan.uploads.filter((u) => u.videoId === videoId).length;
+      const invariants = checkInvariants(
+        left.map((v) => ({ ...v, neverUploaded: plan.lost.get(v.videoId)!, endMarked: v.uploaded.size === planned(v.videoId) })),
+        dlqs,
+      );
       const finishedS = (finishedMs - uploads.clockMs) / 1000;
-      return report({ o, plan, stack, outcome, finishedS, applied, janitor, awsFaultLog, left, invariants }, bench);
+      return report({ o, plan, stack, outcome, finishedS, applied, janitor, awsFaultLog, left, invariants, dlqs }, bench);
     });
   } finally {
     if (savedFaultEnv === undefined) delete process.env.AWS_FAULT_INJECTION;

@@ -23,6 +23,8 @@ export interface PlanContext {
   readonly o: ChaosOptions;
   readonly reorderWaitMs: number;
   readonly slotLeaseMs: number;
+  /** How long a slot message can be handed back before redrive moves it to the slot DLQ (max receives x visibility). */
+  readonly redriveWindowMs: number;
 }
 
 /** A frame's upload as planned. */
@@ -56,6 +58,8 @@ export interface FaultContext {
   readonly pending: Promise<unknown>[];
   /** The janitor's schedule: asks it to skip its next scheduled run. */
   readonly skipJanitorRun: () => void;
+  /** Pids this run sent SIGKILL: dead, though the launcher may not have seen the exit yet. */
+  readonly killed: Set<number>;
 }
 
 /** A fault drawn per frame: `share` of the frames (never frame 1), in table order. */
@@ -130,6 +134,8 @@ export interface AppliedDetail {
   readonly slot?: number;
   readonly pid?: number;
   readonly pauseMs?: number;
+  /** A DynamoDB outage's length. */
+  readonly outageMs?: number;
   readonly skipped?: string;
 }
 
@@ -139,7 +145,8 @@ export interface AppliedDetail {
  */
 async function pickWorker(ctx: FaultContext): Promise<ReturnType<LocalStack['launcher']['workers']>[number] | undefined> {
   for (let tries = 0; tries < 20 && !ctx.stopped(); tries++) {
-    const running = ctx.stack.launcher.workers().filter((w) => w.alive && !w.paused);
+    // A worker killed a moment ago is still `alive` until its exit is seen: never hit it twice.
+    const running = ctx.stack.launcher.workers().filter((w) => w.alive && !w.paused && !ctx.killed.has(w.pid));
     const owners = ctx.owners();
     const preferred = running.filter((w) => owners.has(w.workerId));
     const pool = preferred.length ? preferred : running;
@@ -172,6 +179,7 @@ export const TIMED_FAULTS: readonly TimedFault[] = [
     apply: async (ctx) => {
       const w = await pickWorker(ctx);
       if (!w) return { skipped: 'no running worker' };
+      ctx.killed.add(w.pid);
       ctx.stack.launcher.kill({ pid: w.pid }, 'SIGKILL');
       ctx.bench.say(`${ctx.bench.clock()}  >>> kill -9 ${w.workerId} (slot ${w.slot}, pid ${w.pid})`);
       return { worker: w.workerId, slot: w.slot, pid: w.pid };
@@ -197,6 +205,27 @@ export const TIMED_FAULTS: readonly TimedFault[] = [
       ctx.skipJanitorRun();
       ctx.bench.say(`${ctx.bench.clock()}  >>> skip the janitor's next scheduled run`);
       return {};
+    },
+  },
+  {
+    // DynamoDB Local frozen (its whole process group): every process's calls hang and time
+    // out, for 5-15 s longer than the slot queues' redrive window, so a worker that keeps
+    // handing messages back would see them dead-lettered.
+    kind: 'DynamoDB outage > redrive window',
+    count: (o) => o.outages,
+    draw: (rand, c) => ({ outageMs: Math.round(c.redriveWindowMs + 5_000 + rand() * 10_000) }),
+    apply: async (ctx, d) => {
+      const { bench, stack } = ctx;
+      const outageMs = d.outageMs!;
+      process.kill(-stack.dynamodbPid, 'SIGSTOP');
+      bench.say(`${bench.clock()}  >>> DynamoDB outage: SIGSTOP DynamoDB Local (pid ${stack.dynamodbPid}) for ${(outageMs / 1000).toFixed(1)} s`);
+      ctx.pending.push(
+        sleep(outageMs).then(() => {
+          process.kill(-stack.dynamodbPid, 'SIGCONT');
+          bench.say(`${bench.clock()}  >>> DynamoDB back: SIGCONT DynamoDB Local`);
+        }),
+      );
+      return { pid: stack.dynamodbPid, outageMs };
     },
   },
 ];

@@ -36,6 +36,20 @@ export interface ChaosOptions {
   readonly lostShare: number;
   /** Share of AWS request attempts (workers, router, janitor) failed with throttling or 5xx. */
   readonly awsFaultRate: number;
+  /** Share of the workers' commit transactions applied with their answer lost (`AWS_FAULT_INJECTION.lostAnswerRate`). */
+  readonly lostAnswerRate: number;
+  /** Share of the workers' commits of 2+ videos whose later group fails after the first landed (`laterGroupRate`). */
+  readonly laterGroupRate: number;
+  /** DynamoDB outages (DynamoDB Local stopped for every process) longer than the slot queues' redrive window. */
+  readonly outages: number;
+  /**
+   * Frames that crash the worker (`WORKER_CRASH_ON_KEY`): 0 or 1 (the variable names one
+   * key). Such a frame must end `failed` with reason `crashed-worker`, or `ok` where the
+   * worker does not know the variable.
+   */
+  readonly crashFrames: number;
+  /** Run at the tunables users get (leases, heartbeat, visibility, launch grace, janitor period), not FAST_TUNABLES. */
+  readonly defaultTunables: boolean;
   readonly slotCount: number;
   readonly timeoutMs: number;
   readonly quietMs: number;
@@ -62,10 +76,18 @@ export const DEFAULTS: Omit<ChaosOptions, 'seed' | 'out'> = {
   unreadableShare: 0.006,
   lostShare: 0.005,
   awsFaultRate: 0.02,
+  lostAnswerRate: 0.03,
+  laterGroupRate: 0.03,
+  outages: 1,
+  crashFrames: 1,
+  defaultTunables: false,
   slotCount: 3,
   timeoutMs: 220_000,
   quietMs: 40_000,
 };
+
+/** The report's label of the frame that crashes the worker. */
+export const CRASH_FRAME_KIND = 'frame crashes the worker (WORKER_CRASH_ON_KEY)';
 
 /** A timed fault at its planned time. */
 export interface PlannedTimedFault {
@@ -82,6 +104,8 @@ export interface ChaosPlan {
   readonly lost: ReadonlyMap<string, ReadonlySet<number>>;
   /** Sorted by time. */
   readonly timedFaults: readonly PlannedTimedFault[];
+  /** The frame that crashes the worker, when `crashFrames` is 1. */
+  readonly crashFrame?: { readonly videoId: string; readonly frame: number };
 }
 
 /** Draws the plan of a run from its seed. */
@@ -135,7 +159,19 @@ export function makePlan(ctx: PlanContext): ChaosPlan {
     }
   }
   timedFaults.sort((a, b) => a.atMs - b.atMs);
-  return { videoIds, uploads, lost, timedFaults };
+  const crashFrame = o.crashFrames > 0 ? pickCrashFrame(uploads, o) : undefined;
+  return { videoIds, uploads, lost, timedFaults, ...(crashFrame ? { crashFrame } : {}) };
+}
+
+/**
+ * The frame that crashes the worker: an upload with no other fault, in the middle half of
+ * its video, drawn from its own sequence so that the plan's other draws (and the documented
+ * seeds' plans) stay as they were.
+ */
+function pickCrashFrame(uploads: readonly PlannedUpload[], o: ChaosOptions): { videoId: string; frame: number } | undefined {
+  const pool = uploads.filter((u) => !u.frameFault && !u.notification && !u.shuffled && u.frame > o.frames / 4 && u.frame < (3 * o.frames) / 4);
+  const u = pool[Math.floor(rng(o.seed * 131 + 7)() * pool.length)];
+  return u ? { videoId: u.videoId, frame: u.frame } : undefined;
 }
 
 /** Shuffled windows: a few consecutive frames take each other's due times. Returns the frames moved. */
@@ -166,6 +202,7 @@ export function plannedCounts(plan: ChaosPlan): Record<string, number> {
   out['upload shuffled'] = plan.uploads.filter((u) => u.shuffled).length;
   for (const k of FRAME_FAULTS)
     out[k.kind] = k.neverUploaded ? [...plan.lost.values()].reduce((n, l) => n + l.size, 0) : plan.uploads.filter((u) => u.frameFault === k.kind).length;
+  if (plan.crashFrame) out[CRASH_FRAME_KIND] = 1;
   return out;
 }
 

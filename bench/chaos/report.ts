@@ -11,7 +11,7 @@ import type { InvariantResult } from '../harness/invariants.ts';
 import { machine, writeResult, type Bench } from '../harness/main.ts';
 import type { Outcome } from '../harness/watch.ts';
 import { FRAME_FAULTS, NOTIFICATION_FAULTS, TIMED_FAULTS, type AppliedDetail, type PlannedUpload } from './faults.ts';
-import { plannedCounts, type ChaosOptions, type ChaosPlan } from './plan.ts';
+import { CRASH_FRAME_KIND, plannedCounts, type ChaosOptions, type ChaosPlan } from './plan.ts';
 
 /** A timed fault as it was applied. */
 export type AppliedFault = AppliedDetail & { readonly kind: string; readonly atS: number };
@@ -28,6 +28,8 @@ export interface ChaosFacts {
   readonly awsFaultLog: string;
   readonly left: readonly (VideoLeft & { uploaded: ReadonlySet<number> })[];
   readonly invariants: readonly InvariantResult[];
+  /** Messages left in each DLQ at the end. */
+  readonly dlqs: Readonly<Record<string, number>>;
 }
 
 /** Injected AWS errors by service, error and role, from the fault-injection log. */
@@ -64,6 +66,8 @@ export function report(f: ChaosFacts, bench: Bench) {
     [...plan.lost.entries()].flatMap(([videoId, frames]) => [...frames].map((frame) => ({ videoId, frame }))),
     (x) => recordOf(x.videoId, x.frame)?.status ?? 'none',
   );
+  // Expected: `failed crashed-worker` (after at most 3 crashes), or `ok` where the worker does not know WORKER_CRASH_ON_KEY.
+  if (plan.crashFrame) faultedFrames[CRASH_FRAME_KIND] = endedAs([{ ...plan.crashFrame, dueMs: 0 }]);
 
   const workers = stack.launcher.workers();
   const exits = countBy(
@@ -90,10 +94,11 @@ export function report(f: ChaosFacts, bench: Bench) {
   say('invariants:');
   for (const line of table(['invariant', 'checked', 'violations'], f.invariants.map((i) => [i.name, i.checked, i.violations]))) say(`  ${line}`);
   for (const i of f.invariants) for (const e of i.examples) say(`  ! ${i.name}: ${e}`);
+  say(`DLQs at the end: ${Object.entries(f.dlqs).map(([q, n]) => `${q} ${n}`).join(', ')}`);
   say(`violations: ${violations} (target 0); seed ${o.seed}`);
 
   const result = {
-    command: `npx node bench/chaos.ts --seed ${o.seed}`,
+    command: `npx node bench/chaos.ts --seed ${o.seed}${o.defaultTunables ? ' --default-tunables' : ''}`,
     date: new Date().toISOString(),
     machine: machine(),
     seed: o.seed,
@@ -110,6 +115,9 @@ export function report(f: ChaosFacts, bench: Bench) {
     faultedFrames,
     workers: { started: workers.length, exits },
     janitor: f.janitor,
+    crashFrame: plan.crashFrame ?? null,
+    workerExits: workers.map((w) => ({ workerId: w.workerId, slot: w.slot, exit: w.alive ? 'alive' : (w.exitSignal ?? `code ${w.exitCode}`) })),
+    dlqs: f.dlqs,
     invariants: f.invariants,
     violations,
     videos: f.left.map((v) => ({

@@ -8,10 +8,13 @@
  *     owner holds frames from its `fromFrame`), and the record's token must be at least
  *     that owner's, and one of the owners' tokens;
  *  4. no two owners' tenures overlap: each token belongs to one worker, owner tokens rise,
- *     and in-order (non-`late`) records never go down in token along the frames;
+ *     and in-order records (not `late`, and written by the tenure covering their frame)
+ *     never go down in token along the frames;
  *  5. summaries equal the records they summarise (ok, late, failed, gap counts);
  *  6. track IDs equal an uninterrupted run's on frames processed in order (`ok`), with the
- *     `stats` processor, whose track ID counts the frames a video's state has seen.
+ *     `stats` processor, whose track ID counts the frames a video's state has seen;
+ *  7. every video whose end marker was put ends `complete`;
+ *  8. no message is left in any DLQ (ingest or slot): nothing ends there without a record.
  */
 import { MAX_OWNER_HISTORY } from '../../core/checkpoint.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
@@ -55,16 +58,24 @@ export interface VideoOutcome {
   readonly records: readonly FrameResultItem[];
   readonly summary: VideoSummaryItem | undefined;
   readonly inS3: ReadonlySet<number>;
+  /** Its `_end` marker was put (the video must complete). */
+  readonly endMarked?: boolean;
 }
 
-/** Checks the six invariants over every video's outcome. Pure: unit-testable on made-up records. */
-export function checkInvariants(videos: readonly VideoOutcome[]): InvariantResult[] {
+/**
+ * Checks the invariants over every video's outcome and, when given, the messages left in
+ * each DLQ by queue name. Pure: unit-testable on made-up records.
+ */
+export function checkInvariants(videos: readonly VideoOutcome[], dlqMessages?: Readonly<Record<string, number>>): InvariantResult[] {
   const once = new Tally('every uploaded frame has exactly one record');
   const gapButExists = new Tally('no frame whose object exists ends as gap');
   const tokenAtWrite = new Tally("every record's token >= the token of the lease that held the video when it was written");
   const tenures = new Tally("no two owners' tenures overlap for a video");
   const summaries = new Tally('summaries equal the records they summarise');
   const tracks = new Tally("track IDs equal an uninterrupted run's on frames processed in order");
+  const complete = new Tally('every video with an end marker completes');
+  const dlqs = new Tally('no message in any DLQ');
+  for (const [queue, n] of Object.entries(dlqMessages ?? {})) dlqs.check(n === 0, () => `${queue}: ${n} message(s)`);
   for (const v of videos) {
     const perFrame = new Map<number, number>();
     for (const r of v.records) perFrame.set(r.frame, (perFrame.get(r.frame) ?? 0) + 1);
@@ -106,8 +117,12 @@ export function checkInvariants(videos: readonly VideoOutcome[]): InvariantResul
       const owner = workerOfToken.get(r.token);
       tenures.check(owner === undefined || owner === r.worker, () => `${v.videoId}/${r.frame}: token ${r.token} is ${owner}'s, record written by ${r.worker}`);
       if (owner === undefined) workerOfToken.set(r.token, r.worker);
-      // A late record is written whenever its frame arrives, under the token of that moment.
+      // A late record is written whenever its frame arrives, under the token of that moment;
+      // so is any record written by a tenure that began after its frame (a gap replaced by a
+      // frame that arrived after its video moved on, e.g. `failed object-missing`).
       if (r.status === 'late') continue;
+      const writer = owners.find((o) => o.token === r.token);
+      if (writer?.fromFrame !== undefined && writer.fromFrame > r.frame) continue;
       tenures.check(r.token >= lastToken, () => `${v.videoId}/${r.frame}: in-order record under token ${r.token} after frame ${lastFrame} under token ${lastToken}`);
       lastToken = r.token;
       lastFrame = r.frame;
@@ -129,7 +144,9 @@ export function checkInvariants(videos: readonly VideoOutcome[]): InvariantResul
       const id = r.detections[0]?.trackId;
       tracks.check(id === k, () => `${v.videoId}/${r.frame}: track ID ${id}, an in-order run gives ${k} (token ${r.token}, ${r.worker})`);
     }
+
+    if (v.endMarked) complete.check(v.summary?.status === 'complete', () => `${v.videoId}: end marker put, summary ${v.summary?.status ?? 'missing'}`);
   }
-  return [once, gapButExists, tokenAtWrite, tenures, summaries, tracks].map((t) => t.result());
+  return [once, gapButExists, tokenAtWrite, tenures, summaries, tracks, complete, dlqs].map((t) => t.result());
 }
 

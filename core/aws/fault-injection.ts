@@ -3,6 +3,19 @@
  * throttling and 5xx errors in the SDK's own shapes, raised below the retry middleware
  * so the SDK classifies and retries them as it would AWS's. Never set in AWS; absent,
  * nothing here is installed.
+ *
+ * Two further modes strike the worker's fenced commits (a TransactWriteItems whose first
+ * item is the slot-lease ConditionCheck and which sets a video's checkpoint), where the
+ * outcome of a write matters most:
+ *  - `lostAnswerRate`: the transaction reaches the server and applies; its answer is
+ *    replaced by a 500 `InternalServerError`, and so is every retry of the same call
+ *    (not sent), so the caller sees an error for a write that landed;
+ *  - `laterGroupRate`: a commit of two or more videos is sent as two groups: the first
+ *    video's items (with the slot check) as one transaction, which applies; the rest fails
+ *    with a 500 before it is sent, on every retry of the call, as a later group of a
+ *    multi-group commit does when the store fails between groups.
+ * Each logs one line per call it strikes (`commit applied, answer lost`, `commit later
+ * group failed`), not per attempt.
  */
 import { appendFileSync } from 'node:fs';
 import type { DeserializeMiddleware, MetadataBearer } from '@smithy/types';
@@ -27,7 +40,14 @@ export interface FaultInjectionConfig {
   readonly throttleShare: number;
   /** File to which one line per injected fault is appended (`role service operation errorName`). */
   readonly log?: string;
+  /** Share of commit transactions (see the module comment) applied with their answer lost, in [0, 1]. @default 0 */
+  readonly lostAnswerRate: number;
+  /** Share of commit transactions of 2+ videos whose later group fails after the first applied, in [0, 1]. @default 0 */
+  readonly laterGroupRate: number;
 }
+
+/** The log's error column for the commit modes. */
+export const COMMIT_FAULT_NAMES = { lostAnswer: 'commit applied, answer lost', laterGroup: 'commit later group failed' } as const;
 
 const SERVICES: readonly AwsServiceName[] = ['dynamodb', 's3', 'sqs'];
 
@@ -56,6 +76,8 @@ export function parseFaultInjection(text: string): FaultInjectionConfig {
     seed,
     services: services as AwsServiceName[],
     throttleShare: share('throttleShare', 0.5),
+    lostAnswerRate: share('lostAnswerRate', 0),
+    laterGroupRate: share('laterGroupRate', 0),
     ...(raw.log !== undefined ? { log: raw.log as string } : {}),
   };
 }
@@ -113,6 +135,91 @@ export function faultInjectionMiddleware(service: AwsServiceName, role: CallerRo
   };
 }
 
+/** A serialized request as the deserialize step sees it (the JSON protocol's body: bytes, or a string). */
+interface RawRequest {
+  headers: Record<string, string>;
+  body?: unknown;
+}
+
+type Item = Record<string, { TableName?: string; Key?: { pk?: { S?: string } }; UpdateExpression?: string }>;
+
+/**
+ * The items of a fenced commit, or undefined when `request` is anything else: a
+ * TransactWriteItems whose first item checks a slot lease and one of whose items sets a
+ * video's checkpoint (core/aws/video-commit.ts).
+ */
+export function commitTransaction(request: RawRequest): { body: Record<string, unknown>; items: Item[] } | undefined {
+  if (request.headers['x-amz-target'] !== 'DynamoDB_20120810.TransactWriteItems') return undefined;
+  const raw = typeof request.body === 'string' ? request.body : request.body instanceof Uint8Array ? new TextDecoder().decode(request.body) : undefined;
+  if (raw === undefined) return undefined;
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(raw) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  const items = body.TransactItems as Item[] | undefined;
+  if (!Array.isArray(items) || !items[0]?.ConditionCheck?.Key?.pk?.S?.startsWith('slot#')) return undefined;
+  if (!items.some((i) => i.Update?.UpdateExpression?.includes('checkpoint = :ck'))) return undefined;
+  return { body, items };
+}
+
+/**
+ * Splits a commit's items after its first video: the slot check and the first video's items
+ * (its checkpoint update, results and summary, up to the next checkpoint update), as packing
+ * would put them in a first group. Undefined when the commit holds one video only.
+ */
+export function firstGroup(items: readonly Item[]): Item[] | undefined {
+  const starts = items.flatMap((i, k) => (i.Update?.Key?.pk?.S?.startsWith('video#') ? [k] : []));
+  if (starts.length < 2) return undefined;
+  return [items[0]!, ...items.slice(starts[0], starts[1])];
+}
+
+/** The request with another JSON body (a copy; the original is retried untouched). */
+function withBody(request: RawRequest, body: Record<string, unknown>): RawRequest {
+  const bytes = Buffer.from(JSON.stringify(body), 'utf8');
+  const copy = Object.assign(Object.create(Object.getPrototypeOf(request) as object) as RawRequest, request);
+  copy.headers = { ...request.headers, 'content-length': String(bytes.length) };
+  copy.body = typeof request.body === 'string' ? bytes.toString('utf8') : new Uint8Array(bytes);
+  return copy;
+}
+
+/**
+ * Middleware for the `deserialize` step of the DynamoDB client: the commit modes of the
+ * module comment. A call struck once is failed on every later attempt too (keyed by its
+ * input, which the SDK's retries share), so the SDK gives up and the caller sees the error.
+ */
+export function commitFaultMiddleware(role: CallerRole, config: FaultInjectionConfig, draw: () => number): DeserializeMiddleware<object, MetadataBearer> {
+  const struck = new WeakSet<object>();
+  const log = (context: { commandName?: string }, name: string) => {
+    if (config.log) appendFileSync(config.log, `${role}\tdynamodb\t${context.commandName}\t${name}\n`);
+  };
+  return (next, context) => async (args) => {
+    const input = args.input as object;
+    if (struck.has(input)) throw injectedError('dynamodb', '5xx');
+    if (config.lostAnswerRate === 0 && config.laterGroupRate === 0) return next(args);
+    const commit = commitTransaction(args.request as RawRequest);
+    if (!commit) return next(args);
+    // Both draws always happen, so that one mode's rate does not shift the other's draws.
+    const lose = draw() < config.lostAnswerRate;
+    const split = draw() < config.laterGroupRate;
+    const first = split ? firstGroup(commit.items) : undefined;
+    if (first) {
+      // The first group is its own transaction (no idempotency token: it is not the call's).
+      const { ClientRequestToken: _token, ...rest } = commit.body;
+      await next({ ...args, request: withBody(args.request as RawRequest, { ...rest, TransactItems: first }) });
+      struck.add(input);
+      log(context, COMMIT_FAULT_NAMES.laterGroup);
+      throw injectedError('dynamodb', '5xx');
+    }
+    const result = await next(args);
+    if (!lose) return result;
+    struck.add(input);
+    log(context, COMMIT_FAULT_NAMES.lostAnswer);
+    throw injectedError('dynamodb', '5xx');
+  };
+}
+
 /** Adds the fault middleware to the three clients; throws when `text` is malformed. */
 export function installFaultInjection(clients: AwsClients, text: string, role: CallerRole, workerId = ''): void {
   const config = parseFaultInjection(text);
@@ -123,4 +230,9 @@ export function installFaultInjection(clients: AwsClients, text: string, role: C
   clients.dynamodb.middlewareStack.add(faultInjectionMiddleware('dynamodb', role, config, draw), options);
   clients.s3.middlewareStack.add(faultInjectionMiddleware('s3', role, config, draw), options);
   clients.sqs.middlewareStack.add(faultInjectionMiddleware('sqs', role, config, draw), options);
+  if (config.lostAnswerRate > 0 || config.laterGroupRate > 0) {
+    // Its own draws, so that the throttling / 5xx sequence stays as it was without these modes.
+    const commitDraw = faultRng(config.seed, `commit:${role}:${workerId}`);
+    clients.dynamodb.middlewareStack.add(commitFaultMiddleware(role, config, commitDraw), { step: 'deserialize', name: 'commitFaultInjection' });
+  }
 }

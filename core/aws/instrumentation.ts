@@ -10,7 +10,9 @@
  *   that share of request attempts fail before they leave the process, with the errors
  *   AWS returns under load: throttling and 5xx ({@link FaultInjectionConfig}). They come
  *   from below the SDK's retry middleware, so the SDK classifies and retries them as it
- *   would the real ones (core/aws/fault-injection.ts).
+ *   would the real ones (core/aws/fault-injection.ts). Its `lostAnswerRate` and
+ *   `laterGroupRate` strike the worker's fenced commits instead: applied with the answer
+ *   lost, or the first group applied and a later one failed.
  *
  * Each is read only when set; absent, no middleware is added.
  */

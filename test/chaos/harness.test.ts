@@ -13,7 +13,7 @@ import { REPO_ROOT, RESULTS_DIR, writeResult } from '../../bench/harness/main.ts
 import { runUploads } from '../../bench/harness/uploader.ts';
 import { busiestFirst, killBusiest, watchUntilSettled, type Outcome, type Progress, type SettleRules } from '../../bench/harness/watch.ts';
 import { FRAME_FAULTS, NOTIFICATION_FAULTS, TIMED_FAULTS } from '../../bench/chaos/faults.ts';
-import { DEFAULTS, makePlan, plannedCounts } from '../../bench/chaos/plan.ts';
+import { CRASH_FRAME_KIND, DEFAULTS, makePlan, plannedCounts } from '../../bench/chaos/plan.ts';
 import type { VideoSummaryItem } from '../../core/results.ts';
 
 const quiet = () => {};
@@ -123,7 +123,7 @@ describe('summaryRecords', () => {
 });
 
 describe('the chaos plan', () => {
-  const ctx = { o: { ...DEFAULTS, seed: 627231800, out: '' }, reorderWaitMs: 1_500, slotLeaseMs: 6_000 };
+  const ctx = { o: { ...DEFAULTS, seed: 627231800, out: '' }, reorderWaitMs: 1_500, slotLeaseMs: 6_000, redriveWindowMs: 60_000 };
 
   it('replays the documented seed: the same planned fault counts as before the fault tables', () => {
     // bench/README.md, seed 627231800, and its committed bench/results/chaos-627231800.json
@@ -137,7 +137,23 @@ describe('the chaos plan', () => {
       'object unreadable (deleted)': 7,
       'upload late': 14,
       'frame never uploaded': 7,
+      [CRASH_FRAME_KIND]: 1,
     });
+  });
+
+  it('picks a crash frame with no other fault in the middle half of its video, only when asked; an outage outlasts the redrive window', () => {
+    const plan = makePlan(ctx);
+    const c = plan.crashFrame!;
+    const u = plan.uploads.find((x) => x.videoId === c.videoId && x.frame === c.frame)!;
+    expect(u.frameFault ?? u.notification ?? u.shuffled).toBeUndefined();
+    expect(c.frame > ctx.o.frames / 4 && c.frame < (3 * ctx.o.frames) / 4).toBe(true);
+    expect(makePlan({ ...ctx, o: { ...ctx.o, crashFrames: 0 } }).crashFrame).toBeUndefined();
+    const outages = plan.timedFaults.filter((f) => f.kind === 'DynamoDB outage > redrive window');
+    expect(outages).toHaveLength(1);
+    expect(outages[0]!.detail.outageMs).toBeGreaterThan(ctx.redriveWindowMs);
+    // New kinds drew after the old ones: the timed faults drawn before stay where they were.
+    const before = makePlan({ ...ctx, o: { ...ctx.o, outages: 0 } }).timedFaults;
+    expect(plan.timedFaults.filter((f) => f.kind !== 'DynamoDB outage > redrive window')).toEqual(before);
   });
 
   it('draws every kind of each table, and each timed fault as many times as asked', () => {

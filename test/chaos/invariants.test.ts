@@ -1,6 +1,6 @@
 /**
  * The chaos run's invariant checks (bench/harness/invariants.ts checkInvariants) on made-up outcomes:
- * a clean video passes all six, and each kind of damage the run must catch is counted
+ * a clean video passes all eight, and each kind of damage the run must catch is counted
  * against the right invariant. (The chaos run itself is test/chaos/chaos.test.ts, CHAOS=1.)
  */
 import { describe, expect, it } from 'vitest';
@@ -55,15 +55,15 @@ function clean(): VideoOutcome & { records: FrameResultItem[]; summary: VideoSum
       { worker: W2, token: 2, sinceMs: 1_500, fromFrame: 4 },
     ],
   };
-  return { videoId: 'v', uploaded: new Set([1, 2, 3, 4, 5, 6]), neverUploaded: new Set([7]), records, summary, inS3: new Set([1, 2, 3, 4, 5, 6]) };
+  return { videoId: 'v', uploaded: new Set([1, 2, 3, 4, 5, 6]), neverUploaded: new Set([7]), records, summary, inS3: new Set([1, 2, 3, 4, 5, 6]), endMarked: true };
 }
 
 const violations = (v: VideoOutcome) => Object.fromEntries(checkInvariants([v]).map((i) => [i.name, i.violations]));
 
 describe('chaos invariants', () => {
   it('find nothing wrong with a clean failover, a late frame and a corrupt one', () => {
-    const results = checkInvariants([clean()]);
-    expect(results).toHaveLength(6);
+    const results = checkInvariants([clean()], { 'ingest DLQ': 0, 'slot 0 DLQ': 0 });
+    expect(results).toHaveLength(8);
     for (const r of results) {
       expect(r.violations, r.name).toBe(0);
       expect(r.checked, r.name).toBeGreaterThan(0);
@@ -119,5 +119,30 @@ describe('chaos invariants', () => {
     v.records[3] = record(4, 'ok', 2, W2, 1);
     v.records[5] = record(6, 'ok', 2, W2, 2);
     expect(violations(v)["track IDs equal an uninterrupted run's on frames processed in order"]).toBe(2);
+  });
+
+  it('count an end-marked video that did not complete, and leave one without an end marker alone', () => {
+    const v = { ...clean(), summary: { ...clean().summary!, status: 'active' as const } };
+    expect(violations(v)['every video with an end marker completes']).toBe(1);
+    expect(violations({ ...v, endMarked: false })['every video with an end marker completes']).toBe(0);
+  });
+
+  it('count every DLQ that still holds messages', () => {
+    const dlq = checkInvariants([clean()], { 'ingest DLQ': 0, 'slot 0 DLQ': 3, 'slot 1 DLQ': 1 }).find((i) => i.name === 'no message in any DLQ')!;
+    expect(dlq).toMatchObject({ checked: 3, violations: 2, examples: ['slot 0 DLQ: 3 message(s)', 'slot 1 DLQ: 1 message(s)'] });
+  });
+
+  it("accept a gap replaced after a later owner adopted past it (seed 424242's chaos-03/66), but not the same write by the earlier tenure's zombie", () => {
+    // Prepare: W2 took over from frame 4; frame 2's gap is replaced by W2 (token 2) with a
+    // failed record after W2's adoption, not `late`: written out of order by a tenure that
+    // began after frame 2, while frame 3 stays under token 1.
+    const v = clean();
+    v.records[1] = { ...record(2, 'failed', 2, W2), reason: 'object-missing' };
+    v.summary = { ...v.summary!, framesLate: 0, framesFailed: 2 };
+    expect(violations(v)["no two owners' tenures overlap for a video"]).toBe(0);
+    // A write by W1 (token 1) of frame 5 after W2's frame 4 is still counted.
+    const z = clean();
+    z.records[4] = record(5, 'failed', 1, W1);
+    expect(violations(z)["no two owners' tenures overlap for a video"]).toBe(1);
   });
 });

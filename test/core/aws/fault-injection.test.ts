@@ -9,13 +9,13 @@
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, TransactWriteItemsCommand, type TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAwsClients, type AwsClients } from '../../../core/aws/clients.ts';
 import { instrumentAwsClients } from '../../../core/aws/instrumentation.ts';
-import { faultRng, injectedError, parseFaultInjection } from '../../../core/aws/fault-injection.ts';
+import { COMMIT_FAULT_NAMES, faultRng, injectedError, parseFaultInjection } from '../../../core/aws/fault-injection.ts';
 import { AWS_CALL_POLICY } from '../../../core/config.ts';
 import { closeFakeServers, startFakeServer, type FakeServer } from '../../support/fake-aws-server.ts';
 
@@ -142,7 +142,9 @@ describe('AWS_FAULT_INJECTION', () => {
     expect(() => parseFaultInjection('{"rate":0.1,"seed":0.5}')).toThrow(/seed/);
     const env = { AWS_REGION: 'us-east-1', AWS_FAULT_INJECTION: '[1]' };
     expect(() => instrumentAwsClients(createAwsClients(env), env, 'worker')).toThrow(/object/);
-    expect(parseFaultInjection('{"rate":0.02,"seed":7}')).toEqual({ rate: 0.02, seed: 7, services: ['dynamodb', 's3', 'sqs'], throttleShare: 0.5 });
+    expect(parseFaultInjection('{"rate":0.02,"seed":7}')).toEqual({ rate: 0.02, seed: 7, services: ['dynamodb', 's3', 'sqs'], throttleShare: 0.5, lostAnswerRate: 0, laterGroupRate: 0 });
+    expect(() => parseFaultInjection('{"rate":0,"lostAnswerRate":2}')).toThrow(/lostAnswerRate/);
+    expect(() => parseFaultInjection('{"rate":0,"laterGroupRate":"x"}')).toThrow(/laterGroupRate/);
   });
 
   it('makes errors the SDK classifies as throttling or transient server errors', () => {
@@ -162,6 +164,100 @@ describe('AWS_FAULT_INJECTION', () => {
     expect(Array.from({ length: 5 }, b)).toEqual(seqA);
     expect(Array.from({ length: 5 }, c)).not.toEqual(seqA);
     for (const x of seqA) expect(x >= 0 && x < 1).toBe(true);
+  });
+});
+
+/** A loopback DynamoDB that answers every request `{}` and keeps the TransactItems of each request it got. */
+async function recordingDynamo(): Promise<FakeServer & { sent: unknown[][] }> {
+  const sent: unknown[][] = [];
+  const server = await startFakeServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.once('end', () => {
+      sent.push((JSON.parse(body) as { TransactItems?: unknown[] }).TransactItems ?? []);
+      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
+      res.end('{}');
+    });
+  });
+  return Object.assign(server, { sent });
+}
+
+/** A fenced commit as core/aws/video-commit.ts sends it: the slot check, then per video its checkpoint update, results and summary. */
+function commitItems(videos: readonly string[]): TransactWriteItem[] {
+  const items: TransactWriteItem[] = [{ ConditionCheck: { TableName: 'leases', Key: { pk: { S: 'slot#0' } }, ConditionExpression: 'epoch = :e', ExpressionAttributeValues: { ':e': { N: '1' } } } }];
+  for (const v of videos) {
+    items.push({ Update: { TableName: 'leases', Key: { pk: { S: `video#${v}` } }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': { S: v } } } });
+    items.push({ Put: { TableName: 'results', Item: { videoId: { S: v }, frame: { N: '1' } } } });
+    items.push({ Put: { TableName: 'results', Item: { videoId: { S: v }, frame: { N: '-1' } } } });
+  }
+  return items;
+}
+
+describe('AWS_FAULT_INJECTION commit modes', () => {
+  const commit = (c: AwsClients, videos: readonly string[]) => outcome(c.dynamodb.send(new TransactWriteItemsCommand({ TransactItems: commitItems(videos) })));
+
+  it('lostAnswerRate 1: the commit reaches the server once, then every attempt fails with a retryable 500, logged once', async () => {
+    // Prepare
+    const aws = await recordingDynamo();
+    const log = join(mkdtempSync(join(tmpdir(), 'fault-')), 'faults.log');
+    const clients = aws.track(clientsFor(aws.url, { AWS_FAULT_INJECTION: JSON.stringify({ rate: 0, lostAnswerRate: 1, seed: 2, log }) }));
+    // Act
+    const r = await commit(clients, ['a', 'b']);
+    // Assess: applied by the server (sent once, whole), answered as a failure after the SDK's retries
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.error.name).toBe('InternalServerError');
+    expect(r.attempts).toBe(AWS_CALL_POLICY.dynamodb.maxAttempts);
+    expect(aws.sent).toHaveLength(1);
+    expect(aws.sent[0]).toHaveLength(7);
+    expect(readFileSync(log, 'utf8')).toBe(`worker\tdynamodb\tTransactWriteItemsCommand\t${COMMIT_FAULT_NAMES.lostAnswer}\n`);
+  });
+
+  it('laterGroupRate 1: the first video (with the slot check) lands as its own transaction, the rest is never sent and the call fails', async () => {
+    // Prepare
+    const aws = await recordingDynamo();
+    const log = join(mkdtempSync(join(tmpdir(), 'fault-')), 'faults.log');
+    const clients = aws.track(clientsFor(aws.url, { AWS_FAULT_INJECTION: JSON.stringify({ rate: 0, laterGroupRate: 1, seed: 2, log }) }));
+    // Act
+    const r = await commit(clients, ['a', 'b', 'c']);
+    // Assess
+    expect(r.ok).toBe(false);
+    expect(r.attempts).toBe(AWS_CALL_POLICY.dynamodb.maxAttempts);
+    expect(aws.sent).toEqual([commitItems(['a'])]);
+    expect(readFileSync(log, 'utf8')).toBe(`worker\tdynamodb\tTransactWriteItemsCommand\t${COMMIT_FAULT_NAMES.laterGroup}\n`);
+  });
+
+  it('leaves a one-video commit to laterGroupRate alone, and other calls (other transactions, reads) to both modes', async () => {
+    // Prepare
+    const aws = await recordingDynamo();
+    const clients = aws.track(clientsFor(aws.url, { AWS_FAULT_INJECTION: JSON.stringify({ rate: 0, laterGroupRate: 1, seed: 2 }) }));
+    const lossy = aws.track(clientsFor(aws.url, { AWS_FAULT_INJECTION: JSON.stringify({ rate: 0, lostAnswerRate: 1, seed: 2 }) }));
+    const notACommit: TransactWriteItem[] = [{ Put: { TableName: 'leases', Item: { pk: { S: 'video#a' } } } }];
+    // Act
+    const one = await commit(clients, ['a']);
+    const other = await outcome(lossy.dynamodb.send(new TransactWriteItemsCommand({ TransactItems: notACommit })));
+    const read = await outcome(getItem(lossy));
+    // Assess
+    expect([one, other, read]).toEqual([
+      { ok: true, attempts: 1 },
+      { ok: true, attempts: 1 },
+      { ok: true, attempts: 1 },
+    ]);
+  });
+
+  it('at a partial rate, strikes some commits and passes the others whole', async () => {
+    // Prepare
+    const aws = await recordingDynamo();
+    const log = join(mkdtempSync(join(tmpdir(), 'fault-')), 'faults.log');
+    const clients = aws.track(clientsFor(aws.url, { AWS_FAULT_INJECTION: JSON.stringify({ rate: 0, lostAnswerRate: 0.5, seed: 5, log }) }));
+    // Act
+    const results = [];
+    for (let i = 0; i < 20; i++) results.push(await commit(clients, ['a', 'b']));
+    // Assess: every commit was sent exactly once; the failed ones are exactly the logged ones
+    const failed = results.filter((r) => !r.ok).length;
+    expect(aws.sent).toHaveLength(20);
+    expect(failed).toBeGreaterThan(0);
+    expect(failed).toBeLessThan(20);
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(failed);
   });
 });
 
