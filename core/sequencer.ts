@@ -20,8 +20,12 @@
  *   chosen start) is processed when it comes, as `late`; the caller tells late from
  *   duplicate by the frame's record in the results table, the source of truth.
  * - **No start convention.** Unless `firstFrameNumber` is set, a video starts at the
- *   lowest frame that exists for it: decided `reorderWaitMs` after its first frame is
- *   seen (at once when that frame is 0), from the buffer and a listing.
+ *   lowest frame that exists for it, decided at first sight: when its first frame is seen
+ *   the sequencer asks for one listing from frame 0 (at once when that frame is 0: nothing
+ *   lies below it), and the lowest frame listed or known is the start, provided the listing
+ *   covered everything below it. A listing that failed or covered too little falls back to
+ *   the wait: the start is then decided `reorderWaitMs` after the first frame, from the
+ *   buffer and a second listing.
  *
  * - **Gaps are re-checked.** The frames recorded as `gap` are kept (core/gap-ranges.ts).
  *   One listing re-checks them before the video completes (the step that would complete
@@ -179,8 +183,11 @@ export class VideoSequencer {
 
   /**
    * The listing the caller should make before the next {@link take} can decide, or
-   * undefined: when the automatic start is due, or when the missing frame is overdue
-   * and no listing made since its deadline covers it.
+   * undefined: at a video's first sight (the automatic start, `why: 'start'`, bounded by
+   * `throughFrame` = the frame below the lowest known one), again `reorderWaitMs` later if
+   * that one could not decide, or when the missing frame is overdue and no listing made
+   * since its deadline covers it. A listing asked for here that fails is reported with
+   * {@link listingFailed}.
    */
   listingNeeded(nowMs: number): ListingRequest | undefined {
     const s = this.state;
@@ -197,7 +204,9 @@ export class VideoSequencer {
       if (s.buffered[0]?.frame === 0) return undefined;
       const due = this.startDueMs();
       if (due === null || nowMs < due) return undefined;
-      return s.listedAtMs !== null && s.listedAtMs >= due ? undefined : { fromFrame: 0, why: 'start' };
+      // At first sight: only what lies below the lowest known frame decides the start.
+      if (s.listedAtMs === null) return { fromFrame: 0, why: 'start', throughFrame: s.buffered[0]!.frame - 1 };
+      return s.listedAtMs >= due ? undefined : { fromFrame: 0, why: 'start' };
     }
     const deadline = this.overdueAtMs();
     if (deadline === null || nowMs < deadline) return undefined;
@@ -226,6 +235,10 @@ export class VideoSequencer {
     if (s.firstFrame === null) {
       const lowest = Math.min(existing[0]?.frame ?? Infinity, s.buffered[0]?.frame ?? Infinity);
       if (lowest === Infinity) return lesson;
+      // Before the wait is over, the start is decided only by a listing that proves no frame
+      // exists below the lowest one (listed from 0 and covered up to it); else the wait decides.
+      const waited = s.firstSeenAtMs === null || nowMs >= s.firstSeenAtMs + this.options.reorderWaitMs;
+      if (!waited && !(fromFrame <= 0 && covered >= lowest - 1)) return lesson;
       s.firstFrame = lowest;
       s.nextFrame = lowest;
     }
@@ -250,6 +263,17 @@ export class VideoSequencer {
     const through = Math.min(firstExisting !== undefined ? firstExisting - 1 : Number.MAX_SAFE_INTEGER, covered);
     s.absent = through >= absentFrom ? { from: absentFrom, through, atMs: nowMs } : null;
     return lesson;
+  }
+
+  /**
+   * A listing asked for by {@link listingNeeded} failed. A start listing at first sight
+   * that failed gives up deciding early: the start is then decided `reorderWaitMs` after
+   * the first frame, as when it covered too little. Other listings are retried when the
+   * caller's back-off allows (nothing to learn here).
+   */
+  listingFailed(nowMs: number): void {
+    const s = this.state;
+    if (s.firstFrame === null && s.listedAtMs === null) s.listedAtMs = nowMs;
   }
 
   /**
@@ -358,11 +382,14 @@ export class VideoSequencer {
 
   // ------------------------------------------------------------------ the watermark
 
-  /** When the automatic start may be decided: a wait after the first frame, or at once for frame 0. */
+  /**
+   * When the automatic start may be decided: at once for frame 0, at first sight by the
+   * first listing, and a wait after the first frame when that listing could not decide.
+   */
   private startDueMs(): number | null {
     const s = this.state;
     if (s.firstSeenAtMs === null) return null;
-    if (s.buffered[0]?.frame === 0) return s.firstSeenAtMs;
+    if (s.buffered[0]?.frame === 0 || s.listedAtMs === null) return s.firstSeenAtMs;
     return s.firstSeenAtMs + this.options.reorderWaitMs;
   }
 
