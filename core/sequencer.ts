@@ -20,12 +20,9 @@
  *   chosen start) is processed when it comes, as `late`; the caller tells late from
  *   duplicate by the frame's record in the results table, the source of truth.
  * - **No start convention.** Unless `firstFrameNumber` is set, a video starts at the
- *   lowest frame that exists for it, decided at first sight: when its first frame is seen
- *   the sequencer asks for one listing from frame 0 (at once when that frame is 0: nothing
- *   lies below it), and the lowest frame listed or known is the start, provided the listing
- *   covered everything below it. A listing that failed or covered too little falls back to
- *   the wait: the start is then decided `reorderWaitMs` after the first frame, from the
- *   buffer and a second listing.
+ *   lowest frame that exists for it, decided at first sight by one listing; a listing that
+ *   failed or covered too little falls back to the `reorderWaitMs` wait
+ *   (core/sequencer-start.ts).
  *
  * - **Gaps are re-checked.** The frames recorded as `gap` are kept (core/gap-ranges.ts).
  *   One listing re-checks them before the video completes (the step that would complete
@@ -39,6 +36,7 @@
  */
 
 import { addGap, advanceRecheck, gapKind, recheckSpan, removeGap, type GapRange } from './gap-ranges.ts';
+import { startDueMs, startFromListing, startListing, startListingFailed } from './sequencer-start.ts';
 import {
   emptySequencerState,
   MIN_LISTING_INTERVAL_MS,
@@ -200,14 +198,7 @@ export class VideoSequencer {
       return { fromFrame: recheck.fromFrame, why: 'recheck', throughFrame: recheck.toFrame };
     }
     if (s.listedAtMs !== null && nowMs - s.listedAtMs < MIN_LISTING_INTERVAL_MS) return undefined;
-    if (s.firstFrame === null) {
-      if (s.buffered[0]?.frame === 0) return undefined;
-      const due = this.startDueMs();
-      if (due === null || nowMs < due) return undefined;
-      // At first sight: only what lies below the lowest known frame decides the start.
-      if (s.listedAtMs === null) return { fromFrame: 0, why: 'start', throughFrame: s.buffered[0]!.frame - 1 };
-      return s.listedAtMs >= due ? undefined : { fromFrame: 0, why: 'start' };
-    }
+    if (s.firstFrame === null) return startListing(s, this.options, nowMs);
     const deadline = this.overdueAtMs();
     if (deadline === null || nowMs < deadline) return undefined;
     if (this.confirmedAbsent(s.nextFrame, deadline)) return undefined;
@@ -233,14 +224,10 @@ export class VideoSequencer {
     const lesson = this.learnGaps(fromFrame, existing, covered, nowMs);
     const nextBefore = s.firstFrame !== null ? s.nextFrame : fromFrame;
     if (s.firstFrame === null) {
-      const lowest = Math.min(existing[0]?.frame ?? Infinity, s.buffered[0]?.frame ?? Infinity);
-      if (lowest === Infinity) return lesson;
-      // Before the wait is over, the start is decided only by a listing that proves no frame
-      // exists below the lowest one (listed from 0 and covered up to it); else the wait decides.
-      const waited = s.firstSeenAtMs === null || nowMs >= s.firstSeenAtMs + this.options.reorderWaitMs;
-      if (!waited && !(fromFrame <= 0 && covered >= lowest - 1)) return lesson;
-      s.firstFrame = lowest;
-      s.nextFrame = lowest;
+      const start = startFromListing(s, this.options, fromFrame, existing[0]?.frame, covered, nowMs);
+      if (start === null) return lesson;
+      s.firstFrame = start;
+      s.nextFrame = start;
     }
     // A listing fills holes: frames below the highest one already known (or up to the end
     // marker) whose notifications have not come. Frames beyond are left to their own
@@ -272,8 +259,7 @@ export class VideoSequencer {
    * caller's back-off allows (nothing to learn here).
    */
   listingFailed(nowMs: number): void {
-    const s = this.state;
-    if (s.firstFrame === null && s.listedAtMs === null) s.listedAtMs = nowMs;
+    startListingFailed(this.state, nowMs);
   }
 
   /**
@@ -282,7 +268,7 @@ export class VideoSequencer {
    */
   nextDeadlineMs(): number | undefined {
     const s = this.state;
-    if (s.firstFrame === null) return this.startDueMs() ?? undefined;
+    if (s.firstFrame === null) return startDueMs(s, this.options) ?? undefined;
     if (s.late.length > 0) return 0;
     if (this.recheckAtEnd()) return s.recheck!.atMs === null ? 0 : s.recheck!.atMs + MIN_LISTING_INTERVAL_MS;
     const head = s.buffered[0];
@@ -381,17 +367,6 @@ export class VideoSequencer {
   }
 
   // ------------------------------------------------------------------ the watermark
-
-  /**
-   * When the automatic start may be decided: at once for frame 0, at first sight by the
-   * first listing, and a wait after the first frame when that listing could not decide.
-   */
-  private startDueMs(): number | null {
-    const s = this.state;
-    if (s.firstSeenAtMs === null) return null;
-    if (s.buffered[0]?.frame === 0 || s.listedAtMs === null) return s.firstSeenAtMs;
-    return s.firstSeenAtMs + this.options.reorderWaitMs;
-  }
 
   /**
    * When the watermark passes the missing frame `nextFrame` (epoch ms), or null while
