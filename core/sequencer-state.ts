@@ -43,7 +43,10 @@ export interface SequencerState {
   lastArrivalMs: number | null;
   /** The latest S3 listing: frames `from..through` did not exist at `atMs`. */
   absent: { from: number; through: number; atMs: number } | null;
-  /** When the latest listing was made (rate limit), epoch ms. */
+  /**
+   * When the latest listing was made (rate limit), epoch ms. Before the start is decided,
+   * null means the listing at first sight is still to be asked for (a failed one sets it).
+   */
   listedAtMs: number | null;
   /** The frames recorded as `gap`, as ranges (core/gap-ranges.ts). */
   gaps: GapRange[];

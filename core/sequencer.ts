@@ -20,8 +20,9 @@
  *   chosen start) is processed when it comes, as `late`; the caller tells late from
  *   duplicate by the frame's record in the results table, the source of truth.
  * - **No start convention.** Unless `firstFrameNumber` is set, a video starts at the
- *   lowest frame that exists for it: decided `reorderWaitMs` after its first frame is
- *   seen (at once when that frame is 0), from the buffer and a listing.
+ *   lowest frame that exists for it, decided at first sight by one listing; a listing that
+ *   failed or covered too little falls back to the `reorderWaitMs` wait
+ *   (core/sequencer-start.ts).
  *
  * - **Gaps are re-checked.** The frames recorded as `gap` are kept (core/gap-ranges.ts).
  *   One listing re-checks them before the video completes (the step that would complete
@@ -35,6 +36,7 @@
  */
 
 import { addGap, advanceRecheck, gapKind, recheckSpan, removeGap, type GapRange } from './gap-ranges.ts';
+import { startDueMs, startFromListing, startListing, startListingFailed } from './sequencer-start.ts';
 import {
   emptySequencerState,
   MIN_LISTING_INTERVAL_MS,
@@ -179,8 +181,11 @@ export class VideoSequencer {
 
   /**
    * The listing the caller should make before the next {@link take} can decide, or
-   * undefined: when the automatic start is due, or when the missing frame is overdue
-   * and no listing made since its deadline covers it.
+   * undefined: at a video's first sight (the automatic start, `why: 'start'`, bounded by
+   * `throughFrame` = the frame below the lowest known one), again `reorderWaitMs` later if
+   * that one could not decide, or when the missing frame is overdue and no listing made
+   * since its deadline covers it. A listing asked for here that fails is reported with
+   * {@link listingFailed}.
    */
   listingNeeded(nowMs: number): ListingRequest | undefined {
     const s = this.state;
@@ -193,12 +198,7 @@ export class VideoSequencer {
       return { fromFrame: recheck.fromFrame, why: 'recheck', throughFrame: recheck.toFrame };
     }
     if (s.listedAtMs !== null && nowMs - s.listedAtMs < MIN_LISTING_INTERVAL_MS) return undefined;
-    if (s.firstFrame === null) {
-      if (s.buffered[0]?.frame === 0) return undefined;
-      const due = this.startDueMs();
-      if (due === null || nowMs < due) return undefined;
-      return s.listedAtMs !== null && s.listedAtMs >= due ? undefined : { fromFrame: 0, why: 'start' };
-    }
+    if (s.firstFrame === null) return startListing(s, this.options, nowMs);
     const deadline = this.overdueAtMs();
     if (deadline === null || nowMs < deadline) return undefined;
     if (this.confirmedAbsent(s.nextFrame, deadline)) return undefined;
@@ -224,10 +224,10 @@ export class VideoSequencer {
     const lesson = this.learnGaps(fromFrame, existing, covered, nowMs);
     const nextBefore = s.firstFrame !== null ? s.nextFrame : fromFrame;
     if (s.firstFrame === null) {
-      const lowest = Math.min(existing[0]?.frame ?? Infinity, s.buffered[0]?.frame ?? Infinity);
-      if (lowest === Infinity) return lesson;
-      s.firstFrame = lowest;
-      s.nextFrame = lowest;
+      const start = startFromListing(s, this.options, fromFrame, existing[0]?.frame, covered, nowMs);
+      if (start === null) return lesson;
+      s.firstFrame = start;
+      s.nextFrame = start;
     }
     // A listing fills holes: frames below the highest one already known (or up to the end
     // marker) whose notifications have not come. Frames beyond are left to their own
@@ -253,12 +253,22 @@ export class VideoSequencer {
   }
 
   /**
+   * A listing asked for by {@link listingNeeded} failed. A start listing at first sight
+   * that failed gives up deciding early: the start is then decided `reorderWaitMs` after
+   * the first frame, as when it covered too little. Other listings are retried when the
+   * caller's back-off allows (nothing to learn here).
+   */
+  listingFailed(nowMs: number): void {
+    startListingFailed(this.state, nowMs);
+  }
+
+  /**
    * When the next decision may become possible (epoch ms), so the caller polls no later
    * than that; undefined when nothing waits on time.
    */
   nextDeadlineMs(): number | undefined {
     const s = this.state;
-    if (s.firstFrame === null) return this.startDueMs() ?? undefined;
+    if (s.firstFrame === null) return startDueMs(s, this.options) ?? undefined;
     if (s.late.length > 0) return 0;
     if (this.recheckAtEnd()) return s.recheck!.atMs === null ? 0 : s.recheck!.atMs + MIN_LISTING_INTERVAL_MS;
     const head = s.buffered[0];
@@ -357,14 +367,6 @@ export class VideoSequencer {
   }
 
   // ------------------------------------------------------------------ the watermark
-
-  /** When the automatic start may be decided: a wait after the first frame, or at once for frame 0. */
-  private startDueMs(): number | null {
-    const s = this.state;
-    if (s.firstSeenAtMs === null) return null;
-    if (s.buffered[0]?.frame === 0) return s.firstSeenAtMs;
-    return s.firstSeenAtMs + this.options.reorderWaitMs;
-  }
 
   /**
    * When the watermark passes the missing frame `nextFrame` (epoch ms), or null while

@@ -38,7 +38,8 @@ export const TUNABLES = {
   reorderWaitMs: { kind: 'integer', default: 5_000, min: 1, max: 3_600_000, unit: 'ms', meaning: 'How long a missing frame is waited for once frames after it arrive (the watermark\'s bound) before it becomes a gap' },
   /**
    * Where videos start. -1 (the default) is automatic: a video starts at the lowest frame
-   * that exists for it (decided `reorderWaitMs` after its first frame, from an S3 listing),
+   * that exists for it (decided at its first frame by one S3 listing; `reorderWaitMs` later
+   * when that listing failed or could not prove what lies below),
    * and a frame below that start which turns up later is processed as `late`. A value of 0
    * or more fixes the start: frames below it are recorded as failures (`before-first-frame`).
    */

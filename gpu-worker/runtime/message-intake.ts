@@ -164,6 +164,8 @@ export class MessageIntake {
       } catch (e) {
         this.d.log.warn('listing failed; will retry', { videoId: s.videoId, error: errorText(e) });
         this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'list' });
+        // A failed start listing gives up deciding at first sight: the wait decides instead.
+        s.sequencer.listingFailed(now);
         s.retryAtMs = now + 1000;
       }
     }

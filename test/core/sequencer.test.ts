@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { coveredThrough } from '../../core/listing-coverage.ts';
 import { QUIET_WAITS, STRAY_QUIET_WAITS, VideoSequencer, emptySequencerState, upgradeSequencerState, type FrameRef, type SequencedStep } from '../../core/sequencer.ts';
 
 const WAIT = 1000;
@@ -228,38 +229,120 @@ describe('VideoSequencer: late frames', () => {
   });
 });
 
-describe('VideoSequencer: the start of a video', () => {
-  it('starts a video numbered from 1 at frame 1, with no gap at 0', () => {
+describe('VideoSequencer: the start of a video, decided at first sight', () => {
+  /** The first listing: what it found and how far it proved absence, or that it failed. */
+  type FirstListing = { readonly found: readonly number[]; readonly coveredThrough: number } | 'failed';
+  const everything = Number.MAX_SAFE_INTEGER;
+  const cases: {
+    name: string;
+    arrivals: number[];
+    first: FirstListing | 'none-asked';
+    /** Steps at first sight (as soon as the first frame is known). */
+    atOnce: (number | string)[];
+    /** What exists when the fallback listing is made, after reorderWaitMs (when the first could not decide). */
+    inS3AfterWait?: number[];
+    afterWait?: (number | string)[];
+  }[] = [
+    { name: 'numbered from 1 (ffmpeg): starts at 1 at once, no gap at 0', arrivals: [2, 1, 3], first: { found: [1, 2, 3], coveredThrough: everything }, atOnce: [1, 2, 3] },
+    {
+      name: 'starts at the lowest frame listed, whose notification has not come',
+      arrivals: [3],
+      first: { found: [1, 2, 3], coveredThrough: everything },
+      atOnce: [1, 2, 3],
+    },
+    { name: 'a listed frame 0 is the start', arrivals: [1, 2], first: { found: [0, 1, 2], coveredThrough: everything }, atOnce: [0, 1, 2] },
+    { name: 'frame 0 known: starts at once, no listing', arrivals: [1, 0], first: 'none-asked', atOnce: [0, 1] },
+    { name: 'a listing covering exactly up to the frame below the lowest decides', arrivals: [5], first: { found: [5], coveredThrough: 4 }, atOnce: [5] },
+    {
+      // %06d: one page from the start ends at 000999.jpg and proves 0..999.
+      // Frame 8, listed above every known frame, is left to its own notification.
+      name: 'padded keys: one page from 0 proves what lies below',
+      arrivals: [7],
+      first: { found: [7, 8], coveredThrough: coveredThrough({ fromFrame: 0, padWidth: 6, lastName: '000999.jpg' }) },
+      atOnce: [7],
+    },
+    {
+      // Unpadded: a page ending at 1899.jpg covers only 0..1 (2.jpg..4.jpg sort after it).
+      name: 'covered too little (unpadded keys): falls back to the wait',
+      arrivals: [5],
+      first: { found: [5], coveredThrough: coveredThrough({ fromFrame: 0, lastName: '1899.jpg' }) },
+      atOnce: [],
+      inS3AfterWait: [3, 4, 5],
+      afterWait: [3, 4, 5],
+    },
+    { name: 'a failed listing: falls back to the wait', arrivals: [2, 3], first: 'failed', atOnce: [], inS3AfterWait: [1, 2, 3], afterWait: [1, 2, 3] },
+  ];
+
+  it.each(cases)('$name', ({ arrivals, first, atOnce, inS3AfterWait, afterWait }) => {
+    // Prepare
     const seq = new VideoSequencer(auto);
-    for (const f of [2, 1, 3]) seq.offer(ref(f), 0);
-    expect(seq.take(0)).toEqual([]);
+    const sight = 0;
+    for (const f of arrivals) seq.offer(ref(f), sight);
+    // Act: the listing asked for at first sight, answered (or failed).
+    const want = seq.listingNeeded(sight);
+    if (first === 'none-asked') expect(want).toBeUndefined();
+    else {
+      expect(want).toEqual({ fromFrame: 0, why: 'start', throughFrame: Math.min(...arrivals) - 1 });
+      if (first === 'failed') seq.listingFailed(sight);
+      else seq.learnListing(0, first.found.map(ref), first.coveredThrough, sight);
+    }
+    const steps = seq.take(sight);
+    // Assess
+    expect(show(steps)).toEqual(atOnce);
+    if (afterWait === undefined) {
+      expect(seq.firstFrame).toBe(atOnce[0]);
+      return;
+    }
+    // One listing per new video until the wait is over; then the fallback listing decides.
+    expect(seq.firstFrame).toBeNull();
+    expect(seq.nextDeadlineMs()).toBe(WAIT);
     expect(seq.listingNeeded(WAIT - 1)).toBeUndefined();
-    expect(listFor(seq, [1, 2, 3], WAIT)).toBe(true);
-    expect(show(seq.take(WAIT))).toEqual([1, 2, 3]);
-    expect(seq.firstFrame).toBe(1);
+    expect(seq.listingNeeded(WAIT)).toEqual({ fromFrame: 0, why: 'start' });
+    expect(listFor(seq, inS3AfterWait!, WAIT)).toBe(true);
+    expect(show(seq.take(WAIT))).toEqual(afterWait);
   });
 
-  it('starts at once, without a listing, when frame 0 is known', () => {
+  it('asks for the first listing at once, and for no other once the start is decided', () => {
     const seq = new VideoSequencer(auto);
-    seq.offer(ref(1), 0);
-    seq.offer(ref(0), 1);
-    expect(seq.listingNeeded(1)).toBeUndefined();
-    expect(show(seq.take(1))).toEqual([0, 1]);
+    seq.offer(ref(4), 100);
+    expect(seq.nextDeadlineMs()).toBe(100);
+    expect(listFor(seq, [4], 100)).toBe(true);
+    expect(show(seq.take(100))).toEqual([4]);
+    for (const at of [101, 100 + WAIT, 100 + 10 * WAIT]) expect(seq.listingNeeded(at)).toBeUndefined();
   });
 
-  it('starts at the lowest frame that exists, even one whose notification has not come', () => {
+  it('processes a lower frame that shows up after the start as late, out of line', () => {
+    // Prepare: frame 1 was still uploading when the listing was made.
     const seq = new VideoSequencer(auto);
-    seq.offer(ref(5), 0);
-    expect(listFor(seq, [3, 4, 5], WAIT)).toBe(true);
-    expect(show(seq.take(WAIT))).toEqual([3, 4, 5]);
+    seq.offer(ref(2), 0);
+    listFor(seq, [2], 10);
+    expect(show(seq.take(10))).toEqual([2]);
+    // Act
+    const offered = seq.offer(ref(1), 50);
+    seq.addLate(ref(1), false);
+    seq.offer(ref(3), 60);
+    // Assess
+    expect(offered).toBe('below');
+    const steps = seq.take(60);
+    expect(show(steps)).toEqual(['late1', 3]);
+    expect(steps[0]).toMatchObject({ type: 'late', ref: { frame: 1, replacesGap: false } });
+    expect(seq.firstFrame).toBe(2);
   });
 
-  it('treats a frame below the chosen start as late, not failed', () => {
+  it('a frame seen while the first listing was in flight lowers the start (the listing covered below it)', () => {
     const seq = new VideoSequencer(auto);
-    seq.offer(ref(5), 0);
-    listFor(seq, [5], WAIT);
-    seq.take(WAIT);
-    expect(seq.offer(ref(2), 9000)).toBe('below');
+    seq.offer(ref(3), 0);
+    const want = seq.listingNeeded(0)!;
+    seq.offer(ref(2), 5);
+    seq.learnListing(want.fromFrame, [ref(3)], 2, 8);
+    expect(show(seq.take(8))).toEqual([2, 3]);
+  });
+
+  it('keeps an explicit firstFrameNumber: no start listing at first sight', () => {
+    const seq = new VideoSequencer({ ...explicit, firstFrameNumber: 1 });
+    seq.offer(ref(2), 0);
+    expect(seq.listingNeeded(10)).toBeUndefined();
+    expect(seq.take(10)).toEqual([]);
   });
 
   it('rejects frames below an explicit firstFrameNumber, and gaps a missing explicit first frame', () => {

@@ -127,10 +127,11 @@ describe('a late frame is processed, not dropped', () => {
 
 describe('gaps only for what is really missing', () => {
   it('does not gap frames arriving at the uploader\'s pace because a stray frame is far ahead', async () => {
-    // Prepare + Act: frame 60 first, then 0..40 at a steady pace slower than nothing-happens
+    // Prepare + Act: frame 0 (the start is decided at first sight), the stray 60, then
+    // 1..40 at a steady pace slower than nothing-happens
     const video = 'stray';
-    await uploadFrames(stack, video, [60]);
-    await steady(video, Array.from({ length: 41 }, (_, f) => f), WAIT_MS / 3);
+    await uploadFrames(stack, video, [0, 60]);
+    await steady(video, Array.from({ length: 40 }, (_, f) => f + 1), WAIT_MS / 3);
     await put(stack, `frames/${video}/_end`, '60');
     await uploadFrames(stack, video, Array.from({ length: 19 }, (_, i) => 41 + i));
     // Assess
@@ -141,11 +142,12 @@ describe('gaps only for what is really missing', () => {
   });
 
   it('does not gap the frames below a stray when the uploader pauses for several reorder waits and then resumes', async () => {
-    // Prepare: the stray 25 first, 0..10 at a steady pace; then the uploader stalls for
-    // 4 reorder waits (twice the quiet that settles a missing tail), then resumes.
+    // Prepare: frame 0 (the start is decided at first sight), the stray 25, 1..10 at a
+    // steady pace; then the uploader stalls for 4 reorder waits (twice the quiet that
+    // settles a missing tail), then resumes.
     const video = 'stray-pause';
-    await uploadFrames(stack, video, [25]);
-    await steady(video, Array.from({ length: 11 }, (_, f) => f), WAIT_MS / 3);
+    await uploadFrames(stack, video, [0, 25]);
+    await steady(video, Array.from({ length: 10 }, (_, f) => f + 1), WAIT_MS / 3);
     await waitFor('frames 0..10 processed', async () => (await results(stack, video)).length === 11);
     await sleep(4 * WAIT_MS);
     // Act
@@ -197,8 +199,9 @@ describe('S3 is the source of truth', () => {
 
 describe('the start of a video needs no convention', () => {
   it('starts a video numbered from 1 at frame 1, with no gap at frame 0', async () => {
+    // Frame 1 first (the start is decided at first sight), the rest out of order.
     const video = 'one-based';
-    await uploadFrames(stack, video, [3, 1, 2, 5, 4], { end: 5 });
+    await uploadFrames(stack, video, [1, 3, 2, 5, 4], { end: 5 });
     const s = await complete(video);
     const items = await results(stack, video);
     expect(items.map((r) => `${r.frame}:${r.status}`)).toEqual(['1:ok', '2:ok', '3:ok', '4:ok', '5:ok']);

@@ -1,0 +1,86 @@
+/**
+ * The intake's listings (docs/decisions.md, decision 4): the start listing a new video's
+ * sequencer asks for at first sight goes to S3 with what bounds it (`throughFrame`, the
+ * video's pad width) and comes back with its coverage; a failed one falls back to the wait.
+ * The S3 adapter is a fake here: these are the calls between two units, not S3's behaviour
+ * (test/system/frame-listing.int.test.ts covers that against the emulator).
+ */
+import { describe, expect, it } from 'vitest';
+import { emptyCheckpoint } from '../../../core/checkpoint.ts';
+import type { ResultsSource } from '../../../core/aws/results-reader.ts';
+import type { FrameRef } from '../../../core/sequencer.ts';
+import { nullMetrics, type LogSink } from '../../../core/ports.ts';
+import { MessageIntake } from '../../../gpu-worker/runtime/message-intake.ts';
+import { VideoSession } from '../../../gpu-worker/runtime/video-session.ts';
+
+const WAIT_MS = 30_000;
+const ref = (frame: number): FrameRef => ({ frame, bucket: 'b', key: `frames/v/${String(frame).padStart(6, '0')}.jpg`, sizeBytes: 10 });
+const quiet: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
+
+interface ListCall {
+  fromFrame: number;
+  padWidth: number | undefined;
+  throughFrame: number | undefined;
+}
+
+/** An intake over one automatic-start video whose listings answer with `answer` (or throw). */
+function setup(answer: () => { frames: FrameRef[]; coveredThrough: number }) {
+  const session = new VideoSession('v', 1, emptyCheckpoint(-1), { reorderWaitMs: WAIT_MS, reorderBufferFrames: 64, firstFrameNumber: -1 }, 0);
+  const calls: ListCall[] = [];
+  const intake = new MessageIntake({
+    inbox: { deadLetter: async () => true, park: async () => true, delete: async () => undefined, forward: async () => true },
+    registry: { place: async () => session, all: () => [session] },
+    frames: {
+      getText: async () => '',
+      listFrames: async (_bucket, _videoId, fromFrame, padWidth, _pages, throughFrame) => {
+        calls.push({ fromFrame, padWidth, throughFrame });
+        const a = answer();
+        return { ...a, complete: true, requests: 1 };
+      },
+    },
+    bucket: 'b',
+    results: {} as ResultsSource,
+    metrics: nullMetrics,
+    log: quiet,
+    slotLost: () => false,
+  });
+  return { session, calls, intake };
+}
+
+describe('MessageIntake: the start listing at first sight', () => {
+  it('lists from 0 through the frame below the first one, and the start is decided at once', async () => {
+    // Prepare: ffmpeg numbering, frame 2's notification first; 1 is in S3 already
+    const { session, calls, intake } = setup(() => ({ frames: [ref(1), ref(2)], coveredThrough: 999_999 }));
+    expect(session.offerFrame(ref(2), 0).kind).toBe('accepted');
+    // Act
+    await intake.listWhereNeeded(5, () => false);
+    await intake.listWhereNeeded(6, () => false);
+    // Assess: one listing, bounded; the start is frame 1
+    expect(calls).toEqual([{ fromFrame: 0, padWidth: 6, throughFrame: 1 }]);
+    expect(session.sequencer.firstFrame).toBe(1);
+    expect(session.sequencer.take(6).map((s) => (s.type === 'frame' ? s.ref.frame : s.type))).toEqual([1, 2]);
+  });
+
+  it('a failed start listing falls back to the wait: no further listing until reorderWaitMs', async () => {
+    // Prepare
+    let fail = true;
+    const { session, calls, intake } = setup(() => {
+      if (fail) throw new Error('SlowDown');
+      return { frames: [ref(1), ref(2)], coveredThrough: 999_999 };
+    });
+    session.offerFrame(ref(2), 0);
+    // Act
+    await intake.listWhereNeeded(5, () => false);
+    fail = false;
+    await intake.listWhereNeeded(2_000, () => false);
+    const beforeWait = calls.length;
+    await intake.listWhereNeeded(WAIT_MS, () => false);
+    // Assess
+    expect(beforeWait).toBe(1);
+    expect(session.sequencer.firstFrame).toBe(1);
+    expect(calls).toEqual([
+      { fromFrame: 0, padWidth: 6, throughFrame: 1 },
+      { fromFrame: 0, padWidth: 6, throughFrame: undefined },
+    ]);
+  });
+});
