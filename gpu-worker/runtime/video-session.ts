@@ -310,10 +310,12 @@ export class VideoSession {
 
   /**
    * Whether a frame message would be run by this video soon (decoding it ahead is worth
-   * it): not a duplicate, not settled, and the video is not backing off.
+   * it): not a duplicate, not settled, the video is not backing off, and it is not isolated
+   * (a suspect's frames are decoded only in their own round: a decoder crash ahead would
+   * kill the process outside isolation, decision 26).
    */
   wouldRun(frame: number, nowMs: number): boolean {
-    if (this.backingOff(nowMs) || this.settled.has(frame) || this.recorded.has(frame)) return false;
+    if (this.isolated || this.backingOff(nowMs) || this.settled.has(frame) || this.recorded.has(frame)) return false;
     const next = this.sequencer.nextFrame;
     const first = this.sequencer.firstFrame;
     if (first !== null && frame < next) return false;

@@ -174,6 +174,11 @@ describe('VideoSession under the crash-loop breaker (decision 26)', () => {
     expect(s.isolated).toBe(true);
   });
 
+  it('an isolated video has nothing decoded ahead; a normal one does', () => {
+    expect(session({ ...emptyCheckpoint(0), stall: { adoptions: 2 } }).wouldRun(0, 0)).toBe(false);
+    expect(session({ ...emptyCheckpoint(0), stall: { adoptions: 1 } }).wouldRun(0, 0)).toBe(true);
+  });
+
   it('a plan whose marker did not land is undone: the frame is taken again', () => {
     const s = session({ ...emptyCheckpoint(0), stall: { adoptions: 2 } });
     receive(s, 0, 0, 1);
