@@ -38,6 +38,23 @@ export interface VideoCheckpoint {
   /** Most recent owners, oldest first (bounded). */
   readonly owners: readonly OwnerRecord[];
   readonly ownerChanges: number;
+  /**
+   * Crash-loop evidence (decision 28), absent on the normal path: every commit of frames
+   * clears it, every adoption counts in it. So `adoptions` is the number of adoptions since
+   * the video last made progress, and `trying` the frame a suspect video was running alone
+   * (written just before) with `tries` the adoptions since: a process died running it.
+   */
+  readonly stall?: StallEvidence;
+}
+
+/** See {@link VideoCheckpoint.stall}. */
+export interface StallEvidence {
+  /** Adoptions since the video's last commit of frames. */
+  readonly adoptions: number;
+  /** The frame a suspect video committed it was about to run alone (a marker). */
+  readonly trying?: number;
+  /** Adoptions since `trying` was written: each means the process running it alone died. */
+  readonly tries?: number;
 }
 
 export const MAX_OWNER_HISTORY = 50;
@@ -86,10 +103,20 @@ export function upgradeCheckpoint(ck: Omit<VideoCheckpoint, 'commitId'> & { read
   };
 }
 
-/** The checkpoint after a change of owner. */
+/**
+ * The checkpoint after a change of owner. The adoption is also the crash-loop breaker's
+ * counter (decision 28): it costs no extra write, since the adoption writes the checkpoint anyway.
+ */
 export function withNewOwner(ck: VideoCheckpoint, owner: OwnerRecord): VideoCheckpoint {
   const owners = [...ck.owners, owner].slice(-MAX_OWNER_HISTORY);
-  return { ...ck, owners, ownerChanges: ck.ownerChanges + 1 };
+  return { ...ck, owners, ownerChanges: ck.ownerChanges + 1, stall: stallAfterAdoption(ck.stall) };
+}
+
+/** The stall evidence after one more adoption: adoptions + 1, and tries + 1 while a frame was being tried. */
+export function stallAfterAdoption(stall: StallEvidence | undefined): StallEvidence {
+  const adoptions = (stall?.adoptions ?? 0) + 1;
+  if (stall?.trying === undefined) return { adoptions };
+  return { adoptions, trying: stall.trying, tries: (stall.tries ?? 0) + 1 };
 }
 
 /** Derives the summary item the results table exposes from a checkpoint. */

@@ -49,6 +49,13 @@ export const METRIC_NAMES = {
     framesGap: 'FramesGap',
     /** Frames given up on after repeated errors, recorded as failed (the reason is in the record); retry with `affinity replay`. */
     framesParked: 'FramesParked',
+    /**
+     * Frames recorded `failed` with reason `crashed-worker`: a process died running the
+     * frame alone after its video was adopted twice without progress (the crash-loop
+     * breaker, decision 26). Alarm on any: a frame kills the worker (out of memory on a
+     * huge image, a native crash in the decoder or model). Retry with `affinity replay`.
+     */
+    framesCrashedWorker: 'FramesCrashedWorker',
     /** A video's batch rolled back on an error (dimension Reason); it retries with backoff. */
     videoRollbacks: 'VideoRollbacks',
     /** Errors the run loop survived (dimension Where). */

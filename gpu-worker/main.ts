@@ -12,6 +12,9 @@
  *   INFERENCE_THREAD_FAULT  test seam only: JSON {kind, onRun, onceFile?} making the inference
  *                     thread die (vision/inference-thread.ts InferenceThreadFault); with
  *                     onceFile, only the process that removes that file gets the fault
+ *   WORKER_CRASH_ON_KEY  test seam only: a key substring; processing a frame whose S3 key contains
+ *                     it SIGKILLs this process, as a poison frame would (crash-on-key.ts; the
+ *                     crash-loop breaker's tests and the chaos run use it, decision 28)
  *   AWS_CALL_LOG, AWS_FAULT_INJECTION  bench / chaos instrumentation (core/aws/instrumentation.ts)
  *
  * Exit codes (core/config.ts): EXIT_DONE (0) drained on SIGTERM/SIGINT, idle for
@@ -35,6 +38,7 @@ import type { FrameProcessor, MetricSink } from '../core/ports.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { StatsProcessor } from './stats-processor.ts';
+import { crashOnKey, WORKER_CRASH_ON_KEY_ENV } from './crash-on-key.ts';
 import type { InferenceThreadFault } from './vision/inference-thread.ts';
 import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
 
@@ -105,7 +109,9 @@ async function main(): Promise<number> {
     worker?.requestStop();
     setTimeout(() => process.exit(EXIT_PROCESSOR_FAILED), FATAL_DRAIN_BACKSTOP_SECONDS * 1000).unref();
   };
-  const processor = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3, metrics, onFatal);
+  const created = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3, metrics, onFatal);
+  const crashKey = env[WORKER_CRASH_ON_KEY_ENV];
+  const { frames, processor } = crashKey ? crashOnKey(crashKey, new FrameStore(clients.s3), created) : { frames: new FrameStore(clients.s3), processor: created };
 
   worker = new Worker({
     workerId,
@@ -113,7 +119,7 @@ async function main(): Promise<number> {
     tunables,
     leases: LeaseStore.forWiring(clients.ddb, wiring, tunables),
     queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix),
-    frames: new FrameStore(clients.s3),
+    frames,
     bucket: wiring.bucket,
     results: { ddb: clients.ddb, resultsTable: wiring.resultsTable },
     processor,

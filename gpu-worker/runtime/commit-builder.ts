@@ -3,7 +3,7 @@
  * per frame, the counts, the checkpoint that covers them and the summary. Pure: the
  * worker hands it the state, the store writes what it returns in one fenced transaction.
  */
-import { newCommitId, summaryOf, type VideoCheckpoint } from '../../core/checkpoint.ts';
+import { newCommitId, summaryOf, type StallEvidence, type VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { CommitUnit } from '../../core/commit-packing.ts';
 import type { FrameOutcome } from '../../core/ports.ts';
 import type { FrameResultItem } from '../../core/results.ts';
@@ -22,6 +22,11 @@ export interface CommitInput {
   /** The sequencer after the steps were taken. */
   readonly sequencer: SequencerState;
   readonly complete: boolean;
+  /**
+   * The crash-loop evidence to write (decision 28): undefined (the default) clears it,
+   * since a unit of frames is progress; a marker unit sets `trying`.
+   */
+  readonly stall?: StallEvidence;
   /** The processor's snapshot after the frames were processed. */
   readonly processor: string | undefined;
   readonly nowMs: number;
@@ -76,8 +81,11 @@ export function buildCommit(input: CommitInput): BuiltCommit {
       }
     }
   }
+  // Progress clears the crash-loop evidence: `stall` counts adoptions since the last one.
+  const { stall: _cleared, ...kept } = prev;
   const checkpoint: VideoCheckpoint = {
-    ...prev,
+    ...kept,
+    ...(input.stall ? { stall: input.stall } : {}),
     seq: prev.seq + 1,
     // Every unit is a new write: a retry after a rollback gets another id, so the store can
     // tell which of the two (if any) landed.

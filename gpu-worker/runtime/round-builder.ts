@@ -9,7 +9,8 @@ import type { SlotFence } from '../../core/aws/lease-store.ts';
 import type { FrameProcessor, LogSink } from '../../core/ports.ts';
 import { buildCommit } from './commit-builder.ts';
 import type { FrameRunner } from './frame-runner.ts';
-import type { SessionPlan, VideoSession } from './video-session.ts';
+import { markerStall } from './crash-breaker.ts';
+import { MARKER_PLAN, type SessionPlan, type VideoSession } from './video-session.ts';
 
 /** One video's share of a round, built while the round ran, committed after it. */
 export interface RoundUnit {
@@ -47,6 +48,16 @@ export async function buildRound(
     const plan = session.plan(nowMs);
     if (plan) plans.push({ session, plan });
   }
+  return buildPlannedRound(d, plans, fence, nowMs);
+}
+
+/** Runs plans already taken (an isolated video's, after its marker landed) and builds their units. */
+export async function buildPlannedRound(
+  d: RoundBuilderDeps,
+  plans: readonly { readonly session: VideoSession; readonly plan: SessionPlan }[],
+  fence: SlotFence,
+  nowMs: number,
+): Promise<{ units: RoundUnit[]; failures: RoundFailure[] }> {
   if (plans.length === 0) return { units: [], failures: [] };
   const runs = await d.runner.run(plans.map(({ session, plan }) => ({ videoId: session.videoId, steps: plan.steps, parked: plan.parked })));
   const units: RoundUnit[] = [];
@@ -74,6 +85,29 @@ export async function buildRound(
     units.push({ session, plan, unit, parked: session.parkedIn(plan) });
   }
   return { units, failures };
+}
+
+/**
+ * A crash-loop marker for an isolated video (decision 28): its committed checkpoint again,
+ * with `stall.trying` = the frame about to run alone. No results, no handles.
+ */
+export function buildMarker(session: VideoSession, fence: SlotFence, frame: number, nowMs: number): RoundUnit {
+  const ck = session.committed;
+  const { unit } = buildCommit({
+    videoId: session.videoId,
+    token: session.token,
+    workerId: fence.workerId,
+    slot: fence.slot,
+    committed: ck,
+    steps: [],
+    outcomes: new Map(),
+    sequencer: ck.sequencer,
+    complete: ck.complete,
+    processor: ck.processor,
+    stall: markerStall(ck.stall, frame),
+    nowMs,
+  });
+  return { session, plan: MARKER_PLAN, unit, parked: 0 };
 }
 
 /**

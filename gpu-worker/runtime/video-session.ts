@@ -15,6 +15,7 @@
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { CommitUnit } from '../../core/commit-packing.ts';
 import { padWidthOf } from '../../core/aws/frame-store.ts';
+import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, mayLeaveIsolation } from './crash-breaker.ts';
 import { VideoSequencer, type FrameRef, type ListingLesson, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
 
 /** Most result items one video commits per round (a transaction holds 100 items). */
@@ -51,7 +52,12 @@ export interface SessionPlan {
   readonly handles: readonly string[];
   /** Log entries this plan's unit covers. */
   readonly logLength: number;
+  /** A crash-loop marker (decision 28): commits the checkpoint with `trying` set, runs nothing. */
+  readonly marker?: boolean;
 }
+
+/** The plan of a marker unit: no steps, no handles, no log. */
+export const MARKER_PLAN: SessionPlan = { steps: [], parked: new Map(), handles: [], logLength: 0, marker: true };
 
 /** What a rollback asks of the caller. */
 export interface RollbackActions {
@@ -88,6 +94,13 @@ export class VideoSession {
   readonly settled = new Set<number>();
   /** Frames a commit found already recorded: left out of later rounds. */
   readonly recorded = new Set<number>();
+  /**
+   * Since when this video runs isolated (crash-breaker.ts): adopted twice without
+   * progress. Undefined on the normal path.
+   */
+  isolatedSinceMs: number | undefined;
+  /** Frames a process died running alone (crash-breaker.ts): recorded as failed, never run again. */
+  readonly crashParked = new Map<number, string>();
   private log: LoggedChange[] = [];
   private readonly options: SequencerOptions;
 
@@ -100,6 +113,25 @@ export class VideoSession {
     this.lastActivityMs = nowMs;
     const known = checkpoint.sequencer.buffered[0]?.key;
     this.padWidth = known !== undefined ? padWidthOf(known) : undefined;
+    const verdict = breakerVerdict(checkpoint.stall);
+    if (verdict !== 'normal') this.isolatedSinceMs = nowMs;
+    if (typeof verdict === 'object') this.crashParked.set(verdict.park, CRASHED_WORKER_REASON);
+  }
+
+  /** Whether the video runs isolated (alone, one frame per round, each announced by a marker). */
+  get isolated(): boolean {
+    return this.isolatedSinceMs !== undefined;
+  }
+
+  /**
+   * Ends isolation once every frame a dead predecessor may have been running has been run
+   * alone ({@link mayLeaveIsolation}); true when it ended now.
+   */
+  leaveIsolationIfDue(nowMs: number, redeliveryMs: number): boolean {
+    if (this.isolatedSinceMs === undefined || this.crashParked.size > 0) return false;
+    if (!mayLeaveIsolation({ isolatedSinceMs: this.isolatedSinceMs, nowMs, redeliveryMs, pending: this.sequencer.hasPending() || this.rejects.length > 0 })) return false;
+    this.isolatedSinceMs = undefined;
+    return true;
   }
 
   /** Whether the video is waiting out a backoff at `nowMs`. */
@@ -181,15 +213,28 @@ export class VideoSession {
   plan(nowMs: number): SessionPlan | undefined {
     const rejects = this.rejects.splice(0, MAX_RESULT_ITEMS_PER_COMMIT);
     const room = MAX_RESULT_ITEMS_PER_COMMIT - rejects.length;
-    const taken: SequencedStep[] = [...rejects, ...(room > 0 ? this.sequencer.take(nowMs, room) : [])];
+    let took: SequencedStep[] = [];
+    if (room > 0 && this.isolated) {
+      // Isolated: steps one at a time, up to the first that runs a frame (at most one runs).
+      while (took.length < room && !isolatedRoundFull(took)) {
+        const next = this.sequencer.take(nowMs, 1);
+        if (next.length === 0) break;
+        took.push(...next);
+      }
+    } else if (room > 0) {
+      took = this.sequencer.take(nowMs, room);
+    }
+    const taken: SequencedStep[] = [...rejects, ...took];
     const steps = this.recorded.size === 0 ? taken : taken.filter((st) => !this.recorded.has(st.type === 'gap' ? st.frame : st.ref.frame));
     if (steps.length === 0 && !this.dirty) return undefined;
-    return {
-      steps,
-      parked: this.failures >= MAX_VIDEO_FAILURES ? new Map(this.blamed) : new Map(),
-      handles: [...this.handles],
-      logLength: this.log.length,
-    };
+    const parked = new Map(this.failures >= MAX_VIDEO_FAILURES ? this.blamed : []);
+    for (const [frame, reason] of this.crashParked) parked.set(frame, reason);
+    return { steps, parked, handles: [...this.handles], logLength: this.log.length };
+  }
+
+  /** Undoes a plan that will not run (its marker did not land): the sequencer is rebuilt from the committed state. */
+  undoPlan(): void {
+    this.restore();
   }
 
   /** How many of a plan's frames are recorded as parked. */
@@ -204,6 +249,9 @@ export class VideoSession {
    */
   applyCommitted(unit: CommitUnit, plan: SessionPlan): { deleteHandles: readonly string[]; complete: boolean } {
     this.committed = unit.checkpoint;
+    // A marker is no progress: failures, handles and the log stay as they are.
+    if (plan.marker) return { deleteHandles: [], complete: false };
+    for (const r of unit.results) this.crashParked.delete(r.frame);
     const covered = new Set(plan.handles);
     this.handles = this.handles.filter((h) => !covered.has(h));
     this.log = this.log.slice(plan.logLength);
@@ -262,10 +310,12 @@ export class VideoSession {
 
   /**
    * Whether a frame message would be run by this video soon (decoding it ahead is worth
-   * it): not a duplicate, not settled, and the video is not backing off.
+   * it): not a duplicate, not settled, the video is not backing off, and it is not isolated
+   * (a suspect's frames are decoded only in their own round: a decoder crash ahead would
+   * kill the process outside isolation, decision 28).
    */
   wouldRun(frame: number, nowMs: number): boolean {
-    if (this.backingOff(nowMs) || this.settled.has(frame) || this.recorded.has(frame)) return false;
+    if (this.isolated || this.backingOff(nowMs) || this.settled.has(frame) || this.recorded.has(frame)) return false;
     const next = this.sequencer.nextFrame;
     const first = this.sequencer.firstFrame;
     if (first !== null && frame < next) return false;

@@ -8,7 +8,8 @@
  * - video-session.ts is one video between commits (offer, plan, applyCommitted, rollback);
  * - round-policy.ts decides backlog, receive ahead, overlap, poll wait, idle exit;
  * - round-builder.ts runs a round (frame-runner.ts) and builds its commit units;
- * - commit-pipeline.ts says what a commit's answer means for each video.
+ * - commit-pipeline.ts says what a commit's answer means for each video;
+ * - isolated-rounds.ts runs videos the crash-loop breaker suspects alone (decision 28).
  *
  * Message life cycle: a message is deleted only after the commit whose checkpoint covers
  * it (as a processed frame, a record, or a reference in the reorder buffer) has landed.
@@ -35,7 +36,8 @@ import { SlotInbox, type InboxMessage } from './slot-inbox.ts';
 import { VideoRegistry } from './video-registry.ts';
 import { MessageIntake } from './message-intake.ts';
 import { RoundCommitter } from './round-committer.ts';
-import { buildRound } from './round-builder.ts';
+import { buildRound, type RoundBuilderDeps } from './round-builder.ts';
+import { IsolatedRounds } from './isolated-rounds.ts';
 import { aheadSkipsAfter, decideRound, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
 export { MAX_POLL_WAIT_SECONDS } from './round-policy.ts';
@@ -68,17 +70,18 @@ export interface WorkerDeps {
 /** Why the run loop ended; main.ts maps it to an exit code. */
 export type ExitReason = 'drained' | 'idle' | 'lease-lost' | 'no-slot';
 
-
 export class Worker {
   private readonly d: WorkerDeps;
   private readonly now: () => number;
   private readonly keeper: SlotKeeper;
   private readonly runner: FrameRunner;
   private readonly prefetch: FramePrefetch;
+  private readonly roundDeps: RoundBuilderDeps;
   private inbox: SlotInbox | undefined;
   private registry: VideoRegistry | undefined;
   private intake: MessageIntake | undefined;
   private committer: RoundCommitter | undefined;
+  private isolated: IsolatedRounds | undefined;
   private stopRequested = false;
   /** When the last receive brought messages (or the slot was claimed): the idle-exit clock. */
   private lastMessageAtMs = 0;
@@ -116,6 +119,7 @@ export class Worker {
       log: deps.log,
       now: this.now,
     });
+    this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log };
   }
 
   get slot(): number | undefined {
@@ -179,26 +183,13 @@ export class Worker {
     });
     this.inbox = inbox;
     this.registry = registry;
-    this.intake = new MessageIntake({
-      inbox,
-      registry,
-      frames: this.d.frames,
-      bucket: this.d.bucket,
-      results: this.d.results,
-      metrics: this.d.metrics,
-      log: this.d.log,
-      slotLost: () => this.lost,
-    });
-    this.committer = new RoundCommitter({
-      leases: this.d.leases,
-      inbox,
-      registry,
-      metrics: this.d.metrics,
-      log: this.d.log,
-      now: this.now,
-      fence: () => this.fence,
-      loseSlot: (reason) => this.keeper.lose(reason),
-    });
+    const { metrics, log, tunables, leases } = this.d;
+    const slotLost = () => this.lost;
+    const loseSlot = (reason: string) => this.keeper.lose(reason);
+    this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, results: this.d.results, metrics, log, slotLost });
+    this.committer = new RoundCommitter({ leases, inbox, registry, metrics, log, now: this.now, fence: () => this.fence, loseSlot });
+    const broken = () => this.d.processor.fatal !== undefined;
+    this.isolated = new IsolatedRounds({ round: this.roundDeps, committer: this.committer, registry, metrics, log, fence: () => this.fence, redeliveryMs: tunables.slotQueueVisibilitySeconds * 1000, broken });
     this.keeper.startHeartbeat();
     inbox.startKeeper();
     let exit: 'drained' | 'idle' = 'drained';
@@ -351,25 +342,32 @@ export class Worker {
     if (decision.receiveAhead) {
       this.inbox!.receiveAhead(this.pendingCommit ?? Promise.resolve(), () => this.ending, (msg) => this.registry!.get(msg.videoId)?.wouldRun(msg.frame, now) === true);
     }
-    const eligible = this.registry!.all().filter((s) => !s.backingOff(now) && !this.busy(s.videoId));
-    const round = await buildRound({ runner: this.runner, processor: this.d.processor, log: this.d.log }, eligible, this.fence, now);
+    // Videos adopted twice without progress run alone, after this round (decision 28).
+    const { shared, isolated } = this.isolated!.split(this.registry!.all().filter((s) => !s.backingOff(now) && !this.busy(s.videoId)), now);
+    const round = await buildRound(this.roundDeps, shared, this.fence, now);
     // An outage fails every video that fetched; a frame's own fault leaves the others working.
     const someFetched = round.units.some((u) => u.plan.steps.some((s) => s.type === 'frame' || s.type === 'late'));
     // A broken processor is not the frames' fault either.
     const broken = this.d.processor.fatal !== undefined;
     for (const f of round.failures) this.committer!.rollback(f, now, !broken && (!f.transient || someFetched));
     committed = (await this.settleCommit()) || committed;
-    if (round.units.length === 0 || this.lost) return committed;
-    for (const { session } of round.units) this.committing.add(session.videoId);
-    this.pendingCommit = this.committer!.commit(round.units, now)
-      .catch((e: unknown) => {
-        this.d.log.error('worker error survived', { where: 'commit', error: errorText(e) });
-        this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'commit' });
-        return false;
-      })
-      .finally(() => this.committing.clear());
-    if (decision.commit === 'await') await this.settleCommit();
-    return true;
+    if (this.lost) return committed;
+    if (round.units.length > 0) {
+      for (const { session } of round.units) this.committing.add(session.videoId);
+      this.pendingCommit = this.committer!.commit(round.units, now)
+        .catch((e: unknown) => {
+          this.d.log.error('worker error survived', { where: 'commit', error: errorText(e) });
+          this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'commit' });
+          return false;
+        })
+        .finally(() => this.committing.clear());
+      if (decision.commit === 'await') await this.settleCommit();
+      committed = true;
+    }
+    // Only once the others' round has committed, so a poison frame takes none of it along.
+    if (isolated.length === 0 || this.lost) return committed;
+    await this.settleCommit();
+    return (await this.isolated!.run(isolated, this.now())) || committed;
   }
 
   /** Waits for the commit in flight, if any, to be applied; whether it committed anything. */

@@ -246,3 +246,45 @@ describe('commit outcome by commit id', () => {
     expect(outcomeOf(outcome).units).toEqual({ legacy: 'landed' });
   });
 });
+
+describe('crash-loop evidence (decision 26)', () => {
+  it('counts adoptions without progress in the adoption write, tries once a marker is stored, and a commit of frames clears it', async () => {
+    // Prepare: A owns slot 30 and adopts video cl, commits frame 0 (progress)
+    let now = Date.now();
+    const claim = async (worker: string): Promise<SlotFence> => {
+      now += TTL_MS + 1;
+      const c = await store.claimSlot(30, worker, now, TTL_MS);
+      return { slot: 30, workerId: worker, epoch: c!.epoch };
+    };
+    const adopt = async (fence: SlotFence) => {
+      const v = await store.adoptVideo('cl', fence, now);
+      if (typeof v === 'string') throw new Error(`not adopted: ${v}`);
+      return v;
+    };
+    const fenceA = await claim('A');
+    await store.pinVideo('cl', 30, now);
+    const a = await adopt(fenceA);
+    expect(a.checkpoint.stall).toEqual({ adoptions: 1 });
+    expect(outcomeOf(await store.commit(fenceA, [unit('cl', a.token, a.checkpoint, 0, 'A', 30, now)], now)).units).toEqual({ cl: 'landed' });
+    const progressed = await store.getVideo('cl');
+    // The test's unit() spreads the previous checkpoint, stall included; the worker's commit
+    // builder leaves stall out of a unit of frames (crash-breaker.test.ts): do the same here.
+    expect(progressed.checkpoint.stall).toEqual({ adoptions: 1 });
+    const { stall: _dropped, ...withoutStall } = unit('cl', a.token, progressed.checkpoint, 1, 'A', 30, now).checkpoint;
+    const frame1 = unit('cl', a.token, progressed.checkpoint, 1, 'A', 30, now);
+    expect(outcomeOf(await store.commit(fenceA, [{ ...frame1, checkpoint: { ...withoutStall, commitId: frame1.checkpoint.commitId } }], now)).units).toEqual({ cl: 'landed' });
+    expect((await store.getVideo('cl')).checkpoint.stall).toBeUndefined();
+    // Act: B and C adopt and die without progress; C stores a marker for frame 2 first
+    const b = await adopt(await claim('B'));
+    expect(b.checkpoint.stall).toEqual({ adoptions: 1 });
+    const fenceC = await claim('C');
+    const c = await adopt(fenceC);
+    expect(c.checkpoint.stall).toEqual({ adoptions: 2 });
+    const marker: VideoCheckpoint = { ...c.checkpoint, seq: c.checkpoint.seq + 1, commitId: newCommitId(), stall: { adoptions: 2, trying: 2 } };
+    const markerUnit: CommitUnit = { videoId: 'cl', token: c.token, expectedSeq: c.checkpoint.seq, expectedCommitId: c.checkpoint.commitId, checkpoint: marker, results: [], summary: summaryOf('cl', marker, { token: c.token, worker: 'C', slot: 30 }, now) };
+    expect(outcomeOf(await store.commit(fenceC, [markerUnit], now)).units).toEqual({ cl: 'landed' });
+    // Assess: the next adoption counts the death while trying frame 2
+    const d = await adopt(await claim('D'));
+    expect(d.checkpoint.stall).toEqual({ adoptions: 3, trying: 2, tries: 1 });
+  });
+});

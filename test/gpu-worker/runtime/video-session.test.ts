@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { emptyCheckpoint, type VideoCheckpoint } from '../../../core/checkpoint.ts';
 import type { CommitUnit } from '../../../core/commit-packing.ts';
 import type { SequencedStep } from '../../../core/sequencer.ts';
-import { MAX_VIDEO_FAILURES, RETRY_MAX_MS, VideoSession } from '../../../gpu-worker/runtime/video-session.ts';
+import { MARKER_PLAN, MAX_VIDEO_FAILURES, RETRY_MAX_MS, VideoSession } from '../../../gpu-worker/runtime/video-session.ts';
 
 const OPTIONS = { reorderWaitMs: 5_000, reorderBufferFrames: 64, firstFrameNumber: 0 };
 const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${String(frame).padStart(6, '0')}.jpg`, sizeBytes: 10 });
@@ -146,5 +146,71 @@ describe('VideoSession', () => {
     if ('failed' in state) s.rollback([], 'SlowDown', false, 0);
     s.dirty = 'handle' in state;
     expect(s.idleReleaseDue(nowMs, 60_000)).toBe(expected);
+  });
+});
+
+describe('VideoSession under the crash-loop breaker (decision 26)', () => {
+  it('a video adopted with no evidence runs normally: all due frames in one plan', () => {
+    const s = session({ ...emptyCheckpoint(0), stall: { adoptions: 1 } });
+    expect(s.isolated).toBe(false);
+    receive(s, 0, 0, 1, 2);
+    expect(frames(s.plan(0)!.steps)).toEqual(['frame 0', 'frame 1', 'frame 2']);
+  });
+
+  it('a video adopted twice without progress runs one frame per plan, and a marker landing changes nothing else', () => {
+    const s = session({ ...emptyCheckpoint(0), stall: { adoptions: 2 } });
+    expect(s.isolated).toBe(true);
+    receive(s, 0, 0, 1, 2);
+    const first = s.plan(0)!;
+    expect(frames(first.steps)).toEqual(['frame 0']);
+    // The marker lands: the committed checkpoint carries it, handles and log stay.
+    const marker = { ...unitFor(s, []), checkpoint: { ...s.committed, seq: 1, commitId: 'm', stall: { adoptions: 2, trying: 0 } } };
+    expect(s.applyCommitted(marker, MARKER_PLAN)).toEqual({ deleteHandles: [], complete: false });
+    expect(s.committed.commitId).toBe('m');
+    expect(s.handles).toEqual(['h0', 'h1', 'h2']);
+    s.applyCommitted(unitFor(s, first.steps), first);
+    expect(frames(s.plan(0)!.steps)).toEqual(['frame 1']);
+    // Still isolated after progress, until every frame a predecessor ran has been run alone.
+    expect(s.isolated).toBe(true);
+  });
+
+  it('an isolated video has nothing decoded ahead; a normal one does', () => {
+    expect(session({ ...emptyCheckpoint(0), stall: { adoptions: 2 } }).wouldRun(0, 0)).toBe(false);
+    expect(session({ ...emptyCheckpoint(0), stall: { adoptions: 1 } }).wouldRun(0, 0)).toBe(true);
+  });
+
+  it('a plan whose marker did not land is undone: the frame is taken again', () => {
+    const s = session({ ...emptyCheckpoint(0), stall: { adoptions: 2 } });
+    receive(s, 0, 0, 1);
+    expect(frames(s.plan(0)!.steps)).toEqual(['frame 0']);
+    s.undoPlan();
+    expect(frames(s.plan(0)!.steps)).toEqual(['frame 0']);
+  });
+
+  it('a frame a process died running alone is parked as crashed-worker, once', () => {
+    const s = session({ ...emptyCheckpoint(0), stall: { adoptions: 3, trying: 1, tries: 1 } });
+    expect(s.isolated).toBe(true);
+    receive(s, 0, 0, 1, 2);
+    const p0 = s.plan(0)!;
+    expect(p0.parked.get(1)).toBe('crashed-worker');
+    s.applyCommitted(unitFor(s, p0.steps), p0);
+    const p1 = s.plan(0)!;
+    expect(frames(p1.steps)).toEqual(['frame 1']);
+    expect(p1.parked.get(1)).toBe('crashed-worker');
+    expect(s.parkedIn(p1)).toBe(1);
+    s.applyCommitted(unitFor(s, p1.steps), p1);
+    expect(s.crashParked.size).toBe(0);
+    expect(s.plan(0)!.parked.size).toBe(0);
+  });
+
+  it('leaves isolation once the redelivery window is over and nothing waits, not before', () => {
+    const s = new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 2 } }, OPTIONS, 1_000);
+    receive(s, 1_000, 0);
+    expect(s.leaveIsolationIfDue(10_000, 5_000)).toBe(false); // frame 0 waits
+    const p = s.plan(1_000)!;
+    s.applyCommitted(unitFor(s, p.steps), p);
+    expect(s.leaveIsolationIfDue(5_999, 5_000)).toBe(false);
+    expect(s.leaveIsolationIfDue(6_000, 5_000)).toBe(true);
+    expect(s.isolated).toBe(false);
   });
 });

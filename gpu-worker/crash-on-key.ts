@@ -1,0 +1,49 @@
+/**
+ * Test seam only (WORKER_CRASH_ON_KEY, see main.ts): makes this process die the way a
+ * poison frame kills it (out of memory, a native crash in the decoder or model), when it
+ * processes a frame whose S3 key contains the given substring. Fetching or decoding the
+ * frame ahead does not kill: only handing it to the model does, as in a model crash.
+ * Used by the crash-loop breaker's tests (decision 28) and the chaos run's fault kind.
+ */
+import type { FrameStore } from '../core/aws/frame-store.ts';
+import type { FrameInput, FrameProcessor } from '../core/ports.ts';
+
+/** The environment variable: a key substring; unset or empty = no seam. */
+export const WORKER_CRASH_ON_KEY_ENV = 'WORKER_CRASH_ON_KEY';
+
+/**
+ * Wraps the frame store (to remember which fetched bytes came from a poison key) and the
+ * processor (to die on them). `die` defaults to SIGKILL of this process: no handler,
+ * no drain, no last commit.
+ */
+export function crashOnKey<P extends FrameProcessor>(
+  substring: string,
+  frames: FrameStore,
+  processor: P,
+  die: (input: FrameInput) => void = () => process.kill(process.pid, 'SIGKILL'),
+): { frames: FrameStore; processor: P } {
+  const poisoned = new WeakSet<Uint8Array>();
+  const get = frames.get.bind(frames);
+  frames.get = async (bucket: string, key: string) => {
+    const bytes = await get(bucket, key);
+    if (key.includes(substring)) poisoned.add(bytes);
+    return bytes;
+  };
+  const check = (inputs: readonly FrameInput[]) => {
+    for (const input of inputs) if (poisoned.has(input.image)) die(input);
+  };
+  const wrapped = new Proxy(processor, {
+    get(target, prop) {
+      if (prop === 'process' || prop === 'processLate') {
+        const fn = target[prop].bind(target) as (inputs: readonly FrameInput[]) => Promise<unknown>;
+        return (inputs: readonly FrameInput[]) => {
+          check(inputs);
+          return fn(inputs);
+        };
+      }
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { frames, processor: wrapped };
+}

@@ -1,0 +1,52 @@
+/**
+ * The crash-loop scenario (decision 28), shared by test/system/crash-loop.int.test.ts and
+ * bench/crash-loop.ts: one slot, three cameras streaming, one frame whose processing kills
+ * every worker (WORKER_CRASH_ON_KEY). Returns the figures: crashes before the frame was
+ * parked, seconds from the first crash until the other videos committed again, and until
+ * the poison frame's record landed.
+ */
+import { frameKey } from '../../core/keys.ts';
+import type { WorkerInfo } from '../../local/local-task-launcher.ts';
+import { jpeg, put, results, summary, waitFor, type TestStack } from './pipeline.ts';
+
+const FRAMES = 30;
+const POISON = { video: 'cl-poison', frame: 12 };
+const OTHERS = ['cl-a', 'cl-b'];
+const VIDEOS = [...OTHERS, POISON.video];
+
+export const CRASH_LOOP = {
+  FRAMES,
+  POISON,
+  OTHERS,
+  VIDEOS,
+  /** One slot; every worker dies when the model is handed the poison frame. */
+  stackOptions: { tunables: { slotCount: 1 }, workerEnv: { STATS_PROCESSOR_DELAY_MS: '40', WORKER_CRASH_ON_KEY: frameKey(POISON.video, POISON.frame) } },
+} as const;
+
+export interface CrashLoopFigures {
+  readonly crashes: number;
+  readonly othersResumedSeconds: number;
+  readonly parkedAfterSeconds: number;
+}
+
+
+const crashed = (w: WorkerInfo) => !w.alive && (w.exitSignal === 'SIGKILL' || w.exitCode === 137);
+
+/** Runs the scenario on a stack that is already up; returns the figures. */
+export async function runCrashLoop(s: TestStack): Promise<CrashLoopFigures> {
+  const body = await jpeg();
+  // Three cameras streaming on one slot, interleaved, about 10 frames a second each.
+  for (let f = 0; f < FRAMES; f++) {
+    for (const v of VIDEOS) await put(s, frameKey(v, f), body);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  for (const v of VIDEOS) await put(s, `frames/${v}/_end`, String(FRAMES - 1));
+  for (const v of VIDEOS) await waitFor(`${v} complete`, async () => (await summary(s, v))?.status === 'complete', 240_000);
+  const dead = s.launcher.workers().filter(crashed).sort((a, b) => a.exitedAtMs! - b.exitedAtMs!);
+  const firstCrashMs = dead[0]!.exitedAtMs!;
+  const others = (await Promise.all(OTHERS.map((v) => results(s, v)))).flat();
+  const resumedMs = Math.min(...others.filter((r) => r.committedAtMs > firstCrashMs).map((r) => r.committedAtMs));
+  const parked = (await results(s, POISON.video)).find((r) => r.frame === POISON.frame)!;
+  return { crashes: dead.length, othersResumedSeconds: (resumedMs - firstCrashMs) / 1000, parkedAfterSeconds: (parked.committedAtMs - firstCrashMs) / 1000 };
+}
+
