@@ -142,7 +142,7 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
       if (current.owner === fence.workerId && current.ownerEpoch === fence.epoch) return current;
       const token = current.token + 1;
       const ck = current.checkpoint;
-      // withNewOwner also counts the adoption in the checkpoint's stall evidence (decision 26).
+      // withNewOwner also counts the adoption in the checkpoint's stall evidence (decision 28).
       const adopted = withNewOwner(ck, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame });
       // A change of owner is a write of the checkpoint: a fresh commit id, so a unit the
       // previous owner built on the old checkpoint can never be mistaken for this one.

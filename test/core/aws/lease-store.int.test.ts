@@ -247,7 +247,7 @@ describe('commit outcome by commit id', () => {
   });
 });
 
-describe('crash-loop evidence (decision 26)', () => {
+describe('crash-loop evidence (decision 28)', () => {
   it('counts adoptions without progress in the adoption write, tries once a marker is stored, and a commit of frames clears it', async () => {
     // Prepare: A owns slot 30 and adopts video cl, commits frame 0 (progress)
     let now = Date.now();

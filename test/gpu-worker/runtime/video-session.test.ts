@@ -149,7 +149,7 @@ describe('VideoSession', () => {
   });
 });
 
-describe('VideoSession under the crash-loop breaker (decision 26)', () => {
+describe('VideoSession under the crash-loop breaker (decision 28)', () => {
   it('a video adopted with no evidence runs normally: all due frames in one plan', () => {
     const s = session({ ...emptyCheckpoint(0), stall: { adoptions: 1 } });
     expect(s.isolated).toBe(false);
