@@ -47,6 +47,7 @@ export const ALARM_IDS = [
   'TaskStartTimedOut',
   'TaskLaunchFailures',
   'InstanceLaunchFailures',
+  'FramesCrashedWorker',
   'RouterErrors',
   'JanitorErrors',
 ] as const;
@@ -261,6 +262,12 @@ export class Monitoring extends Construct {
       alarmDescription:
         'The GPU Auto Scaling group failed to launch instances (the topic also gets each failure\'s StatusMessage): InsufficientInstanceCapacity, a vCPU quota, or a subnet out of addresses. See docs/deploy.md, day-2 runbook "capacity shortage"',
       metric: new cloudwatch.Metric({ namespace: 'AWS/Events', metricName: 'Invocations', dimensionsMap: { RuleName: launchFailures.ruleName }, statistic: 'Sum', period: FIVE_MINUTES }),
+      ...atLeastOnce,
+    });
+    this.#alarm('FramesCrashedWorker', {
+      alarmDescription:
+        'A frame killed the worker process 3 times and was parked as a failed record (reason crashed-worker; the crash-loop breaker, decision 28): its key is in the record; fix the cause (an image that exhausts memory, a native crash), then run `affinity replay <video> --from <frame>`',
+      metric: this.metric('worker', METRIC_NAMES.worker.framesCrashedWorker, 'Sum', FIVE_MINUTES),
       ...atLeastOnce,
     });
     this.#alarm('RouterErrors', {
