@@ -22,13 +22,12 @@
  * Nothing is deleted and no lease is touched.
  */
 import { randomUUID } from 'node:crypto';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { parseFrameKey } from '../../core/keys.ts';
 import type { FrameResultItem } from '../../core/results.ts';
-import { buildObjectCreatedEvent } from '../../local/s3-notifications.ts';
 import { CliError, type Io } from '../io.ts';
 import { allResults, leaseStore, listVideoObjects, type StoredObject } from '../read.ts';
 import type { Target } from '../target.ts';
+import { resendAsUploads } from '../resend.ts';
 
 /** A frame to send again, and why. */
 export interface ReconcileFinding {
@@ -104,38 +103,8 @@ export async function reconcileCommand(target: Target, o: { videoId: string; dry
 }
 
 /** Sends objects as S3 ObjectCreated events on the ingest queue, tagged so FIFO dedup keeps them. */
-async function resend(target: Target, objects: readonly StoredObject[], replayTag: string): Promise<number> {
-  let sent = 0;
-  for (let i = 0; i < objects.length; i += 10) {
-    const batch = objects.slice(i, i + 10);
-    const r = await target.clients.sqs.send(
-      new SendMessageBatchCommand({
-        QueueUrl: target.ingestQueueUrl,
-        Entries: batch.map((ob, j) => ({
-          Id: String(j),
-          MessageBody: JSON.stringify(
-            buildObjectCreatedEvent({
-              region: target.region,
-              bucket: target.bucket,
-              key: ob.key,
-              sizeBytes: ob.sizeBytes,
-              eTag: ob.eTag,
-              eventName: 'ObjectCreated:Put',
-              eventTime: new Date(),
-              sequencer: (Date.now() * 1000 + i + j).toString(16).toUpperCase().padStart(18, '0'),
-              configurationId: 'affinity-reconcile',
-            }),
-          ),
-          MessageAttributes: { replayTag: { DataType: 'String', StringValue: replayTag } },
-        })),
-      }),
-    );
-    if ((r.Failed ?? []).length > 0) {
-      throw new CliError(`re-sending frames failed after ${sent}: ${r.Failed!.map((f) => f.Message ?? f.Code).join('; ')}; run reconcile again (it is safe to repeat)`);
-    }
-    sent += batch.length;
-  }
-  return sent;
+function resend(target: Target, objects: readonly StoredObject[], replayTag: string): Promise<number> {
+  return resendAsUploads(target, objects, replayTag, 'affinity-reconcile', 'run reconcile again (it is safe to repeat)');
 }
 
 /** `3, 7-9, 12`. */

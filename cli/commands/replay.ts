@@ -20,15 +20,14 @@
  *     processed (as `late`), so no frame is left without a record.
  */
 import { randomUUID } from 'node:crypto';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { parseFrameKey } from '../../core/keys.ts';
 import type { FrameResultItem } from '../../core/results.ts';
-import { buildObjectCreatedEvent } from '../../local/s3-notifications.ts';
 import { CliError, type Io } from '../io.ts';
 import { leaseStore, listVideoObjects, queryResults, type StoredObject } from '../read.ts';
 import type { Target } from '../target.ts';
+import { resendAsUploads } from '../resend.ts';
 
 export interface KeptCounts {
   framesOk: number;
@@ -135,36 +134,7 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
   // re-admit the finished video once more after the replay completes.
   const resendEnd = end !== undefined && v.checkpoint.sequencer.endFrame === null;
   const toSend = [...frames.map((f) => f.ob), ...(resendEnd && end ? [end] : [])];
-  let resent = 0;
-  for (let i = 0; i < toSend.length; i += 10) {
-    const batch = toSend.slice(i, i + 10);
-    const r = await target.clients.sqs.send(
-      new SendMessageBatchCommand({
-        QueueUrl: target.ingestQueueUrl,
-        Entries: batch.map((ob, j) => ({
-          Id: String(j),
-          MessageBody: JSON.stringify(
-            buildObjectCreatedEvent({
-              region: target.region,
-              bucket: target.bucket,
-              key: ob.key,
-              sizeBytes: ob.sizeBytes,
-              eTag: ob.eTag,
-              eventName: 'ObjectCreated:Put',
-              eventTime: new Date(),
-              sequencer: (Date.now() * 1000 + i + j).toString(16).toUpperCase().padStart(18, '0'),
-              configurationId: 'affinity-replay',
-            }),
-          ),
-          MessageAttributes: { replayTag: { DataType: 'String', StringValue: replayTag } },
-        })),
-      }),
-    );
-    if ((r.Failed ?? []).length > 0) {
-      throw new CliError(`re-sending frames failed after ${resent}: ${r.Failed!.map((f) => f.Message ?? f.Code).join('; ')}; re-run the replay`);
-    }
-    resent += batch.length;
-  }
+  await resendAsUploads(target, toSend, replayTag, 'affinity-replay', 're-run the replay');
   io.out(
     `replaying ${o.videoId} from frame ${effectiveFrom}: token ${v.token} -> ${reset.token}, deleted ${deleted} result(s), ` +
       (keptNewer > 0 ? `kept ${keptNewer} committed since the reset, ` : '') +
