@@ -10,8 +10,10 @@
  *   node scripts/move-modules.ts old/path.ts=new/path.ts ... [--dry-run]
  *
  * A mapping file is a JSON object `{ "old/path.ts": "new/path.ts" }` (paths relative to
- * the repository root). A mapping entry whose source no longer exists is skipped, so the
- * same mapping can be run again after a merge brings more files into the old places.
+ * the repository root). An entry whose source no longer exists is not moved again, but
+ * imports of its old path are still rewritten, so the same mapping can be run again after
+ * a merge brings files into the old places or new imports of the old paths. After a merge:
+ * `node scripts/move-modules.ts core-aws` first, then `node scripts/test-layout.ts --write`.
  * Builtin mapping: `core-aws` (the adapter modules into core/aws/).
  *
  * Rewritten: `import … from '…'`, `export … from '…'`, `import '…'`, `import('…')`,
@@ -103,11 +105,16 @@ export function rewriteSpecifiers(
 
 /** Applies a mapping to the working tree: `git mv` then import rewriting. Returns the files changed. */
 export function applyMoves(mapping: Readonly<Record<string, string>>, dryRun = false): string[] {
+  // `moves`: files to move now. `targets`: where every mapped module is, moved now or
+  // before, so that imports of an old path that a merge brought in are rewritten too.
   const moves = new Map<string, string>();
+  const targets = new Map<string, string>();
   for (const [from, to] of Object.entries(mapping)) {
-    if (!existsSync(path.join(ROOT, from))) continue; // already moved, or never there
-    if (existsSync(path.join(ROOT, to))) throw new Error(`${to} exists already; not overwriting it with ${from}`);
-    moves.set(from, to);
+    const fromExists = existsSync(path.join(ROOT, from));
+    const toExists = existsSync(path.join(ROOT, to));
+    if (fromExists && toExists) throw new Error(`${to} exists already; not overwriting it with ${from}`);
+    if (fromExists) moves.set(from, to);
+    if (fromExists || toExists) targets.set(from, to);
   }
   const exists = (p: string): boolean => {
     const full = path.join(ROOT, p);
@@ -117,7 +124,7 @@ export function applyMoves(mapping: Readonly<Record<string, string>>, dryRun = f
   const rewritten = new Map<string, string>();
   for (const file of listSourceFiles()) {
     const text = readFileSync(path.join(ROOT, file), 'utf8');
-    const next = rewriteSpecifiers(text, file, moves.get(file) ?? file, moves, exists);
+    const next = rewriteSpecifiers(text, file, moves.get(file) ?? file, targets, exists);
     if (next !== text) rewritten.set(file, next);
   }
   for (const [from, to] of moves) {

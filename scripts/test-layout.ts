@@ -146,12 +146,15 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLTo
   }
   if (unmapped.length > 0) process.exit(1);
   // Text references first, on the old paths, so the import rewriting below sees the files where they are.
-  // Not this mapping itself, whose keys are the old paths on purpose.
-  const texts = listTextFiles().filter((f) => existsSync(path.join(ROOT, f)) && !f.startsWith('scripts/'));
+  // Every entry counts, moved now or before: a merge may bring prose that names an old path.
+  const textMoves = { ...TEST_LAYOUT, ...moves };
+  const known = [...new Set([...tests, ...Object.keys(textMoves)])];
+  // Not this mapping itself nor the tests of the scripts, which name the old paths on purpose.
+  const texts = listTextFiles().filter((f) => existsSync(path.join(ROOT, f)) && !f.startsWith('scripts/') && !f.startsWith('test/scripts/'));
   for (const file of texts) {
     const full = path.join(ROOT, file);
     const text = readFileSync(full, 'utf8');
-    const next = rewriteReferences(text, moves, tests);
+    const next = rewriteReferences(text, textMoves, known);
     if (next !== text) {
       writeFileSync(full, next);
       console.log(`rewrote references in ${file}`);

@@ -25,3 +25,13 @@ describe('rewriteSpecifiers', () => {
     expect(rewriteSpecifiers(`import x from './gone.ts';`, 'core/a.ts', 'core/aws/a.ts', new Map(), () => false)).toBe(`import x from './gone.ts';`);
   });
 });
+
+describe('applyMoves after a merge', () => {
+  it('rewrites an import of an old path whose module moved before (the mapping re-run)', () => {
+    // rewriteSpecifiers gets every mapped module, moved now or earlier: the importer is fixed
+    const targets = new Map([['core/a.ts', 'core/aws/a.ts']]);
+    expect(rewriteSpecifiers(`import { A } from '../../core/a.ts';`, 'test/unit/new.test.ts', 'test/unit/new.test.ts', targets, () => false)).toBe(
+      `import { A } from '../../core/aws/a.ts';`,
+    );
+  });
+});
