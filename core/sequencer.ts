@@ -1,34 +1,19 @@
 /**
  * Per-video ordering with a watermark: frames go in in any order and come out in
  * frame-number order; a frame that is really missing becomes a gap, decided per frame;
- * a frame that turns up after its number was passed is processed as `late`.
+ * a frame that turns up after its number was passed is processed as `late`. The rule in
+ * full is docs/decisions.md 12 (and 4 for the start, 24 for gap re-checks):
  *
- * The rule (docs/decisions.md, "Waiting may delay a frame, never discard it"):
- *
- * - **Evidence, then confirmation.** The missing frame `m` (= `nextFrame`) is *overdue*
- *   once the stream has demonstrably moved past it for `reorderWaitMs`: frames after it
- *   have started arriving (at least {@link SUPPORT_FRAMES} known frames within
- *   {@link SUPPORT_WINDOW_FRAMES} of the next known one: one stray frame far ahead is not
- *   evidence), or the video has been quiet for {@link QUIET_WAITS} × `reorderWaitMs`
- *   with frames outstanding ({@link STRAY_QUIET_WAITS} × when all that is outstanding is
- *   one lone frame far ahead, with no end marker), or the reorder buffer is full. Bounded out-of-orderness, as
- *   in Flink's and Beam's watermarks: the watermark passes `m` at that deadline.
- * - An overdue frame becomes a gap only after an S3 listing made *after* its deadline
- *   says its object does not exist: S3 LIST is strongly consistent, notifications are
- *   only hints. A listed frame is processed in order, from the listing.
- * - **Late is not lost.** A frame below `nextFrame` (gapped, or below an automatically
- *   chosen start) is processed when it comes, as `late`; the caller tells late from
- *   duplicate by the frame's record in the results table, the source of truth.
- * - **No start convention.** Unless `firstFrameNumber` is set, a video starts at the
- *   lowest frame that exists for it, decided at first sight by one listing; a listing that
- *   failed or covered too little falls back to the `reorderWaitMs` wait
- *   (core/sequencer-start.ts).
- *
- * - **Gaps are re-checked.** The frames recorded as `gap` are kept (core/gap-ranges.ts).
- *   One listing re-checks them before the video completes (the step that would complete
- *   it waits for that listing), and the worker asks for one when it releases the video
- *   idle ({@link VideoSequencer.gapsToRecheck}): an object that came after its gap, whose
- *   notification was lost, is then processed as `late` and its record replaces the gap.
+ * - **Evidence, then confirmation.** The missing frame is overdue once the stream has
+ *   moved past it for `reorderWaitMs` ({@link SUPPORT_FRAMES} known frames near the next
+ *   one: a stray far ahead is not evidence), the video has been quiet for
+ *   {@link QUIET_WAITS} (or {@link STRAY_QUIET_WAITS}) waits, or the buffer is full; it
+ *   becomes a gap only after an S3 listing made after that deadline says it is absent.
+ * - **Late is not lost.** A frame below `nextFrame` is processed as `late`; the caller
+ *   tells late from duplicate by the frame's record, the source of truth.
+ * - **No start convention.** Unless `firstFrameNumber` is set, a video starts at the lowest
+ *   frame that exists, decided at first sight by one listing (core/sequencer-start.ts).
+ * - **Gaps are re-checked** before completion and at idle release (core/gap-ranges.ts).
  *
  * The state holds only references (S3 keys), never image bytes, and is part of the
  * checkpoint: the worker deletes the messages of buffered frames (an SQS FIFO group is

@@ -19,39 +19,8 @@ import { allowCloudWatchToPublish, buildAlarmKey } from './alarm-topic.ts';
  */
 export { METRIC_NAMES };
 
-/** Dimension every metric carries, and its value per emitter. */
-export const SERVICE_DIMENSION = 'service';
-export const METRIC_SERVICE = { router: 'router', worker: 'worker', janitor: 'janitor' } as const;
-type Emitter = keyof typeof METRIC_SERVICE;
-
-/** Extra dimensions: metric name -> dimension name. */
-export const METRIC_DIMENSIONS = {
-  EventsRejected: 'Reason',
-  FramesFailed: 'Reason',
-  ExecutionProvider: 'Provider',
-  VideoRollbacks: 'Reason',
-  WorkerErrors: 'Where',
-  FrameListings: 'Why',
-} as const;
-
-/**
- * The alarms, by id; each is named `<alarmNamePrefix>-<id>`. Their number is fixed: no
- * alarm per slot (per-slot signals reach them as fleet-wide metrics, docs/decisions.md 16).
- */
-export const ALARM_IDS = [
-  'IngestDlqNotEmpty',
-  'SlotDlqNotEmpty',
-  'IngestAgeHigh',
-  'SlotQueueAgeHigh',
-  'SlotWithWorkNoOwner',
-  'TaskStartTimedOut',
-  'TaskLaunchFailures',
-  'InstanceLaunchFailures',
-  'FramesCrashedWorker',
-  'RouterErrors',
-  'JanitorErrors',
-] as const;
-export type AlarmId = (typeof ALARM_IDS)[number];
+export { SERVICE_DIMENSION, METRIC_SERVICE, METRIC_DIMENSIONS, ALARM_IDS, type AlarmId } from './alarm-ids.ts';
+import { SERVICE_DIMENSION, METRIC_SERVICE, METRIC_DIMENSIONS, type AlarmId, type Emitter } from './alarm-ids.ts';
 
 export interface MonitoringProps {
   /** CloudWatch namespace of the EMF metrics. */
