@@ -15,6 +15,8 @@ export interface TableShape {
   readonly sortKey?: KeyAttribute;
   /** Attribute holding an epoch-seconds expiry; TTL only garbage-collects, conditions never rely on it. */
   readonly ttlAttribute: string;
+  /** A DynamoDB stream of the table's items as written (the events outbox feeds EventBridge Pipes from it). */
+  readonly stream?: 'NEW_IMAGE';
   readonly globalSecondaryIndexes: readonly {
     readonly indexName: string;
     readonly partitionKey: KeyAttribute;
@@ -47,6 +49,20 @@ export const RESULTS_TABLE: TableShape = {
   partitionKey: { name: 'videoId', type: 'S' },
   sortKey: { name: 'frame', type: 'N' },
   ttlAttribute: 'ttlEpochSeconds',
+  globalSecondaryIndexes: [],
+};
+
+/**
+ * The analytics outbox (issue 22): one item per event (`core/analytics/event-schema.ts`),
+ * written in the same fenced transaction as the frame records that cause it, so an event
+ * exists if and only if its record does. Its stream (new images) is the only way events
+ * leave: EventBridge Pipes in AWS, the local relay on the laptop.
+ */
+export const EVENTS_TABLE: TableShape = {
+  partitionKey: { name: 'videoId', type: 'S' },
+  sortKey: { name: 'eventId', type: 'S' },
+  ttlAttribute: 'ttlEpochSeconds',
+  stream: 'NEW_IMAGE',
   globalSecondaryIndexes: [],
 };
 

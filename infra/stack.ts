@@ -86,6 +86,7 @@ export class FrameAffinityStack extends Stack {
       bucket: this.frames.bucket.bucketName,
       leasesTable: this.tables.leases.tableName,
       resultsTable: this.tables.results.tableName,
+      eventsTable: this.tables.events.tableName,
       ingestQueueUrl: this.queues.ingestQueue.queueUrl,
       ingestDlqUrl: this.queues.ingestDlq.queueUrl,
       slotQueueUrlPrefix: this.queues.slotQueueUrlPrefix,
@@ -207,6 +208,7 @@ export class FrameAffinityStack extends Stack {
     }
     this.tables.grantLeasesReadWrite(task);
     this.tables.grantResultsReadWrite(task);
+    this.tables.grantEventsReadWrite(task);
     this.queues.grantConsumeSlots(task);
     this.queues.grantSendToSlots(task);
   }

@@ -3,7 +3,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import type { ResourceNames } from '../core/config.ts';
-import { LEASES_TABLE, RESULTS_TABLE, type KeyAttribute, type TableShape } from '../core/resources.ts';
+import { EVENTS_TABLE, LEASES_TABLE, RESULTS_TABLE, type KeyAttribute, type TableShape } from '../core/resources.ts';
 
 export interface StateTablesProps {
   /**
@@ -38,6 +38,7 @@ export function tableFromShape(scope: Construct, id: string, tableName: string |
     encryption: dynamodb.TableEncryption.AWS_MANAGED,
     deletionProtection: removalPolicy === RemovalPolicy.RETAIN,
     removalPolicy,
+    ...(shape.stream ? { stream: dynamodb.StreamViewType.NEW_IMAGE } : {}),
   });
   for (const gsi of shape.globalSecondaryIndexes) {
     table.addGlobalSecondaryIndex({
@@ -77,6 +78,8 @@ const READ_WRITE_ACTIONS = [
 export class StateTables extends Construct {
   readonly leases: dynamodb.Table;
   readonly results: dynamodb.Table;
+  /** The analytics outbox; its stream feeds the event bus (issue 22). */
+  readonly events: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: StateTablesProps = {}) {
     super(scope, id);
@@ -84,7 +87,9 @@ export class StateTables extends Construct {
     this.leases = tableFromShape(this, 'Leases', undefined, LEASES_TABLE, removalPolicy);
     this.results = tableFromShape(this, 'Results', undefined, RESULTS_TABLE, removalPolicy);
     this.#shapes.set(this.leases, LEASES_TABLE);
+    this.events = tableFromShape(this, 'Events', undefined, EVENTS_TABLE, removalPolicy);
     this.#shapes.set(this.results, RESULTS_TABLE);
+    this.#shapes.set(this.events, EVENTS_TABLE);
   }
 
   readonly #shapes = new Map<dynamodb.Table, TableShape>();
@@ -97,6 +102,11 @@ export class StateTables extends Construct {
   /** Read/write items of the results table. */
   grantResultsReadWrite(grantee: iam.IGrantable): iam.Grant {
     return this.#grant(grantee, this.results);
+  }
+
+  /** Read/write items of the events outbox (the worker writes it inside its commit transaction). */
+  grantEventsReadWrite(grantee: iam.IGrantable): iam.Grant {
+    return this.#grant(grantee, this.events);
   }
 
   /**

@@ -17,6 +17,7 @@ import { FRAME_PREFIX, resourceNames, slotQueueUrl, type ResourceNames, type Tun
 import {
   LEASES_TABLE,
   RESULTS_TABLE,
+  EVENTS_TABLE,
   ingestQueueShape,
   slotQueueShape,
   type KeyAttribute,
@@ -68,6 +69,7 @@ export async function createLocalResources(o: CreateResourcesOptions): Promise<L
   await Promise.all([
     createTable(o.dynamodb, names.leasesTable, LEASES_TABLE),
     createTable(o.dynamodb, names.resultsTable, RESULTS_TABLE),
+    createTable(o.dynamodb, names.eventsTable, EVENTS_TABLE),
   ]);
 
   const ingestShape = ingestQueueShape(o.tunables);
@@ -93,6 +95,7 @@ export async function createLocalResources(o: CreateResourcesOptions): Promise<L
     bucket,
     leasesTable: names.leasesTable,
     resultsTable: names.resultsTable,
+    eventsTable: names.eventsTable,
     ingestQueueUrl: ingest.url,
     ingestDlqUrl: ingestDlq.url,
     slotQueueUrlPrefix: `${origin}${names.slotQueuePrefix}`,
@@ -144,6 +147,7 @@ export function createTableInput(tableName: string, shape: TableShape) {
     AttributeDefinitions,
     KeySchema,
     ...(GlobalSecondaryIndexes.length > 0 ? { GlobalSecondaryIndexes } : {}),
+    ...(shape.stream ? { StreamSpecification: { StreamEnabled: true, StreamViewType: shape.stream } } : {}),
   };
 }
 

@@ -5,6 +5,10 @@ export interface ResourceNames {
   readonly prefix: string;
   readonly leasesTable: string;
   readonly resultsTable: string;
+  /** The analytics outbox (issue 22): one item per rule/life event, written in the fenced commit; its stream feeds the event bus. */
+  readonly eventsTable: string;
+  /** The EventBridge bus the events table's stream is piped to (AWS), or the local queue standing in for it. */
+  readonly eventBus: string;
   readonly ingestQueue: string;
   /** Where the router parks events it rejects (malformed keys, unknown events), with the reason attached. */
   readonly ingestDlq: string;
@@ -26,6 +30,8 @@ export function resourceNames(prefix = 'FrameAffinity'): ResourceNames {
     prefix: p,
     leasesTable: `${p}-leases`,
     resultsTable: `${p}-results`,
+    eventsTable: `${p}-events`,
+    eventBus: `${p}-events`,
     ingestQueue: `${p}-ingest`,
     ingestDlq: `${p}-ingest-dlq`,
     slotQueuePrefix: `${p}-slot-`,

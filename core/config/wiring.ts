@@ -14,6 +14,8 @@ export interface Wiring {
   readonly bucket: string;
   readonly leasesTable: string;
   readonly resultsTable: string;
+  /** The analytics outbox table (core/analytics/event-schema.ts). */
+  readonly eventsTable: string;
   readonly ingestQueueUrl: string;
   readonly ingestDlqUrl: string;
   /** Slot queue URL = `${slotQueueUrlPrefix}${slot}.fifo`. */
@@ -27,6 +29,7 @@ export const WIRING_ENV = {
   bucket: 'FRAME_BUCKET',
   leasesTable: 'LEASES_TABLE',
   resultsTable: 'RESULTS_TABLE',
+  eventsTable: 'EVENTS_TABLE',
   ingestQueueUrl: 'INGEST_QUEUE_URL',
   ingestDlqUrl: 'INGEST_DLQ_URL',
   slotQueueUrlPrefix: 'SLOT_QUEUE_URL_PREFIX',
@@ -47,6 +50,7 @@ export function wiringFromEnv(env: Record<string, string | undefined> = process.
     bucket: read('bucket'),
     leasesTable: read('leasesTable'),
     resultsTable: read('resultsTable'),
+    eventsTable: read('eventsTable'),
     ingestQueueUrl: read('ingestQueueUrl'),
     ingestDlqUrl: read('ingestDlqUrl'),
     slotQueueUrlPrefix: read('slotQueueUrlPrefix'),

@@ -13,6 +13,7 @@ const wiring: Wiring = {
   bucket: 'test-frames',
   leasesTable: 'T-leases',
   resultsTable: 'T-results',
+  eventsTable: 'T-events',
   ingestQueueUrl: 'http://127.0.0.1:1/000000000000/T-ingest',
   ingestDlqUrl: 'http://127.0.0.1:1/000000000000/T-ingest-dlq',
   slotQueueUrlPrefix: 'http://127.0.0.1:1/000000000000/T-slot-',
