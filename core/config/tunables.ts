@@ -112,11 +112,12 @@ export const TUNABLES = {
    * Router Lambda batch size (records per invocation). Lambda takes up to 10,000 from a
    * standard queue, but above 10 only with a batching window of at least 1 s (a named
    * check, as Lambda enforces it), and never more than fit its 6 MB invocation payload:
-   * about 2,000-2,500 S3 notification records (docs/deploy.md, "Ingest capacity").
+   * about 3,700 S3 notification records of ~1,660 bytes (bench/router-ingest.ts measures
+   * the record; docs/deploy.md, "Ingest capacity").
    */
   routerBatchSize: {
     kind: 'integer', default: 10, min: 1, max: MAX_ROUTER_BATCH_SIZE, unit: 'records',
-    meaning: 'Records per router invocation; above 10 needs `routerBatchWindowSeconds` ≥ 1 (Lambda\'s rule); the 6 MB payload caps a batch near 2,000 S3 records (docs/deploy.md, "Ingest capacity")',
+    meaning: 'Records per router invocation; above 10 needs `routerBatchWindowSeconds` ≥ 1 (Lambda\'s rule); the 6 MB payload caps a batch at about 3,700 S3 records (docs/deploy.md, "Ingest capacity")',
   },
   /**
    * Router event source batching window: how long records are gathered before the router
