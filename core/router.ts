@@ -9,6 +9,7 @@
  * `routerSlotCacheSeconds`. At steady state the router therefore makes far fewer than one
  * DynamoDB request per batch.
  */
+import { mapBounded } from './async.ts';
 import type { Tunables } from './config.ts';
 import { chooseSlot, needsLaunch, type SlotRecord } from './lease-logic.ts';
 import type { LeaseStore } from './aws/lease-store.ts';
@@ -129,17 +130,32 @@ export class FrameRouter {
       if (list) list.push(r);
       else bySlot.set(slot, [r]);
     }
-    for (const [slot, entries] of bySlot) {
-      const sent = await this.d.queues.send(slot, entries.map((e) => ({ message: e.message, ...(e.replayTag ? { replayTag: e.replayTag } : {}) })));
-      sent.forEach((s, i) => {
-        if (!s.ok) {
+    // Each slot queue gets its frames in the order the router got them (one queue's
+    // SendMessageBatch calls run one after another); different queues run in parallel,
+    // at most routerSendConcurrency calls at once. A failed entry or call fails exactly
+    // the records it carried, so partial batch failures name the right itemIdentifiers.
+    const queues = [...bySlot];
+    const lanes = Math.max(1, Math.min(this.d.tunables.routerSendConcurrency, queues.length));
+    const results = await mapBounded(queues, lanes, async ([slot, entries]) => {
+      try {
+        return await this.d.queues.send(slot, entries.map((e) => ({ message: e.message, ...(e.replayTag ? { replayTag: e.replayTag } : {}) })));
+      } catch (e) {
+        // SlotQueues.send reports failures per entry; a throw here is a bug or a rejected
+        // promise of the transport, and fails this queue's records only.
+        return entries.map(() => ({ ok: false as const, error: e instanceof Error ? e.message : String(e), cause: e }));
+      }
+    });
+    let routed = 0;
+    queues.forEach(([slot, entries], q) => {
+      results[q]!.forEach((s, i) => {
+        if (s.ok) routed++;
+        else {
           fail(entries[i]!.recordId, new Error(s.error, { cause: s.cause }));
-          this.d.log.error('send to slot queue failed', { slot, error: s.error });
+          this.d.log.error('send to slot queue failed', { slot, error: s.error, recordId: entries[i]!.recordId });
         }
       });
-      const routed = sent.filter((s) => s.ok).length;
-      if (routed > 0) this.d.metrics.count(METRIC_NAMES.router.framesRouted, routed);
-    }
+    });
+    if (routed > 0) this.d.metrics.count(METRIC_NAMES.router.framesRouted, routed);
     await this.launchWhereNeeded([...bySlot.keys()]);
     return outcomes;
   }
@@ -162,8 +178,70 @@ export class FrameRouter {
       if (slot !== undefined) this.remember(out, id, slot, now);
       else unpinned.push(id);
     }
-    for (const id of unpinned) this.remember(out, id, await this.admit(id), now);
+    for (const [id, slot] of await this.admitAll(unpinned)) this.remember(out, id, slot, now);
     return out;
+  }
+
+  /**
+   * Pins many new videos. Slots are chosen for all of them first, in arrival order, on one
+   * view of the fleet (each choice counted on the view before the next, so first come is
+   * first served); then the pins of different slots run in parallel while the pins of one
+   * slot run one after another (they would only conflict on the slot's counter). A pin that
+   * finds its slot full (another router filled it) or the video taken falls back to
+   * {@link admit}, which re-reads and chooses again.
+   */
+  private async admitAll(videoIds: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    if (videoIds.length === 0) return out;
+    if (videoIds.length === 1) {
+      out.set(videoIds[0]!, await this.admit(videoIds[0]!));
+      return out;
+    }
+    const now = this.now();
+    let view = await this.slots();
+    const plan = new Map<number, { videoId: string; overCapacity: boolean }[]>();
+    for (const videoId of videoIds) {
+      const decision = chooseSlot(view, now, this.d.tunables);
+      view = view.map((s) => (s.slot === decision.slot ? { ...s, videoCount: s.videoCount + 1 } : s));
+      const list = plan.get(decision.slot);
+      if (list) list.push({ videoId, overCapacity: decision.overCapacity });
+      else plan.set(decision.slot, [{ videoId, overCapacity: decision.overCapacity }]);
+    }
+    const groups = [...plan];
+    await mapBounded(groups, this.d.tunables.routerSendConcurrency, async ([slot, videos]) => {
+      for (const v of videos) out.set(v.videoId, await this.pinPlanned(v.videoId, slot, v.overCapacity));
+    });
+    return out;
+  }
+
+  /** One planned pin (see {@link admitAll}); falls back to {@link admit} when the plan was overtaken. */
+  private async pinPlanned(videoId: string, slot: number, overCapacity: boolean): Promise<number> {
+    const result = await this.d.leases.pinVideo(videoId, slot, this.now(), overCapacity ? undefined : this.d.tunables.videosPerSlot);
+    if (result === 'pinned') {
+      this.admitted(videoId, slot, overCapacity);
+      return slot;
+    }
+    if (result === 'taken') {
+      const pinned = (await this.d.leases.getPins([videoId])).get(videoId)?.pinnedSlot;
+      if (pinned !== undefined) return pinned;
+    } else {
+      this.slotCache = undefined;
+    }
+    return this.admit(videoId);
+  }
+
+  /** Bookkeeping of a pin this router made: the cached slot view, metrics, the log. */
+  private admitted(videoId: string, slot: number, overCapacity: boolean): void {
+    this.slotCache = this.slotCache && {
+      ...this.slotCache,
+      slots: this.slotCache.slots.map((s) => (s.slot === slot ? { ...s, videoCount: s.videoCount + 1 } : s)),
+    };
+    this.d.metrics.count(METRIC_NAMES.router.leasesCreated);
+    if (overCapacity) {
+      this.d.metrics.count(METRIC_NAMES.router.admissionOverCapacity);
+      this.d.log.warn('every slot is full: video admitted over capacity', { videoId, slot });
+    }
+    this.d.log.info('video pinned', { videoId, slot, overCapacity });
   }
 
   /**
@@ -186,16 +264,7 @@ export class FrameRouter {
         if (slot !== undefined) return slot;
         continue;
       }
-      this.slotCache = this.slotCache && {
-        ...this.slotCache,
-        slots: this.slotCache.slots.map((s) => (s.slot === decision.slot ? { ...s, videoCount: s.videoCount + 1 } : s)),
-      };
-      this.d.metrics.count(METRIC_NAMES.router.leasesCreated);
-      if (decision.overCapacity) {
-        this.d.metrics.count(METRIC_NAMES.router.admissionOverCapacity);
-        this.d.log.warn('every slot is full: video admitted over capacity', { videoId, slot: decision.slot });
-      }
-      this.d.log.info('video pinned', { videoId, slot: decision.slot, overCapacity: decision.overCapacity });
+      this.admitted(videoId, decision.slot, decision.overCapacity);
       return decision.slot;
     }
     // Contention, not bad input: named so the ingest retry decision backs it off as transient.

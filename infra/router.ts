@@ -13,7 +13,8 @@ export interface RouterProps {
   /** Wiring, tunables and launcher settings (see core/config.ts and core/aws/ecs-task-launcher.ts). */
   readonly environment: Record<string, string>;
   /**
-   * Records per invocation.
+   * Records per invocation: up to 10 without a batching window, up to 10,000 with one of
+   * at least 1 s (standard queues; Lambda's rule, checked by the tunables too).
    * @default 10
    */
   readonly batchSize?: number;
@@ -26,7 +27,8 @@ export interface RouterProps {
    */
   readonly maxBatchingWindow?: Duration;
   /**
-   * Most concurrent router invocations the event source starts (2..1000).
+   * Most concurrent router invocations the event source starts (2..1000). The stack passes
+   * `routerMaxConcurrencyOf(config)`: derived from `slotCount` unless overridden.
    * @default 10
    */
   readonly maxConcurrency?: number;

@@ -4,7 +4,7 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { DEFAULT_TUNABLES, resourceNames, tunablesToEnv, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
+import { DEFAULT_TUNABLES, resourceNames, routerMaxConcurrencyOf, tunablesToEnv, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
 import {
   DEFAULT_STACK_CONFIG,
   instanceTypesOf,
@@ -133,7 +133,8 @@ export class FrameAffinityStack extends Stack {
       environment: controlEnv,
       batchSize: config.routerBatchSize,
       maxBatchingWindow: Duration.seconds(config.routerBatchWindowSeconds),
-      maxConcurrency: config.routerMaxConcurrency,
+      // 0 derives it from slotCount (core/config/tunables.ts, routerMaxConcurrencyOf).
+      maxConcurrency: routerMaxConcurrencyOf(config),
       timeout: Duration.seconds(routerTimeoutSeconds(config)),
       logRetention,
       removalPolicy,

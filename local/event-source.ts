@@ -15,6 +15,12 @@ import {
 import type { Context, ScheduledEvent, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { sleep } from '../core/async.ts';
 
+/**
+ * Lambda's synchronous invocation payload limit, which also caps an SQS event source batch:
+ * https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html
+ */
+export const LAMBDA_INVOKE_PAYLOAD_BYTES = 6 * 1024 * 1024;
+
 /** Anything shaped like a Lambda SQS handler (async style). */
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void | undefined>;
 export type ScheduledHandler = (event: ScheduledEvent, context: Context) => Promise<unknown>;
@@ -102,8 +108,18 @@ export interface SqsEventSourceOptions {
   readonly region: string;
   readonly handler: SqsHandler;
   readonly functionName?: string;
-  /** Records per invocation (Lambda BatchSize; at most 10 per receive). */
+  /**
+   * Records per invocation (Lambda BatchSize, 1..10,000). Gathered from receives of at most
+   * 10; above 10 only with a batching window, as Lambda requires.
+   */
   readonly batchSize: number;
+  /**
+   * Lambda MaximumBatchingWindowInSeconds: after the first record, receives go on until
+   * the batch is full, this window has passed, or the batch nears the 6 MB invocation
+   * payload. 0 = invoke with what the first receive brought.
+   * @default 0
+   */
+  readonly batchWindowSeconds?: number;
   /** Concurrent pollers, i.e. concurrent invocations (Lambda MaximumConcurrency). */
   readonly concurrency: number;
   /** Lambda timeout: past it the batch counts as failed (the handler keeps running, as a timed-out Lambda's side effects do). */
@@ -137,7 +153,8 @@ export class SqsEventSource {
   #loops: Promise<void>[] = [];
 
   constructor(options: SqsEventSourceOptions) {
-    if (options.batchSize < 1 || options.batchSize > 10) throw new Error('batchSize must be 1..10');
+    if (!(options.batchSize >= 1 && options.batchSize <= 10_000)) throw new Error('batchSize must be 1..10000');
+    if (options.batchSize > 10 && !((options.batchWindowSeconds ?? 0) >= 1)) throw new Error('batchSize above 10 needs batchWindowSeconds of at least 1 (as Lambda)');
     if (options.concurrency < 1) throw new Error('concurrency must be at least 1');
     this.#o = options;
   }
@@ -161,17 +178,8 @@ export class SqsEventSource {
     while (!signal.aborted) {
       let messages: Message[];
       try {
-        const r = await this.#o.sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: this.#o.queueUrl,
-            MaxNumberOfMessages: this.#o.batchSize,
-            WaitTimeSeconds: this.#o.waitTimeSeconds ?? 20,
-            MessageSystemAttributeNames: ['All'],
-            MessageAttributeNames: ['All'],
-          }),
-          { abortSignal: signal },
-        );
-        messages = r.Messages ?? [];
+        messages = await this.#receive(this.#o.batchSize, this.#o.waitTimeSeconds ?? 20, signal);
+        if (messages.length > 0) messages = await this.#gather(messages, signal);
       } catch (err) {
         if (signal.aborted) return;
         onError(err, 'ReceiveMessage failed');
@@ -181,6 +189,54 @@ export class SqsEventSource {
       if (messages.length === 0) continue;
       await this.#invoke(messages, onError);
     }
+  }
+
+  async #receive(upTo: number, waitSeconds: number, signal: AbortSignal): Promise<Message[]> {
+    const r = await this.#o.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: this.#o.queueUrl,
+        MaxNumberOfMessages: Math.min(10, upTo),
+        WaitTimeSeconds: waitSeconds,
+        MessageSystemAttributeNames: ['All'],
+        MessageAttributeNames: ['All'],
+      }),
+      { abortSignal: signal },
+    );
+    return r.Messages ?? [];
+  }
+
+  /**
+   * The batching window: after the first receive, more receives until the batch is full,
+   * the window has passed, or one more receive of 10 could push the event past Lambda's
+   * 6 MB payload. A receive that fails ends the gathering; what was gathered is invoked.
+   */
+  async #gather(first: Message[], signal: AbortSignal): Promise<Message[]> {
+    const windowMs = (this.#o.batchWindowSeconds ?? 0) * 1000;
+    const batch = [...first];
+    const sizeOf = (m: Message) => JSON.stringify(toSqsRecord(m, this.#o.queueArn, this.#o.region)).length;
+    let bytes = batch.reduce((n, m) => n + sizeOf(m), 0);
+    let largest = Math.max(...batch.map(sizeOf));
+    const deadline = Date.now() + windowMs;
+    while (batch.length < this.#o.batchSize && !signal.aborted && bytes + 10 * largest <= LAMBDA_INVOKE_PAYLOAD_BYTES) {
+      const leftMs = deadline - Date.now();
+      if (leftMs <= 0) break;
+      let more: Message[];
+      const waitSeconds = Math.min(20, Math.floor(leftMs / 1000));
+      try {
+        // Long polls for the window's whole seconds; short ones, paced, for its last second.
+        more = await this.#receive(this.#o.batchSize - batch.length, waitSeconds, signal);
+      } catch {
+        break;
+      }
+      if (more.length === 0 && waitSeconds === 0) await sleep(Math.min(50, leftMs));
+      for (const m of more) {
+        const size = sizeOf(m);
+        bytes += size;
+        largest = Math.max(largest, size);
+        batch.push(m);
+      }
+    }
+    return batch;
   }
 
   async #invoke(messages: Message[], onError: (err: unknown, detail: string) => void): Promise<void> {

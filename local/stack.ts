@@ -6,7 +6,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DEFAULT_TUNABLES, WORKER_ENV, slotQueueUrl, tunablesToEnv, validateTunables, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
+import { DEFAULT_TUNABLES, WORKER_ENV, routerMaxConcurrencyOf, slotQueueUrl, tunablesToEnv, validateTunables, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
 import { setTaskLauncher } from '../core/launcher-registry.ts';
 import { createAwsClientsFrom, type AwsClientConfig, type AwsClients } from '../core/aws/clients.ts';
 import { LOCAL_CREDENTIALS, resolvePort, startDynamoDbLocal, startFauxqsEmulator, type PortRequest } from './emulators.ts';
@@ -41,7 +41,7 @@ export interface LocalStackOptions {
   readonly janitorHandler?: ScheduledHandler | false;
   /** Janitor period. @default 5000 (locally faster than tunables.janitorIntervalSeconds) */
   readonly janitorIntervalMs?: number;
-  /** Concurrent router invocations, capped by tunables.routerMaxConcurrency. @default 2 */
+  /** Concurrent router invocations, capped by the event source's maximum concurrency (routerMaxConcurrencyOf). @default 2 */
   readonly routerConcurrency?: number;
   /** Long-poll wait of the router's event source. @default 20 (seconds, as Lambda) */
   readonly routerWaitTimeSeconds?: number;
@@ -272,7 +272,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         handler: routerHandler,
         functionName: `${prefix}-router`,
         batchSize: tunables.routerBatchSize,
-        concurrency: Math.min(tunables.routerMaxConcurrency, options.routerConcurrency ?? 2),
+        // The window is emulated where it fills batches above 10 (where Lambda requires
+        // one); at 10 or fewer it would only add its latency locally, where invocations
+        // cost nothing, so local runs invoke with what one receive brings.
+        batchWindowSeconds: tunables.routerBatchSize > 10 ? tunables.routerBatchWindowSeconds : 0,
+        concurrency: Math.min(routerMaxConcurrencyOf(tunables), options.routerConcurrency ?? 2),
         waitTimeSeconds: options.routerWaitTimeSeconds,
         // Lambda's timeout must stay under the ingest visibility timeout.
         timeoutMs: Math.max(1_000, (tunables.ingestVisibilitySeconds * 1_000) / 2),

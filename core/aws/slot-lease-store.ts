@@ -11,6 +11,7 @@ import { GetCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocu
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { emptySlotRecord, type LivenessOptions, type SlotRecord } from '../lease-logic.ts';
+import { mapBounded } from '../async.ts';
 import { recordLaunchedTaskOnSlot, requestLaunchGrant, withdrawLaunchGrant, type LaunchGrantTable } from './launch-grants.ts';
 
 export const slotKey = (slot: number) => `slot#${slot}`;
@@ -317,8 +318,12 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
   protected async batchGet(keys: readonly string[], consistent: boolean, projection?: string): Promise<Map<string, Record<string, unknown>>> {
     const out = new Map<string, Record<string, unknown>>();
     const unique = [...new Set(keys)];
-    for (let i = 0; i < unique.length; i += 100) {
-      let request: Record<string, { pk: string }[]> | undefined = { [this.o.tableName]: unique.slice(i, i + 100).map((pk) => ({ pk })) };
+    const chunks: string[][] = [];
+    for (let i = 0; i < unique.length; i += 100) chunks.push(unique.slice(i, i + 100));
+    // BatchGetItem takes 100 keys; the chunks of a large read (a router batch of 1,000
+    // videos, the janitor's 1,000 slots) are read in parallel, a few at a time.
+    await mapBounded(chunks, BATCH_GET_CONCURRENCY, async (chunk) => {
+      let request: Record<string, { pk: string }[]> | undefined = { [this.o.tableName]: chunk.map((pk) => ({ pk })) };
       for (let attempt = 0; request && attempt < 8; attempt++) {
         const r = await this.ddb.send(
           new BatchGetCommand({
@@ -337,7 +342,7 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
         if (request) await new Promise((res) => setTimeout(res, 20 * 2 ** attempt));
       }
       if (request) throw new Error('BatchGetItem left keys unprocessed after retries');
-    }
+    });
     return out;
   }
 }
@@ -360,6 +365,12 @@ function toSlotRecord(slot: number, it: Record<string, unknown> | undefined): Sl
     ...(it.ownerStoppedAtMs !== undefined ? { ownerStoppedAtMs: Number(it.ownerStoppedAtMs) } : {}),
   };
 }
+
+/**
+ * BatchGetItem calls one read has in flight: enough to read 1,000 keys in two rounds,
+ * few enough not to burst a table's partitions (3,000 read units/s each).
+ */
+const BATCH_GET_CONCURRENCY = 5;
 
 export function errorName(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);

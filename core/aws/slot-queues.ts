@@ -58,7 +58,7 @@ export class SlotQueues {
     return this.urlOf(slot);
   }
 
-  /** Sends in batches of 10 (one SendMessageBatch each); returns one outcome per message. */
+  /** Sends in order, in SendMessageBatch calls within its limits ({@link sendInBatches}); returns one outcome per message. */
   send(slot: number, messages: readonly OutgoingMessage[]): Promise<SendOutcome[]> {
     return sendInBatches(
       this.sqs,
@@ -174,13 +174,51 @@ export class SlotQueues {
 export type BatchEntry = Omit<SendMessageBatchRequestEntry, 'Id'>;
 
 /**
- * Sends entries in SendMessageBatch calls of 10 and returns one outcome per entry, in
+ * SendMessageBatch limits: 10 entries, and the whole request's payload no more than one
+ * message may be (256 KiB; https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html).
+ */
+export const SEND_BATCH_MAX_ENTRIES = 10;
+export const SEND_BATCH_MAX_BYTES = 256 * 1024;
+
+/** Bytes an entry counts towards a batch's payload: its body and its attributes' names, types and values. */
+function entryBytes(e: BatchEntry): number {
+  let n = Buffer.byteLength(e.MessageBody ?? '');
+  for (const [name, v] of Object.entries(e.MessageAttributes ?? {})) {
+    n += Buffer.byteLength(name) + Buffer.byteLength(v.DataType ?? '') + Buffer.byteLength(v.StringValue ?? '') + (v.BinaryValue?.byteLength ?? 0);
+  }
+  return n;
+}
+
+/**
+ * Consecutive chunks of `entries`, in order, each within the SendMessageBatch limits (an
+ * entry alone over the byte limit gets a chunk of its own, and SQS refuses just that one).
+ */
+export function sendBatchChunks<E extends BatchEntry>(entries: readonly E[]): E[][] {
+  const chunks: E[][] = [];
+  let chunk: E[] = [];
+  let bytes = 0;
+  for (const e of entries) {
+    const size = entryBytes(e);
+    if (chunk.length > 0 && (chunk.length >= SEND_BATCH_MAX_ENTRIES || bytes + size > SEND_BATCH_MAX_BYTES)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(e);
+    bytes += size;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}
+
+/**
+ * Sends entries in SendMessageBatch calls (10 entries, 256 KiB at most), one call after
+ * another so they reach the queue in input order, and returns one outcome per entry, in
  * order: a failed entry or a failed call fails only the entries it covers.
  */
 export async function sendInBatches(sqs: SQSClient, queueUrl: string, entries: readonly BatchEntry[]): Promise<SendOutcome[]> {
   const outcomes: SendOutcome[] = [];
-  for (let i = 0; i < entries.length; i += 10) {
-    const chunk = entries.slice(i, i + 10);
+  for (const chunk of sendBatchChunks(entries)) {
     try {
       const r = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((e, j) => ({ ...e, Id: String(j) })) }));
       const failed = new Map((r.Failed ?? []).map((f) => [f.Id, f]));

@@ -22,6 +22,27 @@ import { INGEST_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS, ingestOutageRideO
  */
 export const MAX_REORDER_BUFFER_FRAMES = 500;
 
+/**
+ * Largest Lambda SQS event source batch (standard queues, with a batching window):
+ * https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html
+ */
+export const MAX_ROUTER_BATCH_SIZE = 10_000;
+
+/**
+ * The router event source's maximum concurrency: `routerMaxConcurrency` when set, else
+ * derived from `slotCount` as max(10, ceil(slotCount / 2)), within Lambda's 2..1000.
+ * Why half the slots: at 1,000 slots it asks for 500 concurrent invocations, half the
+ * default account concurrency (1,000), leaving the rest to the janitor and the account's
+ * other functions, while 500 × the router's ~570 frames per invocation-second (batch
+ * 1,000 at 512 MB; ~1,200 at 1,769 MB) covers the 240,000 frames/s such a fleet uploads
+ * (docs/deploy.md, "Ingest capacity"). The floor of 10 is the old default: the event
+ * source's start (5 concurrent batches) with room to burst.
+ */
+export function routerMaxConcurrencyOf(t: Pick<Tunables, 'routerMaxConcurrency' | 'slotCount'>): number {
+  if (t.routerMaxConcurrency !== 0) return t.routerMaxConcurrency;
+  return Math.min(1000, Math.max(10, Math.ceil(t.slotCount / 2)));
+}
+
 /** Every tunable: default, range, unit, meaning. Every one can be overridden (CDK context, environment). */
 export const TUNABLES = {
   /** Number of worker slots, i.e. the maximum number of GPU tasks. */
@@ -88,8 +109,17 @@ export const TUNABLES = {
   ingestOutageBackoffBaseSeconds: { kind: 'integer', default: 15, min: 1, max: SQS_MAX_VISIBILITY_SECONDS, unit: 's', meaning: 'First visibility backoff of an ingest record that failed in an outage; doubles per receive' },
   /** Longest outage backoff: also the longest a record waits after an outage ends before it is routed. */
   ingestOutageBackoffMaxSeconds: { kind: 'integer', default: 900, min: 1, max: SQS_MAX_VISIBILITY_SECONDS, unit: 's', meaning: 'Longest outage backoff of an ingest record (and the longest wait after an outage ends)' },
-  /** Router Lambda batch size (records per invocation). */
-  routerBatchSize: { kind: 'integer', default: 10, min: 1, max: 10, unit: 'records', meaning: 'Records per router invocation' },
+  /**
+   * Router Lambda batch size (records per invocation). Lambda takes up to 10,000 from a
+   * standard queue, but above 10 only with a batching window of at least 1 s (a named
+   * check, as Lambda enforces it), and never more than fit its 6 MB invocation payload:
+   * about 3,700 S3 notification records of ~1,660 bytes (bench/router-ingest.ts measures
+   * the record; docs/deploy.md, "Ingest capacity").
+   */
+  routerBatchSize: {
+    kind: 'integer', default: 10, min: 1, max: MAX_ROUTER_BATCH_SIZE, unit: 'records',
+    meaning: 'Records per router invocation; above 10 needs `routerBatchWindowSeconds` ≥ 1 (Lambda\'s rule); the 6 MB payload caps a batch at about 3,700 S3 records (docs/deploy.md, "Ingest capacity")',
+  },
   /**
    * Router event source batching window: how long records are gathered before the router
    * is invoked with fewer than `routerBatchSize` (0 = invoke at once). Trades up to this
@@ -97,8 +127,27 @@ export const TUNABLES = {
    * low traffic.
    */
   routerBatchWindowSeconds: { kind: 'integer', default: 1, min: 0, max: 300, unit: 's', meaning: 'Event source batching window: records are gathered this long before a smaller batch is delivered; 0 = at once (docs/deploy.md §8)' },
-  /** Router Lambda maximum concurrency on the SQS event source (at least 2: the event source's minimum, a named check). */
-  routerMaxConcurrency: { kind: 'integer', default: 10, min: 1, max: 1000, unit: 'invocations', meaning: 'Event source maximum concurrency (at least 2, the Lambda SQS event source minimum)' },
+  /**
+   * Router Lambda maximum concurrency on the SQS event source (ScalingConfig, 2..1000).
+   * 0 (the default) derives it from `slotCount` ({@link routerMaxConcurrencyOf}: one
+   * invocation per two slots, at least 10, at most 1,000), so a deployment sized for
+   * 1,000 slots gets an ingest path sized for it without a second setting.
+   */
+  routerMaxConcurrency: {
+    kind: 'integer', default: 0, min: 2, max: 1000, off: { value: 0, meaning: 'derived from `slotCount`: max(10, ceil(slotCount / 2))' }, unit: 'invocations',
+    meaning: 'Event source maximum concurrency (Lambda allows 2..1000); 0 derives it from `slotCount` (docs/deploy.md, "Ingest capacity")',
+  },
+  /**
+   * Most SendMessageBatch calls one router invocation has in flight. A batch's frames are
+   * grouped per slot queue; each queue's calls go one after another (so the frames of one
+   * video reach its queue in the order the router got them) while different queues are
+   * sent to in parallel, up to this many at once. At most the SDK's socket pool per host
+   * (50, @smithy/node-http-handler), since every slot queue is on the same SQS endpoint.
+   */
+  routerSendConcurrency: {
+    kind: 'integer', default: 32, min: 1, max: 50, unit: 'calls',
+    meaning: 'SendMessageBatch calls one router invocation has in flight (different slot queues in parallel, one queue\'s calls in order)',
+  },
   /**
    * How long a launched task may take to heartbeat: until then no other launch is made
    * for its slot and the slot is not counted as ownerless. It covers a cold start from
@@ -197,7 +246,15 @@ export const CROSS_FIELD_CHECKS: Readonly<Record<string, (t: Tunables) => string
     ingestOutageRideOutSeconds(t) > INGEST_RETENTION_SECONDS - 86_400
       ? `ingestMaxReceiveCount (${t.ingestMaxReceiveCount}) with outage backoffs of ${t.ingestOutageBackoffBaseSeconds}-${t.ingestOutageBackoffMaxSeconds} s rides out ${ingestOutageRideOutSeconds(t)} s, more than the ingest queue's retention (${INGEST_RETENTION_SECONDS} s) less a day: messages would expire instead of reaching the DLQ`
       : undefined,
-  eventSourceConcurrencyMinimum: (t) => (t.routerMaxConcurrency < 2 ? 'routerMaxConcurrency must be at least 2 (Lambda SQS event source minimum)' : undefined),
+  batchOverTenNeedsWindow: (t) =>
+    t.routerBatchSize > 10 && t.routerBatchWindowSeconds < 1
+      ? `routerBatchSize (${t.routerBatchSize}) above 10 must have routerBatchWindowSeconds of at least 1 (got ${t.routerBatchWindowSeconds}): Lambda refuses such an event source mapping`
+      : undefined,
+  batchWindowWithinVisibility: (t) =>
+    t.routerBatchWindowSeconds + Math.ceil(t.ingestVisibilitySeconds / 6) > t.ingestVisibilitySeconds
+      ? `routerBatchWindowSeconds (${t.routerBatchWindowSeconds}) plus the router timeout (a sixth of ingestVisibilitySeconds, ${Math.ceil(t.ingestVisibilitySeconds / 6)}) must be at most ingestVisibilitySeconds (${t.ingestVisibilitySeconds}): ` +
+        'records are in flight from the poller\'s receive, through the window, until the invocation ends, and would be delivered twice otherwise'
+      : undefined,
   trackLowAtMostHigh: (t) =>
     !(t.trackLowScoreThreshold <= t.trackHighScoreThreshold)
       ? `trackLowScoreThreshold (${t.trackLowScoreThreshold}) must be at most trackHighScoreThreshold (${t.trackHighScoreThreshold})`

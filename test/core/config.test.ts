@@ -134,7 +134,8 @@ describe('the tunables table', () => {
   it.each([
     ['heartbeatWithinHalfTtl', { heartbeatIntervalSeconds: 8, slotLeaseTtlSeconds: 15 }],
     ['idleReleaseAfterPinCache', { videoIdleReleaseSeconds: 30, routerPinCacheSeconds: 30 }],
-    ['eventSourceConcurrencyMinimum', { routerMaxConcurrency: 1 }],
+    ['batchOverTenNeedsWindow', { routerBatchSize: 11, routerBatchWindowSeconds: 0 }],
+    ['batchWindowWithinVisibility', { routerBatchWindowSeconds: 151, ingestVisibilitySeconds: 180 }],
     ['trackLowAtMostHigh', { trackLowScoreThreshold: 0.6, trackHighScoreThreshold: 0.5 }],
   ] as const)('named check %s fires on its case and not on the defaults', (name, change) => {
     const check = CROSS_FIELD_CHECKS[name]!;

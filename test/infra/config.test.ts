@@ -55,7 +55,9 @@ describe('scale limits', () => {
   it('accepts up to 1,000 slots and a batching window of 0..300 s, and names what is out of range', () => {
     // Act & Assess
     expect(stackConfigFromContext(contextOf({ slotCount: '1000', routerBatchWindowSeconds: '0' }))).toMatchObject({ slotCount: 1000, routerBatchWindowSeconds: 0 });
-    expect(stackConfigFromContext(contextOf({ routerBatchWindowSeconds: '300' })).routerBatchWindowSeconds).toBe(300);
+    // A 300 s window needs a visibility timeout that holds it and the router timeout (decision 33).
+    expect(stackConfigFromContext(contextOf({ routerBatchWindowSeconds: '300', ingestVisibilitySeconds: '360' })).routerBatchWindowSeconds).toBe(300);
+    expect(() => stackConfigFromContext(contextOf({ routerBatchWindowSeconds: '300' }))).toThrow(/would be delivered twice/);
     expect(() => stackConfigFromContext(contextOf({ slotCount: '1001' }))).toThrow(/slotCount must be an integer between 1 and 1000 \(got 1001\)/);
     expect(() => stackConfigFromContext(contextOf({ routerBatchWindowSeconds: '-1' }))).toThrow(/routerBatchWindowSeconds must be an integer between 0 and 300/);
     expect(() => stackConfigFromContext(contextOf({ routerBatchWindowSeconds: '1.5' }))).toThrow(/routerBatchWindowSeconds/);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { DEFAULT_TUNABLES, WIRING_ENV, resourceNames } from '../../core/config.ts';
+import { DEFAULT_TUNABLES, WIRING_ENV, resourceNames, routerMaxConcurrencyOf } from '../../core/config.ts';
 import { LEASES_TABLE } from '../../core/resources.ts';
 import { STACK_OUTPUT_KEYS } from '../../core/stack-outputs.ts';
 import { ECS_LAUNCHER_ENV } from '../../core/aws/ecs-task-launcher.ts';
@@ -211,7 +211,7 @@ describe('router and janitor', () => {
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BatchSize: DEFAULT_TUNABLES.routerBatchSize,
-      ScalingConfig: { MaximumConcurrency: DEFAULT_TUNABLES.routerMaxConcurrency },
+      ScalingConfig: { MaximumConcurrency: routerMaxConcurrencyOf(DEFAULT_TUNABLES) },
     });
   });
 

@@ -33,8 +33,8 @@ afterAll(async () => {
   await fauxqs?.stop();
 });
 
-/** A standard queue with a 1 s visibility timeout and a DLQ after `maxReceiveCount` receives. */
-async function queueWithDlq(maxReceiveCount: number) {
+/** A standard queue with a 1 s visibility timeout (or `visibilitySeconds`) and a DLQ after `maxReceiveCount` receives. */
+async function queueWithDlq(maxReceiveCount: number, visibilitySeconds = 1) {
   const n = ++queueCounter;
   const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `q${n}-dlq` }))).QueueUrl!;
   const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
@@ -42,7 +42,7 @@ async function queueWithDlq(maxReceiveCount: number) {
     await sqs.send(
       new CreateQueueCommand({
         QueueName: `q${n}`,
-        Attributes: { VisibilityTimeout: '1', RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount }) },
+        Attributes: { VisibilityTimeout: String(visibilitySeconds), RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount }) },
       }),
     )
   ).QueueUrl!;
@@ -50,7 +50,7 @@ async function queueWithDlq(maxReceiveCount: number) {
   return { url, arn, dlqUrl };
 }
 
-function startSource(q: { url: string; arn: string }, handler: SqsHandler, extra: { batchSize?: number; concurrency?: number } = {}) {
+function startSource(q: { url: string; arn: string }, handler: SqsHandler, extra: { batchSize?: number; concurrency?: number; batchWindowSeconds?: number } = {}) {
   const source = new SqsEventSource({
     sqs,
     queueUrl: q.url,
@@ -59,6 +59,7 @@ function startSource(q: { url: string; arn: string }, handler: SqsHandler, extra
     handler,
     functionName: 'router',
     batchSize: extra.batchSize ?? 10,
+    ...(extra.batchWindowSeconds !== undefined ? { batchWindowSeconds: extra.batchWindowSeconds } : {}),
     concurrency: extra.concurrency ?? 1,
     waitTimeSeconds: 1,
     onError: () => {},
@@ -304,5 +305,28 @@ describe('ScheduledInvoker', () => {
     expect(maxActive).toBe(1);
     expect(events[0]).toMatchObject({ source: 'aws.events', 'detail-type': 'Scheduled Event', region });
     expect(invoker.runs).toBe(runsAtStop);
+  });
+});
+
+describe('SqsEventSource batching window (batches above 10, decision 33)', () => {
+  it('gathers up to batchSize records over several receives within the window, in one invocation', async () => {
+    // Prepare: 35 messages waiting; the visibility outlasts the window (as the tunables require)
+    const q = await queueWithDlq(5, 30);
+    await send(q.url, Array.from({ length: 35 }, (_, i) => `m${i}`));
+    const batches: number[] = [];
+    // Act
+    startSource(q, async (event: SQSEvent) => {
+      batches.push(event.Records.length);
+      return { batchItemFailures: [] };
+    }, { batchSize: 25, batchWindowSeconds: 2 });
+    // Assess: a first batch of 25 (not 10), then the remaining 10 once the window ran out
+    await waitFor('all 35 invoked', () => batches.reduce((a, b) => a + b, 0) === 35, 20_000);
+    expect(batches[0]).toBe(25);
+    expect(batches).toEqual([25, 10]);
+  });
+
+  it('refuses a batch above 10 without a window, as Lambda does', async () => {
+    const q = await queueWithDlq(5);
+    expect(() => startSource(q, async () => ({ batchItemFailures: [] }), { batchSize: 11 })).toThrow(/needs batchWindowSeconds/);
   });
 });
