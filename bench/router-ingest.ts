@@ -211,7 +211,7 @@ function contextFor(table: Map<string, Record<string, unknown>>, tunables: Tunab
   const base = { region: REGION, credentials, requestHandler: handler };
   const clients = createAwsClientsFrom({ sqs: { ...base }, dynamodb: { ...base }, s3: { ...base } });
   const wiring: Wiring = {
-    region: REGION, bucket: BUCKET, leasesTable: 'fa-leases', resultsTable: 'fa-results',
+    region: REGION, bucket: BUCKET, leasesTable: 'fa-leases', resultsTable: 'fa-results', eventsTable: 'fa-events',
     ingestQueueUrl: `https://sqs.${REGION}.amazonaws.com/123456789012/fa-ingest`,
     ingestDlqUrl: `https://sqs.${REGION}.amazonaws.com/123456789012/fa-ingest-dlq`,
     slotQueueUrlPrefix: `https://sqs.${REGION}.amazonaws.com/123456789012/fa-slot-`,
