@@ -56,8 +56,7 @@ export interface LastReceive {
 
 export class SlotInbox {
   private readonly d: SlotInboxDeps;
-  /** The last receive (a failed one counts as empty); undefined before the first. */
-  lastReceive: LastReceive | undefined;
+  private last: LastReceive | undefined;
   /** Held handle -> when SQS makes it visible again unless extended, epoch ms. */
   private readonly held = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
@@ -67,6 +66,11 @@ export class SlotInbox {
 
   constructor(deps: SlotInboxDeps) {
     this.d = deps;
+  }
+
+  /** The last receive (a failed one counts as empty); undefined before the first. */
+  get lastReceive(): LastReceive | undefined {
+    return this.last;
   }
 
   /** Handles this process holds now. */
@@ -99,7 +103,7 @@ export class SlotInbox {
     try {
       received = await this.d.queues.receive(this.d.slot, 10, waitSeconds);
     } catch (e) {
-      this.lastReceive = { atMs: this.d.now(), count: 0, oldestAgeMs: undefined };
+      this.last = { atMs: this.d.now(), count: 0, oldestAgeMs: undefined };
       if (ending()) return [];
       this.d.log.warn('receive failed', { error: errorText(e) });
       this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'receive' });
@@ -111,7 +115,7 @@ export class SlotInbox {
     const sentAt = received.flatMap((m) => (m.sentAtMs !== undefined ? [m.sentAtMs] : []));
     const oldestAgeMs = sentAt.length > 0 ? Math.max(0, now - Math.min(...sentAt)) : undefined;
     if (oldestAgeMs !== undefined) this.d.metrics.milliseconds(METRIC_NAMES.worker.slotMessageAgeMs, oldestAgeMs);
-    this.lastReceive = { atMs: now, count: received.length, oldestAgeMs };
+    this.last = { atMs: now, count: received.length, oldestAgeMs };
     const visibleAtMs = now + this.d.tunables.slotQueueVisibilitySeconds * 1000;
     for (const m of received) this.held.set(m.receiptHandle, visibleAtMs);
     return received.map((m) => ({ handle: m.receiptHandle, body: m.body, msg: parseSlotMessage(m.body) }));
