@@ -14,6 +14,9 @@
  * Targets at steady state: router <= 0.1 DynamoDB requests per frame; all calls
  * (router + worker, including the one S3 GET a frame needs and the LISTs) <= 1.6 per frame;
  * at most 1 LIST per 100 frames per video.
+ *
+ * This is the backlog figure (uploads as fast as they go). Calls per frame at a live rate
+ * (cameras uploading in real time, 1-30 fps each) are bench/api-calls-live.ts's.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

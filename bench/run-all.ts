@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** In the order of bench/README.md. */
-const BENCHMARKS = ['failover.ts', 'api-calls.ts', 'vision-throughput.ts', 'late-frames.ts', 'soak.ts', 'synth-size.ts', 'janitor-calls.ts', 'chaos.ts', 'compare.ts', 'worker-throughput.ts'];
+const BENCHMARKS = ['failover.ts', 'api-calls.ts', 'api-calls-live.ts', 'vision-throughput.ts', 'late-frames.ts', 'soak.ts', 'synth-size.ts', 'janitor-calls.ts', 'chaos.ts', 'compare.ts', 'worker-throughput.ts'];
 
 const failed: string[] = [];
 for (const script of BENCHMARKS) {

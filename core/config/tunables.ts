@@ -77,6 +77,19 @@ export const TUNABLES = {
   /** Longest a partial inference batch waits for more frames. */
   maxBatchWaitMs: { kind: 'integer', default: 10, min: 1, max: 60_000, unit: 'ms', meaning: 'Longest a partial inference batch waits for more frames' },
   /**
+   * At a live rate each long poll returns with the first frame that arrives, and that frame
+   * then pays a receive, a delete batch and a commit of its own. After a receive that was
+   * neither full nor behind, the worker starts the next one no sooner than this after it
+   * (holding no message meanwhile), so one receive, delete and commit carry the frames of
+   * several videos. Bounded by 1 s: it adds at most this much to a frame's upload-to-record
+   * time, and never delays a drain, a lost lease, a video's due wake-up or a backlog
+   * (decision 31, bench/README.md "API calls per frame at a live rate").
+   */
+  receiveGatherMs: {
+    kind: 'integer', default: 250, min: 0, max: 1_000, off: { value: 0, meaning: 'receive at once' }, unit: 'ms',
+    meaning: 'At a live rate, the shortest spacing of receives, so one receive, delete and commit carry several frames; adds at most this to latency (decision 31)',
+  },
+  /**
    * Threads onnxruntime gives one inference (its intra-op pool); 0 = its default, one per
    * physical core. On a CPU-only task, fewer than the cores leaves the rest to fetching,
    * decoding, tracking and commits, which otherwise take them from the model between

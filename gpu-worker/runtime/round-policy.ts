@@ -1,8 +1,8 @@
 /**
  * The worker loop's decisions, as pure functions of what it knows: whether a receive
  * found a backlog, whether to receive ahead, whether this round's commit overlaps the
- * next round or is awaited, how long to poll, whether to pause receiving, and whether
- * the worker may exit for idleness. The loop (worker.ts) carries them out.
+ * next round or is awaited, how long to poll, how long to gather before the next receive
+ * at a live rate, whether to pause receiving, and whether the worker may exit for idleness. The loop (worker.ts) carries them out.
  */
 
 /** Most messages one receive asks for (SQS's limit); a receive that fills it finds a backlog. */
@@ -73,6 +73,45 @@ export function pollWaitSeconds(wakeTimesMs: readonly (number | undefined)[], no
   if (soonestMs === Infinity) return MAX_POLL_WAIT_SECONDS;
   const wait = Math.min(MAX_POLL_WAIT_SECONDS, Math.max(0, Math.ceil((soonestMs - nowMs) / 1000)));
   return idle ? Math.max(1, wait) : wait;
+}
+
+/** What the loop knows when it decides whether to gather before its next receive. */
+export interface GatherFacts {
+  /** `receiveGatherMs`: the shortest spacing of receives at a live rate; 0 = off. */
+  readonly receiveGatherMs: number;
+  /** The last receive (slot-inbox.ts): when it returned, what it brought, how long its oldest message had waited; undefined before the first. */
+  readonly last: { readonly atMs: number; readonly count: number; readonly oldestAgeMs: number | undefined } | undefined;
+  /** The owned videos' next wake-ups (reorder deadlines; undefined: none). */
+  readonly wakeTimesMs: readonly (number | undefined)[];
+  readonly nowMs: number;
+  /** Drain requested, or the slot lease lost. */
+  readonly ending: boolean;
+  /** Messages wait for the store, or a commit answer is in doubt. */
+  readonly storeDown: boolean;
+}
+
+/**
+ * How long to wait before the next receive, so that at a live rate one receive, one
+ * delete batch and one commit carry the frames of several videos instead of one each
+ * (decision 31). The wait runs after the round's commit and delete, so no message is held
+ * and no FIFO group blocked by it: the frames simply wait in the queue. It ends
+ * `receiveGatherMs` after the last receive returned (the round's own time counts) and
+ * is 0, so nothing is delayed, when:
+ * - it is off, the loop is ending (drain, lost lease), the store is down, or nothing was received yet;
+ * - the last receive brought nothing (idle: the long poll takes the next frame at once) or
+ *   a full batch (a backlog: rounds already carry all they can);
+ * - the last receive's oldest message had already waited `receiveGatherMs` in the queue
+ *   (the worker is behind the upload rate: gathering would only add latency);
+ * and it never lasts past a video's due wake-up.
+ */
+export function gatherWaitMs(f: GatherFacts): number {
+  const last = f.last;
+  if (f.receiveGatherMs <= 0 || f.ending || f.storeDown || !last) return 0;
+  if (last.count === 0 || last.count >= RECEIVE_MAX_MESSAGES) return 0;
+  if (last.oldestAgeMs !== undefined && last.oldestAgeMs >= f.receiveGatherMs) return 0;
+  let waitMs = Math.max(0, last.atMs + f.receiveGatherMs - f.nowMs);
+  for (const t of f.wakeTimesMs) if (t !== undefined) waitMs = Math.min(waitMs, Math.max(0, t - f.nowMs));
+  return waitMs;
 }
 
 /** Backoff before the store is tried again while it cannot be reached: doubles per attempt, capped. */

@@ -44,8 +44,19 @@ const KEEPER_TICK_MS = 500;
 /** Longest visibility SQS accepts, seconds. */
 const MAX_VISIBILITY_SECONDS = 43_200;
 
+/** What the last receive brought: the facts the gather wait is decided on (round-policy.ts, `gatherWaitMs`). */
+export interface LastReceive {
+  /** When it returned, epoch ms. */
+  readonly atMs: number;
+  /** Messages it brought. */
+  readonly count: number;
+  /** How long the oldest of them had waited in the queue, ms (undefined: none, or no send time). */
+  readonly oldestAgeMs: number | undefined;
+}
+
 export class SlotInbox {
   private readonly d: SlotInboxDeps;
+  private last: LastReceive | undefined;
   /** Held handle -> when SQS makes it visible again unless extended, epoch ms. */
   private readonly held = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
@@ -55,6 +66,11 @@ export class SlotInbox {
 
   constructor(deps: SlotInboxDeps) {
     this.d = deps;
+  }
+
+  /** The last receive (a failed one counts as empty); undefined before the first. */
+  get lastReceive(): LastReceive | undefined {
+    return this.last;
   }
 
   /** Handles this process holds now. */
@@ -87,6 +103,7 @@ export class SlotInbox {
     try {
       received = await this.d.queues.receive(this.d.slot, 10, waitSeconds);
     } catch (e) {
+      this.last = { atMs: this.d.now(), count: 0, oldestAgeMs: undefined };
       if (ending()) return [];
       this.d.log.warn('receive failed', { error: errorText(e) });
       this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'receive' });
@@ -96,7 +113,9 @@ export class SlotInbox {
     const now = this.d.now();
     // How long frames waited in the slot queue: one fleet-wide series for the age alarm.
     const sentAt = received.flatMap((m) => (m.sentAtMs !== undefined ? [m.sentAtMs] : []));
-    if (sentAt.length > 0) this.d.metrics.milliseconds(METRIC_NAMES.worker.slotMessageAgeMs, Math.max(0, now - Math.min(...sentAt)));
+    const oldestAgeMs = sentAt.length > 0 ? Math.max(0, now - Math.min(...sentAt)) : undefined;
+    if (oldestAgeMs !== undefined) this.d.metrics.milliseconds(METRIC_NAMES.worker.slotMessageAgeMs, oldestAgeMs);
+    this.last = { atMs: now, count: received.length, oldestAgeMs };
     const visibleAtMs = now + this.d.tunables.slotQueueVisibilitySeconds * 1000;
     for (const m of received) this.held.set(m.receiptHandle, visibleAtMs);
     return received.map((m) => ({ handle: m.receiptHandle, body: m.body, msg: parseSlotMessage(m.body) }));

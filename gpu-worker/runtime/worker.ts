@@ -38,12 +38,15 @@ import { MessageIntake } from './message-intake.ts';
 import { RoundCommitter } from './round-committer.ts';
 import { buildRound, type RoundBuilderDeps } from './round-builder.ts';
 import { IsolatedRounds } from './isolated-rounds.ts';
-import { aheadSkipsAfter, decideRound, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
+import { aheadSkipsAfter, decideRound, gatherWaitMs, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
 export { MAX_POLL_WAIT_SECONDS } from './round-policy.ts';
 export { MAX_VIDEO_FAILURES } from './video-session.ts';
 
 export type WorkerLog = LogSink;
+
+/** How often a gather wait looks whether the loop is ending, ms. */
+const GATHER_TICK_MS = 50;
 
 export interface WorkerDeps {
   readonly workerId: string;
@@ -311,9 +314,16 @@ export class Worker {
       this.aheadSkips = aheadSkipsAfter(messages.length);
       if (messages.length > 0) return messages;
     }
-    const now = this.now();
-    const wake = this.registry!.all().map((s) => (this.committing.has(s.videoId) ? undefined : s.nextWakeMs(now)));
-    return this.inbox!.receive(pollWaitSeconds(wake, now, idle), () => this.ending);
+    const wake = this.registry!.all().map((s) => (this.committing.has(s.videoId) ? undefined : s.nextWakeMs(this.now())));
+    await this.gather(wake);
+    return this.inbox!.receive(pollWaitSeconds(wake, this.now(), idle), () => this.ending);
+  }
+
+  /** At a live rate, lets frames gather in the queue before the next receive (decision 31); a drain or a lost lease ends it at once. */
+  private async gather(wakeTimesMs: readonly (number | undefined)[]): Promise<void> {
+    const storeDown = this.waiting.length > 0 || this.committer!.inDoubtCount > 0;
+    const waitMs = gatherWaitMs({ receiveGatherMs: this.d.tunables.receiveGatherMs, last: this.inbox!.lastReceive, wakeTimesMs, nowMs: this.now(), ending: this.ending, storeDown });
+    for (let sleptMs = 0; sleptMs < waitMs && !this.ending; sleptMs += GATHER_TICK_MS) await sleep(Math.min(GATHER_TICK_MS, waitMs - sleptMs));
   }
 
   // ------------------------------------------------------------------ one round

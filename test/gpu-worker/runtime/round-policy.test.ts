@@ -3,11 +3,13 @@ import {
   AHEAD_SKIP_ROUNDS_AFTER_EMPTY,
   aheadSkipsAfter,
   decideRound,
+  gatherWaitMs,
   idleExitCandidate,
   MAX_POLL_WAIT_SECONDS,
   pollWaitSeconds,
   STORE_RETRY_MAX_MS,
   storeOutageWait,
+  type GatherFacts,
   type RoundFacts,
   type RoundDecision,
 } from '../../../gpu-worker/runtime/round-policy.ts';
@@ -53,6 +55,39 @@ describe('pollWaitSeconds', () => {
     ['idle: never spin, at least 1 s', [now], true, 1],
   ] as const)('%s', (_name, wakes, idle, seconds) => {
     expect(pollWaitSeconds(wakes, now, idle)).toBe(seconds);
+  });
+});
+
+describe('gatherWaitMs', () => {
+  const now = 100_000;
+  const GATHER_MS = 250;
+  /** A live rate: the last receive, 40 ms ago, brought 2 fresh frames. */
+  const live = (over: Partial<GatherFacts>): GatherFacts => ({
+    receiveGatherMs: GATHER_MS,
+    last: { atMs: now - 40, count: 2, oldestAgeMs: 15 },
+    wakeTimesMs: [],
+    nowMs: now,
+    ending: false,
+    storeDown: false,
+    ...over,
+  });
+  it.each([
+    ['a live rate: wait until receiveGatherMs after the last receive', {}, 210],
+    ['the round took longer than the gather: receive at once', { last: { atMs: now - 400, count: 2, oldestAgeMs: 15 } }, 0],
+    ['a receive just returned: the whole gather', { last: { atMs: now, count: 1, oldestAgeMs: 0 } }, GATHER_MS],
+    ['no send time known: still gathers', { last: { atMs: now - 40, count: 2, oldestAgeMs: undefined } }, 210],
+    ['off', { receiveGatherMs: 0 }, 0],
+    ['nothing received yet (first receive)', { last: undefined }, 0],
+    ['the last receive was empty (idle): the long poll takes the next frame at once', { last: { atMs: now - 40, count: 0, oldestAgeMs: undefined } }, 0],
+    ['the last receive was full (a backlog)', { last: { atMs: now - 40, count: 10, oldestAgeMs: 15 } }, 0],
+    ['behind: its oldest frame had already waited a gather in the queue', { last: { atMs: now - 40, count: 3, oldestAgeMs: GATHER_MS } }, 0],
+    ['draining or the slot lease lost: never delayed', { ending: true }, 0],
+    ['the store is down: the outage pause decides', { storeDown: true }, 0],
+    ['a video wakes up sooner: until then', { wakeTimesMs: [undefined, now + 60] }, 60],
+    ['a video wake-up already due: at once', { wakeTimesMs: [now - 5] }, 0],
+    ['a video wake-up later than the gather: the gather', { wakeTimesMs: [now + 5_000] }, 210],
+  ] as [string, Partial<GatherFacts>, number][])('%s', (_name, over, waitMs) => {
+    expect(gatherWaitMs(live(over))).toBe(waitMs);
   });
 });
 

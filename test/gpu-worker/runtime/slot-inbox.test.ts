@@ -59,6 +59,18 @@ afterEach(() => {
 });
 
 describe('SlotInbox', () => {
+  it('remembers what the last receive brought, for the gather decision: when, how many, how long the oldest had waited', async () => {
+    const q = fakeQueues([[{ ...msg('h1'), sentAtMs: 900 }, { ...msg('h2'), sentAtMs: 960 }], []]);
+    const clock = { now: 1_000 };
+    const box = inbox(q, clock);
+    expect(box.lastReceive).toBeUndefined();
+    await box.receive(0, () => false);
+    expect(box.lastReceive).toEqual({ atMs: 1_000, count: 2, oldestAgeMs: 100 });
+    clock.now = 1_500;
+    await box.receive(0, () => false);
+    expect(box.lastReceive).toEqual({ atMs: 1_500, count: 0, oldestAgeMs: undefined });
+  });
+
   it('parses each message once, on arrival, and holds its handle', async () => {
     const q = fakeQueues([[msg('h1'), msg('h2', 'not json')]]);
     const box = inbox(q, { now: 0 });
