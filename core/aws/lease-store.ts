@@ -36,6 +36,12 @@ export interface VideoRecord {
   readonly checkpoint: VideoCheckpoint;
 }
 
+/** A video record as {@link LeaseStore.adoptVideo} left it, with the owner it was taken from. */
+export interface AdoptedVideo extends VideoRecord {
+  /** The worker that owned the lease before this adoption; absent when nobody did (or it was already ours). */
+  readonly adoptedFrom?: string;
+}
+
 export interface VideoPin {
   readonly pinnedSlot?: number;
   readonly token: number;
@@ -134,8 +140,11 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
    * (a change of owner) and the owner history records it. Returns the record as now
    * stored, `not-here` when the video is pinned elsewhere or not at all, or `slot-lost`
    * when the caller's slot lease is no longer valid (checked in the same transaction).
+   * `adoptedFrom` is the owner the lease was taken from (from the read that precedes the
+   * write anyway; absent for a video nobody owned, or one already ours): the crash-loop
+   * breaker isolates a video taken from an owner that died (decision 29).
    */
-  async adoptVideo(videoId: string, fence: SlotFence, nowMs: number): Promise<VideoRecord | 'not-here' | 'slot-lost'> {
+  async adoptVideo(videoId: string, fence: SlotFence, nowMs: number): Promise<AdoptedVideo | 'not-here' | 'slot-lost'> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = await this.getVideo(videoId);
       if (current.pinnedSlot !== fence.slot) return 'not-here';
@@ -176,7 +185,15 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
             ],
           }),
         );
-        return { ...current, owner: fence.workerId, ownerEpoch: fence.epoch, token, checkpoint, state: 'pinned' };
+        return {
+          ...current,
+          owner: fence.workerId,
+          ownerEpoch: fence.epoch,
+          token,
+          checkpoint,
+          state: 'pinned',
+          ...(current.owner !== undefined ? { adoptedFrom: current.owner } : {}),
+        };
       } catch (e) {
         if (!(e instanceof TransactionCanceledException)) throw e;
         const reasons = e.CancellationReasons ?? [];

@@ -3,7 +3,7 @@ import { emptyCheckpoint, stallAfterAdoption, withNewOwner, type StallEvidence }
 import type { SequencedStep } from '../../../core/sequencer.ts';
 import { emptySequencerState } from '../../../core/sequencer.ts';
 import { buildCommit } from '../../../gpu-worker/runtime/commit-builder.ts';
-import { breakerVerdict, frameToTry, isolatedRoundFull, markerStall, mayLeaveIsolation, type BreakerVerdict } from '../../../gpu-worker/runtime/crash-breaker.ts';
+import { breakerVerdict, frameToTry, isolatedRoundFull, isolationOrder, isolationStep, markerStall, takenFromDeadOwner, type BreakerVerdict, type IsolationStep } from '../../../gpu-worker/runtime/crash-breaker.ts';
 
 const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${frame}.jpg`, sizeBytes: 10 });
 const frame = (n: number): SequencedStep => ({ type: 'frame', ref: ref(n) });
@@ -18,11 +18,50 @@ describe('breakerVerdict: what the adopted checkpoint says', () => {
     ['many adoptions without progress', { adoptions: 7 }, 'isolate'],
     ['a marker, nobody died on it yet', { adoptions: 2, trying: 5 }, 'isolate'],
     ['a marker with tries 0', { adoptions: 2, trying: 5, tries: 0 }, 'isolate'],
-    ['a process died running frame 5 alone', { adoptions: 3, trying: 5, tries: 1 }, { park: 5 }],
+    ['a process died running frame 5 alone once: tried alone again, not parked', { adoptions: 3, trying: 5, tries: 1 }, 'isolate'],
+    ['processes died running frame 5 alone twice', { adoptions: 4, trying: 5, tries: 2 }, { park: 5 }],
     ['frame 0 is a frame like any other', { adoptions: 3, trying: 0, tries: 2 }, { park: 0 }],
   ];
   it.each(cases)('%s', (_why, stall, verdict) => {
     expect(breakerVerdict(stall)).toEqual(verdict);
+  });
+
+  // Decision 29: the first successor of an owner that died isolates what it took from it.
+  const takeover: [string, StallEvidence | undefined, boolean, BreakerVerdict][] = [
+    ['first adoption, taken from a dead owner', { adoptions: 1 }, true, 'isolate'],
+    ['first adoption, clean handover (drain, idle exit)', { adoptions: 1 }, false, 'normal'],
+    ['no evidence at all, taken from a dead owner', undefined, true, 'isolate'],
+    ['a marker with one death, taken from a dead owner: tried alone again', { adoptions: 2, trying: 3, tries: 1 }, true, 'isolate'],
+    ['two deaths on the frame: parked whatever the handover', { adoptions: 3, trying: 3, tries: 2 }, true, { park: 3 }],
+    ['adopted twice without progress after a clean handover', { adoptions: 2 }, false, 'isolate'],
+  ];
+  it.each(takeover)('%s', (_why, stall, fromDead, verdict) => {
+    expect(breakerVerdict(stall, fromDead)).toEqual(verdict);
+  });
+});
+
+describe('takenFromDeadOwner: the claim\'s answer and the adoption\'s read', () => {
+  const cases: [string, boolean, string | undefined, boolean][] = [
+    ['slot never released, video held by an owner', true, 'w1', true],
+    ['slot released (drain, idle exit), video held by the drained owner', false, 'w1', false],
+    ['slot never released, video nobody held (new, or released idle)', true, undefined, false],
+    ['slot never released, video already ours', true, 'me', false],
+  ];
+  it.each(cases)('%s', (_why, slotTakenOver, adoptedFrom, expected) => {
+    expect(takenFromDeadOwner({ slotTakenOver, adoptedFrom, self: 'me' })).toBe(expected);
+  });
+});
+
+describe('isolationOrder: least suspect first', () => {
+  const v = (id: string, suspicion: StallEvidence | undefined) => ({ id, suspicion });
+  const cases: [string, ReturnType<typeof v>[], string[]][] = [
+    ['ties keep the given order', [v('a', { adoptions: 1 }), v('b', { adoptions: 1 }), v('c', undefined)], ['c', 'a', 'b']],
+    ['a video a process died on alone goes last', [v('p', { adoptions: 2, trying: 4, tries: 1 }), v('a', { adoptions: 1 }), v('b', { adoptions: 1 })], ['a', 'b', 'p']],
+    ['more adoptions without progress later', [v('x', { adoptions: 3 }), v('y', { adoptions: 1 })], ['y', 'x']],
+    ['a marker nobody died on counts no death', [v('m', { adoptions: 1, trying: 2 }), v('n', { adoptions: 2 })], ['m', 'n']],
+  ];
+  it.each(cases)('%s', (_why, videos, expected) => {
+    expect(isolationOrder(videos).map((x) => x.id)).toEqual(expected);
   });
 });
 
@@ -84,13 +123,25 @@ describe('isolated rounds run at most one frame', () => {
   });
 });
 
-describe('mayLeaveIsolation', () => {
-  const cases: [string, { isolatedSinceMs: number; nowMs: number; redeliveryMs: number; pending: boolean }, boolean][] = [
-    ['frames still waiting', { isolatedSinceMs: 0, nowMs: 60_000, redeliveryMs: 5_000, pending: true }, false],
-    ['a predecessor frame may still reappear', { isolatedSinceMs: 0, nowMs: 4_999, redeliveryMs: 5_000, pending: false }, false],
-    ['redelivery window over and nothing waiting', { isolatedSinceMs: 0, nowMs: 5_000, redeliveryMs: 5_000, pending: false }, true],
+describe('isolationStep', () => {
+  const at = (nowMs: number, through: number | undefined, lowestPending: number | undefined, highestPending: number | undefined) => ({
+    isolatedSinceMs: 0,
+    nowMs,
+    redeliveryMs: 5_000,
+    through,
+    lowestPending,
+    highestPending,
+  });
+  const cases: [string, ReturnType<typeof at>, IsolationStep][] = [
+    ['a predecessor frame may still reappear', at(4_999, undefined, undefined, undefined), 'stay'],
+    ['window over and nothing waiting', at(5_000, undefined, undefined, undefined), 'leave'],
+    ['window over with frames waiting: they are run alone first', at(5_000, undefined, 7, 9), { through: 9 }],
+    ['frames at or below the watermark still wait', at(60_000, 9, 9, 30), 'stay'],
+    ['a late frame below the watermark still waits', at(60_000, 9, 3, 30), 'stay'],
+    ['only frames that came after the window wait: leave (a streaming video)', at(60_000, 9, 10, 30), 'leave'],
+    ['watermark passed and nothing waiting', at(60_000, 9, undefined, undefined), 'leave'],
   ];
   it.each(cases)('%s', (_why, input, expected) => {
-    expect(mayLeaveIsolation(input)).toBe(expected);
+    expect(isolationStep(input)).toEqual(expected);
   });
 });
