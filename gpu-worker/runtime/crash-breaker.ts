@@ -91,9 +91,14 @@ export function frameToTry(steps: readonly SequencedStep[], parked: ReadonlyMap<
   return parked.has(run.ref.frame) ? undefined : run.ref.frame;
 }
 
-/** The marker's evidence: what was stored, with the frame about to run alone and no deaths yet. */
+/**
+ * The marker's evidence: what was stored, with the frame about to run alone. The deaths
+ * already counted on that same frame stay (a second try must reach {@link PARK_AFTER_TRIES});
+ * a different frame starts with none.
+ */
 export function markerStall(stored: StallEvidence | undefined, frame: number): StallEvidence {
-  return { adoptions: stored?.adoptions ?? 0, trying: frame };
+  const tries = stored?.trying === frame ? (stored.tries ?? 0) : 0;
+  return { adoptions: stored?.adoptions ?? 0, trying: frame, ...(tries > 0 ? { tries } : {}) };
 }
 
 /** What {@link isolationStep} decides: stay isolated, leave, or close the window at a frame. */

@@ -95,6 +95,9 @@ describe('a commit of frames clears the evidence; a marker sets trying', () => {
   it('a marker writes the stored adoptions with the frame to try and no deaths', () => {
     const stall = markerStall({ adoptions: 2 }, 7);
     expect(stall).toEqual({ adoptions: 2, trying: 7 });
+    // Deaths counted on the same frame stay, so the next death reaches the parking count.
+    expect(markerStall({ adoptions: 2, trying: 7, tries: 1 }, 7)).toEqual({ adoptions: 2, trying: 7, tries: 1 });
+    expect(markerStall({ adoptions: 2, trying: 6, tries: 1 }, 7)).toEqual({ adoptions: 2, trying: 7 });
     const { unit } = buildCommit({ ...input, steps: [], stall });
     expect(unit.checkpoint.stall).toEqual({ adoptions: 2, trying: 7 });
     expect(unit.results).toEqual([]);
