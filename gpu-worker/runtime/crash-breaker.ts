@@ -37,28 +37,37 @@ export const CRASHED_WORKER_REASON = 'crashed-worker';
 export type BreakerVerdict = 'normal' | 'isolate' | { readonly park: number };
 
 /**
- * What the adopted checkpoint's stall evidence says about a video. `takenFromDeadOwner`:
- * this worker claimed its slot from an owner that did not release it (its lease ran out or
- * its task was reported stopped) and took the video's lease from an owner (see
- * {@link takenFromDeadOwner}); that owner may have been running the video's frames when it
- * died, so the video runs isolated from this first successor on.
+ * How a video came to this worker (decision 29): taken from an owner that died
+ * (`dead-owner`: this worker claimed its slot from an owner that never released it, and
+ * the video's lease had an owner), handed over by a live owner (`clean`: the previous
+ * owner released the slot: drain, idle exit), or from nobody (`unowned`: a new video, one
+ * released idle, or one the janitor unpinned).
  */
-export function breakerVerdict(stall: StallEvidence | undefined, takenFromDeadOwner = false): BreakerVerdict {
+export type Handover = 'dead-owner' | 'clean' | 'unowned';
+
+/**
+ * What the adopted checkpoint's stall evidence and the handover say about a video. Taken
+ * from a dead owner, the video runs isolated from this first successor on: that owner may
+ * have been running its frames when it died. A clean handover isolates nothing (nobody
+ * died; its adoption was not counted) unless a marker with a death is stored. From nobody:
+ * the count of adoptions without progress decides (decision 28).
+ */
+export function breakerVerdict(stall: StallEvidence | undefined, handover: Handover = 'unowned'): BreakerVerdict {
   if (stall?.trying !== undefined && (stall.tries ?? 0) >= PARK_AFTER_TRIES) return { park: stall.trying };
-  if (takenFromDeadOwner) return 'isolate';
+  if (handover === 'dead-owner') return 'isolate';
+  if (handover === 'clean') return stall?.trying !== undefined && (stall.tries ?? 0) >= 1 ? 'isolate' : 'normal';
   if (!stall) return 'normal';
   return stall.adoptions >= SUSPECT_ADOPTIONS ? 'isolate' : 'normal';
 }
 
 /**
- * Whether an adopted video was taken from an owner that may have died with its work in
- * flight: the slot was claimed from an owner that never released it (`slotTakenOver`, from
- * the claim's answer), and the video's lease had an owner (`adoptedFrom`, from the
- * adoption's read). A clean handover (drain, idle exit) releases the slot first; a video
- * nobody held (new, or released idle) has no owner: neither is isolated.
+ * How an adopted video came (see {@link Handover}): from the slot claim's answer
+ * (`slotTakenOver`: the previous slot owner never released it) and the adoption's read
+ * (`adoptedFrom`: the video lease's previous owner).
  */
-export function takenFromDeadOwner(input: { readonly slotTakenOver: boolean; readonly adoptedFrom: string | undefined; readonly self: string }): boolean {
-  return input.slotTakenOver && input.adoptedFrom !== undefined && input.adoptedFrom !== input.self;
+export function handoverOf(input: { readonly slotTakenOver: boolean; readonly adoptedFrom: string | undefined; readonly self: string }): Handover {
+  if (input.adoptedFrom === undefined || input.adoptedFrom === input.self) return 'unowned';
+  return input.slotTakenOver ? 'dead-owner' : 'clean';
 }
 
 /**

@@ -12,7 +12,7 @@ import type { LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import { VideoSession } from './video-session.ts';
-import { takenFromDeadOwner } from './crash-breaker.ts';
+import { handoverOf, type Handover } from './crash-breaker.ts';
 
 export interface VideoRegistryDeps {
   readonly tunables: Tunables;
@@ -71,14 +71,15 @@ export class VideoRegistry {
     if (existing) return existing;
     const fence = this.d.fence();
     for (let attempt = 0; attempt < 4; attempt++) {
-      const adopted = await this.d.leases.adoptVideo(videoId, fence, this.d.now());
+      const slotTakenOver = this.d.slotTakenOver?.();
+      const adopted = await this.d.leases.adoptVideo(videoId, fence, this.d.now(), slotTakenOver === undefined ? {} : { slotTakenOver });
       if (adopted === 'slot-lost') {
         this.d.loseSlot('adoption fenced: the slot lease moved on');
         return 'lost';
       }
       if (adopted !== 'not-here') {
-        const fromDead = takenFromDeadOwner({ slotTakenOver: this.d.slotTakenOver?.() ?? false, adoptedFrom: adopted.adoptedFrom, self: fence.workerId });
-        return this.open(videoId, adopted.token, adopted.checkpoint, fromDead);
+        const handover = slotTakenOver === undefined ? 'unowned' : handoverOf({ slotTakenOver, adoptedFrom: adopted.adoptedFrom, self: fence.workerId });
+        return this.open(videoId, adopted.token, adopted.checkpoint, handover);
       }
       const current = await this.d.leases.getVideo(videoId);
       if (current.pinnedSlot !== undefined && current.pinnedSlot !== fence.slot) return current.pinnedSlot;
@@ -135,9 +136,9 @@ export class VideoRegistry {
     this.sessions.delete(s.videoId);
   }
 
-  private open(videoId: string, token: number, ck: VideoCheckpoint, takenFromDeadOwner: boolean): VideoSession {
+  private open(videoId: string, token: number, ck: VideoCheckpoint, handover: Handover): VideoSession {
     this.d.processor.openVideo(videoId, ck.processor);
-    const s = new VideoSession(videoId, token, ck, this.d.tunables, this.d.now(), takenFromDeadOwner);
+    const s = new VideoSession(videoId, token, ck, this.d.tunables, this.d.now(), handover);
     this.sessions.set(videoId, s);
     this.d.metrics.count(METRIC_NAMES.worker.videoLeasesAdopted);
     if (ck.owners.length > 1) this.d.metrics.count(METRIC_NAMES.worker.videoTakeovers);
@@ -147,7 +148,7 @@ export class VideoRegistry {
       nextFrame: ck.sequencer.nextFrame,
       buffered: ck.sequencer.buffered.length,
       previousOwner: ck.owners.at(-2)?.worker,
-      ...(takenFromDeadOwner ? { takenFromDeadOwner } : {}),
+      handover,
     });
     return s;
   }

@@ -15,7 +15,7 @@
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { CommitUnit } from '../../core/commit-packing.ts';
 import { padWidthOf } from '../../core/aws/frame-store.ts';
-import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, isolationStep } from './crash-breaker.ts';
+import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, isolationStep, type Handover } from './crash-breaker.ts';
 import { VideoSequencer, type FrameRef, type ListingLesson, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
 
 /** Most result items one video commits per round (a transaction holds 100 items). */
@@ -108,8 +108,8 @@ export class VideoSession {
   private log: LoggedChange[] = [];
   private readonly options: SequencerOptions;
 
-  /** `takenFromDeadOwner`: adopted from an owner that died holding it (crash-breaker.ts `takenFromDeadOwner`). */
-  constructor(videoId: string, token: number, checkpoint: VideoCheckpoint, options: SequencerOptions, nowMs: number, takenFromDeadOwner = false) {
+  /** `handover`: how the video came to this worker (crash-breaker.ts {@link Handover}). */
+  constructor(videoId: string, token: number, checkpoint: VideoCheckpoint, options: SequencerOptions, nowMs: number, handover: Handover = 'unowned') {
     this.videoId = videoId;
     this.token = token;
     this.committed = checkpoint;
@@ -119,7 +119,7 @@ export class VideoSession {
     const known = checkpoint.sequencer.buffered[0]?.key;
     this.padWidth = known !== undefined ? padWidthOf(known) : undefined;
     this.suspicion = checkpoint.stall;
-    const verdict = breakerVerdict(checkpoint.stall, takenFromDeadOwner);
+    const verdict = breakerVerdict(checkpoint.stall, handover);
     if (verdict !== 'normal') this.isolatedSinceMs = nowMs;
     if (typeof verdict === 'object') this.crashParked.set(verdict.park, CRASHED_WORKER_REASON);
   }

@@ -306,9 +306,12 @@ describe('takeover evidence from writes and reads that happen anyway (decision 2
     // Assess: a clean handover, though the video comes from A
     expect(b).toMatchObject({ epoch: 2, takenOver: false });
     const fenceB: SlotFence = { slot: 37, workerId: 'B', epoch: b!.epoch };
-    const byB = await store.adoptVideo('tk', fenceB, t0 + 200);
+    const byB = await store.adoptVideo('tk', fenceB, t0 + 200, { slotTakenOver: false });
     if (typeof byB === 'string') throw new Error(`not adopted: ${byB}`);
     expect(byB.adoptedFrom).toBe('A');
+    // ... so the adoption is not counted in the stall evidence (nobody died)
+    expect(byA.checkpoint.stall).toEqual({ adoptions: 1 });
+    expect(byB.checkpoint.stall).toEqual({ adoptions: 1 });
     // Adopting again what is already ours takes it from nobody
     const again = await store.adoptVideo('tk', fenceB, t0 + 300);
     if (typeof again === 'string') throw new Error(`not adopted: ${again}`);
@@ -316,9 +319,10 @@ describe('takeover evidence from writes and reads that happen anyway (decision 2
     // Act: B dies (its lease runs out unreleased); C claims
     const c = await store.claimSlot(37, 'C', t0 + 200 + TTL_MS + 1, TTL_MS);
     expect(c).toMatchObject({ epoch: 3, takenOver: true });
-    const byC = await store.adoptVideo('tk', { slot: 37, workerId: 'C', epoch: c!.epoch }, t0 + 200 + TTL_MS + 1);
+    const byC = await store.adoptVideo('tk', { slot: 37, workerId: 'C', epoch: c!.epoch }, t0 + 200 + TTL_MS + 1, { slotTakenOver: true });
     if (typeof byC === 'string') throw new Error(`not adopted: ${byC}`);
     expect(byC.adoptedFrom).toBe('B');
+    expect(byC.checkpoint.stall).toEqual({ adoptions: 2 });
     // A task-stopped report ends C's lease: D's claim takes the slot over too
     expect(await store.expireStoppedOwner(37, t0 + TTL_MS + 300, t0 + TTL_MS + 400, 'C')).toBe(true);
     const d = await store.claimSlot(37, 'D', t0 + TTL_MS + 500, TTL_MS);

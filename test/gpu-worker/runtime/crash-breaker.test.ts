@@ -3,7 +3,7 @@ import { emptyCheckpoint, stallAfterAdoption, withNewOwner, type StallEvidence }
 import type { SequencedStep } from '../../../core/sequencer.ts';
 import { emptySequencerState } from '../../../core/sequencer.ts';
 import { buildCommit } from '../../../gpu-worker/runtime/commit-builder.ts';
-import { breakerVerdict, frameToTry, isolatedRoundFull, isolationOrder, isolationStep, markerStall, takenFromDeadOwner, type BreakerVerdict, type IsolationStep } from '../../../gpu-worker/runtime/crash-breaker.ts';
+import { breakerVerdict, frameToTry, isolatedRoundFull, isolationOrder, isolationStep, handoverOf, markerStall, type BreakerVerdict, type Handover, type IsolationStep } from '../../../gpu-worker/runtime/crash-breaker.ts';
 
 const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${frame}.jpg`, sizeBytes: 10 });
 const frame = (n: number): SequencedStep => ({ type: 'frame', ref: ref(n) });
@@ -27,28 +27,32 @@ describe('breakerVerdict: what the adopted checkpoint says', () => {
   });
 
   // Decision 29: the first successor of an owner that died isolates what it took from it.
-  const takeover: [string, StallEvidence | undefined, boolean, BreakerVerdict][] = [
-    ['first adoption, taken from a dead owner', { adoptions: 1 }, true, 'isolate'],
-    ['first adoption, clean handover (drain, idle exit)', { adoptions: 1 }, false, 'normal'],
-    ['no evidence at all, taken from a dead owner', undefined, true, 'isolate'],
-    ['a marker with one death, taken from a dead owner: tried alone again', { adoptions: 2, trying: 3, tries: 1 }, true, 'isolate'],
-    ['two deaths on the frame: parked whatever the handover', { adoptions: 3, trying: 3, tries: 2 }, true, { park: 3 }],
-    ['adopted twice without progress after a clean handover', { adoptions: 2 }, false, 'isolate'],
+  const handovers: [string, StallEvidence | undefined, Handover, BreakerVerdict][] = [
+    ['first adoption, taken from a dead owner', { adoptions: 1 }, 'dead-owner', 'isolate'],
+    ['no evidence at all, taken from a dead owner', undefined, 'dead-owner', 'isolate'],
+    ['a marker with one death, taken from a dead owner: tried alone again', { adoptions: 2, trying: 3, tries: 1 }, 'dead-owner', 'isolate'],
+    ['two deaths on the frame: parked whatever the handover', { adoptions: 3, trying: 3, tries: 2 }, 'clean', { park: 3 }],
+    ['clean handover (drain, idle exit)', { adoptions: 1 }, 'clean', 'normal'],
+    ['clean handover of a video handed over before without progress', { adoptions: 3 }, 'clean', 'normal'],
+    ['clean handover of a video with a death on its marker', { adoptions: 2, trying: 3, tries: 1 }, 'clean', 'isolate'],
+    ['from nobody, adopted twice without progress (janitor unpinned it)', { adoptions: 2 }, 'unowned', 'isolate'],
+    ['from nobody, first adoption', { adoptions: 1 }, 'unowned', 'normal'],
   ];
-  it.each(takeover)('%s', (_why, stall, fromDead, verdict) => {
-    expect(breakerVerdict(stall, fromDead)).toEqual(verdict);
+  it.each(handovers)('%s', (_why, stall, handover, verdict) => {
+    expect(breakerVerdict(stall, handover)).toEqual(verdict);
   });
 });
 
-describe('takenFromDeadOwner: the claim\'s answer and the adoption\'s read', () => {
-  const cases: [string, boolean, string | undefined, boolean][] = [
-    ['slot never released, video held by an owner', true, 'w1', true],
-    ['slot released (drain, idle exit), video held by the drained owner', false, 'w1', false],
-    ['slot never released, video nobody held (new, or released idle)', true, undefined, false],
-    ['slot never released, video already ours', true, 'me', false],
+describe('handoverOf: the claim\'s answer and the adoption\'s read', () => {
+  const cases: [string, boolean, string | undefined, Handover][] = [
+    ['slot never released, video held by an owner', true, 'w1', 'dead-owner'],
+    ['slot released (drain, idle exit), video held by the drained owner', false, 'w1', 'clean'],
+    ['slot never released, video nobody held (new, or released idle)', true, undefined, 'unowned'],
+    ['slot released, video nobody held', false, undefined, 'unowned'],
+    ['video already ours', true, 'me', 'unowned'],
   ];
   it.each(cases)('%s', (_why, slotTakenOver, adoptedFrom, expected) => {
-    expect(takenFromDeadOwner({ slotTakenOver, adoptedFrom, self: 'me' })).toBe(expected);
+    expect(handoverOf({ slotTakenOver, adoptedFrom, self: 'me' })).toBe(expected);
   });
 });
 
@@ -81,6 +85,10 @@ describe('stallAfterAdoption: the adoption write counts', () => {
     const twice = withNewOwner(once, { worker: 'b', token: 2, sinceMs: 1 });
     expect(twice.stall).toEqual({ adoptions: 2 });
     expect(breakerVerdict(twice.stall)).toBe('isolate');
+    // A clean handover is not counted (decision 29)
+    const handedOver = withNewOwner(once, { worker: 'b', token: 2, sinceMs: 1 }, false);
+    expect(handedOver.stall).toEqual({ adoptions: 1 });
+    expect(handedOver.owners.map((o) => o.worker)).toEqual(['a', 'b']);
   });
 });
 

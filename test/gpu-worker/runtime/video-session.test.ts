@@ -215,12 +215,14 @@ describe('VideoSession under the crash-loop breaker (decision 28)', () => {
   });
 
   it('taken over from a dead owner: isolated on the first adoption; a clean handover is not', () => {
-    expect(new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 0, true).isolated).toBe(true);
-    expect(new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 0, false).isolated).toBe(false);
+    expect(new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 0, 'dead-owner').isolated).toBe(true);
+    expect(new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 0, 'clean').isolated).toBe(false);
+    // Evidence from earlier adoptions without progress does not isolate after a clean handover
+    expect(new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 3 } }, OPTIONS, 0, 'clean').isolated).toBe(false);
   });
 
   it('a video that keeps streaming leaves isolation once the frames known when the window closed have run alone', () => {
-    const s = new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 1_000, true);
+    const s = new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 1_000, 'dead-owner');
     receive(s, 1_000, 0, 1);
     expect(s.leaveIsolationIfDue(6_000, 5_000)).toBe(false); // window closes at frame 1
     for (const f of [0, 1]) {
