@@ -106,9 +106,12 @@ export function upgradeCheckpoint(ck: Omit<VideoCheckpoint, 'commitId'> & { read
 /**
  * The checkpoint after a change of owner. The adoption is also the crash-loop breaker's
  * counter (decision 28): it costs no extra write, since the adoption writes the checkpoint anyway.
+ * `counted` false for a clean handover (the previous owner released the slot, decision 29):
+ * nobody died, so the evidence stays as it was.
  */
-export function withNewOwner(ck: VideoCheckpoint, owner: OwnerRecord): VideoCheckpoint {
+export function withNewOwner(ck: VideoCheckpoint, owner: OwnerRecord, counted = true): VideoCheckpoint {
   const owners = [...ck.owners, owner].slice(-MAX_OWNER_HISTORY);
+  if (!counted) return { ...ck, owners, ownerChanges: ck.ownerChanges + 1 };
   return { ...ck, owners, ownerChanges: ck.ownerChanges + 1, stall: stallAfterAdoption(ck.stall) };
 }
 

@@ -50,9 +50,9 @@ export const METRIC_NAMES = {
     /** Frames given up on after repeated errors, recorded as failed (the reason is in the record); retry with `affinity replay`. */
     framesParked: 'FramesParked',
     /**
-     * Frames recorded `failed` with reason `crashed-worker`: a process died running the
-     * frame alone after its video was adopted twice without progress (the crash-loop
-     * breaker, decision 26). Alarm on any: a frame kills the worker (out of memory on a
+     * Frames recorded `failed` with reason `crashed-worker`: processes died twice running
+     * the frame alone, its video isolated after a takeover from a dead owner (the crash-loop
+     * breaker, decisions 28 and 29). Alarm on any: a frame kills the worker (out of memory on a
      * huge image, a native crash in the decoder or model). Retry with `affinity replay`.
      */
     framesCrashedWorker: 'FramesCrashedWorker',

@@ -36,6 +36,12 @@ export interface VideoRecord {
   readonly checkpoint: VideoCheckpoint;
 }
 
+/** A video record as {@link LeaseStore.adoptVideo} left it, with the owner it was taken from. */
+export interface AdoptedVideo extends VideoRecord {
+  /** The worker that owned the lease before this adoption; absent when nobody did (or it was already ours). */
+  readonly adoptedFrom?: string;
+}
+
 export interface VideoPin {
   readonly pinnedSlot?: number;
   readonly token: number;
@@ -134,16 +140,25 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
    * (a change of owner) and the owner history records it. Returns the record as now
    * stored, `not-here` when the video is pinned elsewhere or not at all, or `slot-lost`
    * when the caller's slot lease is no longer valid (checked in the same transaction).
+   * `adoptedFrom` is the owner the lease was taken from (from the read that precedes the
+   * write anyway; absent for a video nobody owned, or one already ours): the crash-loop
+   * breaker isolates a video taken from an owner that died (decision 29).
+   *
+   * `slotTakenOver` (the caller's slot claim took the slot from an owner that never
+   * released it): when false and the video had another owner, the handover was clean and
+   * the adoption is not counted in the stall evidence. Left out, every adoption counts.
    */
-  async adoptVideo(videoId: string, fence: SlotFence, nowMs: number): Promise<VideoRecord | 'not-here' | 'slot-lost'> {
+  async adoptVideo(videoId: string, fence: SlotFence, nowMs: number, options: { readonly slotTakenOver?: boolean } = {}): Promise<AdoptedVideo | 'not-here' | 'slot-lost'> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = await this.getVideo(videoId);
       if (current.pinnedSlot !== fence.slot) return 'not-here';
       if (current.owner === fence.workerId && current.ownerEpoch === fence.epoch) return current;
       const token = current.token + 1;
       const ck = current.checkpoint;
-      // withNewOwner also counts the adoption in the checkpoint's stall evidence (decision 28).
-      const adopted = withNewOwner(ck, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame });
+      // withNewOwner also counts the adoption in the checkpoint's stall evidence (decision 28),
+      // unless a live owner handed it over cleanly (decision 29).
+      const clean = options.slotTakenOver === false && current.owner !== undefined;
+      const adopted = withNewOwner(ck, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame }, !clean);
       // A change of owner is a write of the checkpoint: a fresh commit id, so a unit the
       // previous owner built on the old checkpoint can never be mistaken for this one.
       const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1, commitId: newCommitId() };
@@ -176,7 +191,15 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
             ],
           }),
         );
-        return { ...current, owner: fence.workerId, ownerEpoch: fence.epoch, token, checkpoint, state: 'pinned' };
+        return {
+          ...current,
+          owner: fence.workerId,
+          ownerEpoch: fence.epoch,
+          token,
+          checkpoint,
+          state: 'pinned',
+          ...(current.owner !== undefined ? { adoptedFrom: current.owner } : {}),
+        };
       } catch (e) {
         if (!(e instanceof TransactionCanceledException)) throw e;
         const reasons = e.CancellationReasons ?? [];

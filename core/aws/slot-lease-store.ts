@@ -71,6 +71,12 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
    * ended (`ownerStoppedAtMs` after its claim: no skew allowance is owed to a stopped
    * task). The condition is lease-logic's {@link canClaimSlot}. Returns the new epoch, or
    * undefined while another worker's lease is valid.
+   *
+   * `takenOver` says whether the claim took the slot from an owner that did not release it
+   * (its lease ran out, or a task-stopped report ended it): that owner may have died with
+   * work in flight (the crash-loop breaker, decision 29). It comes from the claim's own
+   * answer (`ReturnValues: ALL_OLD`), so it costs no call. A claim confirmed by re-reading
+   * (below) cannot see what it replaced and says `true`, the cautious answer.
    */
   async claimSlot(
     slot: number,
@@ -78,7 +84,7 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
     nowMs: number,
     ttlMs: number,
     skewToleranceMs = 0,
-  ): Promise<{ epoch: number; expiresAtMs: number } | undefined> {
+  ): Promise<{ epoch: number; expiresAtMs: number; takenOver: boolean } | undefined> {
     const expiresAtMs = nowMs + ttlMs;
     try {
       const r = await this.ddb.send(
@@ -100,16 +106,19 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
             ':one': 1,
             ':zero': 0,
           },
-          ReturnValues: 'ALL_NEW',
+          // The item as it was: its epoch + 1 is ours (ADD epoch :one), and an owner still
+          // there means the previous holder never released the slot.
+          ReturnValues: 'ALL_OLD',
         }),
       );
-      return { epoch: Number(r.Attributes?.epoch), expiresAtMs };
+      const previous = r.Attributes;
+      return { epoch: Number(previous?.epoch ?? 0) + 1, expiresAtMs, takenOver: typeof previous?.owner === 'string' };
     } catch (e) {
       if (!(e instanceof ConditionalCheckFailedException)) throw e;
       // The SDK retries a call that timed out; when the first attempt applied, the retry
       // fails the condition. Our owner and our exact expiry in the item mean it was ours.
       const current = await this.getSlot(slot);
-      if (current.owner === workerId && current.expiresAtMs === expiresAtMs) return { epoch: current.epoch, expiresAtMs };
+      if (current.owner === workerId && current.expiresAtMs === expiresAtMs) return { epoch: current.epoch, expiresAtMs, takenOver: true };
       return undefined;
     }
   }

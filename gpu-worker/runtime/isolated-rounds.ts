@@ -1,16 +1,18 @@
 /**
- * Rounds of isolated videos (crash-breaker.ts, decision 28): a video adopted twice without
- * progress runs alone, one frame per round, after the other videos' round has committed,
- * so that a frame that kills the process takes no other video's progress with it. Before
- * the frame runs, a marker commit records which frame it is (`stall.trying`); a successor
- * that finds the marker with a death counted parks that frame as `crashed-worker`.
+ * Rounds of isolated videos (crash-breaker.ts, decisions 28 and 29): a video taken over
+ * from an owner that died (or adopted twice without progress) runs alone, one frame per
+ * round, after the other videos' round has committed, so that a frame that kills the
+ * process takes no other video's progress with it. Isolated videos run one after the
+ * other, least suspect first. Before the frame runs, a marker commit records which frame
+ * it is (`stall.trying`); a successor that finds the marker with two deaths counted parks
+ * that frame as `crashed-worker`.
  *
  * Only videos in that state come here: the normal path makes no extra write.
  */
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { SlotFence } from '../../core/aws/lease-store.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import { CRASHED_WORKER_REASON, frameToTry } from './crash-breaker.ts';
+import { CRASHED_WORKER_REASON, frameToTry, isolationOrder } from './crash-breaker.ts';
 import { buildMarker, buildPlannedRound, type RoundBuilderDeps } from './round-builder.ts';
 import type { RoundCommitter } from './round-committer.ts';
 import type { VideoRegistry } from './video-registry.ts';
@@ -53,10 +55,13 @@ export class IsolatedRounds {
     return { shared, isolated };
   }
 
-  /** Runs one isolated round for each video, one after the other; true when anything landed. */
+  /**
+   * Runs one isolated round for each video, one after the other, least suspect first (a
+   * video a process already died on alone goes last); true when anything landed.
+   */
   async run(sessions: readonly VideoSession[], nowMs: number): Promise<boolean> {
     let landed = false;
-    for (const s of sessions) {
+    for (const s of isolationOrder(sessions)) {
       if (this.d.registry.get(s.videoId) !== s || this.d.committer.inDoubt(s.videoId)) continue;
       landed = (await this.runOne(s, nowMs)) || landed;
     }
@@ -66,7 +71,11 @@ export class IsolatedRounds {
   private async runOne(s: VideoSession, nowMs: number): Promise<boolean> {
     if (!this.announced.has(s)) {
       this.announced.add(s);
-      this.d.log.warn('crash-loop breaker: video adopted without progress; running it isolated', { videoId: s.videoId, stall: s.committed.stall, parked: [...s.crashParked.keys()] });
+      this.d.log.warn('crash-loop breaker: video taken over from a dead owner or adopted without progress; running it isolated', {
+        videoId: s.videoId,
+        stall: s.committed.stall,
+        parked: [...s.crashParked.keys()],
+      });
     }
     const plan = s.plan(nowMs);
     if (!plan) return false;

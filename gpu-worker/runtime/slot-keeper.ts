@@ -34,6 +34,7 @@ export class SlotKeeper {
   private timer: NodeJS.Timeout | undefined;
   private inFlight = false;
   private lostReason: string | undefined;
+  private takenOverValue = false;
 
   constructor(deps: SlotKeeperDeps) {
     this.d = deps;
@@ -41,6 +42,11 @@ export class SlotKeeper {
 
   get fence(): SlotFence | undefined {
     return this.fenceValue;
+  }
+
+  /** Whether the slot was claimed from an owner that never released it (crash-loop breaker, decision 29). */
+  get takenOver(): boolean {
+    return this.takenOverValue;
   }
 
   /** Why the lease was lost, or undefined while it is held. */
@@ -71,6 +77,7 @@ export class SlotKeeper {
         }
         if (claimed) {
           this.lastConfirmedExpiryMs = claimed.expiresAtMs;
+          this.takenOverValue = claimed.takenOver;
           this.d.onHeartbeat?.();
           this.fenceValue = { slot, workerId: this.d.workerId, epoch: claimed.epoch };
           return this.fenceValue;

@@ -12,6 +12,7 @@ import type { LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import { VideoSession } from './video-session.ts';
+import { handoverOf, type Handover } from './crash-breaker.ts';
 
 export interface VideoRegistryDeps {
   readonly tunables: Tunables;
@@ -25,6 +26,11 @@ export interface VideoRegistryDeps {
   /** Declares the slot lease lost (an adoption was fenced by the slot's epoch). */
   readonly loseSlot: (reason: string) => void;
   readonly slotLost: () => boolean;
+  /**
+   * Whether this worker claimed its slot from an owner that never released it (the claim's
+   * answer): videos taken from an owner then run isolated (decision 29). @default never
+   */
+  readonly slotTakenOver?: () => boolean;
 }
 
 /** Where a video's messages go: its session here, another slot, nowhere (slot lost), or dropped as old news. */
@@ -65,12 +71,16 @@ export class VideoRegistry {
     if (existing) return existing;
     const fence = this.d.fence();
     for (let attempt = 0; attempt < 4; attempt++) {
-      const adopted = await this.d.leases.adoptVideo(videoId, fence, this.d.now());
+      const slotTakenOver = this.d.slotTakenOver?.();
+      const adopted = await this.d.leases.adoptVideo(videoId, fence, this.d.now(), slotTakenOver === undefined ? {} : { slotTakenOver });
       if (adopted === 'slot-lost') {
         this.d.loseSlot('adoption fenced: the slot lease moved on');
         return 'lost';
       }
-      if (adopted !== 'not-here') return this.open(videoId, adopted.token, adopted.checkpoint);
+      if (adopted !== 'not-here') {
+        const handover = slotTakenOver === undefined ? 'unowned' : handoverOf({ slotTakenOver, adoptedFrom: adopted.adoptedFrom, self: fence.workerId });
+        return this.open(videoId, adopted.token, adopted.checkpoint, handover);
+      }
       const current = await this.d.leases.getVideo(videoId);
       if (current.pinnedSlot !== undefined && current.pinnedSlot !== fence.slot) return current.pinnedSlot;
       // Released (idle or finished) while the router still sent here: take it ourselves,
@@ -126,9 +136,9 @@ export class VideoRegistry {
     this.sessions.delete(s.videoId);
   }
 
-  private open(videoId: string, token: number, ck: VideoCheckpoint): VideoSession {
+  private open(videoId: string, token: number, ck: VideoCheckpoint, handover: Handover): VideoSession {
     this.d.processor.openVideo(videoId, ck.processor);
-    const s = new VideoSession(videoId, token, ck, this.d.tunables, this.d.now());
+    const s = new VideoSession(videoId, token, ck, this.d.tunables, this.d.now(), handover);
     this.sessions.set(videoId, s);
     this.d.metrics.count(METRIC_NAMES.worker.videoLeasesAdopted);
     if (ck.owners.length > 1) this.d.metrics.count(METRIC_NAMES.worker.videoTakeovers);
@@ -138,6 +148,7 @@ export class VideoRegistry {
       nextFrame: ck.sequencer.nextFrame,
       buffered: ck.sequencer.buffered.length,
       previousOwner: ck.owners.at(-2)?.worker,
+      handover,
     });
     return s;
   }

@@ -15,7 +15,7 @@
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { CommitUnit } from '../../core/commit-packing.ts';
 import { padWidthOf } from '../../core/aws/frame-store.ts';
-import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, mayLeaveIsolation } from './crash-breaker.ts';
+import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, isolationStep, type Handover } from './crash-breaker.ts';
 import { VideoSequencer, type FrameRef, type ListingLesson, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
 
 /** Most result items one video commits per round (a transaction holds 100 items). */
@@ -95,16 +95,21 @@ export class VideoSession {
   /** Frames a commit found already recorded: left out of later rounds. */
   readonly recorded = new Set<number>();
   /**
-   * Since when this video runs isolated (crash-breaker.ts): adopted twice without
-   * progress. Undefined on the normal path.
+   * Since when this video runs isolated (crash-breaker.ts): taken over from an owner that
+   * died, or adopted twice without progress. Undefined on the normal path.
    */
   isolatedSinceMs: number | undefined;
+  /** The highest frame known when the isolation window closed: run alone up to it, then leave. */
+  private isolatedThroughFrame: number | undefined;
+  /** The stall evidence this video was adopted with: orders isolated videos (least suspect first). */
+  readonly suspicion: VideoCheckpoint['stall'];
   /** Frames a process died running alone (crash-breaker.ts): recorded as failed, never run again. */
   readonly crashParked = new Map<number, string>();
   private log: LoggedChange[] = [];
   private readonly options: SequencerOptions;
 
-  constructor(videoId: string, token: number, checkpoint: VideoCheckpoint, options: SequencerOptions, nowMs: number) {
+  /** `handover`: how the video came to this worker (crash-breaker.ts {@link Handover}). */
+  constructor(videoId: string, token: number, checkpoint: VideoCheckpoint, options: SequencerOptions, nowMs: number, handover: Handover = 'unowned') {
     this.videoId = videoId;
     this.token = token;
     this.committed = checkpoint;
@@ -113,7 +118,8 @@ export class VideoSession {
     this.lastActivityMs = nowMs;
     const known = checkpoint.sequencer.buffered[0]?.key;
     this.padWidth = known !== undefined ? padWidthOf(known) : undefined;
-    const verdict = breakerVerdict(checkpoint.stall);
+    this.suspicion = checkpoint.stall;
+    const verdict = breakerVerdict(checkpoint.stall, handover);
     if (verdict !== 'normal') this.isolatedSinceMs = nowMs;
     if (typeof verdict === 'object') this.crashParked.set(verdict.park, CRASHED_WORKER_REASON);
   }
@@ -125,12 +131,27 @@ export class VideoSession {
 
   /**
    * Ends isolation once every frame a dead predecessor may have been running has been run
-   * alone ({@link mayLeaveIsolation}); true when it ended now.
+   * alone ({@link isolationStep}); true when it ended now.
    */
   leaveIsolationIfDue(nowMs: number, redeliveryMs: number): boolean {
     if (this.isolatedSinceMs === undefined || this.crashParked.size > 0) return false;
-    if (!mayLeaveIsolation({ isolatedSinceMs: this.isolatedSinceMs, nowMs, redeliveryMs, pending: this.sequencer.hasPending() || this.rejects.length > 0 })) return false;
+    const state = this.sequencer.snapshot();
+    const waiting = [...state.late.map((l) => l.frame), ...state.buffered.map((b) => b.frame)];
+    const step = isolationStep({
+      isolatedSinceMs: this.isolatedSinceMs,
+      nowMs,
+      redeliveryMs,
+      through: this.isolatedThroughFrame,
+      lowestPending: waiting.length > 0 ? Math.min(...waiting) : undefined,
+      highestPending: waiting.length > 0 ? Math.max(...waiting) : undefined,
+    });
+    if (step === 'stay') return false;
+    if (step !== 'leave') {
+      this.isolatedThroughFrame = step.through;
+      return false;
+    }
     this.isolatedSinceMs = undefined;
+    this.isolatedThroughFrame = undefined;
     return true;
   }
 

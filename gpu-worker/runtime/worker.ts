@@ -170,7 +170,7 @@ export class Worker {
     if (this.d.processor.provider) this.d.metrics.count(METRIC_NAMES.worker.executionProvider, 1, { Provider: this.d.processor.provider });
     const fence = await this.keeper.claim(() => this.stopRequested);
     if (!fence) return 'no-slot';
-    this.d.log.info('slot claimed', { slot: fence.slot, epoch: fence.epoch, workerId: fence.workerId });
+    this.d.log.info('slot claimed', { slot: fence.slot, epoch: fence.epoch, workerId: fence.workerId, takenOver: this.keeper.takenOver });
     this.d.metrics.count(METRIC_NAMES.worker.slotsClaimed);
     const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now });
     const registry = new VideoRegistry({
@@ -183,6 +183,7 @@ export class Worker {
       fence: () => this.fence,
       loseSlot: (reason) => this.keeper.lose(reason),
       slotLost: () => this.lost,
+      slotTakenOver: () => this.keeper.takenOver,
     });
     this.inbox = inbox;
     this.registry = registry;

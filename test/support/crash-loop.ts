@@ -2,8 +2,9 @@
  * The crash-loop scenario (decision 28), shared by test/system/crash-loop.int.test.ts and
  * bench/crash-loop.ts: one slot, three cameras streaming, one frame whose processing kills
  * every worker (WORKER_CRASH_ON_KEY). Returns the figures: crashes before the frame was
- * parked, seconds from the first crash until the other videos committed again, and until
- * the poison frame's record landed.
+ * parked, seconds from the first crash until the other videos committed again, which
+ * successor of the crashed owner committed each other video's first record after the crash
+ * (1 = the first successor, decision 29), and until the poison frame's record landed.
  */
 import { frameKey } from '../../core/keys.ts';
 import type { WorkerInfo } from '../../local/local-task-launcher.ts';
@@ -26,7 +27,11 @@ export const CRASH_LOOP = {
 export interface CrashLoopFigures {
   readonly crashes: number;
   readonly othersResumedSeconds: number;
+  /** Per other video: which successor of the first crashed worker committed its first record after the crash (1 = the first). */
+  readonly othersResumedBySuccessor: Readonly<Record<string, number>>;
   readonly parkedAfterSeconds: number;
+  /** Which successor of the first crashed worker committed the poison frame's record. */
+  readonly parkedBySuccessor: number;
 }
 
 
@@ -44,9 +49,24 @@ export async function runCrashLoop(s: TestStack): Promise<CrashLoopFigures> {
   for (const v of VIDEOS) await waitFor(`${v} complete`, async () => (await summary(s, v))?.status === 'complete', 240_000);
   const dead = s.launcher.workers().filter(crashed).sort((a, b) => a.exitedAtMs! - b.exitedAtMs!);
   const firstCrashMs = dead[0]!.exitedAtMs!;
-  const others = (await Promise.all(OTHERS.map((v) => results(s, v)))).flat();
-  const resumedMs = Math.min(...others.filter((r) => r.committedAtMs > firstCrashMs).map((r) => r.committedAtMs));
+  // One slot: its workers one after the other, in launch order; the first crashed one is generation 0.
+  const launched = s.launcher.workers().sort((a, b) => a.startedAtMs - b.startedAtMs);
+  const crashedAt = launched.findIndex((w) => w.workerId === dead[0]!.workerId);
+  const successor = (workerId: string) => launched.findIndex((w) => w.workerId === workerId) - crashedAt;
+  const othersResumedBySuccessor: Record<string, number> = {};
+  let resumedMs = Infinity;
+  for (const v of OTHERS) {
+    const after = (await results(s, v)).filter((r) => r.committedAtMs > firstCrashMs).sort((a, b) => a.committedAtMs - b.committedAtMs);
+    if (after[0]) othersResumedBySuccessor[v] = successor(after[0].worker);
+    resumedMs = Math.min(resumedMs, after[0]?.committedAtMs ?? Infinity);
+  }
   const parked = (await results(s, POISON.video)).find((r) => r.frame === POISON.frame)!;
-  return { crashes: dead.length, othersResumedSeconds: (resumedMs - firstCrashMs) / 1000, parkedAfterSeconds: (parked.committedAtMs - firstCrashMs) / 1000 };
+  return {
+    crashes: dead.length,
+    othersResumedSeconds: (resumedMs - firstCrashMs) / 1000,
+    othersResumedBySuccessor,
+    parkedAfterSeconds: (parked.committedAtMs - firstCrashMs) / 1000,
+    parkedBySuccessor: successor(parked.worker),
+  };
 }
 

@@ -3,7 +3,9 @@
  * frame whose processing kills the process (WORKER_CRASH_ON_KEY: SIGKILL when the model is
  * handed that frame, as an out-of-memory or a native crash would) ends as one `failed`
  * record with reason `crashed-worker` after at most 3 crashes, the video goes on past it
- * and completes, and the slot's other videos commit again after the first successor.
+ * and completes, and the slot's other videos commit again from the first successor on
+ * (decision 29: it took the slot from an owner that never released it, so it runs the
+ * videos it took alone, least suspect first).
  *
  * The figures (crashes before the frame was parked, seconds from the first crash until the
  * other videos committed again) are printed, not asserted against a time.
@@ -53,8 +55,23 @@ describe('crash-loop breaker', () => {
     }
     // The poison video went on after the parked frame, under the worker that parked it or later
     expect(poison.filter((r) => r.frame > POISON.frame).every((r) => r.committedAtMs >= bad[0]!.committedAtMs)).toBe(true);
-    // The other videos committed again after the first crash
+    // The first successor claimed the slot as taken over from a dead owner and ran every
+    // video it took alone, one after the other (decision 29)
     expect(Number.isFinite(figures.othersResumedSeconds)).toBe(true);
+    const launched = s.launcher.workers().sort((a, b) => a.startedAtMs - b.startedAtMs);
+    const firstCrashed = launched.findIndex((w) => !w.alive && w.exitSignal === 'SIGKILL');
+    const firstSuccessor = launched[firstCrashed + 1]!;
+    const linesOfFirst = s.workerLines.filter((l) => l.includes(firstSuccessor.workerId));
+    expect(linesOfFirst.find((l) => l.includes('slot claimed'))).toContain('"takenOver":true');
+    const isolatedOrder = linesOfFirst.filter((l) => l.includes('running it isolated')).map((l) => VIDEOS.find((v) => l.includes(`"videoId":"${v}"`)));
+    expect([...isolatedOrder].sort()).toEqual([...VIDEOS].sort());
+    // The other videos committed again from the first successor on: every one whose turn
+    // came before the poison video's there (nothing tells the first successor which video
+    // killed its predecessor), and the rest from the second on, where the poison video,
+    // marked with a death, runs last. Here the poison video is adopted last.
+    const before = isolatedOrder.slice(0, isolatedOrder.indexOf(POISON.video));
+    expect(figures.othersResumedBySuccessor).toEqual(Object.fromEntries(OTHERS.map((v) => [v, before.includes(v) ? 1 : 2])));
+    expect(before).toEqual(OTHERS);
     // A line names the frame and its key
     expect(s.workerLines.some((l) => l.includes('frame parked, it killed the worker') && l.includes(poisonKey))).toBe(true);
   }, 300_000);

@@ -96,5 +96,10 @@ describe('SIGTERM drain', () => {
     expect(notOk).toEqual([]);
     expect(new Set(items.map((r) => r.worker)).size).toBeGreaterThanOrEqual(2);
     expect(items.map((r) => r.detections[0]!.trackId)).toEqual(items.map((r) => r.frame + 1));
+    // A clean handover: the successor did not take the slot over from a dead owner, and
+    // the crash-loop breaker isolated nothing (decision 29)
+    const successor = items.find((r) => r.worker !== first.worker)!.worker;
+    expect(stack.workerLines.find((l) => l.includes('slot claimed') && l.includes(successor))).toContain('"takenOver":false');
+    expect(stack.workerLines.filter((l) => l.includes('running it isolated'))).toEqual([]);
   });
 });

@@ -59,7 +59,7 @@ describe('slot claim retried by the SDK after its first attempt applied', () => 
   it('recognises its own claim (its owner and exact expiry) when the retry fails the condition', async () => {
     ddbMock.on(UpdateCommand).rejects(conditionFailed());
     ddbMock.on(GetCommand).resolves({ Item: { pk: 'slot#0', owner: 'A', epoch: 4, expiresAtMs: 1_000 + 15_000 } });
-    expect(await store.claimSlot(0, 'A', 1_000, 15_000)).toEqual({ epoch: 4, expiresAtMs: 16_000 });
+    expect(await store.claimSlot(0, 'A', 1_000, 15_000)).toEqual({ epoch: 4, expiresAtMs: 16_000, takenOver: true });
   });
 
   it('reports the slot taken when another worker holds it, or the expiry is not the one it wrote', async () => {

@@ -288,3 +288,53 @@ describe('crash-loop evidence (decision 28)', () => {
     expect(d.checkpoint.stall).toEqual({ adoptions: 3, trying: 2, tries: 1 });
   });
 });
+
+describe('takeover evidence from writes and reads that happen anyway (decision 29)', () => {
+  it('a claim says whether the previous owner released the slot; an adoption says whom the video was taken from', async () => {
+    // Prepare: A claims a never-used slot and adopts a new video
+    const t0 = Date.now();
+    const a = await store.claimSlot(37, 'A', t0, TTL_MS);
+    expect(a).toMatchObject({ epoch: 1, takenOver: false });
+    const fenceA: SlotFence = { slot: 37, workerId: 'A', epoch: a!.epoch };
+    await store.pinVideo('tk', 37, t0);
+    const byA = await store.adoptVideo('tk', fenceA, t0);
+    if (typeof byA === 'string') throw new Error(`not adopted: ${byA}`);
+    expect(byA.adoptedFrom).toBeUndefined();
+    // Act: A drains (releases the slot, keeps the video pinned); B claims and adopts
+    expect(await store.releaseSlot(fenceA, t0 + 100)).toBe(true);
+    const b = await store.claimSlot(37, 'B', t0 + 200, TTL_MS);
+    // Assess: a clean handover, though the video comes from A
+    expect(b).toMatchObject({ epoch: 2, takenOver: false });
+    const fenceB: SlotFence = { slot: 37, workerId: 'B', epoch: b!.epoch };
+    const byB = await store.adoptVideo('tk', fenceB, t0 + 200, { slotTakenOver: false });
+    if (typeof byB === 'string') throw new Error(`not adopted: ${byB}`);
+    expect(byB.adoptedFrom).toBe('A');
+    // ... so the adoption is not counted in the stall evidence (nobody died)
+    expect(byA.checkpoint.stall).toEqual({ adoptions: 1 });
+    expect(byB.checkpoint.stall).toEqual({ adoptions: 1 });
+    // Adopting again what is already ours takes it from nobody
+    const again = await store.adoptVideo('tk', fenceB, t0 + 300);
+    if (typeof again === 'string') throw new Error(`not adopted: ${again}`);
+    expect(again.adoptedFrom).toBeUndefined();
+    // Act: B dies (its lease runs out unreleased); C claims
+    const c = await store.claimSlot(37, 'C', t0 + 200 + TTL_MS + 1, TTL_MS);
+    expect(c).toMatchObject({ epoch: 3, takenOver: true });
+    const byC = await store.adoptVideo('tk', { slot: 37, workerId: 'C', epoch: c!.epoch }, t0 + 200 + TTL_MS + 1, { slotTakenOver: true });
+    if (typeof byC === 'string') throw new Error(`not adopted: ${byC}`);
+    expect(byC.adoptedFrom).toBe('B');
+    expect(byC.checkpoint.stall).toEqual({ adoptions: 2 });
+    // A task-stopped report ends C's lease: D's claim takes the slot over too
+    expect(await store.expireStoppedOwner(37, t0 + TTL_MS + 300, t0 + TTL_MS + 400, 'C')).toBe(true);
+    const d = await store.claimSlot(37, 'D', t0 + TTL_MS + 500, TTL_MS);
+    expect(d).toMatchObject({ epoch: 4, takenOver: true });
+    // A video released idle has no owner: re-pinned and adopted, it is taken from nobody
+    const fenceD: SlotFence = { slot: 37, workerId: 'D', epoch: d!.epoch };
+    const byD = await store.adoptVideo('tk', fenceD, t0 + TTL_MS + 500);
+    if (typeof byD === 'string') throw new Error(`not adopted: ${byD}`);
+    expect(await store.releaseVideo('tk', fenceD, byD.token, byD.checkpoint.seq, t0 + TTL_MS + 600, 1)).toBe(true);
+    await store.pinVideo('tk', 37, t0 + TTL_MS + 700);
+    const fresh = await store.adoptVideo('tk', fenceD, t0 + TTL_MS + 700);
+    if (typeof fresh === 'string') throw new Error(`not adopted: ${fresh}`);
+    expect(fresh.adoptedFrom).toBeUndefined();
+  });
+});

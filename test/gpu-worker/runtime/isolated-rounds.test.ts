@@ -3,6 +3,7 @@ import { emptyCheckpoint, type StallEvidence } from '../../../core/checkpoint.ts
 import type { FrameOutcome } from '../../../core/ports.ts';
 import type { VideoPlan } from '../../../gpu-worker/runtime/frame-runner.ts';
 import { IsolatedRounds } from '../../../gpu-worker/runtime/isolated-rounds.ts';
+import type { Handover } from '../../../gpu-worker/runtime/crash-breaker.ts';
 import type { RoundUnit } from '../../../gpu-worker/runtime/round-builder.ts';
 import { VideoSession } from '../../../gpu-worker/runtime/video-session.ts';
 
@@ -10,8 +11,8 @@ const OPTIONS = { reorderWaitMs: 5_000, reorderBufferFrames: 64, firstFrameNumbe
 const ref = (videoId: string, frame: number) => ({ frame, bucket: 'b', key: `frames/${videoId}/${String(frame).padStart(6, '0')}.jpg`, sizeBytes: 10 });
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
-function session(videoId: string, stall: StallEvidence | undefined, frames: number[]): VideoSession {
-  const s = new VideoSession(videoId, 1, { ...emptyCheckpoint(0), ...(stall ? { stall } : {}) }, OPTIONS, 0);
+function session(videoId: string, stall: StallEvidence | undefined, frames: number[], handover: Handover = 'unowned'): VideoSession {
+  const s = new VideoSession(videoId, 1, { ...emptyCheckpoint(0), ...(stall ? { stall } : {}) }, OPTIONS, 0, handover);
   for (const f of frames) {
     s.offerFrame(ref(videoId, f), 0);
     s.takeHandle(`${videoId}-h${f}`, 0);
@@ -95,7 +96,7 @@ describe('IsolatedRounds', () => {
 
   it('records a frame a process died on alone as crashed-worker without running it or marking it, counts it, and goes on', async () => {
     const { rounds, events, counted, add } = rig();
-    const s = session('p', { adoptions: 3, trying: 1, tries: 1 }, [0, 1, 2]);
+    const s = session('p', { adoptions: 4, trying: 1, tries: 2 }, [0, 1, 2]);
     add(s);
     for (let i = 0; i < 3; i++) await rounds.run([s], 0);
     expect(events).toEqual([
@@ -108,6 +109,28 @@ describe('IsolatedRounds', () => {
       'commit p [2:ok] stall null',
     ]);
     expect(counted.filter(([name]) => name === 'FramesCrashedWorker')).toEqual([['FramesCrashedWorker', 1]]);
+  });
+
+  it('runs the videos taken from a dead owner alone, least suspect first: the one a process died on alone goes last', async () => {
+    const { rounds, events, add } = rig();
+    const p = session('p', { adoptions: 2, trying: 0, tries: 1 }, [0], 'dead-owner');
+    const a = session('a', { adoptions: 1 }, [0], 'dead-owner');
+    const b = session('b', { adoptions: 1 }, [0], 'dead-owner');
+    for (const s of [p, a, b]) add(s);
+    const { shared, isolated } = rounds.split([p, a, b], 0);
+    expect(shared).toEqual([]);
+    await rounds.run(isolated, 0);
+    expect(events).toEqual([
+      'marker a trying 0',
+      'run a/0',
+      'commit a [0:ok] stall null',
+      'marker b trying 0',
+      'run b/0',
+      'commit b [0:ok] stall null',
+      'marker p trying 0',
+      'run p/0',
+      'commit p [0:ok] stall null',
+    ]);
   });
 
   it('sends a suspect back to the shared round once the redelivery window is over and nothing waits', async () => {

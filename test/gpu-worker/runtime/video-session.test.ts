@@ -187,8 +187,8 @@ describe('VideoSession under the crash-loop breaker (decision 28)', () => {
     expect(frames(s.plan(0)!.steps)).toEqual(['frame 0']);
   });
 
-  it('a frame a process died running alone is parked as crashed-worker, once', () => {
-    const s = session({ ...emptyCheckpoint(0), stall: { adoptions: 3, trying: 1, tries: 1 } });
+  it('a frame processes died running alone twice is parked as crashed-worker, once', () => {
+    const s = session({ ...emptyCheckpoint(0), stall: { adoptions: 4, trying: 1, tries: 2 } });
     expect(s.isolated).toBe(true);
     receive(s, 0, 0, 1, 2);
     const p0 = s.plan(0)!;
@@ -212,5 +212,26 @@ describe('VideoSession under the crash-loop breaker (decision 28)', () => {
     expect(s.leaveIsolationIfDue(5_999, 5_000)).toBe(false);
     expect(s.leaveIsolationIfDue(6_000, 5_000)).toBe(true);
     expect(s.isolated).toBe(false);
+  });
+
+  it('taken over from a dead owner: isolated on the first adoption; a clean handover is not', () => {
+    expect(new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 0, 'dead-owner').isolated).toBe(true);
+    expect(new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 0, 'clean').isolated).toBe(false);
+    // Evidence from earlier adoptions without progress does not isolate after a clean handover
+    expect(new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 3 } }, OPTIONS, 0, 'clean').isolated).toBe(false);
+  });
+
+  it('a video that keeps streaming leaves isolation once the frames known when the window closed have run alone', () => {
+    const s = new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 1_000, 'dead-owner');
+    receive(s, 1_000, 0, 1);
+    expect(s.leaveIsolationIfDue(6_000, 5_000)).toBe(false); // window closes at frame 1
+    for (const f of [0, 1]) {
+      receive(s, 6_000, f + 2); // a new frame arrives for every one run: something always waits
+      const p = s.plan(6_000)!;
+      expect(frames(p.steps)).toEqual([`frame ${f}`]);
+      s.applyCommitted(unitFor(s, p.steps), p);
+      expect(s.leaveIsolationIfDue(7_000, 5_000)).toBe(f === 1);
+    }
+    expect(frames(s.plan(7_000)!.steps)).toEqual(['frame 2', 'frame 3']);
   });
 });

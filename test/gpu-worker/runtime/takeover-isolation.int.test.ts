@@ -1,0 +1,93 @@
+/**
+ * The crash-loop breaker from the first successor (decision 29), with the real worker in
+ * this process (worker harness: DynamoDB Local and the SQS FIFO model): a worker that
+ * claims its slot from an owner that never released it runs the videos it took from that
+ * owner alone (one frame per round, each announced by a marker), goes back to normal
+ * rounds once the redelivery window has closed and the frames known then have run, and a
+ * worker that follows a clean drain isolates nothing.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../support/wait.ts';
+import { WorkerHarness, type HarnessWorker } from '../../support/worker-harness.ts';
+
+const WINDOW_SECONDS = 2;
+const SLOT = 0;
+
+describe('takeover isolation (worker harness)', () => {
+  let h: WorkerHarness;
+
+  beforeAll(async () => {
+    h = await WorkerHarness.start({ slots: 1, tunables: { slotQueueVisibilitySeconds: WINDOW_SECONDS } });
+  });
+
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  /** Frames committed in the same round share a commit time: how many rounds held more than one. */
+  const sharedRounds = (items: readonly { committedAtMs: number }[]) => {
+    const byTime = new Map<number, number>();
+    for (const r of items) byTime.set(r.committedAtMs, (byTime.get(r.committedAtMs) ?? 0) + 1);
+    return [...byTime.values()].filter((n) => n > 1).length;
+  };
+
+  const isolatedLines = (w: HarnessWorker) => w.logsMatching(/running it isolated/);
+
+  it('a successor of an owner that died runs its videos alone, then normal rounds once the window has passed', async () => {
+    // Prepare: an owner held the slot and the video and died (its lease ran out, never released)
+    const videoId = h.videoId('taken');
+    const t0 = Date.now();
+    const dead = await h.leases.claimSlot(SLOT, 'dead-owner', t0 - 60_000, 1_000);
+    expect(dead).toBeDefined();
+    await h.pinVideo(videoId, SLOT);
+    const adopted = await h.leases.adoptVideo(videoId, { slot: SLOT, workerId: 'dead-owner', epoch: dead!.epoch }, t0 - 60_000);
+    expect(typeof adopted).toBe('object');
+    const first = Array.from({ length: 6 }, (_, f) => f);
+    await h.putFrames(videoId, first);
+    await h.sendFrames(SLOT, videoId, first);
+    // Act
+    const w = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 } }).start();
+    const isolated = await h.waitForResults(videoId, first.length);
+    // Assess: the claim was a takeover; the video ran alone, one frame per commit
+    expect(w.logsMatching(/^slot claimed$/)[0]?.fields.takenOver).toBe(true);
+    expect(isolatedLines(w).map((l) => l.fields.videoId)).toEqual([videoId]);
+    expect(isolated.every((r) => r.status === 'ok')).toBe(true);
+    expect(sharedRounds(isolated)).toBe(0);
+    // Act: once the window has passed and its frames ran, the video is back to normal rounds
+    await waitFor('back to normal rounds', async () => w.logsMatching(/video back to normal rounds/).length > 0 || undefined, 30_000);
+    const more = Array.from({ length: 10 }, (_, f) => first.length + f);
+    await h.putFrames(videoId, more);
+    await h.sendFrames(SLOT, videoId, more);
+    const all = await h.waitForResults(videoId, first.length + more.length);
+    // Assess: later frames share rounds again; every frame one ok record, in order
+    const later = all.filter((r) => r.frame >= first.length);
+    expect(sharedRounds(later)).toBeGreaterThan(0);
+    expect(all.map((r) => r.frame)).toEqual([...first, ...more]);
+    expect(all.every((r) => r.status === 'ok')).toBe(true);
+    await w.stop();
+  }, 120_000);
+
+  it('after a clean drain the successor takes the slot over from nobody and isolates nothing', async () => {
+    // Prepare: a worker owns the video and drains (it releases the slot; the video stays pinned)
+    const videoId = h.videoId('drained');
+    const first = [0, 1, 2];
+    await h.putFrames(videoId, first);
+    await h.pinVideo(videoId, SLOT);
+    await h.sendFrames(SLOT, videoId, first);
+    const before = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 } }).start();
+    await h.waitForResults(videoId, first.length);
+    expect(await before.stop()).toBe('drained');
+    // Act: the successor adopts the pinned video and gets more frames
+    const more = [3, 4, 5, 6, 7];
+    await h.putFrames(videoId, more);
+    await h.sendFrames(SLOT, videoId, more);
+    const after = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 } }).start();
+    const all = await h.waitForResults(videoId, first.length + more.length);
+    // Assess
+    expect(after.logsMatching(/^slot claimed$/)[0]?.fields.takenOver).toBe(false);
+    expect(after.logsMatching(/^video adopted$/).map((l) => [l.fields.videoId, l.fields.handover])).toContainEqual([videoId, 'clean']);
+    expect(isolatedLines(after)).toEqual([]);
+    expect(all.map((r) => r.frame)).toEqual([...first, ...more]);
+    await after.stop();
+  }, 120_000);
+});
