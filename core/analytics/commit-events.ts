@@ -29,7 +29,7 @@ export interface CommitEventsInput {
   readonly nowMs: number;
   /** The committed analytics state (undefined: none yet). */
   readonly analytics: AnalyticsState | undefined;
-  /** Undefined: no rules store (the state is carried over untouched). */
+  /** Undefined: no rules store or no read: the rules in the committed state stay in effect. */
   readonly rules: RulesView | undefined;
   /** In-order frames with status ok and their tracked detections, ascending. */
   readonly inOrder: readonly { readonly frame: number; readonly detections: readonly Detection[] }[];

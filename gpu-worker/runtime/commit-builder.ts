@@ -34,7 +34,7 @@ export interface CommitInput {
   readonly nowMs: number;
   /**
    * The video's rules at this round (issue 22): rule events of the in-order frames and the
-   * analytics state ride in the unit. Undefined: the analytics state is carried over as is.
+   * analytics state ride in the unit. Undefined: the rules in the committed checkpoint stay in effect.
    */
   readonly rules?: RulesView;
   /** Frames recorded as parked in this unit (their events are `frame.parked`, not `frame.failed`). */

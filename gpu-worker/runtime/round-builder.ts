@@ -37,7 +37,7 @@ export interface RoundBuilderDeps {
   readonly runner: Pick<FrameRunner, 'run'>;
   readonly processor: Pick<FrameProcessor, 'snapshot'>;
   readonly log: LogSink;
-  /** Videos' rules (issue 22); without it, units carry life events only and the analytics state is kept as is. */
+  /** Videos' rules (issue 22); without it, the rules in each checkpoint stay in effect (none for a new video). */
   readonly rules?: RulesSource;
 }
 

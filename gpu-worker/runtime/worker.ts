@@ -59,7 +59,7 @@ export interface WorkerDeps {
   /** The results table: a frame's record tells a late frame from a duplicate. */
   readonly results: ResultsSource;
   readonly processor: FrameProcessor;
-  /** Videos' rules documents (issue 22); absent: no rule events (life events still are). */
+  /** Videos' rules documents (issue 22); absent: the rules in each checkpoint stay in effect, never re-read. */
   readonly rules?: RulesSource;
   readonly metrics: MetricSink;
   readonly log: WorkerLog;
