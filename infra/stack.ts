@@ -200,6 +200,7 @@ export class FrameAffinityStack extends Stack {
     const task = this.fleet.taskRole;
     this.frames.grantReadFrames(task);
     this.frames.grantReadModels(task);
+    this.frames.grantReadRules(task);
     const model = /^s3:\/\/([^/]+)\/(.+)$/.exec(tunables.modelUri);
     if (model) {
       task.addToPrincipalPolicy(
