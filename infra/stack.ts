@@ -235,5 +235,10 @@ export class FrameAffinityStack extends Stack {
       id: `AwsSolutions-IAM5[${modelObjects}]`,
       reason: 'Object-level read on the models/ prefix of the stack\'s own bucket, where operators put the ONNX model named by modelUri.',
     });
+    const rulesObjects = `Resource::<${this.getLogicalId(this.frames.bucket.node.defaultChild as never)}.Arn>/rules/*`;
+    acknowledge(this.fleet.taskRole, {
+      id: `AwsSolutions-IAM5[${rulesObjects}]`,
+      reason: 'Object-level read on the rules/ prefix of the stack\'s own bucket: one rules document per video (rules/{videoId}.json) plus rules/_default.json, keys not known in advance.',
+    });
   }
 }
