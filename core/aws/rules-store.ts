@@ -42,6 +42,9 @@ export interface RulesSource {
   forget(videoId: string): void;
 }
 
+/** Videos whose last read is remembered; the oldest is forgotten past it (a forgotten video just reads again). */
+const MAX_CACHED_VIDEOS = 4096;
+
 /** One document as last read: its ETag, its rules or its errors. */
 type Doc = { readonly state: 'absent' } | { readonly state: 'present'; readonly etag: string; readonly parsed: { ok: true; rules: RulesDocument } | { ok: false; errors: readonly string[] } };
 
@@ -79,6 +82,7 @@ export class RulesStore implements RulesSource {
       // Adopted: the checkpoint's rules are in effect until a read says otherwise.
       c = { checkedAtMs: -Infinity, doc: undefined, view: committed ? { etag: committed.etag, ...(committed.rules ? { rules: committed.rules } : {}) } : { etag: '' } };
       this.videos.set(videoId, c);
+      if (this.videos.size > MAX_CACHED_VIDEOS) this.videos.delete(this.videos.keys().next().value!);
     }
     if (nowMs - c.checkedAtMs < this.o.refreshMs) return c.view;
     c.checkedAtMs = nowMs;
