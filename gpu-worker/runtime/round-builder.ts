@@ -75,7 +75,7 @@ export async function buildPlannedRound(
       failures.push({ session, reason: run.reason, detail: run.detail, blamed: run.blamed, transient: run.transient === true });
       continue;
     }
-    const built = buildCommit({
+    const build = (processor: string) => buildCommit({
       videoId: session.videoId,
       token: session.token,
       workerId: fence.workerId,
@@ -85,11 +85,20 @@ export async function buildPlannedRound(
       outcomes: run.outcomes,
       sequencer: session.sequencer.snapshot(),
       complete: session.sequencer.isComplete(),
-      processor: processorSnapshot(d, session),
+      processor,
       nowMs,
       ...(rules[i] ? { rules: rules[i] } : {}),
       parked: plan.parked,
     });
+    let built = build(processorSnapshot(d, session));
+    // The rule state may have grown in this round (new tracks): the tracker makes room for it.
+    const overBytes = estimatedBytes(built.unit.checkpoint) - MAX_CHECKPOINT_BYTES;
+    if (overBytes > 0) {
+      const processorBytes = Buffer.byteLength(built.unit.checkpoint.processor ?? '');
+      const room = Math.max(0, Math.floor((processorBytes - overBytes) * 0.97) - 64);
+      d.log.warn('checkpoint over its cap after the rules ran: processor state compacted', { videoId: session.videoId, overBytes, room });
+      built = build(d.processor.snapshot(session.videoId, room));
+    }
     if (!unitFits(built.unit) && plan.steps.length > 1) {
       // A frame and its events commit together: re-run the round with fewer frames
       // (the session halves its next plan), never splitting a frame from its events.

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { emptyCheckpoint } from '../../../core/checkpoint.ts';
 import { emptyAnalytics, withRules } from '../../../core/analytics/rule-engine.ts';
 import { validateRules } from '../../../core/analytics/rules.ts';
-import { unitFits } from '../../../core/commit-packing.ts';
+import { estimatedBytes, MAX_CHECKPOINT_BYTES, unitFits } from '../../../core/commit-packing.ts';
 import type { FrameOutcome, LogSink } from '../../../core/ports.ts';
 import { buildRound } from '../../../gpu-worker/runtime/round-builder.ts';
 import type { VideoPlan, VideoRun } from '../../../gpu-worker/runtime/frame-runner.ts';
@@ -71,5 +71,29 @@ describe('buildRound with events', () => {
     expect(unit.events).toHaveLength(99 - 1 - 2);
     expect(unit.checkpoint.analytics!.totals.lines.l0).toEqual({ person: [4, 0] });
     expect(logged.some((m) => m.includes('more events than one transaction holds'))).toBe(true);
+  });
+});
+
+describe('buildRound: the checkpoint cap with rule state', () => {
+  it('when the new rule state of a round pushes the checkpoint past its cap, the tracker is compacted to make room', async () => {
+    // 30 lines and 120 tracks that never cross: ~30 KB of new rule state, no events.
+    const s = sessionWithLines(30, 2);
+    const still: FrameOutcome = { status: 'ok', detections: Array.from({ length: 120 }, (_, t) => ({ trackId: t + 1, label: 'person', score: 1, box: [45, 30, 55, 50] as [number, number, number, number] })) };
+    const quietRunner = {
+      run: async (plans: readonly VideoPlan[]) => new Map<string, VideoRun>(plans.map((p) => [p.videoId, { ok: true, outcomes: new Map(p.steps.flatMap((st) => (st.type === 'frame' ? [[st.ref.frame, still] as const] : []))) }])),
+    };
+    // The tracker's full snapshot fits beside the committed state, not beside the new rule state.
+    let asked: number | undefined;
+    const tracker = {
+      snapshot: (_v: string, maxBytes?: number) => {
+        if (maxBytes !== undefined) asked = maxBytes;
+        return 'x'.repeat(maxBytes ?? 280_000);
+      },
+    };
+    const r = await buildRound({ runner: quietRunner, processor: tracker, log }, [s], FENCE, 0);
+    const ck = r.units[0]!.unit.checkpoint;
+    expect(Object.keys(ck.analytics!.tracks)).toHaveLength(120);
+    expect(asked).toBeLessThan(280_000);
+    expect(estimatedBytes(ck)).toBeLessThanOrEqual(MAX_CHECKPOINT_BYTES);
   });
 });
