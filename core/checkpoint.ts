@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { emptySequencerState, upgradeSequencerState, type SequencerState } from './sequencer.ts';
 import type { VideoSummaryItem } from './results.ts';
+import type { AnalyticsState } from './analytics/rule-engine.ts';
 
 export interface OwnerRecord {
   readonly worker: string;
@@ -45,6 +46,13 @@ export interface VideoCheckpoint {
    * (written just before) with `tries` the adoptions since: a process died running it.
    */
   readonly stall?: StallEvidence;
+  /**
+   * The video's rule state (issue 22, decision 35): the rules version in effect and its
+   * rules, each live track's side of each line, zone memberships with entry frames, dwell
+   * flags and the totals per rule and class. Absent while the video never had rules.
+   * Committed with the frames that changed it, so a successor continues it exactly.
+   */
+  readonly analytics?: AnalyticsState;
 }
 
 /** See {@link VideoCheckpoint.stall}. */
@@ -142,6 +150,7 @@ export function summaryOf(
     ...(ck.lastFrame !== undefined ? { lastFrame: ck.lastFrame } : {}),
     ...(ck.sequencer.endFrame !== null ? { endFrame: ck.sequencer.endFrame } : {}),
     ownerChanges: ck.ownerChanges,
+    ...(ck.analytics && (Object.keys(ck.analytics.totals.lines).length > 0 || Object.keys(ck.analytics.totals.zones).length > 0) ? { ruleTotals: ck.analytics.totals } : {}),
     token: lease.token,
     worker: lease.worker,
     slot: lease.slot,

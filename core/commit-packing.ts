@@ -6,6 +6,7 @@
  */
 import type { VideoCheckpoint } from './checkpoint.ts';
 import type { FrameResultItem, VideoSummaryItem } from './results.ts';
+import type { EventItem } from './analytics/event-schema.ts';
 
 /** Items one TransactWriteItems may hold (the first is the slot's ConditionCheck). */
 export const MAX_TRANSACT_ITEMS = 100;
@@ -34,6 +35,11 @@ export interface CommitUnit {
   /** Frames whose result may replace an existing `gap` record (late frames); every other result is create-only. */
   readonly replacesGap?: readonly number[];
   readonly summary: VideoSummaryItem;
+  /**
+   * Outbox items (issue 22): the events these results and this checkpoint cause, written
+   * in the same transaction so that an event exists iff its commit landed.
+   */
+  readonly events?: readonly EventItem[];
 }
 
 /** Estimated stored size of a value, in bytes. */
@@ -41,10 +47,21 @@ export function estimatedBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value));
 }
 
-/** Items and bytes a unit adds to a transaction: the checkpoint update, its results, the summary. */
+/** Items and bytes a unit adds to a transaction: the checkpoint update, its results, the summary, its events. */
 export function unitCost(u: CommitUnit): { items: number; bytes: number } {
-  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + u.results.reduce((n, r) => n + estimatedBytes(r), 0);
-  return { items: u.results.length + 2, bytes };
+  const events = u.events ?? [];
+  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + u.results.reduce((n, r) => n + estimatedBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0);
+  return { items: u.results.length + 2 + events.length, bytes };
+}
+
+/**
+ * Whether a unit fits one transaction by itself (with the slot's ConditionCheck). A unit
+ * whose frames raised more events than fit is not committed: the round is rolled back and
+ * re-run with fewer frames (round-builder.ts), so a frame and its events are never split.
+ */
+export function unitFits(u: CommitUnit, maxItems = MAX_TRANSACT_ITEMS - 1, maxBytes = MAX_TRANSACTION_BYTES): boolean {
+  const cost = unitCost(u);
+  return cost.items <= maxItems && cost.bytes <= maxBytes;
 }
 
 /** Packs commit units, in order, into groups that fit one transaction by item count and by size. */

@@ -102,6 +102,12 @@ export const METRIC_NAMES = {
      * age alarm does not grow with the slot count.
      */
     slotMessageAgeMs: 'SlotMessageAgeMs',
+    /** Rules documents that failed validation (each also raises a `rules.invalid` event; the last good rules stay in effect). */
+    rulesInvalid: 'RulesInvalid',
+    /** Rules documents that could not be read (S3 errors other than 404/304): the rules in effect stay. */
+    rulesReadErrors: 'RulesReadErrors',
+    /** Outbox events committed (landed with their commit). */
+    eventsCommitted: 'EventsCommitted',
   },
   janitor: {
     /** Slots with a valid lease. */

@@ -65,4 +65,12 @@ export interface VideoSummaryItem {
   readonly updatedAtMs: number;
   /** Owner history, oldest first: one entry per adoption. */
   readonly owners: readonly { readonly worker: string; readonly token: number; readonly sinceMs: number; readonly fromFrame?: number }[];
+  /**
+   * Rule totals (issue 22): line id → label → [in, out]; zone id → label → [entered,
+   * exited, dwell]. Absent while the video's rules counted nothing. `affinity counts` reads it.
+   */
+  readonly ruleTotals?: {
+    readonly lines: Readonly<Record<string, Readonly<Record<string, readonly [number, number]>>>>;
+    readonly zones: Readonly<Record<string, Readonly<Record<string, readonly [number, number, number]>>>>;
+  };
 }

@@ -41,6 +41,7 @@ import { StatsProcessor } from './stats-processor.ts';
 import { crashOnKey, WORKER_CRASH_ON_KEY_ENV } from './crash-on-key.ts';
 import type { InferenceThreadFault } from './vision/inference-thread.ts';
 import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
+import { RulesStore } from '../core/aws/rules-store.ts';
 
 /**
  * How long a worker whose processor broke may take to drain before it exits anyway: a
@@ -123,6 +124,7 @@ async function main(): Promise<number> {
     bucket: wiring.bucket,
     results: { ddb: clients.ddb, resultsTable: wiring.resultsTable },
     processor,
+    rules: new RulesStore({ s3: clients.s3, bucket: wiring.bucket, refreshMs: tunables.rulesRefreshSeconds * 1000, log, metrics }),
     metrics,
     log,
     onHeartbeat: healthFile ? () => writeFileSync(healthFile, String(Date.now())) : undefined,

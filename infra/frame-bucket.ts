@@ -3,7 +3,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { FRAME_PREFIX } from '../core/config.ts';
+import { FRAME_PREFIX, RULES_PREFIX } from '../core/config.ts';
 
 /** Prefix under which operators may put ONNX models the worker loads (`modelUri`). */
 export const MODEL_PREFIX = 'models/';
@@ -144,6 +144,15 @@ export class FrameBucket extends Construct {
    */
   grantReadFrames(grantee: iam.IGrantable): iam.Grant {
     return this.#grantGet(grantee, FRAME_PREFIX);
+  }
+
+  /**
+   * Read access to rules documents (`rules/*`, issue 22): the worker re-reads a video's
+   * document with conditional GETs; a missing one must answer 404 (not 403) so that the
+   * default applies, hence the listing grant limited to `rules/`.
+   */
+  grantReadRules(grantee: iam.IGrantable): iam.Grant {
+    return this.#grantGet(grantee, RULES_PREFIX);
   }
 
   /** Read access to models stored in this bucket (`models/*`), listings limited to `models/`. */

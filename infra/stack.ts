@@ -201,6 +201,7 @@ export class FrameAffinityStack extends Stack {
     const task = this.fleet.taskRole;
     this.frames.grantReadFrames(task);
     this.frames.grantReadModels(task);
+    this.frames.grantReadRules(task);
     const model = /^s3:\/\/([^/]+)\/(.+)$/.exec(tunables.modelUri);
     if (model) {
       task.addToPrincipalPolicy(
@@ -234,6 +235,11 @@ export class FrameAffinityStack extends Stack {
     acknowledge(this.fleet.taskRole, {
       id: `AwsSolutions-IAM5[${modelObjects}]`,
       reason: 'Object-level read on the models/ prefix of the stack\'s own bucket, where operators put the ONNX model named by modelUri.',
+    });
+    const rulesObjects = `Resource::<${this.getLogicalId(this.frames.bucket.node.defaultChild as never)}.Arn>/rules/*`;
+    acknowledge(this.fleet.taskRole, {
+      id: `AwsSolutions-IAM5[${rulesObjects}]`,
+      reason: 'Object-level read on the rules/ prefix of the stack\'s own bucket: one rules document per video (rules/{videoId}.json) plus rules/_default.json, keys not known in advance.',
     });
   }
 }

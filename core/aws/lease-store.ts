@@ -17,6 +17,7 @@ import { decideStoredOutcome, type StoredDecision } from '../commit-outcome.ts';
 import { slotFenceCheck, VideoCommitter, type CommitOutcome, type TransactItem } from './video-commit.ts';
 import { emptySequencerState } from '../sequencer.ts';
 import type { CommitUnit } from '../commit-packing.ts';
+import { takeOverEvent } from '../analytics/life-events.ts';
 import { SlotLeaseStore, slotKey, videoKey, type LeaseTableOptions, type SlotFence } from './slot-lease-store.ts';
 
 export { slotKey, videoKey, UnconfirmedError, type SlotFence } from './slot-lease-store.ts';
@@ -50,6 +51,8 @@ export interface VideoPin {
 export interface LeaseStoreOptions extends LeaseTableOptions {
   /** Where a video seen for the first time starts (tunables.firstFrameNumber; -1 = automatic). @default -1 */
   readonly firstFrameNumber?: number;
+  /** The events outbox table (issue 22): when set, commits write their units' events and a take-over writes `video.taken-over`. */
+  readonly eventsTableName?: string;
 }
 
 
@@ -58,17 +61,19 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
     ddb: this.ddb,
     tableName: this.o.tableName,
     resultsTableName: this.o.resultsTableName,
+    ...(this.o.eventsTableName !== undefined ? { eventsTableName: this.o.eventsTableName } : {}),
     readVideo: (videoId) => this.readCommitState(videoId),
     readSlot: (slot) => this.getSlot(slot),
   });
 
   /** The store for a deployment's wiring and tunables. */
-  static forWiring(ddb: DynamoDBDocumentClient, wiring: Pick<Wiring, 'leasesTable' | 'resultsTable' | 'pinnedSlotIndex'>, tunables: Pick<Tunables, 'firstFrameNumber'>): LeaseStore {
+  static forWiring(ddb: DynamoDBDocumentClient, wiring: Pick<Wiring, 'leasesTable' | 'resultsTable' | 'pinnedSlotIndex'> & Partial<Pick<Wiring, 'eventsTable'>>, tunables: Pick<Tunables, 'firstFrameNumber'>): LeaseStore {
     return new LeaseStore(ddb, {
       tableName: wiring.leasesTable,
       resultsTableName: wiring.resultsTable,
       pinnedSlotIndex: wiring.pinnedSlotIndex,
       firstFrameNumber: tunables.firstFrameNumber,
+      ...(wiring.eventsTable ? { eventsTableName: wiring.eventsTable } : {}),
     });
   }
 
@@ -162,6 +167,8 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
       // A change of owner is a write of the checkpoint: a fresh commit id, so a unit the
       // previous owner built on the old checkpoint can never be mistaken for this one.
       const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1, commitId: newCommitId() };
+      // A change of owner from a previous one is an event, written with the adoption itself.
+      const event = this.o.eventsTableName !== undefined ? takeOverEvent(videoId, ck, { worker: fence.workerId, token }, nowMs, current.owner === undefined ? 'released' : clean ? 'clean' : 'from-dead-owner') : undefined;
       try {
         await this.ddb.send(
           new TransactWriteCommand({
@@ -188,6 +195,7 @@ export class LeaseStore extends SlotLeaseStore<LeaseStoreOptions> {
                   },
                 },
               },
+              ...(event ? [{ Put: { TableName: this.o.eventsTableName!, Item: event } }] : []),
             ],
           }),
         );

@@ -41,6 +41,11 @@ export interface VideoCommitterDeps {
   readonly tableName: string;
   /** The results table (frame results and summaries). */
   readonly resultsTableName: string;
+  /**
+   * The events outbox table (issue 22). Units' events are written only when it is set; a
+   * unit with events and no table is a wiring error and fails before anything is sent.
+   */
+  readonly eventsTableName?: string;
   /** A consistent read of a video's lease item (throws when it fails). */
   readonly readVideo: (videoId: string) => Promise<StoredCommitState>;
   /** A consistent read of a slot's lease (throws when it fails). */
@@ -70,6 +75,7 @@ export class VideoCommitter {
     const outcomes = new Map<string, UnitOutcome>();
     let ambiguousRetries = 0;
     const groups = packUnits(units); // throws only before anything was sent (a unit that cannot fit)
+    if (this.d.eventsTableName === undefined && units.some((u) => (u.events?.length ?? 0) > 0)) throw new Error('commit units carry events but no events table is wired');
     for (let g = 0; g < groups.length; g++) {
       const r = await this.commitGroup(fence, groups[g]!, nowMs);
       ambiguousRetries += r.ambiguousRetries;
@@ -195,6 +201,12 @@ export class VideoCommitter {
               : { ConditionExpression: 'attribute_not_exists(videoId)' }),
           },
         });
+      }
+      for (const e of u.events ?? []) {
+        owners.push({ role: 'event', videoId: u.videoId });
+        // Unconditional: the id is deterministic, so a retry of this unit writes the very
+        // same item, and the fences above decide whether any of it lands.
+        items.push({ Put: { TableName: this.d.eventsTableName!, Item: e } });
       }
       owners.push({ role: 'summary', videoId: u.videoId });
       items.push({

@@ -51,6 +51,12 @@ export const TUNABLES = {
   videosPerSlot: { kind: 'integer', default: 8, min: 1, max: 1000, unit: 'videos', meaning: 'Videos a slot takes before admission prefers another slot' },
   /** How long a slot lease lives without a heartbeat. */
   slotLeaseTtlSeconds: { kind: 'integer', default: 15, min: 1, max: 3600, unit: 's', meaning: 'Slot lease lifetime without a heartbeat' },
+  /**
+   * How often a worker re-checks a video's rules document (issue 22): a conditional GET per
+   * video (plus one for the shared default) at most this often, so a changed rules file
+   * takes effect on a live video within this bound plus one round, and costs no call per frame.
+   */
+  rulesRefreshSeconds: { kind: 'integer', default: 30, min: 1, max: 86_400, unit: 's', meaning: 'How often a video\'s rules document (`rules/{videoId}.json` or `rules/_default.json`) is re-checked with a conditional GET; bounds how long a change takes' },
   /** How often a worker renews its slot lease. */
   heartbeatIntervalSeconds: { kind: 'integer', default: 5, min: 1, max: 3600, unit: 's', meaning: 'Worker heartbeat period; at most half of `slotLeaseTtlSeconds`' },
   /** A video with no frames for this long is released by its worker. */

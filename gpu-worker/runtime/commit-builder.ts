@@ -8,6 +8,8 @@ import type { CommitUnit } from '../../core/commit-packing.ts';
 import type { FrameOutcome } from '../../core/ports.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import type { SequencedStep, SequencerState } from '../../core/sequencer.ts';
+import type { Detection } from '../../core/ports.ts';
+import { commitEvents, type RulesView } from '../../core/analytics/commit-events.ts';
 
 export interface CommitInput {
   readonly videoId: string;
@@ -30,6 +32,13 @@ export interface CommitInput {
   /** The processor's snapshot after the frames were processed. */
   readonly processor: string | undefined;
   readonly nowMs: number;
+  /**
+   * The video's rules at this round (issue 22): rule events of the in-order frames and the
+   * analytics state ride in the unit. Undefined: the rules in the committed checkpoint stay in effect.
+   */
+  readonly rules?: RulesView;
+  /** Frames recorded as parked in this unit (their events are `frame.parked`, not `frame.failed`). */
+  readonly parked?: ReadonlyMap<number, string>;
 }
 
 export interface BuiltCommit {
@@ -44,6 +53,8 @@ export function buildCommit(input: CommitInput): BuiltCommit {
   const replacesGap: number[] = [];
   const failures: { frame: number; reason: string; detail?: string }[] = [];
   let { framesOk, framesLate, framesFailed, framesGap, firstFrame, lastFrame } = prev;
+  // Rules see the in-order tracker stream only: `frame` steps that came out ok (never late frames).
+  const inOrder: { frame: number; detections: readonly Detection[] }[] = [];
   const base = { videoId: input.videoId, token: input.token, worker: input.workerId, committedAtMs: input.nowMs };
   const note = (frame: number) => {
     firstFrame = firstFrame === undefined ? frame : Math.min(firstFrame, frame);
@@ -73,7 +84,10 @@ export function buildCommit(input: CommitInput): BuiltCommit {
       }
       if (outcome.status === 'ok') {
         if (late) framesLate++;
-        else framesOk++;
+        else {
+          framesOk++;
+          inOrder.push({ frame, detections: outcome.detections });
+        }
         results.push({ ...base, frame, status: late ? 'late' : 'ok', detections: outcome.detections, key: step.ref.key });
       } else {
         framesFailed++;
@@ -81,10 +95,25 @@ export function buildCommit(input: CommitInput): BuiltCommit {
       }
     }
   }
+  const { events, analytics } = commitEvents({
+    videoId: input.videoId,
+    token: input.token,
+    nowMs: input.nowMs,
+    analytics: prev.analytics,
+    rules: input.rules,
+    inOrder,
+    results,
+    parked: new Set(input.parked?.keys() ?? []),
+    // The video's first records: nothing was committed before (a reject-only unit counts too).
+    firstCommit: prev.framesOk + prev.framesLate + prev.framesFailed + prev.framesGap === 0 && prev.firstFrame === undefined,
+    completes: input.complete && !prev.complete,
+    lastFrame,
+  });
   // Progress clears the crash-loop evidence: `stall` counts adoptions since the last one.
-  const { stall: _cleared, ...kept } = prev;
+  const { stall: _cleared, analytics: _before, ...kept } = prev;
   const checkpoint: VideoCheckpoint = {
     ...kept,
+    ...(analytics ? { analytics } : {}),
     ...(input.stall ? { stall: input.stall } : {}),
     seq: prev.seq + 1,
     // Every unit is a new write: a retry after a rollback gets another id, so the store can
@@ -110,6 +139,7 @@ export function buildCommit(input: CommitInput): BuiltCommit {
       results,
       ...(replacesGap.length > 0 ? { replacesGap } : {}),
       summary: summaryOf(input.videoId, checkpoint, { token: input.token, worker: input.workerId, slot: input.slot }, input.nowMs),
+      ...(events.length > 0 ? { events } : {}),
     },
     failures,
   };

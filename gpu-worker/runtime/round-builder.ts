@@ -4,7 +4,9 @@
  * video's outcomes into a commit unit (commit-builder.ts). A video whose frames failed
  * comes back as a failure to roll back; the others are unaffected.
  */
-import { estimatedBytes, MAX_CHECKPOINT_BYTES, type CommitUnit } from '../../core/commit-packing.ts';
+import { estimatedBytes, MAX_CHECKPOINT_BYTES, MAX_TRANSACT_ITEMS, unitFits, type CommitUnit } from '../../core/commit-packing.ts';
+import type { RulesSource } from '../../core/aws/rules-store.ts';
+import type { RulesView } from '../../core/analytics/commit-events.ts';
 import type { SlotFence } from '../../core/aws/lease-store.ts';
 import type { FrameProcessor, LogSink } from '../../core/ports.ts';
 import { buildCommit } from './commit-builder.ts';
@@ -35,6 +37,8 @@ export interface RoundBuilderDeps {
   readonly runner: Pick<FrameRunner, 'run'>;
   readonly processor: Pick<FrameProcessor, 'snapshot'>;
   readonly log: LogSink;
+  /** Videos' rules (issue 22); without it, the rules in each checkpoint stay in effect (none for a new video). */
+  readonly rules?: RulesSource;
 }
 
 export async function buildRound(
@@ -59,16 +63,19 @@ export async function buildPlannedRound(
   nowMs: number,
 ): Promise<{ units: RoundUnit[]; failures: RoundFailure[] }> {
   if (plans.length === 0) return { units: [], failures: [] };
+  // Rules are (re)read while the frames run: a refresh, when one is due, adds no latency to the round.
+  const views = Promise.all(plans.map(({ session }) => rulesView(d, session, nowMs)));
   const runs = await d.runner.run(plans.map(({ session, plan }) => ({ videoId: session.videoId, steps: plan.steps, parked: plan.parked })));
+  const rules = await views;
   const units: RoundUnit[] = [];
   const failures: RoundFailure[] = [];
-  for (const { session, plan } of plans) {
+  for (const [i, { session, plan }] of plans.entries()) {
     const run = runs.get(session.videoId)!;
     if (!run.ok) {
       failures.push({ session, reason: run.reason, detail: run.detail, blamed: run.blamed, transient: run.transient === true });
       continue;
     }
-    const { unit, failures: failed } = buildCommit({
+    const build = (processor: string) => buildCommit({
       videoId: session.videoId,
       token: session.token,
       workerId: fence.workerId,
@@ -78,10 +85,30 @@ export async function buildPlannedRound(
       outcomes: run.outcomes,
       sequencer: session.sequencer.snapshot(),
       complete: session.sequencer.isComplete(),
-      processor: processorSnapshot(d, session),
+      processor,
       nowMs,
+      ...(rules[i] ? { rules: rules[i] } : {}),
+      parked: plan.parked,
     });
-    for (const f of failed) d.log.warn('frame failed', { videoId: session.videoId, ...f });
+    let built = build(processorSnapshot(d, session));
+    // The rule state may have grown in this round (new tracks): the tracker makes room for it.
+    const overBytes = estimatedBytes(built.unit.checkpoint) - MAX_CHECKPOINT_BYTES;
+    if (overBytes > 0) {
+      const processorBytes = Buffer.byteLength(built.unit.checkpoint.processor ?? '');
+      const room = Math.max(0, Math.floor((processorBytes - overBytes) * 0.97) - 64);
+      d.log.warn('checkpoint over its cap after the rules ran: processor state compacted', { videoId: session.videoId, overBytes, room });
+      built = build(d.processor.snapshot(session.videoId, room));
+    }
+    if (!unitFits(built.unit) && plan.steps.length > 1) {
+      // A frame and its events commit together: re-run the round with fewer frames
+      // (the session halves its next plan), never splitting a frame from its events.
+      session.capNextPlan(Math.max(1, Math.floor(plan.steps.length / 2)));
+      d.log.warn('round raised more events than fit one transaction: re-running it with fewer frames', { videoId: session.videoId, steps: plan.steps.length, events: built.unit.events?.length ?? 0 });
+      failures.push({ session, reason: 'events-over-transaction', detail: `${built.unit.events?.length ?? 0} events`, blamed: [], transient: true });
+      continue;
+    }
+    const unit = unitFits(built.unit) ? built.unit : trimmedEvents(d, built.unit);
+    for (const f of built.failures) d.log.warn('frame failed', { videoId: session.videoId, ...f });
     units.push({ session, plan, unit, parked: session.parkedIn(plan) });
   }
   return { units, failures };
@@ -108,6 +135,32 @@ export function buildMarker(session: VideoSession, fence: SlotFence, frame: numb
     nowMs,
   });
   return { session, plan: MARKER_PLAN, unit, parked: 0 };
+}
+
+/**
+ * One frame whose events alone overflow a transaction (more than ~96: rules × tracks at
+ * one frame) cannot be split further: its life events are kept, its rule events beyond
+ * the room are not written (the totals in the checkpoint still count them), loudly.
+ */
+function trimmedEvents(d: RoundBuilderDeps, unit: CommitUnit): CommitUnit {
+  const events = unit.events ?? [];
+  const room = MAX_TRANSACT_ITEMS - 1 - unit.results.length - 2;
+  const life = events.filter((e) => !e.kind.startsWith('line.') && !e.kind.startsWith('zone.'));
+  const kept = [...life, ...events.filter((e) => !life.includes(e)).slice(0, Math.max(0, room - life.length))];
+  d.log.error('one frame raised more events than one transaction holds: rule events beyond the limit not written', { videoId: unit.videoId, events: events.length, written: kept.length });
+  return { ...unit, events: kept };
+}
+
+/** The video's rules for this round; a failed read keeps the rules in effect (the store logs it). */
+async function rulesView(d: RoundBuilderDeps, s: VideoSession, nowMs: number): Promise<RulesView | undefined> {
+  if (!d.rules) return undefined;
+  try {
+    return await d.rules.view(s.videoId, s.committed.analytics, nowMs);
+  } catch (e) {
+    d.log.warn('rules view failed: keeping the rules in effect', { videoId: s.videoId, error: String(e) });
+    const a = s.committed.analytics;
+    return a ? { etag: a.etag, ...(a.rules ? { rules: a.rules } : {}) } : undefined;
+  }
 }
 
 /**

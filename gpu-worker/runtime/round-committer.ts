@@ -123,6 +123,7 @@ export class RoundCommitter {
     const { deleteHandles } = ru.session.applyCommitted(ru.unit, ru.plan);
     if (ru.parked > 0) this.d.metrics.count(METRIC_NAMES.worker.framesParked, ru.parked);
     this.d.metrics.count(METRIC_NAMES.worker.checkpointBytes, estimatedBytes(ru.unit.checkpoint));
+    if (ru.unit.events?.length) this.d.metrics.count(METRIC_NAMES.worker.eventsCommitted, ru.unit.events.length);
     this.countCommitted(ru.unit.results);
     return deleteHandles;
   }

@@ -107,6 +107,8 @@ export class VideoSession {
   readonly crashParked = new Map<number, string>();
   private log: LoggedChange[] = [];
   private readonly options: SequencerOptions;
+  /** Most steps the next plans take, after a round whose events did not fit one transaction (cleared by a landed commit). */
+  private stepCap: number | undefined;
 
   /** `handover`: how the video came to this worker (crash-breaker.ts {@link Handover}). */
   constructor(videoId: string, token: number, checkpoint: VideoCheckpoint, options: SequencerOptions, nowMs: number, handover: Handover = 'unowned') {
@@ -232,8 +234,9 @@ export class VideoSession {
 
   /** The steps due this round, or undefined when the video has nothing to commit. */
   plan(nowMs: number): SessionPlan | undefined {
-    const rejects = this.rejects.splice(0, MAX_RESULT_ITEMS_PER_COMMIT);
-    const room = MAX_RESULT_ITEMS_PER_COMMIT - rejects.length;
+    const cap = Math.min(MAX_RESULT_ITEMS_PER_COMMIT, this.stepCap ?? MAX_RESULT_ITEMS_PER_COMMIT);
+    const rejects = this.rejects.splice(0, cap);
+    const room = cap - rejects.length;
     let took: SequencedStep[] = [];
     if (room > 0 && this.isolated) {
       // Isolated: steps one at a time, up to the first that runs a frame (at most one runs).
@@ -251,6 +254,14 @@ export class VideoSession {
     const parked = new Map(this.failures >= MAX_VIDEO_FAILURES ? this.blamed : []);
     for (const [frame, reason] of this.crashParked) parked.set(frame, reason);
     return { steps, parked, handles: [...this.handles], logLength: this.log.length };
+  }
+
+  /**
+   * Limits the next plans to `steps` steps: a round raised more events than one transaction
+   * holds (round-builder.ts), so it is re-run smaller. A landed commit lifts the cap.
+   */
+  capNextPlan(steps: number): void {
+    this.stepCap = Math.max(1, steps);
   }
 
   /** Undoes a plan that will not run (its marker did not land): the sequencer is rebuilt from the committed state. */
@@ -272,6 +283,7 @@ export class VideoSession {
     this.committed = unit.checkpoint;
     // A marker is no progress: failures, handles and the log stay as they are.
     if (plan.marker) return { deleteHandles: [], complete: false };
+    this.stepCap = undefined;
     for (const r of unit.results) this.crashParked.delete(r.frame);
     const covered = new Set(plan.handles);
     this.handles = this.handles.filter((h) => !covered.has(h));

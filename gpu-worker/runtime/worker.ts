@@ -37,6 +37,7 @@ import { VideoRegistry } from './video-registry.ts';
 import { MessageIntake } from './message-intake.ts';
 import { RoundCommitter } from './round-committer.ts';
 import { buildRound, type RoundBuilderDeps } from './round-builder.ts';
+import type { RulesSource } from '../../core/aws/rules-store.ts';
 import { IsolatedRounds } from './isolated-rounds.ts';
 import { aheadSkipsAfter, decideRound, gatherWaitMs, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
@@ -61,6 +62,8 @@ export interface WorkerDeps {
   /** The results table: a frame's record tells a late frame from a duplicate. */
   readonly results: ResultsSource;
   readonly processor: FrameProcessor;
+  /** Videos' rules documents (issue 22); absent: the rules in each checkpoint stay in effect, never re-read. */
+  readonly rules?: RulesSource;
   readonly metrics: MetricSink;
   readonly log: WorkerLog;
   readonly now?: () => number;
@@ -122,7 +125,7 @@ export class Worker {
       log: deps.log,
       now: this.now,
     });
-    this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log };
+    this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log, ...(deps.rules ? { rules: deps.rules } : {}) };
   }
 
   get slot(): number | undefined {

@@ -293,17 +293,17 @@ describe('smaller hardening items', () => {
     expect(() => synth({ routerBatchWindowSeconds: '301' })).toThrow(/routerBatchWindowSeconds must be an integer between 0 and 300/);
   });
 
-  it('limits every s3:ListBucket to the frames/ or models/ prefix', () => {
+  it('limits every s3:ListBucket to the frames/, models/ or rules/ prefix', () => {
     // Act
     const lists = identityStatements(small.resources).filter((s) => asList(s.Action).includes('s3:ListBucket'));
 
-    // Assess: the worker (frames, models); the router reads no object, so it lists nothing
-    expect(lists).toHaveLength(2);
+    // Assess: the worker (frames, models, rules documents); the router reads no object, so it lists nothing
+    expect(lists).toHaveLength(3);
     for (const s of lists) {
       expect(asList(s.Action)).toEqual(['s3:ListBucket']);
-      expect(['frames/*', 'models/*']).toContain(s.Condition?.StringLike?.['s3:prefix']);
+      expect(['frames/*', 'models/*', 'rules/*']).toContain(s.Condition?.StringLike?.['s3:prefix']);
     }
-    expect(lists.map((s) => s.Condition!.StringLike!['s3:prefix'])).toEqual(expect.arrayContaining(['frames/*', 'models/*']));
+    expect(lists.map((s) => s.Condition!.StringLike!['s3:prefix'])).toEqual(expect.arrayContaining(['frames/*', 'models/*', 'rules/*']));
   });
 
   it('versions the frame bucket, keeps superseded models 90 days and removes superseded frames after a day', () => {
