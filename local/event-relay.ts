@@ -88,7 +88,7 @@ export interface EventRelayOptions {
   readonly queueUrl: string;
   /** @default memoryCheckpoint() */
   readonly checkpoint?: RelayCheckpointStore;
-  /** Pause when no shard returned records. @default 200 */
+  /** Pause when no shard returned records (the local stack runs beside the workers on one machine: a slow idle poll). @default 500 */
   readonly idlePollMs?: number;
   /** How often new shards are looked for. @default 5000 */
   readonly shardRefreshMs?: number;
@@ -200,7 +200,7 @@ export class EventRelay {
         if (this.#stopped) break;
         read += await this.#pollShard(shard);
       }
-      if (read === 0) await this.#sleep(this.#o.idlePollMs ?? 200);
+      if (read === 0) await this.#sleep(this.#o.idlePollMs ?? 500);
     }
   }
 
