@@ -4,6 +4,8 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CliError, processIo, type Io } from './io.ts';
+import { countsCommand } from './commands/counts.ts';
+import { eventsCommand } from './commands/events.ts';
 import { reconcileCommand } from './commands/reconcile.ts';
 import { releaseCommand } from './commands/release.ts';
 import { renderCommand } from './commands/render.ts';
@@ -108,6 +110,38 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
       const format: ResultsFormat = v.json ? 'json' : v.csv ? 'csv' : 'text';
       return resultsCommand(t, { videoId: id!, format }, io);
     },
+  },
+  events: {
+    usage: 'events <id> [--follow] [--json] [--from-frame N] [--redeliver]',
+    summary: "a video's analytics events (line, zone, life), in frame order",
+    details: `Reads the events outbox table (the record the event bus is fed from), in event id order: by frame,
+then kind, rule and track. Text prints one line per event; --json one EventItem per line (NDJSON).
+
+  --follow         keep polling (every 1 s) and print new events until Ctrl-C; it follows ids after the
+                   last one printed, so an event committed later for an earlier frame (a late frame's
+                   failure) shows in a plain listing, not here
+  --json           NDJSON, one event per line
+  --from-frame N   only events of frame N and later
+  --redeliver      deliver the events (from --from-frame on) to the bus again: the way back from the
+                   event DLQ (alarm EventDlqNotEmpty); consumers drop duplicates by eventId`,
+    positionals: ['id'],
+    options: { follow: { type: 'boolean' }, json: { type: 'boolean' }, 'from-frame': { type: 'string' }, redeliver: { type: 'boolean' } },
+    run: (t, [id], v, io) => {
+      const fromFrame = intFlag(v, 'from-frame');
+      return eventsCommand(t, { videoId: id!, follow: Boolean(v.follow), json: Boolean(v.json), redeliver: Boolean(v.redeliver), ...(fromFrame !== undefined ? { fromFrame } : {}) }, io);
+    },
+  },
+  counts: {
+    usage: 'counts <id> [--json]',
+    summary: 'totals per rule and class: line crossings in/out, zone entries, exits, dwell',
+    details: `Counts the video's rule events in the events table (line.crossed per direction, zone.entered,
+zone.exited, zone.dwell), each event id once: the totals a consumer of the bus computes, independent of
+the worker's summary format. "inside" is entered minus exited.
+
+  --json   print the totals as one JSON object`,
+    positionals: ['id'],
+    options: { json: { type: 'boolean' } },
+    run: (t, [id], v, io) => countsCommand(t, { videoId: id!, json: Boolean(v.json) }, io),
   },
   release: {
     usage: 'release <id> --force [--yes]',

@@ -32,6 +32,8 @@ export interface Target {
   readonly bucket: string;
   readonly leasesTable: string;
   readonly resultsTable: string;
+  /** The analytics events outbox (`affinity events`, `affinity counts`). */
+  readonly eventsTable: string;
   readonly pinnedSlotIndex: string;
   readonly ingestQueueUrl: string;
   readonly ingestDlqUrl: string;
@@ -86,6 +88,7 @@ export function loadLocalTarget(stateDir: string): Target {
     bucket: s.bucket,
     leasesTable: s.tables.leases,
     resultsTable: s.tables.results,
+    eventsTable: s.wiring.eventsTable,
     pinnedSlotIndex: s.wiring.pinnedSlotIndex,
     ingestQueueUrl: s.queues.ingest,
     ingestDlqUrl: s.queues.ingestDlq,
@@ -113,6 +116,7 @@ export function resourcesFromOutputs(outputs: Readonly<Record<string, string>>, 
     bucket: outputs[STACK_OUTPUT_KEYS.frameBucketName]!,
     leasesTable: outputs[STACK_OUTPUT_KEYS.leasesTableName]!,
     resultsTable: outputs[STACK_OUTPUT_KEYS.resultsTableName]!,
+    eventsTable: outputs[STACK_OUTPUT_KEYS.eventsTableName]!,
     ingestQueueUrl: outputs[STACK_OUTPUT_KEYS.ingestQueueUrl]!,
     ingestDlqUrl: outputs[STACK_OUTPUT_KEYS.ingestDlqUrl]!,
     slotCount,

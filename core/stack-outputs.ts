@@ -8,4 +8,9 @@ export const STACK_OUTPUT_KEYS = {
   /** Slot queue URL = prefix + N + '.fifo'; its DLQ = prefix + N + '-dlq.fifo'. */
   slotQueueUrlPrefix: 'SlotQueueUrlPrefix',
   slotCount: 'SlotCount',
+  /** The analytics events outbox table (`affinity events`, `affinity counts`). */
+  eventsTableName: 'EventsTableName',
+  /** The EventBridge bus the outbox stream is piped to (issue 22). */
+  eventBusName: 'EventBusName',
+  eventBusArn: 'EventBusArn',
 } as const;

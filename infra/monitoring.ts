@@ -10,6 +10,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { instanceLaunchFailureRule } from './instance-launch-events.ts';
 import { allowCloudWatchToPublish, buildAlarmKey } from './alarm-topic.ts';
+import { EVENT_DLQ_ALARM_DESCRIPTION, eventPipeWidget, type EventDeliveryMonitoring } from './event-delivery-monitoring.ts';
 
 /**
  * Metric names the code emits (EMF), from core/metric-names.ts. Every metric carries one
@@ -61,6 +62,8 @@ export interface MonitoringProps {
    * @default Duration.minutes(1)
    */
   readonly janitorInterval?: Duration;
+  /** The analytics event pipe (infra/event-delivery.ts): its DLQ gets an alarm, the pipe a widget. @default - none */
+  readonly eventDelivery?: EventDeliveryMonitoring;
   /**
    * E-mail address subscribed to the alarm topic.
    * @default - no subscription
@@ -239,6 +242,13 @@ export class Monitoring extends Construct {
       metric: this.metric('worker', METRIC_NAMES.worker.framesCrashedWorker, 'Sum', FIVE_MINUTES),
       ...atLeastOnce,
     });
+    if (props.eventDelivery) {
+      this.#alarm('EventDlqNotEmpty', {
+        alarmDescription: EVENT_DLQ_ALARM_DESCRIPTION,
+        metric: props.eventDelivery.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
+        ...atLeastOnce,
+      });
+    }
     this.#alarm('RouterErrors', {
       alarmDescription: 'Router invocations fail as a whole (not per record): check its logs',
       metric: props.router.metricErrors({ period: FIVE_MINUTES }),
@@ -380,6 +390,7 @@ export class Monitoring extends Construct {
         width,
         left: [this.#byDimension('ExecutionProvider', 'provider')],
       }),
+      ...(props.eventDelivery ? [eventPipeWidget(props.eventDelivery, width)] : []),
       new cloudwatch.AlarmStatusWidget({ title: 'Alarms', width: 24, alarms: this.alarms }),
     );
     return dashboard;

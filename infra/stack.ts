@@ -16,6 +16,7 @@ import {
   type StackConfig,
 } from './config.ts';
 import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
+import { EventDelivery } from './event-delivery.ts';
 import { FrameBucket } from './frame-bucket.ts';
 import { GpuFleet } from './gpu-fleet.ts';
 import { Janitor } from './janitor.ts';
@@ -48,6 +49,8 @@ export class FrameAffinityStack extends Stack {
   readonly network: Network;
   readonly queues: WorkQueues;
   readonly tables: StateTables;
+  /** The events outbox's stream piped onto the stack's event bus (issue 22). */
+  readonly eventDelivery: EventDelivery;
   readonly frames: FrameBucket;
   readonly fleet: GpuFleet;
   readonly router: Router;
@@ -74,6 +77,14 @@ export class FrameAffinityStack extends Stack {
     });
     this.queues = new WorkQueues(this, 'Queues', { names, tunables });
     this.tables = new StateTables(this, 'Tables', { names, removalPolicy });
+    this.eventDelivery = new EventDelivery(this, 'EventDelivery', {
+      table: this.tables.events,
+      busName: names.eventBus,
+      pipeName: names.eventBus,
+      deadLetterQueueName: `${names.eventBus}-dlq`,
+      logRetention,
+      removalPolicy,
+    });
     this.frames = new FrameBucket(this, 'Frames', {
       ingestQueue: this.queues.ingestQueue,
       frameRetention: Duration.days(config.frameRetentionDays),
@@ -176,6 +187,7 @@ export class FrameAffinityStack extends Stack {
       instanceGroupName: this.fleet.autoScalingGroup.autoScalingGroupName,
       ingestAgeThreshold: Duration.seconds(config.ingestAgeAlarmSeconds),
       janitorInterval: Duration.minutes(janitorRateMinutes(config)),
+      eventDelivery: { deadLetterQueue: this.eventDelivery.deadLetterQueue, pipeName: this.eventDelivery.pipeName },
       alarmEmail: config.alarmEmail || undefined,
       removalPolicy,
     });
@@ -194,6 +206,9 @@ export class FrameAffinityStack extends Stack {
     out(STACK_OUTPUT_KEYS.ingestDlqUrl, wiring.ingestDlqUrl, 'Rejected and undeliverable events, with reason attributes');
     out(STACK_OUTPUT_KEYS.slotQueueUrlPrefix, wiring.slotQueueUrlPrefix, 'Slot queue URL = prefix + slot + .fifo');
     out(STACK_OUTPUT_KEYS.slotCount, String(this.config.slotCount), 'Worker slots');
+    out(STACK_OUTPUT_KEYS.eventsTableName, wiring.eventsTable, 'Analytics events outbox (videoId, eventId); its stream is piped to the event bus');
+    out(STACK_OUTPUT_KEYS.eventBusName, this.eventDelivery.bus.eventBusName, 'EventBridge bus of the analytics events (source frame-affinity): route them with rules');
+    out(STACK_OUTPUT_KEYS.eventBusArn, this.eventDelivery.bus.eventBusArn, 'ARN of the analytics event bus');
     out('DashboardUrl', `https://${this.region}.console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`, 'CloudWatch dashboard');
   }
 

@@ -3,6 +3,7 @@
  *
  *   npm start -- [--port 4566] [--dynamodb-port 8000] [--prefix FrameAffinity]
  *                [--warm-slots N] [--worker-entry gpu-worker/main.ts] [--no-router] [--no-janitor]
+ *                [--no-event-relay]
  *                [--state-dir .local] [--quiet]
  *
  * Environment: LOCAL_PORT, LOCAL_DYNAMODB_PORT, LOCAL_PREFIX, LOCAL_STATE_DIR, and any
@@ -45,6 +46,7 @@ function banner(stack: LocalStack): string {
     `  queues     ${stack.wiring.ingestQueueUrl}`,
     `             ${stack.wiring.slotQueueUrlPrefix}{0..${stack.tunables.slotCount - 1}}.fifo`,
     `  router     ${stack.router ? 'polling the ingest queue' : 'not running'}; janitor ${stack.janitor ? 'running' : 'not running'}`,
+    `  events     ${stack.wiring.eventsTable} -> ${stack.eventBusQueueUrl} (the bus's stand-in; relay ${stack.eventRelay ? 'running' : 'not running'})`,
     `  state      ${stack.stackFile}`,
     ...stack.portFallbacks.map((f) => `  NOTE       ${f}`),
     '',
@@ -72,6 +74,7 @@ async function main(): Promise<void> {
       'warm-slots': { type: 'string' },
       'no-router': { type: 'boolean' },
       'no-janitor': { type: 'boolean' },
+      'no-event-relay': { type: 'boolean' },
       quiet: { type: 'boolean' },
     },
     allowPositionals: false,
@@ -107,6 +110,7 @@ async function main(): Promise<void> {
     workerEntry: values['worker-entry'],
     routerHandler: values['no-router'] ? false : undefined,
     janitorHandler: values['no-janitor'] ? false : undefined,
+    eventRelay: !values['no-event-relay'],
     quiet: values.quiet,
   });
   if (stopping) {

@@ -18,6 +18,7 @@ import { ensureDemoModel } from '../gpu-worker/vision/index.ts';
 import { OrphanGuard } from './orphan-guard.ts';
 import { createLocalResources, type LocalResources } from './resources.ts';
 import { S3Notifier, type NotificationFaultFn } from './s3-notifications.ts';
+import { startLocalEventRelay, type EventRelay } from './event-relay.ts';
 export type { NotificationFault, NotificationFaultFn, NotificationCounts } from './s3-notifications.ts';
 
 export interface LocalCredentials {
@@ -76,6 +77,12 @@ export interface LocalStackOptions {
    * @default the emulators' own endpoints
    */
   readonly wrapEndpoints?: (direct: LocalEndpoints) => Promise<LocalEndpoints>;
+  /**
+   * Run the event relay (local/event-relay.ts): the events table's stream to the local
+   * queue standing in for the bus (named resourceNames().eventBus), as the pipe does in AWS.
+   * @default true
+   */
+  readonly eventRelay?: boolean;
 }
 
 export interface LocalStack {
@@ -93,6 +100,10 @@ export interface LocalStack {
   readonly router: SqsEventSource | null;
   /** Null when the stack runs no janitor. */
   readonly janitor: ScheduledInvoker | null;
+  /** The events stream relay; null when disabled (`eventRelay: false`). */
+  readonly eventRelay: EventRelay | null;
+  /** URL of the queue standing in for the event bus (it exists even when the relay does not run). */
+  readonly eventBusQueueUrl: string;
   /** Path of the written stack.json. */
   readonly stackFile: string;
   /** Pid of the DynamoDB Local (Java) process. */
@@ -112,8 +123,10 @@ export interface StackFile {
   readonly endpoints: LocalEndpoints;
   readonly credentials: LocalCredentials;
   readonly bucket: string;
-  readonly tables: { readonly results: string; readonly leases: string };
+  readonly tables: { readonly results: string; readonly leases: string; readonly events: string };
   readonly queues: {
+    /** The queue standing in for the event bus. */
+    readonly eventBus: string;
     readonly ingest: string;
     readonly ingestDlq: string;
     readonly slots: readonly string[];
@@ -335,14 +348,26 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       };
     }
 
+    const { queueUrl: eventBusQueueUrl, relay: eventRelay, stop: stopRelay } = await startLocalEventRelay({
+      config: clientConfig({ endpoints, region, credentials }).dynamodb,
+      clients,
+      tableName: wiring.eventsTable,
+      queueName: resources.names.eventBus,
+      checkpointFile: join(stateDir, 'event-relay.json'),
+      enabled: options.eventRelay !== false,
+      log,
+    });
+    cleanups.push(stopRelay);
+
     const fileContent = (): StackFile => ({
       region,
       prefix,
       endpoints,
       credentials,
       bucket: wiring.bucket,
-      tables: { results: wiring.resultsTable, leases: wiring.leasesTable },
+      tables: { results: wiring.resultsTable, leases: wiring.leasesTable, events: wiring.eventsTable },
       queues: {
+        eventBus: eventBusQueueUrl,
         ingest: resources.ingest.url,
         ingestDlq: resources.ingestDlq.url,
         slots: resources.slots.map((s) => slotQueueUrl(wiring, s.slot)),
@@ -383,6 +408,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       notifier,
       router,
       janitor,
+      eventRelay,
+      eventBusQueueUrl,
       stackFile,
       dynamodbPid: dynamo.pid,
       env,

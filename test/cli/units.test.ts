@@ -97,6 +97,9 @@ describe('deployed-stack outputs', () => {
       [STACK_OUTPUT_KEYS.ingestDlqUrl]: 'https://sqs/d',
       [STACK_OUTPUT_KEYS.slotQueueUrlPrefix]: 'https://sqs/123/S-slot-',
       [STACK_OUTPUT_KEYS.slotCount]: '2',
+      [STACK_OUTPUT_KEYS.eventsTableName]: 'e',
+      [STACK_OUTPUT_KEYS.eventBusName]: 'S-events',
+      [STACK_OUTPUT_KEYS.eventBusArn]: 'arn:aws:events:eu-west-1:123:event-bus/S-events',
     };
     // Act
     const r = resourcesFromOutputs(outputs, 'S');
@@ -104,6 +107,7 @@ describe('deployed-stack outputs', () => {
     expect(r.slotQueueUrls).toEqual(['https://sqs/123/S-slot-0.fifo', 'https://sqs/123/S-slot-1.fifo']);
     expect(r.slotDlqUrls).toEqual(['https://sqs/123/S-slot-0-dlq.fifo', 'https://sqs/123/S-slot-1-dlq.fifo']);
     expect(r.bucket).toBe('b');
+    expect(r.eventsTable).toBe('e');
     expect(() => resourcesFromOutputs({ ...outputs, SlotCount: '' }, 'S')).toThrow(/lacks the outputs SlotCount/);
   });
 });

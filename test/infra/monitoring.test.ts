@@ -33,6 +33,7 @@ function monitoringTemplate(props: Partial<MonitoringProps> = {}): Template {
     router: lambda.Function.fromFunctionName(stack, 'Router', 'Fa-router'),
     janitor: lambda.Function.fromFunctionName(stack, 'Janitor', 'Fa-janitor'),
     instanceGroupName: 'Fa-gpu',
+    eventDelivery: { deadLetterQueue: queue('EventDlq', `${names.eventBus}-dlq`), pipeName: names.eventBus },
     ...props,
   });
   return Template.fromStack(stack);

@@ -96,7 +96,8 @@ describe('queues', () => {
     }
     expect(byName.has(names.slotQueue(slotCount))).toBe(false);
     expect(stack.queues.slotQueueStacks).toHaveLength(1);
-    expect(Object.values(resources).filter((r) => r.Type === 'AWS::SQS::Queue').map((r) => r.Properties?.QueueName)).toEqual([names.ingestDlq, names.ingestQueue]);
+    // Besides ingest and its DLQ, the parent stack holds only the event pipe's DLQ (test/infra/event-delivery.test.ts).
+    expect(Object.values(resources).filter((r) => r.Type === 'AWS::SQS::Queue').map((r) => r.Properties?.QueueName)).toEqual([names.ingestDlq, names.ingestQueue, `${names.eventBus}-dlq`]);
   });
 
   it('denies non-TLS access on every queue', () => {
@@ -104,7 +105,7 @@ describe('queues', () => {
     const policies = [template, Template.fromStack(stack.queues.slotQueueStacks[0]!)].flatMap((t) => Object.values(t.findResources('AWS::SQS::QueuePolicy')));
 
     // Assess
-    expect(policies).toHaveLength(2 + 2 * DEFAULT_TUNABLES.slotCount);
+    expect(policies).toHaveLength(3 + 2 * DEFAULT_TUNABLES.slotCount);
     for (const p of policies) {
       expect(JSON.stringify(p.Properties)).toContain('"aws:SecureTransport":"false"');
     }
@@ -372,13 +373,13 @@ describe('network', () => {
 });
 
 describe('monitoring', () => {
-  it('alarms on the ingest DLQ, the slot DLQs (one gauge), ingest age, slots without owner and router errors into an encrypted topic', () => {
+  it('alarms on the ingest DLQ, the slot DLQs (one gauge), the event DLQ, ingest age, slots without owner and router errors into an encrypted topic', () => {
     // Act
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties!);
 
     // Assess (test/infra/monitoring.test.ts has the rest: topic policy, alarm set, scale)
     const dlqAlarms = alarms.filter((a) => a.MetricName === 'ApproximateNumberOfMessagesVisible' || a.MetricName === 'SlotDlqMessages');
-    expect(dlqAlarms).toHaveLength(2);
+    expect(dlqAlarms).toHaveLength(3);
     expect(alarms.some((a) => a.MetricName === 'ApproximateAgeOfOldestMessage')).toBe(true);
     const noOwner = alarms.find((a) => a.MetricName === 'SlotsWithWorkNoOwner');
     expect(noOwner).toMatchObject({ Namespace: 'FrameAffinity', Dimensions: [{ Name: 'service', Value: 'janitor' }], Threshold: 1 });

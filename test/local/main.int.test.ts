@@ -53,6 +53,7 @@ describe('local/main.ts (npm start)', () => {
     expect(pids.every(isProcessAlive)).toBe(true);
     expect(output()).toContain(`aws --endpoint-url ${file.endpoints.s3} s3 cp f.jpg s3://${file.bucket}/frames/v1/000000.jpg`);
     expect(output()).toContain('AWS_ACCESS_KEY_ID=local');
+    expect(output()).toContain(`events     ${file.tables.events} -> ${file.queues.eventBus} (the bus's stand-in; relay running)`);
     // Workers have installed their SIGTERM handlers once they report their environment.
     await waitFor('workers running', () => (output().match(/\] ENV /g) ?? []).length === 2);
 

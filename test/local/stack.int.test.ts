@@ -10,6 +10,9 @@ import { slotQueueUrl } from '../../core/config.ts';
 import { getTaskLauncher } from '../../core/launcher-registry.ts';
 import { clientConfig, startLocalStack, type LocalStack, type StackFile } from '../../local/stack.ts';
 import { isProcessAlive, waitFor } from './helpers.ts';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { eventItemOf } from '../../core/analytics/event-delivery.ts';
+import { drainBusQueue, sampleEvents } from '../support/event-fixtures.ts';
 
 describe('startLocalStack', () => {
   let stack: LocalStack;
@@ -50,8 +53,9 @@ describe('startLocalStack', () => {
       region: 'us-east-1',
       endpoints: stack.endpoints,
       bucket: 'stacktest-frames',
-      tables: { results: 'StackTest-results', leases: 'StackTest-leases' },
+      tables: { results: 'StackTest-results', leases: 'StackTest-leases', events: 'StackTest-events' },
       queues: {
+        eventBus: stack.eventBusQueueUrl,
         ingest: stack.wiring.ingestQueueUrl,
         ingestDlq: stack.wiring.ingestDlqUrl,
         slots: [slotQueueUrl(stack.wiring, 0), slotQueueUrl(stack.wiring, 1)],
@@ -99,8 +103,9 @@ describe('startLocalStack', () => {
     const ingest = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: stack.wiring.ingestQueueUrl, AttributeNames: ['All'] }));
 
     // Assess
-    expect(listed).toEqual(expect.arrayContaining([slotQueueUrl(stack.wiring, 0), slotQueueUrl(stack.wiring, 1), stack.wiring.ingestQueueUrl]));
-    expect(listed).toHaveLength(6);
+    expect(listed).toEqual(expect.arrayContaining([slotQueueUrl(stack.wiring, 0), slotQueueUrl(stack.wiring, 1), stack.wiring.ingestQueueUrl, stack.eventBusQueueUrl]));
+    // Two slot queues and their DLQs, ingest and its DLQ, and the event bus's stand-in.
+    expect(listed).toHaveLength(7);
     expect(slot1.Attributes).toMatchObject({ FifoQueue: 'true', VisibilityTimeout: String(stack.tunables.slotQueueVisibilitySeconds) });
     expect(JSON.parse(slot1.Attributes!.RedrivePolicy!)).toMatchObject({
       deadLetterTargetArn: expect.stringContaining('StackTest-slot-1-dlq.fifo'),
@@ -168,6 +173,23 @@ describe('startLocalStack', () => {
     });
     const file = JSON.parse(readFileSync(stack.stackFile, 'utf8')) as StackFile;
     expect(file.pids.workers).toEqual([expect.objectContaining({ slot: 1, pid: Number(result.taskId) })]);
+  });
+
+  it('relays the events table\'s stream to the queue named like the bus, as the pipe does in AWS', async () => {
+    // Prepare
+    const [item] = sampleEvents('stack-events', 1);
+
+    // Act: written as the worker writes it, with the stack's own DocumentClient
+    await stack.clients.ddb.send(new PutCommand({ TableName: stack.wiring.eventsTable, Item: item }));
+    const got = await waitFor('the event on the bus queue', async () => {
+      const events = await drainBusQueue(stack.clients.sqs, stack.eventBusQueueUrl);
+      return events.length > 0 ? events : undefined;
+    }, 20_000);
+
+    // Assess
+    expect(stack.eventBusQueueUrl).toMatch(/\/StackTest-events$/);
+    expect(got.map((e) => [e.source, e['detail-type'], eventItemOf(e.detail)])).toEqual([['frame-affinity', item!.kind, item]]);
+    expect(stack.eventRelay?.counts).toMatchObject({ delivered: 1, sendFailures: 0 });
   });
 
   it('stops everything: workers, Java, stack.json, registry and environment', async () => {
