@@ -11,7 +11,7 @@
 import type { FrameResultItem } from '../results.ts';
 import type { Detection } from '../ports.ts';
 import { emptyAnalytics, runRules, withRules, type AnalyticsState, type TrackedFrame } from './rule-engine.ts';
-import { eventId, type EventItem, type EventKind } from './event-schema.ts';
+import { DETAIL_TYPE, eventId, type EventItem, type EventKind } from './event-schema.ts';
 import type { RulesDocument } from './rules.ts';
 
 /** The rules the worker's rules store holds for a video at the time of the round. */
@@ -51,6 +51,7 @@ export function commitEvents(input: CommitEventsInput): { events: EventItem[]; a
     videoId: input.videoId,
     eventId: eventId(e),
     kind: e.kind,
+    detailType: DETAIL_TYPE[e.kind],
     frame: e.frame,
     ...(e.ruleId !== undefined ? { ruleId: e.ruleId } : {}),
     ...(e.trackId !== undefined ? { trackId: e.trackId } : {}),

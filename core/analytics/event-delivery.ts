@@ -32,11 +32,11 @@ export const DELIVERY_FILTER_PATTERNS: readonly Readonly<Record<string, unknown>
 ];
 
 /**
- * JSON path of the bus event's `detail-type` in the stream record: the event's kind
- * (`line.crossed`, ...). A pipe's target parameter can only copy a value from the record,
- * not map it, and the outbox item carries the kind, not DETAIL_TYPE's display name.
+ * JSON path of the bus event's `detail-type` in the stream record: DETAIL_TYPE's display
+ * name (`Line Crossed`, ...). A pipe's target parameter can only copy a value from the
+ * record, not map it, so every writer stores the name on the item (`detailType`).
  */
-export const DETAIL_TYPE_PATH = '$.dynamodb.NewImage.kind.S';
+export const DETAIL_TYPE_PATH = '$.dynamodb.NewImage.detailType.S';
 
 /**
  * The pipe's input template: the bus event's `detail`. String values are quoted, the
@@ -99,9 +99,10 @@ export function busEventOf(record: StreamRecordLike): BusEvent {
   const image = record.dynamodb?.NewImage;
   if (!image) throw new Error('stream record without NewImage (the events table streams NEW_IMAGE)');
   const kind = stringOf(image, 'kind') as EventKind;
+  const named = image.detailType;
   return {
     source: EVENT_SOURCE,
-    'detail-type': kind,
+    'detail-type': named && 'S' in named ? named.S : kind,
     detail: { videoId: stringOf(image, 'videoId'), eventId: stringOf(image, 'eventId'), kind, item: image },
   };
 }

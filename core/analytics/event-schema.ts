@@ -40,6 +40,12 @@ export interface EventItem {
   /** Sort key: {@link eventId}, ordered by frame within a video. */
   readonly eventId: string;
   readonly kind: EventKind;
+  /**
+   * DETAIL_TYPE[kind], stored on the item because a pipe's target parameter can only copy a
+   * value from the stream record, not map one: the bus event's `detail-type` is read from it.
+   * Every writer sets it; an item without it is delivered with its kind as `detail-type`.
+   */
+  readonly detailType?: string;
   /** The frame that caused it (life events: the frame at which it happened, -1 if none). */
   readonly frame: number;
   /** Rule id for rule events. */
@@ -68,3 +74,4 @@ export function eventId(e: { readonly frame: number; readonly kind: EventKind; r
   const frame = e.frame < 0 ? '-' + String(-e.frame).padStart(FRAME_DIGITS, '0') : String(e.frame).padStart(FRAME_DIGITS, '0');
   return [frame, e.kind, e.ruleId ?? '', e.trackId ?? '', e.discriminator ?? ''].join('#');
 }
+

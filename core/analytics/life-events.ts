@@ -4,7 +4,7 @@
  * of owner landed.
  */
 import type { VideoCheckpoint } from '../checkpoint.ts';
-import { eventId, type EventItem } from './event-schema.ts';
+import { DETAIL_TYPE, eventId, type EventItem } from './event-schema.ts';
 
 /**
  * How the video changed owner (decision 29's handover kinds): its owner's slot was taken
@@ -33,6 +33,7 @@ export function takeOverEvent(
     videoId,
     eventId: eventId({ frame, kind: 'video.taken-over', discriminator: next.token }),
     kind: 'video.taken-over',
+    detailType: DETAIL_TYPE['video.taken-over'],
     frame,
     detail: { oldOwner: previous.worker, oldToken: previous.token, newOwner: next.worker, newToken: next.token, handover },
     token: next.token,

@@ -40,6 +40,7 @@ const item: EventItem = {
   videoId: 'v1',
   eventId: eventId({ frame: 42, kind: 'line.crossed', ruleId: 'door', trackId: 7 }),
   kind: 'line.crossed',
+  detailType: 'Line Crossed',
   frame: 42,
   ruleId: 'door',
   trackId: 7,
@@ -55,6 +56,7 @@ const image: ImageJson = {
   videoId: { S: 'v1' },
   eventId: { S: item.eventId },
   kind: { S: 'line.crossed' },
+  detailType: { S: 'Line Crossed' },
   frame: { N: '42' },
   ruleId: { S: 'door' },
   trackId: { N: '7' },
@@ -74,8 +76,13 @@ describe('the bus envelope', () => {
 
     // Assess
     expect(pipe).toEqual(local);
-    expect(local['detail-type']).toBe('line.crossed');
+    expect(local['detail-type']).toBe('Line Crossed');
     expect(eventItemOf(local.detail)).toEqual(item);
+  });
+
+  it('falls back to the kind as detail-type for an item written without its display name', () => {
+    const { detailType: _named, ...bare } = image;
+    expect(busEventOf({ eventName: 'INSERT', dynamodb: { NewImage: bare } })['detail-type']).toBe('line.crossed');
   });
 
   it('drops the redelivery counter from the item it gives back', () => {

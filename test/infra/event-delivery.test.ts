@@ -86,7 +86,7 @@ describe('the event pipe', () => {
     expect(JSON.stringify(patterns)).not.toContain('REMOVE');
   });
 
-  it('targets the stack bus with source frame-affinity, the kind as detail-type and the templated detail', () => {
+  it('targets the stack bus with source frame-affinity, the stored display name as detail-type and the templated detail', () => {
     // Prepare
     const bus = idOf('AWS::Events::EventBus');
 

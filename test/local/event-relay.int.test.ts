@@ -80,7 +80,7 @@ describe('event relay', () => {
     for (const v of videos) expect(idsOf(got, v)).toEqual(byVideo.get(v)!.map((e) => e.eventId));
     const first = got.find((e) => e.detail.videoId === 'relay-b' && e.detail.eventId === byVideo.get('relay-b')![0]!.eventId)!;
     expect(first.source).toBe(EVENT_SOURCE);
-    expect(first['detail-type']).toBe('line.crossed');
+    expect(first['detail-type']).toBe('Line Crossed');
     expect(eventItemOf(first.detail)).toEqual(byVideo.get('relay-b')![0]);
     expect(r.counts).toMatchObject({ delivered: 60, sendFailures: 0, readFailures: 0 });
   });

@@ -8,7 +8,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamsClientConfig } from '@aws-sdk/client-dynamodb-streams';
-import { eventId, type EventItem, type EventKind } from '../../core/analytics/event-schema.ts';
+import { DETAIL_TYPE, eventId, type EventItem, type EventKind } from '../../core/analytics/event-schema.ts';
 import type { BusEvent } from '../../core/analytics/event-delivery.ts';
 import { EVENTS_TABLE } from '../../core/resources.ts';
 import { resourceNames } from '../../core/config.ts';
@@ -75,6 +75,7 @@ export function sampleEvents(videoId: string, count: number, firstFrame = 0): Ev
       videoId,
       eventId: eventId({ frame, kind, ruleId, trackId }),
       kind,
+      detailType: DETAIL_TYPE[kind],
       frame,
       ruleId,
       trackId,
