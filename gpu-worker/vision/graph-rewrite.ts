@@ -53,6 +53,9 @@ export type RewriteOutcome =
       /** The original graph's input and output names, now internal. */
       readonly originalInputName: string;
       readonly originalOutputName: string;
+      /** The input size the uint8 input was given (declared, or the graph's static one). */
+      readonly inputWidth: number;
+      readonly inputHeight: number;
     }
   | { readonly rewritten: false; readonly reason: string };
 
@@ -103,11 +106,12 @@ function namesIn(graph: OnnxTypes.IGraphProto): string[] {
 
 /**
  * Returns the model with the uint8 input and the best-class output described in this
- * file's header, for a model whose input is `inputWidth` x `inputHeight`; or, for a model
- * this cannot be done to, why not. Never throws for a model it cannot parse: that is a
- * reason too, and the caller decides.
+ * file's header, for a model whose input is `declared` (from its sidecar or metadata;
+ * absent = the graph's own static input size); or, for a model this cannot be done to,
+ * why not. Never throws for a model it cannot parse: that is a reason too, and the
+ * caller decides.
  */
-export function rewriteForUint8Input(bytes: Uint8Array, inputWidth: number, inputHeight: number): RewriteOutcome {
+export function rewriteForUint8Input(bytes: Uint8Array, declared?: { readonly inputWidth: number; readonly inputHeight: number }): RewriteOutcome {
   let model: OnnxTypes.ModelProto;
   try {
     model = onnx.ModelProto.decode(bytes);
@@ -133,6 +137,9 @@ export function rewriteForUint8Input(bytes: Uint8Array, inputWidth: number, inpu
   const dims = (tensorType.shape?.dim ?? []).map(dimOf);
   if (dims.length !== 4) return { rewritten: false, reason: `input ${input.name} has rank ${dims.length}, not 4 (NCHW)` };
   if (dims[1] !== 3) return { rewritten: false, reason: `input ${input.name} has ${String(dims[1])} channels, not 3` };
+  const inputHeight = declared?.inputHeight ?? (typeof dims[2] === 'number' ? dims[2] : undefined);
+  const inputWidth = declared?.inputWidth ?? (typeof dims[3] === 'number' ? dims[3] : undefined);
+  if (!inputWidth || !inputHeight) return { rewritten: false, reason: `input ${input.name} has no static size and none is declared` };
   if ((typeof dims[2] === 'number' && dims[2] !== inputHeight) || (typeof dims[3] === 'number' && dims[3] !== inputWidth)) {
     return { rewritten: false, reason: `input ${input.name} is ${String(dims[2])}x${String(dims[3])}, not the ${inputHeight}x${inputWidth} the model declares` };
   }
@@ -181,5 +188,5 @@ export function rewriteForUint8Input(bytes: Uint8Array, inputWidth: number, inpu
   ];
   // The old input and output are internal values now; shape inference re-derives them.
   graph.valueInfo = (graph.valueInfo ?? []).filter((v) => v.name !== inputName);
-  return { rewritten: true, bytes: onnx.ModelProto.encode(model).finish(), originalInputName: inputName, originalOutputName: outputName };
+  return { rewritten: true, bytes: onnx.ModelProto.encode(model).finish(), originalInputName: inputName, originalOutputName: outputName, inputWidth, inputHeight };
 }

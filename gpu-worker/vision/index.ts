@@ -11,10 +11,10 @@ import { MicroBatcher } from './batcher.ts';
 import { ensureDemoModel } from './demo-model/build-model.ts';
 import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 import { InferenceThreadDiedError, type InferenceThreadDeath, type ThreadOptions } from './inference-thread.ts';
-import { loadModel, type ExecutionProvider, type LoadedModel } from './model.ts';
-import { postprocess, type RawDetection } from './postprocess.ts';
+import { loadModel, type ExecutionProvider, type LoadedModel, type ModelLayout } from './model.ts';
+import { postprocess, postprocessBestClass, type RawDetection } from './postprocess.ts';
 import { PreparedAhead } from './prepared-ahead.ts';
-import { ImageDecodeError, prepareFrame, sourcePixelLimit, type PreparedFrame } from './preprocess.ts';
+import { ImageDecodeError, prepareFrame, prepareFrameUint8, sourcePixelLimit, type PreparedFrame, type PreparedFrameUint8 } from './preprocess.ts';
 import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
 
 export { ensureDemoModel } from './demo-model/build-model.ts';
@@ -60,6 +60,12 @@ export interface VisionProcessorOptions {
   readonly onFatal?: (reason: string) => void;
   /** How the inference thread is created: heap limits, and a fault for tests. */
   readonly inferenceThread?: ThreadOptions;
+  /**
+   * Letterbox in uint8 and let the graph, rewritten at load, convert to float and pick
+   * the best class (default true; decision 32). False keeps the CPU float path, which is
+   * also what runs, with a logged reason, for a model the rewrite does not fit.
+   */
+  readonly preprocessInGraph?: boolean;
 }
 
 /** The processor options that come from the deployment's tunables (one mapping for the worker and the benchmarks). */
@@ -89,12 +95,17 @@ export interface VisionProcessor extends FrameProcessor {
   readonly batchSizes: readonly number[];
   /** Decodes started by `prepareAhead`, and of those, used by a frame's processing. */
   readonly preparedAhead: { readonly started: number; readonly used: number };
+  /** How frames reach the model (valid after `start()`): the rewritten graph's `uint8-nhwc`, or the fallback `float32-nchw`. */
+  readonly layout: ModelLayout;
 }
+
+/** A decoded frame in either layout (decision 32). */
+type Prepared = PreparedFrame | PreparedFrameUint8;
 
 interface BatchItem {
   /** A late frame carries its neighbours: `runBatch` associates it with them instead of updating the tracker. */
   readonly frame: FrameInput | LateFrameInput;
-  readonly prepared: PreparedFrame;
+  readonly prepared: Prepared;
   readonly late: boolean;
 }
 
@@ -119,7 +130,7 @@ class OnnxVisionProcessor implements VisionProcessor {
   private model: LoadedModel | undefined;
   private batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome> | undefined;
   private readonly trackers = new Map<string, ByteTracker>();
-  private readonly ahead = new PreparedAhead();
+  private readonly ahead = new PreparedAhead<Prepared>();
   /** Most pixels a frame may declare (from the model's input size); set in `start()`. */
   private maxSourcePixels = 0;
   /** How the inference thread died, once it has: the processor is then broken for good. */
@@ -146,6 +157,10 @@ class OnnxVisionProcessor implements VisionProcessor {
     return { started: this.ahead.started, used: this.ahead.used };
   }
 
+  get layout(): ModelLayout {
+    return this.model?.info.layout ?? 'float32-nchw';
+  }
+
   get fatal(): string | undefined {
     return this.death && new InferenceThreadDiedError(this.death).message;
   }
@@ -153,7 +168,7 @@ class OnnxVisionProcessor implements VisionProcessor {
   get description(): string {
     if (!this.model) return 'vision processor (not started)';
     const m = this.model;
-    return `model=${m.uri} input=${m.info.inputWidth}x${m.info.inputHeight} maxSourcePixels=${this.maxSourcePixels} classes=${m.info.classNames.length} provider=${m.provider} (${m.providerReason}) batch=${m.info.dynamicBatch ? this.options.batchSize : 1}`;
+    return `model=${m.uri} input=${m.info.inputWidth}x${m.info.inputHeight} maxSourcePixels=${this.maxSourcePixels} classes=${m.info.classNames.length} layout=${m.info.layout} provider=${m.provider} (${m.providerReason}) batch=${m.info.dynamicBatch ? this.options.batchSize : 1}`;
   }
 
   async start(): Promise<void> {
@@ -166,6 +181,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       preferCuda: this.options.preferCuda,
       inferenceThreads: this.options.inferenceThreads,
       thread: this.options.inferenceThread,
+      preprocessInGraph: this.options.preprocessInGraph,
     });
     void this.model.session.died?.then((death) => this.onThreadDeath(death));
     this.maxSourcePixels = sourcePixelLimit(this.model.info.inputWidth, this.model.info.inputHeight);
@@ -177,6 +193,8 @@ class OnnxVisionProcessor implements VisionProcessor {
       dynamicBatch: this.model.info.dynamicBatch,
       inferenceThreads: this.options.inferenceThreads || 'default',
       maxSourcePixels: this.maxSourcePixels,
+      layout: this.model.info.layout,
+      layoutReason: this.model.info.layoutReason,
     });
     this.batcher = new MicroBatcher({
       batchSize: this.options.batchSize,
@@ -225,9 +243,15 @@ class OnnxVisionProcessor implements VisionProcessor {
   prepareAhead(image: Uint8Array): void {
     const model = this.model;
     if (!model || this.death) return;
-    const { inputWidth, inputHeight } = model.info;
-    const maxSourcePixels = this.maxSourcePixels;
-    this.ahead.start(image, (bytes) => prepareFrame(bytes, inputWidth, inputHeight, maxSourcePixels));
+    this.ahead.start(image, (bytes) => this.prepare(model, bytes));
+  }
+
+  /** Decodes and letterboxes a frame in the layout the model takes. */
+  private prepare(model: LoadedModel, image: Uint8Array): Promise<Prepared> {
+    const { inputWidth, inputHeight, layout } = model.info;
+    return layout === 'uint8-nhwc'
+      ? prepareFrameUint8(image, inputWidth, inputHeight, this.maxSourcePixels)
+      : prepareFrame(image, inputWidth, inputHeight, this.maxSourcePixels);
   }
 
   /**
@@ -296,11 +320,11 @@ class OnnxVisionProcessor implements VisionProcessor {
   }
 
   private async submit(batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome>, stream: string, frame: FrameInput | LateFrameInput, late: boolean): Promise<FrameOutcome> {
-    const { inputWidth, inputHeight } = this.model!.info;
+    const model = this.model!;
     try {
       const result = await batcher.submit(
         stream,
-        (this.ahead.take(frame.image) ?? prepareFrame(frame.image, inputWidth, inputHeight, this.maxSourcePixels)).then((prepared) => ({ frame, prepared, late })),
+        (this.ahead.take(frame.image) ?? this.prepare(model, frame.image)).then((prepared) => ({ frame, prepared, late })),
       );
       return Array.isArray(result) ? { status: 'ok', detections: result } : result;
     } catch (error) {
@@ -319,7 +343,6 @@ class OnnxVisionProcessor implements VisionProcessor {
     const model = this.model;
     if (!model) throw new Error('vision processor stopped');
     const { info, session } = model;
-    const plane = 3 * info.inputWidth * info.inputHeight;
     const groups = info.dynamicBatch ? [items] : items.map((it) => [it]);
     const raw: RawDetection[][] = [];
     const classCount = info.classNames.length;
@@ -329,13 +352,17 @@ class OnnxVisionProcessor implements VisionProcessor {
       maxDetections: 300,
     };
     for (const group of groups) {
-      // A batch of one is its frame's own planes; stacking would copy 4.9 MB at 640x640.
-      const input = group.length === 1 ? group[0].prepared.chw : stack(group.map((it) => it.prepared.chw), plane);
-      const out = await session.run({ [info.inputName]: new ort.Tensor('float32', input, [group.length, 3, info.inputHeight, info.inputWidth]) });
-      const tensor = out[info.outputName];
+      const out = await session.run({ [info.inputName]: batchTensor(info, group.map((it) => it.prepared)) });
+      const tensor = out[info.outputName]!;
       const data = tensor.data as Float32Array;
-      const anchors = tensor.dims[2];
-      group.forEach((it, i) => raw.push(postprocess(data, i, classCount, anchors, it.prepared.geometry, decode)));
+      const anchors = tensor.dims[2]!;
+      group.forEach((it, i) =>
+        raw.push(
+          info.layout === 'uint8-nhwc'
+            ? postprocessBestClass(data, i, anchors, it.prepared.geometry, decode)
+            : postprocess(data, i, classCount, anchors, it.prepared.geometry, decode),
+        ),
+      );
     }
     const labelOf = (classIndex: number) => info.classNames[classIndex] ?? `class${classIndex}`;
     // Live items of one video are in frame order within the batch, and batches run one at a time.
@@ -377,9 +404,29 @@ async function allOrThrow<T>(promises: readonly Promise<T>[]): Promise<T[]> {
   return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
 }
 
-/** Concatenates equal-sized planes into one batch buffer. */
-function stack(frames: Float32Array[], plane: number): Float32Array {
-  const input = new Float32Array(plane * frames.length);
-  frames.forEach((chw, i) => input.set(chw, i * plane));
-  return input;
+/**
+ * One input tensor for a group of frames in the model's layout. A float batch of one is
+ * its frame's own buffer (stacking would copy 4.9 MB at 640x640). uint8 frames are always
+ * copied into a buffer of our own, one of one frame too: sharp's output lives in memory
+ * libvips allocated, which cannot be transferred to the inference thread (postMessage
+ * refuses it), and a copy of 1.2 MB of bytes here is cheaper than the structured clone.
+ */
+function batchTensor(info: LoadedModel['info'], frames: readonly Prepared[]): ort.Tensor {
+  const { inputWidth: w, inputHeight: h } = info;
+  if (info.layout === 'uint8-nhwc') {
+    const hwc = frames.map((f) => (f as PreparedFrameUint8).hwc);
+    return new ort.Tensor('uint8', stack(hwc, new Uint8Array(hwc.length * h * w * 3)), [hwc.length, h, w, 3]);
+  }
+  const chw = frames.map((f) => (f as PreparedFrame).chw);
+  return new ort.Tensor('float32', chw.length === 1 ? chw[0]! : stack(chw, new Float32Array(chw.length * 3 * h * w)), [chw.length, 3, h, w]);
+}
+
+/** Concatenates equal-sized frames into `into`. */
+function stack<T extends Uint8Array | Float32Array>(frames: readonly T[], into: T): T {
+  let offset = 0;
+  for (const f of frames) {
+    into.set(f, offset);
+    offset += f.length;
+  }
+  return into;
 }

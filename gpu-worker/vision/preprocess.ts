@@ -112,39 +112,9 @@ export async function prepareFrame(
   inputHeight: number,
   maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
 ): Promise<PreparedFrame> {
-  let width: number;
-  let height: number;
-  let rgb: Buffer;
-  let geometry: LetterboxGeometry;
-  try {
-    // The header alone, without sharp's pixel limit, so an oversized frame is named as such
-    // (with its size) rather than by sharp's message; no pixel is decoded here.
-    const meta = await sharp(image, { failOn: 'error', limitInputPixels: false }).metadata();
-    if (!meta.width || !meta.height) throw new Error('image has no dimensions');
-    width = meta.width;
-    height = meta.height;
-  } catch (error) {
-    throw new ImageDecodeError(error instanceof Error ? error.message : String(error));
-  }
-  if (width * height > maxSourcePixels) {
-    throw new ImageDecodeError(
-      `${width}x${height} = ${width * height} px is over the ${maxSourcePixels} px limit for a ${inputWidth}x${inputHeight} model input`,
-      'image-too-large',
-    );
-  }
-  try {
-    const g = letterboxGeometry(width, height, inputWidth, inputHeight);
-    let pipeline = sharp(image, { failOn: 'error', limitInputPixels: maxSourcePixels }).removeAlpha().toColourspace('srgb');
-    if (g.resizedWidth !== width || g.resizedHeight !== height) {
-      // Ultralytics resizes with cv2.INTER_LINEAR.
-      pipeline = pipeline.resize(g.resizedWidth, g.resizedHeight, { fit: 'fill', kernel: 'linear' });
-    }
-    rgb = await pipeline.raw().toBuffer();
-    geometry = g;
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new ImageDecodeError(message, SHARP_PIXEL_LIMIT_MESSAGE.test(message) ? 'image-too-large' : 'corrupt-image');
-  }
+  const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels);
+  const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
+  const rgb = await decode(image, width, height, geometry, maxSourcePixels);
   const { resizedWidth, resizedHeight, padLeft, padTop } = geometry;
   if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);
   // Padding and normalisation are written straight into the CHW planes: cheaper than a
@@ -189,3 +159,98 @@ function fillPadding(chw: Float32Array, plane: number, inputWidth: number, g: Le
 
 /** byte / 255 as float32, looked up rather than divided per channel. */
 const UNIT = Float32Array.from({ length: 256 }, (_, i) => i / 255);
+
+/**
+ * A decoded frame in the layout the rewritten graph takes (graph-rewrite.ts): uint8 RGB,
+ * `inputHeight` x `inputWidth` x 3 (HWC), letterbox borders already grey 114.
+ */
+export interface PreparedFrameUint8 {
+  readonly hwc: Uint8Array;
+  readonly geometry: LetterboxGeometry;
+}
+
+/**
+ * {@link prepareFrame} for a model rewritten to take uint8 (graph-rewrite.ts): the same
+ * header check, decode, resize and geometry, with the grey borders added by libvips
+ * (`extend`) rather than in JS, and no float conversion: the graph divides by 255 itself.
+ * Its pixels are exactly the bytes behind `prepareFrame`'s floats (`chw = hwc / 255`,
+ * test/gpu-worker/vision/letterbox-uint8.test.ts). 1.2 MB per 640x640 frame instead of
+ * 4.9 MB, and no per-pixel JS loop.
+ */
+export async function prepareFrameUint8(
+  image: Uint8Array,
+  inputWidth: number,
+  inputHeight: number,
+  maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
+): Promise<PreparedFrameUint8> {
+  const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels);
+  const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
+  const hwc = await decode(image, width, height, geometry, maxSourcePixels, { inputWidth, inputHeight });
+  if (hwc.length !== inputWidth * inputHeight * 3) throw new ImageDecodeError(`decoded ${hwc.length} bytes, expected ${inputWidth * inputHeight * 3}`);
+  return { hwc, geometry };
+}
+
+/**
+ * The size an image declares in its header, refused as `image-too-large` over
+ * `maxSourcePixels` before a single pixel is decoded. The header is read without sharp's
+ * pixel limit, so an oversized frame is named as such (with its size) rather than by
+ * sharp's message.
+ */
+async function checkedSize(image: Uint8Array, inputWidth: number, inputHeight: number, maxSourcePixels: number): Promise<{ width: number; height: number }> {
+  let width: number;
+  let height: number;
+  try {
+    const meta = await sharp(image, { failOn: 'error', limitInputPixels: false }).metadata();
+    if (!meta.width || !meta.height) throw new Error('image has no dimensions');
+    width = meta.width;
+    height = meta.height;
+  } catch (error) {
+    throw new ImageDecodeError(error instanceof Error ? error.message : String(error));
+  }
+  if (width * height > maxSourcePixels) {
+    throw new ImageDecodeError(
+      `${width}x${height} = ${width * height} px is over the ${maxSourcePixels} px limit for a ${inputWidth}x${inputHeight} model input`,
+      'image-too-large',
+    );
+  }
+  return { width, height };
+}
+
+/**
+ * Decodes and resizes to `g`'s resized size (with the letterbox borders to `padTo` when given),
+ * as raw RGB bytes. sharp's `limitInputPixels` is kept at `maxSourcePixels` as a backstop
+ * to the header check. A JPEG at least twice the resized size per axis is decoded at 1/2,
+ * 1/4 or 1/8 scale by libjpeg's DCT scaling before the linear resize (sharp's
+ * `fastShrinkOnLoad`, its default, stated here because the 1080p figure depends on it:
+ * bench/vision.md); the output size is exact either way, since both sides are given.
+ */
+async function decode(
+  image: Uint8Array,
+  width: number,
+  height: number,
+  g: LetterboxGeometry,
+  maxSourcePixels: number,
+  padTo?: { readonly inputWidth: number; readonly inputHeight: number },
+): Promise<Buffer> {
+  try {
+    let pipeline = sharp(image, { failOn: 'error', limitInputPixels: maxSourcePixels }).removeAlpha().toColourspace('srgb');
+    if (g.resizedWidth !== width || g.resizedHeight !== height) {
+      // Ultralytics resizes with cv2.INTER_LINEAR.
+      pipeline = pipeline.resize(g.resizedWidth, g.resizedHeight, { fit: 'fill', kernel: 'linear', fastShrinkOnLoad: true });
+    }
+    if (padTo) {
+      const bottom = padTo.inputHeight - g.padTop - g.resizedHeight;
+      const right = padTo.inputWidth - g.padLeft - g.resizedWidth;
+      if (g.padTop > 0 || bottom > 0 || g.padLeft > 0 || right > 0) {
+        pipeline = pipeline.extend({ top: g.padTop, bottom, left: g.padLeft, right, background: PAD_RGB });
+      }
+    }
+    return await pipeline.raw().toBuffer();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ImageDecodeError(message, SHARP_PIXEL_LIMIT_MESSAGE.test(message) ? 'image-too-large' : 'corrupt-image');
+  }
+}
+
+/** The letterbox grey as sharp's background colour. */
+const PAD_RGB = Object.freeze({ r: LETTERBOX_PAD_VALUE, g: LETTERBOX_PAD_VALUE, b: LETTERBOX_PAD_VALUE });
