@@ -162,7 +162,9 @@ const UNIT = Float32Array.from({ length: 256 }, (_, i) => i / 255);
 
 /**
  * A decoded frame in the layout the rewritten graph takes (graph-rewrite.ts): uint8 RGB,
- * `inputHeight` x `inputWidth` x 3 (HWC), letterbox borders already grey 114.
+ * `inputHeight` x `inputWidth` x 3 (HWC), letterbox borders already grey 114. `hwc` owns
+ * its ArrayBuffer, so a batch of one hands it to the inference thread without a copy
+ * (and it is detached from then on: a frame is run once).
  */
 export interface PreparedFrameUint8 {
   readonly hwc: Uint8Array;
@@ -231,7 +233,7 @@ async function decode(
   g: LetterboxGeometry,
   maxSourcePixels: number,
   padTo?: { readonly inputWidth: number; readonly inputHeight: number },
-): Promise<Buffer> {
+): Promise<Uint8Array> {
   try {
     let pipeline = sharp(image, { failOn: 'error', limitInputPixels: maxSourcePixels }).removeAlpha().toColourspace('srgb');
     if (g.resizedWidth !== width || g.resizedHeight !== height) {
@@ -245,7 +247,9 @@ async function decode(
         pipeline = pipeline.extend({ top: g.padTop, bottom, left: g.padLeft, right, background: PAD_RGB });
       }
     }
-    return await pipeline.raw().toBuffer();
+    // Padded frames go to the inference thread: `toUint8Array` gives memory of V8's own,
+    // which postMessage can transfer, where `toBuffer` gives libvips' memory, which it cannot.
+    return padTo ? (await pipeline.raw().toUint8Array()).data : await pipeline.raw().toBuffer();
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new ImageDecodeError(message, SHARP_PIXEL_LIMIT_MESSAGE.test(message) ? 'image-too-large' : 'corrupt-image');
