@@ -3,7 +3,6 @@
  * detection with cross-video micro-batching, and a ByteTrack tracker per video.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import ort from 'onnxruntime-node';
 import type { Tunables } from '../../core/config.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, MetricSink } from '../../core/ports.ts';
@@ -12,9 +11,10 @@ import { ensureDemoModel } from './demo-model/build-model.ts';
 import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 import { InferenceThreadDiedError, type InferenceThreadDeath, type ThreadOptions } from './inference-thread.ts';
 import { loadModel, type ExecutionProvider, type LoadedModel, type ModelLayout } from './model.ts';
-import { postprocess, postprocessBestClass, type RawDetection } from './postprocess.ts';
+import type { RawDetection } from './postprocess.ts';
 import { PreparedAhead } from './prepared-ahead.ts';
-import { ImageDecodeError, prepareFrame, prepareFrameUint8, sourcePixelLimit, type PreparedFrame, type PreparedFrameUint8 } from './preprocess.ts';
+import { ImageDecodeError, sourcePixelLimit } from './preprocess.ts';
+import { batchTensor, decodeOutput, prepareForModel, type Prepared } from './batch-input.ts';
 import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
 
 export { ensureDemoModel } from './demo-model/build-model.ts';
@@ -99,8 +99,6 @@ export interface VisionProcessor extends FrameProcessor {
   readonly layout: ModelLayout;
 }
 
-/** A decoded frame in either layout (decision 32). */
-type Prepared = PreparedFrame | PreparedFrameUint8;
 
 interface BatchItem {
   /** A late frame carries its neighbours: `runBatch` associates it with them instead of updating the tracker. */
@@ -248,10 +246,7 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   /** Decodes and letterboxes a frame in the layout the model takes. */
   private prepare(model: LoadedModel, image: Uint8Array): Promise<Prepared> {
-    const { inputWidth, inputHeight, layout } = model.info;
-    return layout === 'uint8-nhwc'
-      ? prepareFrameUint8(image, inputWidth, inputHeight, this.maxSourcePixels)
-      : prepareFrame(image, inputWidth, inputHeight, this.maxSourcePixels);
+    return prepareForModel(model.info, image, this.maxSourcePixels);
   }
 
   /**
@@ -345,7 +340,6 @@ class OnnxVisionProcessor implements VisionProcessor {
     const { info, session } = model;
     const groups = info.dynamicBatch ? [items] : items.map((it) => [it]);
     const raw: RawDetection[][] = [];
-    const classCount = info.classNames.length;
     const decode = {
       scoreThreshold: Math.min(this.options.scoreThreshold, this.trackerOptions.lowScoreThreshold),
       iouThreshold: this.options.nmsIouThreshold ?? 0.5,
@@ -356,13 +350,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       const tensor = out[info.outputName]!;
       const data = tensor.data as Float32Array;
       const anchors = tensor.dims[2]!;
-      group.forEach((it, i) =>
-        raw.push(
-          info.layout === 'uint8-nhwc'
-            ? postprocessBestClass(data, i, anchors, it.prepared.geometry, decode)
-            : postprocess(data, i, classCount, anchors, it.prepared.geometry, decode),
-        ),
-      );
+      group.forEach((it, i) => raw.push(decodeOutput(info, data, i, anchors, it.prepared.geometry, decode)));
     }
     const labelOf = (classIndex: number) => info.classNames[classIndex] ?? `class${classIndex}`;
     // Live items of one video are in frame order within the batch, and batches run one at a time.
@@ -402,29 +390,4 @@ async function allOrThrow<T>(promises: readonly Promise<T>[]): Promise<T[]> {
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
   return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
-}
-
-/**
- * One input tensor for a group of frames in the model's layout. A batch of one is its
- * frame's own buffer, moved to the inference thread without a copy; stacking copies
- * (1.2 MB of uint8 per 640x640 frame, 4.9 MB of float32 on the fallback path).
- */
-function batchTensor(info: LoadedModel['info'], frames: readonly Prepared[]): ort.Tensor {
-  const { inputWidth: w, inputHeight: h } = info;
-  if (info.layout === 'uint8-nhwc') {
-    const hwc = frames.map((f) => (f as PreparedFrameUint8).hwc);
-    return new ort.Tensor('uint8', hwc.length === 1 ? hwc[0]! : stack(hwc, new Uint8Array(hwc.length * h * w * 3)), [hwc.length, h, w, 3]);
-  }
-  const chw = frames.map((f) => (f as PreparedFrame).chw);
-  return new ort.Tensor('float32', chw.length === 1 ? chw[0]! : stack(chw, new Float32Array(chw.length * 3 * h * w)), [chw.length, 3, h, w]);
-}
-
-/** Concatenates equal-sized frames into `into`. */
-function stack<T extends Uint8Array | Float32Array>(frames: readonly T[], into: T): T {
-  let offset = 0;
-  for (const f of frames) {
-    into.set(f, offset);
-    offset += f.length;
-  }
-  return into;
 }

@@ -162,9 +162,7 @@ const UNIT = Float32Array.from({ length: 256 }, (_, i) => i / 255);
 
 /**
  * A decoded frame in the layout the rewritten graph takes (graph-rewrite.ts): uint8 RGB,
- * `inputHeight` x `inputWidth` x 3 (HWC), letterbox borders already grey 114. `hwc` owns
- * its ArrayBuffer, so a batch of one hands it to the inference thread without a copy
- * (and it is detached from then on: a frame is run once).
+ * `inputHeight` x `inputWidth` x 3 (HWC), letterbox borders already grey 114.
  */
 export interface PreparedFrameUint8 {
   readonly hwc: Uint8Array;
@@ -173,11 +171,16 @@ export interface PreparedFrameUint8 {
 
 /**
  * {@link prepareFrame} for a model rewritten to take uint8 (graph-rewrite.ts): the same
- * header check, decode, resize and geometry, with the grey borders added by libvips
- * (`extend`) rather than in JS, and no float conversion: the graph divides by 255 itself.
- * Its pixels are exactly the bytes behind `prepareFrame`'s floats (`chw = hwc / 255`,
- * test/gpu-worker/vision/letterbox-uint8.test.ts). 1.2 MB per 640x640 frame instead of
- * 4.9 MB, and no per-pixel JS loop.
+ * header check, decode, resize and geometry, and no float conversion: the graph divides
+ * by 255 itself. Its pixels are exactly the bytes behind `prepareFrame`'s floats
+ * (`chw = hwc / 255`, test/gpu-worker/vision/letterbox-uint8.test.ts). 1.2 MB per 640x640
+ * frame instead of 4.9 MB, and no per-pixel JS loop.
+ *
+ * The borders are written here (a fill and one copy per row, or one copy when the image
+ * spans the width): libvips' `extend` cost 1.5-2.5 core-ms more per 640x480 JPEG in a
+ * side-by-side run, and its output lives in libvips' memory, which postMessage cannot
+ * transfer to the inference thread. `hwc` is an ArrayBuffer of V8's own, so a batch of
+ * one moves there without a copy (and is detached from then on: a frame is run once).
  */
 export async function prepareFrameUint8(
   image: Uint8Array,
@@ -187,8 +190,16 @@ export async function prepareFrameUint8(
 ): Promise<PreparedFrameUint8> {
   const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels);
   const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
-  const hwc = await decode(image, width, height, geometry, maxSourcePixels, { inputWidth, inputHeight });
-  if (hwc.length !== inputWidth * inputHeight * 3) throw new ImageDecodeError(`decoded ${hwc.length} bytes, expected ${inputWidth * inputHeight * 3}`);
+  const rgb = await decode(image, width, height, geometry, maxSourcePixels);
+  const { resizedWidth, resizedHeight, padLeft, padTop } = geometry;
+  if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);
+  const hwc = new Uint8Array(inputWidth * inputHeight * 3).fill(LETTERBOX_PAD_VALUE);
+  const rowBytes = resizedWidth * 3;
+  if (resizedWidth === inputWidth) {
+    hwc.set(rgb, padTop * inputWidth * 3);
+  } else {
+    for (let y = 0; y < resizedHeight; y++) hwc.set(rgb.subarray(y * rowBytes, (y + 1) * rowBytes), ((padTop + y) * inputWidth + padLeft) * 3);
+  }
   return { hwc, geometry };
 }
 
@@ -219,42 +230,23 @@ async function checkedSize(image: Uint8Array, inputWidth: number, inputHeight: n
 }
 
 /**
- * Decodes and resizes to `g`'s resized size (with the letterbox borders to `padTo` when given),
+ * Decodes and resizes to `g`'s resized size,
  * as raw RGB bytes. sharp's `limitInputPixels` is kept at `maxSourcePixels` as a backstop
  * to the header check. A JPEG at least twice the resized size per axis is decoded at 1/2,
  * 1/4 or 1/8 scale by libjpeg's DCT scaling before the linear resize (sharp's
  * `fastShrinkOnLoad`, its default, stated here because the 1080p figure depends on it:
  * bench/vision.md); the output size is exact either way, since both sides are given.
  */
-async function decode(
-  image: Uint8Array,
-  width: number,
-  height: number,
-  g: LetterboxGeometry,
-  maxSourcePixels: number,
-  padTo?: { readonly inputWidth: number; readonly inputHeight: number },
-): Promise<Uint8Array> {
+async function decode(image: Uint8Array, width: number, height: number, g: LetterboxGeometry, maxSourcePixels: number): Promise<Buffer> {
   try {
     let pipeline = sharp(image, { failOn: 'error', limitInputPixels: maxSourcePixels }).removeAlpha().toColourspace('srgb');
     if (g.resizedWidth !== width || g.resizedHeight !== height) {
       // Ultralytics resizes with cv2.INTER_LINEAR.
       pipeline = pipeline.resize(g.resizedWidth, g.resizedHeight, { fit: 'fill', kernel: 'linear', fastShrinkOnLoad: true });
     }
-    if (padTo) {
-      const bottom = padTo.inputHeight - g.padTop - g.resizedHeight;
-      const right = padTo.inputWidth - g.padLeft - g.resizedWidth;
-      if (g.padTop > 0 || bottom > 0 || g.padLeft > 0 || right > 0) {
-        pipeline = pipeline.extend({ top: g.padTop, bottom, left: g.padLeft, right, background: PAD_RGB });
-      }
-    }
-    // Padded frames go to the inference thread: `toUint8Array` gives memory of V8's own,
-    // which postMessage can transfer, where `toBuffer` gives libvips' memory, which it cannot.
-    return padTo ? (await pipeline.raw().toUint8Array()).data : await pipeline.raw().toBuffer();
+    return await pipeline.raw().toBuffer();
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new ImageDecodeError(message, SHARP_PIXEL_LIMIT_MESSAGE.test(message) ? 'image-too-large' : 'corrupt-image');
   }
 }
-
-/** The letterbox grey as sharp's background colour. */
-const PAD_RGB = Object.freeze({ r: LETTERBOX_PAD_VALUE, g: LETTERBOX_PAD_VALUE, b: LETTERBOX_PAD_VALUE });

@@ -1,6 +1,6 @@
 /**
  * The uint8 letterbox of the default path (decision 32): the same geometry and the same
- * bytes as the float CPU path, grey 114 borders from libvips, JPEG shrink-on-load for
+ * bytes as the float CPU path, grey 114 borders exactly outside the image, JPEG shrink-on-load for
  * large sources with an exact output size, and bad input still a `failed` outcome with
  * its reason through the processor.
  */
