@@ -4,6 +4,7 @@
  * image, and normalise to float32 NCHW in [0, 1].
  */
 import sharp from 'sharp';
+import { declaredImageSize } from './image-header.ts';
 
 /** Ultralytics' letterbox padding value. */
 export const LETTERBOX_PAD_VALUE = 114;
@@ -188,7 +189,8 @@ export async function prepareFrameUint8(
   inputHeight: number,
   maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
 ): Promise<PreparedFrameUint8> {
-  const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels);
+  // The size from the header in JS when it is a plain JPEG or PNG (image-header.ts), else from sharp.
+  const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels, declaredImageSize(image));
   const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
   const rgb = await decode(image, width, height, geometry, maxSourcePixels);
   const { resizedWidth, resizedHeight, padLeft, padTop } = geometry;
@@ -204,21 +206,31 @@ export async function prepareFrameUint8(
 }
 
 /**
- * The size an image declares in its header, refused as `image-too-large` over
- * `maxSourcePixels` before a single pixel is decoded. The header is read without sharp's
+ * The size an image declares in its header (`header`, when already read in JS), refused as
+ * `image-too-large` over `maxSourcePixels` before a single pixel is decoded. The header is read without sharp's
  * pixel limit, so an oversized frame is named as such (with its size) rather than by
  * sharp's message.
  */
-async function checkedSize(image: Uint8Array, inputWidth: number, inputHeight: number, maxSourcePixels: number): Promise<{ width: number; height: number }> {
+async function checkedSize(
+  image: Uint8Array,
+  inputWidth: number,
+  inputHeight: number,
+  maxSourcePixels: number,
+  header?: { width: number; height: number },
+): Promise<{ width: number; height: number }> {
   let width: number;
   let height: number;
-  try {
-    const meta = await sharp(image, { failOn: 'error', limitInputPixels: false }).metadata();
-    if (!meta.width || !meta.height) throw new Error('image has no dimensions');
-    width = meta.width;
-    height = meta.height;
-  } catch (error) {
-    throw new ImageDecodeError(error instanceof Error ? error.message : String(error));
+  if (header) {
+    ({ width, height } = header);
+  } else {
+    try {
+      const meta = await sharp(image, { failOn: 'error', limitInputPixels: false }).metadata();
+      if (!meta.width || !meta.height) throw new Error('image has no dimensions');
+      width = meta.width;
+      height = meta.height;
+    } catch (error) {
+      throw new ImageDecodeError(error instanceof Error ? error.message : String(error));
+    }
   }
   if (width * height > maxSourcePixels) {
     throw new ImageDecodeError(
