@@ -5,18 +5,28 @@
  * own. This is the arithmetic behind the worker-throughput target with the model on both
  * cores: whatever the pipeline and the emulators take per frame comes out of the model's
  * two cores (bench/README.md, worker throughput). Without AWS: the processor is fed like
- * the worker feeds it, 8 videos in chunks of 2, 640x480 JPEG frames.
+ * the worker feeds it, 8 videos in chunks of 2, JPEG frames of each `--sizes` entry.
+ *
+ * Two preprocessing paths (docs/decisions.md 32), run alternately for each size and batch:
+ * - `graph` (the default): uint8 letterbox in sharp, float conversion and best-class
+ *   reduction inside the rewritten ONNX graph, so they run where the model runs (on the
+ *   GPU with CUDA; here, on the inference thread, counted in the model's column);
+ * - `cpu`: the path before decision 32 (`preprocessInGraph: false`), float32 NCHW made in JS.
  *
  * Per-thread CPU comes from /proc/self/task (Linux only): the main thread, the inference
  * thread (a Node worker thread running onnxruntime with one intra-op thread, so the
  * model's work is all there), V8's platform workers (concurrent GC), libvips' workers and
- * libuv's pool (sharp).
+ * libuv's pool (sharp). The pipeline's total is the process's CPU (getrusage) less the
+ * model's thread: libvips lets idle pool threads end, and a thread that ended during the
+ * run is missing from /proc/self/task, so the per-thread split alone undercounts (shown
+ * as "threads ended"). Core-ms are robust to other load on the machine; wall-clock
+ * frames/s are not, so the load average is recorded next to them.
  *
- * Run: npx node bench/pipeline-cpu.ts [--frames 20] [--batches 1,8]
+ * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
  * Skipped with a message without the YOLOv8n graph.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { availableParallelism, cpus } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createVisionProcessor } from '../gpu-worker/vision/index.ts';
 import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
@@ -28,10 +38,29 @@ const VIDEOS = 8;
 const CHUNK_FRAMES = 2;
 /** The thread that runs the model: Node names its worker threads so. */
 const INFERENCE_THREAD = 'WorkerThread';
+const PATHS = ['graph', 'cpu'] as const;
+type PreprocessPath = (typeof PATHS)[number];
 
-const { values } = parseArgs({ options: { frames: { type: 'string', default: '20' }, batches: { type: 'string', default: '1,8' } } });
+const { values } = parseArgs({
+  options: {
+    frames: { type: 'string', default: '12' },
+    batches: { type: 'string', default: '1,8' },
+    sizes: { type: 'string', default: '640x480,1920x1080' },
+    paths: { type: 'string', default: 'graph,cpu' },
+    out: { type: 'string' },
+  },
+});
 const framesPerVideo = numberOption(values, 'frames', 3, 1000);
 const batches = values.batches.split(',').map(Number);
+const sizes = values.sizes.split(',').map((s) => {
+  const [w, h] = s.split('x').map(Number);
+  if (!w || !h) throw new Error(`--sizes: ${s} is not WIDTHxHEIGHT`);
+  return { width: w, height: h };
+});
+const paths = values.paths.split(',').map((p) => {
+  if (!(PATHS as readonly string[]).includes(p)) throw new Error(`--paths: ${p} is not one of ${PATHS.join(', ')}`);
+  return p as PreprocessPath;
+});
 
 if (!existsSync(YOLOV8N_PATH)) {
   console.log(`SKIPPED: ${YOLOV8N_PATH} is absent (see shared/models/README.md)`);
@@ -58,17 +87,39 @@ function cpuMsByThread(): Map<string, number> {
   return out;
 }
 
-const clips = await Promise.all(
-  Array.from({ length: VIDEOS }, (_, v) => generateClip({ seed: 500 + v, frames: framesPerVideo + 1, width: 640, height: 480, format: 'jpeg', objects: 6 })),
-);
-console.log(`pipeline CPU per frame: YOLOv8n (640), one inference thread, ${VIDEOS} videos x ${framesPerVideo} 640x480 JPEG frames, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`);
-for (const batchSize of batches) {
-  const processor = createVisionProcessor({ modelUri: YOLOV8N_PATH, batchSize, maxBatchWaitMs: 10, inferenceThreads: 1, preferCuda: false, ...RANDOM_WEIGHT_PROCESSOR_OPTIONS });
+interface Row {
+  readonly size: string;
+  readonly path: PreprocessPath;
+  readonly layout: string;
+  readonly batchSize: number;
+  readonly frames: number;
+  readonly framesPerSecond: number;
+  /** Core-ms per frame by thread name (the model's thread included). */
+  readonly coreMsPerFrameByThread: Record<string, number>;
+  readonly modelCoreMsPerFrame: number;
+  /** The whole process (getrusage, which keeps the CPU of threads that ended) less the model's thread. */
+  readonly pipelineCoreMsPerFrame: number;
+  /** CPU of threads that ended during the run (libvips' pool lets idle workers go), absent from the per-thread split. */
+  readonly endedThreadsCoreMsPerFrame: number;
+  readonly loadAverage1m: number;
+}
+
+async function measure(width: number, height: number, path: PreprocessPath, batchSize: number, clips: Awaited<ReturnType<typeof generateClip>>[]): Promise<Row> {
+  const processor = createVisionProcessor({
+    modelUri: YOLOV8N_PATH,
+    batchSize,
+    maxBatchWaitMs: 10,
+    inferenceThreads: 1,
+    preferCuda: false,
+    preprocessInGraph: path === 'graph',
+    ...RANDOM_WEIGHT_PROCESSOR_OPTIONS,
+  });
   await processor.start();
   clips.forEach((_, v) => processor.openVideo(`v${v}`, undefined));
   // Frame 0 of every video, untimed: warms sharp, the thread pools and the trackers.
   await processor.process(clips.map((c, v) => ({ videoId: `v${v}`, frame: 0, image: c.frames[0]!.image })));
   const before = cpuMsByThread();
+  const processBefore = process.cpuUsage();
   const startedMs = performance.now();
   let frames = 0;
   await Promise.all(
@@ -83,14 +134,58 @@ for (const batchSize of batches) {
   );
   const wallMs = performance.now() - startedMs;
   const after = cpuMsByThread();
+  const processUsage = process.cpuUsage(processBefore);
+  const layout = processor.layout;
   await processor.stop();
   const perFrame = [...after]
     .map(([name, ms]) => [name, (ms - (before.get(name) ?? 0)) / frames] as const)
     .filter(([, ms]) => ms > 0)
     .sort((a, b) => b[1] - a[1]);
   const model = perFrame.find(([name]) => name === INFERENCE_THREAD)?.[1] ?? NaN;
-  const pipeline = perFrame.filter(([name]) => name !== INFERENCE_THREAD).reduce((sum, [, ms]) => sum + ms, 0);
-  console.log(`batch ${batchSize}: ${frames} frames, ${((frames / wallMs) * 1000).toFixed(1)} frames/s`);
-  for (const [name, ms] of perFrame) console.log(`  ${name.padEnd(16)} ${ms.toFixed(1).padStart(6)} core-ms per frame${name === INFERENCE_THREAD ? ' (the model)' : ''}`);
-  console.log(`  pipeline outside the model: ${pipeline.toFixed(1)} core-ms per frame, ${((pipeline / model) * 100).toFixed(0)}% of the model's`);
+  const listed = perFrame.reduce((sum, [, ms]) => sum + ms, 0);
+  const processMs = (processUsage.user + processUsage.system) / 1000 / frames;
+  // Threads that ended between the two listings are missing from them, not from getrusage.
+  const pipeline = processMs - model;
+  return {
+    size: `${width}x${height}`,
+    path,
+    layout,
+    batchSize,
+    frames,
+    framesPerSecond: (frames / wallMs) * 1000,
+    coreMsPerFrameByThread: Object.fromEntries(perFrame),
+    modelCoreMsPerFrame: model,
+    pipelineCoreMsPerFrame: pipeline,
+    endedThreadsCoreMsPerFrame: Math.max(0, processMs - listed),
+    loadAverage1m: loadavg()[0]!,
+  };
+}
+
+const rows: Row[] = [];
+console.log(`pipeline CPU per frame: YOLOv8n (640), one inference thread, ${VIDEOS} videos x ${framesPerVideo} JPEG frames, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`);
+for (const { width, height } of sizes) {
+  const clips = await Promise.all(
+    Array.from({ length: VIDEOS }, (_, v) => generateClip({ seed: 500 + v, frames: framesPerVideo + 1, width, height, format: 'jpeg', objects: 6 })),
+  );
+  const jpegKiB = clips.flatMap((c) => c.frames).reduce((s, f) => s + f.image.length, 0) / clips.length / clips[0]!.frames.length / 1024;
+  for (const batchSize of batches) {
+    for (const path of paths) {
+      const row = await measure(width, height, path, batchSize, clips);
+      rows.push(row);
+      console.log(`${row.size} (JPEG ${jpegKiB.toFixed(0)} KiB) ${path} (${row.layout}) batch ${batchSize}: ${row.frames} frames, ${row.framesPerSecond.toFixed(1)} frames/s, load ${row.loadAverage1m.toFixed(2)}`);
+      for (const [name, ms] of Object.entries(row.coreMsPerFrameByThread)) {
+        console.log(`  ${name.padEnd(16)} ${ms.toFixed(2).padStart(7)} core-ms per frame${name === INFERENCE_THREAD ? ' (the model)' : ''}`);
+      }
+      console.log(`  ${'(threads ended)'.padEnd(16)} ${row.endedThreadsCoreMsPerFrame.toFixed(2).padStart(7)} core-ms per frame`);
+      console.log(`  pipeline outside the model (process less the model's thread): ${row.pipelineCoreMsPerFrame.toFixed(2)} core-ms per frame`);
+    }
+  }
+}
+if (values.out) {
+  const command = `npx node bench/pipeline-cpu.ts ${process.argv.slice(2).join(' ')}`.trim();
+  writeFileSync(
+    values.out,
+    `${JSON.stringify({ command, date: new Date().toISOString(), cpu: cpus()[0]?.model ?? '?', cores: availableParallelism(), videos: VIDEOS, framesPerVideo, rows }, null, 2)}\n`,
+  );
+  console.log(`wrote ${values.out}`);
 }

@@ -3,7 +3,6 @@
  * detection with cross-video micro-batching, and a ByteTrack tracker per video.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import ort from 'onnxruntime-node';
 import type { Tunables } from '../../core/config.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, MetricSink } from '../../core/ports.ts';
@@ -11,10 +10,11 @@ import { MicroBatcher } from './batcher.ts';
 import { ensureDemoModel } from './demo-model/build-model.ts';
 import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 import { InferenceThreadDiedError, type InferenceThreadDeath, type ThreadOptions } from './inference-thread.ts';
-import { loadModel, type ExecutionProvider, type LoadedModel } from './model.ts';
-import { postprocess, type RawDetection } from './postprocess.ts';
+import { loadModel, type ExecutionProvider, type LoadedModel, type ModelLayout } from './model.ts';
+import type { RawDetection } from './postprocess.ts';
 import { PreparedAhead } from './prepared-ahead.ts';
-import { ImageDecodeError, prepareFrame, sourcePixelLimit, type PreparedFrame } from './preprocess.ts';
+import { ImageDecodeError, sourcePixelLimit } from './preprocess.ts';
+import { batchTensor, decodeOutput, prepareForModel, type Prepared } from './batch-input.ts';
 import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
 
 export { ensureDemoModel } from './demo-model/build-model.ts';
@@ -60,6 +60,12 @@ export interface VisionProcessorOptions {
   readonly onFatal?: (reason: string) => void;
   /** How the inference thread is created: heap limits, and a fault for tests. */
   readonly inferenceThread?: ThreadOptions;
+  /**
+   * Letterbox in uint8 and let the graph, rewritten at load, convert to float and pick
+   * the best class (default true; decision 32). False keeps the CPU float path, which is
+   * also what runs, with a logged reason, for a model the rewrite does not fit.
+   */
+  readonly preprocessInGraph?: boolean;
 }
 
 /** The processor options that come from the deployment's tunables (one mapping for the worker and the benchmarks). */
@@ -89,12 +95,15 @@ export interface VisionProcessor extends FrameProcessor {
   readonly batchSizes: readonly number[];
   /** Decodes started by `prepareAhead`, and of those, used by a frame's processing. */
   readonly preparedAhead: { readonly started: number; readonly used: number };
+  /** How frames reach the model (valid after `start()`): the rewritten graph's `uint8-nhwc`, or the fallback `float32-nchw`. */
+  readonly layout: ModelLayout;
 }
+
 
 interface BatchItem {
   /** A late frame carries its neighbours: `runBatch` associates it with them instead of updating the tracker. */
   readonly frame: FrameInput | LateFrameInput;
-  readonly prepared: PreparedFrame;
+  readonly prepared: Prepared;
   readonly late: boolean;
 }
 
@@ -119,7 +128,7 @@ class OnnxVisionProcessor implements VisionProcessor {
   private model: LoadedModel | undefined;
   private batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome> | undefined;
   private readonly trackers = new Map<string, ByteTracker>();
-  private readonly ahead = new PreparedAhead();
+  private readonly ahead = new PreparedAhead<Prepared>();
   /** Most pixels a frame may declare (from the model's input size); set in `start()`. */
   private maxSourcePixels = 0;
   /** How the inference thread died, once it has: the processor is then broken for good. */
@@ -146,6 +155,10 @@ class OnnxVisionProcessor implements VisionProcessor {
     return { started: this.ahead.started, used: this.ahead.used };
   }
 
+  get layout(): ModelLayout {
+    return this.model?.info.layout ?? 'float32-nchw';
+  }
+
   get fatal(): string | undefined {
     return this.death && new InferenceThreadDiedError(this.death).message;
   }
@@ -153,7 +166,7 @@ class OnnxVisionProcessor implements VisionProcessor {
   get description(): string {
     if (!this.model) return 'vision processor (not started)';
     const m = this.model;
-    return `model=${m.uri} input=${m.info.inputWidth}x${m.info.inputHeight} maxSourcePixels=${this.maxSourcePixels} classes=${m.info.classNames.length} provider=${m.provider} (${m.providerReason}) batch=${m.info.dynamicBatch ? this.options.batchSize : 1}`;
+    return `model=${m.uri} input=${m.info.inputWidth}x${m.info.inputHeight} maxSourcePixels=${this.maxSourcePixels} classes=${m.info.classNames.length} layout=${m.info.layout} provider=${m.provider} (${m.providerReason}) batch=${m.info.dynamicBatch ? this.options.batchSize : 1}`;
   }
 
   async start(): Promise<void> {
@@ -166,6 +179,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       preferCuda: this.options.preferCuda,
       inferenceThreads: this.options.inferenceThreads,
       thread: this.options.inferenceThread,
+      preprocessInGraph: this.options.preprocessInGraph,
     });
     void this.model.session.died?.then((death) => this.onThreadDeath(death));
     this.maxSourcePixels = sourcePixelLimit(this.model.info.inputWidth, this.model.info.inputHeight);
@@ -177,6 +191,8 @@ class OnnxVisionProcessor implements VisionProcessor {
       dynamicBatch: this.model.info.dynamicBatch,
       inferenceThreads: this.options.inferenceThreads || 'default',
       maxSourcePixels: this.maxSourcePixels,
+      layout: this.model.info.layout,
+      layoutReason: this.model.info.layoutReason,
     });
     this.batcher = new MicroBatcher({
       batchSize: this.options.batchSize,
@@ -225,9 +241,12 @@ class OnnxVisionProcessor implements VisionProcessor {
   prepareAhead(image: Uint8Array): void {
     const model = this.model;
     if (!model || this.death) return;
-    const { inputWidth, inputHeight } = model.info;
-    const maxSourcePixels = this.maxSourcePixels;
-    this.ahead.start(image, (bytes) => prepareFrame(bytes, inputWidth, inputHeight, maxSourcePixels));
+    this.ahead.start(image, (bytes) => this.prepare(model, bytes));
+  }
+
+  /** Decodes and letterboxes a frame in the layout the model takes. */
+  private prepare(model: LoadedModel, image: Uint8Array): Promise<Prepared> {
+    return prepareForModel(model.info, image, this.maxSourcePixels);
   }
 
   /**
@@ -296,11 +315,11 @@ class OnnxVisionProcessor implements VisionProcessor {
   }
 
   private async submit(batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome>, stream: string, frame: FrameInput | LateFrameInput, late: boolean): Promise<FrameOutcome> {
-    const { inputWidth, inputHeight } = this.model!.info;
+    const model = this.model!;
     try {
       const result = await batcher.submit(
         stream,
-        (this.ahead.take(frame.image) ?? prepareFrame(frame.image, inputWidth, inputHeight, this.maxSourcePixels)).then((prepared) => ({ frame, prepared, late })),
+        (this.ahead.take(frame.image) ?? this.prepare(model, frame.image)).then((prepared) => ({ frame, prepared, late })),
       );
       return Array.isArray(result) ? { status: 'ok', detections: result } : result;
     } catch (error) {
@@ -319,23 +338,19 @@ class OnnxVisionProcessor implements VisionProcessor {
     const model = this.model;
     if (!model) throw new Error('vision processor stopped');
     const { info, session } = model;
-    const plane = 3 * info.inputWidth * info.inputHeight;
     const groups = info.dynamicBatch ? [items] : items.map((it) => [it]);
     const raw: RawDetection[][] = [];
-    const classCount = info.classNames.length;
     const decode = {
       scoreThreshold: Math.min(this.options.scoreThreshold, this.trackerOptions.lowScoreThreshold),
       iouThreshold: this.options.nmsIouThreshold ?? 0.5,
       maxDetections: 300,
     };
     for (const group of groups) {
-      // A batch of one is its frame's own planes; stacking would copy 4.9 MB at 640x640.
-      const input = group.length === 1 ? group[0].prepared.chw : stack(group.map((it) => it.prepared.chw), plane);
-      const out = await session.run({ [info.inputName]: new ort.Tensor('float32', input, [group.length, 3, info.inputHeight, info.inputWidth]) });
-      const tensor = out[info.outputName];
+      const out = await session.run({ [info.inputName]: batchTensor(info, group.map((it) => it.prepared)) });
+      const tensor = out[info.outputName]!;
       const data = tensor.data as Float32Array;
-      const anchors = tensor.dims[2];
-      group.forEach((it, i) => raw.push(postprocess(data, i, classCount, anchors, it.prepared.geometry, decode)));
+      const anchors = tensor.dims[2]!;
+      group.forEach((it, i) => raw.push(decodeOutput(info, data, i, anchors, it.prepared.geometry, decode)));
     }
     const labelOf = (classIndex: number) => info.classNames[classIndex] ?? `class${classIndex}`;
     // Live items of one video are in frame order within the batch, and batches run one at a time.
@@ -375,11 +390,4 @@ async function allOrThrow<T>(promises: readonly Promise<T>[]): Promise<T[]> {
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
   return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
-}
-
-/** Concatenates equal-sized planes into one batch buffer. */
-function stack(frames: Float32Array[], plane: number): Float32Array {
-  const input = new Float32Array(plane * frames.length);
-  frames.forEach((chw, i) => input.set(chw, i * plane));
-  return input;
 }

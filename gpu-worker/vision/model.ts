@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { verifyModelSha256 } from '../../core/model-pin.ts';
 import ort from 'onnxruntime-node';
+import { rewriteForUint8Input } from './graph-rewrite.ts';
 import { createThreadedSession, type InferenceSessionLike, type ThreadOptions } from './inference-thread.ts';
 
 /** What the processor needs to know about a model. */
@@ -23,10 +24,23 @@ export interface ModelInfo {
   readonly dynamicBatch: boolean;
   /** Where the input size and class names came from. */
   readonly metadataSource: 'sidecar' | 'onnx-metadata' | 'input-shape';
+  /** What the session takes and returns (decision 32). */
+  readonly layout: ModelLayout;
+  /** Why that layout: the rewrite applied, or why the model runs as exported. */
+  readonly layoutReason: string;
 }
 
+/**
+ * How frames are handed to the session and what comes back (docs/decisions.md 32).
+ * - `uint8-nhwc`: the graph rewritten at load (graph-rewrite.ts): letterboxed uint8
+ *   `[B, H, W, 3]` in, the best class per anchor `[B, 6, N]` out;
+ * - `float32-nchw`: the model as exported: float32 `[B, 3, H, W]` in [0, 1], the raw
+ *   `[B, 4 + C, N]` out. The fallback, for a model the rewrite does not fit.
+ */
+export type ModelLayout = 'uint8-nhwc' | 'float32-nchw';
+
 /** Warm-up input value: the letterbox grey, so warm-up exercises the same path as padding. */
-const LETTERBOX_GREY = 114 / 255;
+const LETTERBOX_GREY_BYTE = 114;
 
 export type ExecutionProvider = 'cuda' | 'cpu';
 
@@ -51,6 +65,11 @@ export interface LoadModelOptions {
   readonly inferenceThreads?: number;
   /** How the inference thread is created (heap limits; a test fault). */
   readonly thread?: ThreadOptions;
+  /**
+   * Rewrite the graph to take uint8 frames and return the best class per anchor (default
+   * true; decision 32). False runs the model as exported, with the CPU preprocessing.
+   */
+  readonly preprocessInGraph?: boolean;
   /** Test seam: creates a session for a provider list (defaults to onnxruntime-node). */
   readonly createSession?: (bytes: Uint8Array, providers: string[]) => Promise<InferenceSessionLike>;
 }
@@ -204,57 +223,96 @@ function tensorShape(meta: readonly ort.InferenceSession.ValueMetadata[], index:
   return m && m.isTensor ? m.shape : [];
 }
 
-/** Loads, inspects and warms up a model. */
+/** What the model's sidecar or ONNX metadata declares, before any session exists. */
+interface Declared {
+  readonly inputWidth?: number;
+  readonly inputHeight?: number;
+  readonly classNames?: string[];
+  readonly metadataSource: ModelInfo['metadataSource'];
+}
+
+async function declaredMetadata(bytes: Uint8Array, sidecarBytes: Uint8Array | undefined): Promise<Declared> {
+  if (sidecarBytes) {
+    const sidecar = JSON.parse(new TextDecoder().decode(sidecarBytes)) as SidecarJson;
+    return { inputWidth: sidecar.inputWidth, inputHeight: sidecar.inputHeight, classNames: sidecar.classNames, metadataSource: 'sidecar' };
+  }
+  const meta = await readUltralyticsMetadata(bytes);
+  if (!meta?.classNames && !meta?.imgsz) return { metadataSource: 'input-shape' };
+  return { inputHeight: meta.imgsz?.[0], inputWidth: meta.imgsz?.[1], classNames: meta.classNames, metadataSource: 'onnx-metadata' };
+}
+
+/**
+ * Loads, inspects and warms up a model. Unless `preprocessInGraph` is false, the graph is
+ * first rewritten to take uint8 frames (graph-rewrite.ts); a model the rewrite does not
+ * fit, or whose rewritten graph fails to load or to warm up, runs as exported, and
+ * `info.layoutReason` says why (the processor logs it).
+ */
 export async function loadModel(options: LoadModelOptions): Promise<LoadedModel> {
   const bytes = (await fetchBytes(options.uri, options.s3Client, false))!;
   verifyModelSha256(options.uri, bytes, options.sha256);
   const sidecarBytes = await fetchBytes(`${options.uri}.json`, options.s3Client, true);
+  const declared = await declaredMetadata(bytes, sidecarBytes);
+  const size = declared.inputWidth && declared.inputHeight ? { inputWidth: declared.inputWidth, inputHeight: declared.inputHeight } : undefined;
+  const rewrite = options.preprocessInGraph === false ? ({ rewritten: false, reason: 'preprocessInGraph=false' } as const) : rewriteForUint8Input(bytes, size);
+  if (rewrite.rewritten) {
+    try {
+      return await openModel(options, rewrite.bytes, declared, 'uint8-nhwc', `graph rewritten: uint8 NHWC in, best class out (input ${rewrite.originalInputName}, output ${rewrite.originalOutputName})`);
+    } catch (error) {
+      const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
+      return openModel(options, bytes, declared, 'float32-nchw', `the rewritten graph failed to load (${message}); running the model as exported`);
+    }
+  }
+  return openModel(options, bytes, declared, 'float32-nchw', `not rewritten: ${rewrite.reason}; running the model as exported`);
+}
+
+/** Creates the session for `bytes` in `layout`, completes the model's description and warms it up. */
+async function openModel(options: LoadModelOptions, bytes: Uint8Array, declared: Declared, layout: ModelLayout, layoutReason: string): Promise<LoadedModel> {
   const { session, provider, providerReason } = await createSessionWithProvider(
     bytes,
     options.preferCuda ?? true,
     options.createSession ?? threadedSession(options.inferenceThreads, options.thread),
   );
-
-  const inputName = session.inputNames[0];
-  const outputName = session.outputNames[0];
-  const inShape = tensorShape(session.inputMetadata, 0);
-  const outShape = tensorShape(session.outputMetadata, 0);
-  const dynamicBatch = typeof inShape[0] !== 'number' || inShape[0] !== 1;
-
-  let inputWidth: number | undefined;
-  let inputHeight: number | undefined;
-  let classNames: string[] | undefined;
-  let metadataSource: ModelInfo['metadataSource'] = 'input-shape';
-  if (sidecarBytes) {
-    const sidecar = JSON.parse(new TextDecoder().decode(sidecarBytes)) as SidecarJson;
-    inputWidth = sidecar.inputWidth;
-    inputHeight = sidecar.inputHeight;
-    classNames = sidecar.classNames;
-    metadataSource = 'sidecar';
-  } else {
-    const meta = await readUltralyticsMetadata(bytes);
-    if (meta?.classNames || meta?.imgsz) {
-      metadataSource = 'onnx-metadata';
-      classNames = meta.classNames;
-      if (meta.imgsz) [inputHeight, inputWidth] = meta.imgsz;
-    }
+  try {
+    const info = await inspectAndWarm(options.uri, session, declared, layout, layoutReason);
+    return { session, info, provider, providerReason, uri: options.uri };
+  } catch (error) {
+    await session.release();
+    throw error;
   }
-  inputHeight ??= typeof inShape[2] === 'number' ? inShape[2] : undefined;
-  inputWidth ??= typeof inShape[3] === 'number' ? inShape[3] : undefined;
-  if (!inputWidth || !inputHeight) throw new Error(`model ${options.uri}: input size unknown (no sidecar, metadata or static input shape)`);
+}
+
+async function inspectAndWarm(uri: string, session: InferenceSessionLike, declared: Declared, layout: ModelLayout, layoutReason: string): Promise<ModelInfo> {
+  const inputName = session.inputNames[0]!;
+  const outputName = session.outputNames[0]!;
+  const inShape = tensorShape(session.inputMetadata, 0);
+  const dynamicBatch = typeof inShape[0] !== 'number' || inShape[0] !== 1;
+  const [hAxis, wAxis] = layout === 'uint8-nhwc' ? [1, 2] : [2, 3];
+  const inputHeight = declared.inputHeight ?? (typeof inShape[hAxis] === 'number' ? inShape[hAxis] : undefined);
+  const inputWidth = declared.inputWidth ?? (typeof inShape[wAxis] === 'number' ? inShape[wAxis] : undefined);
+  if (!inputWidth || !inputHeight) throw new Error(`model ${uri}: input size unknown (no sidecar, metadata or static input shape)`);
+
+  // Warm-up: the first run allocates and plans; do it before the first real frame. The
+  // raw output's channel count (4 + C) comes from it: the rewritten graph reports the
+  // shape it reduced, the exported one its output itself.
+  let channels: number | undefined;
+  if (layout === 'uint8-nhwc') {
+    const warm = new ort.Tensor('uint8', new Uint8Array(3 * inputWidth * inputHeight).fill(LETTERBOX_GREY_BYTE), [1, inputHeight, inputWidth, 3]);
+    const out = await session.run({ [inputName]: warm });
+    const shape = out[session.outputNames[1]!]?.data as BigInt64Array | undefined;
+    if (!shape || shape.length !== 3) throw new Error(`model ${uri}: the rewritten graph did not report its raw output shape`);
+    channels = Number(shape[1]);
+  } else {
+    const warm = new ort.Tensor('float32', new Float32Array(3 * inputWidth * inputHeight).fill(LETTERBOX_GREY_BYTE / 255), [1, 3, inputHeight, inputWidth]);
+    const dims = (await session.run({ [inputName]: warm }))[outputName]!.dims;
+    channels = dims.length === 3 ? dims[1] : undefined;
+  }
+  let classNames = declared.classNames;
   if (!classNames) {
-    const channels = typeof outShape[1] === 'number' ? outShape[1] : undefined;
-    if (!channels || channels <= 4) throw new Error(`model ${options.uri}: class names unknown (no sidecar, metadata or static output shape)`);
+    if (!channels || channels <= 4) throw new Error(`model ${uri}: class names unknown (no sidecar or metadata, and the output is not [B, 4+C, N])`);
     classNames = Array.from({ length: channels - 4 }, (_, i) => `class${i}`);
   }
-  const info: ModelInfo = { inputName, outputName, inputWidth, inputHeight, classNames, dynamicBatch, metadataSource };
-
-  // Warm-up: the first run allocates and plans; do it before the first real frame.
-  const warm = new ort.Tensor('float32', new Float32Array(3 * inputWidth * inputHeight).fill(LETTERBOX_GREY), [1, 3, inputHeight, inputWidth]);
-  const out = await session.run({ [inputName]: warm });
-  const dims = out[outputName].dims;
-  if (dims.length !== 3 || dims[1] !== 4 + classNames.length) {
-    throw new Error(`model ${options.uri}: output ${JSON.stringify(dims)} is not [B, 4+${classNames.length}, N] (YOLOv8/11 layout)`);
+  if (channels !== 4 + classNames.length) {
+    throw new Error(`model ${uri}: output has ${String(channels)} channels, not [B, 4+${classNames.length}, N] (YOLOv8/11 layout)`);
   }
-  return { session, info, provider, providerReason, uri: options.uri };
+  return { inputName, outputName, inputWidth, inputHeight, classNames, dynamicBatch, metadataSource: declared.metadataSource, layout, layoutReason };
 }

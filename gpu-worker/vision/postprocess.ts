@@ -2,6 +2,7 @@
  * YOLO (Ultralytics v8/11) output decoding, class-aware NMS, and mapping boxes
  * from model input pixels back to source-image pixels.
  */
+import { BEST_CLASS_ROWS } from './graph-rewrite.ts';
 import type { LetterboxGeometry } from './preprocess.ts';
 
 /** A box in x1, y1, x2, y2 order. */
@@ -73,6 +74,30 @@ export function decodeYolo(data: Float32Array, image: number, classCount: number
 }
 
 /**
+ * Decodes one image of a rewritten graph's `[B, 6, N]` output (graph-rewrite.ts: cx, cy,
+ * w, h, best score, best class index as float, per anchor): the same candidates
+ * {@link decodeYolo} finds in the raw `[B, 4 + C, N]` output, since the graph's ArgMax
+ * also keeps the first class on ties. Boxes stay in model input pixels.
+ */
+export function decodeBestClass(data: Float32Array, image: number, anchorCount: number, scoreThreshold: number): RawDetection[] {
+  const base = image * BEST_CLASS_ROWS * anchorCount;
+  const scores = base + 4 * anchorCount;
+  const classes = base + 5 * anchorCount;
+  const out: RawDetection[] = [];
+  for (let n = 0; n < anchorCount; n++) {
+    const score = data[scores + n];
+    if (!(score > scoreThreshold)) continue;
+    const cx = data[base + n];
+    const cy = data[base + anchorCount + n];
+    const w = data[base + 2 * anchorCount + n];
+    const h = data[base + 3 * anchorCount + n];
+    if (!(w > 0 && h > 0)) continue;
+    out.push({ box: [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], score, classIndex: data[classes + n] });
+  }
+  return out;
+}
+
+/**
  * Greedy class-aware NMS. Ties in score keep the earlier candidate (stable
  * sort), so the result is deterministic for identical scores.
  */
@@ -117,7 +142,17 @@ export function postprocess(
   geometry: LetterboxGeometry,
   options: DecodeOptions = DEFAULT_DECODE,
 ): RawDetection[] {
-  const kept = nms(decodeYolo(data, image, classCount, anchorCount, options.scoreThreshold), options.iouThreshold, options.maxDetections);
+  return finishDetections(decodeYolo(data, image, classCount, anchorCount, options.scoreThreshold), geometry, options);
+}
+
+/** {@link postprocess} for a rewritten graph's `[B, 6, N]` best-class output (decision 32). */
+export function postprocessBestClass(data: Float32Array, image: number, anchorCount: number, geometry: LetterboxGeometry, options: DecodeOptions = DEFAULT_DECODE): RawDetection[] {
+  return finishDetections(decodeBestClass(data, image, anchorCount, options.scoreThreshold), geometry, options);
+}
+
+/** NMS, mapping back to the source, and dropping boxes that clipping left empty. */
+function finishDetections(candidates: RawDetection[], geometry: LetterboxGeometry, options: DecodeOptions): RawDetection[] {
+  const kept = nms(candidates, options.iouThreshold, options.maxDetections);
   const out: RawDetection[] = [];
   for (const d of kept) {
     const box = unletterboxBox(d.box, geometry);

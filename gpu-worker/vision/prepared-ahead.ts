@@ -9,7 +9,8 @@
  * afresh simply finds nothing here and is decoded as usual.
  *
  * A hint, like the prefetch: bounded by count (a prepared 640x640 frame is 4.9 MB of
- * float32, far more than its JPEG), oldest dropped first, and a decode failure is kept
+ * float32 on the fallback path, 1.2 MB of uint8 on the default one, far more than its
+ * JPEG), oldest dropped first, and a decode failure is kept
  * for the frame's own processing to report, never reported here. Memory is bounded three ways:
  * - at most `maxFrames` decodes are held;
  * - at most `maxFrames` decodes run at once, counting those already dropped (a dropped
@@ -21,13 +22,13 @@
  */
 import type { PreparedFrame } from './preprocess.ts';
 
-/** One receive's worth of frames (SQS hands out at most 10 messages per receive): about 49 MB at 640x640. */
+/** One receive's worth of frames (SQS hands out at most 10 messages per receive): at 640x640 about 12 MB of uint8 (49 MB on the float fallback path). */
 export const PREPARED_AHEAD_MAX_FRAMES = 10;
 
-export class PreparedAhead {
+export class PreparedAhead<T = PreparedFrame> {
   private readonly maxFrames: number;
   /** Insertion order is age order. */
-  private readonly entries = new Map<Uint8Array, Promise<PreparedFrame>>();
+  private readonly entries = new Map<Uint8Array, Promise<T>>();
   /** Decodes started ahead, and of those, taken by a frame's processing (for tests and the benchmark). */
   started = 0;
   used = 0;
@@ -41,7 +42,7 @@ export class PreparedAhead {
   }
 
   /** Starts `prepare(image)` unless that image is already held or `maxFrames` decodes are running. */
-  start(image: Uint8Array, prepare: (image: Uint8Array) => Promise<PreparedFrame>): void {
+  start(image: Uint8Array, prepare: (image: Uint8Array) => Promise<T>): void {
     if (this.maxFrames <= 0 || this.entries.has(image)) return;
     if (this.running >= this.maxFrames) {
       this.skipped++;
@@ -57,7 +58,7 @@ export class PreparedAhead {
   }
 
   /** The decode started ahead for exactly these bytes, if one is held; it is used up. */
-  take(image: Uint8Array): Promise<PreparedFrame> | undefined {
+  take(image: Uint8Array): Promise<T> | undefined {
     const prepared = this.entries.get(image);
     if (!prepared) return undefined;
     this.entries.delete(image);

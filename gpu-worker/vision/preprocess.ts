@@ -4,6 +4,7 @@
  * image, and normalise to float32 NCHW in [0, 1].
  */
 import sharp from 'sharp';
+import { declaredImageSize } from './image-header.ts';
 
 /** Ultralytics' letterbox padding value. */
 export const LETTERBOX_PAD_VALUE = 114;
@@ -112,39 +113,9 @@ export async function prepareFrame(
   inputHeight: number,
   maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
 ): Promise<PreparedFrame> {
-  let width: number;
-  let height: number;
-  let rgb: Buffer;
-  let geometry: LetterboxGeometry;
-  try {
-    // The header alone, without sharp's pixel limit, so an oversized frame is named as such
-    // (with its size) rather than by sharp's message; no pixel is decoded here.
-    const meta = await sharp(image, { failOn: 'error', limitInputPixels: false }).metadata();
-    if (!meta.width || !meta.height) throw new Error('image has no dimensions');
-    width = meta.width;
-    height = meta.height;
-  } catch (error) {
-    throw new ImageDecodeError(error instanceof Error ? error.message : String(error));
-  }
-  if (width * height > maxSourcePixels) {
-    throw new ImageDecodeError(
-      `${width}x${height} = ${width * height} px is over the ${maxSourcePixels} px limit for a ${inputWidth}x${inputHeight} model input`,
-      'image-too-large',
-    );
-  }
-  try {
-    const g = letterboxGeometry(width, height, inputWidth, inputHeight);
-    let pipeline = sharp(image, { failOn: 'error', limitInputPixels: maxSourcePixels }).removeAlpha().toColourspace('srgb');
-    if (g.resizedWidth !== width || g.resizedHeight !== height) {
-      // Ultralytics resizes with cv2.INTER_LINEAR.
-      pipeline = pipeline.resize(g.resizedWidth, g.resizedHeight, { fit: 'fill', kernel: 'linear' });
-    }
-    rgb = await pipeline.raw().toBuffer();
-    geometry = g;
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new ImageDecodeError(message, SHARP_PIXEL_LIMIT_MESSAGE.test(message) ? 'image-too-large' : 'corrupt-image');
-  }
+  const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels);
+  const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
+  const rgb = await decode(image, width, height, geometry, maxSourcePixels);
   const { resizedWidth, resizedHeight, padLeft, padTop } = geometry;
   if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);
   // Padding and normalisation are written straight into the CHW planes: cheaper than a
@@ -189,3 +160,105 @@ function fillPadding(chw: Float32Array, plane: number, inputWidth: number, g: Le
 
 /** byte / 255 as float32, looked up rather than divided per channel. */
 const UNIT = Float32Array.from({ length: 256 }, (_, i) => i / 255);
+
+/**
+ * A decoded frame in the layout the rewritten graph takes (graph-rewrite.ts): uint8 RGB,
+ * `inputHeight` x `inputWidth` x 3 (HWC), letterbox borders already grey 114.
+ */
+export interface PreparedFrameUint8 {
+  readonly hwc: Uint8Array;
+  readonly geometry: LetterboxGeometry;
+}
+
+/**
+ * {@link prepareFrame} for a model rewritten to take uint8 (graph-rewrite.ts): the same
+ * header check, decode, resize and geometry, and no float conversion: the graph divides
+ * by 255 itself. Its pixels are exactly the bytes behind `prepareFrame`'s floats
+ * (`chw = hwc / 255`, test/gpu-worker/vision/letterbox-uint8.test.ts). 1.2 MB per 640x640
+ * frame instead of 4.9 MB, and no per-pixel JS loop.
+ *
+ * The borders are written here (a fill and one copy per row, or one copy when the image
+ * spans the width): libvips' `extend` cost 1.5-2.5 core-ms more per 640x480 JPEG in a
+ * side-by-side run, and its output lives in libvips' memory, which postMessage cannot
+ * transfer to the inference thread. `hwc` is an ArrayBuffer of V8's own, so a batch of
+ * one moves there without a copy (and is detached from then on: a frame is run once).
+ */
+export async function prepareFrameUint8(
+  image: Uint8Array,
+  inputWidth: number,
+  inputHeight: number,
+  maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
+): Promise<PreparedFrameUint8> {
+  // The size from the header in JS when it is a plain JPEG or PNG (image-header.ts), else from sharp.
+  const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels, declaredImageSize(image));
+  const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
+  const rgb = await decode(image, width, height, geometry, maxSourcePixels);
+  const { resizedWidth, resizedHeight, padLeft, padTop } = geometry;
+  if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);
+  const hwc = new Uint8Array(inputWidth * inputHeight * 3).fill(LETTERBOX_PAD_VALUE);
+  const rowBytes = resizedWidth * 3;
+  if (resizedWidth === inputWidth) {
+    hwc.set(rgb, padTop * inputWidth * 3);
+  } else {
+    for (let y = 0; y < resizedHeight; y++) hwc.set(rgb.subarray(y * rowBytes, (y + 1) * rowBytes), ((padTop + y) * inputWidth + padLeft) * 3);
+  }
+  return { hwc, geometry };
+}
+
+/**
+ * The size an image declares in its header (`header`, when already read in JS), refused as
+ * `image-too-large` over `maxSourcePixels` before a single pixel is decoded. The header is read without sharp's
+ * pixel limit, so an oversized frame is named as such (with its size) rather than by
+ * sharp's message.
+ */
+async function checkedSize(
+  image: Uint8Array,
+  inputWidth: number,
+  inputHeight: number,
+  maxSourcePixels: number,
+  header?: { width: number; height: number },
+): Promise<{ width: number; height: number }> {
+  let width: number;
+  let height: number;
+  if (header) {
+    ({ width, height } = header);
+  } else {
+    try {
+      const meta = await sharp(image, { failOn: 'error', limitInputPixels: false }).metadata();
+      if (!meta.width || !meta.height) throw new Error('image has no dimensions');
+      width = meta.width;
+      height = meta.height;
+    } catch (error) {
+      throw new ImageDecodeError(error instanceof Error ? error.message : String(error));
+    }
+  }
+  if (width * height > maxSourcePixels) {
+    throw new ImageDecodeError(
+      `${width}x${height} = ${width * height} px is over the ${maxSourcePixels} px limit for a ${inputWidth}x${inputHeight} model input`,
+      'image-too-large',
+    );
+  }
+  return { width, height };
+}
+
+/**
+ * Decodes and resizes to `g`'s resized size,
+ * as raw RGB bytes. sharp's `limitInputPixels` is kept at `maxSourcePixels` as a backstop
+ * to the header check. A JPEG at least twice the resized size per axis is decoded at 1/2,
+ * 1/4 or 1/8 scale by libjpeg's DCT scaling before the linear resize (sharp's
+ * `fastShrinkOnLoad`, its default, stated here because the 1080p figure depends on it:
+ * bench/vision.md); the output size is exact either way, since both sides are given.
+ */
+async function decode(image: Uint8Array, width: number, height: number, g: LetterboxGeometry, maxSourcePixels: number): Promise<Buffer> {
+  try {
+    let pipeline = sharp(image, { failOn: 'error', limitInputPixels: maxSourcePixels }).removeAlpha().toColourspace('srgb');
+    if (g.resizedWidth !== width || g.resizedHeight !== height) {
+      // Ultralytics resizes with cv2.INTER_LINEAR.
+      pipeline = pipeline.resize(g.resizedWidth, g.resizedHeight, { fit: 'fill', kernel: 'linear', fastShrinkOnLoad: true });
+    }
+    return await pipeline.raw().toBuffer();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ImageDecodeError(message, SHARP_PIXEL_LIMIT_MESSAGE.test(message) ? 'image-too-large' : 'corrupt-image');
+  }
+}
