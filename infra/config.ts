@@ -120,6 +120,13 @@ export const DEPLOYMENT_SETTINGS = {
     rule: 'be an IAM role ARN (arn:aws:iam::<account>:role/<name>) or empty',
     meaning: 'The IAM role that alone may write or delete under `models/` in the frame bucket (a bucket-policy Deny covers everyone else, account root included; §3, *Models in the frame bucket*)',
   },
+  /**
+   * Memory of the router Lambda. Lambda gives CPU in proportion to memory (one vCPU at
+   * 1,769 MB), and the router's cost per frame is CPU (about 0.38 CPU-ms per frame at
+   * batch 1,000, bench/router-ingest.ts): more memory means fewer concurrent invocations
+   * for the same ingest rate (docs/deploy.md, *Ingest capacity*).
+   */
+  routerMemoryMb: { kind: 'integer', default: 512, min: 128, max: 10_240, unit: 'MB', meaning: 'Memory of the router Lambda (its CPU share grows with it: 1,769 MB = one vCPU); raise it with large batches at high ingest rates' },
   /** Reserved concurrency of the janitor Lambda (bounds a task-stopped storm); 0 = none. */
   janitorReservedConcurrency: {
     kind: 'integer', default: 4, min: 0, max: 1000, off: { value: 0, meaning: 'none' }, unit: 'invocations',

@@ -147,6 +147,7 @@ export class FrameAffinityStack extends Stack {
       // 0 derives it from slotCount (core/config/tunables.ts, routerMaxConcurrencyOf).
       maxConcurrency: routerMaxConcurrencyOf(config),
       timeout: Duration.seconds(routerTimeoutSeconds(config)),
+      memorySize: config.routerMemoryMb,
       logRetention,
       removalPolicy,
     });

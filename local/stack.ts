@@ -285,10 +285,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         handler: routerHandler,
         functionName: `${prefix}-router`,
         batchSize: tunables.routerBatchSize,
-        // The window is emulated where it fills batches above 10 (where Lambda requires
-        // one); at 10 or fewer it would only add its latency locally, where invocations
-        // cost nothing, so local runs invoke with what one receive brings.
-        batchWindowSeconds: tunables.routerBatchSize > 10 ? tunables.routerBatchWindowSeconds : 0,
+        // As the deployed event source: the window applies to every batch size, so local
+        // latencies and call counts are the ones the same settings give in AWS.
+        batchWindowSeconds: tunables.routerBatchWindowSeconds,
         concurrency: Math.min(routerMaxConcurrencyOf(tunables), options.routerConcurrency ?? 2),
         waitTimeSeconds: options.routerWaitTimeSeconds,
         // Lambda's timeout must stay under the ingest visibility timeout.

@@ -143,9 +143,12 @@ export const TUNABLES = {
    * Router event source batching window: how long records are gathered before the router
    * is invoked with fewer than `routerBatchSize` (0 = invoke at once). Trades up to this
    * much ingest latency for about one invocation per batch instead of one per frame at
-   * low traffic.
+   * low traffic. 0 by default: Lambda counts the window in whole seconds, so even the
+   * shortest one would spend the whole 1-s budget of a new video's first result and of
+   * on-time p99 at camera rates, where its saving (about 0.5-1 call per frame, cents per
+   * million frames) is small against the GPU (docs/deploy.md §8, decision 33).
    */
-  routerBatchWindowSeconds: { kind: 'integer', default: 1, min: 0, max: 300, unit: 's', meaning: 'Event source batching window: records are gathered this long before a smaller batch is delivered; 0 = at once (docs/deploy.md §8)' },
+  routerBatchWindowSeconds: { kind: 'integer', default: 0, min: 0, max: 300, unit: 's', meaning: 'Event source batching window: records are gathered this long before a smaller batch is delivered; 0 = at once (latency first); ≥ 1 required above 10 records (docs/deploy.md §8)' },
   /**
    * Router Lambda maximum concurrency on the SQS event source (ScalingConfig, 2..1000).
    * 0 (the default) derives it from `slotCount` ({@link routerMaxConcurrencyOf}: one

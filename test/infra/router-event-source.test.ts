@@ -27,7 +27,8 @@ function eventSourceOf(context: Record<string, string>): Record<string, unknown>
 
 describe('router event source mapping', () => {
   it.each([
-    ['defaults (4 slots)', {}, { BatchSize: 10, MaximumBatchingWindowInSeconds: 1, ScalingConfig: { MaximumConcurrency: 10 } }],
+    ['defaults (4 slots)', {}, { BatchSize: 10, ScalingConfig: { MaximumConcurrency: 10 } }],
+    ['a window for cost at low rates', { routerBatchWindowSeconds: '1' }, { BatchSize: 10, MaximumBatchingWindowInSeconds: 1 }],
     ['250 slots: concurrency derived as ceil(250 / 2)', { slotCount: '250' }, { BatchSize: 10, ScalingConfig: { MaximumConcurrency: 125 } }],
     [
       'the 240,000 frames/s settings: 1,000 slots, batch 1,000, window 1 s',

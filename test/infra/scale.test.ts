@@ -279,15 +279,15 @@ describe('smaller hardening items', () => {
     expect(notification.DependsOn).toContain(policies[0]![0]);
   });
 
-  it('gives the router event source a batching window from routerBatchWindowSeconds (default 1 s, 0 turns it off)', () => {
+  it('gives the router event source a batching window from routerBatchWindowSeconds (default 0: invoke at once)', () => {
     // Act
     const windowOf = (t: Template) => Object.values(t.findResources('AWS::Lambda::EventSourceMapping'))[0]!.Properties?.MaximumBatchingWindowInSeconds;
     const five = synth({ routerBatchWindowSeconds: '5' }).template;
     const off = synth({ routerBatchWindowSeconds: '0' }).template;
 
     // Assess
-    expect(DEFAULT_TUNABLES.routerBatchWindowSeconds).toBe(1);
-    expect(windowOf(small.template)).toBe(1);
+    expect(DEFAULT_TUNABLES.routerBatchWindowSeconds).toBe(0);
+    expect(windowOf(small.template) ?? 0).toBe(0);
     expect(windowOf(five)).toBe(5);
     expect(windowOf(off) ?? 0).toBe(0);
     expect(() => synth({ routerBatchWindowSeconds: '301' })).toThrow(/routerBatchWindowSeconds must be an integer between 0 and 300/);
