@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { App } from 'aws-cdk-lib';
+import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { buildApp, cdkJsonContext } from '../../infra/app.ts';
 
@@ -41,6 +41,20 @@ describe('router event source mapping', () => {
     const props = eventSourceOf(context);
     // Assess
     expect(props).toMatchObject({ FunctionResponseTypes: ['ReportBatchItemFailures'], ...expected });
+  });
+
+  it('gives the router the memory of routerMemoryMb (512 MB unless set)', () => {
+    // Act
+    const memoryOf = (context: Record<string, string>) => {
+      const outdir = mkdtempSync(join(tmpdir(), 'fa-cdk-mem-'));
+      outdirs.push(outdir);
+      const { stack } = buildApp(new App({ outdir, context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [], ...context } }));
+      const id = stack.getLogicalId(stack.router.function.node.defaultChild as CfnElement);
+      return Template.fromStack(stack).toJSON().Resources[id].Properties.MemorySize;
+    };
+    // Assess
+    expect(memoryOf({})).toBe(512);
+    expect(memoryOf({ routerMemoryMb: '1769' })).toBe(1769);
   });
 
   it('refuses a batch above 10 without a batching window, as Lambda would', () => {
