@@ -33,7 +33,7 @@ async function startMain(options: { detached?: boolean } = {}): Promise<{ child:
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   children.push(child);
   const stackFile = join(stateDir, 'stack.json');
-  await waitFor('the ready banner', () => out.includes('Local stack ready') || child.exitCode !== null, 30_000);
+  await waitFor('the ready banner', () => out.includes('Local stack ready') || child.exitCode !== null, 100_000); // DynamoDB Local's JVM start under load (the stack's own start timeout is 120 s)
   if (child.exitCode !== null) throw new Error(`local/main.ts exited early:\n${out}`);
   const file = JSON.parse(readFileSync(stackFile, 'utf8')) as StackFile;
   return { child, file, stackFile, output: () => out };
