@@ -49,11 +49,18 @@ const FLAGS = {
   'per-frame-ms': { num: [1, 0, 1000] },
   'latency-scale': { num: [1, 0, 100] },
   seed: { num: [1, 0, 1e9], int: true },
+  'receive-concurrency': { num: [undefined, 1, 64], int: true },
+  'fetch-concurrency': { num: [undefined, 1, 256], int: true },
 } as const;
 
 type Options = NonNullable<ReturnType<typeof parseFlags<typeof FLAGS>>>;
 
 const latencyJson = (o: Options) => JSON.stringify({ seed: o.seed, scale: o.latencyScale });
+/** Tunables the flags override (the defaults otherwise); `--receive-concurrency 1 --fetch-concurrency 8` is the worker before decision 30. */
+const tunablesOf = (o: Options) => ({
+  ...(o.receiveConcurrency !== undefined ? { receiveConcurrency: o.receiveConcurrency } : {}),
+  ...(o.fetchConcurrency !== undefined ? { fetchConcurrency: o.fetchConcurrency } : {}),
+});
 
 /** The per-stage table as printed lines. */
 function stageLines(r: StageReport): string[] {
@@ -72,7 +79,7 @@ const trackedFrames = (rig: SimRig) => rig.gpu.framesRun;
 
 async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Record<string, unknown>> {
   const gpu = { batchFixedMs: o.batchFixedMs, perFrameMs: o.perFrameMs };
-  const rig = await SimRig.start({ videos: o.videos, tunables: { inferenceBatchSize: batchSize }, gpu, latencyModel: latencyJson(o), width: 640, height: 480 });
+  const rig = await SimRig.start({ videos: o.videos, tunables: { ...tunablesOf(o), inferenceBatchSize: batchSize }, gpu, latencyModel: latencyJson(o), width: 640, height: 480 });
   try {
     const total = o.videos * o.frames;
     const frames = Array.from({ length: o.frames }, (_, i) => i);
@@ -141,7 +148,7 @@ async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Rec
 
 async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> {
   const gpu = { batchFixedMs: o.batchFixedMs, perFrameMs: o.perFrameMs };
-  const rig = await SimRig.start({ videos: o.liveVideos, tunables: {}, gpu, latencyModel: latencyJson(o), width: 640, height: 480 });
+  const rig = await SimRig.start({ videos: o.liveVideos, tunables: tunablesOf(o), gpu, latencyModel: latencyJson(o), width: 640, height: 480 });
   try {
     const perVideo = Math.round(o.fps * o.seconds);
     const frames = Array.from({ length: perVideo }, (_, i) => i);
@@ -176,8 +183,10 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
     const cpu = process.cpuUsage(cpu0);
     const t1 = Date.now();
     sampler.stop();
-    await sleep(500);
-    const records = (await Promise.all(rig.videoIds.map((v) => allResults(rig.h.results, v)))).flat();
+    // Drain the worker first: reading thousands of records while it commits can outlast DynamoDB Local's answers.
+    await rig.worker.stop();
+    const records: Awaited<ReturnType<typeof allResults>> = [];
+    for (const v of rig.videoIds) records.push(...(await retry(() => allResults(rig.h.results, v))));
     const latencies: number[] = [];
     let notOk = 0;
     for (const r of records) {
@@ -213,10 +222,21 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
     );
     for (const l of stageLines(report)) bench.say(`      ${l}`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
-    await rig.worker.stop();
     return row;
   } finally {
     await rig.stop();
+  }
+}
+
+/** A read retried a few times (DynamoDB Local on a loaded machine can time out). */
+async function retry<T>(fn: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (i >= attempts) throw e;
+      await sleep(1000 * i);
+    }
   }
 }
 
@@ -227,10 +247,18 @@ export async function runGpuSim(args: readonly string[], bench: Bench): Promise<
   const rows: Record<string, unknown>[] = [];
   const load = loadavg();
   bench.say(`gpu-sim: simulated GPU ${o.batchFixedMs} ms + ${o.perFrameMs} ms/frame per batch; latency model scale ${o.latencyScale}; load average ${load.map((l) => l.toFixed(2)).join(' ')}`);
-  if (o.scenario !== 'live') for (const b of o.batches.split(',').map(Number)) rows.push(await backlog(o, b, bench));
-  if (o.scenario !== 'backlog') rows.push(await live(o, bench));
   const name = o.label ? `gpu-sim-${o.label}.json` : 'gpu-sim.json';
-  writeResult(join(RESULTS_DIR, name), { command: commandLine('gpu-sim.ts', args), date: new Date().toISOString(), machine: machine(), loadAverageAtStart: load, loadAverageAtEnd: loadavg(), latencyModel: latencyJson(o), rows }, bench.say);
+  // Written after every row, so a run cut short keeps what it measured.
+  const save = () =>
+    writeResult(join(RESULTS_DIR, name), { command: commandLine('gpu-sim.ts', args), date: new Date().toISOString(), machine: machine(), loadAverageAtStart: load, loadAverageAtEnd: loadavg(), latencyModel: latencyJson(o), tunables: tunablesOf(o), rows }, bench.say);
+  if (o.scenario !== 'live') for (const b of o.batches.split(',').map(Number)) {
+    rows.push(await backlog(o, b, bench));
+    save();
+  }
+  if (o.scenario !== 'backlog') {
+    rows.push(await live(o, bench));
+    save();
+  }
   return 0;
 }
 

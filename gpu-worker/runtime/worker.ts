@@ -169,7 +169,9 @@ export class Worker {
     if (!fence) return 'no-slot';
     this.d.log.info('slot claimed', { slot: fence.slot, epoch: fence.epoch, workerId: fence.workerId });
     this.d.metrics.count(METRIC_NAMES.worker.slotsClaimed);
-    const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now });
+    // Fan-out (decision 30): videos whose groups may hold messages besides those just received.
+    const idleVideos = (received: ReadonlySet<string>) => (this.registry?.size ? this.registry.ids().filter((id) => !received.has(id) && !this.busy(id)).length : undefined);
+    const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now, idleVideos });
     const registry = new VideoRegistry({
       tunables: this.d.tunables,
       leases: this.d.leases,
