@@ -49,6 +49,7 @@ const FLAGS = {
   'per-frame-ms': { num: [1, 0, 1000] },
   'latency-scale': { num: [1, 0, 100] },
   seed: { num: [1, 0, 1e9], int: true },
+  commits: { choice: ['dynamodb-local', 'model'], fallback: 'dynamodb-local' },
   'receive-concurrency': { num: [undefined, 1, 64], int: true },
   'fetch-concurrency': { num: [undefined, 1, 256], int: true },
 } as const;
@@ -79,7 +80,7 @@ const trackedFrames = (rig: SimRig) => rig.gpu.framesRun;
 
 async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Record<string, unknown>> {
   const gpu = { batchFixedMs: o.batchFixedMs, perFrameMs: o.perFrameMs };
-  const rig = await SimRig.start({ videos: o.videos, tunables: { ...tunablesOf(o), inferenceBatchSize: batchSize }, gpu, latencyModel: latencyJson(o), width: 640, height: 480 });
+  const rig = await SimRig.start({ videos: o.videos, tunables: { ...tunablesOf(o), inferenceBatchSize: batchSize }, gpu, latencyModel: latencyJson(o), width: 640, height: 480, commits: o.commits as 'model' });
   try {
     const total = o.videos * o.frames;
     const frames = Array.from({ length: o.frames }, (_, i) => i);
@@ -119,6 +120,7 @@ async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Rec
     const meanBatch = batches.reduce((a, b) => a + b, 0) / Math.max(1, batches.length);
     const row = {
       scenario: 'backlog',
+      commits: o.commits,
       batchSize,
       videos: o.videos,
       framesPerVideo: o.frames,
@@ -148,7 +150,7 @@ async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Rec
 
 async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> {
   const gpu = { batchFixedMs: o.batchFixedMs, perFrameMs: o.perFrameMs };
-  const rig = await SimRig.start({ videos: o.liveVideos, tunables: tunablesOf(o), gpu, latencyModel: latencyJson(o), width: 640, height: 480 });
+  const rig = await SimRig.start({ videos: o.liveVideos, tunables: tunablesOf(o), gpu, latencyModel: latencyJson(o), width: 640, height: 480, commits: o.commits as 'model' });
   try {
     const perVideo = Math.round(o.fps * o.seconds);
     const frames = Array.from({ length: perVideo }, (_, i) => i);
@@ -185,8 +187,9 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
     sampler.stop();
     // Drain the worker first: reading thousands of records while it commits can outlast DynamoDB Local's answers.
     await rig.worker.stop();
-    const records: Awaited<ReturnType<typeof allResults>> = [];
-    for (const v of rig.videoIds) records.push(...(await retry(() => allResults(rig.h.results, v))));
+    const records: { videoId: string; frame: number; status: string; committedAtMs: number }[] = [];
+    if (o.commits === 'model') records.push(...rig.modelRecords.values());
+    else for (const v of rig.videoIds) records.push(...(await retry(() => allResults(rig.h.results, v))));
     const latencies: number[] = [];
     let notOk = 0;
     for (const r of records) {
@@ -198,6 +201,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
     const window = sampler.window(t0, t1);
     const row = {
       scenario: 'live',
+      commits: o.commits,
       videos: o.liveVideos,
       fps: o.fps,
       seconds: o.seconds,
@@ -205,6 +209,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
       framesRecorded: records.length,
       recordsNotOk: notOk,
       everyFrameRecorded: records.length === total && notOk === 0,
+      recordsWrittenTwice: rig.doubledRecords,
       latencyP50Ms: percentile(latencies, 50),
       latencyP99Ms: percentile(latencies, 99),
       latencyMaxMs: Math.max(...latencies),
@@ -248,6 +253,7 @@ export async function runGpuSim(args: readonly string[], bench: Bench): Promise<
   const load = loadavg();
   bench.say(`gpu-sim: simulated GPU ${o.batchFixedMs} ms + ${o.perFrameMs} ms/frame per batch; latency model scale ${o.latencyScale}; load average ${load.map((l) => l.toFixed(2)).join(' ')}`);
   const name = o.label ? `gpu-sim-${o.label}.json` : 'gpu-sim.json';
+  bench.say(`commits on ${o.commits}; tunables ${JSON.stringify(tunablesOf(o))}`);
   // Written after every row, so a run cut short keeps what it measured.
   const save = () =>
     writeResult(join(RESULTS_DIR, name), { command: commandLine('gpu-sim.ts', args), date: new Date().toISOString(), machine: machine(), loadAverageAtStart: load, loadAverageAtEnd: loadavg(), latencyModel: latencyJson(o), tunables: tunablesOf(o), rows }, bench.say);

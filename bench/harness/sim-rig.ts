@@ -22,6 +22,8 @@ import { SlotQueues } from '../../core/aws/slot-queues.ts';
 import { installLatencyModel, withLatency } from '../../core/aws/latency-injection.ts';
 import { LatencyModel, parseLatencyModel } from '../../core/latency-model.ts';
 import type { Tunables } from '../../core/config.ts';
+import { packUnits } from '../../core/commit-packing.ts';
+import type { UnitOutcome } from '../../core/commit-outcome.ts';
 import { frameKey } from '../../core/keys.ts';
 import { StageClock } from '../../gpu-worker/runtime/stage-clock.ts';
 import { timeStages } from '../../gpu-worker/runtime/stage-timing.ts';
@@ -52,6 +54,14 @@ export interface SimRigOptions {
   readonly gpu: Partial<SimulatedGpuOptions>;
   /** `AWS_LATENCY_MODEL` JSON. */
   readonly latencyModel: string;
+  /**
+   * Where commits go: `dynamodb-local` (the real fenced transactions, whose time on this
+   * machine is DynamoDB Local's CPU plus the latency model), or `model`: each transaction
+   * group (core/commit-packing.ts, as the committer packs it) waits one TransactWriteItems
+   * draw of the latency model and lands, its records kept in memory (a record written
+   * twice is counted). Everything else (claims, adoptions, heartbeats) stays on DynamoDB Local.
+   */
+  readonly commits: 'dynamodb-local' | 'model';
   /** Frame width x height of the (flat) JPEG every frame carries. */
   readonly width: number;
   readonly height: number;
@@ -68,6 +78,9 @@ export class SimRig {
   readonly sender: SlotQueues;
   /** When each commit stamp (`committedAtMs`) landed, ms since the epoch. */
   readonly landedAt = new Map<number, number>();
+  /** With `commits: 'model'`: every record committed, by `video:frame`, and how many were written twice. */
+  readonly modelRecords = new Map<string, { videoId: string; frame: number; status: string; committedAtMs: number }>();
+  doubledRecords = 0;
   private readonly store: MemoryFrameStore;
   private image: Uint8Array = new Uint8Array();
   readonly videoIds: string[];
@@ -84,12 +97,27 @@ export class SimRig {
     this.store = new MemoryFrameStore(h.clients.s3, this.latency);
     const leases = LeaseStore.forWiring(h.clients.ddb, h.wiring, h.tunables);
     const landedAt = this.landedAt;
+    const modelled = options.commits === 'model';
+    const modelCommit = async (units: Parameters<LeaseStore['commit']>[1]) => {
+      // The committer sends its groups one after another.
+      for (const _group of packUnits(units)) await new Promise((r) => setTimeout(r, this.latency.delayMs('dynamodb', 'TransactWriteItems')));
+      const outcomes = new Map<string, UnitOutcome>();
+      for (const u of units) {
+        outcomes.set(u.videoId, 'landed');
+        for (const rec of u.results) {
+          const key = `${rec.videoId}:${rec.frame}`;
+          if (this.modelRecords.has(key) && !u.replacesGap?.includes(rec.frame)) this.doubledRecords++;
+          this.modelRecords.set(key, { videoId: rec.videoId, frame: rec.frame, status: rec.status, committedAtMs: rec.committedAtMs });
+        }
+      }
+      return { kind: 'settled' as const, outcomes, ambiguousRetries: 0 };
+    };
     const stamped = new Proxy(leases, {
       get(t, prop, receiver) {
         const v = Reflect.get(t, prop, receiver) as unknown;
         if (prop !== 'commit') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
         return async (...args: Parameters<LeaseStore['commit']>) => {
-          const r = await t.commit(...args);
+          const r = modelled ? await modelCommit(args[1]) : await t.commit(...args);
           landedAt.set(args[2], Date.now());
           return r;
         };
@@ -109,7 +137,18 @@ export class SimRig {
     });
     const rig = new SimRig(h, options);
     rig.image = new Uint8Array(await sharp({ create: { width: options.width, height: options.height, channels: 3, background: { r: 90, g: 120, b: 60 } } }).jpeg().toBuffer());
-    for (const v of rig.videoIds) await h.pinVideo(v, 0);
+    // DynamoDB Local on a loaded machine can miss the 1.5 s request timeout: retry the set-up.
+    for (const v of rig.videoIds) {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await h.pinVideo(v, 0);
+          break;
+        } catch (e) {
+          if (attempt >= 5 || String(e).includes('could not pin')) throw e;
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+    }
     return rig;
   }
 

@@ -159,10 +159,11 @@ describe('SlotInbox fan-out (decision 30)', () => {
   function fanInbox(pages: ReceivedMessage[][], idleVideos: ((received: ReadonlySet<string>) => number | undefined) | undefined, receiveConcurrency = 4) {
     const waits: number[] = [];
     const q = fakeQueues();
-    q.queues.receive = async (_slot: number, _max: number, wait: number) => {
+    const receive = async (_slot: number, _max: number, wait: number) => {
       waits.push(wait);
       return pages.shift() ?? [];
     };
+    q.queues.receive = receive as unknown as typeof q.queues.receive;
     const frames = { get: async () => new Uint8Array([1]) } as unknown as FrameStore;
     const box = new SlotInbox({
       slot: 0,
