@@ -113,8 +113,8 @@ export class SimRig {
       return { kind: 'settled' as const, outcomes, ambiguousRetries: 0 };
     };
     const stamped = new Proxy(leases, {
-      get(t, prop, receiver) {
-        const v = Reflect.get(t, prop, receiver) as unknown;
+      get(t, prop) {
+        const v = Reflect.get(t, prop) as unknown;
         if (prop !== 'commit') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
         return async (...args: Parameters<LeaseStore['commit']>) => {
           const r = modelled ? await modelCommit(args[1]) : await t.commit(...args);

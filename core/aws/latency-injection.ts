@@ -39,8 +39,8 @@ export function installLatencyModel(clients: AwsClients, text: string, role: Cal
 export function withLatency<C extends { send: (command: never, options?: never) => Promise<unknown> }>(client: C, service: AwsServiceName, model: LatencyModel): C {
   const send = client.send.bind(client) as (command: unknown, options?: unknown) => Promise<unknown>;
   return new Proxy(client, {
-    get(target, prop, receiver) {
-      if (prop !== 'send') return Reflect.get(target, prop, receiver) as unknown;
+    get(target, prop) {
+      if (prop !== 'send') return Reflect.get(target, prop) as unknown;
       return async (command: { constructor: { name: string } }, options?: unknown) => {
         await wait(model.delayMs(service, command.constructor.name));
         return send(command, options);

@@ -24,8 +24,8 @@ function reportsStages(p: FrameProcessor): p is StageReportingProcessor {
 /** Wraps `target` so that the named async methods are timed as their stages. */
 function timed<T extends object>(target: T, clock: StageClock, methods: Record<string, { stage: Stage; items: (args: unknown[], result: unknown) => number }>): T {
   return new Proxy(target, {
-    get(t, prop, receiver) {
-      const value = Reflect.get(t, prop, receiver) as unknown;
+    get(t, prop) {
+      const value = Reflect.get(t, prop) as unknown;
       const m = typeof prop === 'string' ? methods[prop] : undefined;
       if (!m || typeof value !== 'function') return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
       return (...args: unknown[]) => {
