@@ -52,6 +52,7 @@ const FLAGS = {
   commits: { choice: ['dynamodb-local', 'model'], fallback: 'dynamodb-local' },
   'receive-concurrency': { num: [undefined, 1, 64], int: true },
   'fetch-concurrency': { num: [undefined, 1, 256], int: true },
+  'fetch-hedge-ms': { num: [undefined, 0, 10_000], int: true },
 } as const;
 
 type Options = NonNullable<ReturnType<typeof parseFlags<typeof FLAGS>>>;
@@ -61,6 +62,7 @@ const latencyJson = (o: Options) => JSON.stringify({ seed: o.seed, scale: o.late
 const tunablesOf = (o: Options) => ({
   ...(o.receiveConcurrency !== undefined ? { receiveConcurrency: o.receiveConcurrency } : {}),
   ...(o.fetchConcurrency !== undefined ? { fetchConcurrency: o.fetchConcurrency } : {}),
+  ...(o.fetchHedgeMs !== undefined ? { fetchHedgeMs: o.fetchHedgeMs } : {}),
 });
 
 /** The per-stage table as printed lines. */

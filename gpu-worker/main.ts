@@ -45,6 +45,7 @@ import { StatsProcessor } from './stats-processor.ts';
 import { SimulatedGpuProcessor, parseSimulatedGpu } from './vision/simulated-gpu.ts';
 import { StageClock, boundingStage } from './runtime/stage-clock.ts';
 import { timeStages } from './runtime/stage-timing.ts';
+import { hedgedFrameStore } from './runtime/hedged-fetch.ts';
 import { crashOnKey, WORKER_CRASH_ON_KEY_ENV } from './crash-on-key.ts';
 import type { InferenceThreadFault } from './vision/inference-thread.ts';
 import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
@@ -126,10 +127,11 @@ async function main(): Promise<number> {
   const created = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3, metrics, onFatal, clock);
   const crashKey = env[WORKER_CRASH_ON_KEY_ENV];
   const plain = crashKey ? crashOnKey(crashKey, new FrameStore(clients.s3), created) : { frames: new FrameStore(clients.s3), processor: created };
-  const { frames, processor, queues, leases } = timeStages(
+  const { frames: timedFrames, processor, queues, leases } = timeStages(
     { ...plain, queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix), leases: LeaseStore.forWiring(clients.ddb, wiring, tunables) },
     clock,
   );
+  const frames = hedgedFrameStore(timedFrames, tunables.fetchHedgeMs);
   const reportStages = () => {
     const report = clock.report();
     log.info('stage accounting', { ...report, bound: boundingStage(report), cpuUs: process.cpuUsage() });

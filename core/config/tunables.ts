@@ -64,6 +64,11 @@ export const TUNABLES = {
    * received or committing, at most this many in all.
    */
   receiveConcurrency: { kind: 'integer', default: 8, min: 1, max: 64, unit: 'receives', meaning: 'Most receives in flight at once behind a backlog (extra receives only after a full one, one per idle video; decision 30)' },
+  /** A frame GET slower than this is sent once more, the first answer used (gpu-worker/runtime/hedged-fetch.ts). */
+  fetchHedgeMs: {
+    kind: 'integer', default: 0, min: 0, max: 10_000, off: { value: 0, meaning: 'off' }, unit: 'ms',
+    meaning: "A frame's S3 GET not answered within this is sent once more and the first answer used (S3's advice for latency-sensitive reads; decision 30)",
+  },
   /** S3 GETs one round has in flight at once. */
   fetchConcurrency: { kind: 'integer', default: 32, min: 1, max: 256, unit: 'GETs', meaning: 'S3 GETs of frames in flight at once per round (an S3 GET is ~30 ms, so 32 feed ~1,000 frames/s)' },
   /**
