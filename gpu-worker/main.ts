@@ -4,7 +4,9 @@
  * Environment: the wiring and tunables of core/config.ts, plus
  *   SLOT_ID           slot to claim (set by the TaskLauncher); unset = first free slot
  *   WORKER_ID         unique id for logs and the results' `worker` field (default host-pid-random)
- *   FRAME_PROCESSOR   `vision` (default: ONNX detector + tracker) or `stats` (no model)
+ *   FRAME_PROCESSOR   `vision` (default: ONNX detector + tracker), `stats` (no model) or `simgpu`
+ *                     (a simulated GPU for benches: vision/simulated-gpu.ts)
+ *   SIMULATED_GPU     with `simgpu`: JSON {batchFixedMs, perFrameMs, objects} over its defaults
  *   STATS_PROCESSOR_DELAY_MS  with `stats`: extra ms per batch (stands in for a slow model in tests)
  *   METRICS_FLUSH_INTERVAL_MS  how often EMF metric lines are written (default 10000)
  *   HEALTH_FILE       file touched on every confirmed heartbeat (container health check)
@@ -15,7 +17,9 @@
  *   WORKER_CRASH_ON_KEY  test seam only: a key substring; processing a frame whose S3 key contains
  *                     it SIGKILLs this process, as a poison frame would (crash-on-key.ts; the
  *                     crash-loop breaker's tests and the chaos run use it, decision 28)
- *   AWS_CALL_LOG, AWS_FAULT_INJECTION  bench / chaos instrumentation (core/aws/instrumentation.ts)
+ *   AWS_CALL_LOG, AWS_FAULT_INJECTION, AWS_LATENCY_MODEL  bench / chaos instrumentation (core/aws/instrumentation.ts)
+ *   STAGE_REPORT_INTERVAL_MS  how often the per-stage accounting is logged (`stage accounting`,
+ *                     runtime/stage-clock.ts; default 30000; also logged at exit)
  *
  * Exit codes (core/config.ts): EXIT_DONE (0) drained on SIGTERM/SIGINT, idle for
  * WORKER_IDLE_EXIT_SECONDS (slot released), or no slot to claim; EXIT_LEASE_LOST (3) slot
@@ -38,6 +42,10 @@ import type { FrameProcessor, MetricSink } from '../core/ports.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { StatsProcessor } from './stats-processor.ts';
+import { SimulatedGpuProcessor, parseSimulatedGpu } from './vision/simulated-gpu.ts';
+import { StageClock, boundingStage } from './runtime/stage-clock.ts';
+import { timeStages } from './runtime/stage-timing.ts';
+import { hedgedFrameStore } from './runtime/hedged-fetch.ts';
 import { crashOnKey, WORKER_CRASH_ON_KEY_ENV } from './crash-on-key.ts';
 import type { InferenceThreadFault } from './vision/inference-thread.ts';
 import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
@@ -75,8 +83,13 @@ async function createProcessor(
   s3: ReturnType<typeof createAwsClients>['s3'],
   metrics: MetricSink,
   onFatal: (reason: string) => void,
+  clock: StageClock,
 ): Promise<FrameProcessor> {
   if (kind === 'stats') return new StatsProcessor(Number(process.env[WORKER_ENV.statsDelayMs] ?? 0));
+  if (kind === 'simgpu') {
+    const options = parseSimulatedGpu(process.env.SIMULATED_GPU, { batchSize: tunables.inferenceBatchSize, maxBatchWaitMs: tunables.maxBatchWaitMs });
+    return new SimulatedGpuProcessor(options, clock);
+  }
   const { createVisionProcessor, visionOptionsFromTunables } = await import('./vision/index.ts');
   const fault = inferenceThreadFault(process.env);
   return await createVisionProcessor({
@@ -110,16 +123,28 @@ async function main(): Promise<number> {
     worker?.requestStop();
     setTimeout(() => process.exit(EXIT_PROCESSOR_FAILED), FATAL_DRAIN_BACKSTOP_SECONDS * 1000).unref();
   };
-  const created = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3, metrics, onFatal);
+  // Per-stage accounting, always on (a few additions per call): where the time goes.
+  const clock = new StageClock();
+  const created = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3, metrics, onFatal, clock);
   const crashKey = env[WORKER_CRASH_ON_KEY_ENV];
-  const { frames, processor } = crashKey ? crashOnKey(crashKey, new FrameStore(clients.s3), created) : { frames: new FrameStore(clients.s3), processor: created };
+  const plain = crashKey ? crashOnKey(crashKey, new FrameStore(clients.s3), created) : { frames: new FrameStore(clients.s3), processor: created };
+  const { frames: timedFrames, processor, queues, leases } = timeStages(
+    { ...plain, queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix), leases: LeaseStore.forWiring(clients.ddb, wiring, tunables) },
+    clock,
+  );
+  const frames = hedgedFrameStore(timedFrames, tunables.fetchHedgeMs);
+  const reportStages = () => {
+    const report = clock.report();
+    log.info('stage accounting', { ...report, bound: boundingStage(report), cpuUs: process.cpuUsage() });
+  };
+  setInterval(reportStages, Number(env.STAGE_REPORT_INTERVAL_MS ?? 30_000)).unref();
 
   worker = new Worker({
     workerId,
     ...(slot !== undefined ? { slot } : {}),
     tunables,
-    leases: LeaseStore.forWiring(clients.ddb, wiring, tunables),
-    queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix),
+    leases,
+    queues,
     frames,
     bucket: wiring.bucket,
     results: { ddb: clients.ddb, resultsTable: wiring.resultsTable },
@@ -142,6 +167,7 @@ async function main(): Promise<number> {
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
   const reason = await worker.run();
+  reportStages();
   log.info('worker stopped', { reason, ...(processor.fatal ? { processorFatal: processor.fatal } : {}) });
   await metrics.close();
   if (processor.fatal) return EXIT_PROCESSOR_FAILED;

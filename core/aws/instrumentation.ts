@@ -13,6 +13,9 @@
  *   would the real ones (core/aws/fault-injection.ts). Its `lostAnswerRate` and
  *   `laterGroupRate` strike the worker's fenced commits instead: applied with the answer
  *   lost, or the first group applied and a later one failed.
+ * - `AWS_LATENCY_MODEL='{"seed":1}'` (benches only) delays every request attempt by a
+ *   seeded draw of AWS-like latency per service and operation (core/latency-model.ts,
+ *   core/aws/latency-injection.ts).
  *
  * Each is read only when set; absent, no middleware is added.
  */
@@ -21,11 +24,13 @@ import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { WORKER_ENV } from '../config.ts';
 import type { AwsClients, CallerRole } from './clients.ts';
 import { installFaultInjection, type FaultInjectionConfig } from './fault-injection.ts';
+import { installLatencyModel } from './latency-injection.ts';
 
 /** The environment variables that switch instrumentation on. */
 export const INSTRUMENTATION_ENV = {
   callLog: 'AWS_CALL_LOG',
   faultInjection: 'AWS_FAULT_INJECTION',
+  latencyModel: 'AWS_LATENCY_MODEL',
 } as const;
 
 /** Adds the call-log middleware to the three clients: one `role service operation` line per call, before retries. */
@@ -40,7 +45,7 @@ export function installCallLog(clients: AwsClients, file: string, role: CallerRo
 }
 
 /**
- * Installs what the environment asks for (`AWS_CALL_LOG`, `AWS_FAULT_INJECTION`) on
+ * Installs what the environment asks for (`AWS_CALL_LOG`, `AWS_FAULT_INJECTION`, `AWS_LATENCY_MODEL`) on
  * clients a composition root built; returns the clients. Throws when
  * `AWS_FAULT_INJECTION` is malformed, so a chaos run never runs without its faults.
  * The fault draws are salted with the role and `WORKER_ID`, so workers do not fail the
@@ -51,5 +56,7 @@ export function instrumentAwsClients(clients: AwsClients, env: Record<string, st
   if (callLog) installCallLog(clients, callLog, role);
   const faults = env[INSTRUMENTATION_ENV.faultInjection];
   if (faults) installFaultInjection(clients, faults, role, env[WORKER_ENV.workerId]);
+  const latency = env[INSTRUMENTATION_ENV.latencyModel];
+  if (latency) installLatencyModel(clients, latency, role, env[WORKER_ENV.workerId]);
   return clients;
 }

@@ -95,20 +95,28 @@ export class SlotQueues {
     }));
   }
 
-  /** Deletes in batches of 10; returns how many deletes failed (they will be redelivered and deduplicated). */
+  /**
+   * Deletes in batches of 10, all batches at once (a round of several videos holds tens of
+   * messages, and the next receive of their groups waits on these deletes; decision 30);
+   * returns how many deletes failed (they will be redelivered and deduplicated). A batch
+   * that throws makes the call throw once every batch has settled.
+   */
   async delete(slot: number, receiptHandles: readonly string[]): Promise<number> {
-    let failed = 0;
-    for (let i = 0; i < receiptHandles.length; i += 10) {
-      const chunk = receiptHandles.slice(i, i + 10);
-      const r = await this.sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: this.urlOf(slot),
-          Entries: chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h })),
-        }),
-      );
-      failed += r.Failed?.length ?? 0;
-    }
-    return failed;
+    const chunks: string[][] = [];
+    for (let i = 0; i < receiptHandles.length; i += 10) chunks.push(receiptHandles.slice(i, i + 10));
+    const settled = await Promise.allSettled(
+      chunks.map((chunk) =>
+        this.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: this.urlOf(slot),
+            Entries: chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h })),
+          }),
+        ),
+      ),
+    );
+    const rejected = settled.find((r) => r.status === 'rejected');
+    if (rejected) throw rejected.reason;
+    return settled.reduce((n, r) => n + (r.status === 'fulfilled' ? (r.value.Failed?.length ?? 0) : 0), 0);
   }
 
   /**

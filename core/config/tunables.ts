@@ -96,6 +96,22 @@ export const TUNABLES = {
     meaning: 'At a live rate, the shortest spacing of receives, so one receive, delete and commit carry several frames; adds at most this to latency (decision 31)',
   },
   /**
+   * Receives a worker has in flight at once behind a backlog (decision 30). A FIFO receive
+   * fills from one group first, and a group is blocked while any of its messages is in
+   * flight, so one receive brings about one video's frames: with more videos than that, a
+   * round needs several receives at once to give the GPU a full batch. Extra receives go
+   * out only when the first came back full (a backlog), one per owned video not already
+   * received or committing, at most this many in all.
+   */
+  receiveConcurrency: { kind: 'integer', default: 8, min: 1, max: 64, unit: 'receives', meaning: 'Most receives in flight at once behind a backlog (extra receives only after a full one, one per idle video; decision 30)' },
+  /** A frame GET slower than this is sent once more, the first answer used (gpu-worker/runtime/hedged-fetch.ts). */
+  fetchHedgeMs: {
+    kind: 'integer', default: 0, min: 0, max: 10_000, off: { value: 0, meaning: 'off' }, unit: 'ms',
+    meaning: "A frame's S3 GET not answered within this is sent once more and the first answer used (S3's advice for latency-sensitive reads; decision 30)",
+  },
+  /** S3 GETs one round has in flight at once. */
+  fetchConcurrency: { kind: 'integer', default: 32, min: 1, max: 256, unit: 'GETs', meaning: 'S3 GETs of frames in flight at once per round (an S3 GET is ~30 ms, so 32 feed ~1,000 frames/s)' },
+  /**
    * Threads onnxruntime gives one inference (its intra-op pool); 0 = its default, one per
    * physical core. On a CPU-only task, fewer than the cores leaves the rest to fetching,
    * decoding, tracking and commits, which otherwise take them from the model between

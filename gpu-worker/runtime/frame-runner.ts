@@ -22,7 +22,7 @@ import type { FrameRef, LateFrame, SequencedStep } from '../../core/sequencer.ts
 import type { FramePrefetch } from './frame-prefetch.ts';
 import { errorText } from '../../core/errors.ts';
 
-/** Concurrent S3 GETs per batch. */
+/** Concurrent S3 GETs per round when `fetchConcurrency` is not given. */
 const FETCH_CONCURRENCY = 8;
 /** Retries of a transient S3 error inside one round, on top of the SDK's own. */
 const FETCH_RETRIES = 2;
@@ -53,7 +53,7 @@ export interface FrameRunnerDeps {
   readonly frames: FrameStore;
   readonly processor: FrameProcessor;
   readonly results: ResultsSource;
-  readonly tunables: Pick<Tunables, 'maxFrameBytes'>;
+  readonly tunables: Pick<Tunables, 'maxFrameBytes'> & Partial<Pick<Tunables, 'fetchConcurrency'>>;
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly now: () => number;
@@ -84,7 +84,7 @@ export class FrameRunner {
 
   /** Runs every plan; one entry per plan, whatever happened to the others. */
   async run(plans: readonly VideoPlan[]): Promise<Map<string, VideoRun>> {
-    const fetchSlots = new Semaphore(FETCH_CONCURRENCY);
+    const fetchSlots = new Semaphore(this.d.tunables.fetchConcurrency ?? FETCH_CONCURRENCY);
     const settled = await Promise.allSettled(plans.map((p) => this.runVideo(p, fetchSlots)));
     const out = new Map<string, VideoRun>();
     settled.forEach((s, i) => {

@@ -8,6 +8,9 @@
  *   backing off, the store unreachable) stays invisible for as long as it is held, and
  *   the normal path (received, committed, deleted within one timeout) pays no call.
  *   A handle SQS refuses to extend (deleted, expired) is dropped and counted.
+ * - Fan-out (decision 30): a receive that comes back full is joined by more receives at
+ *   once, one per idle video (receive-fanout.ts), so a round holds several videos' frames
+ *   although a FIFO receive brings about one group's.
  * - Receive ahead: while a round runs behind a backlog, the next messages are received
  *   and their frames fetched (frame-prefetch.ts), and decoded ahead through the
  *   prefetch's callback, but only frames the worker says it will run.
@@ -20,6 +23,10 @@ import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { ReceivedMessage, SlotQueues } from '../../core/aws/slot-queues.ts';
 import type { FramePrefetch } from './frame-prefetch.ts';
 import { sleep } from '../../core/async.ts';
+import { extraReceives } from './receive-fanout.ts';
+
+/** Most messages one receive brings (SQS's limit). */
+const RECEIVE_MAX_MESSAGES = 10;
 
 /** A received message, parsed once. */
 export interface InboxMessage {
@@ -32,8 +39,13 @@ export interface InboxMessage {
 export interface SlotInboxDeps {
   readonly slot: number;
   readonly queues: Pick<SlotQueues, 'receive' | 'delete' | 'extendVisibility' | 'deadLetter' | 'send'>;
-  readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds' | 'maxFrameBytes'>;
+  readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds' | 'maxFrameBytes'> & Partial<Pick<Tunables, 'receiveConcurrency'>>;
   readonly prefetch: FramePrefetch;
+  /**
+   * Owned videos that are not committing and not among `received` (their groups may hold
+   * messages); undefined when none is owned yet. Absent: no fan-out.
+   */
+  readonly idleVideos?: (received: ReadonlySet<string>) => number | undefined;
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly now: () => number;
@@ -97,11 +109,30 @@ export class SlotInbox {
     await this.extending;
   }
 
-  /** One receive; failures are logged and counted and read as nothing received. */
+  /**
+   * One receive, joined by more at once when it came back full (the fan-out above); the
+   * messages of all, in arrival order. Failures are logged and counted and read as nothing received.
+   */
   async receive(waitSeconds: number, ending: () => boolean): Promise<InboxMessage[]> {
+    const first = await this.receiveOnce(waitSeconds, ending);
+    const idle = this.d.idleVideos;
+    if (!idle || first.length === 0 || ending()) return first;
+    const extra = extraReceives({
+      received: first.length,
+      maxMessages: RECEIVE_MAX_MESSAGES,
+      receiveConcurrency: this.d.tunables.receiveConcurrency ?? 1,
+      idleVideos: idle(new Set(first.flatMap((m) => (m.msg ? [m.msg.videoId] : [])))),
+    });
+    if (extra === 0) return first;
+    // The queue has messages: no waiting. Groups already in flight come back empty.
+    const more = await Promise.all(Array.from({ length: extra }, () => this.receiveOnce(0, ending)));
+    return [...first, ...more.flat()];
+  }
+
+  private async receiveOnce(waitSeconds: number, ending: () => boolean): Promise<InboxMessage[]> {
     let received: ReceivedMessage[];
     try {
-      received = await this.d.queues.receive(this.d.slot, 10, waitSeconds);
+      received = await this.d.queues.receive(this.d.slot, RECEIVE_MAX_MESSAGES, waitSeconds);
     } catch (e) {
       this.last = { atMs: this.d.now(), count: 0, oldestAgeMs: undefined };
       if (ending()) return [];

@@ -21,12 +21,7 @@
  * 21); a video's rounds never overlap, and commits stay one at a time in round order.
  */
 import { errorText } from '../../core/errors.ts';
-import type { Tunables } from '../../core/config.ts';
-import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
-import type { LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
-import type { ResultsSource } from '../../core/aws/results-reader.ts';
-import type { SlotQueues } from '../../core/aws/slot-queues.ts';
-import type { FrameStore } from '../../core/aws/frame-store.ts';
+import type { SlotFence } from '../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { sleep } from '../../core/async.ts';
 import { SlotKeeper } from './slot-keeper.ts';
@@ -37,44 +32,16 @@ import { VideoRegistry } from './video-registry.ts';
 import { MessageIntake } from './message-intake.ts';
 import { RoundCommitter } from './round-committer.ts';
 import { buildRound, type RoundBuilderDeps } from './round-builder.ts';
-import type { RulesSource } from '../../core/aws/rules-store.ts';
 import { IsolatedRounds } from './isolated-rounds.ts';
 import { aheadSkipsAfter, decideRound, gatherWaitMs, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
 export { MAX_POLL_WAIT_SECONDS } from './round-policy.ts';
 export { MAX_VIDEO_FAILURES } from './video-session.ts';
-
-export type WorkerLog = LogSink;
+export type { ExitReason, WorkerDeps, WorkerLog } from './worker-deps.ts';
+import type { ExitReason, WorkerDeps } from './worker-deps.ts';
 
 /** How often a gather wait looks whether the loop is ending, ms. */
 const GATHER_TICK_MS = 50;
-
-export interface WorkerDeps {
-  readonly workerId: string;
-  /** The slot to claim; undefined = the first free one. */
-  readonly slot?: number;
-  readonly tunables: Tunables;
-  readonly leases: LeaseStore;
-  readonly queues: SlotQueues;
-  readonly frames: FrameStore;
-  /** The frame bucket, listed to confirm gaps and find where a video starts. */
-  readonly bucket: string;
-  /** The results table: a frame's record tells a late frame from a duplicate. */
-  readonly results: ResultsSource;
-  readonly processor: FrameProcessor;
-  /** Videos' rules documents (issue 22); absent: the rules in each checkpoint stay in effect, never re-read. */
-  readonly rules?: RulesSource;
-  readonly metrics: MetricSink;
-  readonly log: WorkerLog;
-  readonly now?: () => number;
-  /** Called on every confirmed heartbeat (health file for the container health check). */
-  readonly onHeartbeat?: () => void;
-  /** Called the moment the slot lease is lost or cannot be confirmed; the run loop ends within one poll. */
-  readonly onLeaseLost?: (reason: string) => void;
-}
-
-/** Why the run loop ended; main.ts maps it to an exit code. */
-export type ExitReason = 'drained' | 'idle' | 'lease-lost' | 'no-slot';
 
 export class Worker {
   private readonly d: WorkerDeps;
@@ -175,7 +142,9 @@ export class Worker {
     if (!fence) return 'no-slot';
     this.d.log.info('slot claimed', { slot: fence.slot, epoch: fence.epoch, workerId: fence.workerId, takenOver: this.keeper.takenOver });
     this.d.metrics.count(METRIC_NAMES.worker.slotsClaimed);
-    const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now });
+    // Fan-out (decision 30): videos whose groups may hold messages besides those just received.
+    const idleVideos = (received: ReadonlySet<string>) => (this.registry?.size ? this.registry.ids().filter((id) => !received.has(id) && !this.busy(id)).length : undefined);
+    const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now, idleVideos });
     const registry = new VideoRegistry({
       tunables: this.d.tunables,
       leases: this.d.leases,

@@ -164,3 +164,57 @@ describe('SlotInbox', () => {
     expect(box.heldCount).toBe(0);
   });
 });
+
+describe('SlotInbox fan-out (decision 30)', () => {
+  const page = (video: string, n: number, from = 0) => Array.from({ length: n }, (_, i) => msg(`${video}-${from + i}`, frameBody(video, from + i)));
+
+  function fanInbox(pages: ReceivedMessage[][], idleVideos: ((received: ReadonlySet<string>) => number | undefined) | undefined, receiveConcurrency = 4) {
+    const waits: number[] = [];
+    const q = fakeQueues();
+    const receive = async (_slot: number, _max: number, wait: number) => {
+      waits.push(wait);
+      return pages.shift() ?? [];
+    };
+    q.queues.receive = receive as unknown as typeof q.queues.receive;
+    const frames = { get: async () => new Uint8Array([1]) } as unknown as FrameStore;
+    const box = new SlotInbox({
+      slot: 0,
+      queues: q.queues,
+      tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS, maxFrameBytes: 1_000, receiveConcurrency },
+      prefetch: new FramePrefetch(frames, { now: () => 0 }),
+      metrics: nullMetrics,
+      log: quiet,
+      now: () => 0,
+      ...(idleVideos ? { idleVideos } : {}),
+    });
+    return { box, waits };
+  }
+
+  it('a full receive is joined by one receive per idle video, without waiting; every handle is held', async () => {
+    const seen: string[][] = [];
+    const { box, waits } = fanInbox([page('a', 10), page('b', 10), page('c', 4)], (received) => (seen.push([...received]), 2));
+    const got = await box.receive(20, () => false);
+    expect(got.map((m) => m.handle)).toEqual([...page('a', 10), ...page('b', 10), ...page('c', 4)].map((m) => m.receiptHandle));
+    expect(waits).toEqual([20, 0, 0]);
+    expect(seen).toEqual([['a']]);
+    expect(box.heldCount).toBe(24);
+  });
+
+  it('a receive that was not full sends no more', async () => {
+    const { box, waits } = fanInbox([page('a', 9), page('b', 10)], () => 5);
+    expect(await box.receive(20, () => false)).toHaveLength(9);
+    expect(waits).toEqual([20]);
+  });
+
+  it('caps the receives in flight at receiveConcurrency, and sends all of them before any video is owned', async () => {
+    const { box, waits } = fanInbox([page('a', 10), page('b', 10), page('c', 10), page('d', 10), page('e', 10)], () => undefined, 3);
+    expect(await box.receive(1, () => false)).toHaveLength(30);
+    expect(waits).toEqual([1, 0, 0]);
+  });
+
+  it('without an idleVideos callback there is no fan-out (the worker before decision 30)', async () => {
+    const { box, waits } = fanInbox([page('a', 10), page('b', 10)], undefined);
+    expect(await box.receive(20, () => false)).toHaveLength(10);
+    expect(waits).toEqual([20]);
+  });
+});

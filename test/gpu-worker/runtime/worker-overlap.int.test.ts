@@ -17,7 +17,10 @@ const frameNumbers = Array.from({ length: FRAMES }, (_, i) => i);
 let h: WorkerHarness;
 
 beforeAll(async () => {
-  h = await WorkerHarness.start({ slots: 3, tunables: { firstFrameNumber: 0 } });
+  // One receive per round (no fan-out, decision 30), so rounds alternate between the two
+  // videos and a commit holds one of them: with fan-out a round holds both, and a failed
+  // commit rightly rolls both back.
+  h = await WorkerHarness.start({ slots: 3, tunables: { firstFrameNumber: 0, receiveConcurrency: 1 } });
 });
 
 afterAll(async () => {

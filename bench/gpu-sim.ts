@@ -1,0 +1,273 @@
+/**
+ * Feed the GPU (issue 20): can one worker keep a GPU busy? Measures the DESIGN, not this
+ * laptop: the real worker runtime with AWS-like latency on every call and a simulated GPU
+ * that sleeps per batch (2 ms + 1 ms per frame by default: ~333 frames/s at batch 1, ~800
+ * at batch 8), so the figures come from the pipeline's structure and the injected
+ * latencies, not from this machine's CPU. What ran on what: bench/harness/sim-rig.ts
+ * (SQS = the in-process SQS FIFO model with real FIFO semantics, DynamoDB = DynamoDB
+ * Local through the production clients, S3 = frames in memory; all behind the latency
+ * model of core/latency-model.ts, whose numbers and sources are in its header and in
+ * bench/README.md).
+ *
+ * Scenarios:
+ *  - backlog: `--videos` videos with `--frames` frames each queued before the worker
+ *    starts; sustained frames/s (frames tracked between 10% and 90% of the total, over
+ *    that time) against the simulated GPU's capacity, per batch size in `--batches`;
+ *  - live: `--live-videos` videos at `--fps` each, sent as the router would, for
+ *    `--seconds`; every frame must get its record; p50/p99 of send -> record landed (the
+ *    commit that carried it answered; the S3 notification and router in front of the
+ *    slot queue are not in it), and the GPU's idle share.
+ * Per scenario: the per-stage table (busy share, concurrency, items, queueing) from the
+ * worker's StageClock, the bounding stage, the bench process's CPU per frame (the worker,
+ * the in-process SQS model and the driver; an upper bound on the worker's own), and
+ * DynamoDB Local's CPU share.
+ *
+ * Run: npx node bench/gpu-sim.ts [--scenario all|backlog|live] [--label before] ...
+ * Writes bench/results/gpu-sim[-label].json.
+ */
+import { availableParallelism, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { allResults } from '../core/aws/results-reader.ts';
+import { boundingStage, STAGES, type StageReport } from '../gpu-worker/runtime/stage-clock.ts';
+import { simulatedGpuCapacityFps } from '../gpu-worker/vision/simulated-gpu.ts';
+import { CpuSampler } from './cpu-accounting.ts';
+import { benchMain, commandLine, machine, RESULTS_DIR, sleep, writeResult, type Bench } from './harness/main.ts';
+import { parseFlags } from './harness/options.ts';
+import { SimRig } from './harness/sim-rig.ts';
+import { percentile } from './support.ts';
+
+const FLAGS = {
+  scenario: { choice: ['all', 'backlog', 'live'], fallback: 'all' },
+  label: { text: undefined },
+  videos: { num: [16, 1, 100], int: true },
+  frames: { num: [150, 10, 100_000], int: true },
+  batches: { text: '1,8' },
+  'live-videos': { num: [16, 1, 100], int: true },
+  fps: { num: [30, 1, 120] },
+  seconds: { num: [40, 5, 600] },
+  'batch-fixed-ms': { num: [2, 0, 1000] },
+  'per-frame-ms': { num: [1, 0, 1000] },
+  'latency-scale': { num: [1, 0, 100] },
+  seed: { num: [1, 0, 1e9], int: true },
+  commits: { choice: ['dynamodb-local', 'model'], fallback: 'dynamodb-local' },
+  'receive-concurrency': { num: [undefined, 1, 64], int: true },
+  'fetch-concurrency': { num: [undefined, 1, 256], int: true },
+  'fetch-hedge-ms': { num: [undefined, 0, 10_000], int: true },
+} as const;
+
+type Options = NonNullable<ReturnType<typeof parseFlags<typeof FLAGS>>>;
+
+const latencyJson = (o: Options) => JSON.stringify({ seed: o.seed, scale: o.latencyScale });
+/** Tunables the flags override (the defaults otherwise); `--receive-concurrency 1 --fetch-concurrency 8` is the worker before decision 30. */
+const tunablesOf = (o: Options) => ({
+  ...(o.receiveConcurrency !== undefined ? { receiveConcurrency: o.receiveConcurrency } : {}),
+  ...(o.fetchConcurrency !== undefined ? { fetchConcurrency: o.fetchConcurrency } : {}),
+  ...(o.fetchHedgeMs !== undefined ? { fetchHedgeMs: o.fetchHedgeMs } : {}),
+});
+
+/** The per-stage table as printed lines. */
+function stageLines(r: StageReport): string[] {
+  const lines = ['stage   | busy share | in flight | ops    | items  | mean op ms | queued ms/item'];
+  for (const s of STAGES) {
+    const t = r.stages[s];
+    lines.push(
+      `${s.padEnd(7)} | ${(t.busyShare * 100).toFixed(1).padStart(9)}% | ${t.concurrency.toFixed(2).padStart(9)} | ${String(t.ops).padStart(6)} | ${String(t.items).padStart(6)} | ${(t.ops ? t.opMs / t.ops : 0).toFixed(1).padStart(10)} | ${t.items && t.queuedMs ? (t.queuedMs / t.items).toFixed(1) : '-'}`,
+    );
+  }
+  return lines;
+}
+
+/** Frames the simulated GPU has run since it started (the clock's counts restart at each reset). */
+const trackedFrames = (rig: SimRig) => rig.gpu.framesRun;
+
+async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Record<string, unknown>> {
+  const gpu = { batchFixedMs: o.batchFixedMs, perFrameMs: o.perFrameMs };
+  const rig = await SimRig.start({ videos: o.videos, tunables: { ...tunablesOf(o), inferenceBatchSize: batchSize }, gpu, latencyModel: latencyJson(o), width: 640, height: 480, commits: o.commits as 'model' });
+  try {
+    const total = o.videos * o.frames;
+    const frames = Array.from({ length: o.frames }, (_, i) => i);
+    for (const v of rig.videoIds) rig.putFrames(v, frames);
+    await Promise.all(rig.videoIds.map((v) => rig.send(v, frames)));
+    const sampler = new CpuSampler(availableParallelism());
+    rig.worker.start();
+    const lo = Math.round(total * 0.1);
+    const hi = Math.round(total * 0.9);
+    const deadline = Date.now() + 600_000;
+    while (trackedFrames(rig) < lo) {
+      if (Date.now() > deadline || bench.interrupted()) throw new Error('backlog: no progress');
+      await sleep(20);
+    }
+    rig.clock.reset();
+    const t0 = Date.now();
+    const cpu0 = process.cpuUsage();
+    const from = trackedFrames(rig);
+    let nextSay = Date.now() + 5000;
+    while (trackedFrames(rig) < hi) {
+      if (Date.now() > deadline || bench.interrupted()) throw new Error(`backlog: stalled at ${trackedFrames(rig)} of ${total} frames`);
+      if (Date.now() > nextSay) {
+        nextSay += 5000;
+        bench.say(`${bench.clock()} ${trackedFrames(rig)} of ${total} frames tracked`);
+      }
+      await sleep(20);
+    }
+    const report = rig.clock.report();
+    const t1 = Date.now();
+    const cpu = process.cpuUsage(cpu0);
+    const done = report.stages.track.items;
+    sampler.stop();
+    const window = sampler.window(t0, t1);
+    const fps = (done / (t1 - t0)) * 1000;
+    const capacity = simulatedGpuCapacityFps({ ...gpu, batchSize });
+    const batches = rig.gpu.batchSizes;
+    const meanBatch = batches.reduce((a, b) => a + b, 0) / Math.max(1, batches.length);
+    const row = {
+      scenario: 'backlog',
+      commits: o.commits,
+      batchSize,
+      videos: o.videos,
+      framesPerVideo: o.frames,
+      framesTimed: done,
+      framesBefore: from,
+      seconds: (t1 - t0) / 1000,
+      fps,
+      gpuCapacityFps: capacity,
+      ratio: fps / capacity,
+      meanBatchFrames: meanBatch,
+      gpuIdleShare: 1 - report.stages.infer.busyShare,
+      bound: boundingStage(report),
+      stages: report.stages,
+      benchProcessCoreMsPerFrame: (cpu.user + cpu.system) / 1000 / done,
+      cpu: window,
+      dynamodbLocalShareOfMachine: window.byRole['dynamodb-local'] / window.capacityCoreSeconds,
+    };
+    bench.say(`${bench.clock()} backlog batch ${batchSize}: ${fps.toFixed(0)} frames/s of ${capacity.toFixed(0)} (${(row.ratio * 100).toFixed(0)}%), mean batch ${meanBatch.toFixed(1)}, GPU idle ${(row.gpuIdleShare * 100).toFixed(0)}%, bound: ${row.bound.stage} (${row.bound.why})`);
+    for (const l of stageLines(report)) bench.say(`      ${l}`);
+    bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
+    await rig.worker.stop();
+    return row;
+  } finally {
+    await rig.stop();
+  }
+}
+
+async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> {
+  const gpu = { batchFixedMs: o.batchFixedMs, perFrameMs: o.perFrameMs };
+  const rig = await SimRig.start({ videos: o.liveVideos, tunables: tunablesOf(o), gpu, latencyModel: latencyJson(o), width: 640, height: 480, commits: o.commits as 'model' });
+  try {
+    const perVideo = Math.round(o.fps * o.seconds);
+    const frames = Array.from({ length: perVideo }, (_, i) => i);
+    for (const v of rig.videoIds) rig.putFrames(v, frames);
+    rig.worker.start();
+    await sleep(1000);
+    const sentAt = new Map<string, number>();
+    const sampler = new CpuSampler(availableParallelism());
+    rig.clock.reset();
+    const cpu0 = process.cpuUsage();
+    const t0 = Date.now();
+    const periodMs = 1000 / o.fps;
+    // Each camera sends frame n at t0 + phase + n * period (its own phase), one message per frame.
+    await Promise.all(
+      rig.videoIds.map(async (v, k) => {
+        const phase = (k / rig.videoIds.length) * periodMs;
+        for (const f of frames) {
+          const due = t0 + phase + f * periodMs;
+          const wait = due - Date.now();
+          if (wait > 0) await sleep(wait);
+          if (bench.interrupted()) return;
+          sentAt.set(`${v}:${f}`, Date.now());
+          await rig.send(v, [f]);
+        }
+      }),
+    );
+    const sendEnd = Date.now();
+    const total = perVideo * rig.videoIds.length;
+    const deadline = Date.now() + 120_000;
+    while (trackedFrames(rig) < total && Date.now() < deadline) await sleep(100);
+    const report = rig.clock.report();
+    const cpu = process.cpuUsage(cpu0);
+    const t1 = Date.now();
+    sampler.stop();
+    // Drain the worker first: reading thousands of records while it commits can outlast DynamoDB Local's answers.
+    await rig.worker.stop();
+    const records: { videoId: string; frame: number; status: string; committedAtMs: number }[] = [];
+    if (o.commits === 'model') records.push(...rig.modelRecords.values());
+    else for (const v of rig.videoIds) records.push(...(await retry(() => allResults(rig.h.results, v))));
+    const latencies: number[] = [];
+    let notOk = 0;
+    for (const r of records) {
+      const s = sentAt.get(`${r.videoId}:${r.frame}`);
+      if (r.status !== 'ok') notOk++;
+      const landed = rig.landedAt.get(r.committedAtMs);
+      if (s !== undefined && landed !== undefined) latencies.push(landed - s);
+    }
+    const window = sampler.window(t0, t1);
+    const row = {
+      scenario: 'live',
+      commits: o.commits,
+      videos: o.liveVideos,
+      fps: o.fps,
+      seconds: o.seconds,
+      framesSent: sentAt.size,
+      framesRecorded: records.length,
+      recordsNotOk: notOk,
+      everyFrameRecorded: records.length === total && notOk === 0,
+      recordsWrittenTwice: rig.doubledRecords,
+      latencyP50Ms: percentile(latencies, 50),
+      latencyP99Ms: percentile(latencies, 99),
+      latencyMaxMs: Math.max(...latencies),
+      sendSpreadMs: sendEnd - t0,
+      gpuIdleShare: 1 - report.stages.infer.busyShare,
+      meanBatchFrames: rig.gpu.batchSizes.reduce((a, b) => a + b, 0) / Math.max(1, rig.gpu.batchSizes.length),
+      bound: boundingStage(report),
+      stages: report.stages,
+      benchProcessCoreMsPerFrame: (cpu.user + cpu.system) / 1000 / Math.max(1, report.stages.track.items),
+      cpu: window,
+      dynamodbLocalShareOfMachine: window.byRole['dynamodb-local'] / window.capacityCoreSeconds,
+    };
+    bench.say(
+      `${bench.clock()} live ${o.liveVideos} x ${o.fps} fps for ${o.seconds} s: ${records.length}/${total} recorded (${notOk} not ok), send -> record p50 ${row.latencyP50Ms.toFixed(0)} ms, p99 ${row.latencyP99Ms.toFixed(0)} ms, max ${row.latencyMaxMs.toFixed(0)} ms; GPU idle ${(row.gpuIdleShare * 100).toFixed(0)}%, mean batch ${row.meanBatchFrames.toFixed(1)}`,
+    );
+    for (const l of stageLines(report)) bench.say(`      ${l}`);
+    bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
+    return row;
+  } finally {
+    await rig.stop();
+  }
+}
+
+/** A read retried a few times (DynamoDB Local on a loaded machine can time out). */
+async function retry<T>(fn: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (i >= attempts) throw e;
+      await sleep(1000 * i);
+    }
+  }
+}
+
+/** Runs the scenarios; 0 when each ran. */
+export async function runGpuSim(args: readonly string[], bench: Bench): Promise<number> {
+  const o = parseFlags('gpu-sim.ts', FLAGS, args);
+  if (!o) return 0;
+  const rows: Record<string, unknown>[] = [];
+  const load = loadavg();
+  bench.say(`gpu-sim: simulated GPU ${o.batchFixedMs} ms + ${o.perFrameMs} ms/frame per batch; latency model scale ${o.latencyScale}; load average ${load.map((l) => l.toFixed(2)).join(' ')}`);
+  const name = o.label ? `gpu-sim-${o.label}.json` : 'gpu-sim.json';
+  bench.say(`commits on ${o.commits}; tunables ${JSON.stringify(tunablesOf(o))}`);
+  // Written after every row, so a run cut short keeps what it measured.
+  const save = () =>
+    writeResult(join(RESULTS_DIR, name), { command: commandLine('gpu-sim.ts', args), date: new Date().toISOString(), machine: machine(), loadAverageAtStart: load, loadAverageAtEnd: loadavg(), latencyModel: latencyJson(o), tunables: tunablesOf(o), rows }, bench.say);
+  if (o.scenario !== 'live') for (const b of o.batches.split(',').map(Number)) {
+    rows.push(await backlog(o, b, bench));
+    save();
+  }
+  if (o.scenario !== 'backlog') {
+    rows.push(await live(o, bench));
+    save();
+  }
+  return 0;
+}
+
+if (import.meta.main) await benchMain('gpu-sim', (bench) => runGpuSim(process.argv.slice(2), bench));

@@ -1,0 +1,37 @@
+/** What a worker is built from (worker.ts), and why its run loop ends. */
+import type { Tunables } from '../../core/config.ts';
+import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
+import type { LeaseStore } from '../../core/aws/lease-store.ts';
+import type { ResultsSource } from '../../core/aws/results-reader.ts';
+import type { SlotQueues } from '../../core/aws/slot-queues.ts';
+import type { FrameStore } from '../../core/aws/frame-store.ts';
+import type { RulesSource } from '../../core/aws/rules-store.ts';
+
+export type WorkerLog = LogSink;
+
+export interface WorkerDeps {
+  readonly workerId: string;
+  /** The slot to claim; undefined = the first free one. */
+  readonly slot?: number;
+  readonly tunables: Tunables;
+  readonly leases: LeaseStore;
+  readonly queues: SlotQueues;
+  readonly frames: FrameStore;
+  /** The frame bucket, listed to confirm gaps and find where a video starts. */
+  readonly bucket: string;
+  /** The results table: a frame's record tells a late frame from a duplicate. */
+  readonly results: ResultsSource;
+  readonly processor: FrameProcessor;
+  /** Videos' rules documents (issue 22); absent: the rules in each checkpoint stay in effect, never re-read. */
+  readonly rules?: RulesSource;
+  readonly metrics: MetricSink;
+  readonly log: WorkerLog;
+  readonly now?: () => number;
+  /** Called on every confirmed heartbeat (health file for the container health check). */
+  readonly onHeartbeat?: () => void;
+  /** Called the moment the slot lease is lost or cannot be confirmed; the run loop ends within one poll. */
+  readonly onLeaseLost?: (reason: string) => void;
+}
+
+/** Why the run loop ended; main.ts maps it to an exit code. */
+export type ExitReason = 'drained' | 'idle' | 'lease-lost' | 'no-slot';

@@ -1,0 +1,63 @@
+/** The simulated GPU (gpu-worker/vision/simulated-gpu.ts): batching, timing on the clock, tracking, snapshots. */
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+import { StageClock } from '../../../gpu-worker/runtime/stage-clock.ts';
+import { imageSize, parseSimulatedGpu, simulatedDetections, simulatedGpuCapacityFps, SimulatedGpuProcessor } from '../../../gpu-worker/vision/simulated-gpu.ts';
+
+describe('simulated GPU', () => {
+  it.each([
+    [{ batchFixedMs: 2, perFrameMs: 1, batchSize: 8 }, 800],
+    [{ batchFixedMs: 2, perFrameMs: 1, batchSize: 1 }, 1000 / 3],
+    [{ batchFixedMs: 0, perFrameMs: 4, batchSize: 16 }, 250],
+  ])('capacity of %o is %d frames/s', (o, fps) => {
+    expect(simulatedGpuCapacityFps(o)).toBeCloseTo(fps, 6);
+  });
+
+  it('parses SIMULATED_GPU over its base and refuses unknown fields', () => {
+    expect(parseSimulatedGpu('{"perFrameMs":2}', { batchSize: 4 })).toMatchObject({ batchFixedMs: 2, perFrameMs: 2, batchSize: 4 });
+    expect(() => parseSimulatedGpu('{"speed":2}')).toThrow(/unknown field speed/);
+    expect(() => parseSimulatedGpu('{"perFrameMs":-1}')).toThrow(/perFrameMs/);
+  });
+
+  it('reads the size from a JPEG and a PNG header without decoding', async () => {
+    const img = sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 1, g: 2, b: 3 } } });
+    expect(imageSize(new Uint8Array(await img.clone().jpeg().toBuffer()))).toEqual({ width: 64, height: 48 });
+    expect(imageSize(new Uint8Array(await img.clone().png().toBuffer()))).toEqual({ width: 64, height: 48 });
+    expect(imageSize(new Uint8Array([1, 2, 3]))).toBeUndefined();
+  });
+
+  it('detections are a function of video and frame', () => {
+    expect(simulatedDetections('v', 7, 640, 480, 3)).toEqual(simulatedDetections('v', 7, 640, 480, 3));
+    expect(simulatedDetections('v', 8, 640, 480, 3)).not.toEqual(simulatedDetections('v', 7, 640, 480, 3));
+  });
+
+  it('batches concurrent calls across videos, keeps track IDs through a snapshot, and times its stages', async () => {
+    const clock = new StageClock();
+    const gpu = new SimulatedGpuProcessor({ batchSize: 4, maxBatchWaitMs: 5 }, clock);
+    const image = new Uint8Array(await sharp({ create: { width: 640, height: 480, channels: 3, background: { r: 1, g: 2, b: 3 } } }).jpeg().toBuffer());
+    gpu.openVideo('a', undefined);
+    gpu.openVideo('b', undefined);
+    const [a, b] = await Promise.all([
+      gpu.process([0, 1].map((frame) => ({ videoId: 'a', frame, image }))),
+      gpu.process([0, 1].map((frame) => ({ videoId: 'b', frame, image }))),
+    ]);
+    expect(gpu.batchSizes).toEqual([4]);
+    expect(gpu.framesRun).toBe(4);
+    for (const o of [...a, ...b]) expect(o.status).toBe('ok');
+    const r = clock.report();
+    expect(r.stages.infer.items).toBe(4);
+    expect(r.stages.track.items).toBe(4);
+    expect(r.stages.decode.items).toBe(4);
+    // The tracker's state survives a snapshot: the next frame keeps the same track IDs.
+    const ids = (o: (typeof a)[number]) => (o.status === 'ok' ? o.detections.map((d) => d.trackId) : []);
+    const snap = gpu.snapshot('a');
+    const other = new SimulatedGpuProcessor({ batchSize: 1 });
+    other.openVideo('a', snap);
+    gpu.closeVideo('a');
+    gpu.openVideo('a', snap);
+    const [next] = await gpu.process([{ videoId: 'a', frame: 2, image }]);
+    const [again] = await other.process([{ videoId: 'a', frame: 2, image }]);
+    expect(ids(next!)).toEqual(ids(again!));
+    expect(ids(next!).length).toBeGreaterThan(0);
+  });
+});
