@@ -25,7 +25,7 @@ import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { putObjects } from './commands/upload.ts';
 import { renderVideo } from './commands/render.ts';
 import { cameraSchedule, scoreVideo, summaryTable, type DemoRow } from './demo-lib.ts';
-import { compareTotals, demoRules, ruleCountTable, truthTotals, type VideoRuleCounts } from './demo-rules.ts';
+import { allMatch, compareTotals, demoRules, ruleCountTable, truthTotals, type VideoRuleCounts } from './demo-rules.ts';
 import { formatDurationMs } from './format.ts';
 import { loadLocalTarget } from './target.ts';
 import { allResults, getSummary } from './read.ts';
@@ -318,7 +318,11 @@ async function main(): Promise<number> {
       for (const r of rows) say(`  ${r.videoId}: committed by ${r.workers.join(' then ')}`);
       say('');
       say('RULES (counts from the video summary vs the same rules run on the clip\'s truth tracks)');
-      for (const line of ruleCountTable(ruleCounts)) say(`  ${line}`);
+      for (const line of ruleCountTable(ruleCounts)) say(line ? `  ${line}` : '');
+      if (!allMatch(ruleCounts)) {
+        // Counts follow the tracker's ids, so a video whose tracks outnumber its truth objects is the likely cause, not the rules or the takeover.
+        say('  (rules count per track id: a track the tracker splits enters a zone again; compare "tracks (truth)" above)');
+      }
       say('');
       for (const v of VIDEOS) {
         const out = await renderVideo(target, v.videoId, all.get(v.videoId)!, { outDir: join(OUT_DIR, v.videoId), rules: RULES });
