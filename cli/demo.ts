@@ -4,7 +4,9 @@
  * Starts the local stack (vision workers, demo model), generates three synthetic
  * videos, uploads their frames interleaved and slightly out of order like cameras
  * would, SIGKILLs a worker midway and shows the takeover, waits for every video to
- * complete, scores tracking against ground truth, renders annotated output under
+ * complete, scores tracking against ground truth, prints each video's rule counts
+ * (a counting line and a zone, cli/demo-rules.ts) next to the counts of the same rules
+ * on the clip's truth tracks, renders annotated output with the rules drawn under
  * `.local/demo/`, and stops everything.
  */
 import { countResults as countStored } from '../core/aws/results-reader.ts';
@@ -14,6 +16,8 @@ import { parseArgs } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Tunables } from '../core/config.ts';
 import { endMarkerKey, frameKey } from '../core/keys.ts';
+import { allEvents } from '../core/aws/events-reader.ts';
+import { rulesKey } from '../core/aws/rules-store.ts';
 import type { FrameResultItem } from '../core/results.ts';
 import { ensureDemoModel, generateClip } from '../gpu-worker/vision/index.ts';
 import type { Clip } from '../gpu-worker/vision/synthetic/generate.ts';
@@ -21,6 +25,7 @@ import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { putObjects } from './commands/upload.ts';
 import { renderVideo } from './commands/render.ts';
 import { cameraSchedule, scoreVideo, summaryTable, type DemoRow } from './demo-lib.ts';
+import { allMatch, compareTotals, demoRules, ruleCountTable, truthTotals, type VideoRuleCounts } from './demo-rules.ts';
 import { formatDurationMs } from './format.ts';
 import { loadLocalTarget } from './target.ts';
 import { allResults, getSummary } from './read.ts';
@@ -45,6 +50,9 @@ const VIDEOS = [
   { videoId: 'cam-c', seed: 33, crossings: true, objects: 4 },
 ] as const;
 const FRAMES_PER_VIDEO = 60;
+const CLIP_SIZE = { widthPx: 320, heightPx: 240 };
+/** Every video gets the same rules, stored as its own `rules/{videoId}.json` (not the shared default) so other videos in a --keep session are unaffected. */
+const RULES = demoRules(CLIP_SIZE);
 /** Upload pacing: about this many frames per second across all cameras. */
 const UPLOADS_PER_SECOND = 24;
 const COMPLETE_TIMEOUT_MS = 150_000;
@@ -141,7 +149,7 @@ async function main(): Promise<number> {
   );
 
   const [clips, modelPath] = await Promise.all([
-    Promise.all(VIDEOS.map((v) => generateClip({ seed: v.seed, frames: FRAMES_PER_VIDEO, width: 320, height: 240, objects: v.objects, crossings: v.crossings }))),
+    Promise.all(VIDEOS.map((v) => generateClip({ seed: v.seed, frames: FRAMES_PER_VIDEO, width: CLIP_SIZE.widthPx, height: CLIP_SIZE.heightPx, objects: v.objects, crossings: v.crossings }))),
     ensureDemoModel(),
   ]);
   const clipOf = new Map<string, Clip>(VIDEOS.map((v, i) => [v.videoId, clips[i]!]));
@@ -179,6 +187,14 @@ async function main(): Promise<number> {
       VIDEOS.map((v) => ({ videoId: v.videoId, frames: clipOf.get(v.videoId)!.frames.map((f) => f.frame) })),
       7,
     );
+    // Rules go in before the first frame, so the worker's first commit of each video already runs them.
+    await Promise.all(
+      VIDEOS.map((v) =>
+        stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: rulesKey(v.videoId), Body: JSON.stringify(RULES), ContentType: 'application/json' })),
+      ),
+    );
+    const midX = RULES.lines[0]!.a[0];
+    say(`rules per video (rules/{videoId}.json): line "${RULES.lines[0]!.id}" at x=${midX} (in = towards the left), zone "${RULES.zones[0]!.id}" (x<${midX}, dwell ${RULES.zones[0]!.dwellSeconds} s)`);
     const imageOf = (videoId: string, frame: number) => clipOf.get(videoId)!.frames.find((f) => f.frame === frame)!.image;
     const uploaded = new Map<string, number>();
     say(`uploading ${schedule.length} frames, interleaved across cameras and slightly out of order, ~${UPLOADS_PER_SECOND} frames/s...`);
@@ -278,6 +294,7 @@ async function main(): Promise<number> {
 
     const target = loadLocalTarget(STATE_DIR);
     const rows: DemoRow[] = [];
+    const ruleCounts: VideoRuleCounts[] = [];
     const rendered: string[] = [];
     try {
       const all = new Map<string, FrameResultItem[]>();
@@ -292,20 +309,29 @@ async function main(): Promise<number> {
             ...(kill ? { killAtMs: kill.atMs, killedWorker: kill.workerId } : {}),
           }),
         );
+        const events = await allEvents(target.clients.ddb, target.eventsTable, v.videoId);
+        ruleCounts.push({ videoId: v.videoId, rows: compareTotals(RULES, s?.ruleTotals, truthTotals(clip.groundTruth, RULES)), events: events.length });
       }
       say('SUMMARY (tracks vs ground truth; failover = kill -> first result committed by the new owner)');
       for (const line of summaryTable(rows)) say(`  ${line}`);
       say('');
       for (const r of rows) say(`  ${r.videoId}: committed by ${r.workers.join(' then ')}`);
       say('');
+      say('RULES (counts from the video summary vs the same rules run on the clip\'s truth tracks)');
+      for (const line of ruleCountTable(ruleCounts)) say(line ? `  ${line}` : '');
+      if (!allMatch(ruleCounts)) {
+        // Counts follow the tracker's ids, so a video whose tracks outnumber its truth objects is the likely cause, not the rules or the takeover.
+        say('  (rules count per track id: a track the tracker splits enters a zone again; compare "tracks (truth)" above)');
+      }
+      say('');
       for (const v of VIDEOS) {
-        const out = await renderVideo(target, v.videoId, all.get(v.videoId)!, { outDir: join(OUT_DIR, v.videoId) });
+        const out = await renderVideo(target, v.videoId, all.get(v.videoId)!, { outDir: join(OUT_DIR, v.videoId), rules: RULES });
         rendered.push(`  ${v.videoId}: ${relative(process.cwd(), out.contactSheet)}  ${relative(process.cwd(), out.gif)}  ${relative(process.cwd(), out.html)}`);
       }
     } finally {
       target.close();
     }
-    say('rendered (boxes and track IDs, colour per track):');
+    say('rendered (boxes and track IDs, colour per track; the counting line in yellow with its "in" arrow, the zone in cyan):');
     for (const l of rendered) say(l);
     say('');
     const sd = relative(process.cwd(), STATE_DIR);

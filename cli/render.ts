@@ -5,7 +5,13 @@
  * minimal images lack; the HTML page adds browser-rendered labels.
  */
 import sharp from 'sharp';
+import type { RulesDocument } from '../core/analytics/rules.ts';
 import type { Detection } from '../core/ports.ts';
+
+/** Every counting line is drawn in this one colour (and zones in {@link ZONE_COLOUR}), so rules read apart from the per-track box colours' varying hues. */
+export const LINE_COLOUR = '#ffeb3b';
+/** Zones are outlined (and lightly filled) in this colour. */
+export const ZONE_COLOUR = '#00e5ff';
 
 /** Stable colour of a track: hues spread by the golden angle, fixed saturation and lightness. */
 export function trackColour(trackId: number): string {
@@ -68,10 +74,56 @@ function inkFor(hex: string): string {
   return luma > 140 ? '#000' : '#fff';
 }
 
-/** The SVG overlay for one frame: a box and an ID tag per detection, the frame number in a corner. Pure. */
-export function overlaySvg(width: number, height: number, detections: readonly Detection[], options: { frame?: number; status?: string } = {}): string {
+/**
+ * SVG for a rules document (source-image pixels): each zone as a lightly filled polygon
+ * with its outline, each line as a segment with an arrow from its midpoint towards the
+ * side a track moves to when it crosses `in` (the right-hand side of a→b on screen, as
+ * core/analytics/rule-engine.ts sideOf counts), and the rule's index as a small tag so a
+ * reader can match it to the legend (the bitmap font has digits only). Pure.
+ */
+export function rulesSvg(rules: RulesDocument, scale: number): string {
+  const parts: string[] = [];
+  rules.zones.forEach((z, i) => {
+    const points = z.polygon.map(([x, y]) => `${x},${y}`).join(' ');
+    parts.push(`<polygon points="${points}" fill="${ZONE_COLOUR}" fill-opacity="0.12" stroke="${ZONE_COLOUR}" stroke-width="2" stroke-dasharray="6 4"/>`);
+    const [x, y] = z.polygon[0]!;
+    parts.push(bitmapText(String(rules.lines.length + i + 1), x + 2 * scale, y + 2 * scale, scale, ZONE_COLOUR));
+  });
+  rules.lines.forEach((l, i) => {
+    const [ax, ay] = l.a;
+    const [bx, by] = l.b;
+    parts.push(`<line x1="${ax}" y1="${ay}" x2="${bx}" y2="${by}" stroke="${LINE_COLOUR}" stroke-width="2"/>`);
+    // The 'in' normal of a→b with y down: (-dy, dx), as sideOf's sign.
+    const len = Math.hypot(bx - ax, by - ay) || 1;
+    const nx = -(by - ay) / len;
+    const ny = (bx - ax) / len;
+    const mx = (ax + bx) / 2;
+    const my = (ay + by) / 2;
+    const arrowPx = 6 * scale;
+    const tx = mx + nx * arrowPx;
+    const ty = my + ny * arrowPx;
+    const headPx = 2 * scale;
+    // Arrow head: two points beside the tip, back along the normal.
+    const h1 = [tx - nx * headPx + ny * headPx, ty - ny * headPx - nx * headPx];
+    const h2 = [tx - nx * headPx - ny * headPx, ty - ny * headPx + nx * headPx];
+    parts.push(`<line x1="${mx}" y1="${my}" x2="${tx}" y2="${ty}" stroke="${LINE_COLOUR}" stroke-width="2"/>`);
+    parts.push(`<polygon points="${tx},${ty} ${h1[0]},${h1[1]} ${h2[0]},${h2[1]}" fill="${LINE_COLOUR}"/>`);
+    // The tag sits on the 'out' side of the midpoint, away from the arrow.
+    parts.push(bitmapText(String(i + 1), Math.round(mx - nx * 4 * scale - 1.5 * scale), Math.round(my - ny * 4 * scale - 2.5 * scale), scale, LINE_COLOUR));
+  });
+  return `<g>${parts.join('')}</g>`;
+}
+
+/** The SVG overlay for one frame: the rules (when given) under a box and an ID tag per detection, the frame number in a corner. Pure. */
+export function overlaySvg(
+  width: number,
+  height: number,
+  detections: readonly Detection[],
+  options: { frame?: number; status?: string; rules?: RulesDocument } = {},
+): string {
   const scale = Math.max(2, Math.round(width / 110));
   const parts: string[] = [];
+  if (options.rules) parts.push(rulesSvg(options.rules, scale));
   for (const d of detections) {
     const colour = trackColour(d.trackId);
     const [x1, y1, x2, y2] = d.box.map((n) => Math.round(n)) as [number, number, number, number];
@@ -112,13 +164,16 @@ export interface AnnotatedFrame {
   readonly rgb: Buffer;
 }
 
-/** Draws one frame's overlay; frames without an image (gaps) become a dark placeholder of `fallbackSize`. */
-export async function annotateFrame(f: RenderFrame, fallbackSize: { width: number; height: number }): Promise<AnnotatedFrame> {
+/**
+ * Draws one frame's overlay (and the rules, when given, in source-image pixels of this
+ * size); frames without an image (gaps) become a dark placeholder of `fallbackSize`.
+ */
+export async function annotateFrame(f: RenderFrame, fallbackSize: { width: number; height: number }, options: { rules?: RulesDocument } = {}): Promise<AnnotatedFrame> {
   const base = f.image
     ? sharp(f.image).resize(fallbackSize.width, fallbackSize.height, { fit: 'fill' })
     : sharp({ create: { width: fallbackSize.width, height: fallbackSize.height, channels: 3, background: { r: 40, g: 0, b: 0 } } });
   const { width, height } = fallbackSize;
-  const svg = overlaySvg(width, height, f.detections, { frame: f.frame, status: f.status });
+  const svg = overlaySvg(width, height, f.detections, { frame: f.frame, status: f.status, ...(options.rules ? { rules: options.rules } : {}) });
   const rgb = await base
     .composite([{ input: Buffer.from(svg), top: 0, left: 0 }])
     .removeAlpha()
@@ -192,7 +247,14 @@ export function summariseTracks(frames: readonly { frame: number; detections: re
 const escapeHtml = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 
 /** A self-contained HTML page: the GIF and contact sheet inline, and a legend of tracks with labels. */
-export function htmlPage(o: { videoId: string; gif: Buffer; sheet: Buffer; tracks: readonly TrackSummary[]; frames: number; note?: string }): string {
+export function htmlPage(o: { videoId: string; gif: Buffer; sheet: Buffer; tracks: readonly TrackSummary[]; frames: number; note?: string; rules?: RulesDocument }): string {
+  const ruleItems = o.rules
+    ? [
+        ...o.rules.lines.map((l, i) => `<li><b style="color:${LINE_COLOUR}">${i + 1}</b> line ${escapeHtml(l.id)} (${l.a.join(',')} → ${l.b.join(',')}; the arrow points to the side a track reaches when it crosses <i>in</i>)</li>`),
+        ...o.rules.zones.map((z, i) => `<li><b style="color:${ZONE_COLOUR}">${o.rules!.lines.length + i + 1}</b> zone ${escapeHtml(z.id)} (${z.polygon.length} points${z.dwellSeconds !== undefined ? `, dwell ${z.dwellSeconds} s` : ''})</li>`),
+      ]
+    : [];
+  const rulesHtml = ruleItems.length > 0 ? `<p>Rules drawn on every frame:</p><ul>${ruleItems.join('')}</ul>\n` : '';
   const rows = o.tracks
     .map(
       (t) =>
@@ -209,7 +271,7 @@ table{border-collapse:collapse;margin-top:1rem}td,th{padding:.25rem .75rem;borde
 </style></head><body>
 <h1>${escapeHtml(o.videoId)}</h1>
 <p>${o.frames} frames, ${o.tracks.length} tracks.${o.note ? ` ${escapeHtml(o.note)}` : ''} Box colours follow the track id.</p>
-<img alt="annotated frames (animated)" src="data:image/gif;base64,${o.gif.toString('base64')}" width="${640}">
+${rulesHtml}<img alt="annotated frames (animated)" src="data:image/gif;base64,${o.gif.toString('base64')}" width="${640}">
 <table><thead><tr><th>track</th><th>label</th><th>first frame</th><th>last frame</th><th>frames</th></tr></thead><tbody>
 ${rows}
 </tbody></table>

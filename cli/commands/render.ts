@@ -1,12 +1,15 @@
 /**
  * `affinity render <id> [--out dir] [--max-frames N]`: annotated frames (boxes and
  * track IDs in stable colours) as a contact sheet PNG, an animated GIF and a
- * self-contained HTML page with a track legend.
+ * self-contained HTML page with a track legend; the video's rules (lines, zones) are
+ * drawn on every frame when the bucket has a rules document for it.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
+import { parseRules, type RulesDocument } from '../../core/analytics/rules.ts';
+import { DEFAULT_RULES_KEY, rulesKey } from '../../core/aws/rules-store.ts';
 import { parseFrameKey } from '../../core/keys.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { CliError, type Io } from '../io.ts';
@@ -23,6 +26,12 @@ export interface RenderOptions {
   readonly maxFrames?: number;
   /** Thumbnails on the contact sheet. @default 24 */
   readonly sheetFrames?: number;
+  /**
+   * Rules drawn on every frame (lines with their `in` arrow, zones), in source-image
+   * pixels. `renderCommand` reads the video's own (or the default) document from the
+   * bucket when this is absent; `renderVideo` draws only what it is given.
+   */
+  readonly rules?: RulesDocument;
 }
 
 export interface RenderOutput {
@@ -36,6 +45,34 @@ export interface RenderOutput {
 async function getObject(target: Target, key: string): Promise<Uint8Array> {
   const r = await target.clients.s3.send(new GetObjectCommand({ Bucket: target.bucket, Key: key }));
   return r.Body!.transformToByteArray();
+}
+
+function isNotFound(e: unknown): boolean {
+  const err = e as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return err?.name === 'NoSuchKey' || err?.$metadata?.httpStatusCode === 404;
+}
+
+/**
+ * The rules the worker would run for `videoId`: `rules/{videoId}.json`, else
+ * `rules/_default.json`, else undefined. A document that does not validate is
+ * reported on `warn` and not drawn (the worker keeps its last good rules, which this
+ * command cannot know).
+ */
+export async function readRules(target: Target, videoId: string, warn: (line: string) => void = () => {}): Promise<RulesDocument | undefined> {
+  for (const key of [rulesKey(videoId), DEFAULT_RULES_KEY]) {
+    let text: string;
+    try {
+      text = new TextDecoder().decode(await getObject(target, key));
+    } catch (e) {
+      if (isNotFound(e)) continue;
+      throw e;
+    }
+    const parsed = parseRules(text);
+    if (parsed.ok) return parsed.rules;
+    warn(`rules s3://${target.bucket}/${key} are invalid, not drawn: ${parsed.errors.join('; ')}`);
+    return undefined;
+  }
+  return undefined;
 }
 
 /** Renders from results already read (the demo calls this directly). */
@@ -79,7 +116,7 @@ export async function renderVideo(target: Target, videoId: string, results: read
   const meta = await sharp(withImage.image!).metadata();
   const size = { width: meta.width ?? 320, height: meta.height ?? 240 };
   const annotated = [];
-  for (const f of frames) annotated.push(await annotateFrame(f, size));
+  for (const f of frames) annotated.push(await annotateFrame(f, size, o.rules ? { rules: o.rules } : {}));
   const sheet = await contactSheet(sampleEvenly(annotated, o.sheetFrames ?? 24));
   const gif = await animatedGif(annotated);
   const tracks = summariseTracks(results);
@@ -95,7 +132,7 @@ export async function renderVideo(target: Target, videoId: string, results: read
   await writeFile(out.gif, gif);
   await writeFile(
     out.html,
-    htmlPage({ videoId, gif, sheet, tracks, frames: results.length, ...(annotated.length < results.length ? { note: `The animation shows ${annotated.length} of them.` } : {}) }),
+    htmlPage({ videoId, gif, sheet, tracks, frames: results.length, ...(o.rules ? { rules: o.rules } : {}), ...(annotated.length < results.length ? { note: `The animation shows ${annotated.length} of them.` } : {}) }),
   );
   return out;
 }
@@ -105,10 +142,11 @@ export async function renderCommand(target: Target, o: RenderOptions, io: Io): P
   const results = await allResults(target, o.videoId);
   if (results.length === 0) throw new CliError(`no results for video "${o.videoId}" in ${target.description}; nothing to render`);
   io.err(`rendering ${Math.min(results.length, o.maxFrames ?? 300)} frame(s) of ${o.videoId}...`);
-  const out = await renderVideo(target, o.videoId, results, o);
+  const rules = o.rules ?? (await readRules(target, o.videoId, (l) => io.err(l)));
+  const out = await renderVideo(target, o.videoId, results, { ...o, ...(rules ? { rules } : {}) });
   io.out(`contact sheet  ${out.contactSheet}`);
   io.out(`animation      ${out.gif}`);
   io.out(`page           ${out.html}`);
-  io.out(`${out.frames} frame(s), ${out.tracks} track(s)`);
+  io.out(`${out.frames} frame(s), ${out.tracks} track(s)${rules ? `, ${rules.lines.length} line(s) and ${rules.zones.length} zone(s) drawn` : ''}`);
   return out;
 }

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import sharp from 'sharp';
@@ -293,6 +293,22 @@ describe('affinity CLI on the local stack', () => {
     expect(html).toContain('data:image/gif;base64,');
     expect(html).toContain('<td>frame</td>');
     expect(existsSync(join(out, 'up1.gif'))).toBe(true);
+    expect(r.out).not.toContain('drawn'); // no rules document in the bucket: nothing drawn, no error
+  });
+
+  it('render: draws the video\'s rules document from the bucket', async () => {
+    // Prepare
+    const out = join(work, 'render-rules');
+    const rules = { fps: 10, lines: [{ id: 'middle', a: [32, 0], b: [32, 48] }], zones: [{ id: 'left', polygon: [[0, 0], [32, 0], [32, 48], [0, 48]] }] };
+    await stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: 'rules/up1.json', Body: JSON.stringify(rules) }));
+    // Act
+    const r = await cli(['render', 'up1', '--out', out]);
+    // Assess
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('1 line(s) and 1 zone(s) drawn');
+    const html = readFileSync(join(out, 'up1.html'), 'utf8');
+    expect(html).toContain('line middle (32,0 → 32,48');
+    expect(html).toContain('zone left (4 points)');
   });
 
   it('the binary runs with Node 24 and exits non-zero with a clear message on errors', async () => {
