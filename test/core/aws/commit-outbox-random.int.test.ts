@@ -18,6 +18,7 @@ import { allEvents } from '../../../core/aws/events-reader.ts';
 import { eventId, type EventItem } from '../../../core/analytics/event-schema.ts';
 import { rng } from '../../../core/random.ts';
 import { DdbCommitFaults } from '../../support/ddb-commit-faults.ts';
+import { moveLease, readopt, type DrivenVideo } from '../../support/commit-driver.ts';
 
 let stack: LocalStack;
 let clean: LeaseStore;
@@ -37,13 +38,6 @@ const TARGET_FRAMES = 240;
 const UNIT_FRAMES = 30;
 const FAULT_ROUNDS = 30;
 const LEASE_MOVE_SHARE = 0.1;
-
-interface DrivenVideo {
-  readonly videoId: string;
-  token: number;
-  committed: VideoCheckpoint;
-  unknown?: CommitUnit;
-}
 
 function buildUnit(v: DrivenVideo, count: number, fence: SlotFence, nowMs: number): CommitUnit {
   const prev = v.committed;
@@ -83,27 +77,6 @@ function buildUnit(v: DrivenVideo, count: number, fence: SlotFence, nowMs: numbe
     events,
     summary: summaryOf(v.videoId, checkpoint, { token: v.token, worker: fence.workerId, slot: fence.slot }, nowMs),
   };
-}
-
-async function readopt(store: LeaseStore, v: DrivenVideo, fence: SlotFence): Promise<void> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    try {
-      const r = await store.adoptVideo(v.videoId, fence, Date.now());
-      if (typeof r === 'string') throw new Error(`re-adoption of ${v.videoId}: ${r}`);
-      v.token = r.token;
-      v.committed = r.checkpoint;
-      return;
-    } catch (e) {
-      if (e instanceof Error && e.message.startsWith('re-adoption')) throw e;
-    }
-  }
-  throw new Error(`could not re-adopt ${v.videoId}`);
-}
-
-async function moveLease(videoId: string, fence: SlotFence): Promise<void> {
-  const v = await clean.getVideo(videoId);
-  if (!(await clean.forceReleaseVideo(videoId, v.token, Date.now(), 1))) throw new Error(`could not move ${videoId}`);
-  if ((await clean.pinVideo(videoId, fence.slot, Date.now())) !== 'pinned') throw new Error(`could not re-pin ${videoId}`);
 }
 
 /** Frames with a record and frames with a rule event, read through the clean client. */
@@ -163,7 +136,7 @@ describe('the outbox under lost answers, conflicts, failed re-reads and fencing'
         const left = TARGET_FRAMES - v.committed.sequencer.nextFrame;
         if (left <= 0) continue;
         units.push(buildUnit(v, Math.min(left, UNIT_FRAMES), fence, Date.now()));
-        if (faults.enabled && (draw() < LEASE_MOVE_SHARE || (round === 1 && v === videos[0]))) await moveLease(v.videoId, fence);
+        if (faults.enabled && (draw() < LEASE_MOVE_SHARE || (round === 1 && v === videos[0]))) await moveLease(clean, v.videoId, fence);
       }
       if (units.length === 0) continue;
       const outcome = await store.commit(fence, units, Date.now());

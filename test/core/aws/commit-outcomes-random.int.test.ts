@@ -23,6 +23,7 @@ import type { FrameResultItem } from '../../../core/results.ts';
 import { allResults, getSummary } from '../../../core/aws/results-reader.ts';
 import { rng } from '../../../core/random.ts';
 import { DdbCommitFaults } from '../../support/ddb-commit-faults.ts';
+import { moveLease, readopt, type DrivenVideo } from '../../support/commit-driver.ts';
 
 let stack: LocalStack;
 /** A clean store for setup, lease moves and the final checks. */
@@ -46,14 +47,6 @@ const UNIT_FRAMES = 50;
 const FAULT_ROUNDS = 40;
 /** Chance per video per round that its lease is moved under the driver (fenced). */
 const LEASE_MOVE_SHARE = 0.08;
-
-interface DrivenVideo {
-  readonly videoId: string;
-  token: number;
-  committed: VideoCheckpoint;
-  /** A unit whose outcome is unknown: re-read before anything else happens to the video. */
-  unknown?: CommitUnit;
-}
 
 interface RunStats {
   commits: number;
@@ -99,29 +92,6 @@ function buildUnit(v: DrivenVideo, count: number, fence: SlotFence, nowMs: numbe
     results,
     summary: summaryOf(v.videoId, checkpoint, { token: v.token, worker: fence.workerId, slot: fence.slot }, nowMs),
   };
-}
-
-async function readopt(store: LeaseStore, v: DrivenVideo, fence: SlotFence): Promise<void> {
-  // Through the faulty client: an adoption whose answer is lost is retried, and finds itself.
-  for (let attempt = 0; attempt < 50; attempt++) {
-    try {
-      const r = await store.adoptVideo(v.videoId, fence, Date.now());
-      if (typeof r === 'string') throw new Error(`re-adoption of ${v.videoId}: ${r}`);
-      v.token = r.token;
-      v.committed = r.checkpoint;
-      return;
-    } catch (e) {
-      if (e instanceof Error && e.message.startsWith('re-adoption')) throw e;
-    }
-  }
-  throw new Error(`could not re-adopt ${v.videoId}`);
-}
-
-/** Moves a video's lease under the driver (as an operator or the janitor would), without telling it. */
-async function moveLease(videoId: string, fence: SlotFence): Promise<void> {
-  const v = await clean.getVideo(videoId);
-  if (!(await clean.forceReleaseVideo(videoId, v.token, Date.now(), 1))) throw new Error(`could not move ${videoId}`);
-  if ((await clean.pinVideo(videoId, fence.slot, Date.now())) !== 'pinned') throw new Error(`could not re-pin ${videoId}`);
 }
 
 async function drive(seed: number, slot: number): Promise<{ stats: RunStats; videos: DrivenVideo[]; faults: DdbCommitFaults; fence: SlotFence }> {
@@ -176,7 +146,7 @@ async function drive(seed: number, slot: number): Promise<{ stats: RunStats; vid
       if (left <= 0) continue;
       units.push(buildUnit(v, Math.min(left, UNIT_FRAMES), fence, Date.now()));
       // Now and then (and surely once, in round 1) the lease moves under the driver.
-      if (faults.enabled && (draw() < LEASE_MOVE_SHARE || (round === 1 && v === videos[0]))) await moveLease(v.videoId, fence);
+      if (faults.enabled && (draw() < LEASE_MOVE_SHARE || (round === 1 && v === videos[0]))) await moveLease(clean, v.videoId, fence);
     }
     if (units.length === 0) continue;
     const outcome = await store.commit(fence, units, Date.now());
