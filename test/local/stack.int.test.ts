@@ -188,7 +188,7 @@ describe('startLocalStack', () => {
 
     // Assess
     expect(stack.eventBusQueueUrl).toMatch(/\/StackTest-events$/);
-    expect(got.map((e) => [e.source, e['detail-type'], eventItemOf(e.detail)])).toEqual([['frame-affinity', item!.kind, item]]);
+    expect(got.map((e) => [e.source, e['detail-type'], eventItemOf(e.detail)])).toEqual([['frame-affinity', item!.detailType, item]]);
     expect(stack.eventRelay?.counts).toMatchObject({ delivered: 1, sendFailures: 0 });
   });
 
