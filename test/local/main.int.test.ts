@@ -65,7 +65,7 @@ describe('local/main.ts (npm start)', () => {
     expect(code).toBe(0);
     expect(pids.filter(isProcessAlive)).toEqual([]);
     expect(existsSync(stackFile)).toBe(false);
-    expect(output()).toContain('drain check: dynamodb answered with 2 tables');
+    expect(output()).toContain('drain check: dynamodb answered with 3 tables'); // leases, results, events
   });
 
   it('on Ctrl-C (SIGINT to the whole foreground group) lets workers drain against a live DynamoDB before stopping it', async () => {
@@ -80,7 +80,7 @@ describe('local/main.ts (npm start)', () => {
 
     // Assess
     expect(code).toBe(0);
-    expect(output().match(/drain check: dynamodb answered with 2 tables/g)).toHaveLength(2);
+    expect(output().match(/drain check: dynamodb answered with 3 tables/g)).toHaveLength(2);
     expect(pids.filter(isProcessAlive)).toEqual([]);
   });
 
