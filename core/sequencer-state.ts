@@ -161,3 +161,7 @@ export function upgradeSequencerState(s: Partial<SequencerState> & Pick<Sequence
   };
 }
 
+/** A reference with only its own fields (a KnownFrame or LateFrame carries more), as the buffer stores it. */
+export function plainRef(r: FrameRef): FrameRef {
+  return { frame: r.frame, bucket: r.bucket, key: r.key, sizeBytes: r.sizeBytes };
+}

@@ -25,6 +25,7 @@ import { startDueMs, startFromListing, startListing, startListingFailed } from '
 import {
   emptySequencerState,
   MIN_LISTING_INTERVAL_MS,
+  plainRef,
   QUIET_WAITS,
   STRAY_QUIET_WAITS,
   SUPPORT_FRAMES,
@@ -394,8 +395,4 @@ export class VideoSequencer {
     if (at === -1) b.push(ref);
     else b.splice(at, 0, ref);
   }
-}
-
-function plainRef(r: FrameRef): FrameRef {
-  return { frame: r.frame, bucket: r.bucket, key: r.key, sizeBytes: r.sizeBytes };
 }

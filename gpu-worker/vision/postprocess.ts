@@ -63,14 +63,19 @@ export function decodeYolo(data: Float32Array, image: number, classCount: number
     const score = bestScore[n];
     // Strictly above, as Ultralytics' non_max_suppression (`amax > conf_thres`).
     if (!(score > scoreThreshold)) continue;
-    const cx = data[base + n];
-    const cy = data[base + anchorCount + n];
-    const w = data[base + 2 * anchorCount + n];
-    const h = data[base + 3 * anchorCount + n];
-    if (!(w > 0 && h > 0)) continue;
-    out.push({ box: [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], score, classIndex: bestClass[n] });
+    const box = anchorBox(data, base, anchorCount, n);
+    if (box) out.push({ box, score, classIndex: bestClass[n] });
   }
   return out;
+}
+
+/** Anchor n's box (its cx, cy, w, h rows, from `base`) as corners; undefined when it has no area. */
+function anchorBox(data: Float32Array, base: number, anchorCount: number, n: number): Box | undefined {
+  const cx = data[base + n]!;
+  const cy = data[base + anchorCount + n]!;
+  const w = data[base + 2 * anchorCount + n]!;
+  const h = data[base + 3 * anchorCount + n]!;
+  return w > 0 && h > 0 ? [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2] : undefined;
 }
 
 /**
@@ -87,12 +92,8 @@ export function decodeBestClass(data: Float32Array, image: number, anchorCount: 
   for (let n = 0; n < anchorCount; n++) {
     const score = data[scores + n];
     if (!(score > scoreThreshold)) continue;
-    const cx = data[base + n];
-    const cy = data[base + anchorCount + n];
-    const w = data[base + 2 * anchorCount + n];
-    const h = data[base + 3 * anchorCount + n];
-    if (!(w > 0 && h > 0)) continue;
-    out.push({ box: [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], score, classIndex: data[classes + n] });
+    const box = anchorBox(data, base, anchorCount, n);
+    if (box) out.push({ box, score, classIndex: data[classes + n] });
   }
   return out;
 }
