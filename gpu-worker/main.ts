@@ -45,7 +45,6 @@ import { StatsProcessor } from './stats-processor.ts';
 import { SimulatedGpuProcessor, parseSimulatedGpu } from './vision/simulated-gpu.ts';
 import { StageClock, boundingStage } from './runtime/stage-clock.ts';
 import { timeStages } from './runtime/stage-timing.ts';
-import { hedgedFrameStore } from './runtime/hedged-fetch.ts';
 import { crashOnKey, WORKER_CRASH_ON_KEY_ENV } from './crash-on-key.ts';
 import type { InferenceThreadFault } from './vision/inference-thread.ts';
 import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
@@ -132,7 +131,8 @@ async function main(): Promise<number> {
     { ...plain, queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix), leases: LeaseStore.forWiring(clients.ddb, wiring, tunables) },
     clock,
   );
-  const frames = hedgedFrameStore(timedFrames, tunables.fetchHedgeMs);
+  // The worker hedges its own GETs (fetchHedgeMs, decision 38).
+  const frames = timedFrames;
   const reportStages = () => {
     const report = clock.report();
     log.info('stage accounting', { ...report, bound: boundingStage(report), cpuUs: process.cpuUsage() });

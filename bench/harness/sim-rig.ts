@@ -27,7 +27,6 @@ import type { UnitOutcome } from '../../core/commit-outcome.ts';
 import { frameKey } from '../../core/keys.ts';
 import { StageClock } from '../../gpu-worker/runtime/stage-clock.ts';
 import { timeStages } from '../../gpu-worker/runtime/stage-timing.ts';
-import { hedgedFrameStore } from '../../gpu-worker/runtime/hedged-fetch.ts';
 import { SimulatedGpuProcessor, type SimulatedGpuOptions } from '../../gpu-worker/vision/simulated-gpu.ts';
 import { WorkerHarness, type HarnessWorker } from '../../test/support/worker-harness.ts';
 
@@ -125,7 +124,7 @@ export class SimRig {
       },
     });
     const timed = timeStages({ queues: new SlotQueues(sqs, h.wiring.slotQueueUrlPrefix), frames: this.store, leases: stamped, processor: this.gpu }, this.clock);
-    this.worker = h.createWorker(0, { workerId: 'gpu-sim', extraDeps: { queues: timed.queues, frames: hedgedFrameStore(timed.frames, h.tunables.fetchHedgeMs), leases: timed.leases, processor: timed.processor } });
+    this.worker = h.createWorker(0, { workerId: 'gpu-sim', extraDeps: { queues: timed.queues, frames: timed.frames, leases: timed.leases, processor: timed.processor } });
     this.videoIds = Array.from({ length: options.videos }, (_, v) => `sim-${v}`);
   }
 

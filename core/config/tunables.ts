@@ -103,11 +103,17 @@ export const TUNABLES = {
    * out only when the first came back full (a backlog), one per owned video not already
    * received or committing, at most this many in all.
    */
-  receiveConcurrency: { kind: 'integer', default: 8, min: 1, max: 64, unit: 'receives', meaning: 'Most receives in flight at once behind a backlog (extra receives only after a full one, one per idle video; decision 30)' },
-  /** A frame GET slower than this is sent once more, the first answer used (gpu-worker/runtime/hedged-fetch.ts). */
+  receiveConcurrency: { kind: 'integer', default: 16, min: 1, max: 64, unit: 'receives', meaning: 'Most receives in flight at once behind a backlog (extra receives only after a full one, one per idle video, at most half the owned videos: two cohorts; decisions 30, 38)' },
+  /**
+   * A frame GET slower than this is sent once more, the first answer used
+   * (gpu-worker/runtime/hedged-fetch.ts). On by default since decision 38: a round waits for
+   * its slowest GET, so S3's tail (p99 in the hundreds of ms against a median of tens)
+   * idles the GPU more than anything else behind a backlog; at 100 ms about 9% of GETs
+   * are sent twice under the latency model (core/latency-model.ts).
+   */
   fetchHedgeMs: {
-    kind: 'integer', default: 0, min: 0, max: 10_000, off: { value: 0, meaning: 'off' }, unit: 'ms',
-    meaning: "A frame's S3 GET not answered within this is sent once more and the first answer used (S3's advice for latency-sensitive reads; decision 30)",
+    kind: 'integer', default: 100, min: 0, max: 10_000, off: { value: 0, meaning: 'off' }, unit: 'ms',
+    meaning: "A frame's S3 GET not answered within this is sent once more and the first answer used (S3's advice for latency-sensitive reads; decisions 30, 38)",
   },
   /** S3 GETs one round has in flight at once. */
   fetchConcurrency: { kind: 'integer', default: 32, min: 1, max: 256, unit: 'GETs', meaning: 'S3 GETs of frames in flight at once per round (an S3 GET is ~30 ms, so 32 feed ~1,000 frames/s)' },

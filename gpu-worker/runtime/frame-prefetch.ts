@@ -22,16 +22,25 @@ export const PREFETCH_MAX_AGE_MS = 10_000;
 
 interface Entry {
   readonly bytes: Promise<Uint8Array | undefined>;
+  readonly eTag: string | undefined;
   readonly sizeBytes: number;
   readonly startedAtMs: number;
   /** Evicted or expired before use: its bytes are not worth decoding. */
   dropped: boolean;
+  /** The GET has answered (bytes or failure). */
+  settled: boolean;
 }
 
 export interface FramePrefetchOptions {
   readonly now?: () => number;
   /** Called with each prefetched object's bytes as they arrive, unless its entry was dropped first. */
   readonly onFetched?: (bytes: Uint8Array) => void;
+  /**
+   * `fetchHedgeMs` (decision 38): a round that takes an entry whose GET has not answered
+   * this long after it started sends the GET once more and uses the first answer. Only
+   * GETs a round waits for are hedged: a slow prefetch that lands before its round costs nothing.
+   */
+  readonly hedgeAfterMs?: number;
 }
 
 /** What to fetch ahead: an object, the size its event gave, and its ETag when the event gave one. */
@@ -51,6 +60,7 @@ export class FramePrefetch {
   private readonly frames: FrameStore;
   private readonly now: () => number;
   private readonly onFetched: ((bytes: Uint8Array) => void) | undefined;
+  private readonly hedgeAfterMs: number;
   /** Insertion order is age order: the oldest entry is evicted first. */
   private readonly entries = new Map<string, Entry>();
   private heldBytes = 0;
@@ -62,6 +72,7 @@ export class FramePrefetch {
     this.frames = frames;
     this.now = options.now ?? Date.now;
     this.onFetched = options.onFetched;
+    this.hedgeAfterMs = options.hedgeAfterMs ?? 0;
   }
 
   /** Starts the GETs of `refs` not already held; a ref larger than the whole budget is left to the runner. */
@@ -72,7 +83,10 @@ export class FramePrefetch {
       if (this.entries.has(id) || ref.sizeBytes <= 0 || ref.sizeBytes > PREFETCH_MAX_BYTES) continue;
       while (this.heldBytes + ref.sizeBytes > PREFETCH_MAX_BYTES) this.evictOldest();
       const bytes = this.frames.get(ref.bucket, ref.key, ref.eTag).catch(() => undefined);
-      const entry: Entry = { bytes, sizeBytes: ref.sizeBytes, startedAtMs: this.now(), dropped: false };
+      const entry: Entry = { bytes, eTag: ref.eTag, sizeBytes: ref.sizeBytes, startedAtMs: this.now(), dropped: false, settled: false };
+      void bytes.then(() => {
+        entry.settled = true;
+      });
       // Attached before any take() awaits the bytes, so it runs first even for an entry taken in flight.
       // A hint must never fail the worker, whatever the callback does.
       bytes
@@ -93,9 +107,42 @@ export class FramePrefetch {
     if (!entry) return undefined;
     this.remove(id, entry);
     if (this.expired(entry)) return undefined;
-    const bytes = await entry.bytes;
+    const bytes = entry.settled || this.hedgeAfterMs <= 0 ? await entry.bytes : await this.hedged(bucket, key, entry);
     if (bytes) this.used++;
     return bytes;
+  }
+
+  /** Hedges GETs sent (for tests and the benchmark). */
+  hedges = 0;
+
+  /**
+   * The entry's bytes, or a second GET's if the first has not answered `hedgeAfterMs`
+   * after it started: whichever answers first. A failed first GET gives undefined (the
+   * runner then fetches the frame itself, with its own retries).
+   */
+  private hedged(bucket: string, key: string, entry: Entry): Promise<Uint8Array | undefined> {
+    return new Promise((resolve) => {
+      let done = false;
+      let outstanding = 1;
+      const finish = (bytes: Uint8Array | undefined) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(bytes);
+      };
+      // The first bytes win; undefined only once every GET sent has failed.
+      const answer = (bytes: Uint8Array | undefined) => (bytes ? finish(bytes) : --outstanding === 0 && finish(undefined));
+      const timer = setTimeout(
+        () => {
+          if (done) return;
+          outstanding++;
+          this.hedges++;
+          this.frames.get(bucket, key, entry.eTag).then(answer, () => answer(undefined));
+        },
+        Math.max(0, entry.startedAtMs + this.hedgeAfterMs - this.now()),
+      );
+      void entry.bytes.then(answer);
+    });
   }
 
   /** Entries held now. */

@@ -1,5 +1,5 @@
 /**
- * Hedged S3 GETs (`fetchHedgeMs`, off by default; decision 30): a frame's GET that has not
+ * Hedged S3 GETs (`fetchHedgeMs`, 100 ms by default since decision 38; decision 30): a frame's GET that has not
  * answered within `hedgeAfterMs` is sent once more, and whichever answers first is used.
  * S3's guidance for latency-sensitive reads is to track slow requests and retry them
  * (whitepaper "Optimizing Amazon S3 Performance", "Timeouts and Retries"): a round ends
@@ -7,7 +7,8 @@
  * extra GET for the few slow ones shortens every round. A GET that fails before the hedge
  * fails as before; once both are out, the call fails only when both did (with the first
  * error). Costs one GET per frame slower than `hedgeAfterMs` (about 8% at 100 ms under the
- * benches' latency model).
+ * benches' latency model). The worker wraps only its frame runner's GETs in this; a
+ * prefetch is hedged by frame-prefetch.ts, and only once a round waits for it.
  */
 import type { FrameStore } from '../../core/aws/frame-store.ts';
 

@@ -46,6 +46,7 @@ export interface SlotInboxDeps {
    * messages); undefined when none is owned yet. Absent: no fan-out.
    */
   readonly idleVideos?: (received: ReadonlySet<string>) => number | undefined;
+  readonly ownedVideos?: () => number;
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly now: () => number;
@@ -122,6 +123,7 @@ export class SlotInbox {
       maxMessages: RECEIVE_MAX_MESSAGES,
       receiveConcurrency: this.d.tunables.receiveConcurrency ?? 1,
       idleVideos: idle(new Set(first.flatMap((m) => (m.msg ? [m.msg.videoId] : [])))),
+      ownedVideos: this.d.ownedVideos?.() ?? 0,
     });
     if (extra === 0) return first;
     // The queue has messages: no waiting. Groups already in flight come back empty.

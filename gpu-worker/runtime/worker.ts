@@ -27,6 +27,7 @@ import { sleep } from '../../core/async.ts';
 import { SlotKeeper } from './slot-keeper.ts';
 import { FrameRunner } from './frame-runner.ts';
 import { FramePrefetch } from './frame-prefetch.ts';
+import { hedgedFrameStore } from './hedged-fetch.ts';
 import { SlotInbox, type InboxMessage } from './slot-inbox.ts';
 import { VideoRegistry } from './video-registry.ts';
 import { MessageIntake } from './message-intake.ts';
@@ -81,9 +82,11 @@ export class Worker {
       ...(deps.onHeartbeat ? { onHeartbeat: deps.onHeartbeat } : {}),
       onLost: (reason) => deps.onLeaseLost?.(reason),
     });
-    this.prefetch = new FramePrefetch(deps.frames, { now: this.now, onFetched: (bytes) => deps.processor.prepareAhead?.(bytes) });
+    // Hedged GETs (decision 38): the runner's own GETs, and a prefetch only once a round waits for it.
+    const hedgeAfterMs = deps.tunables.fetchHedgeMs;
+    this.prefetch = new FramePrefetch(deps.frames, { now: this.now, onFetched: (bytes) => deps.processor.prepareAhead?.(bytes), hedgeAfterMs });
     this.runner = new FrameRunner({
-      frames: deps.frames,
+      frames: hedgedFrameStore(deps.frames, hedgeAfterMs),
       prefetch: this.prefetch,
       processor: deps.processor,
       results: deps.results,
@@ -144,7 +147,7 @@ export class Worker {
     this.d.metrics.count(METRIC_NAMES.worker.slotsClaimed);
     // Fan-out (decision 30): videos whose groups may hold messages besides those just received.
     const idleVideos = (received: ReadonlySet<string>) => (this.registry?.size ? this.registry.ids().filter((id) => !received.has(id) && !this.busy(id)).length : undefined);
-    const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now, idleVideos });
+    const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now, idleVideos, ownedVideos: () => this.registry?.size ?? 0 });
     const registry = new VideoRegistry({
       tunables: this.d.tunables,
       leases: this.d.leases,

@@ -30,7 +30,9 @@ let callLog: string;
 beforeAll(async () => {
   callLog = join(mkdtempSync(join(tmpdir(), 'live-calls-')), 'calls.log');
   stack = await startTestStack({
-    tunables: { slotCount: 1, videosPerSlot: VIDEOS + 1, firstFrameNumber: 0, receiveGatherMs: GATHER_MS, reorderWaitMs: 30_000 },
+    // No hedged GETs: this test pins one GET per frame, and on a loaded machine a local GET
+    // can take longer than the hedge's 100 ms (hedging has its own tests).
+    tunables: { slotCount: 1, videosPerSlot: VIDEOS + 1, firstFrameNumber: 0, receiveGatherMs: GATHER_MS, reorderWaitMs: 30_000, fetchHedgeMs: 0 },
     workerEnv: { AWS_CALL_LOG: callLog },
   });
   await uploadFrames(stack, 'warm-up', [0], { end: 0 });

@@ -151,3 +151,79 @@ describe('FramePrefetch and object versions', () => {
     ]);
   });
 });
+
+describe('FramePrefetch hedging (decision 38: only GETs a round waits for)', () => {
+  /** A store whose GETs answer when the test says: each call gets its own deferred answer. */
+  function controlled() {
+    const calls: { key: string; ifMatch: string | undefined; answer: (b: Uint8Array) => void; fail: (e: Error) => void }[] = [];
+    const frames = {
+      get: (_bucket: string, key: string, ifMatch?: string) =>
+        new Promise<Uint8Array>((answer, fail) => {
+          calls.push({ key, ifMatch, answer, fail });
+        }),
+    } as unknown as FrameStore;
+    return { frames, calls };
+  }
+  const tick = () => new Promise((r) => setTimeout(r, 0));
+  const HEDGE_MS = 20;
+
+  it('a prefetch that answered before its round is never sent twice, however slow it was', async () => {
+    const { frames, calls } = controlled();
+    let nowMs = 0;
+    const prefetch = new FramePrefetch(frames, { now: () => nowMs, hedgeAfterMs: HEDGE_MS });
+    prefetch.prefetch([{ ...ref('a'), eTag: '"e1"' }]);
+    nowMs = 500;
+    calls[0]!.answer(new Uint8Array([1]));
+    await tick();
+
+    expect(await prefetch.take('b', 'a')).toEqual(new Uint8Array([1]));
+    expect(calls).toHaveLength(1);
+    expect(prefetch.hedges).toBe(0);
+  });
+
+  it('a round waiting on a prefetch past hedgeAfterMs sends one more conditional GET and takes the first answer', async () => {
+    const { frames, calls } = controlled();
+    const prefetch = new FramePrefetch(frames, { hedgeAfterMs: HEDGE_MS });
+    prefetch.prefetch([{ ...ref('a'), eTag: '"e1"' }]);
+    const taken = prefetch.take('b', 'a');
+    await new Promise((r) => setTimeout(r, HEDGE_MS + 20));
+
+    expect(calls.map((c) => [c.key, c.ifMatch])).toEqual([['a', '"e1"'], ['a', '"e1"']]);
+    calls[1]!.answer(new Uint8Array([2]));
+    calls[0]!.answer(new Uint8Array([1]));
+    expect(await taken).toEqual(new Uint8Array([2]));
+    expect(prefetch.hedges).toBe(1);
+  });
+
+  it('the first GET failing after the hedge went out leaves the hedge to answer; both failing gives undefined (the runner fetches)', async () => {
+    const { frames, calls } = controlled();
+    const prefetch = new FramePrefetch(frames, { hedgeAfterMs: HEDGE_MS });
+    prefetch.prefetch([ref('a'), ref('c')]);
+    const a = prefetch.take('b', 'a');
+    const c = prefetch.take('b', 'c');
+    await new Promise((r) => setTimeout(r, HEDGE_MS + 20));
+    const [a1, c1, a2, c2] = [calls[0]!, calls[1]!, calls.find((x, i) => i > 1 && x.key === 'a')!, calls.find((x, i) => i > 1 && x.key === 'c')!];
+
+    a1.fail(new Error('slow down'));
+    await tick();
+    a2.answer(new Uint8Array([7]));
+    c1.fail(new Error('slow down'));
+    c2.fail(new Error('slow down'));
+
+    expect(await a).toEqual(new Uint8Array([7]));
+    expect(await c).toBeUndefined();
+  });
+
+  it('a first GET failing before the hedge is due sends nothing more', async () => {
+    const { frames, calls } = controlled();
+    const prefetch = new FramePrefetch(frames, { hedgeAfterMs: HEDGE_MS });
+    prefetch.prefetch([ref('a')]);
+    const taken = prefetch.take('b', 'a');
+    calls[0]!.fail(new Error('gone'));
+
+    expect(await taken).toBeUndefined();
+    await new Promise((r) => setTimeout(r, HEDGE_MS + 20));
+    expect(calls).toHaveLength(1);
+    expect(prefetch.hedges).toBe(0);
+  });
+});

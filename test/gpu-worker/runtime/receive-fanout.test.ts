@@ -15,6 +15,11 @@ describe('extraReceives', () => {
     ['concurrency 1 (the old worker): never', { receiveConcurrency: 1 }, 0],
     ['concurrency 2: one at most', { receiveConcurrency: 2 }, 1],
     ['fauxqs-like smaller pages: full is relative to maxMessages', { received: 5, maxMessages: 5, idleVideos: 2 }, 2],
+    ['16 videos owned, 15 idle: half of them in all (the first receive and 7 more)', { receiveConcurrency: 16, ownedVideos: 16 }, 7],
+    ['32 videos owned, concurrency 16: 15 more, the concurrency binds before the half', { receiveConcurrency: 16, ownedVideos: 32, idleVideos: 31 }, 15],
+    ['9 videos owned: 5 in all (half, rounded up)', { receiveConcurrency: 16, ownedVideos: 9 }, 4],
+    ['2 videos owned: one per round, the other commits meanwhile', { ownedVideos: 2, idleVideos: 1 }, 0],
+    ['none owned yet: the cohort cap does not apply', { receiveConcurrency: 16, ownedVideos: 0, idleVideos: undefined }, 15],
   ])('%s', (_name, patch, expected) => {
     expect(extraReceives({ ...base, ...patch })).toBe(expected);
   });

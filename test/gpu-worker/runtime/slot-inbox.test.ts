@@ -168,7 +168,7 @@ describe('SlotInbox', () => {
 describe('SlotInbox fan-out (decision 30)', () => {
   const page = (video: string, n: number, from = 0) => Array.from({ length: n }, (_, i) => msg(`${video}-${from + i}`, frameBody(video, from + i)));
 
-  function fanInbox(pages: ReceivedMessage[][], idleVideos: ((received: ReadonlySet<string>) => number | undefined) | undefined, receiveConcurrency = 4) {
+  function fanInbox(pages: ReceivedMessage[][], idleVideos: ((received: ReadonlySet<string>) => number | undefined) | undefined, receiveConcurrency = 4, ownedVideos?: () => number) {
     const waits: number[] = [];
     const q = fakeQueues();
     const receive = async (_slot: number, _max: number, wait: number) => {
@@ -186,9 +186,18 @@ describe('SlotInbox fan-out (decision 30)', () => {
       log: quiet,
       now: () => 0,
       ...(idleVideos ? { idleVideos } : {}),
+      ...(ownedVideos ? { ownedVideos } : {}),
     });
     return { box, waits };
   }
+
+  it('the receives of one round bring at most half the owned videos (two cohorts, decision 38)', async () => {
+    const { box, waits } = fanInbox([page('a', 10), page('b', 10), page('c', 10), page('d', 10)], () => 3, 8, () => 4);
+    const got = await box.receive(20, () => false);
+    // 4 owned, 3 idle: the first receive and one more, not three more.
+    expect(waits).toEqual([20, 0]);
+    expect(got).toHaveLength(20);
+  });
 
   it('a full receive is joined by one receive per idle video, without waiting; every handle is held', async () => {
     const seen: string[][] = [];
