@@ -116,6 +116,33 @@ export class SlotInbox {
    */
   async receive(waitSeconds: number, ending: () => boolean): Promise<InboxMessage[]> {
     const first = await this.receiveOnce(waitSeconds, ending);
+    return this.fanOut(first, ending);
+  }
+
+  /**
+   * Behind a backlog (the only time a receive ahead is made): the fan-out's receives all at
+   * once, without waiting for the first to come back full, which it would: a round's
+   * frames arrive one receive latency sooner, and that latency is on the path from one
+   * cohort's commit to the next round's GETs (decision 38).
+   */
+  private async receiveBacklog(ending: () => boolean): Promise<InboxMessage[]> {
+    const idle = this.d.idleVideos;
+    if (!idle) return this.receive(0, ending);
+    const idleVideos = idle(new Set());
+    const extra = extraReceives({
+      received: RECEIVE_MAX_MESSAGES,
+      maxMessages: RECEIVE_MAX_MESSAGES,
+      receiveConcurrency: this.d.tunables.receiveConcurrency ?? 1,
+      idleVideos,
+      ownedVideos: this.d.ownedVideos?.() ?? 0,
+    });
+    // One receive per idle video (each fills from a group not already in flight), at least one.
+    const count = Math.max(1, Math.min(1 + extra, idleVideos ?? Infinity));
+    const all = await Promise.all(Array.from({ length: count }, () => this.receiveOnce(0, ending)));
+    return all.flat();
+  }
+
+  private async fanOut(first: InboxMessage[], ending: () => boolean): Promise<InboxMessage[]> {
     const idle = this.d.idleVideos;
     if (!idle || first.length === 0 || ending()) return first;
     const extra = extraReceives({
@@ -162,7 +189,7 @@ export class SlotInbox {
   receiveAhead(after: Promise<unknown>, cancelled: () => boolean, willRun: (msg: FrameMessage) => boolean): void {
     if (this.ahead) return;
     this.ahead = after
-      .then(() => (cancelled() ? [] : this.receive(0, cancelled)))
+      .then(() => (cancelled() ? [] : this.receiveBacklog(cancelled)))
       .then((messages) => {
         this.d.prefetch.prefetch(messages.flatMap((m) => (m.msg?.kind === 'frame' && m.msg.sizeBytes <= this.d.tunables.maxFrameBytes && willRun(m.msg) ? [m.msg] : [])));
         return messages;

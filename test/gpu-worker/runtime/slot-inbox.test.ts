@@ -191,6 +191,22 @@ describe('SlotInbox fan-out (decision 30)', () => {
     return { box, waits };
   }
 
+  it('a receive ahead (made only behind a backlog) sends its fan-out at once: one receive per idle video, within the cohort', async () => {
+    const { box, waits } = fanInbox([page('a', 10), page('b', 10), page('c', 10), page('d', 10), page('e', 10)], () => 6, 16, () => 8);
+    box.receiveAhead(Promise.resolve(), () => false, () => true);
+    const got = await box.takeAhead()!;
+    // 8 owned: 4 per round (half); all four sent before any came back.
+    expect(waits).toEqual([0, 0, 0, 0]);
+    expect(got).toHaveLength(40);
+  });
+
+  it('a receive ahead with fewer idle videos than the cohort sends one receive per idle video', async () => {
+    const { box, waits } = fanInbox([page('a', 10), page('b', 10)], () => 2, 16, () => 16);
+    box.receiveAhead(Promise.resolve(), () => false, () => true);
+    await box.takeAhead();
+    expect(waits).toEqual([0, 0]);
+  });
+
   it('the receives of one round bring at most half the owned videos (two cohorts, decision 38)', async () => {
     const { box, waits } = fanInbox([page('a', 10), page('b', 10), page('c', 10), page('d', 10)], () => 3, 8, () => 4);
     const got = await box.receive(20, () => false);
