@@ -53,6 +53,7 @@ const FLAGS = {
   'receive-concurrency': { num: [undefined, 1, 64], int: true },
   'fetch-concurrency': { num: [undefined, 1, 256], int: true },
   'fetch-hedge-ms': { num: [undefined, 0, 10_000], int: true },
+  'receive-gather-ms': { num: [undefined, 0, 1_000], int: true },
 } as const;
 
 type Options = NonNullable<ReturnType<typeof parseFlags<typeof FLAGS>>>;
@@ -63,6 +64,7 @@ const tunablesOf = (o: Options) => ({
   ...(o.receiveConcurrency !== undefined ? { receiveConcurrency: o.receiveConcurrency } : {}),
   ...(o.fetchConcurrency !== undefined ? { fetchConcurrency: o.fetchConcurrency } : {}),
   ...(o.fetchHedgeMs !== undefined ? { fetchHedgeMs: o.fetchHedgeMs } : {}),
+  ...(o.receiveGatherMs !== undefined ? { receiveGatherMs: o.receiveGatherMs } : {}),
 });
 
 /** The per-stage table as printed lines. */
