@@ -7,14 +7,15 @@ import type { Tunables } from '../../core/config.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, MetricSink } from '../../core/ports.ts';
 import { MicroBatcher } from './batcher.ts';
+import { BufferPool, inputPoolBytes } from './buffer-pool.ts';
 import { ensureDemoModel } from './demo-model/build-model.ts';
 import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 import { InferenceThreadDiedError, type InferenceThreadDeath, type ThreadOptions } from './inference-thread.ts';
 import { loadModel, type ExecutionProvider, type LoadedModel, type ModelLayout } from './model.ts';
 import type { RawDetection } from './postprocess.ts';
-import { PreparedAhead } from './prepared-ahead.ts';
+import { PREPARED_AHEAD_MAX_FRAMES, PreparedAhead } from './prepared-ahead.ts';
 import { ImageDecodeError, sourcePixelLimit } from './preprocess.ts';
-import { batchTensor, decodeOutput, prepareForModel, type Prepared } from './batch-input.ts';
+import { batchTensor, decodeOutput, prepareForModel, runPooled, type Prepared } from './batch-input.ts';
 import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
 
 export { ensureDemoModel } from './demo-model/build-model.ts';
@@ -95,6 +96,8 @@ export interface VisionProcessor extends FrameProcessor {
   readonly batchSizes: readonly number[];
   /** Decodes started by `prepareAhead`, and of those, used by a frame's processing. */
   readonly preparedAhead: { readonly started: number; readonly used: number };
+  /** Input buffers (frames, batches) made new and reused from the pool (decision 37). */
+  readonly inputBuffers: { readonly allocated: number; readonly reused: number };
   /** How frames reach the model (valid after `start()`): the rewritten graph's `uint8-nhwc`, or the fallback `float32-nchw`. */
   readonly layout: ModelLayout;
 }
@@ -129,6 +132,8 @@ class OnnxVisionProcessor implements VisionProcessor {
   private batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome> | undefined;
   private readonly trackers = new Map<string, ByteTracker>();
   private readonly ahead = new PreparedAhead<Prepared>();
+  /** Input buffers reused across frames and batches (decision 37); set in `start()`. */
+  private pool: BufferPool | undefined;
   /** Most pixels a frame may declare (from the model's input size); set in `start()`. */
   private maxSourcePixels = 0;
   /** How the inference thread died, once it has: the processor is then broken for good. */
@@ -153,6 +158,10 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   get preparedAhead(): { readonly started: number; readonly used: number } {
     return { started: this.ahead.started, used: this.ahead.used };
+  }
+
+  get inputBuffers(): { readonly allocated: number; readonly reused: number } {
+    return { allocated: this.pool?.allocated ?? 0, reused: this.pool?.reused ?? 0 };
   }
 
   get layout(): ModelLayout {
@@ -183,6 +192,7 @@ class OnnxVisionProcessor implements VisionProcessor {
     });
     void this.model.session.died?.then((death) => this.onThreadDeath(death));
     this.maxSourcePixels = sourcePixelLimit(this.model.info.inputWidth, this.model.info.inputHeight);
+    this.pool = new BufferPool(inputPoolBytes(this.model.info, this.options.batchSize, PREPARED_AHEAD_MAX_FRAMES));
     this.options.logger?.({
       msg: 'vision model loaded',
       provider: this.model.provider,
@@ -246,7 +256,7 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   /** Decodes and letterboxes a frame in the layout the model takes. */
   private prepare(model: LoadedModel, image: Uint8Array): Promise<Prepared> {
-    return prepareForModel(model.info, image, this.maxSourcePixels);
+    return prepareForModel(model.info, image, this.maxSourcePixels, this.pool);
   }
 
   /**
@@ -279,6 +289,7 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   async stop(): Promise<void> {
     this.ahead.clear();
+    this.pool?.clear();
     this.batcher?.dispose();
     this.batcher = undefined;
     const session = this.model?.session;
@@ -346,7 +357,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       maxDetections: 300,
     };
     for (const group of groups) {
-      const out = await session.run({ [info.inputName]: batchTensor(info, group.map((it) => it.prepared)) });
+      const out = await runPooled(session, info.inputName, batchTensor(info, group.map((it) => it.prepared), this.pool), this.pool);
       const tensor = out[info.outputName]!;
       const data = tensor.data as Float32Array;
       const anchors = tensor.dims[2]!;
