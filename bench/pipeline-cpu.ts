@@ -29,7 +29,9 @@
  * thread), minor page faults per frame, and how many input buffers the processor reused
  * (decision 37).
  *
- * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--warmup 6] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
+ * `--decode-in-thread` turns on the processor's decode thread (decode-thread.ts), uint8 path only.
+ *
+ * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--warmup 6] [--decode-in-thread] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
  * Skipped with a message without the YOLOv8n graph.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -53,6 +55,7 @@ const { values } = parseArgs({
   options: {
     frames: { type: 'string', default: '12' },
     warmup: { type: 'string', default: '6' },
+    'decode-in-thread': { type: 'boolean', default: false },
     batches: { type: 'string', default: '1,8' },
     sizes: { type: 'string', default: '640x480,1920x1080' },
     paths: { type: 'string', default: 'graph,cpu' },
@@ -127,6 +130,7 @@ async function measure(width: number, height: number, path: PreprocessPath, batc
     inferenceThreads: 1,
     preferCuda: false,
     preprocessInGraph: path === 'graph',
+    decodeInThread: values['decode-in-thread'],
     ...RANDOM_WEIGHT_PROCESSOR_OPTIONS,
   });
   await processor.start();

@@ -94,10 +94,19 @@ export class BufferPool {
    * is lent, detached, and `cameBack` has its length.
    */
   releaseMoved(lentBuffer: ArrayBuffer, cameBack: ArrayBuffer): boolean {
+    return this.adoptMoved(lentBuffer, cameBack) ? this.release(cameBack) : false;
+  }
+
+  /**
+   * A lent buffer moved to another thread came back as `cameBack` and stays in use: the
+   * loan passes to the new object, to be released later. Same checks as {@link releaseMoved}.
+   */
+  adoptMoved(lentBuffer: ArrayBuffer, cameBack: ArrayBuffer): boolean {
     const byteLength = this.lent.get(lentBuffer);
-    if (byteLength === undefined || lentBuffer.byteLength !== 0 || cameBack.byteLength !== byteLength || this.lent.has(cameBack)) return this.refuse();
+    if (byteLength === undefined || lentBuffer.byteLength !== 0 || cameBack.byteLength !== byteLength || this.lent.has(cameBack) || this.idle.has(cameBack)) return this.refuse();
     this.lent.delete(lentBuffer);
-    return this.keep(cameBack);
+    this.lent.set(cameBack, byteLength);
+    return true;
   }
 
   private keep(buffer: ArrayBuffer): boolean {

@@ -8,6 +8,7 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, MetricSink } from '../../core/ports.ts';
 import { MicroBatcher } from './batcher.ts';
 import { BufferPool, inputPoolBytes } from './buffer-pool.ts';
+import { DecodeThread, DecodeThreadDiedError } from './decode-thread.ts';
 import { ensureDemoModel } from './demo-model/build-model.ts';
 import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 import { InferenceThreadDiedError, type InferenceThreadDeath, type ThreadOptions } from './inference-thread.ts';
@@ -67,6 +68,11 @@ export interface VisionProcessorOptions {
    * also what runs, with a logged reason, for a model the rewrite does not fit.
    */
   readonly preprocessInGraph?: boolean;
+  /**
+   * Decode and letterbox in a thread of their own, on the uint8 path (default true;
+   * decision 37, decode-thread.ts). False decodes on this thread's libuv pool, as before.
+   */
+  readonly decodeInThread?: boolean;
 }
 
 /** The processor options that come from the deployment's tunables (one mapping for the worker and the benchmarks). */
@@ -134,6 +140,8 @@ class OnnxVisionProcessor implements VisionProcessor {
   private readonly ahead = new PreparedAhead<Prepared>();
   /** Input buffers reused across frames and batches (decision 37); set in `start()`. */
   private pool: BufferPool | undefined;
+  /** The decode thread, with `decodeInThread` on the uint8 path; set in `start()`. */
+  private decoder: DecodeThread | undefined;
   /** Most pixels a frame may declare (from the model's input size); set in `start()`. */
   private maxSourcePixels = 0;
   /** How the inference thread died, once it has: the processor is then broken for good. */
@@ -193,6 +201,7 @@ class OnnxVisionProcessor implements VisionProcessor {
     void this.model.session.died?.then((death) => this.onThreadDeath(death));
     this.maxSourcePixels = sourcePixelLimit(this.model.info.inputWidth, this.model.info.inputHeight);
     this.pool = new BufferPool(inputPoolBytes(this.model.info, this.options.batchSize, PREPARED_AHEAD_MAX_FRAMES));
+    if ((this.options.decodeInThread ?? true) && this.model.info.layout === 'uint8-nhwc') this.decoder = await DecodeThread.start();
     this.options.logger?.({
       msg: 'vision model loaded',
       provider: this.model.provider,
@@ -203,6 +212,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       maxSourcePixels: this.maxSourcePixels,
       layout: this.model.info.layout,
       layoutReason: this.model.info.layoutReason,
+      decodeInThread: this.decoder !== undefined,
     });
     this.batcher = new MicroBatcher({
       batchSize: this.options.batchSize,
@@ -256,7 +266,14 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   /** Decodes and letterboxes a frame in the layout the model takes. */
   private prepare(model: LoadedModel, image: Uint8Array): Promise<Prepared> {
-    return prepareForModel(model.info, image, this.maxSourcePixels, this.pool);
+    const { decoder, pool } = this;
+    const onMain = () => prepareForModel(model.info, image, this.maxSourcePixels, pool);
+    if (!decoder || decoder.dead || !pool) return onMain();
+    // A decode thread that ended costs no frame: its frames decode here instead.
+    return decoder.prepare(image, model.info.inputWidth, model.info.inputHeight, this.maxSourcePixels, pool).catch((error: unknown) => {
+      if (error instanceof DecodeThreadDiedError) return onMain();
+      throw error;
+    });
   }
 
   /**
@@ -290,6 +307,8 @@ class OnnxVisionProcessor implements VisionProcessor {
   async stop(): Promise<void> {
     this.ahead.clear();
     this.pool?.clear();
+    await this.decoder?.stop();
+    this.decoder = undefined;
     this.batcher?.dispose();
     this.batcher = undefined;
     const session = this.model?.session;

@@ -196,17 +196,32 @@ export async function prepareFrameUint8(
   maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
   pool?: BufferPool,
 ): Promise<PreparedFrameUint8> {
+  const { rgb, geometry } = await decodeForLetterbox(image, inputWidth, inputHeight, maxSourcePixels);
+  const bytes = inputWidth * inputHeight * 3;
+  // From the pool (decision 37) once decoded, so a corrupt frame never holds one.
+  const hwc = pool ? new Uint8Array(pool.acquire(bytes)) : new Uint8Array(bytes);
+  letterboxInto(hwc, rgb, inputWidth, geometry);
+  return { hwc, geometry };
+}
+
+/**
+ * The uint8 path's decode without the letterbox: the header check, then the RGB pixels at
+ * the letterbox's resized size and its geometry (what {@link prepareFrameUint8} and the
+ * decode thread letterbox from).
+ */
+export async function decodeForLetterbox(
+  image: Uint8Array,
+  inputWidth: number,
+  inputHeight: number,
+  maxSourcePixels: number,
+): Promise<{ rgb: Uint8Array; geometry: LetterboxGeometry }> {
   // The size from the header in JS when it is a plain JPEG or PNG (image-header.ts), else from sharp.
   const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels, declaredImageSize(image));
   const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
   const rgb = await decode(image, width, height, geometry, maxSourcePixels);
   const { resizedWidth, resizedHeight } = geometry;
   if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);
-  const bytes = inputWidth * inputHeight * 3;
-  // From the pool (decision 37) once decoded, so a corrupt frame never holds one.
-  const hwc = pool ? new Uint8Array(pool.acquire(bytes)) : new Uint8Array(bytes);
-  letterboxInto(hwc, rgb, inputWidth, geometry);
-  return { hwc, geometry };
+  return { rgb, geometry };
 }
 
 /**

@@ -93,6 +93,22 @@ describe('BufferPool', () => {
     expect(new Uint8Array(next)[0]).toBe(7); // the same memory, contents as the thread left them
   });
 
+  it('passes a loan to the object that came back from another thread, which is then released like any other', async () => {
+    // Prepare
+    const pool = new BufferPool(1 << 20);
+    const lent = pool.acquire(128);
+    // Act
+    const cameBack = await roundTrip(lent);
+    const adopted = pool.adoptMoved(lent, cameBack);
+    const again = pool.adoptMoved(lent, cameBack);
+    // Assess: still in use (not handed out), released once, then handed out.
+    expect([adopted, again]).toEqual([true, false]);
+    expect(pool.acquire(128)).not.toBe(cameBack);
+    expect(pool.release(cameBack)).toBe(true);
+    expect(pool.release(cameBack)).toBe(false);
+    expect(pool.acquire(128)).toBe(cameBack);
+  });
+
   it('holds at most maxFreeBytes idle and lets the rest go', () => {
     // Prepare
     const pool = new BufferPool(3000);
