@@ -29,9 +29,11 @@
  * thread), minor page faults per frame, and how many input buffers the processor reused
  * (decision 37).
  *
- * `--decode-in-thread` turns on the processor's decode thread (decode-thread.ts), uint8 path only.
+ * `--decode main` decodes on the main thread's libuv pool (`decodeInThread: false`), the
+ * behaviour before the decode thread (decode-thread.ts; the default, `thread`, applies to
+ * the uint8 path only).
  *
- * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--warmup 6] [--decode-in-thread] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
+ * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--warmup 6] [--decode thread|main] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
  * Skipped with a message without the YOLOv8n graph.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -55,7 +57,7 @@ const { values } = parseArgs({
   options: {
     frames: { type: 'string', default: '12' },
     warmup: { type: 'string', default: '6' },
-    'decode-in-thread': { type: 'boolean', default: false },
+    decode: { type: 'string', default: 'thread' },
     batches: { type: 'string', default: '1,8' },
     sizes: { type: 'string', default: '640x480,1920x1080' },
     paths: { type: 'string', default: 'graph,cpu' },
@@ -64,6 +66,8 @@ const { values } = parseArgs({
 });
 const framesPerVideo = numberOption(values, 'frames', 3, 1000);
 const warmupFrames = numberOption(values, 'warmup', 1, 1000);
+if (values.decode !== 'thread' && values.decode !== 'main') throw new Error(`--decode: ${values.decode} is not thread or main`);
+const decodeInThread = values.decode === 'thread';
 const batches = values.batches.split(',').map(Number);
 const sizes = values.sizes.split(',').map((s) => {
   const [w, h] = s.split('x').map(Number);
@@ -115,6 +119,8 @@ interface Row {
   /** CPU of threads that ended during the run (libvips' pool lets idle workers go), absent from the per-thread split. */
   readonly endedThreadsCoreMsPerFrame: number;
   readonly loadAverage1m: number;
+  /** Whether the processor was asked to decode in its decode thread (the uint8 path only has one). */
+  readonly decodeInThread: boolean;
   /** Main-thread V8 collections in the timed window. */
   readonly gcInWindow: { readonly major: number; readonly minor: number };
   readonly minorPageFaultsPerFrame: number;
@@ -130,7 +136,7 @@ async function measure(width: number, height: number, path: PreprocessPath, batc
     inferenceThreads: 1,
     preferCuda: false,
     preprocessInGraph: path === 'graph',
-    decodeInThread: values['decode-in-thread'],
+    decodeInThread: decodeInThread,
     ...RANDOM_WEIGHT_PROCESSOR_OPTIONS,
   });
   await processor.start();
@@ -193,6 +199,7 @@ async function measure(width: number, height: number, path: PreprocessPath, batc
     pipelineCoreMsPerFrame: pipeline,
     endedThreadsCoreMsPerFrame: Math.max(0, processMs - listed),
     loadAverage1m: loadavg()[0]!,
+    decodeInThread,
     gcInWindow: gc,
     minorPageFaultsPerFrame: faults / frames,
     ...(inputBuffers ? { inputBuffers: { ...inputBuffers } } : {}),
@@ -210,7 +217,7 @@ for (const { width, height } of sizes) {
     for (const path of paths) {
       const row = await measure(width, height, path, batchSize, clips);
       rows.push(row);
-      console.log(`${row.size} (JPEG ${jpegKiB.toFixed(0)} KiB) ${path} (${row.layout}) batch ${batchSize}: ${row.frames} frames, ${row.framesPerSecond.toFixed(1)} frames/s, load ${row.loadAverage1m.toFixed(2)}`);
+      console.log(`${row.size} (JPEG ${jpegKiB.toFixed(0)} KiB) ${path} (${row.layout}) batch ${batchSize}${decodeInThread && path === 'graph' ? ', decode thread' : ''}: ${row.frames} frames, ${row.framesPerSecond.toFixed(1)} frames/s, load ${row.loadAverage1m.toFixed(2)}`);
       for (const [name, ms] of Object.entries(row.coreMsPerFrameByThread)) {
         console.log(`  ${name.padEnd(16)} ${ms.toFixed(2).padStart(7)} core-ms per frame${name === INFERENCE_THREAD ? ' (the model)' : ''}`);
       }
