@@ -48,7 +48,10 @@ import { RANDOM_WEIGHT_PROCESSOR_OPTIONS, YOLOV8N_PATH } from './yolo-fixtures.t
 
 const VIDEOS = 8;
 const CHUNK_FRAMES = 2;
-/** The thread that runs the model: Node names its worker threads so. */
+/**
+ * The thread that runs the model: Node names its unnamed worker threads so. The decode
+ * thread is named (`vision-decode`), so its CPU counts as the pipeline's, not the model's.
+ */
 const INFERENCE_THREAD = 'WorkerThread';
 const PATHS = ['graph', 'cpu'] as const;
 type PreprocessPath = (typeof PATHS)[number];

@@ -23,6 +23,8 @@ import type { BufferPool } from './buffer-pool.ts';
 import { decodeForLetterbox, ImageDecodeError, letterboxInto, type ImageRejectReason, type LetterboxGeometry, type PreparedFrameUint8 } from './preprocess.ts';
 
 const ROLE = 'decode-thread';
+/** The decode thread's name, also its OS thread name (`comm` in /proc; at most 15 characters). */
+export const DECODE_THREAD_NAME = 'vision-decode';
 
 interface Request {
   readonly id: number;
@@ -71,7 +73,8 @@ export class DecodeThread {
 
   /** Starts the thread; resolves once it is ready to decode. */
   static async start(): Promise<DecodeThread> {
-    const worker = new Worker(new URL(import.meta.url), { workerData: { role: ROLE } });
+    // Named, so /proc and profilers tell it from the inference thread (Node names the OS thread after it).
+    const worker = new Worker(new URL(import.meta.url), { workerData: { role: ROLE }, name: DECODE_THREAD_NAME });
     await new Promise<void>((resolve, reject) => {
       worker.once('message', () => resolve());
       worker.once('error', reject);
