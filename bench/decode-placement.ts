@@ -1,7 +1,7 @@
 /**
  * Where should the JPEG decode run: on the main thread, or in a dedicated decode thread?
- * A measurement for the next step after decision 37, not a feature: the processor decodes
- * on the main thread's libuv pool. sharp returns each frame's pixels as a new Buffer that
+ * Measured apart from the processor, before it got its decode thread (decision 37, part
+ * 2; `decodeInThread`, gpu-worker/vision/decode-thread.ts). sharp returns each frame's pixels as a new Buffer that
  * the pool cannot reuse and postMessage cannot move. That Buffer is garbage in whichever
  * V8 heap called sharp, and it triggers major collections there (bench/vision.md). A
  * decode thread keeps that garbage in its own small heap and sends the letterbox back in
