@@ -22,11 +22,23 @@
  * as "threads ended"). Core-ms are robust to other load on the machine; wall-clock
  * frames/s are not, so the load average is recorded next to them.
  *
- * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
+ * Steady state, as in a long-running worker: the first `--warmup` frames of every video
+ * are processed untimed (V8 compiles the tracker, NMS and decoding code while they run;
+ * with frame 0 alone as warm-up, those compiles and the slower code before them landed
+ * in the timed window). Also recorded: V8 garbage collections by kind in the window (main
+ * thread), minor page faults per frame, and how many input buffers the processor reused
+ * (decision 37).
+ *
+ * `--decode main` decodes on the main thread's libuv pool (`decodeInThread: false`), the
+ * behaviour before the decode thread (decode-thread.ts; the default, `thread`, applies to
+ * the uint8 path only).
+ *
+ * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--warmup 6] [--decode thread|main] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
  * Skipped with a message without the YOLOv8n graph.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
+import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createVisionProcessor } from '../gpu-worker/vision/index.ts';
 import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
@@ -36,7 +48,10 @@ import { RANDOM_WEIGHT_PROCESSOR_OPTIONS, YOLOV8N_PATH } from './yolo-fixtures.t
 
 const VIDEOS = 8;
 const CHUNK_FRAMES = 2;
-/** The thread that runs the model: Node names its worker threads so. */
+/**
+ * The thread that runs the model: Node names its unnamed worker threads so. The decode
+ * thread is named (`vision-decode`), so its CPU counts as the pipeline's, not the model's.
+ */
 const INFERENCE_THREAD = 'WorkerThread';
 const PATHS = ['graph', 'cpu'] as const;
 type PreprocessPath = (typeof PATHS)[number];
@@ -44,6 +59,8 @@ type PreprocessPath = (typeof PATHS)[number];
 const { values } = parseArgs({
   options: {
     frames: { type: 'string', default: '12' },
+    warmup: { type: 'string', default: '6' },
+    decode: { type: 'string', default: 'thread' },
     batches: { type: 'string', default: '1,8' },
     sizes: { type: 'string', default: '640x480,1920x1080' },
     paths: { type: 'string', default: 'graph,cpu' },
@@ -51,6 +68,9 @@ const { values } = parseArgs({
   },
 });
 const framesPerVideo = numberOption(values, 'frames', 3, 1000);
+const warmupFrames = numberOption(values, 'warmup', 1, 1000);
+if (values.decode !== 'thread' && values.decode !== 'main') throw new Error(`--decode: ${values.decode} is not thread or main`);
+const decodeInThread = values.decode === 'thread';
 const batches = values.batches.split(',').map(Number);
 const sizes = values.sizes.split(',').map((s) => {
   const [w, h] = s.split('x').map(Number);
@@ -102,6 +122,13 @@ interface Row {
   /** CPU of threads that ended during the run (libvips' pool lets idle workers go), absent from the per-thread split. */
   readonly endedThreadsCoreMsPerFrame: number;
   readonly loadAverage1m: number;
+  /** Whether the processor was asked to decode in its decode thread (the uint8 path only has one). */
+  readonly decodeInThread: boolean;
+  /** Main-thread V8 collections in the timed window. */
+  readonly gcInWindow: { readonly major: number; readonly minor: number };
+  readonly minorPageFaultsPerFrame: number;
+  /** The processor's input buffers (decision 37): made new and reused, over the whole run; absent where the processor has none. */
+  readonly inputBuffers?: { readonly allocated: number; readonly reused: number };
 }
 
 async function measure(width: number, height: number, path: PreprocessPath, batchSize: number, clips: Awaited<ReturnType<typeof generateClip>>[]): Promise<Row> {
@@ -112,30 +139,47 @@ async function measure(width: number, height: number, path: PreprocessPath, batc
     inferenceThreads: 1,
     preferCuda: false,
     preprocessInGraph: path === 'graph',
+    decodeInThread: decodeInThread,
     ...RANDOM_WEIGHT_PROCESSOR_OPTIONS,
   });
   await processor.start();
   clips.forEach((_, v) => processor.openVideo(`v${v}`, undefined));
-  // Frame 0 of every video, untimed: warms sharp, the thread pools and the trackers.
-  await processor.process(clips.map((c, v) => ({ videoId: `v${v}`, frame: 0, image: c.frames[0]!.image })));
+  const feed = (from: number, to: number, onDone: (n: number) => void) =>
+    Promise.all(
+      clips.map(async (clip, v) => {
+        for (let i = from; i < to; i += CHUNK_FRAMES) {
+          const chunk = clip.frames.slice(i, Math.min(i + CHUNK_FRAMES, to)).map((f) => ({ videoId: `v${v}`, frame: f.frame, image: f.image }));
+          const outcomes = await processor.process(chunk);
+          if (outcomes.some((o) => o.status !== 'ok')) throw new Error(`a frame failed: ${JSON.stringify(outcomes)}`);
+          onDone(chunk.length);
+        }
+      }),
+    );
+  // The first `warmupFrames` of every video, untimed: warms sharp, the thread pools, the trackers and V8's compiled code.
+  await feed(0, warmupFrames, () => undefined);
+  const gc = { major: 0, minor: 0 };
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) gc.major++;
+      else if (kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) gc.minor++;
+    }
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   const before = cpuMsByThread();
   const processBefore = process.cpuUsage();
+  const faultsBefore = process.resourceUsage().minorPageFault;
   const startedMs = performance.now();
   let frames = 0;
-  await Promise.all(
-    clips.map(async (clip, v) => {
-      for (let i = 1; i < clip.frames.length; i += CHUNK_FRAMES) {
-        const chunk = clip.frames.slice(i, i + CHUNK_FRAMES).map((f) => ({ videoId: `v${v}`, frame: f.frame, image: f.image }));
-        const outcomes = await processor.process(chunk);
-        if (outcomes.some((o) => o.status !== 'ok')) throw new Error(`a frame failed: ${JSON.stringify(outcomes)}`);
-        frames += chunk.length;
-      }
-    }),
-  );
+  await feed(warmupFrames, warmupFrames + framesPerVideo, (n) => (frames += n));
   const wallMs = performance.now() - startedMs;
   const after = cpuMsByThread();
   const processUsage = process.cpuUsage(processBefore);
+  const faults = process.resourceUsage().minorPageFault - faultsBefore;
+  gcObserver.disconnect();
   const layout = processor.layout;
+  // Optional: a processor from before decision 37 has no pool (for before/after runs of this script on older code).
+  const inputBuffers = (processor as { inputBuffers?: Row['inputBuffers'] }).inputBuffers;
   await processor.stop();
   const perFrame = [...after]
     .map(([name, ms]) => [name, (ms - (before.get(name) ?? 0)) / frames] as const)
@@ -158,26 +202,34 @@ async function measure(width: number, height: number, path: PreprocessPath, batc
     pipelineCoreMsPerFrame: pipeline,
     endedThreadsCoreMsPerFrame: Math.max(0, processMs - listed),
     loadAverage1m: loadavg()[0]!,
+    decodeInThread,
+    gcInWindow: gc,
+    minorPageFaultsPerFrame: faults / frames,
+    ...(inputBuffers ? { inputBuffers: { ...inputBuffers } } : {}),
   };
 }
 
 const rows: Row[] = [];
-console.log(`pipeline CPU per frame: YOLOv8n (640), one inference thread, ${VIDEOS} videos x ${framesPerVideo} JPEG frames, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`);
+console.log(`pipeline CPU per frame: YOLOv8n (640), one inference thread, ${VIDEOS} videos x ${framesPerVideo} JPEG frames timed after ${warmupFrames} untimed, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`);
 for (const { width, height } of sizes) {
   const clips = await Promise.all(
-    Array.from({ length: VIDEOS }, (_, v) => generateClip({ seed: 500 + v, frames: framesPerVideo + 1, width, height, format: 'jpeg', objects: 6 })),
+    Array.from({ length: VIDEOS }, (_, v) => generateClip({ seed: 500 + v, frames: warmupFrames + framesPerVideo, width, height, format: 'jpeg', objects: 6 })),
   );
   const jpegKiB = clips.flatMap((c) => c.frames).reduce((s, f) => s + f.image.length, 0) / clips.length / clips[0]!.frames.length / 1024;
   for (const batchSize of batches) {
     for (const path of paths) {
       const row = await measure(width, height, path, batchSize, clips);
       rows.push(row);
-      console.log(`${row.size} (JPEG ${jpegKiB.toFixed(0)} KiB) ${path} (${row.layout}) batch ${batchSize}: ${row.frames} frames, ${row.framesPerSecond.toFixed(1)} frames/s, load ${row.loadAverage1m.toFixed(2)}`);
+      console.log(`${row.size} (JPEG ${jpegKiB.toFixed(0)} KiB) ${path} (${row.layout}) batch ${batchSize}${decodeInThread && path === 'graph' ? ', decode thread' : ''}: ${row.frames} frames, ${row.framesPerSecond.toFixed(1)} frames/s, load ${row.loadAverage1m.toFixed(2)}`);
       for (const [name, ms] of Object.entries(row.coreMsPerFrameByThread)) {
         console.log(`  ${name.padEnd(16)} ${ms.toFixed(2).padStart(7)} core-ms per frame${name === INFERENCE_THREAD ? ' (the model)' : ''}`);
       }
       console.log(`  ${'(threads ended)'.padEnd(16)} ${row.endedThreadsCoreMsPerFrame.toFixed(2).padStart(7)} core-ms per frame`);
       console.log(`  pipeline outside the model (process less the model's thread): ${row.pipelineCoreMsPerFrame.toFixed(2)} core-ms per frame`);
+      console.log(
+        `  main-thread GCs in the window: ${row.gcInWindow.major} major, ${row.gcInWindow.minor} minor; ${row.minorPageFaultsPerFrame.toFixed(0)} minor page faults per frame` +
+          (row.inputBuffers ? `; input buffers ${row.inputBuffers.allocated} made, ${row.inputBuffers.reused} reused` : ''),
+      );
     }
   }
 }
@@ -185,7 +237,7 @@ if (values.out) {
   const command = `npx node bench/pipeline-cpu.ts ${process.argv.slice(2).join(' ')}`.trim();
   writeFileSync(
     values.out,
-    `${JSON.stringify({ command, date: new Date().toISOString(), cpu: cpus()[0]?.model ?? '?', cores: availableParallelism(), videos: VIDEOS, framesPerVideo, rows }, null, 2)}\n`,
+    `${JSON.stringify({ command, date: new Date().toISOString(), cpu: cpus()[0]?.model ?? '?', cores: availableParallelism(), videos: VIDEOS, framesPerVideo, warmupFramesPerVideo: warmupFrames, rows }, null, 2)}\n`,
   );
   console.log(`wrote ${values.out}`);
 }

@@ -5,6 +5,8 @@
  * (graph-rewrite.ts), `float32-nchw` the model as exported (the fallback).
  */
 import ort from 'onnxruntime-node';
+import type { BufferPool } from './buffer-pool.ts';
+import type { InferenceSessionLike } from './inference-thread.ts';
 import type { ModelInfo } from './model.ts';
 import { postprocess, postprocessBestClass, type DecodeOptions, type RawDetection } from './postprocess.ts';
 import { prepareFrame, prepareFrameUint8, type LetterboxGeometry, type PreparedFrame, type PreparedFrameUint8 } from './preprocess.ts';
@@ -12,27 +14,64 @@ import { prepareFrame, prepareFrameUint8, type LetterboxGeometry, type PreparedF
 /** A decoded, letterboxed frame in either layout. */
 export type Prepared = PreparedFrame | PreparedFrameUint8;
 
-/** Decodes and letterboxes a frame in the layout the model takes. */
-export function prepareForModel(info: ModelInfo, image: Uint8Array, maxSourcePixels: number): Promise<Prepared> {
+/** Decodes and letterboxes a frame in the layout the model takes, into a buffer of `pool` when given. */
+export function prepareForModel(info: ModelInfo, image: Uint8Array, maxSourcePixels: number, pool?: BufferPool): Promise<Prepared> {
   const { inputWidth, inputHeight } = info;
   return info.layout === 'uint8-nhwc'
-    ? prepareFrameUint8(image, inputWidth, inputHeight, maxSourcePixels)
-    : prepareFrame(image, inputWidth, inputHeight, maxSourcePixels);
+    ? prepareFrameUint8(image, inputWidth, inputHeight, maxSourcePixels, pool)
+    : prepareFrame(image, inputWidth, inputHeight, maxSourcePixels, pool);
+}
+
+/** A prepared frame's pixels, in either layout. */
+export function preparedPixels(frame: Prepared): Uint8Array | Float32Array {
+  return 'hwc' in frame ? frame.hwc : frame.chw;
 }
 
 /**
  * One input tensor for a group of frames in the model's layout. A batch of one is its
  * frame's own buffer, moved to the inference thread without a copy; stacking copies
- * (1.2 MB of uint8 per 640x640 frame, 4.9 MB of float32 on the fallback path).
+ * (1.2 MB of uint8 per 640x640 frame, 4.9 MB of float32 on the fallback path). With
+ * `pool` (decision 37), the stacked batch is a pooled buffer and each frame's buffer goes
+ * back to the pool once copied: the frames must not be used afterwards, and whoever ends
+ * the tensor's use releases its buffer.
  */
-export function batchTensor(info: ModelInfo, frames: readonly Prepared[]): ort.Tensor {
+export function batchTensor(info: ModelInfo, frames: readonly Prepared[], pool?: BufferPool): ort.Tensor {
   const { inputWidth: w, inputHeight: h } = info;
+  const pixels = frames.map(preparedPixels);
+  const dims = info.layout === 'uint8-nhwc' ? [pixels.length, h, w, 3] : [pixels.length, 3, h, w];
+  if (pixels.length === 1) return info.layout === 'uint8-nhwc' ? new ort.Tensor('uint8', pixels[0] as Uint8Array, dims) : new ort.Tensor('float32', pixels[0] as Float32Array, dims);
+  const values = pixels.length * h * w * 3;
+  let tensor: ort.Tensor;
   if (info.layout === 'uint8-nhwc') {
-    const hwc = frames.map((f) => (f as PreparedFrameUint8).hwc);
-    return new ort.Tensor('uint8', hwc.length === 1 ? hwc[0]! : stack(hwc, new Uint8Array(hwc.length * h * w * 3)), [hwc.length, h, w, 3]);
+    tensor = new ort.Tensor('uint8', stack(pixels as Uint8Array[], pool ? new Uint8Array(pool.acquire(values)) : new Uint8Array(values)), dims);
+  } else {
+    const bytes = values * Float32Array.BYTES_PER_ELEMENT;
+    tensor = new ort.Tensor('float32', stack(pixels as Float32Array[], pool ? new Float32Array(pool.acquire(bytes)) : new Float32Array(values)), dims);
   }
-  const chw = frames.map((f) => (f as PreparedFrame).chw);
-  return new ort.Tensor('float32', chw.length === 1 ? chw[0]! : stack(chw, new Float32Array(chw.length * 3 * h * w)), [chw.length, 3, h, w]);
+  // Copied into the batch: each frame's buffer is free again.
+  if (pool) for (const p of pixels) pool.release(p.buffer as ArrayBuffer);
+  return tensor;
+}
+
+/**
+ * One run whose input buffer goes back to `pool` once the run is over: the buffer the
+ * inference thread moves back, or, from a session that never moved it, the buffer
+ * itself. A run that fails leaves a moved buffer to the garbage collector.
+ */
+export async function runPooled(session: InferenceSessionLike, inputName: string, input: ort.Tensor, pool: BufferPool | undefined): Promise<ort.InferenceSession.ReturnType> {
+  const lent = (input.data as Uint8Array | Float32Array).buffer as ArrayBuffer;
+  const feeds = { [inputName]: input };
+  if (!pool) return session.run(feeds);
+  try {
+    if (!session.runReturningInputs) return await session.run(feeds);
+    const { outputs, inputs } = await session.runReturningInputs(feeds);
+    const back = inputs[inputName];
+    if (back) pool.releaseMoved(lent, back);
+    return outputs;
+  } finally {
+    // Still attached: the run never moved it (a session on this thread, or one that failed before sending).
+    if (lent.byteLength > 0) pool.release(lent);
+  }
 }
 
 /** Detections of frame `image` of a batch output, in source pixels. */

@@ -2,19 +2,20 @@
  * The vision library behind the {@link FrameProcessor} port: YOLO-format ONNX
  * detection with cross-video micro-batching, and a ByteTrack tracker per video.
  */
-import type { S3Client } from '@aws-sdk/client-s3';
-import type { Tunables } from '../../core/config.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, MetricSink } from '../../core/ports.ts';
+import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
 import { MicroBatcher } from './batcher.ts';
+import { BufferPool, inputPoolBytes } from './buffer-pool.ts';
+import { DecodeThread, DecodeThreadDiedError } from './decode-thread.ts';
 import { ensureDemoModel } from './demo-model/build-model.ts';
-import { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
-import { InferenceThreadDiedError, type InferenceThreadDeath, type ThreadOptions } from './inference-thread.ts';
+import { associateLateFrame } from './late-association.ts';
+import { InferenceThreadDiedError, type InferenceThreadDeath } from './inference-thread.ts';
+import type { VisionProcessorOptions } from './options.ts';
 import { loadModel, type ExecutionProvider, type LoadedModel, type ModelLayout } from './model.ts';
 import type { RawDetection } from './postprocess.ts';
-import { PreparedAhead } from './prepared-ahead.ts';
+import { PREPARED_AHEAD_MAX_FRAMES, PreparedAhead } from './prepared-ahead.ts';
 import { ImageDecodeError, sourcePixelLimit } from './preprocess.ts';
-import { batchTensor, decodeOutput, prepareForModel, type Prepared } from './batch-input.ts';
+import { batchTensor, decodeOutput, prepareForModel, runPooled, type Prepared } from './batch-input.ts';
 import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
 
 export { ensureDemoModel } from './demo-model/build-model.ts';
@@ -23,67 +24,8 @@ export { evaluateMot } from './eval/mot.ts';
 export { ByteTracker } from './tracker.ts';
 export { associateLateFrame, DEFAULT_LATE_MIN_IOU } from './late-association.ts';
 export { InferenceThreadDiedError, type InferenceThreadDeath } from './inference-thread.ts';
+export { visionOptionsFromTunables, type VisionProcessorOptions } from './options.ts';
 
-export interface VisionProcessorOptions {
-  /** Local path or s3://bucket/key.onnx; empty or absent = the demo model (built if missing). */
-  readonly modelUri?: string;
-  /** Expected SHA-256 (hex) of the `modelUri` model; the worker refuses other bytes. Absent or empty = not checked. */
-  readonly modelSha256?: string;
-  /** Frames per inference call (`inferenceBatchSize`). */
-  readonly batchSize: number;
-  /** Longest a partial batch waits for more frames (`maxBatchWaitMs`). */
-  readonly maxBatchWaitMs: number;
-  /** Detections below this score are not reported (`detectionScoreThreshold`). */
-  readonly scoreThreshold: number;
-  /** Needed for s3:// model URIs. */
-  readonly s3Client?: S3Client;
-  /** Receives the one provider line at start. */
-  readonly logger?: (line: string | object) => void;
-  /** Try the CUDA execution provider first (default true). */
-  readonly preferCuda?: boolean;
-  /** onnxruntime intra-op threads (`inferenceThreads`); 0 or absent = its default. */
-  readonly inferenceThreads?: number;
-  /** Tracker tuning; ByteTrack defaults otherwise. */
-  readonly tracker?: Partial<TrackerOptions>;
-  /** IoU above which NMS suppresses a same-class box (default 0.5). */
-  readonly nmsIouThreshold?: number;
-  /** Where the demo model is built when `modelUri` is empty (default `.local/models`). */
-  readonly demoModelDir?: string;
-  /** Least IoU for a late frame's detection to take a neighbouring track's ID (default {@link DEFAULT_LATE_MIN_IOU}). */
-  readonly lateMinIou?: number;
-  /** Receives `InferenceThreadDied{Reason}`. */
-  readonly metrics?: MetricSink;
-  /**
-   * Called once when the processor breaks for good (see {@link FrameProcessor.fatal}),
-   * with the reason; the worker entry point drains and exits on it.
-   */
-  readonly onFatal?: (reason: string) => void;
-  /** How the inference thread is created: heap limits, and a fault for tests. */
-  readonly inferenceThread?: ThreadOptions;
-  /**
-   * Letterbox in uint8 and let the graph, rewritten at load, convert to float and pick
-   * the best class (default true; decision 32). False keeps the CPU float path, which is
-   * also what runs, with a logged reason, for a model the rewrite does not fit.
-   */
-  readonly preprocessInGraph?: boolean;
-}
-
-/** The processor options that come from the deployment's tunables (one mapping for the worker and the benchmarks). */
-export function visionOptionsFromTunables(
-  t: Pick<
-    Tunables,
-    'modelUri' | 'inferenceBatchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'detectionScoreThreshold' | 'trackHighScoreThreshold' | 'trackLowScoreThreshold' | 'newTrackScoreThreshold'
-  >,
-): Pick<VisionProcessorOptions, 'modelUri' | 'batchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'scoreThreshold' | 'tracker'> {
-  return {
-    modelUri: t.modelUri,
-    batchSize: t.inferenceBatchSize,
-    maxBatchWaitMs: t.maxBatchWaitMs,
-    inferenceThreads: t.inferenceThreads,
-    scoreThreshold: t.detectionScoreThreshold,
-    tracker: { highScoreThreshold: t.trackHighScoreThreshold, lowScoreThreshold: t.trackLowScoreThreshold, newTrackThreshold: t.newTrackScoreThreshold },
-  };
-}
 
 /** A {@link FrameProcessor} that also tells which execution provider runs. */
 export interface VisionProcessor extends FrameProcessor {
@@ -95,6 +37,8 @@ export interface VisionProcessor extends FrameProcessor {
   readonly batchSizes: readonly number[];
   /** Decodes started by `prepareAhead`, and of those, used by a frame's processing. */
   readonly preparedAhead: { readonly started: number; readonly used: number };
+  /** Input buffers (frames, batches) made new and reused from the pool (decision 37). */
+  readonly inputBuffers: { readonly allocated: number; readonly reused: number };
   /** How frames reach the model (valid after `start()`): the rewritten graph's `uint8-nhwc`, or the fallback `float32-nchw`. */
   readonly layout: ModelLayout;
 }
@@ -129,6 +73,10 @@ class OnnxVisionProcessor implements VisionProcessor {
   private batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome> | undefined;
   private readonly trackers = new Map<string, ByteTracker>();
   private readonly ahead = new PreparedAhead<Prepared>();
+  /** Input buffers reused across frames and batches (decision 37); set in `start()`. */
+  private pool: BufferPool | undefined;
+  /** The decode thread, with `decodeInThread` on the uint8 path; set in `start()`. */
+  private decoder: DecodeThread | undefined;
   /** Most pixels a frame may declare (from the model's input size); set in `start()`. */
   private maxSourcePixels = 0;
   /** How the inference thread died, once it has: the processor is then broken for good. */
@@ -153,6 +101,10 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   get preparedAhead(): { readonly started: number; readonly used: number } {
     return { started: this.ahead.started, used: this.ahead.used };
+  }
+
+  get inputBuffers(): { readonly allocated: number; readonly reused: number } {
+    return { allocated: this.pool?.allocated ?? 0, reused: this.pool?.reused ?? 0 };
   }
 
   get layout(): ModelLayout {
@@ -183,6 +135,8 @@ class OnnxVisionProcessor implements VisionProcessor {
     });
     void this.model.session.died?.then((death) => this.onThreadDeath(death));
     this.maxSourcePixels = sourcePixelLimit(this.model.info.inputWidth, this.model.info.inputHeight);
+    this.pool = new BufferPool(inputPoolBytes(this.model.info, this.options.batchSize, PREPARED_AHEAD_MAX_FRAMES));
+    if ((this.options.decodeInThread ?? true) && this.model.info.layout === 'uint8-nhwc') this.decoder = await DecodeThread.start();
     this.options.logger?.({
       msg: 'vision model loaded',
       provider: this.model.provider,
@@ -193,6 +147,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       maxSourcePixels: this.maxSourcePixels,
       layout: this.model.info.layout,
       layoutReason: this.model.info.layoutReason,
+      decodeInThread: this.decoder !== undefined,
     });
     this.batcher = new MicroBatcher({
       batchSize: this.options.batchSize,
@@ -246,7 +201,14 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   /** Decodes and letterboxes a frame in the layout the model takes. */
   private prepare(model: LoadedModel, image: Uint8Array): Promise<Prepared> {
-    return prepareForModel(model.info, image, this.maxSourcePixels);
+    const { decoder, pool } = this;
+    const onMain = () => prepareForModel(model.info, image, this.maxSourcePixels, pool);
+    if (!decoder || decoder.dead || !pool) return onMain();
+    // A decode thread that ended costs no frame: its frames decode here instead.
+    return decoder.prepare(image, model.info.inputWidth, model.info.inputHeight, this.maxSourcePixels, pool).catch((error: unknown) => {
+      if (error instanceof DecodeThreadDiedError) return onMain();
+      throw error;
+    });
   }
 
   /**
@@ -279,6 +241,9 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   async stop(): Promise<void> {
     this.ahead.clear();
+    this.pool?.clear();
+    await this.decoder?.stop();
+    this.decoder = undefined;
     this.batcher?.dispose();
     this.batcher = undefined;
     const session = this.model?.session;
@@ -346,7 +311,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       maxDetections: 300,
     };
     for (const group of groups) {
-      const out = await session.run({ [info.inputName]: batchTensor(info, group.map((it) => it.prepared)) });
+      const out = await runPooled(session, info.inputName, batchTensor(info, group.map((it) => it.prepared), this.pool), this.pool);
       const tensor = out[info.outputName]!;
       const data = tensor.data as Float32Array;
       const anchors = tensor.dims[2]!;

@@ -21,7 +21,20 @@ export type InferenceSessionLike = Pick<ort.InferenceSession, 'inputNames' | 'ou
    * Absent for a session that cannot die apart from its process (one on the main thread).
    */
   readonly died?: Promise<InferenceThreadDeath>;
+  /**
+   * `run`, and the input buffers back: a feed whose buffer was moved to the thread comes
+   * back moved again once the run is over (`inputs`, by input name), so the caller can
+   * reuse it (decision 37). Absent where feeds are never moved (a session on the main thread).
+   */
+  readonly runReturningInputs?: (feeds: ort.InferenceSession.FeedsType) => Promise<RunWithInputs>;
 };
+
+/** What {@link InferenceSessionLike.runReturningInputs} resolves to. */
+export interface RunWithInputs {
+  readonly outputs: ort.InferenceSession.ReturnType;
+  /** The buffers of the feeds that were moved to the thread, moved back, by input name. */
+  readonly inputs: Readonly<Record<string, ArrayBuffer>>;
+}
 
 /** Why an inference thread ended: the dimension `Reason` of `InferenceThreadDied`. */
 export type InferenceThreadDeathReason =
@@ -88,8 +101,8 @@ interface WireTensor {
 type Request = { readonly id: number; readonly op: 'run'; readonly feeds: Record<string, WireTensor> } | { readonly id: number; readonly op: 'release' };
 
 type Reply =
-  | { readonly id: number; readonly ok: true; readonly outputs?: Record<string, WireTensor> }
-  | { readonly id: number; readonly ok: false; readonly error: string };
+  | { readonly id: number; readonly ok: true; readonly outputs?: Record<string, WireTensor>; readonly inputs?: Record<string, ArrayBuffer> }
+  | { readonly id: number; readonly ok: false; readonly error: string; readonly inputs?: Record<string, ArrayBuffer> };
 
 type Ready =
   | {
@@ -118,6 +131,19 @@ function toWire(tensors: Readonly<Record<string, ort.Tensor>>): { wire: Record<s
     if (typeof data === 'object' && ArrayBuffer.isView(data) && ownsBuffer(data)) transfer.push(data.buffer as ArrayBuffer);
   }
   return { wire, transfer };
+}
+
+/** The feeds' buffers that came over moved (whole, not views into a larger one), to move back after the run. */
+function movedInputs(wire: Readonly<Record<string, WireTensor>>): { inputs: Record<string, ArrayBuffer>; transfer: ArrayBuffer[] } {
+  const inputs: Record<string, ArrayBuffer> = {};
+  const transfer = new Set<ArrayBuffer>();
+  for (const [name, t] of Object.entries(wire)) {
+    const data = t.data as unknown;
+    if (typeof data !== 'object' || !ArrayBuffer.isView(data) || !ownsBuffer(data) || transfer.has(data.buffer as ArrayBuffer)) continue;
+    inputs[name] = data.buffer as ArrayBuffer;
+    transfer.add(data.buffer as ArrayBuffer);
+  }
+  return { inputs, transfer: [...transfer] };
 }
 
 function fromWire(wire: Readonly<Record<string, WireTensor>>): Record<string, ort.Tensor> {
@@ -199,10 +225,14 @@ class ThreadedSession implements InferenceSessionLike {
   }
 
   async run(feeds: ort.InferenceSession.FeedsType): Promise<ort.InferenceSession.ReturnType> {
+    return (await this.runReturningInputs(feeds)).outputs;
+  }
+
+  async runReturningInputs(feeds: ort.InferenceSession.FeedsType): Promise<RunWithInputs> {
     const { wire, transfer } = toWire(feeds);
     const reply = await this.request({ id: this.nextId++, op: 'run', feeds: wire }, transfer);
     if (!reply.ok) throw new Error(reply.error);
-    return fromWire(reply.outputs ?? {});
+    return { outputs: fromWire(reply.outputs ?? {}), inputs: reply.inputs ?? {} };
   }
 
   async release(): Promise<void> {
@@ -279,7 +309,10 @@ async function serve(): Promise<void> {
         return;
       }
       const { wire, transfer } = toWire(await session.run(fromWire(request.feeds)));
-      port.postMessage({ id: request.id, ok: true, outputs: wire } satisfies Reply, transfer);
+      // onnxruntime is done with the inputs once run returns (it read them in place, or
+      // copied them to the device): they go back for reuse rather than to this thread's GC.
+      const moved = movedInputs(request.feeds);
+      port.postMessage({ id: request.id, ok: true, outputs: wire, inputs: moved.inputs } satisfies Reply, [...transfer, ...moved.transfer]);
     } catch (error) {
       port.postMessage({ id: request.id, ok: false, error: error instanceof Error ? error.message : String(error) } satisfies Reply);
     }

@@ -4,6 +4,7 @@
  * image, and normalise to float32 NCHW in [0, 1].
  */
 import sharp from 'sharp';
+import type { BufferPool } from './buffer-pool.ts';
 import { declaredImageSize } from './image-header.ts';
 
 /** Ultralytics' letterbox padding value. */
@@ -98,7 +99,8 @@ export function sourcePixelLimit(inputWidth: number, inputHeight: number): numbe
 const SHARP_PIXEL_LIMIT_MESSAGE = /exceeds pixel limit/i;
 
 /**
- * Decodes JPEG/PNG bytes and letterboxes them to the model input. sharp runs on
+ * Decodes JPEG/PNG bytes and letterboxes them to the model input (`chw` from `pool` when
+ * given: decision 37). sharp runs on
  * libuv's thread pool, so several of these overlap each other and a running
  * inference.
  *
@@ -112,6 +114,7 @@ export async function prepareFrame(
   inputWidth: number,
   inputHeight: number,
   maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
+  pool?: BufferPool,
 ): Promise<PreparedFrame> {
   const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels);
   const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
@@ -122,7 +125,8 @@ export async function prepareFrame(
   // padded copy from sharp and a second pass, and on a CPU every ms here is taken from
   // inference, which already uses every core.
   const plane = inputWidth * inputHeight;
-  const chw = new Float32Array(plane * 3);
+  // Every value is written below (padding, then the image), so a pooled buffer's old contents never show.
+  const chw = pool ? new Float32Array(pool.acquire(plane * 3 * Float32Array.BYTES_PER_ELEMENT)) : new Float32Array(plane * 3);
   fillPadding(chw, plane, inputWidth, geometry);
   for (let y = 0, q = 0; y < resizedHeight; y++) {
     let p = (padTop + y) * inputWidth + padLeft;
@@ -181,28 +185,68 @@ export interface PreparedFrameUint8 {
  * spans the width): libvips' `extend` cost 1.5-2.5 core-ms more per 640x480 JPEG in a
  * side-by-side run, and its output lives in libvips' memory, which postMessage cannot
  * transfer to the inference thread. `hwc` is an ArrayBuffer of V8's own, so a batch of
- * one moves there without a copy (and is detached from then on: a frame is run once).
+ * one moves there without a copy (and is detached until the thread hands it back).
+ * With `pool`, `hwc` is a pooled buffer (decision 37): whoever ends the frame's use
+ * releases it there.
  */
 export async function prepareFrameUint8(
   image: Uint8Array,
   inputWidth: number,
   inputHeight: number,
   maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
+  pool?: BufferPool,
 ): Promise<PreparedFrameUint8> {
+  const { rgb, geometry } = await decodeForLetterbox(image, inputWidth, inputHeight, maxSourcePixels);
+  const bytes = inputWidth * inputHeight * 3;
+  // From the pool (decision 37) once decoded, so a corrupt frame never holds one.
+  const hwc = pool ? new Uint8Array(pool.acquire(bytes)) : new Uint8Array(bytes);
+  letterboxInto(hwc, rgb, inputWidth, geometry);
+  return { hwc, geometry };
+}
+
+/**
+ * The uint8 path's decode without the letterbox: the header check, then the RGB pixels at
+ * the letterbox's resized size and its geometry (what {@link prepareFrameUint8} and the
+ * decode thread letterbox from).
+ */
+export async function decodeForLetterbox(
+  image: Uint8Array,
+  inputWidth: number,
+  inputHeight: number,
+  maxSourcePixels: number,
+): Promise<{ rgb: Uint8Array; geometry: LetterboxGeometry }> {
   // The size from the header in JS when it is a plain JPEG or PNG (image-header.ts), else from sharp.
   const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels, declaredImageSize(image));
   const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
   const rgb = await decode(image, width, height, geometry, maxSourcePixels);
-  const { resizedWidth, resizedHeight, padLeft, padTop } = geometry;
+  const { resizedWidth, resizedHeight } = geometry;
   if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);
-  const hwc = new Uint8Array(inputWidth * inputHeight * 3).fill(LETTERBOX_PAD_VALUE);
-  const rowBytes = resizedWidth * 3;
-  if (resizedWidth === inputWidth) {
-    hwc.set(rgb, padTop * inputWidth * 3);
-  } else {
-    for (let y = 0; y < resizedHeight; y++) hwc.set(rgb.subarray(y * rowBytes, (y + 1) * rowBytes), ((padTop + y) * inputWidth + padLeft) * 3);
+  return { rgb, geometry };
+}
+
+/**
+ * Writes every byte of `hwc` (`inputWidth` x inputHeight x 3): grey 114 where the image
+ * does not go (the bands above and below, each row's margins), the decoded `rgb` rows
+ * where it does. Nothing is left from before, so a reused buffer's old contents never show.
+ */
+export function letterboxInto(hwc: Uint8Array, rgb: Uint8Array, inputWidth: number, g: LetterboxGeometry): void {
+  const stride = inputWidth * 3;
+  const rowBytes = g.resizedWidth * 3;
+  const imageStart = g.padTop * stride;
+  const imageEnd = (g.padTop + g.resizedHeight) * stride;
+  hwc.fill(LETTERBOX_PAD_VALUE, 0, imageStart);
+  hwc.fill(LETTERBOX_PAD_VALUE, imageEnd);
+  if (g.resizedWidth === inputWidth) {
+    hwc.set(rgb.subarray(0, rowBytes * g.resizedHeight), imageStart);
+    return;
   }
-  return { hwc, geometry };
+  const left = g.padLeft * 3;
+  for (let y = 0; y < g.resizedHeight; y++) {
+    const row = imageStart + y * stride;
+    hwc.fill(LETTERBOX_PAD_VALUE, row, row + left);
+    hwc.set(rgb.subarray(y * rowBytes, (y + 1) * rowBytes), row + left);
+    hwc.fill(LETTERBOX_PAD_VALUE, row + left + rowBytes, row + stride);
+  }
 }
 
 /**
