@@ -84,6 +84,11 @@ export const METRIC_NAMES = {
      * with EXIT_PROCESSOR_FAILED, so another task takes the slot over.
      */
     inferenceThreadDied: 'InferenceThreadDied',
+    /**
+     * The decode thread ended by itself (decision 37). Nothing is lost: frames decode on the
+     * main thread from then on, at a higher CPU cost per frame; the worker goes on.
+     */
+    decodeThreadDied: 'DecodeThreadDied',
     /** Emitted once at start (dimension Provider: cuda | cpu). */
     executionProvider: 'ExecutionProvider',
     /** Slot leases claimed. */

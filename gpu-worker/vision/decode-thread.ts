@@ -52,7 +52,7 @@ export class DecodeThread {
   private nextId = 1;
   private failure: Error | undefined;
 
-  private constructor(worker: Worker) {
+  private constructor(worker: Worker, onDeath: ((why: string) => void) | undefined) {
     this.worker = worker;
     worker.on('message', (reply: Reply) => {
       const waiter = this.pending.get(reply.id);
@@ -65,14 +65,18 @@ export class DecodeThread {
       this.failure = new DecodeThreadDiedError(`decode thread ended: ${why}`);
       for (const w of this.pending.values()) w.reject(this.failure);
       this.pending.clear();
+      onDeath?.(why);
     };
     worker.on('error', (error) => die(error instanceof Error ? error.message : String(error)));
     worker.on('exit', (code) => die(`exit code ${code}`));
     worker.unref();
   }
 
-  /** Starts the thread; resolves once it is ready to decode. */
-  static async start(): Promise<DecodeThread> {
+  /**
+   * Starts the thread; resolves once it is ready to decode. `onDeath` is called once if
+   * the thread ends by itself (an error, an exit, running out of its heap), not on {@link stop}.
+   */
+  static async start(onDeath?: (why: string) => void): Promise<DecodeThread> {
     // Named, so /proc and profilers tell it from the inference thread (Node names the OS thread after it).
     const worker = new Worker(new URL(import.meta.url), { workerData: { role: ROLE }, name: DECODE_THREAD_NAME });
     await new Promise<void>((resolve, reject) => {
@@ -80,7 +84,7 @@ export class DecodeThread {
       worker.once('error', reject);
     });
     worker.removeAllListeners('error');
-    return new DecodeThread(worker);
+    return new DecodeThread(worker, onDeath);
   }
 
   /** Whether the thread has ended (decodes then reject with {@link DecodeThreadDiedError}). */

@@ -64,6 +64,22 @@ describe('DecodeThread', () => {
     expect(pool.heldBytes).toBe(2 * 64 * 64 * 3);
   });
 
+  it('says once when it ends by itself, and not when it is stopped', async () => {
+    const deaths: string[] = [];
+    const dying = await DecodeThread.start((why) => deaths.push(why));
+    // As if it ran out of its heap: the thread ends under it.
+    await (dying as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(dying.dead).toBe(true);
+    expect(deaths).toHaveLength(1);
+    await dying.stop();
+    const stopped: string[] = [];
+    const calm = await DecodeThread.start((why) => stopped.push(why));
+    await calm.stop();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(stopped).toEqual([]);
+  });
+
   it('rejects every decode once stopped', async () => {
     const stopped = await DecodeThread.start();
     await stopped.stop();
