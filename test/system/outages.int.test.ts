@@ -27,6 +27,7 @@ import { appendFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES } from '../../core/config.ts';
+import { sleep } from '../../core/async.ts';
 import { outageProxies, type OutageProxies, type OutageService } from '../support/outage-proxy.ts';
 import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
 
@@ -79,7 +80,6 @@ async function dlqMessages(): Promise<{ ingest: number; slots: number }> {
   return { ingest: await queueDepth(stack.wiring.ingestDlqUrl), slots };
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** What one case measured, in ms since the outage started (the closing note's timeline). */
 interface Timeline {

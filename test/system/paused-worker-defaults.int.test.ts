@@ -13,6 +13,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_TUNABLES, type Tunables } from '../../core/config.ts';
 import { frameKey } from '../../core/keys.ts';
+import { sleep } from '../../core/async.ts';
 import { FAST_TUNABLES, assertNoOverlappingTenure, jpeg, put, results, startTestStack, summary, waitFor, type TestStack } from '../support/pipeline.ts';
 
 let stack: TestStack | undefined;
@@ -25,7 +26,6 @@ afterEach(async () => {
 /** Every tunable FAST_TUNABLES shortens, back at its default. */
 const USER_DEFAULTS: Partial<Tunables> = Object.fromEntries(Object.keys(FAST_TUNABLES).map((k) => [k, DEFAULT_TUNABLES[k as keyof Tunables]]));
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('a worker paused past its lease, or killed, at the default tunables', () => {
   it.each([{ fault: 'SIGSTOP for 22 s, then SIGCONT' as const }, { fault: 'kill -9' as const }])('$fault: replaced at once; every frame uploaded before, during and after gets one record; every video completes within 60 s of the resume (or kill)', async ({ fault }) => {
