@@ -136,7 +136,9 @@ class OnnxVisionProcessor implements VisionProcessor {
     void this.model.session.died?.then((death) => this.onThreadDeath(death));
     this.maxSourcePixels = sourcePixelLimit(this.model.info.inputWidth, this.model.info.inputHeight);
     this.pool = new BufferPool(inputPoolBytes(this.model.info, this.options.batchSize, PREPARED_AHEAD_MAX_FRAMES));
-    if ((this.options.decodeInThread ?? true) && this.model.info.layout === 'uint8-nhwc') this.decoder = await DecodeThread.start((why) => {
+    // A thread of its own for decoding when the model runs on the GPU; on the CPU the model's threads want every core.
+    const decodeInThread = this.options.decodeInThread ?? this.model.provider === 'cuda';
+    if (decodeInThread && this.model.info.layout === 'uint8-nhwc') this.decoder = await DecodeThread.start((why) => {
         // No frame is lost (they decode on the main thread from now on), but the CPU per frame rises: said once, counted.
         this.options.metrics?.count(METRIC_NAMES.worker.decodeThreadDied);
         this.options.logger?.({ msg: 'decode thread ended: frames decode on the main thread from now on', detail: why });

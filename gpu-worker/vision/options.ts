@@ -51,8 +51,10 @@ export interface VisionProcessorOptions {
    */
   readonly preprocessInGraph?: boolean;
   /**
-   * Decode and letterbox in a thread of their own, on the uint8 path (default true;
-   * decision 37, decode-thread.ts). False decodes on this thread's libuv pool, as before.
+   * Decode and letterbox in a thread of their own, on the uint8 path (decision 37,
+   * decode-thread.ts). Default: on when the model runs on CUDA, off on CPU, where the
+   * model's own threads want every core and a decode thread beside them cost the soak
+   * (2 cores, CPU model) twice its latency. False decodes on this thread's libuv pool.
    */
   readonly decodeInThread?: boolean;
 }

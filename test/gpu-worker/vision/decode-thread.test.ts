@@ -89,6 +89,24 @@ describe('DecodeThread', () => {
 });
 
 describe('the processor with and without its decode thread', () => {
+  it('starts no decode thread by default when the model runs on the CPU (its threads want the cores)', async () => {
+    const p = createVisionProcessor({ batchSize: 1, maxBatchWaitMs: 2, scoreThreshold: 0.25 });
+    await p.start();
+    try {
+      expect(p.provider).toBe('cpu');
+      expect((p as unknown as { decoder: DecodeThread | undefined }).decoder).toBeUndefined();
+    } finally {
+      await p.stop();
+    }
+    const asked = createVisionProcessor({ batchSize: 1, maxBatchWaitMs: 2, scoreThreshold: 0.25, decodeInThread: true });
+    await asked.start();
+    try {
+      expect((asked as unknown as { decoder: DecodeThread | undefined }).decoder).toBeInstanceOf(DecodeThread);
+    } finally {
+      await asked.stop();
+    }
+  });
+
   it('gives the same outcomes, and keeps decoding on the main thread once the thread has ended', async () => {
     // Prepare
     const clip = await generateClip({ seed: 21, frames: 16, objects: 5, width: 320, height: 240, format: 'jpeg' });
