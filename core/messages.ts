@@ -34,6 +34,13 @@ export interface EndMessage {
   readonly bucket: string;
   readonly key: string;
   readonly eventTime: string;
+  /**
+   * The marker object's ETag from the S3 event, when it gave one: part of the
+   * deduplication id, so a marker re-uploaded with another body (a corrected last frame)
+   * is a new message and not swallowed by FIFO deduplication, while a duplicated
+   * notification of the same upload still is.
+   */
+  readonly eTag?: string;
   /** See {@link FrameMessage.replayTag}. */
   readonly replayTag?: string;
 }
@@ -62,13 +69,15 @@ const SHA256_HEX_LENGTH = 64;
  */
 export function dedupId(m: SlotMessage, replayTag?: string): string {
   const tag = replayTag || m.replayTag || undefined;
-  const position = m.kind === 'frame' ? String(m.frame) : 'end';
+  // An end marker's version (its ETag's letters and digits) is part of its position: see EndMessage.eTag.
+  const version = m.kind === 'end' && m.eTag ? m.eTag.replace(/[^A-Za-z0-9-]/g, '') : '';
+  const position = m.kind === 'frame' ? String(m.frame) : version ? `end~${version}` : 'end';
   const readable = tag ? `${m.videoId}:${position}:${tag}` : `${m.videoId}:${position}`;
   if (readable.length <= SQS_MAX_ID_LENGTH && VIDEO_ID_PATTERN.test(m.videoId) && (tag === undefined || SQS_ID_PATTERN.test(tag))) {
     return readable;
   }
   const digest = createHash('sha256')
-    .update(JSON.stringify([m.videoId, m.kind === 'frame' ? m.frame : 'end', tag ?? null]))
+    .update(JSON.stringify([m.videoId, m.kind === 'frame' ? m.frame : 'end', tag ?? null, ...(version ? [version] : [])]))
     .digest('hex');
   // Keep as much of the video id as fits, for people reading queues; only `[A-Za-z0-9._-]`.
   const room = Math.max(0, SQS_MAX_ID_LENGTH - SHA256_HEX_LENGTH - position.length - 2);

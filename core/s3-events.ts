@@ -57,8 +57,8 @@ function parseRecord(r: S3EventRecord, expectedBucket: string): IngestItem {
   const p = parseFrameKey(key);
   if (p.kind === 'rejected') return { kind: 'reject', reason: p.reason, detail: p.detail, key };
   const eventTime = r.eventTime ?? new Date().toISOString();
-  if (p.kind === 'end') return { kind: 'route', message: { kind: 'end', videoId: p.videoId, bucket, key, eventTime } };
-  const sizeBytes = Number(r.s3.object.size ?? 0);
   const eTag = typeof r.s3.object.eTag === 'string' && r.s3.object.eTag.length > 0 ? r.s3.object.eTag : undefined;
+  if (p.kind === 'end') return { kind: 'route', message: { kind: 'end', videoId: p.videoId, bucket, key, eventTime, ...(eTag ? { eTag } : {}) } };
+  const sizeBytes = Number(r.s3.object.size ?? 0);
   return { kind: 'route', message: { kind: 'frame', videoId: p.videoId, frame: p.frame, bucket, key, sizeBytes, eventTime, ...(eTag ? { eTag } : {}) } };
 }

@@ -49,6 +49,12 @@ describe('parseIngestBody', () => {
     expect(parseIngestBody(event('frames/v1/_end'), 'bkt')[0]).toMatchObject({ kind: 'route', message: { kind: 'end', videoId: 'v1' } });
   });
 
+  it("carries an end marker's ETag, which tells a corrected marker from a duplicated notification", () => {
+    const withTag = JSON.stringify({ Records: [{ eventSource: 'aws:s3', eventName: 'ObjectCreated:Put', eventTime: '2026-01-01T00:00:00.000Z', s3: { bucket: { name: 'bkt' }, object: { key: 'frames/v1/_end', size: 2, eTag: '6512bd43d9caa6e02c990b0a82652dca' } } }] });
+    expect(parseIngestBody(withTag, 'bkt')[0]).toMatchObject({ kind: 'route', message: { kind: 'end', videoId: 'v1', eTag: '6512bd43d9caa6e02c990b0a82652dca' } });
+    expect(parseIngestBody(event('frames/v1/_end'), 'bkt')[0]).not.toHaveProperty('message.eTag');
+  });
+
   it.each([
     ['not json', 'not-json'],
     [JSON.stringify({ Service: 'Amazon S3', Event: 's3:TestEvent' }), 's3-test-event'],

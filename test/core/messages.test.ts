@@ -42,6 +42,21 @@ describe('dedupId', () => {
     expect(dedupId(frame('a'.repeat(126), 5))).toBe(`${'a'.repeat(126)}:5`);
   });
 
+  it("tells end markers apart by their ETag: a corrected marker is a new message, a duplicated notification is not", () => {
+    const first = { ...end('cam-1'), eTag: '"d41d8cd98f00b204e9800998ecf8427e"' };
+    const corrected = { ...end('cam-1'), eTag: '"6512bd43d9caa6e02c990b0a82652dca"' };
+    expect(dedupId(first)).toBe('cam-1:end~d41d8cd98f00b204e9800998ecf8427e');
+    expect(dedupId(corrected)).not.toBe(dedupId(first));
+    expect(dedupId({ ...first })).toBe(dedupId(first));
+    // Multipart ETags keep their part count; the id stays valid and within 128 characters for the longest video id.
+    const long = dedupId({ ...end(LONGEST_ID), eTag: '"6512bd43d9caa6e02c990b0a82652dca-12"' });
+    expect(long.length).toBeLessThanOrEqual(128);
+    expect(long).toMatch(SQS_ID);
+    expect(long).not.toBe(dedupId({ ...end(LONGEST_ID), eTag: '"6512bd43d9caa6e02c990b0a82652dca-13"' }));
+    // A frame's ETag is not part of its id: an overwrite of a frame is a duplicate (decision 12's one record per frame).
+    expect(dedupId(frame('cam-1', 7, { eTag: '"a"' }))).toBe(dedupId(frame('cam-1', 7, { eTag: '"b"' })));
+  });
+
   it('stays within 128 valid characters for a 128-character video id and a long replay tag', () => {
     // Prepare
     expect(VIDEO_ID_PATTERN.test(LONGEST_ID)).toBe(true);
