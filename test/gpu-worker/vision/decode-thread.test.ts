@@ -12,12 +12,8 @@ import { DecodeThread, DecodeThreadDiedError } from '../../../gpu-worker/vision/
 import { createVisionProcessor } from '../../../gpu-worker/vision/index.ts';
 import { ImageDecodeError, prepareFrameUint8 } from '../../../gpu-worker/vision/preprocess.ts';
 import { generateClip } from '../../../gpu-worker/vision/synthetic/generate.ts';
+import { noisy } from '../../support/noisy-image.ts';
 
-function noisy(width: number, height: number, format: 'jpeg' | 'png'): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 50 } } })
-    [format]()
-    .toBuffer();
-}
 
 describe('DecodeThread', () => {
   let thread: DecodeThread;

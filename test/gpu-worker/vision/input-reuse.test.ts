@@ -5,7 +5,6 @@
  * buffers are new or reused.
  */
 import ort from 'onnxruntime-node';
-import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FrameInput, FrameOutcome } from '../../../core/ports.ts';
 import { batchTensor, runPooled } from '../../../gpu-worker/vision/batch-input.ts';
@@ -17,6 +16,7 @@ import type { ModelInfo } from '../../../gpu-worker/vision/model.ts';
 import { WORKER_SESSION_OPTIONS } from '../../../gpu-worker/vision/model.ts';
 import { prepareFrame, prepareFrameUint8 } from '../../../gpu-worker/vision/preprocess.ts';
 import { generateClip } from '../../../gpu-worker/vision/synthetic/generate.ts';
+import { noisy } from '../../support/noisy-image.ts';
 
 /** A pool whose next buffers of `byteLength` are full of garbage, as reused buffers would be. */
 function dirtyPool(byteLength: number, count: number): BufferPool {
@@ -29,11 +29,6 @@ function dirtyPool(byteLength: number, count: number): BufferPool {
   return pool;
 }
 
-function noisy(width: number, height: number, format: 'jpeg' | 'png'): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 50 } } })
-    [format]()
-    .toBuffer();
-}
 
 describe('letterbox into a reused buffer', () => {
   it.each([
