@@ -14,6 +14,7 @@
  * hands them to the processor to decode ahead as well (vision/prepared-ahead.ts).
  */
 import type { FrameStore } from '../../core/aws/frame-store.ts';
+import { hedge } from './hedged-fetch.ts';
 
 /** Most bytes held (by the sizes the S3 events gave); 10 frames of a few MB fit. */
 export const PREFETCH_MAX_BYTES = 64 * 1024 * 1024;
@@ -117,32 +118,17 @@ export class FramePrefetch {
 
   /**
    * The entry's bytes, or a second GET's if the first has not answered `hedgeAfterMs`
-   * after it started: whichever answers first. A failed first GET gives undefined (the
-   * runner then fetches the frame itself, with its own retries).
+   * after it started: whichever answers first (hedged-fetch.ts {@link hedge}). Undefined
+   * once every GET sent has failed (the runner then fetches the frame itself, with its own retries).
    */
   private hedged(bucket: string, key: string, entry: Entry): Promise<Uint8Array | undefined> {
-    return new Promise((resolve) => {
-      let done = false;
-      let outstanding = 1;
-      const finish = (bytes: Uint8Array | undefined) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        resolve(bytes);
-      };
-      // The first bytes win; undefined only once every GET sent has failed.
-      const answer = (bytes: Uint8Array | undefined) => (bytes ? finish(bytes) : --outstanding === 0 && finish(undefined));
-      const timer = setTimeout(
-        () => {
-          if (done) return;
-          outstanding++;
-          this.hedges++;
-          this.frames.get(bucket, key, entry.eTag).then(answer, () => answer(undefined));
-        },
-        Math.max(0, entry.startedAtMs + this.hedgeAfterMs - this.now()),
-      );
-      void entry.bytes.then(answer);
-    });
+    // The entry's promise reads a failed GET as undefined; the hedge needs it as a failure.
+    const first = entry.bytes.then((bytes) => bytes ?? Promise.reject(new Error('prefetch failed')));
+    const again = () => {
+      this.hedges++;
+      return this.frames.get(bucket, key, entry.eTag);
+    };
+    return hedge(first, entry.startedAtMs + this.hedgeAfterMs - this.now(), again).catch(() => undefined);
   }
 
   /** Entries held now. */

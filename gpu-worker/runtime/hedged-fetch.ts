@@ -12,37 +12,46 @@
  */
 import type { FrameStore } from '../../core/aws/frame-store.ts';
 
+/**
+ * `first`, joined by `again()` if `first` has not settled within `delayMs`: the first call
+ * to resolve wins; the result rejects (with the first error) only once every call sent
+ * has failed. A `first` that fails before the delay rejects at once and sends nothing more.
+ */
+export function hedge<T>(first: Promise<T>, delayMs: number, again: () => Promise<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    let outstanding = 0;
+    let firstError: unknown;
+    const settle = (call: Promise<T>) => {
+      outstanding++;
+      call.then(
+        (value) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (e: unknown) => {
+          firstError ??= e;
+          if (--outstanding > 0 || done) return;
+          done = true;
+          clearTimeout(timer);
+          reject(firstError);
+        },
+      );
+    };
+    const timer = setTimeout(() => {
+      if (!done) settle(again());
+    }, Math.max(0, delayMs));
+    settle(first);
+  });
+}
+
 /** `inner` with its `get` hedged after `hedgeAfterMs` (0: `inner` itself). */
 export function hedgedFrameStore(inner: FrameStore, hedgeAfterMs: number): FrameStore {
   if (hedgeAfterMs <= 0) return inner;
   const get = (bucket: string, key: string, ifMatch?: string): Promise<Uint8Array> =>
-    new Promise((resolve, reject) => {
-      let done = false;
-      let outstanding = 0;
-      let firstError: unknown;
-      const attempt = () => {
-        outstanding++;
-        inner.get(bucket, key, ifMatch).then(
-          (bytes) => {
-            if (done) return;
-            done = true;
-            clearTimeout(timer);
-            resolve(bytes);
-          },
-          (e: unknown) => {
-            firstError ??= e;
-            if (--outstanding > 0 || done) return;
-            done = true;
-            clearTimeout(timer);
-            reject(firstError);
-          },
-        );
-      };
-      const timer = setTimeout(() => {
-        if (!done) attempt();
-      }, hedgeAfterMs);
-      attempt();
-    });
+    hedge(inner.get(bucket, key, ifMatch), hedgeAfterMs, () => inner.get(bucket, key, ifMatch));
   return new Proxy(inner, {
     get(t, prop) {
       if (prop === 'get') return get;
