@@ -54,6 +54,7 @@ const FLAGS = {
   'fetch-concurrency': { num: [undefined, 1, 256], int: true },
   'fetch-hedge-ms': { num: [undefined, 0, 10_000], int: true },
   'receive-gather-ms': { num: [undefined, 0, 1_000], int: true },
+  'read-ahead-frames': { num: [undefined, 0, 10], int: true },
 } as const;
 
 type Options = NonNullable<ReturnType<typeof parseFlags<typeof FLAGS>>>;
@@ -65,6 +66,7 @@ const tunablesOf = (o: Options) => ({
   ...(o.fetchConcurrency !== undefined ? { fetchConcurrency: o.fetchConcurrency } : {}),
   ...(o.fetchHedgeMs !== undefined ? { fetchHedgeMs: o.fetchHedgeMs } : {}),
   ...(o.receiveGatherMs !== undefined ? { receiveGatherMs: o.receiveGatherMs } : {}),
+  ...(o.readAheadFrames !== undefined ? { readAheadFrames: o.readAheadFrames } : {}),
 });
 
 /** The per-stage table as printed lines. */

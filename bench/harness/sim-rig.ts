@@ -46,7 +46,18 @@ class MemoryFrameStore extends FrameStore {
     if (b) return b;
     return super.get(bucket, key);
   }
+
+  /** The same, with the ETag every frame's message carries (a read ahead, decision 39). */
+  override async getVersion(bucket: string, key: string): Promise<{ bytes: Uint8Array; eTag: string | undefined }> {
+    await new Promise((r) => setTimeout(r, this.latency.delayMs('s3', 'GetObject')));
+    const b = this.objects.get(`${bucket}/${key}`);
+    if (b) return { bytes: b, eTag: SIM_ETAG };
+    return super.getVersion(bucket, key);
+  }
 }
+
+/** The ETag of every in-memory frame (they all carry the same image). */
+const SIM_ETAG = 'sim-frame-etag';
 
 export interface SimRigOptions {
   readonly videos: number;
@@ -159,7 +170,7 @@ export class SimRig {
 
   /** Sends frame messages to slot 0 as the router would (through the latency model). */
   async send(videoId: string, frames: readonly number[]): Promise<void> {
-    const outcomes = await this.sender.send(0, frames.map((f) => ({ message: this.h.frameMessage(videoId, f, this.image.byteLength) })));
+    const outcomes = await this.sender.send(0, frames.map((f) => ({ message: { ...this.h.frameMessage(videoId, f, this.image.byteLength), eTag: SIM_ETAG } })));
     const bad = outcomes.find((o) => !o.ok);
     if (bad && !bad.ok) throw new Error(`send failed: ${bad.error}`);
   }

@@ -16,16 +16,29 @@ export class FrameStore {
     this.s3 = s3;
   }
 
-  /** Reads an object; {@link ObjectMissingError} when it no longer exists (deleted after upload). */
   /**
-   * The object's bytes. With `ifMatch` (an ETag), only that version: an object overwritten
-   * since fails with S3's PreconditionFailed instead of answering other bytes.
+   * The object's bytes; {@link ObjectMissingError} when it no longer exists (deleted after
+   * upload). With `ifMatch` (an ETag), only that version: an object overwritten since fails
+   * with S3's PreconditionFailed instead of answering other bytes.
    */
   async get(bucket: string, key: string, ifMatch?: string): Promise<Uint8Array> {
+    return (await this.read(bucket, key, ifMatch)).bytes;
+  }
+
+  /**
+   * The object's bytes and its ETag (quotes removed, as S3 events write it), unconditionally:
+   * for a read ahead by predicted key (decision 39), whose bytes are used only once a
+   * message brings the same ETag. {@link ObjectMissingError} when there is no such object.
+   */
+  getVersion(bucket: string, key: string): Promise<{ bytes: Uint8Array; eTag: string | undefined }> {
+    return this.read(bucket, key, undefined);
+  }
+
+  private async read(bucket: string, key: string, ifMatch: string | undefined): Promise<{ bytes: Uint8Array; eTag: string | undefined }> {
     try {
       const r = await this.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, ...(ifMatch ? { IfMatch: ifMatch.startsWith('"') ? ifMatch : `"${ifMatch}"` } : {}) }));
       if (!r.Body) throw new ObjectMissingError(`s3://${bucket}/${key} has no body`);
-      return await r.Body.transformToByteArray();
+      return { bytes: await r.Body.transformToByteArray(), eTag: r.ETag?.replace(/"/g, '') };
     } catch (e) {
       if (e instanceof NoSuchKey || (e instanceof Error && (e.name === 'NoSuchKey' || e.name === 'NotFound'))) {
         throw new ObjectMissingError(`s3://${bucket}/${key} does not exist`);

@@ -105,6 +105,18 @@ export const TUNABLES = {
    */
   receiveConcurrency: { kind: 'integer', default: 16, min: 1, max: 64, unit: 'receives', meaning: 'Most receives in flight at once behind a backlog (extra receives only after a full one, one per idle video, at most half the owned videos: two cohorts; decisions 30, 38)' },
   /**
+   * Frames past a full receive's last one fetched by predicted key before their messages
+   * can be received (gpu-worker/runtime/read-ahead.ts, decision 39). Behind a backlog a
+   * video's next messages wait for its last commit's deletes, and then for the slowest of
+   * their GETs: reading them ahead takes the GETs off that cycle. Only after a receive of
+   * 10 consecutive frames of one video, the first predicted key alone before the rest, and
+   * bytes used only under the ETag their message brings.
+   */
+  readAheadFrames: {
+    kind: 'integer', default: 10, min: 0, max: 10, off: { value: 0, meaning: 'off' }, unit: 'frames',
+    meaning: "Behind a backlog, a video's next frames fetched by predicted key while its current ones run, used only if their message's ETag matches (decision 39)",
+  },
+  /**
    * A frame GET slower than this is sent once more, the first answer used
    * (gpu-worker/runtime/hedged-fetch.ts). On by default since decision 38: a round waits for
    * its slowest GET, so S3's tail (p99 in the hundreds of ms against a median of tens)

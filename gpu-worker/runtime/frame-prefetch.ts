@@ -12,6 +12,12 @@
  *
  * Bytes that arrive while their entry is still held are passed to `onFetched`: the worker
  * hands them to the processor to decode ahead as well (vision/prepared-ahead.ts).
+ *
+ * Read ahead by predicted key (decision 39, read-ahead.ts): `readAhead` fetches frames
+ * whose messages have not arrived yet, unconditionally, keeping the ETag S3 answered.
+ * Such an entry is invisible to `take` until `confirm` sees its message: with the same
+ * ETag its bytes are used; otherwise (another version, or a message without an ETag) the
+ * frame is fetched again under the message's ETag, as any prefetch.
  */
 import type { FrameStore } from '../../core/aws/frame-store.ts';
 import { hedge } from './hedged-fetch.ts';
@@ -30,7 +36,13 @@ interface Entry {
   dropped: boolean;
   /** The GET has answered (bytes or failure). */
   settled: boolean;
+  /** Its bytes go to `onFetched` (only frames the worker said it will run). */
+  announced: boolean;
+  /** Read ahead by predicted key and not yet confirmed by a message: the version S3 answered. */
+  readonly predicted?: Promise<Version | undefined>;
 }
+
+type Version = { readonly bytes: Uint8Array; readonly eTag: string | undefined };
 
 export interface FramePrefetchOptions {
   readonly now?: () => number;
@@ -76,36 +88,114 @@ export class FramePrefetch {
     this.hedgeAfterMs = options.hedgeAfterMs ?? 0;
   }
 
-  /** Starts the GETs of `refs` not already held; a ref larger than the whole budget is left to the runner. */
+  /**
+   * Starts the GETs of `refs` not already held, and hands their bytes to `onFetched` as
+   * they arrive (also for entries already held, e.g. read ahead and confirmed); a ref
+   * larger than the whole budget is left to the runner.
+   */
   prefetch(refs: readonly PrefetchRef[]): void {
     this.dropExpired();
+    this.confirm(refs);
     for (const ref of refs) {
       const id = idOf(ref.bucket, ref.key);
-      if (this.entries.has(id) || ref.sizeBytes <= 0 || ref.sizeBytes > PREFETCH_MAX_BYTES) continue;
-      while (this.heldBytes + ref.sizeBytes > PREFETCH_MAX_BYTES) this.evictOldest();
-      const bytes = this.frames.get(ref.bucket, ref.key, ref.eTag).catch(() => undefined);
-      const entry: Entry = { bytes, eTag: ref.eTag, sizeBytes: ref.sizeBytes, startedAtMs: this.now(), dropped: false, settled: false };
-      void bytes.then(() => {
-        entry.settled = true;
-      });
-      // Attached before any take() awaits the bytes, so it runs first even for an entry taken in flight.
-      // A hint must never fail the worker, whatever the callback does.
-      bytes
-        .then((b) => {
-          if (b && !entry.dropped) this.onFetched?.(b);
-        })
-        .catch(() => undefined);
-      this.entries.set(id, entry);
-      this.heldBytes += ref.sizeBytes;
+      const held = this.entries.get(id);
+      if (held) {
+        this.announce(held);
+        continue;
+      }
+      if (ref.sizeBytes <= 0 || ref.sizeBytes > PREFETCH_MAX_BYTES) continue;
+      const entry = this.add(id, ref.sizeBytes, ref.eTag, this.frames.get(ref.bucket, ref.key, ref.eTag).catch(() => undefined), this.now());
+      this.announce(entry);
       this.started++;
     }
+  }
+
+  /**
+   * Reads ahead by predicted key (read-ahead.ts): the last key alone, then, if it exists,
+   * the rest at once. Cameras upload in order, so the last one's existence vouches for the
+   * others, and a prediction past a video's end, over skipped numbers or ahead of the
+   * uploads costs one GET. Keys already held are skipped. `sizeBytes` is the budget each
+   * takes until its message says its size.
+   */
+  readAhead(bucket: string, keys: readonly string[], sizeBytes: number): void {
+    this.dropExpired();
+    const fresh = keys.filter((key) => !this.entries.has(idOf(bucket, key)));
+    if (fresh.length === 0 || sizeBytes <= 0 || sizeBytes * fresh.length > PREFETCH_MAX_BYTES / 2) return;
+    const probe = fresh[fresh.length - 1]!;
+    const rest = fresh.slice(0, -1);
+    const start = (key: string): Promise<Version | undefined> => {
+      this.readAheadStarted++;
+      // Absent (not uploaded yet, past the end, numbers skipped) or failed: a wasted GET, nothing more.
+      const version = this.frames.getVersion(bucket, key).catch(() => {
+        this.readAheadMissed++;
+        return undefined;
+      });
+      this.add(idOf(bucket, key), sizeBytes, undefined, version.then((v) => v?.bytes), this.now(), version);
+      return version;
+    };
+    void start(probe).then((v) => {
+      if (v) for (const key of rest) if (!this.entries.has(idOf(bucket, key))) start(key);
+    });
+  }
+
+  /**
+   * Confirms entries read ahead whose messages `refs` are: an entry whose ETag is the
+   * message's is used as it is; any other is fetched again under the message's ETag (or
+   * unconditionally when the message has none), like a prefetch. Other refs are ignored.
+   */
+  confirm(refs: readonly PrefetchRef[]): void {
+    for (const ref of refs) {
+      const id = idOf(ref.bucket, ref.key);
+      const held = this.entries.get(id);
+      if (!held?.predicted) continue;
+      this.remove(id, held);
+      const bytes = held.predicted.then((v) => {
+        if (v && ref.eTag !== undefined && v.eTag === ref.eTag) {
+          this.readAheadUsed++;
+          return v.bytes;
+        }
+        if (v) this.readAheadMissed++;
+        return this.frames.get(ref.bucket, ref.key, ref.eTag).catch(() => undefined);
+      });
+      this.add(id, ref.sizeBytes > 0 ? ref.sizeBytes : held.sizeBytes, ref.eTag, bytes, held.startedAtMs);
+    }
+  }
+
+  /** Reads ahead started, confirmed with their message's ETag, and wasted (absent, failed, or another version). */
+  readAheadStarted = 0;
+  readAheadUsed = 0;
+  readAheadMissed = 0;
+
+  private add(id: string, sizeBytes: number, eTag: string | undefined, bytes: Promise<Uint8Array | undefined>, startedAtMs: number, predicted?: Promise<Version | undefined>): Entry {
+    while (this.heldBytes + sizeBytes > PREFETCH_MAX_BYTES && this.entries.size > 0) this.evictOldest();
+    const entry: Entry = { bytes, eTag, sizeBytes, startedAtMs, dropped: false, settled: false, announced: false, ...(predicted ? { predicted } : {}) };
+    void bytes.then(() => {
+      entry.settled = true;
+    });
+    this.entries.set(id, entry);
+    this.heldBytes += sizeBytes;
+    return entry;
+  }
+
+  /** Hands the entry's bytes to `onFetched` once they arrive, unless it is dropped first. */
+  private announce(entry: Entry): void {
+    if (entry.announced || entry.predicted) return;
+    entry.announced = true;
+    // Attached before any take() awaits the bytes, so it runs first even for an entry taken in flight.
+    // A hint must never fail the worker, whatever the callback does.
+    entry.bytes
+      .then((b) => {
+        if (b && !entry.dropped) this.onFetched?.(b);
+      })
+      .catch(() => undefined);
   }
 
   /** The object's bytes if a fresh prefetch of it succeeded; undefined otherwise. The entry is used up either way. */
   async take(bucket: string, key: string): Promise<Uint8Array | undefined> {
     const id = idOf(bucket, key);
     const entry = this.entries.get(id);
-    if (!entry) return undefined;
+    // A read ahead nobody confirmed is not this message's version yet.
+    if (!entry || entry.predicted) return undefined;
     this.remove(id, entry);
     if (this.expired(entry)) return undefined;
     const bytes = entry.settled || this.hedgeAfterMs <= 0 ? await entry.bytes : await this.hedged(bucket, key, entry);
@@ -140,6 +230,7 @@ export class FramePrefetch {
   private dropExpired(): void {
     for (const [id, entry] of this.entries) {
       if (!this.expired(entry)) return;
+      if (entry.predicted) this.readAheadMissed++;
       entry.dropped = true;
       this.remove(id, entry);
     }
@@ -152,6 +243,7 @@ export class FramePrefetch {
   /** Only called while bytes are held, so there is an entry to evict. */
   private evictOldest(): void {
     const [id, entry] = this.entries.entries().next().value!;
+    if (entry.predicted) this.readAheadMissed++;
     entry.dropped = true;
     this.remove(id, entry);
   }

@@ -14,6 +14,8 @@
  * - Receive ahead: while a round runs behind a backlog, the next messages are received
  *   and their frames fetched (frame-prefetch.ts), and decoded ahead through the
  *   prefetch's callback, but only frames the worker says it will run.
+ * - Read ahead (decision 39): a receive of 10 consecutive frames of a video starts the GETs
+ *   of its next frames by predicted key, before their messages can be received.
  */
 import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
@@ -24,6 +26,7 @@ import type { ReceivedMessage, SlotQueues } from '../../core/aws/slot-queues.ts'
 import type { FramePrefetch } from './frame-prefetch.ts';
 import { sleep } from '../../core/async.ts';
 import { extraReceives } from './receive-fanout.ts';
+import { readAheadPlans } from './read-ahead.ts';
 
 /** Most messages one receive brings (SQS's limit). */
 const RECEIVE_MAX_MESSAGES = 10;
@@ -39,7 +42,7 @@ export interface InboxMessage {
 export interface SlotInboxDeps {
   readonly slot: number;
   readonly queues: Pick<SlotQueues, 'receive' | 'delete' | 'extendVisibility' | 'deadLetter' | 'send'>;
-  readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds' | 'maxFrameBytes'> & Partial<Pick<Tunables, 'receiveConcurrency'>>;
+  readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds' | 'maxFrameBytes'> & Partial<Pick<Tunables, 'receiveConcurrency' | 'readAheadFrames'>>;
   readonly prefetch: FramePrefetch;
   /**
    * Owned videos that are not committing and not among `received` (their groups may hold
@@ -178,7 +181,26 @@ export class SlotInbox {
     this.last = { atMs: now, count: received.length, oldestAgeMs };
     const visibleAtMs = now + this.d.tunables.slotQueueVisibilitySeconds * 1000;
     for (const m of received) this.held.set(m.receiptHandle, visibleAtMs);
-    return received.map((m) => ({ handle: m.receiptHandle, body: m.body, msg: parseSlotMessage(m.body) }));
+    const messages = received.map((m) => ({ handle: m.receiptHandle, body: m.body, msg: parseSlotMessage(m.body) }));
+    this.readAhead(messages);
+    return messages;
+  }
+
+  /**
+   * Confirms frames read ahead whose messages came (their bytes are used under the
+   * message's ETag), and reads ahead the next frames of every video this receive brought
+   * 10 consecutive frames of (read-ahead.ts, decision 39).
+   */
+  private readAhead(messages: readonly InboxMessage[]): void {
+    const frames = messages.flatMap((m) => (m.msg?.kind === 'frame' ? [m.msg] : []));
+    this.d.prefetch.confirm(frames);
+    // Only a message's ETag can vouch for bytes read ahead: without one, reading ahead is a GET for nothing.
+    const vouched = frames.filter((f) => f.eTag !== undefined);
+    for (const plan of readAheadPlans(vouched, RECEIVE_MAX_MESSAGES, this.d.tunables.readAheadFrames ?? 0)) {
+      const last = vouched.findLast((f) => f.videoId === plan.videoId)!;
+      if (last.sizeBytes > this.d.tunables.maxFrameBytes) continue;
+      this.d.prefetch.readAhead(last.bucket, plan.frames.map((f) => f.key), last.sizeBytes);
+    }
   }
 
   /**

@@ -54,7 +54,8 @@ export function timeStages(deps: { queues: SlotQueues; frames: FrameStore; lease
       receive: { stage: 'receive', items: (_a, r) => lengthOf(r) },
       delete: { stage: 'delete', items: (a) => lengthOf(a[1]) },
     }),
-    frames: timed(deps.frames, clock, { get: { stage: 'fetch', items: () => 1 } }),
+    // A read ahead by predicted key (decision 39) is a GET too.
+    frames: timed(deps.frames, clock, { get: { stage: 'fetch', items: () => 1 }, getVersion: { stage: 'fetch', items: () => 1 } }),
     leases: timed(deps.leases, clock, { commit: { stage: 'commit', items: (a) => lengthOf(a[1]) } }),
     processor: reportsStages(deps.processor)
       ? deps.processor

@@ -107,8 +107,9 @@ export class Worker {
   }
 
   /** Frames fetched ahead of their round, and how many of them a round used. */
-  get prefetchedFrames(): { readonly started: number; readonly used: number } {
-    return { started: this.prefetch.started, used: this.prefetch.used };
+  get prefetchedFrames(): { readonly started: number; readonly used: number; readonly readAhead: { readonly started: number; readonly used: number; readonly missed: number } } {
+    const p = this.prefetch;
+    return { started: p.started, used: p.used, readAhead: { started: p.readAheadStarted, used: p.readAheadUsed, missed: p.readAheadMissed } };
   }
 
   /** Asks the loop to drain: finish the current batch, commit, release the slot. */

@@ -243,3 +243,63 @@ describe('SlotInbox fan-out (decision 30)', () => {
     expect(waits).toEqual([20]);
   });
 });
+
+describe('SlotInbox read ahead (decision 39)', () => {
+  const taggedBody = (videoId: string, frame: number, eTag?: string) =>
+    JSON.stringify({ ...JSON.parse(frameBody(videoId, frame)), key: `frames/${videoId}/${String(frame).padStart(6, '0')}.jpg`, ...(eTag ? { eTag } : {}) });
+  const batch = (videoId: string, from: number, n: number, eTag?: string) =>
+    Array.from({ length: n }, (_, i) => msg(`${videoId}${from + i}`, taggedBody(videoId, from + i, eTag)));
+
+  function readAheadInbox(q: ReturnType<typeof fakeQueues>, readAheadFrames: number) {
+    const reads: string[] = [];
+    const frames = {
+      get: async (_b: string, key: string) => (reads.push(`get ${key}`), new Uint8Array([1])),
+      getVersion: async (_b: string, key: string) => (reads.push(key), { bytes: new Uint8Array([1]), eTag: 'e' }),
+    } as unknown as FrameStore;
+    const box = new SlotInbox({
+      slot: 0,
+      queues: q.queues,
+      tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS, maxFrameBytes: 1_000, readAheadFrames },
+      prefetch: new FramePrefetch(frames),
+      metrics: nullMetrics,
+      log: quiet,
+      now: () => 0,
+    });
+    return { box, reads };
+  }
+  const settle = async () => {
+    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
+  };
+
+  const cases = [
+    { name: 'a full receive of 10 consecutive frames with ETags reads the next frames ahead', received: batch('v', 0, 10, 'e'), readAheadFrames: 3, want: ['frames/v/000012.jpg', 'frames/v/000010.jpg', 'frames/v/000011.jpg'] },
+    { name: 'messages without an ETag cannot vouch for bytes read ahead: nothing is read', received: batch('v', 0, 10), readAheadFrames: 3, want: [] },
+    { name: 'a receive that was not full reads nothing ahead', received: batch('v', 0, 9, 'e'), readAheadFrames: 3, want: [] },
+    { name: 'readAheadFrames 0 turns it off', received: batch('v', 0, 10, 'e'), readAheadFrames: 0, want: [] },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const { box, reads } = readAheadInbox(fakeQueues([c.received]), c.readAheadFrames);
+      await box.receive(0, () => false);
+      await settle();
+      expect(reads).toEqual(c.want);
+    });
+  }
+
+  it("the next receive confirms what was read ahead: the runner's take finds the bytes without another GET", async () => {
+    const q = fakeQueues([batch('v', 0, 10, 'e'), batch('v', 10, 10, 'e')]);
+    const frames = {
+      get: async () => {
+        throw new Error('no GET expected');
+      },
+      getVersion: async () => ({ bytes: new Uint8Array([7]), eTag: 'e' }),
+    } as unknown as FrameStore;
+    const prefetch = new FramePrefetch(frames);
+    const box = new SlotInbox({ slot: 0, queues: q.queues, tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS, maxFrameBytes: 1_000, readAheadFrames: 10 }, prefetch, metrics: nullMetrics, log: quiet, now: () => 0 });
+    await box.receive(0, () => false);
+    await settle();
+    await box.receive(0, () => false);
+    expect(await prefetch.take('b', 'frames/v/000015.jpg')).toEqual(new Uint8Array([7]));
+    expect(prefetch.readAheadUsed).toBe(10); // all ten confirmed under their messages' ETag
+  });
+});

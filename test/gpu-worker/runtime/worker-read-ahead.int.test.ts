@@ -1,0 +1,101 @@
+/**
+ * Read ahead by predicted key (decision 39), the real worker on the SQS FIFO model (10
+ * messages of one group per receive, group blocking) with real S3 objects on fauxqs and
+ * messages carrying each object's real ETag, as S3 events do: behind a backlog, a video's
+ * next frames are fetched while its current ones run, each frame is fetched once, and
+ * every frame still gets exactly one record, in order.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FrameStore } from '../../../core/aws/frame-store.ts';
+import type { FrameResultItem } from '../../../core/results.ts';
+import { WorkerHarness } from '../../support/worker-harness.ts';
+
+const FRAMES = 45;
+const frameNumbers = Array.from({ length: FRAMES }, (_, i) => i);
+
+/** Counts every read of each key: GETs and reads ahead alike. */
+class CountingFrameStore extends FrameStore {
+  readonly reads = new Map<string, number>();
+  readonly #inner: FrameStore;
+
+  constructor(inner: FrameStore) {
+    super(undefined as never);
+    this.#inner = inner;
+  }
+
+  override get(bucket: string, key: string, ifMatch?: string): Promise<Uint8Array> {
+    this.count(key);
+    return this.#inner.get(bucket, key, ifMatch);
+  }
+
+  override getVersion(bucket: string, key: string): Promise<{ bytes: Uint8Array; eTag: string | undefined }> {
+    this.count(key);
+    return this.#inner.getVersion(bucket, key);
+  }
+
+  private count(key: string): void {
+    this.reads.set(key, (this.reads.get(key) ?? 0) + 1);
+  }
+}
+
+function expectEveryFrameOkOnceInOrder(items: readonly FrameResultItem[]): void {
+  expect(items.map((r) => r.frame)).toEqual(frameNumbers);
+  expect(items.map((r) => r.status)).toEqual(frameNumbers.map(() => 'ok'));
+  // StatsProcessor: trackId = frames the video's state had seen, so every frame once, in order.
+  expect(items.map((r) => r.detections[0]?.trackId)).toEqual(frameNumbers.map((f) => f + 1));
+}
+
+describe('worker read ahead (SQS FIFO model)', () => {
+  let h: WorkerHarness;
+
+  beforeAll(async () => {
+    // Hedged GETs off: each frame must be read exactly once for the count below to mean anything.
+    h = await WorkerHarness.start({ slots: 1, tunables: { firstFrameNumber: 0, fetchHedgeMs: 0 } });
+  });
+
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  it("fetches a backlogged video's next frames before their messages come, uses them under the message's ETag, and reads each frame once", async () => {
+    // Prepare: two videos' frames in S3, every message queued with the object's ETag, the worker last.
+    const slot = 0;
+    const videos = [h.videoId('ra'), h.videoId('rb')];
+    const store = new FrameStore(h.clients.s3);
+    for (const v of videos) {
+      await h.pinVideo(v, slot);
+      await h.putFrames(v, frameNumbers);
+      await h.putEnd(v, FRAMES - 1);
+      const messages = [];
+      for (const f of frameNumbers) {
+        const m = h.frameMessage(v, f);
+        messages.push({ message: { ...m, eTag: (await store.getVersion(m.bucket, m.key)).eTag } });
+      }
+      for (let i = 0; i < messages.length; i += 10) await h.queues.send(slot, messages.slice(i, i + 10));
+      await h.sendEnd(slot, v);
+    }
+    let counting: CountingFrameStore | undefined;
+    const worker = h.createWorker(slot, { statsDelayMs: 50, frames: (inner) => (counting = new CountingFrameStore(inner)) });
+
+    // Act
+    worker.start();
+    await Promise.all(videos.map((v) => h.waitForSummary(v, (s) => s.status === 'complete', 120_000)));
+    const exit = await worker.stop();
+
+    // Assess
+    expect(exit).toBe('drained');
+    for (const v of videos) expectEveryFrameOkOnceInOrder(await h.frameResults(v));
+    const { readAhead } = worker.worker.prefetchedFrames;
+    // Receives of 10 after the first bring frames read ahead, confirmed by their messages' ETags.
+    expect(readAhead.used).toBeGreaterThanOrEqual(10);
+    // Every frame read once: a frame read ahead is not fetched again by its round.
+    const frameReads = [...counting!.reads].filter(([key]) => !key.endsWith('_end'));
+    const ofUploaded = frameReads.filter(([key]) => frameNumbers.some((f) => videos.some((v) => key === h.frameMessage(v, f).key)));
+    expect(ofUploaded).toHaveLength(videos.length * FRAMES);
+    expect(ofUploaded.filter(([, n]) => n !== 1)).toEqual([]);
+    // Past a video's end a prediction costs one read of a key that does not exist (its last
+    // predicted key, read first): 40-49 after the receive of 30-39, so 40-44 are not read ahead.
+    expect(frameReads.length - ofUploaded.length).toBe(readAhead.missed);
+    expect(readAhead.missed).toBeLessThanOrEqual(videos.length);
+  });
+});
