@@ -140,12 +140,14 @@ async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Rec
       gpuIdleShare: 1 - report.stages.infer.busyShare,
       bound: boundingStage(report),
       stages: report.stages,
+      readAhead: rig.worker.worker.prefetchedFrames.readAhead,
       benchProcessCoreMsPerFrame: (cpu.user + cpu.system) / 1000 / done,
       cpu: window,
       dynamodbLocalShareOfMachine: window.byRole['dynamodb-local'] / window.capacityCoreSeconds,
     };
     bench.say(`${bench.clock()} backlog batch ${batchSize}: ${fps.toFixed(0)} frames/s of ${capacity.toFixed(0)} (${(row.ratio * 100).toFixed(0)}%), mean batch ${meanBatch.toFixed(1)}, GPU idle ${(row.gpuIdleShare * 100).toFixed(0)}%, bound: ${row.bound.stage} (${row.bound.why})`);
     for (const l of stageLines(report)) bench.say(`      ${l}`);
+    bench.say(`      read ahead: ${row.readAhead.started} GETs, ${row.readAhead.used} used, ${row.readAhead.missed} missed; GETs per frame ${(row.stages.fetch.ops / Math.max(1, row.stages.track.items)).toFixed(3)}`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
     await rig.worker.stop();
     return row;
@@ -224,6 +226,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
       meanBatchFrames: rig.gpu.batchSizes.reduce((a, b) => a + b, 0) / Math.max(1, rig.gpu.batchSizes.length),
       bound: boundingStage(report),
       stages: report.stages,
+      readAhead: rig.worker.worker.prefetchedFrames.readAhead,
       benchProcessCoreMsPerFrame: (cpu.user + cpu.system) / 1000 / Math.max(1, report.stages.track.items),
       cpu: window,
       dynamodbLocalShareOfMachine: window.byRole['dynamodb-local'] / window.capacityCoreSeconds,
@@ -232,6 +235,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
       `${bench.clock()} live ${o.liveVideos} x ${o.fps} fps for ${o.seconds} s: ${records.length}/${total} recorded (${notOk} not ok), send -> record p50 ${row.latencyP50Ms.toFixed(0)} ms, p99 ${row.latencyP99Ms.toFixed(0)} ms, max ${row.latencyMaxMs.toFixed(0)} ms; GPU idle ${(row.gpuIdleShare * 100).toFixed(0)}%, mean batch ${row.meanBatchFrames.toFixed(1)}`,
     );
     for (const l of stageLines(report)) bench.say(`      ${l}`);
+    bench.say(`      read ahead: ${row.readAhead.started} GETs, ${row.readAhead.used} used, ${row.readAhead.missed} missed; GETs per frame ${(row.stages.fetch.ops / Math.max(1, row.stages.track.items)).toFixed(3)}`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
     return row;
   } finally {

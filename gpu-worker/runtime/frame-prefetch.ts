@@ -120,7 +120,8 @@ export class FramePrefetch {
   readAhead(bucket: string, keys: readonly string[], sizeBytes: number): void {
     this.dropExpired();
     const fresh = keys.filter((key) => !this.entries.has(idOf(bucket, key)));
-    if (fresh.length === 0 || sizeBytes <= 0 || sizeBytes * fresh.length > PREFETCH_MAX_BYTES / 2) return;
+    // Guesses never push out frames a receive asked for: they only use what is free of half the budget.
+    if (fresh.length === 0 || sizeBytes <= 0 || this.heldBytes + sizeBytes * fresh.length > PREFETCH_MAX_BYTES / 2) return;
     const probe = fresh[fresh.length - 1]!;
     const rest = fresh.slice(0, -1);
     const start = (key: string): Promise<Version | undefined> => {
