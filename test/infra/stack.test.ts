@@ -1,45 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+/**
+ * The CDK stack (infra/stack.ts), synthesized once for this file: its queues, tables, frame
+ * bucket, router and janitor, failover trigger, outputs, GPU fleet and monitoring. The
+ * network and least privilege (no wildcard actions, cdk-nag) are in stack-security.test.ts.
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { AwsSolutionsChecks } from 'cdk-nag';
 import { DEFAULT_TUNABLES, WIRING_ENV, resourceNames, routerMaxConcurrencyOf } from '../../core/config.ts';
 import { LEASES_TABLE } from '../../core/resources.ts';
 import { STACK_OUTPUT_KEYS } from '../../core/stack-outputs.ts';
 import { ECS_LAUNCHER_ENV } from '../../core/aws/ecs-task-launcher.ts';
-import { buildApp, cdkJsonContext } from '../../infra/app.ts';
 import type { FrameAffinityStack } from '../../infra/stack.ts';
+import { allStatements, asList, removeSynthOutdirs, synth, synthDefault, type Resources } from '../support/stack-synth.ts';
 
-type Resources = Record<string, { Type: string; Properties?: Record<string, unknown> }>;
-
-const outdirs: string[] = [];
-function synth(context: Record<string, unknown> = {}): { app: App; stack: FrameAffinityStack; template: Template } {
-  const outdir = mkdtempSync(join(tmpdir(), 'fa-cdk-'));
-  outdirs.push(outdir);
-  const { app, stack } = buildApp(new App({ outdir, context: { ...cdkJsonContext(), ...context } }));
-  return { app, stack, template: Template.fromStack(stack) };
-}
-
-/** Every IAM-style statement in the template: identity, resource, key and trust policies. */
-function allStatements(resources: Resources): { resource: string; statement: Record<string, unknown> }[] {
-  const out: { resource: string; statement: Record<string, unknown> }[] = [];
-  const walk = (node: unknown, resource: string) => {
-    if (Array.isArray(node)) node.forEach((n) => walk(n, resource));
-    else if (node && typeof node === 'object') {
-      const obj = node as Record<string, unknown>;
-      if (Array.isArray(obj.Statement)) for (const s of obj.Statement) out.push({ resource, statement: s as Record<string, unknown> });
-      for (const v of Object.values(obj)) walk(v, resource);
-    }
-  };
-  for (const [id, r] of Object.entries(resources)) walk(r.Properties, id);
-  return out;
-}
-
-const asList = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]);
-
-let app: App;
 let stack: FrameAffinityStack;
 let template: Template;
 let resources: Resources;
@@ -47,13 +19,10 @@ const names = resourceNames('FrameAffinity');
 
 beforeAll(() => {
   // One real synthesis (with esbuild bundling of both Lambdas) shared by the tests.
-  ({ app, stack, template } = synth());
-  resources = template.toJSON().Resources as Resources;
+  ({ stack, template, resources } = synthDefault());
 });
 
-afterAll(() => {
-  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(removeSynthOutdirs);
 
 describe('queues', () => {
   it('makes a standard ingest queue with SQS-managed SSE and a redrive to its DLQ', () => {
@@ -347,31 +316,6 @@ describe('GPU fleet', () => {
   });
 });
 
-describe('network', () => {
-  it('uses isolated subnets with S3 and DynamoDB gateway endpoints and the interface endpoints the fleet needs', () => {
-    // Prepare
-    const endpoints = Object.values(template.findResources('AWS::EC2::VPCEndpoint')).map((r) => JSON.stringify(r.Properties?.ServiceName));
-
-    // Act
-    const has = (service: string) => endpoints.some((e) => e.includes(`.${service}"`));
-
-    // Assess
-    template.resourceCountIs('AWS::EC2::NatGateway', 0);
-    for (const service of ['s3', 'dynamodb', 'ecs', 'ecs-agent', 'ecs-telemetry', 'ecr.api', 'ecr.dkr', 'logs', 'sqs']) {
-      expect(has(service), service).toBe(true);
-    }
-    template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'REJECT' });
-  });
-
-  it('adds a NAT gateway when natGateways is set', () => {
-    // Act
-    const { template: withNat } = synth({ natGateways: 1, 'aws:cdk:bundling-stacks': [] });
-
-    // Assess
-    withNat.resourceCountIs('AWS::EC2::NatGateway', 1);
-  });
-});
-
 describe('monitoring', () => {
   it('alarms on the ingest DLQ, the slot DLQs (one gauge), the event DLQ, ingest age, slots without owner and router errors into an encrypted topic', () => {
     // Act
@@ -397,51 +341,5 @@ describe('monitoring', () => {
     for (const metric of ['FramesRouted', 'FramesProcessed', 'InferenceLatencyMs', 'LiveSlots', 'VideoTakeovers', 'EventsRejected', 'p99', 'FramesLate', 'FramesParked', 'VideoRollbacks', 'WorkerErrors', 'FrameListings', 'CheckpointBytes']) {
       expect(body, metric).toContain(metric);
     }
-  });
-});
-
-describe('least privilege', () => {
-  it('has no Allow statement with a wildcard action anywhere (Deny-on-no-TLS statements may use service:*)', () => {
-    // Act
-    const offenders = allStatements(resources)
-      .filter(({ statement }) => statement.Effect === 'Allow')
-      .flatMap(({ resource, statement }) => asList(statement.Action).filter((a) => String(a).includes('*')).map((a) => `${resource}: ${String(a)}`));
-
-    // Assess
-    expect(offenders).toEqual([]);
-  });
-
-  it('passes the cdk-nag AwsSolutions pack with every finding acknowledged', () => {
-    // Prepare
-    const pack = new AwsSolutionsChecks(app);
-
-    // Act
-    const report = pack.validateScope(app);
-
-    // Assess
-    expect(report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(', ')}`)).toEqual([]);
-    expect(report.success).toBe(true);
-  });
-
-  it('still passes cdk-nag when the stack has an explicit account and region (as under `cdk deploy`)', () => {
-    // Prepare
-    const saved = { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION };
-    process.env.CDK_DEFAULT_ACCOUNT = '111122223333';
-    process.env.CDK_DEFAULT_REGION = 'eu-west-1';
-    let pinned: App;
-    try {
-      pinned = synth({ 'aws:cdk:bundling-stacks': [] }).app;
-    } finally {
-      for (const [k, v] of [['CDK_DEFAULT_ACCOUNT', saved.account], ['CDK_DEFAULT_REGION', saved.region]] as const) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    }
-
-    // Act
-    const report = new AwsSolutionsChecks(pinned).validateScope(pinned);
-
-    // Assess
-    expect(report.violations.map((v) => v.ruleName)).toEqual([]);
   });
 });

@@ -17,9 +17,10 @@
  *   await w.stop();
  *   await h.stop();                                              // afterAll
  */
+// Its parts: worker-doubles.ts (fault doubles, test inputs) and harness-worker.ts (one
+// background worker and what it logged); both are re-exported here, the path importers use.
 import { randomBytes } from 'node:crypto';
-import { PutObjectCommand, S3ServiceException } from '@aws-sdk/client-s3';
-import sharp from 'sharp';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { DEFAULT_TUNABLES, validateTunables, type Tunables, type Wiring } from '../../core/config.ts';
 import { createAwsClientsFrom, type AwsClients } from '../../core/aws/clients.ts';
 import { LeaseStore } from '../../core/aws/lease-store.ts';
@@ -27,10 +28,10 @@ import { SlotQueues } from '../../core/aws/slot-queues.ts';
 import { FrameStore } from '../../core/aws/frame-store.ts';
 import { endMarkerKey, frameKey } from '../../core/keys.ts';
 import type { EndMessage, FrameMessage } from '../../core/messages.ts';
-import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
+import type { FrameProcessor } from '../../core/ports.ts';
 import { allResults, getSummary, type ResultsSource } from '../../core/aws/results-reader.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
-import { Worker, type ExitReason, type WorkerDeps } from '../../gpu-worker/runtime/worker.ts';
+import { Worker, type WorkerDeps } from '../../gpu-worker/runtime/worker.ts';
 import { StatsProcessor } from '../../gpu-worker/stats-processor.ts';
 import { LOCAL_CREDENTIALS, startDynamoDbLocal, startFauxqsEmulator, type DynamoDbLocalHandle, type FauxqsHandle } from '../../local/emulators.ts';
 import { OrphanGuard } from '../../local/orphan-guard.ts';
@@ -38,6 +39,11 @@ import { createLocalResources, type LocalResources } from '../../local/resources
 import { S3Notifier } from '../../local/s3-notifications.ts';
 import { SqsFifoModel, type SqsFifoModelOptions } from './sqs-fifo-model.ts';
 import { waitFor } from './wait.ts';
+import { HarnessWorker, recordingSinks } from './harness-worker.ts';
+import { FaultyFrameStore, testJpeg, testJpegBytes, type FrameFault } from './worker-doubles.ts';
+
+export { HarnessWorker, type HarnessLogEntry, type HarnessMetric } from './harness-worker.ts';
+export { FaultyFrameStore, s3Error, shuffledWithinWindows, testJpeg, wrapProcessor, type FrameFault } from './worker-doubles.ts';
 
 export interface WorkerHarnessOptions {
   /** Slots (and slot queues). @default 2 */
@@ -53,23 +59,6 @@ export interface WorkerHarnessOptions {
   /** Print worker log lines to stderr (also `WORKER_HARNESS_LOG=1`). */
   readonly printLogs?: boolean;
 }
-
-export interface HarnessLogEntry {
-  readonly level: 'debug' | 'info' | 'warn' | 'error';
-  readonly message: string;
-  readonly fields: Record<string, unknown>;
-  readonly atMs: number;
-}
-
-export interface HarnessMetric {
-  readonly name: string;
-  readonly value: number;
-  readonly unit: 'count' | 'ms';
-  readonly dimensions: Record<string, string>;
-}
-
-/** Decides whether a FrameStore `get` fails: return the error to throw, or undefined. */
-export type FrameFault = (bucket: string, key: string, attempt: number) => Error | undefined;
 
 export interface HarnessWorkerOptions {
   /** Merged over the harness's tunables (which are merged over DEFAULT_TUNABLES). */
@@ -90,153 +79,7 @@ export interface HarnessWorkerOptions {
   readonly extraDeps?: Partial<WorkerDeps> & Record<string, unknown>;
 }
 
-/** A FrameStore whose reads fail for the keys a {@link FrameFault} chooses. */
-export class FaultyFrameStore extends FrameStore {
-  private readonly fault: FrameFault;
-  private readonly attempts = new Map<string, number>();
-
-  constructor(s3: ConstructorParameters<typeof FrameStore>[0], fault: FrameFault) {
-    super(s3);
-    this.fault = fault;
-  }
-
-  /** How many times `get` was asked for `key` (failed or not). */
-  attemptsFor(key: string): number {
-    return this.attempts.get(key) ?? 0;
-  }
-
-  override async get(bucket: string, key: string): Promise<Uint8Array> {
-    const attempt = (this.attempts.get(key) ?? 0) + 1;
-    this.attempts.set(key, attempt);
-    const e = this.fault(bucket, key, attempt);
-    if (e) throw e;
-    return super.get(bucket, key);
-  }
-}
-
-/** An error shaped like the S3 client's service exceptions (`name` = S3's error code). */
-export function s3Error(name: string, message = name, httpStatusCode = 403): S3ServiceException {
-  return new S3ServiceException({ name, $fault: httpStatusCode >= 500 ? 'server' : 'client', $metadata: { httpStatusCode }, message });
-}
-
-/**
- * A FrameProcessor that delegates to `inner` except for the methods given, for a
- * {@link HarnessWorkerOptions.processor} wrapper (e.g. to record or fail chosen frames):
- *   processor: (inner) => wrapProcessor(inner, { process: (f) => { seen.push(...f); return inner.process(f); } })
- */
-export function wrapProcessor(inner: FrameProcessor, overrides: Partial<Omit<FrameProcessor, 'description' | 'provider'>>): FrameProcessor {
-  return {
-    get description() {
-      return inner.description;
-    },
-    get provider() {
-      return inner.provider;
-    },
-    start: overrides.start ?? (() => inner.start()),
-    openVideo: overrides.openVideo ?? ((videoId, snapshot) => inner.openVideo(videoId, snapshot)),
-    process: overrides.process ?? ((frames) => inner.process(frames)),
-    processLate: overrides.processLate ?? ((frames) => inner.processLate(frames)),
-    snapshot: overrides.snapshot ?? ((videoId, maxBytes) => inner.snapshot(videoId, maxBytes)),
-    closeVideo: overrides.closeVideo ?? ((videoId) => inner.closeVideo(videoId)),
-    stop: overrides.stop ?? (() => inner.stop()),
-    ...(overrides.prepareAhead || inner.prepareAhead ? { prepareAhead: overrides.prepareAhead ?? ((image: Uint8Array) => inner.prepareAhead!(image)) } : {}),
-  };
-}
-
-/** Deterministic shuffle of each consecutive window of `window` items (arrival out of order, but bounded). */
-export function shuffledWithinWindows<T>(items: readonly T[], window: number, seed: number): T[] {
-  const out: T[] = [];
-  let s = seed;
-  for (let start = 0; start < items.length; start += window) {
-    const chunk = items.slice(start, start + window);
-    for (let i = chunk.length - 1; i > 0; i--) {
-      s = (s * 1103515245 + 12345) & 0x7fffffff;
-      const j = s % (i + 1);
-      [chunk[i], chunk[j]] = [chunk[j]!, chunk[i]!];
-    }
-    out.push(...chunk);
-  }
-  return out;
-}
-
-/** One worker run in the background. */
-export class HarnessWorker {
-  readonly worker: Worker;
-  readonly workerId: string;
-  readonly slot: number;
-  readonly tunables: Tunables;
-  readonly logs: HarnessLogEntry[];
-  readonly metrics: HarnessMetric[];
-  /** The FrameStore the worker uses (a {@link FaultyFrameStore} when `frameFault` was given). */
-  readonly frames: FrameStore;
-  /** Why the slot lease was lost, if it was. */
-  leaseLost: string | undefined;
-  private running: Promise<ExitReason> | undefined;
-  private failure: unknown;
-
-  constructor(init: { worker: Worker; workerId: string; slot: number; tunables: Tunables; logs: HarnessLogEntry[]; metrics: HarnessMetric[]; frames: FrameStore }) {
-    this.worker = init.worker;
-    this.workerId = init.workerId;
-    this.slot = init.slot;
-    this.tunables = init.tunables;
-    this.logs = init.logs;
-    this.metrics = init.metrics;
-    this.frames = init.frames;
-  }
-
-  /** Starts `worker.run()` in the background. */
-  start(): this {
-    if (this.running) throw new Error(`worker ${this.workerId} already started`);
-    this.running = this.worker.run();
-    this.running.catch((e: unknown) => {
-      this.failure = e;
-    });
-    return this;
-  }
-
-  get started(): boolean {
-    return this.running !== undefined;
-  }
-
-  /** Resolves with the run's exit reason (rejects if run() threw). */
-  get done(): Promise<ExitReason> {
-    if (!this.running) throw new Error(`worker ${this.workerId} was not started`);
-    return this.running;
-  }
-
-  /** The error run() threw, if it threw. */
-  get crashed(): unknown {
-    return this.failure;
-  }
-
-  /** Asks the worker to drain and waits for run() to end. */
-  async stop(): Promise<ExitReason> {
-    this.worker.requestStop();
-    return this.done;
-  }
-
-  /** Sum of a metric's values (optionally only those with the given dimensions). */
-  metricTotal(name: string, dimensions: Record<string, string> = {}): number {
-    return this.metrics
-      .filter((m) => m.name === name && Object.entries(dimensions).every(([k, v]) => m.dimensions[k] === v))
-      .reduce((n, m) => n + m.value, 0);
-  }
-
-  /** Log entries at a level or above whose message matches. */
-  logsMatching(pattern: RegExp, levels: readonly HarnessLogEntry['level'][] = ['debug', 'info', 'warn', 'error']): HarnessLogEntry[] {
-    return this.logs.filter((l) => levels.includes(l.level) && pattern.test(l.message));
-  }
-}
-
-let imageCache: Buffer | undefined;
-/** A small valid JPEG. */
-export async function testJpeg(): Promise<Buffer> {
-  imageCache ??= await sharp({ create: { width: 32, height: 24, channels: 3, background: { r: 40, g: 160, b: 90 } } })
-    .jpeg()
-    .toBuffer();
-  return imageCache;
-}
-
+/** DynamoDB Local and fauxqs with the project's resources, and workers run in this process against them (see the module's doc). */
 export class WorkerHarness {
   readonly tunables: Tunables;
   readonly wiring: Wiring;
@@ -362,21 +205,7 @@ export class WorkerHarness {
     this.workerSeq++;
     const workerId = options.workerId ?? `w${this.workerSeq}-slot${slot}`;
     const tunables = validateTunables({ ...this.tunables, ...options.tunables });
-    const logs: HarnessLogEntry[] = [];
-    const metrics: HarnessMetric[] = [];
-    const print = this.printLogs;
-    const logAt =
-      (level: HarnessLogEntry['level']) =>
-      (message: string, ...extra: Record<string, unknown>[]) => {
-        const fields = Object.assign({}, ...extra) as Record<string, unknown>;
-        logs.push({ level, message, fields, atMs: Date.now() });
-        if (print) process.stderr.write(`${new Date().toISOString().slice(11, 23)} [${workerId}] ${level} ${message} ${JSON.stringify(fields)}\n`);
-      };
-    const log: LogSink = { debug: logAt('debug'), info: logAt('info'), warn: logAt('warn'), error: logAt('error') };
-    const metricSink: MetricSink = {
-      count: (name, value = 1, dimensions = {}) => void metrics.push({ name, value, unit: 'count', dimensions }),
-      milliseconds: (name, value, dimensions = {}) => void metrics.push({ name, value, unit: 'ms', dimensions }),
-    };
+    const { logs, metrics, log, metricSink } = recordingSinks(workerId, this.printLogs);
     let frames: FrameStore = options.frameFault ? new FaultyFrameStore(this.clients.s3, options.frameFault) : new FrameStore(this.clients.s3);
     if (options.frames) frames = options.frames(frames);
     const stats = new StatsProcessor(options.statsDelayMs ?? 0);
@@ -424,7 +253,7 @@ export class WorkerHarness {
 
   /** The frame message the router would send for a frame. */
   frameMessage(videoId: string, frame: number, sizeBytes?: number): FrameMessage {
-    return { kind: 'frame', videoId, frame, bucket: this.bucket, key: frameKey(videoId, frame), sizeBytes: sizeBytes ?? imageCache?.byteLength ?? 1, eventTime: new Date().toISOString() };
+    return { kind: 'frame', videoId, frame, bucket: this.bucket, key: frameKey(videoId, frame), sizeBytes: sizeBytes ?? testJpegBytes() ?? 1, eventTime: new Date().toISOString() };
   }
 
   /** Sends frame messages to a slot queue in the given order, through SlotQueues.send; throws if any is not accepted. */

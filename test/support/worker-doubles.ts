@@ -1,0 +1,95 @@
+/**
+ * Test doubles and inputs for the worker harness (test/support/worker-harness.ts, which
+ * re-exports them): a FrameStore that fails chosen keys, S3-shaped errors, a processor
+ * wrapper, a bounded shuffle of arrival order, and a small JPEG to upload as a frame.
+ */
+import { S3ServiceException } from '@aws-sdk/client-s3';
+import sharp from 'sharp';
+import { FrameStore } from '../../core/aws/frame-store.ts';
+import type { FrameProcessor } from '../../core/ports.ts';
+
+/** Decides whether a FrameStore `get` fails: return the error to throw, or undefined. */
+export type FrameFault = (bucket: string, key: string, attempt: number) => Error | undefined;
+
+/** A FrameStore whose reads fail for the keys a {@link FrameFault} chooses. */
+export class FaultyFrameStore extends FrameStore {
+  private readonly fault: FrameFault;
+  private readonly attempts = new Map<string, number>();
+
+  constructor(s3: ConstructorParameters<typeof FrameStore>[0], fault: FrameFault) {
+    super(s3);
+    this.fault = fault;
+  }
+
+  /** How many times `get` was asked for `key` (failed or not). */
+  attemptsFor(key: string): number {
+    return this.attempts.get(key) ?? 0;
+  }
+
+  override async get(bucket: string, key: string): Promise<Uint8Array> {
+    const attempt = (this.attempts.get(key) ?? 0) + 1;
+    this.attempts.set(key, attempt);
+    const e = this.fault(bucket, key, attempt);
+    if (e) throw e;
+    return super.get(bucket, key);
+  }
+}
+
+/** An error shaped like the S3 client's service exceptions (`name` = S3's error code). */
+export function s3Error(name: string, message = name, httpStatusCode = 403): S3ServiceException {
+  return new S3ServiceException({ name, $fault: httpStatusCode >= 500 ? 'server' : 'client', $metadata: { httpStatusCode }, message });
+}
+
+/**
+ * A FrameProcessor that delegates to `inner` except for the methods given, for a
+ * {@link HarnessWorkerOptions.processor} wrapper (e.g. to record or fail chosen frames):
+ *   processor: (inner) => wrapProcessor(inner, { process: (f) => { seen.push(...f); return inner.process(f); } })
+ */
+export function wrapProcessor(inner: FrameProcessor, overrides: Partial<Omit<FrameProcessor, 'description' | 'provider'>>): FrameProcessor {
+  return {
+    get description() {
+      return inner.description;
+    },
+    get provider() {
+      return inner.provider;
+    },
+    start: overrides.start ?? (() => inner.start()),
+    openVideo: overrides.openVideo ?? ((videoId, snapshot) => inner.openVideo(videoId, snapshot)),
+    process: overrides.process ?? ((frames) => inner.process(frames)),
+    processLate: overrides.processLate ?? ((frames) => inner.processLate(frames)),
+    snapshot: overrides.snapshot ?? ((videoId, maxBytes) => inner.snapshot(videoId, maxBytes)),
+    closeVideo: overrides.closeVideo ?? ((videoId) => inner.closeVideo(videoId)),
+    stop: overrides.stop ?? (() => inner.stop()),
+    ...(overrides.prepareAhead || inner.prepareAhead ? { prepareAhead: overrides.prepareAhead ?? ((image: Uint8Array) => inner.prepareAhead!(image)) } : {}),
+  };
+}
+
+/** Deterministic shuffle of each consecutive window of `window` items (arrival out of order, but bounded). */
+export function shuffledWithinWindows<T>(items: readonly T[], window: number, seed: number): T[] {
+  const out: T[] = [];
+  let s = seed;
+  for (let start = 0; start < items.length; start += window) {
+    const chunk = items.slice(start, start + window);
+    for (let i = chunk.length - 1; i > 0; i--) {
+      s = (s * 1103515245 + 12345) & 0x7fffffff;
+      const j = s % (i + 1);
+      [chunk[i], chunk[j]] = [chunk[j]!, chunk[i]!];
+    }
+    out.push(...chunk);
+  }
+  return out;
+}
+
+let imageCache: Buffer | undefined;
+/** A small valid JPEG. */
+export async function testJpeg(): Promise<Buffer> {
+  imageCache ??= await sharp({ create: { width: 32, height: 24, channels: 3, background: { r: 40, g: 160, b: 90 } } })
+    .jpeg()
+    .toBuffer();
+  return imageCache;
+}
+
+/** Size of the JPEG {@link testJpeg} returns, once it has been made (undefined before). */
+export function testJpegBytes(): number | undefined {
+  return imageCache?.byteLength;
+}
