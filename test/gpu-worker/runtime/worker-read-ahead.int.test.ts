@@ -8,7 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FrameStore } from '../../../core/aws/frame-store.ts';
 import type { FrameResultItem } from '../../../core/results.ts';
-import { WorkerHarness } from '../../support/worker-harness.ts';
+import { WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
+import { testJpeg } from '../../support/worker-doubles.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const FRAMES = 45;
 const frameNumbers = Array.from({ length: FRAMES }, (_, i) => i);
@@ -97,5 +99,57 @@ describe('worker read ahead (SQS FIFO model)', () => {
     // predicted key, read first): 40-49 after the receive of 30-39, so 40-44 are not read ahead.
     expect(frameReads.length - ofUploaded.length).toBe(readAhead.missed);
     expect(readAhead.missed).toBeLessThanOrEqual(videos.length);
+  });
+
+  it('never uses bytes read ahead of a version its message does not announce: an object overwritten after the read ahead is processed as re-uploaded', async () => {
+    // Prepare: 30 frames in S3; only the first 10 messages queued, so the worker reads 10-19 ahead.
+    const slot = 0;
+    const v = h.videoId('rw');
+    const frames = Array.from({ length: 30 }, (_, i) => i);
+    const store = new FrameStore(h.clients.s3);
+    await h.pinVideo(v, slot);
+    await h.putFrames(v, frames);
+    const send = async (from: number, to: number) => {
+      const messages = [];
+      for (let f = from; f < to; f++) {
+        const m = h.frameMessage(v, f);
+        messages.push({ message: { ...m, eTag: (await store.getVersion(m.bucket, m.key)).eTag } });
+      }
+      await h.queues.send(slot, messages);
+    };
+    await send(0, 10);
+    const original = await testJpeg();
+    const seen = new Map<number, Uint8Array>();
+    const worker = h.createWorker(slot, {
+      statsDelayMs: 50,
+      processor: (inner) =>
+        wrapProcessor(inner, {
+          process: (batch) => {
+            for (const f of batch) if (f.videoId === v) seen.set(f.frame, f.image);
+            return inner.process(batch);
+          },
+        }),
+    });
+
+    // Act: once 10-19 are read ahead, frame 15 is overwritten (a re-upload: other bytes, a
+    // new ETag), and only then are the messages of 10-29 sent, 15's announcing the new version.
+    worker.start();
+    await waitFor('frames 10-19 read ahead', () => worker.worker.prefetchedFrames.readAhead.started >= 10);
+    const replacement = Buffer.concat([original, Buffer.from('re-uploaded')]);
+    await h.putFrames(v, [15], replacement);
+    await send(10, 20);
+    await send(20, 30);
+    await h.putEnd(v, 29);
+    await h.sendEnd(slot, v);
+    await h.waitForSummary(v, (s) => s.status === 'complete', 120_000);
+    await worker.stop();
+
+    // Assess: every frame once, in order; frame 15 ran with the bytes its message announced.
+    const items = await h.frameResults(v);
+    expect(items.map((r) => r.frame)).toEqual(frames);
+    expect(items.map((r) => r.status)).toEqual(frames.map(() => 'ok'));
+    expect(Buffer.from(seen.get(15)!).equals(replacement)).toBe(true);
+    expect(Buffer.from(seen.get(14)!).equals(original)).toBe(true);
+    expect(worker.worker.prefetchedFrames.readAhead.missed).toBeGreaterThanOrEqual(1);
   });
 });
