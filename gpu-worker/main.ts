@@ -135,7 +135,8 @@ async function main(): Promise<number> {
   const frames = timedFrames;
   const reportStages = () => {
     const report = clock.report();
-    log.info('stage accounting', { ...report, bound: boundingStage(report), cpuUs: process.cpuUsage() });
+    // Reads ahead (decision 39): how many were used and how many were wasted GETs.
+    log.info('stage accounting', { ...report, bound: boundingStage(report), cpuUs: process.cpuUsage(), readAhead: worker?.prefetchedFrames.readAhead });
   };
   setInterval(reportStages, Number(env.STAGE_REPORT_INTERVAL_MS ?? 30_000)).unref();
 
