@@ -243,8 +243,15 @@ export class WorkerHarness {
   /** Puts frame objects into S3 (no messages). */
   async putFrames(videoId: string, frames: readonly number[], body?: Uint8Array): Promise<void> {
     const b = body ?? (await testJpeg());
-    for (const f of frames) await this.clients.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: frameKey(videoId, f), Body: b }));
+    for (const f of frames) {
+      const key = frameKey(videoId, f);
+      const put = await this.clients.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: b }));
+      if (put.ETag) this.eTags.set(key, put.ETag.replace(/"/g, ''));
+    }
   }
+
+  /** The ETag of each frame put, as S3 events carry it: the messages sent for them bring it, as the router's do. */
+  private readonly eTags = new Map<string, string>();
 
   /** Puts the end-of-stream marker (its body is the last frame number). */
   async putEnd(videoId: string, lastFrame: number): Promise<void> {
@@ -253,7 +260,9 @@ export class WorkerHarness {
 
   /** The frame message the router would send for a frame. */
   frameMessage(videoId: string, frame: number, sizeBytes?: number): FrameMessage {
-    return { kind: 'frame', videoId, frame, bucket: this.bucket, key: frameKey(videoId, frame), sizeBytes: sizeBytes ?? testJpegBytes() ?? 1, eventTime: new Date().toISOString() };
+    const key = frameKey(videoId, frame);
+    const eTag = this.eTags.get(key);
+    return { kind: 'frame', videoId, frame, bucket: this.bucket, key, sizeBytes: sizeBytes ?? testJpegBytes() ?? 1, eventTime: new Date().toISOString(), ...(eTag ? { eTag } : {}) };
   }
 
   /** Sends frame messages to a slot queue in the given order, through SlotQueues.send; throws if any is not accepted. */
