@@ -145,12 +145,34 @@ export class MessageIntake {
     for (const { msg } of items) {
       if (msg.kind === 'end') {
         if (!released.complete) return true;
+        await this.warnIfEndMoved(videoId, released, msg.bucket, msg.key);
         continue;
       }
       const record = await getFrameResult(this.d.results, videoId, msg.frame);
       if (!record || record.status === 'gap') return true;
     }
     return false;
+  }
+
+  /**
+   * An end marker re-uploaded with another last frame after its video completed (a marker
+   * corrected too late): the video stays complete and each frame keeps its one record
+   * (frames past the old end are `after-end-of-stream`), so the way to process them is an
+   * operator's replay, which this names. Only read in this rare case; a failed read says nothing.
+   */
+  private async warnIfEndMoved(videoId: string, released: VideoCheckpoint, bucket: string, key: string): Promise<void> {
+    const endFrame = released.sequencer.endFrame;
+    let moved: number | undefined;
+    try {
+      moved = parseEndMarkerBody(await this.d.frames.getText(bucket, key));
+    } catch (e) {
+      this.d.log.debug('could not read an end marker of a complete video', { videoId, error: errorText(e) });
+      return;
+    }
+    if (moved === undefined || endFrame === null || moved === endFrame) return;
+    const command = moved > endFrame ? `affinity replay ${videoId} --from ${endFrame + 1}` : `affinity replay ${videoId} --from ${moved + 1}`;
+    this.d.log.warn('end marker changed after its video completed; the video stays complete', { videoId, endFrame, markerEndFrame: moved, command });
+    this.d.metrics.count(METRIC_NAMES.worker.eventsRejected, 1, { Reason: 'end-marker-after-complete' });
   }
 
   /** Lists the videos whose sequencer needs S3's word before deciding (start, a frame overdue, a gap re-check). */

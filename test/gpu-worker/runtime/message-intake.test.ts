@@ -84,3 +84,39 @@ describe('MessageIntake: the start listing at first sight', () => {
     ]);
   });
 });
+
+describe('MessageIntake: an end marker changed after its video completed', () => {
+  function completeVideo(markerBody: string) {
+    const logs: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
+    const counted: { name: string; dimensions?: Record<string, string> }[] = [];
+    const deleted: string[] = [];
+    const released = { ...emptyCheckpoint(0), complete: true, sequencer: { ...emptyCheckpoint(0).sequencer, endFrame: 5 } };
+    const intake = new MessageIntake({
+      inbox: { deadLetter: async () => true, park: async () => true, delete: async (h) => void deleted.push(...h), forward: async () => true },
+      registry: { place: async (_id, news) => ((await news(released)) ? ({} as VideoSession) : 'nothing-new'), all: () => [] },
+      frames: { getText: async () => markerBody, listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
+      bucket: 'b',
+      results: {} as ResultsSource,
+      metrics: { ...nullMetrics, count: (name: string, _n?: number, dimensions?: Record<string, string>) => void counted.push({ name, ...(dimensions ? { dimensions } : {}) }) },
+      log: { ...quiet, warn: (message: string, fields?: Record<string, unknown>) => void logs.push({ level: 'warn', message, ...(fields ? { fields } : {}) }) },
+      slotLost: () => false,
+    });
+    const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
+    return { intake, end, logs, counted, deleted };
+  }
+
+  it('names the replay that processes the frames past the old end, counts it, and still drops the message (the video stays complete)', async () => {
+    const { intake, end, logs, counted, deleted } = completeVideo('9');
+    expect(await intake.accept([end], 0)).toEqual([]);
+    expect(deleted).toEqual(['h-end']);
+    expect(logs.map((l) => [l.message, l.fields?.command])).toEqual([['end marker changed after its video completed; the video stays complete', 'affinity replay v --from 6']]);
+    expect(counted).toContainEqual({ name: 'EventsRejected', dimensions: { Reason: 'end-marker-after-complete' } });
+  });
+
+  it('a repeated marker with the same last frame is a plain duplicate: no warning', async () => {
+    const { intake, end, logs, counted } = completeVideo('5');
+    await intake.accept([end], 0);
+    expect(logs).toEqual([]);
+    expect(counted.map((c) => c.name)).not.toContain('EventsRejected');
+  });
+});
