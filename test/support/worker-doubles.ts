@@ -1,12 +1,37 @@
 /**
  * Test doubles and inputs for the worker harness (test/support/worker-harness.ts, which
- * re-exports them): a FrameStore that fails chosen keys, S3-shaped errors, a processor
+ * re-exports them): a FrameStore that fails chosen keys, one that counts reads, S3-shaped errors, a processor
  * wrapper, a bounded shuffle of arrival order, and a small JPEG to upload as a frame.
  */
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
 import { FrameStore } from '../../core/aws/frame-store.ts';
 import type { FrameProcessor } from '../../core/ports.ts';
+
+/** A FrameStore that counts every read of each key: GETs and reads ahead by predicted key (decision 39) alike. */
+export class CountingFrameStore extends FrameStore {
+  readonly reads = new Map<string, number>();
+  readonly #inner: FrameStore;
+
+  constructor(inner: FrameStore) {
+    super(undefined as never);
+    this.#inner = inner;
+  }
+
+  override get(bucket: string, key: string, ifMatch?: string): Promise<Uint8Array> {
+    this.count(key);
+    return this.#inner.get(bucket, key, ifMatch);
+  }
+
+  override getVersion(bucket: string, key: string): Promise<{ bytes: Uint8Array; eTag: string | undefined }> {
+    this.count(key);
+    return this.#inner.getVersion(bucket, key);
+  }
+
+  private count(key: string): void {
+    this.reads.set(key, (this.reads.get(key) ?? 0) + 1);
+  }
+}
 
 /** Decides whether a FrameStore `get` fails: return the error to throw, or undefined. */
 export type FrameFault = (bucket: string, key: string, attempt: number) => Error | undefined;

@@ -93,7 +93,7 @@ describe('MessageIntake: an end marker changed after its video completed', () =>
     const released = { ...emptyCheckpoint(0), complete: true, sequencer: { ...emptyCheckpoint(0).sequencer, endFrame: 5 } };
     const intake = new MessageIntake({
       inbox: { deadLetter: async () => true, park: async () => true, delete: async (h) => void deleted.push(...h), forward: async () => true },
-      registry: { place: async (_id, news) => ((await news(released)) ? ({} as VideoSession) : 'nothing-new'), all: () => [] },
+      registry: { place: async (_id, news) => ((await news!(released)) ? ({} as VideoSession) : 'nothing-new'), all: () => [] },
       frames: { getText: async () => markerBody, listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
       bucket: 'b',
       results: {} as ResultsSource,

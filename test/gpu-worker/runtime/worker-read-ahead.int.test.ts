@@ -6,39 +6,13 @@
  * every frame still gets exactly one record, in order.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FrameStore } from '../../../core/aws/frame-store.ts';
 import type { FrameResultItem } from '../../../core/results.ts';
 import { WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
-import { testJpeg } from '../../support/worker-doubles.ts';
+import { CountingFrameStore, testJpeg } from '../../support/worker-doubles.ts';
 import { waitFor } from '../../support/wait.ts';
 
 const FRAMES = 45;
 const frameNumbers = Array.from({ length: FRAMES }, (_, i) => i);
-
-/** Counts every read of each key: GETs and reads ahead alike. */
-class CountingFrameStore extends FrameStore {
-  readonly reads = new Map<string, number>();
-  readonly #inner: FrameStore;
-
-  constructor(inner: FrameStore) {
-    super(undefined as never);
-    this.#inner = inner;
-  }
-
-  override get(bucket: string, key: string, ifMatch?: string): Promise<Uint8Array> {
-    this.count(key);
-    return this.#inner.get(bucket, key, ifMatch);
-  }
-
-  override getVersion(bucket: string, key: string): Promise<{ bytes: Uint8Array; eTag: string | undefined }> {
-    this.count(key);
-    return this.#inner.getVersion(bucket, key);
-  }
-
-  private count(key: string): void {
-    this.reads.set(key, (this.reads.get(key) ?? 0) + 1);
-  }
-}
 
 function expectEveryFrameOkOnceInOrder(items: readonly FrameResultItem[]): void {
   expect(items.map((r) => r.frame)).toEqual(frameNumbers);
@@ -63,17 +37,12 @@ describe('worker read ahead (SQS FIFO model)', () => {
     // Prepare: two videos' frames in S3, every message queued with the object's ETag, the worker last.
     const slot = 0;
     const videos = [h.videoId('ra'), h.videoId('rb')];
-    const store = new FrameStore(h.clients.s3);
     for (const v of videos) {
       await h.pinVideo(v, slot);
       await h.putFrames(v, frameNumbers);
       await h.putEnd(v, FRAMES - 1);
-      const messages = [];
-      for (const f of frameNumbers) {
-        const m = h.frameMessage(v, f);
-        messages.push({ message: { ...m, eTag: (await store.getVersion(m.bucket, m.key)).eTag } });
-      }
-      for (let i = 0; i < messages.length; i += 10) await h.queues.send(slot, messages.slice(i, i + 10));
+      // The harness's messages carry each object's ETag, as the router's do from S3 events.
+      await h.sendFrames(slot, v, frameNumbers);
       await h.sendEnd(slot, v);
     }
     let counting: CountingFrameStore | undefined;
@@ -106,17 +75,9 @@ describe('worker read ahead (SQS FIFO model)', () => {
     const slot = 0;
     const v = h.videoId('rw');
     const frames = Array.from({ length: 30 }, (_, i) => i);
-    const store = new FrameStore(h.clients.s3);
     await h.pinVideo(v, slot);
     await h.putFrames(v, frames);
-    const send = async (from: number, to: number) => {
-      const messages = [];
-      for (let f = from; f < to; f++) {
-        const m = h.frameMessage(v, f);
-        messages.push({ message: { ...m, eTag: (await store.getVersion(m.bucket, m.key)).eTag } });
-      }
-      await h.queues.send(slot, messages);
-    };
+    const send = (from: number, to: number) => h.sendFrames(slot, v, frames.slice(from, to));
     await send(0, 10);
     const original = await testJpeg();
     const seen = new Map<number, Uint8Array>();
@@ -132,7 +93,8 @@ describe('worker read ahead (SQS FIFO model)', () => {
     });
 
     // Act: once 10-19 are read ahead, frame 15 is overwritten (a re-upload: other bytes, a
-    // new ETag), and only then are the messages of 10-29 sent, 15's announcing the new version.
+    // new ETag), and only then are the messages of 10-29 sent, 15's announcing the new
+    // version (the harness's message carries the ETag of the last put).
     worker.start();
     await waitFor('frames 10-19 read ahead', () => worker.worker.prefetchedFrames.readAhead.started >= 10);
     const replacement = Buffer.concat([original, Buffer.from('re-uploaded')]);

@@ -6,31 +6,15 @@
  * receive), with a slow StatsProcessor so that rounds last long enough to receive during them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FrameStore } from '../../../core/aws/frame-store.ts';
 import type { FrameResultItem } from '../../../core/results.ts';
 import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../../support/worker-harness.ts';
+import { CountingFrameStore } from '../../support/worker-doubles.ts';
 
 const VIDEOS = 12;
 const FRAMES = 8;
 /** Per process call: rounds long enough for the receive ahead to land inside them. */
 const SLOW_MODEL_MS = 150;
 const frameNumbers = Array.from({ length: FRAMES }, (_, i) => i);
-
-/** A FrameStore that counts GETs per key. */
-class CountingFrameStore extends FrameStore {
-  readonly gets = new Map<string, number>();
-  readonly #inner: FrameStore;
-
-  constructor(inner: FrameStore) {
-    super(undefined as never);
-    this.#inner = inner;
-  }
-
-  override async get(bucket: string, key: string): Promise<Uint8Array> {
-    this.gets.set(key, (this.gets.get(key) ?? 0) + 1);
-    return this.#inner.get(bucket, key);
-  }
-}
 
 function expectEveryFrameOkOnceInOrder(items: readonly FrameResultItem[]): void {
   expect(items.map((r) => r.frame)).toEqual(frameNumbers);
@@ -100,7 +84,7 @@ describe.each(['model', 'fauxqs'] as const)('worker receive ahead (%s)', (queueB
     // Prefetched bytes were handed to the processor to decode ahead, and each such frame's round brought the same bytes.
     expect(processedFromHint).toBe(used);
     // A prefetched frame is not fetched a second time by its round.
-    const frameGets = [...counting!.gets].filter(([key]) => !key.endsWith('_end'));
+    const frameGets = [...counting!.reads].filter(([key]) => !key.endsWith('_end'));
     expect(frameGets).toHaveLength(VIDEOS * FRAMES);
     expect(frameGets.filter(([, n]) => n !== 1)).toEqual([]);
   });
