@@ -113,6 +113,12 @@ export const METRIC_NAMES = {
     rulesReadErrors: 'RulesReadErrors',
     /** Outbox events committed (landed with their commit). */
     eventsCommitted: 'EventsCommitted',
+    /**
+     * End markers re-uploaded with another last frame once the video had an end (a corrected
+     * marker). Frames already recorded `after-end-of-stream` keep that record; the warning
+     * logged with it names the `affinity replay` that processes them.
+     */
+    endMarkersChanged: 'EndMarkersChanged',
   },
   janitor: {
     /** Slots with a valid lease. */

@@ -119,6 +119,8 @@ export class MessageIntake {
         if (!(await this.d.inbox.park(JSON.stringify(msg), `bad-end-marker: ${problem}`, s.videoId))) throw new Error('could not dead-letter a bad end marker');
         return;
       }
+      const previous = s.sequencer.endFrame;
+      if (previous !== null && previous !== endFrame) this.endMoved(s.videoId, previous, endFrame, 'applied');
       s.setEnd(endFrame);
       this.d.log.info('end of stream announced', { videoId: s.videoId, endFrame });
       return;
@@ -155,10 +157,9 @@ export class MessageIntake {
   }
 
   /**
-   * An end marker re-uploaded with another last frame after its video completed (a marker
-   * corrected too late): the video stays complete and each frame keeps its one record
-   * (frames past the old end are `after-end-of-stream`), so the way to process them is an
-   * operator's replay, which this names. Only read in this rare case; a failed read says nothing.
+   * An end marker re-uploaded with another last frame for a video released complete and no
+   * longer pinned: the video stays complete and each frame keeps its one record. Only read
+   * in this rare case; a failed read says nothing.
    */
   private async warnIfEndMoved(videoId: string, released: VideoCheckpoint, bucket: string, key: string): Promise<void> {
     const endFrame = released.sequencer.endFrame;
@@ -170,9 +171,19 @@ export class MessageIntake {
       return;
     }
     if (moved === undefined || endFrame === null || moved === endFrame) return;
-    const command = moved > endFrame ? `affinity replay ${videoId} --from ${endFrame + 1}` : `affinity replay ${videoId} --from ${moved + 1}`;
-    this.d.log.warn('end marker changed after its video completed; the video stays complete', { videoId, endFrame, markerEndFrame: moved, command });
-    this.d.metrics.count(METRIC_NAMES.worker.eventsRejected, 1, { Reason: 'end-marker-after-complete' });
+    this.endMoved(videoId, endFrame, moved, 'video-complete');
+  }
+
+  /**
+   * A corrected end marker: frames a process already recorded `after-end-of-stream` (past
+   * the old end) keep that record, so the warning names the replay that processes them.
+   * `applied`: the video takes the new end; `video-complete`: it stays complete as it was.
+   */
+  private endMoved(videoId: string, endFrame: number, markerEndFrame: number, outcome: 'applied' | 'video-complete'): void {
+    const command = `affinity replay ${videoId} --from ${Math.min(endFrame, markerEndFrame) + 1}`;
+    const message = outcome === 'applied' ? 'end marker changed; frames already recorded after-end-of-stream keep that record' : 'end marker changed after its video completed; the video stays complete';
+    this.d.log.warn(message, { videoId, endFrame, markerEndFrame, command });
+    this.d.metrics.count(METRIC_NAMES.worker.endMarkersChanged, 1);
   }
 
   /** Lists the videos whose sequencer needs S3's word before deciding (start, a frame overdue, a gap re-check). */

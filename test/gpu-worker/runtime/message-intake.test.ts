@@ -110,13 +110,39 @@ describe('MessageIntake: an end marker changed after its video completed', () =>
     expect(await intake.accept([end], 0)).toEqual([]);
     expect(deleted).toEqual(['h-end']);
     expect(logs.map((l) => [l.message, l.fields?.command])).toEqual([['end marker changed after its video completed; the video stays complete', 'affinity replay v --from 6']]);
-    expect(counted).toContainEqual({ name: 'EventsRejected', dimensions: { Reason: 'end-marker-after-complete' } });
+    expect(counted.map((c) => c.name)).toContain('EndMarkersChanged');
   });
 
   it('a repeated marker with the same last frame is a plain duplicate: no warning', async () => {
     const { intake, end, logs, counted } = completeVideo('5');
     await intake.accept([end], 0);
     expect(logs).toEqual([]);
-    expect(counted.map((c) => c.name)).not.toContain('EventsRejected');
+    expect(counted.map((c) => c.name)).not.toContain('EndMarkersChanged');
+  });
+});
+
+describe('MessageIntake: an end marker changed while its video is owned', () => {
+  it('takes the new end, warns with the replay for frames already past the old one, and counts it', async () => {
+    const session = new VideoSession('v', 1, emptyCheckpoint(0), { reorderWaitMs: WAIT_MS, reorderBufferFrames: 64, firstFrameNumber: 0 }, 0);
+    session.setEnd(5);
+    const warnings: { message: string; command?: unknown }[] = [];
+    const counted: string[] = [];
+    const intake = new MessageIntake({
+      inbox: { deadLetter: async () => true, park: async () => true, delete: async () => undefined, forward: async () => true },
+      registry: { place: async () => session, all: () => [session] },
+      frames: { getText: async () => '9', listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
+      bucket: 'b',
+      results: {} as ResultsSource,
+      metrics: { ...nullMetrics, count: (name: string) => void counted.push(name) },
+      log: { ...quiet, warn: (message: string, fields?: Record<string, unknown>) => void warnings.push({ message, command: fields?.command }) },
+      slotLost: () => false,
+    });
+    const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
+
+    await intake.accept([end], 0);
+
+    expect(session.sequencer.endFrame).toBe(9);
+    expect(warnings).toEqual([{ message: 'end marker changed; frames already recorded after-end-of-stream keep that record', command: 'affinity replay v --from 6' }]);
+    expect(counted).toContain('EndMarkersChanged');
   });
 });
