@@ -131,7 +131,12 @@ export class FramePrefetch {
         this.readAheadMissed++;
         return undefined;
       });
-      this.add(idOf(bucket, key), sizeBytes, undefined, version.then((v) => v?.bytes), this.now(), version);
+      const id = idOf(bucket, key);
+      const entry = this.add(id, sizeBytes, undefined, version.then((v) => v?.bytes), this.now(), version);
+      // Nothing to confirm: forgotten at once (counted once, above), and its message's frame is fetched as usual.
+      void version.then((v) => {
+        if (!v && this.entries.get(id) === entry) this.remove(id, entry);
+      });
       return version;
     };
     void start(probe).then((v) => {

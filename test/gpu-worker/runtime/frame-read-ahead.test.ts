@@ -78,6 +78,7 @@ describe('FramePrefetch.readAhead', () => {
     // Assess
     expect(calls).toEqual(['v:k3']);
     expect([prefetch.readAheadStarted, prefetch.readAheadMissed]).toEqual([1, 1]);
+    expect(prefetch.size).toBe(0); // forgotten at once: counted once, never again on expiry
     prefetch.confirm([msg('k3', 'e3')]);
     expect(await prefetch.take('b', 'k3')).toBeUndefined(); // the runner fetches it (and reports it missing) itself
   });
