@@ -180,10 +180,15 @@ export class MessageIntake {
    * `applied`: the video takes the new end; `video-complete`: it stays complete as it was.
    */
   private endMoved(videoId: string, endFrame: number, markerEndFrame: number, outcome: 'applied' | 'video-complete'): void {
-    const command = `affinity replay ${videoId} --from ${Math.min(endFrame, markerEndFrame) + 1}`;
+    this.d.metrics.count(METRIC_NAMES.worker.endMarkersChanged, 1);
+    if (markerEndFrame < endFrame) {
+      // Moved earlier: frames past the new end that were already processed keep their records.
+      this.d.log.warn('end marker moved earlier; frames already recorded past the new end keep their records', { videoId, endFrame, markerEndFrame });
+      return;
+    }
+    const command = `affinity replay ${videoId} --from ${endFrame + 1}`;
     const message = outcome === 'applied' ? 'end marker changed; frames already recorded after-end-of-stream keep that record' : 'end marker changed after its video completed; the video stays complete';
     this.d.log.warn(message, { videoId, endFrame, markerEndFrame, command });
-    this.d.metrics.count(METRIC_NAMES.worker.endMarkersChanged, 1);
   }
 
   /** Lists the videos whose sequencer needs S3's word before deciding (start, a frame overdue, a gap re-check). */
