@@ -122,15 +122,15 @@ describe('MessageIntake: an end marker changed after its video completed', () =>
 });
 
 describe('MessageIntake: an end marker changed while its video is owned', () => {
-  it('takes the new end, warns with the replay for frames already past the old one, and counts it', async () => {
+  function owned(oldEnd: number, markerBody: string) {
     const session = new VideoSession('v', 1, emptyCheckpoint(0), { reorderWaitMs: WAIT_MS, reorderBufferFrames: 64, firstFrameNumber: 0 }, 0);
-    session.setEnd(5);
+    session.setEnd(oldEnd);
     const warnings: { message: string; command?: unknown }[] = [];
     const counted: string[] = [];
     const intake = new MessageIntake({
       inbox: { deadLetter: async () => true, park: async () => true, delete: async () => undefined, forward: async () => true },
       registry: { place: async () => session, all: () => [session] },
-      frames: { getText: async () => '9', listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
+      frames: { getText: async () => markerBody, listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
       bucket: 'b',
       results: {} as ResultsSource,
       metrics: { ...nullMetrics, count: (name: string) => void counted.push(name) },
@@ -138,11 +138,26 @@ describe('MessageIntake: an end marker changed while its video is owned', () => 
       slotLost: () => false,
     });
     const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
+    return { session, intake, end, warnings, counted };
+  }
+
+  it('takes the new end, warns with the replay for frames already past the old one, and counts it', async () => {
+    const { session, intake, end, warnings, counted } = owned(5, '9');
 
     await intake.accept([end], 0);
 
     expect(session.sequencer.endFrame).toBe(9);
     expect(warnings).toEqual([{ message: 'end marker changed; frames already recorded after-end-of-stream keep that record', command: 'affinity replay v --from 6' }]);
+    expect(counted).toContain('EndMarkersChanged');
+  });
+
+  it('an end moved earlier is taken and warned about without a replay: frames past it keep their records', async () => {
+    const { session, intake, end, warnings, counted } = owned(9, '5');
+
+    await intake.accept([end], 0);
+
+    expect(session.sequencer.endFrame).toBe(5);
+    expect(warnings).toEqual([{ message: 'end marker moved earlier; frames already recorded past the new end keep their records', command: undefined }]);
     expect(counted).toContain('EndMarkersChanged');
   });
 });
