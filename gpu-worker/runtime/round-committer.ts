@@ -98,9 +98,13 @@ export class RoundCommitter {
         landed = true;
       } else if (fate.kind === 'conflict') {
         // A record this commit would create already exists, so the frame is settled: the
-        // retry leaves it out (the existing record stands) and the rest goes through.
-        s.recorded.add(fate.frame);
-        this.rollback({ session: s, reason: 'record-exists', detail: `frame ${fate.frame} already has a record`, blamed: [fate.frame], transient: false }, now);
+        // retry leaves it out (the existing record stands) and the rest goes through, at
+        // once: a backoff per such frame made a corrected end marker over N frames already
+        // recorded after-end-of-stream take N growing backoffs (up to 30 s each).
+        const r = s.settleExisting(fate.frame);
+        this.d.registry.restoreProcessor(s, r.restoreProcessor);
+        this.d.metrics.count(METRIC_NAMES.worker.videoRollbacks, 1, { Reason: 'record-exists' });
+        this.d.log.info('a frame of this round already has a record; it stands, and the round is retried without it', { videoId: s.videoId, frame: fate.frame });
       } else if (fate.kind === 'not-landed') {
         this.rollback({ session: s, reason: 'commit-not-landed', detail: 'the store did not take the commit (retries ran out)', blamed: [], transient: true }, now);
       } else if (fate.kind === 'fenced') {

@@ -313,6 +313,19 @@ export class VideoSession {
     return { restoreProcessor: this.committed.processor, backoffMs, counted };
   }
 
+  /**
+   * A commit found `frame` already recorded (a frame recorded `after-end-of-stream` before
+   * its end marker was corrected, or by an earlier owner): that record stands. The unit did
+   * not land, so the state is restored and replayed as in {@link rollback}, but this is no
+   * failure: nothing is blamed or counted and there is no backoff, since the retry leaves
+   * the frame out (each such commit settles one more frame, so it cannot loop).
+   */
+  settleExisting(frame: number): RollbackActions {
+    this.recorded.add(frame);
+    this.restore();
+    return { restoreProcessor: this.committed.processor, backoffMs: 0, counted: false };
+  }
+
   /** Rebuilds the sequencer from the committed checkpoint and replays the log on it. */
   private restore(): void {
     this.sequencer = new VideoSequencer(this.options, this.committed.sequencer);

@@ -94,6 +94,18 @@ describe('VideoSession', () => {
     expect(s.blamed.size).toBe(0);
   });
 
+  it('a frame a commit found already recorded is settled at once: the retry leaves it out, with no backoff and nothing blamed or counted', () => {
+    const s = session();
+    receive(s, 0, 0, 1, 2);
+    const first = s.plan(0)!;
+    const r = s.settleExisting(1);
+    expect([r.backoffMs, r.counted, s.failures, s.blamed.size]).toEqual([0, false, 0, 0]);
+    expect(s.backingOff(0)).toBe(false);
+    expect(s.handles).toEqual(['h0', 'h1', 'h2']);
+    const retry = s.plan(0)!;
+    expect(frames(retry.steps)).toEqual(frames(first.steps).filter((f) => f !== 'frame 1'));
+  });
+
   it('backs off longer with each failed round, outages included, up to the cap', () => {
     const s = session();
     receive(s, 0, 0);

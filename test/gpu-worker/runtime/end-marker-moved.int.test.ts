@@ -1,0 +1,66 @@
+/**
+ * A corrected end marker after frames past the old end were recorded `after-end-of-stream`
+ * (the real worker on the SQS FIFO model, DynamoDB Local and fauxqs S3): the video takes the
+ * new end, each of those frames keeps its one record and is settled at once (no backoff
+ * per frame: with N such frames the video once took N growing backoffs, up to 30 s each, to
+ * complete), and the warning names the replay that processes them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { endMarkerKey } from '../../../core/keys.ts';
+import { METRIC_NAMES } from '../../../core/metric-names.ts';
+import { WorkerHarness } from '../../support/worker-harness.ts';
+
+describe('worker: an end marker corrected after frames past the old end were recorded', () => {
+  let h: WorkerHarness;
+
+  beforeAll(async () => {
+    h = await WorkerHarness.start({ slots: 1, tunables: { firstFrameNumber: 0 } });
+  });
+
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  it('moves the end, keeps every frame at one record, settles the recorded ones without backing off, and names the replay', async () => {
+    // Prepare: frames 0-3 and an end marker saying 3; the video completes.
+    const slot = 0;
+    const v = h.videoId('moved');
+    await h.pinVideo(v, slot);
+    await h.putFrames(v, [0, 1, 2, 3, 4, 5, 6, 7]);
+    await h.putEnd(v, 3);
+    await h.sendFrames(slot, v, [0, 1, 2, 3]);
+    const sendEnd = (eTag: string) => h.queues.send(slot, [{ message: { kind: 'end', videoId: v, bucket: h.bucket, key: endMarkerKey(v), eventTime: new Date().toISOString(), eTag } }]);
+    await sendEnd('end-1');
+    const worker = h.createWorker(slot).start();
+    await h.waitForSummary(v, (s) => s.status === 'complete');
+    // Frames 4-7 arrive after the end: each gets its `after-end-of-stream` record.
+    await h.sendFrames(slot, v, [4, 5, 6, 7]);
+    await h.waitForResults(v, 8);
+
+    // Act: the marker is corrected to 7 (a new upload: a new ETag, so not deduplicated);
+    // the router pins the released video again as it routes the event.
+    await h.putEnd(v, 7);
+    await h.pinVideo(v, slot);
+    await sendEnd('end-2');
+    await h.waitForSummary(v, (s) => s.status === 'complete' && s.endFrame === 7);
+    await worker.stop();
+
+    // Assess
+    const items = await h.frameResults(v);
+    expect(items.map((r) => [r.frame, r.status, r.reason ?? ''])).toEqual([
+      [0, 'ok', ''],
+      [1, 'ok', ''],
+      [2, 'ok', ''],
+      [3, 'ok', ''],
+      [4, 'failed', 'after-end-of-stream'],
+      [5, 'failed', 'after-end-of-stream'],
+      [6, 'failed', 'after-end-of-stream'],
+      [7, 'failed', 'after-end-of-stream'],
+    ]);
+    expect(worker.metricTotal(METRIC_NAMES.worker.endMarkersChanged)).toBe(1);
+    const warned = worker.logsMatching(/^end marker changed; frames already recorded after-end-of-stream keep that record$/, ['warn']);
+    expect(warned.map((l) => l.fields?.command)).toEqual([`affinity replay ${v} --from 4`]);
+    // Settled at once, not as failed rounds: no backoff for a frame whose record stands.
+    expect(worker.logsMatching(/retrying after a backoff/).filter((l) => l.fields?.reason === 'record-exists')).toEqual([]);
+  });
+});
