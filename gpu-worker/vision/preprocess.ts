@@ -235,12 +235,13 @@ export async function decodeForLetterbox(
  *
  * Why: sharp hands each frame's pixels over as a new Buffer (0.9 MB at 640x480) over
  * memory of its own. V8 counts that memory against the heap that received it and cannot
- * know it is dead until it collects, so 40-60 MB of dead frames pile up and then force a
- * full mark-compact (4-7 per 400 frames). That heap is the decode thread's (about 11 MB
- * of module code, marked again every time), or the main thread's when the frame decodes
- * there, whose collections also pause the event loop that carries heartbeats and
- * commits. Detached at once, the frames never count: 0-1 major collections per 400
- * frames, 0.4-0.7 core-ms less per 640x480 frame (bench/decode-settings.ts).
+ * know it is dead until it collects, so tens of MB of dead frames pile up and then force
+ * a full mark-compact. That heap is the decode thread's (about 11 MB of module code,
+ * marked again every time), or the main thread's when the frame decodes there, whose
+ * collections also pause the event loop that carries heartbeats and commits. Detached at
+ * once, the frames never count: with main-thread decoding, 1-4 major collections per 160
+ * frames instead of 12-17, and 1.1-2.5 core-ms less per 640x480 frame in
+ * bench/pipeline-cpu.ts; 0.4 less in bench/decode-settings.ts' near-empty heap.
  *
  * Only a buffer that is the whole of its ArrayBuffer is detached: a view into a larger
  * one (Node's pool for small Buffers) shares it with others. Anything that cannot be
