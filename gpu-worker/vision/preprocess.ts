@@ -240,7 +240,7 @@ export async function decodeForLetterbox(
  * marked again every time), or the main thread's when the frame decodes there, whose
  * collections also pause the event loop that carries heartbeats and commits. Detached at
  * once, the frames never count: with main-thread decoding, 1-4 major collections per 160
- * frames instead of 12-17, and 1.1-2.5 core-ms less per 640x480 frame in
+ * frames instead of 12-17, and 1.1-2.7 core-ms less per 640x480 frame in
  * bench/pipeline-cpu.ts; 0.4 less in bench/decode-settings.ts' near-empty heap.
  *
  * Only a buffer that is the whole of its ArrayBuffer is detached: a view into a larger
