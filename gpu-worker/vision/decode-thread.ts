@@ -20,7 +20,7 @@
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { BufferPool } from './buffer-pool.ts';
-import { decodeForLetterbox, ImageDecodeError, letterboxInto, type ImageRejectReason, type LetterboxGeometry, type PreparedFrameUint8 } from './preprocess.ts';
+import { decodeForLetterbox, ImageDecodeError, letterboxInto, releaseDecoded, type ImageRejectReason, type LetterboxGeometry, type PreparedFrameUint8 } from './preprocess.ts';
 
 const ROLE = 'decode-thread';
 /** The decode thread's name, also its OS thread name (`comm` in /proc; at most 15 characters). */
@@ -128,6 +128,8 @@ function serve(): void {
     try {
       const { rgb, geometry } = await decodeForLetterbox(r.image, r.inputWidth, r.inputHeight, r.maxSourcePixels);
       letterboxInto(new Uint8Array(r.buffer), rgb, r.inputWidth, geometry);
+      // sharp's Buffer freed now, not by this heap's next full collection (decision 40).
+      releaseDecoded(rgb);
       port.postMessage({ id: r.id, ok: true, buffer: r.buffer, geometry } satisfies Reply, [r.buffer]);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

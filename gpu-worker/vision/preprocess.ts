@@ -136,6 +136,7 @@ export async function prepareFrame(
       chw[2 * plane + p] = UNIT[rgb[q + 2]!]!;
     }
   }
+  releaseDecoded(rgb);
   return { chw, geometry };
 }
 
@@ -201,13 +202,15 @@ export async function prepareFrameUint8(
   // From the pool (decision 37) once decoded, so a corrupt frame never holds one.
   const hwc = pool ? new Uint8Array(pool.acquire(bytes)) : new Uint8Array(bytes);
   letterboxInto(hwc, rgb, inputWidth, geometry);
+  releaseDecoded(rgb);
   return { hwc, geometry };
 }
 
 /**
  * The uint8 path's decode without the letterbox: the header check, then the RGB pixels at
  * the letterbox's resized size and its geometry (what {@link prepareFrameUint8} and the
- * decode thread letterbox from).
+ * decode thread letterbox from). The caller hands `rgb` to {@link releaseDecoded} once it
+ * has copied the pixels out.
  */
 export async function decodeForLetterbox(
   image: Uint8Array,
@@ -222,6 +225,38 @@ export async function decodeForLetterbox(
   const { resizedWidth, resizedHeight } = geometry;
   if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);
   return { rgb, geometry };
+}
+
+/**
+ * Frees the memory of sharp's output `rgb` now, instead of at the next major collection
+ * (decision 40): detaches its ArrayBuffer (`transfer(0)`), whose backing store V8 then
+ * releases at once, and with it the libvips memory behind it. Call it only once the
+ * pixels have been copied out and nothing else holds `rgb`.
+ *
+ * Why: sharp hands each frame's pixels over as a new Buffer (0.9 MB at 640x480) over
+ * memory of its own. V8 counts that memory against the heap that received it and cannot
+ * know it is dead until it collects, so tens of MB of dead frames pile up and then force
+ * a full mark-compact. That heap is the decode thread's (about 11 MB of module code,
+ * marked again every time), or the main thread's when the frame decodes there, whose
+ * collections also pause the event loop that carries heartbeats and commits. Detached at
+ * once, the frames never count: with main-thread decoding, 1-4 major collections per 160
+ * frames instead of 12-17, and 1.1-2.7 core-ms less per 640x480 frame in
+ * bench/pipeline-cpu.ts; 0.4 less in bench/decode-settings.ts' near-empty heap.
+ *
+ * Only a buffer that is the whole of its ArrayBuffer is detached: a view into a larger
+ * one (Node's pool for small Buffers) shares it with others. Anything that cannot be
+ * detached is left to the collector as before, so this never fails a frame.
+ */
+export function releaseDecoded(rgb: Uint8Array): void {
+  // ES2024's ArrayBuffer.prototype.transfer and .detached (Node 22+), beyond the project's TS lib.
+  const buffer = rgb.buffer as ArrayBuffer & { readonly detached?: boolean; transfer?: (length: number) => ArrayBuffer };
+  if (!(buffer instanceof ArrayBuffer) || typeof buffer.transfer !== 'function') return;
+  if (rgb.byteOffset !== 0 || rgb.byteLength !== buffer.byteLength || buffer.detached) return;
+  try {
+    buffer.transfer(0);
+  } catch {
+    // Not detachable (a buffer Node marked so): the collector frees it, as before.
+  }
 }
 
 /**
