@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import sharp from 'sharp';
 import { BufferPool } from '../gpu-worker/vision/buffer-pool.ts';
-import { letterboxGeometry, letterboxInto } from '../gpu-worker/vision/preprocess.ts';
+import { letterboxGeometry, letterboxInto, releaseDecoded } from '../gpu-worker/vision/preprocess.ts';
 
 const WIDTH = 640;
 const HEIGHT = 480;
@@ -35,6 +35,8 @@ async function decodeInto(image: Uint8Array, hwc: Uint8Array): Promise<void> {
   const g = letterboxGeometry(WIDTH, HEIGHT, INPUT, INPUT);
   const rgb = await sharp(image, { failOn: 'error', limitInputPixels: 26_214_400 }).removeAlpha().toColourspace('srgb').raw().toBuffer();
   letterboxInto(hwc, rgb, INPUT, g);
+  // As the processor does since decision 40: sharp's Buffer is freed once copied.
+  releaseDecoded(rgb);
 }
 
 interface DecodeRequest {

@@ -29,11 +29,11 @@
  * thread), minor page faults per frame, and how many input buffers the processor reused
  * (decision 37).
  *
- * `--decode main` decodes on the main thread's libuv pool (`decodeInThread: false`), the
- * behaviour before the decode thread (decode-thread.ts; the default, `thread`, applies to
- * the uint8 path only).
+ * `--decode main` (the default, as the processor's since decision 40) decodes on the main
+ * thread's libuv pool (`decodeInThread: false`); `--decode thread` in the decode thread
+ * (decode-thread.ts; the uint8 path only).
  *
- * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--warmup 6] [--decode thread|main] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
+ * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--warmup 6] [--decode main|thread] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
  * Skipped with a message without the YOLOv8n graph.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -60,7 +60,7 @@ const { values } = parseArgs({
   options: {
     frames: { type: 'string', default: '12' },
     warmup: { type: 'string', default: '6' },
-    decode: { type: 'string', default: 'thread' },
+    decode: { type: 'string', default: 'main' },
     batches: { type: 'string', default: '1,8' },
     sizes: { type: 'string', default: '640x480,1920x1080' },
     paths: { type: 'string', default: 'graph,cpu' },

@@ -1,6 +1,8 @@
 /**
- * JPEG/PNG decode and letterbox in a thread of their own (`decodeInThread`, default on for
- * the uint8 path: decision 37).
+ * JPEG/PNG decode and letterbox in a thread of their own (`decodeInThread`, the uint8 path:
+ * decision 37; off by default since decision 40, which frees sharp's output at once and
+ * so took away what the thread saved: `bench/decode-placement.ts` now measures the main
+ * thread 0.1-0.4 core-ms per frame cheaper, with a small heap or 2 million live objects).
  *
  * Why: sharp returns each frame's pixels as a new Buffer (0.9 MB for 640x480). The pool
  * cannot reuse it and postMessage cannot move it. It is garbage in the heap of whichever

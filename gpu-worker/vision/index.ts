@@ -136,8 +136,9 @@ class OnnxVisionProcessor implements VisionProcessor {
     void this.model.session.died?.then((death) => this.onThreadDeath(death));
     this.maxSourcePixels = sourcePixelLimit(this.model.info.inputWidth, this.model.info.inputHeight);
     this.pool = new BufferPool(inputPoolBytes(this.model.info, this.options.batchSize, PREPARED_AHEAD_MAX_FRAMES));
-    // A thread of its own for decoding when the model runs on the GPU; on the CPU the model's threads want every core.
-    const decodeInThread = this.options.decodeInThread ?? this.model.provider === 'cuda';
+    // Off unless asked (decision 40): once sharp's output is freed at once, decoding from this
+    // thread costs less CPU than a thread of its own, with a small heap or a large one.
+    const decodeInThread = this.options.decodeInThread ?? false;
     if (decodeInThread && this.model.info.layout === 'uint8-nhwc') this.decoder = await DecodeThread.start((why) => {
         // No frame is lost (they decode on the main thread from now on), but the CPU per frame rises: said once, counted.
         this.options.metrics?.count(METRIC_NAMES.worker.decodeThreadDied);

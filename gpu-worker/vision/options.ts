@@ -52,9 +52,10 @@ export interface VisionProcessorOptions {
   readonly preprocessInGraph?: boolean;
   /**
    * Decode and letterbox in a thread of their own, on the uint8 path (decision 37,
-   * decode-thread.ts). Default: on when the model runs on CUDA, off on CPU, where the
-   * model's own threads want every core and a decode thread beside them cost the soak
-   * (2 cores, CPU model) twice its latency. False decodes on this thread's libuv pool.
+   * decode-thread.ts). Default off (decision 40): since sharp's output is freed as soon as
+   * it is copied, the thread no longer saves the main heap's collections, and it costs
+   * 0.1-0.4 core-ms per frame more (bench/decode-placement.ts); on a CPU model it also took
+   * cores from the model's threads. False decodes on this thread's libuv pool.
    */
   readonly decodeInThread?: boolean;
 }

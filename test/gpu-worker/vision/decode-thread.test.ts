@@ -85,7 +85,7 @@ describe('DecodeThread', () => {
 });
 
 describe('the processor with and without its decode thread', () => {
-  it('starts no decode thread by default when the model runs on the CPU (its threads want the cores)', async () => {
+  it('starts no decode thread by default (decision 40: decoding on the main thread is cheaper), and one when asked', async () => {
     const p = createVisionProcessor({ batchSize: 1, maxBatchWaitMs: 2, scoreThreshold: 0.25 });
     await p.start();
     try {
