@@ -120,7 +120,7 @@ export class MessageIntake {
         return;
       }
       const previous = s.sequencer.endFrame;
-      if (previous !== null && previous !== endFrame) this.endMoved(s.videoId, previous, endFrame, 'applied');
+      if (previous !== null && previous !== endFrame) this.endMoved(s.videoId, previous, endFrame);
       s.setEnd(endFrame);
       this.d.log.info('end of stream announced', { videoId: s.videoId, endFrame });
       return;
@@ -146,8 +146,7 @@ export class MessageIntake {
   private async anyNews(videoId: string, released: VideoCheckpoint, items: readonly ReadyMessage[]): Promise<boolean> {
     for (const { msg } of items) {
       if (msg.kind === 'end') {
-        if (!released.complete) return true;
-        await this.warnIfEndMoved(videoId, released, msg.bucket, msg.key);
+        if (!released.complete || (await this.endChanged(videoId, released, msg.bucket, msg.key))) return true;
         continue;
       }
       const record = await getFrameResult(this.d.results, videoId, msg.frame);
@@ -157,29 +156,27 @@ export class MessageIntake {
   }
 
   /**
-   * An end marker re-uploaded with another last frame for a video released complete and no
-   * longer pinned: the video stays complete and each frame keeps its one record. Only read
-   * in this rare case; a failed read says nothing.
+   * Whether an end marker for a video released complete says another last frame (a marker
+   * corrected after the video completed and was released): then the video is taken back,
+   * and its session takes the new end and warns ({@link endMoved}). Only read in this rare
+   * case; a marker that cannot be read is no news (its retries are not this path's to make).
    */
-  private async warnIfEndMoved(videoId: string, released: VideoCheckpoint, bucket: string, key: string): Promise<void> {
-    const endFrame = released.sequencer.endFrame;
-    let moved: number | undefined;
+  private async endChanged(videoId: string, released: VideoCheckpoint, bucket: string, key: string): Promise<boolean> {
     try {
-      moved = parseEndMarkerBody(await this.d.frames.getText(bucket, key));
+      const marker = parseEndMarkerBody(await this.d.frames.getText(bucket, key));
+      return marker !== undefined && marker !== released.sequencer.endFrame;
     } catch (e) {
-      this.d.log.debug('could not read an end marker of a complete video', { videoId, error: errorText(e) });
-      return;
+      this.d.log.warn('could not read the end marker of a complete video; taken as a repeat', { videoId, error: errorText(e) });
+      return false;
     }
-    if (moved === undefined || endFrame === null || moved === endFrame) return;
-    this.endMoved(videoId, endFrame, moved, 'video-complete');
   }
 
   /**
-   * A corrected end marker: frames a process already recorded `after-end-of-stream` (past
-   * the old end) keep that record, so the warning names the replay that processes them.
-   * `applied`: the video takes the new end; `video-complete`: it stays complete as it was.
+   * A corrected end marker, taken by the video: frames a process already recorded
+   * `after-end-of-stream` (past the old end) keep that record, so the warning names the
+   * replay that processes them (which keeps the new end).
    */
-  private endMoved(videoId: string, endFrame: number, markerEndFrame: number, outcome: 'applied' | 'video-complete'): void {
+  private endMoved(videoId: string, endFrame: number, markerEndFrame: number): void {
     this.d.metrics.count(METRIC_NAMES.worker.endMarkersChanged, 1);
     if (markerEndFrame < endFrame) {
       // Moved earlier: frames past the new end that were already processed keep their records.
@@ -187,8 +184,7 @@ export class MessageIntake {
       return;
     }
     const command = `affinity replay ${videoId} --from ${endFrame + 1}`;
-    const message = outcome === 'applied' ? 'end marker changed; frames already recorded after-end-of-stream keep that record' : 'end marker changed after its video completed; the video stays complete';
-    this.d.log.warn(message, { videoId, endFrame, markerEndFrame, command });
+    this.d.log.warn('end marker changed; frames already recorded after-end-of-stream keep that record', { videoId, endFrame, markerEndFrame, command });
   }
 
   /** Lists the videos whose sequencer needs S3's word before deciding (start, a frame overdue, a gap re-check). */

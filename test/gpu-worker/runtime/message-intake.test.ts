@@ -85,39 +85,42 @@ describe('MessageIntake: the start listing at first sight', () => {
   });
 });
 
-describe('MessageIntake: an end marker changed after its video completed', () => {
-  function completeVideo(markerBody: string) {
-    const logs: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
-    const counted: { name: string; dimensions?: Record<string, string> }[] = [];
+describe('MessageIntake: an end marker for a video released complete', () => {
+  function releasedComplete(markerBody: string) {
     const deleted: string[] = [];
+    const news: boolean[] = [];
     const released = { ...emptyCheckpoint(0), complete: true, sequencer: { ...emptyCheckpoint(0).sequencer, endFrame: 5 } };
     const intake = new MessageIntake({
       inbox: { deadLetter: async () => true, park: async () => true, delete: async (h) => void deleted.push(...h), forward: async () => true },
-      registry: { place: async (_id, news) => ((await news!(released)) ? ({} as VideoSession) : 'nothing-new'), all: () => [] },
+      registry: {
+        place: async (_id, takeReleased) => {
+          news.push(await takeReleased!(released));
+          return 'nothing-new';
+        },
+        all: () => [],
+      },
       frames: { getText: async () => markerBody, listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
       bucket: 'b',
       results: {} as ResultsSource,
-      metrics: { ...nullMetrics, count: (name: string, _n?: number, dimensions?: Record<string, string>) => void counted.push({ name, ...(dimensions ? { dimensions } : {}) }) },
-      log: { ...quiet, warn: (message: string, fields?: Record<string, unknown>) => void logs.push({ level: 'warn', message, ...(fields ? { fields } : {}) }) },
+      metrics: nullMetrics,
+      log: quiet,
       slotLost: () => false,
     });
     const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
-    return { intake, end, logs, counted, deleted };
+    return { intake, end, news, deleted };
   }
 
-  it('names the replay that processes the frames past the old end, counts it, and still drops the message (the video stays complete)', async () => {
-    const { intake, end, logs, counted, deleted } = completeVideo('9');
-    expect(await intake.accept([end], 0)).toEqual([]);
-    expect(deleted).toEqual(['h-end']);
-    expect(logs.map((l) => [l.message, l.fields?.command])).toEqual([['end marker changed after its video completed; the video stays complete', 'affinity replay v --from 6']]);
-    expect(counted.map((c) => c.name)).toContain('EndMarkersChanged');
+  it('a marker with another last frame is news: the video is taken back, so its session takes the new end (and warns)', async () => {
+    const { intake, end, news } = releasedComplete('9');
+    await intake.accept([end], 0);
+    expect(news).toEqual([true]);
   });
 
-  it('a repeated marker with the same last frame is a plain duplicate: no warning', async () => {
-    const { intake, end, logs, counted } = completeVideo('5');
+  it('a repeated marker with the same last frame is a plain duplicate, dropped', async () => {
+    const { intake, end, news, deleted } = releasedComplete('5');
     await intake.accept([end], 0);
-    expect(logs).toEqual([]);
-    expect(counted.map((c) => c.name)).not.toContain('EndMarkersChanged');
+    expect(news).toEqual([false]);
+    expect(deleted).toEqual(['h-end']);
   });
 });
 
