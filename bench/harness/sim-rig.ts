@@ -41,13 +41,10 @@ class MemoryFrameStore extends FrameStore {
   }
 
   override async get(bucket: string, key: string): Promise<Uint8Array> {
-    await new Promise((r) => setTimeout(r, this.latency.delayMs('s3', 'GetObject')));
-    const b = this.objects.get(`${bucket}/${key}`);
-    if (b) return b;
-    return super.get(bucket, key);
+    return (await this.getVersion(bucket, key)).bytes;
   }
 
-  /** The same, with the ETag every frame's message carries (a read ahead, decision 39). */
+  /** With the ETag every frame's message carries (a read ahead, decision 39). */
   override async getVersion(bucket: string, key: string): Promise<{ bytes: Uint8Array; eTag: string | undefined }> {
     await new Promise((r) => setTimeout(r, this.latency.delayMs('s3', 'GetObject')));
     const b = this.objects.get(`${bucket}/${key}`);
