@@ -146,7 +146,7 @@ export class MessageIntake {
   private async anyNews(videoId: string, released: VideoCheckpoint, items: readonly ReadyMessage[]): Promise<boolean> {
     for (const { msg } of items) {
       if (msg.kind === 'end') {
-        if (!released.complete || (await this.endChanged(videoId, released, msg.bucket, msg.key))) return true;
+        if (!released.complete || (await this.endChanged(released, msg.bucket, msg.key))) return true;
         continue;
       }
       const record = await getFrameResult(this.d.results, videoId, msg.frame);
@@ -159,16 +159,19 @@ export class MessageIntake {
    * Whether an end marker for a video released complete says another last frame (a marker
    * corrected after the video completed and was released): then the video is taken back,
    * and its session takes the new end and warns ({@link endMoved}). Only read in this rare
-   * case; a marker that cannot be read is no news (its retries are not this path's to make).
+   * case. A marker gone from S3 is no news; any other failed read throws, so the message is
+   * held and retried (acceptVideo), as an outage must pause, never drop.
    */
-  private async endChanged(videoId: string, released: VideoCheckpoint, bucket: string, key: string): Promise<boolean> {
+  private async endChanged(released: VideoCheckpoint, bucket: string, key: string): Promise<boolean> {
+    let body: string;
     try {
-      const marker = parseEndMarkerBody(await this.d.frames.getText(bucket, key));
-      return marker !== undefined && marker !== released.sequencer.endFrame;
+      body = await this.d.frames.getText(bucket, key);
     } catch (e) {
-      this.d.log.warn('could not read the end marker of a complete video; taken as a repeat', { videoId, error: errorText(e) });
-      return false;
+      if (e instanceof ObjectMissingError) return false;
+      throw e;
     }
+    const marker = parseEndMarkerBody(body);
+    return marker !== undefined && marker !== released.sequencer.endFrame;
   }
 
   /**

@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { emptyCheckpoint } from '../../../core/checkpoint.ts';
+import { ObjectMissingError } from '../../../core/aws/frame-store.ts';
 import type { ResultsSource } from '../../../core/aws/results-reader.ts';
 import type { FrameRef } from '../../../core/sequencer.ts';
 import { nullMetrics, type LogSink } from '../../../core/ports.ts';
@@ -86,7 +87,7 @@ describe('MessageIntake: the start listing at first sight', () => {
 });
 
 describe('MessageIntake: an end marker for a video released complete', () => {
-  function releasedComplete(markerBody: string) {
+  function releasedComplete(markerBody: string | Error) {
     const deleted: string[] = [];
     const news: boolean[] = [];
     const released = { ...emptyCheckpoint(0), complete: true, sequencer: { ...emptyCheckpoint(0).sequencer, endFrame: 5 } };
@@ -99,7 +100,12 @@ describe('MessageIntake: an end marker for a video released complete', () => {
         },
         all: () => [],
       },
-      frames: { getText: async () => markerBody, listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
+      frames: {
+        getText: async () => {
+          if (markerBody instanceof Error) throw markerBody;
+          return markerBody;
+        },
+        listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
       bucket: 'b',
       results: {} as ResultsSource,
       metrics: nullMetrics,
@@ -114,6 +120,18 @@ describe('MessageIntake: an end marker for a video released complete', () => {
     const { intake, end, news } = releasedComplete('9');
     await intake.accept([end], 0);
     expect(news).toEqual([true]);
+  });
+
+  it('a marker S3 cannot serve now (an outage) holds the message for the next try: never dropped', async () => {
+    const { intake, end, news, deleted } = releasedComplete(Object.assign(new Error('service unavailable'), { name: 'ServiceUnavailable' }));
+    expect(await intake.accept([end], 0)).toEqual([end]);
+    expect([news, deleted]).toEqual([[], []]);
+  });
+
+  it('a marker gone from S3 is no news: the message is dropped as a repeat', async () => {
+    const { intake, end, news, deleted } = releasedComplete(new ObjectMissingError('gone'));
+    await intake.accept([end], 0);
+    expect([news, deleted]).toEqual([[false], ['h-end']]);
   });
 
   it('a repeated marker with the same last frame is a plain duplicate, dropped', async () => {
