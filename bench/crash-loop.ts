@@ -14,7 +14,7 @@ import { startTestStack } from '../test/support/pipeline.ts';
 import { CRASH_LOOP, runCrashLoop } from '../test/support/crash-loop.ts';
 
 export async function runCrashLoopBench(bench: Bench): Promise<number> {
-  const stack = await startTestStack(CRASH_LOOP.stackOptions);
+  const stack = await startTestStack(CRASH_LOOP.stackOptions());
   try {
     const figures = await runCrashLoop(stack);
     bench.say(`crashes before the frame was parked: ${figures.crashes} (target ≤ 3)`);

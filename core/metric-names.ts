@@ -56,6 +56,18 @@ export const METRIC_NAMES = {
      * huge image, a native crash in the decoder or model). Retry with `affinity replay`.
      */
     framesCrashedWorker: 'FramesCrashedWorker',
+    /**
+     * Deaths of the crash probe's child process on an isolated frame (decision 41): the
+     * frame is tried again in a fresh child, and parked as `crashed-worker` after
+     * `crashProbeDeaths` of them without ever reaching the worker's own model.
+     */
+    crashProbeDeaths: 'CrashProbeDeaths',
+    /**
+     * Isolated frames that ran in the worker unprobed because the crash probe's child could
+     * not start (model load failed, GPU memory): a poison frame then costs one more crash
+     * (decision 29's markers) before it is parked.
+     */
+    crashProbeUnavailable: 'CrashProbeUnavailable',
     /** A video's batch rolled back on an error (dimension Reason); it retries with backoff. */
     videoRollbacks: 'VideoRollbacks',
     /** Errors the run loop survived (dimension Where). */

@@ -21,6 +21,8 @@ export interface FrameInput {
   readonly frame: number;
   /** Encoded JPEG/PNG bytes. */
   readonly image: Uint8Array;
+  /** The frame's S3 key, for logs (and the crash probe's test seam); absent where no object is behind it. */
+  readonly key?: string;
 }
 
 /** The nearest committed record on one side of a late frame, with its tracked detections. */

@@ -29,7 +29,8 @@
  * the slot, and the janitor treats the stop as a crash. 1: anything else that crashed it.
  */
 import { hostname } from 'node:os';
-import { unlinkSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { EXIT_DONE, EXIT_LEASE_LOST, EXIT_PROCESSOR_FAILED, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
@@ -38,17 +39,14 @@ import { instrumentAwsClients } from '../core/aws/instrumentation.ts';
 import { LeaseStore } from '../core/aws/lease-store.ts';
 import { SlotQueues } from '../core/aws/slot-queues.ts';
 import { FrameStore } from '../core/aws/frame-store.ts';
-import type { FrameProcessor, MetricSink } from '../core/ports.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
-import { StatsProcessor } from './stats-processor.ts';
-import { SimulatedGpuProcessor, parseSimulatedGpu } from './vision/simulated-gpu.ts';
 import { StageClock, boundingStage } from './runtime/stage-clock.ts';
 import { timeStages } from './runtime/stage-timing.ts';
 import { crashOnKey, WORKER_CRASH_ON_KEY_ENV } from './crash-on-key.ts';
-import type { InferenceThreadFault } from './vision/inference-thread.ts';
-import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
 import { RulesStore } from '../core/aws/rules-store.ts';
+import { createProcessor, INFERENCE_THREAD_FAULT_ENV } from './processor-factory.ts';
+import { ProcessProbe } from './runtime/probe-process.ts';
 
 /**
  * How long a worker whose processor broke may take to drain before it exits anyway: a
@@ -56,51 +54,6 @@ import { RulesStore } from '../core/aws/rules-store.ts';
  * flight. Past it the slot lease runs out on its own, or the janitor expires it.
  */
 const FATAL_DRAIN_BACKSTOP_SECONDS = MAX_POLL_WAIT_SECONDS + 40;
-
-/** Test seam (see the header): the fault this process's inference thread is to commit, if any. */
-const INFERENCE_THREAD_FAULT_ENV = 'INFERENCE_THREAD_FAULT';
-
-function inferenceThreadFault(env: NodeJS.ProcessEnv): InferenceThreadFault | undefined {
-  const text = env[INFERENCE_THREAD_FAULT_ENV];
-  if (!text) return undefined;
-  const { kind, onRun, onceFile } = JSON.parse(text) as InferenceThreadFault & { onceFile?: string };
-  if (onceFile) {
-    try {
-      // unlink succeeds for exactly one process: the others (successors) run clean.
-      unlinkSync(onceFile);
-    } catch {
-      return undefined;
-    }
-  }
-  return { kind, onRun };
-}
-
-async function createProcessor(
-  kind: string,
-  tunables: ReturnType<typeof tunablesFromEnv>,
-  log: Logger,
-  s3: ReturnType<typeof createAwsClients>['s3'],
-  metrics: MetricSink,
-  onFatal: (reason: string) => void,
-  clock: StageClock,
-): Promise<FrameProcessor> {
-  if (kind === 'stats') return new StatsProcessor(Number(process.env[WORKER_ENV.statsDelayMs] ?? 0));
-  if (kind === 'simgpu') {
-    const options = parseSimulatedGpu(process.env.SIMULATED_GPU, { batchSize: tunables.inferenceBatchSize, maxBatchWaitMs: tunables.maxBatchWaitMs });
-    return new SimulatedGpuProcessor(options, clock);
-  }
-  const { createVisionProcessor, visionOptionsFromTunables } = await import('./vision/index.ts');
-  const fault = inferenceThreadFault(process.env);
-  return await createVisionProcessor({
-    ...(fault ? { inferenceThread: { fault } } : {}),
-    ...visionOptionsFromTunables(tunables),
-    modelSha256: process.env[MODEL_SHA256_ENV],
-    s3Client: s3,
-    metrics,
-    onFatal,
-    logger: (line: string | object) => log.info(typeof line === 'string' ? line : 'vision', typeof line === 'string' ? {} : (line as Record<string, unknown>)),
-  });
-}
 
 async function main(): Promise<number> {
   const env = process.env;
@@ -150,6 +103,13 @@ async function main(): Promise<number> {
     bucket: wiring.bucket,
     results: { ddb: clients.ddb, resultsTable: wiring.resultsTable },
     processor,
+    // The crash probe's child (decision 41): the worker's environment, so it builds the same
+    // processor; without the inference-thread fault seam, which is this process's alone.
+    probe: new ProcessProbe({
+      entry: fileURLToPath(new URL('./probe-main.ts', import.meta.url)),
+      env: { ...env, [WORKER_ENV.workerId]: workerId, [INFERENCE_THREAD_FAULT_ENV]: '' },
+      log,
+    }),
     rules: new RulesStore({ s3: clients.s3, bucket: wiring.bucket, refreshMs: tunables.rulesRefreshSeconds * 1000, log, metrics }),
     metrics,
     log,

@@ -148,6 +148,18 @@ export const TUNABLES = {
    */
   slotQueueVisibilitySeconds: { kind: 'integer', default: 5, min: 1, max: 43_200, unit: 's', meaning: 'Visibility timeout of the slot queues; the worker extends it while a batch runs. Bounds kill -9 failover' },
   /** Receives before a slot queue message goes to its DLQ. */
+  /**
+   * The crash probe (decision 41). After a takeover from a dead owner, each frame of a video
+   * run isolated is first decoded and detected in a child process; a frame that kills that
+   * child this many times is recorded `failed: crashed-worker` without ever reaching the
+   * worker's own model, so the first successor keeps every other video of the slot
+   * committing. 0 turns the probe off: a poison frame then costs two more worker crashes
+   * (decision 29) before it is parked.
+   */
+  crashProbeDeaths: {
+    kind: 'integer', default: 2, min: 0, max: 10, off: { value: 0, meaning: 'no probe' }, unit: 'deaths',
+    meaning: 'Deaths of the crash probe\'s child process on one isolated frame before the frame is recorded `failed: crashed-worker` (decision 41)',
+  },
   slotQueueMaxReceiveCount: { kind: 'integer', default: 10, min: 1, max: 1000, unit: 'receives', meaning: 'Receives before a slot message goes to its DLQ' },
   /** Visibility timeout of the ingest queue (must exceed the router timeout). */
   ingestVisibilitySeconds: { kind: 'integer', default: 180, min: 1, max: 43_200, unit: 's', meaning: 'Ingest visibility timeout; the router timeout is a sixth of it (10..900 s), so a deployment needs at least 60' },

@@ -155,11 +155,11 @@ export class FrameRunner {
 
   private async fetch(videoId: string, ref: FrameRef, fetchSlots: Semaphore): Promise<{ input: FrameInput } | { failed: FrameOutcome }> {
     const early = await this.d.prefetch?.take(ref.bucket, ref.key);
-    if (early) return { input: { videoId, frame: ref.frame, image: early } };
+    if (early) return { input: { videoId, frame: ref.frame, image: early, key: ref.key } };
     for (let attempt = 0; ; attempt++) {
       try {
         const image = await fetchSlots.run(() => this.d.frames.get(ref.bucket, ref.key));
-        return { input: { videoId, frame: ref.frame, image } };
+        return { input: { videoId, frame: ref.frame, image, key: ref.key } };
       } catch (e) {
         if (e instanceof ObjectMissingError) return { failed: { status: 'failed', reason: 'object-missing', detail: e.message } };
         const code = errorCode(e);

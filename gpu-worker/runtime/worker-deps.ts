@@ -6,6 +6,7 @@ import type { ResultsSource } from '../../core/aws/results-reader.ts';
 import type { SlotQueues } from '../../core/aws/slot-queues.ts';
 import type { FrameStore } from '../../core/aws/frame-store.ts';
 import type { RulesSource } from '../../core/aws/rules-store.ts';
+import type { FrameProbe } from './frame-probe.ts';
 
 export type WorkerLog = LogSink;
 
@@ -22,6 +23,12 @@ export interface WorkerDeps {
   /** The results table: a frame's record tells a late frame from a duplicate. */
   readonly results: ResultsSource;
   readonly processor: FrameProcessor;
+  /**
+   * The crash probe (decision 41): isolated videos' frames are tried in a child process
+   * before they reach `processor`, when `crashProbeDeaths` > 0. Absent: they run here
+   * unprobed (decision 29's markers alone stop a crash loop).
+   */
+  readonly probe?: FrameProbe;
   /** Videos' rules documents (issue 22); absent: the rules in each checkpoint stay in effect, never re-read. */
   readonly rules?: RulesSource;
   readonly metrics: MetricSink;

@@ -21,6 +21,7 @@
  * 21); a video's rounds never overlap, and commits stay one at a time in round order.
  */
 import { errorText } from '../../core/errors.ts';
+import type { FrameProcessor } from '../../core/ports.ts';
 import type { SlotFence } from '../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { sleep } from '../../core/async.ts';
@@ -34,6 +35,7 @@ import { MessageIntake } from './message-intake.ts';
 import { RoundCommitter } from './round-committer.ts';
 import { buildRound, type RoundBuilderDeps } from './round-builder.ts';
 import { IsolatedRounds } from './isolated-rounds.ts';
+import { probedProcessor } from './frame-probe.ts';
 import { aheadSkipsAfter, decideRound, gatherWaitMs, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
 export { MAX_POLL_WAIT_SECONDS } from './round-policy.ts';
@@ -51,6 +53,8 @@ export class Worker {
   private readonly runner: FrameRunner;
   private readonly prefetch: FramePrefetch;
   private readonly roundDeps: RoundBuilderDeps;
+  /** Isolated rounds' (crash-breaker.ts): the same, with the crash probe in front of the processor when there is one. */
+  private readonly isolatedRoundDeps: RoundBuilderDeps;
   private inbox: SlotInbox | undefined;
   private registry: VideoRegistry | undefined;
   private intake: MessageIntake | undefined;
@@ -85,17 +89,24 @@ export class Worker {
     // Hedged GETs (decision 38): the runner's own GETs, and a prefetch only once a round waits for it.
     const hedgeAfterMs = deps.tunables.fetchHedgeMs;
     this.prefetch = new FramePrefetch(deps.frames, { now: this.now, onFetched: (bytes) => deps.processor.prepareAhead?.(bytes), hedgeAfterMs });
-    this.runner = new FrameRunner({
+    const runnerFor = (processor: FrameProcessor) => new FrameRunner({
       frames: hedgedFrameStore(deps.frames, hedgeAfterMs),
       prefetch: this.prefetch,
-      processor: deps.processor,
+      processor,
       results: deps.results,
       tunables: deps.tunables,
       metrics: deps.metrics,
       log: deps.log,
       now: this.now,
     });
+    this.runner = runnerFor(deps.processor);
     this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log, ...(deps.rules ? { rules: deps.rules } : {}) };
+    // Isolated videos' frames are tried in the crash probe's child first (decision 41).
+    const deathsToPark = deps.tunables.crashProbeDeaths;
+    const probe = deathsToPark > 0 ? deps.probe : undefined;
+    this.isolatedRoundDeps = probe
+      ? { ...this.roundDeps, runner: runnerFor(probedProcessor(deps.processor, { probe, deathsToPark, metrics: deps.metrics, log: deps.log })) }
+      : this.roundDeps;
   }
 
   get slot(): number | undefined {
@@ -146,6 +157,8 @@ export class Worker {
     if (!fence) return 'no-slot';
     this.d.log.info('slot claimed', { slot: fence.slot, epoch: fence.epoch, workerId: fence.workerId, takenOver: this.keeper.takenOver });
     this.d.metrics.count(METRIC_NAMES.worker.slotsClaimed);
+    // Taken from an owner that never released the slot: its videos will run isolated, through the probe (decision 41).
+    if (this.keeper.takenOver && this.isolatedRoundDeps !== this.roundDeps) this.d.probe?.warm();
     // Fan-out (decision 30): videos whose groups may hold messages besides those just received.
     const idleVideos = (received: ReadonlySet<string>) => (this.registry?.size ? this.registry.ids().filter((id) => !received.has(id) && !this.busy(id)).length : undefined);
     const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now, idleVideos, ownedVideos: () => this.registry?.size ?? 0 });
@@ -169,7 +182,7 @@ export class Worker {
     this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, results: this.d.results, metrics, log, slotLost });
     this.committer = new RoundCommitter({ leases, inbox, registry, metrics, log, now: this.now, fence: () => this.fence, loseSlot });
     const broken = () => this.d.processor.fatal !== undefined;
-    this.isolated = new IsolatedRounds({ round: this.roundDeps, committer: this.committer, registry, metrics, log, fence: () => this.fence, redeliveryMs: tunables.slotQueueVisibilitySeconds * 1000, broken });
+    this.isolated = new IsolatedRounds({ round: this.isolatedRoundDeps, committer: this.committer, registry, metrics, log, fence: () => this.fence, redeliveryMs: tunables.slotQueueVisibilitySeconds * 1000, broken });
     this.keeper.startHeartbeat();
     inbox.startKeeper();
     let exit: 'drained' | 'idle' = 'drained';
@@ -201,6 +214,7 @@ export class Worker {
       await inbox.stopKeeper();
       await inbox.giveBackAll();
       this.keeper.stopHeartbeat();
+      await this.d.probe?.stop();
     }
     if (this.lost) return 'lease-lost';
     // Drain or idle exit: everything received has been committed and deleted (or handed

@@ -4,14 +4,17 @@
  * every worker (WORKER_CRASH_ON_KEY). Returns the figures: crashes before the frame was
  * parked, seconds from the first crash until the other videos committed again, which
  * successor of the crashed owner committed each other video's first record after the crash
- * (1 = the first successor, decision 29), and until the poison frame's record landed.
+ * (1 = the first successor, decisions 29 and 41), until the poison frame's record landed,
+ * and the crash probe's deaths.
  */
 import { frameKey } from '../../core/keys.ts';
 import type { WorkerInfo } from '../../local/local-task-launcher.ts';
 import { jpeg, put, results, summary, waitFor, type TestStack } from './pipeline.ts';
 
 const FRAMES = 30;
-const POISON = { video: 'cl-poison', frame: 12 };
+// Named so that it is adopted, and so runs isolated, first: without the crash probe, the
+// first successor then dies on it before any other video's turn (decision 29's limit).
+const POISON = { video: 'cl-0poison', frame: 12 };
 const OTHERS = ['cl-a', 'cl-b'];
 const VIDEOS = [...OTHERS, POISON.video];
 
@@ -20,8 +23,14 @@ export const CRASH_LOOP = {
   POISON,
   OTHERS,
   VIDEOS,
-  /** One slot; every worker dies when the model is handed the poison frame. */
-  stackOptions: { tunables: { slotCount: 1 }, workerEnv: { STATS_PROCESSOR_DELAY_MS: '40', WORKER_CRASH_ON_KEY: frameKey(POISON.video, POISON.frame) } },
+  /**
+   * One slot; every worker, and every crash probe's child, dies when its model is handed
+   * the poison frame. `crashProbeDeaths: 0` turns the probe off (decision 29 alone).
+   */
+  stackOptions: (crashProbeDeaths?: number) => ({
+    tunables: { slotCount: 1, ...(crashProbeDeaths !== undefined ? { crashProbeDeaths } : {}) },
+    workerEnv: { STATS_PROCESSOR_DELAY_MS: '40', WORKER_CRASH_ON_KEY: frameKey(POISON.video, POISON.frame) },
+  }),
 } as const;
 
 export interface CrashLoopFigures {
@@ -32,6 +41,8 @@ export interface CrashLoopFigures {
   readonly parkedAfterSeconds: number;
   /** Which successor of the first crashed worker committed the poison frame's record. */
   readonly parkedBySuccessor: number;
+  /** Deaths of crash-probe children on the poison frame (decision 41). */
+  readonly probeDeaths: number;
 }
 
 
@@ -67,6 +78,7 @@ export async function runCrashLoop(s: TestStack): Promise<CrashLoopFigures> {
     othersResumedBySuccessor,
     parkedAfterSeconds: (parked.committedAtMs - firstCrashMs) / 1000,
     parkedBySuccessor: successor(parked.worker),
+    probeDeaths: s.workerLines.filter((l) => l.includes('crash probe: the child process died')).length,
   };
 }
 
