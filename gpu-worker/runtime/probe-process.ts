@@ -60,6 +60,11 @@ export class ProcessProbe implements FrameProbe {
   started = 0;
   deaths = 0;
 
+  /** Whether a child is up (or starting). */
+  get running(): boolean {
+    return this.child !== undefined;
+  }
+
   constructor(options: ProcessProbeOptions) {
     this.o = { startTimeoutMs: START_TIMEOUT_MS, tryTimeoutMs: TRY_TIMEOUT_MS, idleStopMs: IDLE_STOP_MS, ...options };
   }
@@ -124,6 +129,8 @@ export class ProcessProbe implements FrameProbe {
       this.lastStartFailure = reason;
       this.o.log.warn('crash probe: the child process did not start', { reason, failedStarts: this.failedStarts });
       settleReady({ ok: false, reason });
+      // The next try starts afresh, not on this child (it exits, or is made to).
+      this.kill(child);
     };
     const startTimer = setTimeout(() => {
       startFailed(`not ready within ${this.o.startTimeoutMs} ms`);

@@ -4,11 +4,20 @@
  * claims its slot from an owner that never released it runs the videos it took from that
  * owner alone (one frame per round, each announced by a marker), goes back to normal
  * rounds once the redelivery window has closed and the frames known then have run, and a
- * worker that follows a clean drain isolates nothing.
+ * worker that follows a clean drain isolates nothing. With the crash probe (decision 41),
+ * a frame that kills the probe's child process is recorded `crashed-worker` without ever
+ * reaching the worker's processor, and the normal path never calls the probe.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
 import { waitFor } from '../../support/wait.ts';
-import { WorkerHarness, type HarnessWorker } from '../../support/worker-harness.ts';
+import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../../support/worker-harness.ts';
+import { frameKey } from '../../../core/keys.ts';
+import { ProcessProbe } from '../../../gpu-worker/runtime/probe-process.ts';
+import type { FrameInput } from '../../../core/ports.ts';
+
+const PROBE_ENTRY = fileURLToPath(new URL('../../../gpu-worker/probe-main.ts', import.meta.url));
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 const WINDOW_SECONDS = 2;
 const SLOT = 0;
@@ -89,5 +98,61 @@ describe('takeover isolation (worker harness)', () => {
     expect(isolatedLines(after)).toEqual([]);
     expect(all.map((r) => r.frame)).toEqual([...first, ...more]);
     await after.stop();
+  }, 120_000);
+
+  /** A dead owner held the slot and the video: what a successor finds after a crash. */
+  async function takenFromDeadOwner(videoId: string): Promise<void> {
+    const t0 = Date.now();
+    const dead = await h.leases.claimSlot(SLOT, 'dead-owner', t0 - 60_000, 1_000);
+    expect(dead).toBeDefined();
+    await h.pinVideo(videoId, SLOT);
+    expect(typeof (await h.leases.adoptVideo(videoId, { slot: SLOT, workerId: 'dead-owner', epoch: dead!.epoch }, t0 - 60_000))).toBe('object');
+  }
+
+  it('with the crash probe: a frame that kills the probe child twice is recorded crashed-worker, never reaches the processor, and the video goes on', async () => {
+    // Prepare: the video taken from a dead owner; its frame 3 kills whatever process detects it
+    const videoId = h.videoId('probed');
+    await takenFromDeadOwner(videoId);
+    const frames = Array.from({ length: 8 }, (_, f) => f);
+    await h.putFrames(videoId, frames);
+    await h.sendFrames(SLOT, videoId, frames);
+    const probe = new ProcessProbe({ entry: PROBE_ENTRY, env: { ...process.env, FRAME_PROCESSOR: 'stats', WORKER_CRASH_ON_KEY: frameKey(videoId, 3) }, log: quiet });
+    const handed: number[] = [];
+    // Act
+    const w = h
+      .createWorker(SLOT, {
+        tunables: { firstFrameNumber: 0 },
+        processor: (inner) => wrapProcessor(inner, { process: (f: readonly FrameInput[]) => (handed.push(...f.map((i) => i.frame)), inner.process(f)) }),
+        extraDeps: { probe },
+      })
+      .start();
+    const all = await h.waitForResults(videoId, frames.length);
+    await w.stop();
+    // Assess: one record per frame, frame 3 crashed-worker; the worker's processor never saw it
+    expect(all.map((r) => [r.frame, r.status, r.reason])).toEqual(frames.map((f) => (f === 3 ? [3, 'failed', 'crashed-worker'] : [f, 'ok', undefined])));
+    expect(handed).not.toContain(3);
+    expect(handed.sort((a, b) => a - b)).toEqual(frames.filter((f) => f !== 3));
+    expect(probe.deaths).toBe(2);
+    expect(w.logsMatching(/crash probe: the child process died/).map((l) => l.fields.frame)).toEqual([3, 3]);
+    expect(w.logsMatching(/frame parked, it killed the worker/).map((l) => l.fields.frame)).toEqual([3]);
+    expect(w.metrics.filter((m) => m.name === 'FramesCrashedWorker').reduce((n, m) => n + m.value, 0)).toBe(1);
+    expect(probe.running).toBe(false);
+  }, 120_000);
+
+  it('the normal path never calls the probe: a worker that took its slot cleanly runs its video without it', async () => {
+    const videoId = h.videoId('unprobed');
+    await h.pinVideo(videoId, SLOT);
+    const frames = [0, 1, 2, 3, 4];
+    await h.putFrames(videoId, frames);
+    await h.sendFrames(SLOT, videoId, frames);
+    let tries = 0;
+    let warmed = 0;
+    const probe = { tryFrame: async () => (tries++, { kind: 'survived' as const }), warm: () => void warmed++, stop: async () => {} };
+    const w = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 }, extraDeps: { probe } }).start();
+    const all = await h.waitForResults(videoId, frames.length);
+    await w.stop();
+    expect(all.every((r) => r.status === 'ok')).toBe(true);
+    expect(w.logsMatching(/^slot claimed$/)[0]?.fields.takenOver).toBe(false);
+    expect([tries, warmed]).toEqual([0, 0]);
   }, 120_000);
 });
