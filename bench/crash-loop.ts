@@ -6,15 +6,19 @@
  * slot's other videos committed again and which successor committed them (decision 29: the
  * first), and until the poison frame's record landed.
  *
- *   npx node bench/crash-loop.ts
+ *   npx node bench/crash-loop.ts [--crash-probe-deaths 0]
+ *
+ * `--crash-probe-deaths 0` turns the crash probe off (decision 41), for decision 29 alone;
+ * its result goes to `results/crash-loop-no-probe.json`.
  */
 import { join } from 'node:path';
 import { benchMain, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
 import { startTestStack } from '../test/support/pipeline.ts';
 import { CRASH_LOOP, runCrashLoop } from '../test/support/crash-loop.ts';
+import { parseFlags } from './harness/options.ts';
 
-export async function runCrashLoopBench(bench: Bench): Promise<number> {
-  const stack = await startTestStack(CRASH_LOOP.stackOptions());
+export async function runCrashLoopBench(bench: Bench, crashProbeDeaths?: number): Promise<number> {
+  const stack = await startTestStack(CRASH_LOOP.stackOptions(crashProbeDeaths));
   try {
     const figures = await runCrashLoop(stack);
     bench.say(`crashes before the frame was parked: ${figures.crashes} (target ≤ 3)`);
@@ -23,11 +27,16 @@ export async function runCrashLoopBench(bench: Bench): Promise<number> {
     bench.say(`successor that committed each other video's first record after the crash: ${JSON.stringify(figures.othersResumedBySuccessor)}`);
     bench.say(`successor that recorded the poison frame: ${figures.parkedBySuccessor}`);
     bench.say(`first crash -> poison frame recorded crashed-worker: ${figures.parkedAfterSeconds.toFixed(1)} s`);
-    writeResult(join(RESULTS_DIR, 'crash-loop.json'), { scenario: 'crash-loop', ...figures }, bench.say);
+    bench.say(`deaths of crash-probe children on the poison frame: ${figures.probeDeaths}`);
+    const file = crashProbeDeaths === 0 ? 'crash-loop-no-probe.json' : 'crash-loop.json';
+    writeResult(join(RESULTS_DIR, file), { scenario: 'crash-loop', crashProbeDeaths: crashProbeDeaths ?? 'default', ...figures }, bench.say);
     return figures.crashes <= 3 ? 0 : 1;
   } finally {
     await stack.stop();
   }
 }
 
-if (import.meta.main) await benchMain('crash-loop', runCrashLoopBench);
+if (import.meta.main) {
+  const flags = parseFlags('crash-loop.ts', { 'crash-probe-deaths': { num: [undefined, 0, 10], int: true } }, process.argv.slice(2));
+  if (flags) await benchMain('crash-loop', (bench) => runCrashLoopBench(bench, flags.crashProbeDeaths));
+}

@@ -60,6 +60,11 @@ export class ProcessProbe implements FrameProbe {
   started = 0;
   deaths = 0;
 
+  /** The child's process id, while one is up (for benches: its memory). */
+  get pid(): number | undefined {
+    return this.child?.proc.pid;
+  }
+
   /** Whether a child is up (or starting). */
   get running(): boolean {
     return this.child !== undefined;
