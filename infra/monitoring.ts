@@ -333,10 +333,14 @@ export class Monitoring extends Construct {
     );
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
-        title: 'Worker faults: parked frames, video rollbacks, survived errors',
+        title: 'Worker faults: parked frames, crash-loop breaker, video rollbacks, survived errors',
         width,
         left: [
           m('worker', METRIC_NAMES.worker.framesParked),
+          // The crash-loop breaker (decisions 28, 41): frames parked for killing the worker, the probe's child deaths, frames it could not probe.
+          m('worker', METRIC_NAMES.worker.framesCrashedWorker),
+          m('worker', METRIC_NAMES.worker.crashProbeDeaths),
+          m('worker', METRIC_NAMES.worker.crashProbeUnavailable),
           this.#byDimension('VideoRollbacks', 'rollback'),
           this.#byDimension('WorkerErrors', 'error in'),
         ],
