@@ -56,6 +56,7 @@ export class ProcessProbe implements FrameProbe {
   private lastStartFailure = '';
   private nextId = 0;
   private idleTimer: NodeJS.Timeout | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
   /** Children started, and deaths while holding a frame (for tests and logs). */
   started = 0;
   deaths = 0;
@@ -80,7 +81,14 @@ export class ProcessProbe implements FrameProbe {
     this.armIdleStop();
   }
 
-  async tryFrame(input: FrameInput): Promise<ProbeResult> {
+  tryFrame(input: FrameInput): Promise<ProbeResult> {
+    // One frame at a time, whoever asks: a death must name its frame.
+    const turn = this.queue.then(() => this.tryNow(input));
+    this.queue = turn.catch(() => undefined);
+    return turn;
+  }
+
+  private async tryNow(input: FrameInput): Promise<ProbeResult> {
     if (this.stopped) return { kind: 'unavailable', reason: 'the probe is stopping' };
     if (this.failedStarts >= MAX_FAILED_STARTS) return { kind: 'unavailable', reason: `${this.failedStarts} children failed to start; last: ${this.lastStartFailure}` };
     clearTimeout(this.idleTimer);
@@ -91,9 +99,14 @@ export class ProcessProbe implements FrameProbe {
     const id = this.nextId++;
     const result = await new Promise<ProbeResult>((resolve) => {
       const timer = setTimeout(() => {
-        child.pending = undefined;
-        resolve({ kind: 'died', detail: `no answer within ${this.o.tryTimeoutMs} ms (hung); child killed` });
-        this.kill(child);
+        // After this process was paused (SIGSTOP) the timer fires late: an answer that came
+        // meanwhile is read in the poll phase, so look again after it before calling it hung.
+        setImmediate(() => {
+          if (child.pending?.id !== id) return;
+          child.pending = undefined;
+          resolve({ kind: 'died', detail: `no answer within ${this.o.tryTimeoutMs} ms (hung); child killed` });
+          this.kill(child);
+        });
       }, this.o.tryTimeoutMs);
       child.pending = { id, resolve, timer };
       const request: ProbeRequest = { type: 'try', id, videoId: input.videoId, frame: input.frame, ...(input.key !== undefined ? { key: input.key } : {}), image: input.image };

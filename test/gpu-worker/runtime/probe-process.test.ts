@@ -42,6 +42,14 @@ describe('ProcessProbe', () => {
     expect(p.deaths).toBe(2);
   }, 60_000);
 
+  it('frames asked for at once are tried one at a time, so a death names its frame', async () => {
+    const p = start({});
+    const [a, b, c] = await Promise.all([p.tryFrame(frame(1)), p.tryFrame(frame(2, 'frames/v/poison.jpg')), p.tryFrame(frame(3))]);
+    expect([a.kind, b.kind, c.kind]).toEqual(['survived', 'died', 'survived']);
+    expect(p.deaths).toBe(1);
+    expect(p.started).toBe(2);
+  }, 60_000);
+
   it('warm starts the child ahead of the first frame', async () => {
     const p = start({});
     p.warm();
@@ -69,6 +77,20 @@ describe('ProcessProbe', () => {
     const r = await probe.tryFrame(frame(1));
     expect(r.kind).toBe('died');
     expect((r as { detail: string }).detail).toContain('no answer within 300 ms');
+  }, 60_000);
+
+  it('an answer that came while this process was held up (a pause) is not taken for a hang when the timeout fires late', async () => {
+    const p = start({}, { tryTimeoutMs: 200 });
+    expect(await p.tryFrame(frame(1))).toEqual({ kind: 'survived' });
+    const r = p.tryFrame(frame(2));
+    // Hold the event loop for 1.5 s right after the frame is sent: the child answers meanwhile,
+    // and the 200-ms timer is overdue when the loop runs again, as after a SIGSTOP.
+    setImmediate(() => {
+      const end = Date.now() + 1_500;
+      while (Date.now() < end);
+    });
+    expect(await r).toEqual({ kind: 'survived' });
+    expect(p.deaths).toBe(0);
   }, 60_000);
 
   it('an idle child is stopped, and a later frame starts a fresh one', async () => {
