@@ -6,6 +6,7 @@ import type { Tunables } from '../../core/config.ts';
 import type { FrameStore } from '../../core/aws/frame-store.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { ExitReason, Worker } from '../../gpu-worker/runtime/worker.ts';
+import type { ProcessGate } from './process-gate.ts';
 
 export interface HarnessLogEntry {
   readonly level: 'debug' | 'info' | 'warn' | 'error';
@@ -31,12 +32,15 @@ export class HarnessWorker {
   readonly metrics: HarnessMetric[];
   /** The FrameStore the worker uses (a `FaultyFrameStore` when `frameFault` was given). */
   readonly frames: FrameStore;
+  /** The gate its AWS calls pass, when it can be killed or paused from outside (process-gate.ts). */
+  readonly gate: ProcessGate | undefined;
   /** Why the slot lease was lost, if it was. */
   leaseLost: string | undefined;
   private running: Promise<ExitReason> | undefined;
   private failure: unknown;
 
-  constructor(init: { worker: Worker; workerId: string; slot: number; tunables: Tunables; logs: HarnessLogEntry[]; metrics: HarnessMetric[]; frames: FrameStore }) {
+  constructor(init: { worker: Worker; workerId: string; slot: number; tunables: Tunables; logs: HarnessLogEntry[]; metrics: HarnessMetric[]; frames: FrameStore; gate?: ProcessGate }) {
+    this.gate = init.gate;
     this.worker = init.worker;
     this.workerId = init.workerId;
     this.slot = init.slot;

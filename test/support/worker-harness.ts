@@ -39,6 +39,7 @@ import { createLocalResources, type LocalResources } from '../../local/resources
 import { S3Notifier } from '../../local/s3-notifications.ts';
 import { SqsFifoModel, type SqsFifoModelOptions } from './sqs-fifo-model.ts';
 import { waitFor } from './wait.ts';
+import { gatedClient, type ProcessGate } from './process-gate.ts';
 import { HarnessWorker, recordingSinks } from './harness-worker.ts';
 import { FaultyFrameStore, testJpeg, testJpegBytes, type FrameFault } from './worker-doubles.ts';
 
@@ -77,6 +78,8 @@ export interface HarnessWorkerOptions {
   readonly now?: () => number;
   /** Extra WorkerDeps fields (for dependencies added to the worker later). */
   readonly extraDeps?: Partial<WorkerDeps> & Record<string, unknown>;
+  /** Every AWS call of this worker passes the gate: kill or pause it from outside (process-gate.ts). */
+  readonly gate?: ProcessGate;
 }
 
 /** DynamoDB Local and fauxqs with the project's resources, and workers run in this process against them (see the module's doc). */
@@ -93,6 +96,8 @@ export class WorkerHarness {
   readonly leases: LeaseStore;
   readonly results: ResultsSource;
   readonly workers: HarnessWorker[] = [];
+  /** The slot queues' client (the SQS FIFO model's, or fauxqs's). */
+  private readonly sqs: AwsClients['sqs'];
   private readonly dynamo: DynamoDbLocalHandle;
   private readonly fauxqs: FauxqsHandle;
   private readonly guard: OrphanGuard;
@@ -105,6 +110,7 @@ export class WorkerHarness {
     resources: LocalResources;
     clients: AwsClients;
     model: SqsFifoModel | undefined;
+    sqs: AwsClients['sqs'];
     queues: SlotQueues;
     dynamo: DynamoDbLocalHandle;
     fauxqs: FauxqsHandle;
@@ -116,6 +122,7 @@ export class WorkerHarness {
     this.wiring = init.resources.wiring;
     this.clients = init.clients;
     this.model = init.model;
+    this.sqs = init.sqs;
     this.queues = init.queues;
     this.dynamo = init.dynamo;
     this.fauxqs = init.fauxqs;
@@ -170,6 +177,7 @@ export class WorkerHarness {
         resources,
         clients,
         model,
+        sqs,
         queues: new SlotQueues(sqs, resources.wiring.slotQueueUrlPrefix),
         dynamo,
         fauxqs,
@@ -206,7 +214,10 @@ export class WorkerHarness {
     const workerId = options.workerId ?? `w${this.workerSeq}-slot${slot}`;
     const tunables = validateTunables({ ...this.tunables, ...options.tunables });
     const { logs, metrics, log, metricSink } = recordingSinks(workerId, this.printLogs);
-    let frames: FrameStore = options.frameFault ? new FaultyFrameStore(this.clients.s3, options.frameFault) : new FrameStore(this.clients.s3);
+    const gate = options.gate;
+    const s3 = gate ? gatedClient(this.clients.s3, gate) : this.clients.s3;
+    const ddb = gate ? gatedClient(this.clients.ddb, gate) : this.clients.ddb;
+    let frames: FrameStore = options.frameFault ? new FaultyFrameStore(s3, options.frameFault) : new FrameStore(s3);
     if (options.frames) frames = options.frames(frames);
     const stats = new StatsProcessor(options.statsDelayMs ?? 0);
     const processor = options.processor ? options.processor(stats) : stats;
@@ -215,11 +226,11 @@ export class WorkerHarness {
       workerId,
       slot,
       tunables,
-      leases: LeaseStore.forWiring(this.clients.ddb, this.wiring, tunables),
-      queues: this.queues,
+      leases: LeaseStore.forWiring(ddb, this.wiring, tunables),
+      queues: gate ? new SlotQueues(gatedClient(this.sqs, gate), this.wiring.slotQueueUrlPrefix) : this.queues,
       frames,
       bucket: this.bucket,
-      results: this.results,
+      results: gate ? { ddb, resultsTable: this.wiring.resultsTable } : this.results,
       processor,
       metrics: metricSink,
       log,
@@ -229,7 +240,7 @@ export class WorkerHarness {
       },
       ...options.extraDeps,
     };
-    harnessWorker = new HarnessWorker({ worker: new Worker(deps), workerId, slot, tunables, logs, metrics, frames });
+    harnessWorker = new HarnessWorker({ worker: new Worker(deps), workerId, slot, tunables, logs, metrics, frames, ...(gate ? { gate } : {}) });
     this.workers.push(harnessWorker);
     return harnessWorker;
   }
@@ -310,7 +321,8 @@ export class WorkerHarness {
 
   /** Stops every started worker that is still running (drain), then the emulators. */
   async stop(): Promise<void> {
-    const running = this.workers.filter((w) => w.started);
+    // A killed worker never ends (its calls wait at a closed gate): nothing to drain.
+    const running = this.workers.filter((w) => w.started && !w.gate?.killed);
     await Promise.allSettled(running.map((w) => w.stop()));
     this.clients.destroy();
     await this.fauxqs.stop().catch(() => undefined);
