@@ -9,7 +9,8 @@
  * - round-policy.ts decides backlog, receive ahead, overlap, poll wait, idle exit;
  * - round-builder.ts runs a round (frame-runner.ts) and builds its commit units;
  * - commit-pipeline.ts says what a commit's answer means for each video;
- * - isolated-rounds.ts runs videos the crash-loop breaker suspects alone (decision 28).
+ * - isolated-rounds.ts runs videos the crash-loop breaker suspects alone (decision 28),
+ *   their frames tried first in a child process (frame-probe.ts, probe-process.ts; decision 41).
  *
  * Message life cycle: a message is deleted only after the commit whose checkpoint covers
  * it (as a processed frame, a record, or a reference in the reorder buffer) has landed.
