@@ -6,8 +6,11 @@
  *    worker's exit (as on an ECS task-stopped event), expires its slot lease and launches
  *    the replacement, which claims at once. Target: median ≤ 5 s, max ≤ 8 s.
  *  - SIGSTOP (alive but silent): nothing reports it, so the lease must run out; the
- *    replacement takes over after the TTL. Target: ≤ TTL + 3 s. The paused worker is then
- *    resumed: it must write nothing more (fenced) and exit with code 3.
+ *    replacement takes over after the TTL plus the clock-skew tolerance (decision 27: a
+ *    silent owner's lease is claimed only `clockSkewToleranceMs` after it ran out by the
+ *    claimer's clock). Target: ≤ TTL + tolerance + 3 s (23 s at the defaults); the lease
+ *    runs out 10-15 s after the pause, by where the heartbeat cycle stood. The paused
+ *    worker is then resumed: it must write nothing more (fenced) and exit with code 3.
  *
  * Measured: from the signal to the first result committed by the new owner (its
  * `committedAtMs`), and per run frames lost (an uploaded frame without an `ok` result)
@@ -188,11 +191,14 @@ export async function runFailover(o: { kills: number; pauses: number }, bench: B
   const stopRuns = runs.filter((m) => m.kind === 'SIGSTOP');
   const kill = stats(killRuns.map((m) => m.failoverSeconds));
   const stop = stats(stopRuns.map((m) => m.failoverSeconds));
+  // A silent owner's lease is claimed the skew tolerance after it ran out (decision 27).
+  const sigstopTargetSeconds = t.slotLeaseTtlSeconds + t.clockSkewToleranceMs / 1000 + 3;
   const summary = {
     settings: {
       slotLeaseTtlSeconds: t.slotLeaseTtlSeconds,
       heartbeatIntervalSeconds: t.heartbeatIntervalSeconds,
       slotQueueVisibilitySeconds: t.slotQueueVisibilitySeconds,
+      clockSkewToleranceMs: t.clockSkewToleranceMs,
       reorderWaitMs: t.reorderWaitMs,
       processor: `stats, ${perBatchDelayMs} ms per batch`,
       framesPerVideo,
@@ -206,8 +212,8 @@ export async function runFailover(o: { kills: number; pauses: number }, bench: B
     },
     sigstop: {
       ...stop,
-      targetSeconds: t.slotLeaseTtlSeconds + 3,
-      withinTarget: stopRuns.every((m) => m.failoverSeconds <= t.slotLeaseTtlSeconds + 3),
+      targetSeconds: sigstopTargetSeconds,
+      withinTarget: stopRuns.every((m) => m.failoverSeconds <= sigstopTargetSeconds),
       framesLost: stopRuns.reduce((a, m) => a + m.lost, 0),
       framesDoubled: stopRuns.reduce((a, m) => a + m.doubled, 0),
       writesAfterPause: stopRuns.reduce((a, m) => a + (m.writesAfterPause ?? 0), 0),
