@@ -3,14 +3,12 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as kms from 'aws-cdk-lib/aws-kms';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
-import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { instanceLaunchFailureRule } from './instance-launch-events.ts';
 import { allowCloudWatchToPublish, buildAlarmKey } from './alarm-topic.ts';
-import { EVENT_DLQ_ALARM_DESCRIPTION, eventPipeWidget, type EventDeliveryMonitoring } from './event-delivery-monitoring.ts';
+import { EVENT_DLQ_ALARM_DESCRIPTION, eventPipeWidget } from './event-delivery-monitoring.ts';
 
 /**
  * Metric names the code emits (EMF), from core/metric-names.ts. Every metric carries one
@@ -23,59 +21,8 @@ export { METRIC_NAMES };
 export { SERVICE_DIMENSION, METRIC_SERVICE, METRIC_DIMENSIONS, ALARM_IDS, type AlarmId } from './alarm-ids.ts';
 import { SERVICE_DIMENSION, METRIC_SERVICE, METRIC_DIMENSIONS, type AlarmId, type Emitter } from './alarm-ids.ts';
 
-export interface MonitoringProps {
-  /** CloudWatch namespace of the EMF metrics. */
-  readonly namespace: string;
-  /** Dashboard name. */
-  readonly dashboardName: string;
-  /**
-   * Prefix of every alarm name (`<prefix>-IngestDlqNotEmpty`, ...). The topic lets
-   * CloudWatch publish only for alarms of this account and region named so.
-   */
-  readonly alarmNamePrefix: string;
-  readonly ingestQueue: sqs.IQueue;
-  /** The ingest DLQ; it gets the one not-empty alarm on an AWS/SQS metric. */
-  readonly ingestDeadLetterQueue: sqs.IQueue;
-  /**
-   * Name prefix of every slot queue and slot DLQ (`<prefix>-slot-`). The dashboard finds
-   * them with SEARCH expressions, so no widget or alarm grows with the slot count.
-   */
-  readonly slotQueueNamePrefix: string;
-  readonly router: lambda.IFunction;
-  readonly janitor: lambda.IFunction;
-  /** The GPU Auto Scaling group: its failed launches reach the topic and raise `InstanceLaunchFailures`. */
-  readonly instanceGroupName: string;
-  /**
-   * Ingest queue age above which the ingest alarm fires.
-   * @default Duration.minutes(5)
-   */
-  readonly ingestAgeThreshold?: Duration;
-  /**
-   * Oldest slot-queue message age at receive (the workers' `SlotMessageAgeMs`) above which
-   * the slot-queue age alarm fires.
-   * @default Duration.minutes(5)
-   */
-  readonly slotAgeThreshold?: Duration;
-  /**
-   * Janitor period: its gauges are read at this period, and the no-owner alarm needs
-   * three periods in a row.
-   * @default Duration.minutes(1)
-   */
-  readonly janitorInterval?: Duration;
-  /** The analytics event pipe (infra/event-delivery.ts): its DLQ gets an alarm, the pipe a widget. @default - none */
-  readonly eventDelivery?: EventDeliveryMonitoring;
-  /**
-   * E-mail address subscribed to the alarm topic.
-   * @default - no subscription
-   */
-  readonly alarmEmail?: string;
-  /**
-   * What happens to the topic's KMS key when the stack is deleted: follows `retainData`
-   * (DESTROY schedules its deletion after the 7-day minimum waiting period).
-   * @default RemovalPolicy.RETAIN
-   */
-  readonly removalPolicy?: RemovalPolicy;
-}
+export type { MonitoringProps } from './monitoring-props.ts';
+import type { MonitoringProps } from './monitoring-props.ts';
 
 const FIVE_MINUTES = Duration.minutes(5);
 const ONE_MINUTE = Duration.minutes(1);
