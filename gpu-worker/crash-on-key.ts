@@ -7,6 +7,7 @@
  */
 import type { FrameStore } from '../core/aws/frame-store.ts';
 import type { FrameInput, FrameProcessor } from '../core/ports.ts';
+import { overriding } from '../core/overriding.ts';
 
 /** The environment variable: a key substring; unset or empty = no seam. */
 export const WORKER_CRASH_ON_KEY_ENV = 'WORKER_CRASH_ON_KEY';
@@ -32,18 +33,15 @@ export function crashOnKey<P extends FrameProcessor>(
   const check = (inputs: readonly FrameInput[]) => {
     for (const input of inputs) if (poisoned.has(input.image)) die(input);
   };
-  const wrapped = new Proxy(processor, {
-    get(target, prop) {
-      if (prop === 'process' || prop === 'processLate') {
-        const fn = target[prop].bind(target) as (inputs: readonly FrameInput[]) => Promise<unknown>;
-        return (inputs: readonly FrameInput[]) => {
-          check(inputs);
-          return fn(inputs);
-        };
-      }
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
+  const wrapped = overriding<FrameProcessor>(processor, {
+    process: (inputs) => {
+      check(inputs);
+      return processor.process(inputs);
     },
-  });
+    processLate: (inputs) => {
+      check(inputs);
+      return processor.processLate(inputs);
+    },
+  }) as P;
   return { frames, processor: wrapped };
 }

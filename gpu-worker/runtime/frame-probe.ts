@@ -13,6 +13,7 @@
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink } from '../../core/ports.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { CRASHED_WORKER_REASON } from './crash-breaker.ts';
+import { overriding } from '../../core/overriding.ts';
 
 /** What one try of a frame in the child process gave. */
 export type ProbeResult =
@@ -72,13 +73,9 @@ export function probedProcessor(inner: FrameProcessor, d: ProbedProcessorDeps): 
     let next = 0;
     return verdicts.map((v) => v ?? ran[next++]!);
   };
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'process') return (inputs: readonly FrameInput[]) => screen(inputs, (p) => target.process(p));
-      if (prop === 'processLate') return (inputs: readonly LateFrameInput[]) => screen(inputs, (p) => target.processLate(p));
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  return overriding(inner, {
+    process: (inputs: readonly FrameInput[]) => screen(inputs, (p) => inner.process(p)),
+    processLate: (inputs: readonly LateFrameInput[]) => screen(inputs, (p) => inner.processLate(p)),
   });
 }
 

@@ -11,6 +11,7 @@
  * prefetch is hedged by frame-prefetch.ts, and only once a round waits for it.
  */
 import type { FrameStore } from '../../core/aws/frame-store.ts';
+import { overriding } from '../../core/overriding.ts';
 
 /**
  * `first`, joined by `again()` if `first` has not settled within `delayMs`: the first call
@@ -52,11 +53,5 @@ export function hedgedFrameStore(inner: FrameStore, hedgeAfterMs: number): Frame
   if (hedgeAfterMs <= 0) return inner;
   const get = (bucket: string, key: string, ifMatch?: string): Promise<Uint8Array> =>
     hedge(inner.get(bucket, key, ifMatch), hedgeAfterMs, () => inner.get(bucket, key, ifMatch));
-  return new Proxy(inner, {
-    get(t, prop) {
-      if (prop === 'get') return get;
-      const v = Reflect.get(t, prop) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-    },
-  });
+  return overriding(inner, { get });
 }

@@ -11,6 +11,7 @@
  * What this cannot stop is the worker's JavaScript between calls (its timers still fire
  * during the pause); every effect outside the process is a call, so every effect waits.
  */
+import { overriding } from '../../core/overriding.ts';
 
 /** The gate one worker's calls pass. */
 export class ProcessGate {
@@ -51,18 +52,12 @@ export class ProcessGate {
 
 /** The client with every `send` through the gate, both ways. */
 export function gatedClient<C extends { send: (...args: never[]) => Promise<unknown> }>(client: C, gate: ProcessGate): C {
-  return new Proxy(client, {
-    get(target, prop) {
-      if (prop === 'send') {
-        return async (...args: Parameters<C['send']>) => {
-          await gate.pass();
-          const answer = await (target.send as (...a: unknown[]) => Promise<unknown>)(...args);
-          await gate.pass();
-          return answer;
-        };
-      }
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  const send = (client.send as (...a: unknown[]) => Promise<unknown>).bind(client);
+  const gated = async (...args: unknown[]) => {
+    await gate.pass();
+    const answer = await send(...args);
+    await gate.pass();
+    return answer;
+  };
+  return overriding(client, { send: gated as unknown as C['send'] } as Partial<C>);
 }
