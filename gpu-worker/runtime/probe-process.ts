@@ -19,7 +19,7 @@ export type ProbeRequest = { readonly type: 'try'; readonly id: number; readonly
 export type ProbeReply =
   | { readonly type: 'ready'; readonly description: string }
   | { readonly type: 'start-failed'; readonly error: string }
-  | { readonly type: 'tried'; readonly id: number; readonly error?: string };
+  | { readonly type: 'tried'; readonly id: number };
 
 /** A model load can take minutes (a TensorRT engine build); past this the probe is unavailable. */
 const START_TIMEOUT_MS = 180_000;
