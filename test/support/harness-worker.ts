@@ -7,6 +7,7 @@ import type { FrameStore } from '../../core/aws/frame-store.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { ExitReason, Worker } from '../../gpu-worker/runtime/worker.ts';
 import type { ProcessGate } from './process-gate.ts';
+import { waitFor } from './wait.ts';
 
 export interface HarnessLogEntry {
   readonly level: 'debug' | 'info' | 'warn' | 'error';
@@ -86,6 +87,16 @@ export class HarnessWorker {
     return this.metrics
       .filter((m) => m.name === name && Object.entries(dimensions).every(([k, v]) => m.dimensions[k] === v))
       .reduce((n, m) => n + m.value, 0);
+  }
+
+  /**
+   * A metric's total once it has reached `atLeast` (or the timeout passed). A metric of a
+   * commit is counted after the commit's answer comes back, so a test that has just seen
+   * the records in DynamoDB can read the total before the worker has counted them.
+   */
+  async metricTotalReaching(name: string, atLeast: number, dimensions: Record<string, string> = {}, timeoutMs = 10_000): Promise<number> {
+    await waitFor(`${name} to reach ${atLeast}`, () => this.metricTotal(name, dimensions) >= atLeast, timeoutMs, 20).catch(() => undefined);
+    return this.metricTotal(name, dimensions);
   }
 
   /** Log entries at a level or above whose message matches. */
