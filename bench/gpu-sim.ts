@@ -81,8 +81,8 @@ function stageLines(r: StageReport): string[] {
   return lines;
 }
 
-/** Frames the simulated GPU has run since it started (the clock's counts restart at each reset). */
-const trackedFrames = (rig: SimRig) => rig.gpu.framesRun;
+/** Frames tracked for their round since the GPU started (frames detected ahead count once their round uses them; the clock's counts restart at each reset). */
+const trackedFrames = (rig: SimRig) => rig.gpu.framesTracked;
 
 async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Record<string, unknown>> {
   const gpu = { batchFixedMs: o.batchFixedMs, perFrameMs: o.perFrameMs };
@@ -141,6 +141,7 @@ async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Rec
       bound: boundingStage(report),
       stages: report.stages,
       readAhead: rig.worker.worker.prefetchedFrames.readAhead,
+      detectedAhead: { ...rig.gpu.detectedAhead, gpuFramesRun: rig.gpu.framesRun, framesTracked: rig.gpu.framesTracked },
       benchProcessCoreMsPerFrame: (cpu.user + cpu.system) / 1000 / done,
       cpu: window,
       dynamodbLocalShareOfMachine: window.byRole['dynamodb-local'] / window.capacityCoreSeconds,
@@ -148,6 +149,7 @@ async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Rec
     bench.say(`${bench.clock()} backlog batch ${batchSize}: ${fps.toFixed(0)} frames/s of ${capacity.toFixed(0)} (${(row.ratio * 100).toFixed(0)}%), mean batch ${meanBatch.toFixed(1)}, GPU idle ${(row.gpuIdleShare * 100).toFixed(0)}%, bound: ${row.bound.stage} (${row.bound.why})`);
     for (const l of stageLines(report)) bench.say(`      ${l}`);
     bench.say(`      read ahead: ${row.readAhead.started} GETs, ${row.readAhead.used} used, ${row.readAhead.missed} missed; GETs per frame ${(row.stages.fetch.ops / Math.max(1, row.stages.track.items)).toFixed(3)}`);
+    bench.say(`      detected ahead: ${row.detectedAhead.started} started, ${row.detectedAhead.used} used; GPU ran ${row.detectedAhead.gpuFramesRun} frames for ${row.detectedAhead.framesTracked} tracked`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
     await rig.worker.stop();
     return row;
@@ -227,6 +229,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
       bound: boundingStage(report),
       stages: report.stages,
       readAhead: rig.worker.worker.prefetchedFrames.readAhead,
+      detectedAhead: { ...rig.gpu.detectedAhead, gpuFramesRun: rig.gpu.framesRun, framesTracked: rig.gpu.framesTracked },
       benchProcessCoreMsPerFrame: (cpu.user + cpu.system) / 1000 / Math.max(1, report.stages.track.items),
       cpu: window,
       dynamodbLocalShareOfMachine: window.byRole['dynamodb-local'] / window.capacityCoreSeconds,
@@ -236,6 +239,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
     );
     for (const l of stageLines(report)) bench.say(`      ${l}`);
     bench.say(`      read ahead: ${row.readAhead.started} GETs, ${row.readAhead.used} used, ${row.readAhead.missed} missed; GETs per frame ${(row.stages.fetch.ops / Math.max(1, row.stages.track.items)).toFixed(3)}`);
+    bench.say(`      detected ahead: ${row.detectedAhead.started} started, ${row.detectedAhead.used} used; GPU ran ${row.detectedAhead.gpuFramesRun} frames for ${row.detectedAhead.framesTracked} tracked`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
     return row;
   } finally {

@@ -22,3 +22,14 @@ export async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, lane));
   return out;
 }
+
+/**
+ * Every outcome once all have settled (so no frame's work is left running when the call
+ * returns), or the first rejection.
+ */
+export async function allOrThrow<T>(promises: readonly Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
+}

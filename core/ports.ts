@@ -95,6 +95,17 @@ export interface FrameProcessor {
    */
   prepareAhead?(image: Uint8Array): void;
   /**
+   * A hint that this frame is likely next for its video (decision 42): a processor may run
+   * its detection now, in the model's idle time, so that `process` of the same byte array
+   * (the same object) only updates the tracker. Detection must depend on the bytes alone;
+   * tracker state is never touched here. Same contract as `prepareAhead`: must not
+   * throw, must bound what it holds (detect-ahead work must never delay a frame that
+   * `process` was asked for by more than the batch already running), and leaves any
+   * failure for the frame's own processing. Only frames the worker would run next are
+   * hinted, never those of a video under crash isolation.
+   */
+  detectAhead?(frame: FrameInput): void;
+  /**
    * Serialises the video's state compactly; `openVideo(id, snapshot(id))` restores it
    * exactly. With `maxBytes`, the state must fit: the processor drops what matters least
    * (a tracker: its oldest lost tracks first), so the checkpoint stays under DynamoDB's item limit.

@@ -45,7 +45,7 @@ export async function createProcessor(
   if (kind === 'stats') return new StatsProcessor(Number(process.env[WORKER_ENV.statsDelayMs] ?? 0));
   if (kind === 'simgpu') {
     const options = parseSimulatedGpu(process.env.SIMULATED_GPU, { batchSize: tunables.inferenceBatchSize, maxBatchWaitMs: tunables.maxBatchWaitMs });
-    return new SimulatedGpuProcessor(options, clock);
+    return new SimulatedGpuProcessor(options, clock, tunables.detectAheadFrames);
   }
   const { createVisionProcessor, visionOptionsFromTunables } = await import('./vision/index.ts');
   const fault = inferenceThreadFault(process.env);

@@ -48,7 +48,8 @@ class MemoryFrameStore extends FrameStore {
   override async getVersion(bucket: string, key: string): Promise<{ bytes: Uint8Array; eTag: string | undefined }> {
     await new Promise((r) => setTimeout(r, this.latency.delayMs('s3', 'GetObject')));
     const b = this.objects.get(`${bucket}/${key}`);
-    if (b) return { bytes: b, eTag: SIM_ETAG };
+    // A copy, as each GET of S3 is: the processors key work done ahead by the byte array (decision 42).
+    if (b) return { bytes: b.slice(), eTag: SIM_ETAG };
     return super.getVersion(bucket, key);
   }
 }
@@ -101,7 +102,7 @@ export class SimRig {
     const sqs = withLatency(h.model!.asClient(), 'sqs', this.latency);
     this.sender = new SlotQueues(sqs, h.wiring.slotQueueUrlPrefix);
     this.clock = new StageClock();
-    this.gpu = new SimulatedGpuProcessor({ batchSize: h.tunables.inferenceBatchSize, maxBatchWaitMs: h.tunables.maxBatchWaitMs, ...options.gpu }, this.clock);
+    this.gpu = new SimulatedGpuProcessor({ batchSize: h.tunables.inferenceBatchSize, maxBatchWaitMs: h.tunables.maxBatchWaitMs, ...options.gpu }, this.clock, h.tunables.detectAheadFrames);
     this.store = new MemoryFrameStore(h.clients.s3, this.latency);
     const leases = LeaseStore.forWiring(h.clients.ddb, h.wiring, h.tunables);
     const landedAt = this.landedAt;

@@ -117,6 +117,18 @@ export const TUNABLES = {
     meaning: "Behind a backlog, a video's next frames fetched by predicted key while its current ones run, used only if their message's ETag matches (decision 39)",
   },
   /**
+   * Frames read ahead (decision 39) whose detection runs before their round, in the model's
+   * idle time (decision 42; gpu-worker/vision/detected-ahead.ts). Behind a backlog the
+   * model otherwise idles through each FIFO cycle's commit, delete and receive. Only frames
+   * the worker would run next, never a video under crash isolation; the work only fills
+   * inference batches the round's own frames leave, and at most two batches of it decode
+   * at once. Each held entry is a frame's read-ahead bytes and then its raw detections.
+   */
+  detectAheadFrames: {
+    kind: 'integer', default: 160, min: 0, max: 1_000, off: { value: 0, meaning: 'off' }, unit: 'frames',
+    meaning: 'Frames read ahead whose detection runs before their round, in the model\'s idle time; held, queued or running at most (decision 42)',
+  },
+  /**
    * A frame GET slower than this is sent once more, the first answer used
    * (gpu-worker/runtime/hedged-fetch.ts). On by default since decision 38: a round waits for
    * its slowest GET, so S3's tail (p99 in the hundreds of ms against a median of tens)

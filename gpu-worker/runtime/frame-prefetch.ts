@@ -49,6 +49,12 @@ export interface FramePrefetchOptions {
   /** Called with each prefetched object's bytes as they arrive, unless its entry was dropped first. */
   readonly onFetched?: (bytes: Uint8Array) => void;
   /**
+   * Called with the bytes of each object read ahead by predicted key as they arrive,
+   * before any message confirms them (the worker detects them ahead, decision 42). The
+   * same byte array is what a round gets once a message confirms the entry's ETag.
+   */
+  readonly onReadAhead?: (bytes: Uint8Array, key: string) => void;
+  /**
    * `fetchHedgeMs` (decision 38): a round that takes an entry whose GET has not answered
    * this long after it started sends the GET once more and uses the first answer. Only
    * GETs a round waits for are hedged: a slow prefetch that lands before its round costs nothing.
@@ -73,6 +79,7 @@ export class FramePrefetch {
   private readonly frames: FrameStore;
   private readonly now: () => number;
   private readonly onFetched: ((bytes: Uint8Array) => void) | undefined;
+  private readonly onReadAhead: ((bytes: Uint8Array, key: string) => void) | undefined;
   private readonly hedgeAfterMs: number;
   /** Insertion order is age order: the oldest entry is evicted first. */
   private readonly entries = new Map<string, Entry>();
@@ -85,6 +92,7 @@ export class FramePrefetch {
     this.frames = frames;
     this.now = options.now ?? Date.now;
     this.onFetched = options.onFetched;
+    this.onReadAhead = options.onReadAhead;
     this.hedgeAfterMs = options.hedgeAfterMs ?? 0;
   }
 
@@ -135,7 +143,16 @@ export class FramePrefetch {
       const entry = this.add(id, sizeBytes, undefined, version.then((v) => v?.bytes), this.now(), version);
       // Nothing to confirm: forgotten at once (counted once, above), and its message's frame is fetched as usual.
       void version.then((v) => {
-        if (!v && this.entries.get(id) === entry) this.remove(id, entry);
+        if (this.entries.get(id) !== entry) return;
+        if (!v) this.remove(id, entry);
+        // A hint must never fail the worker, whatever the callback does.
+        else if (this.onReadAhead) {
+          try {
+            this.onReadAhead(v.bytes, key);
+          } catch {
+            // ignored: the frame is detected in its round
+          }
+        }
       });
       return version;
     };

@@ -36,6 +36,7 @@ import { MessageIntake } from './message-intake.ts';
 import { RoundCommitter } from './round-committer.ts';
 import { buildRound, type RoundBuilderDeps } from './round-builder.ts';
 import { IsolatedRounds } from './isolated-rounds.ts';
+import { aheadHooks } from './ahead-hints.ts';
 import { probedProcessor } from './frame-probe.ts';
 import { aheadSkipsAfter, decideRound, gatherWaitMs, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
@@ -89,7 +90,8 @@ export class Worker {
     });
     // Hedged GETs (decision 38): the runner's own GETs, and a prefetch only once a round waits for it.
     const hedgeAfterMs = deps.tunables.fetchHedgeMs;
-    this.prefetch = new FramePrefetch(deps.frames, { now: this.now, onFetched: (bytes) => deps.processor.prepareAhead?.(bytes), hedgeAfterMs });
+    const hooks = aheadHooks(deps.processor, deps.tunables.detectAheadFrames, (videoId) => this.registry?.get(videoId), this.now);
+    this.prefetch = new FramePrefetch(deps.frames, { now: this.now, ...hooks, hedgeAfterMs });
     const runnerFor = (processor: FrameProcessor) => new FrameRunner({
       frames: hedgedFrameStore(deps.frames, hedgeAfterMs),
       prefetch: this.prefetch,
@@ -126,9 +128,8 @@ export class Worker {
 
   /** Asks the loop to drain: finish the current batch, commit, release the slot. */
   requestStop(): void {
-    // The receive in progress is not aborted: SQS may already have handed its messages
-    // out, and abandoning them would hide them for a whole visibility timeout. The drain
-    // hands them back instead; a poll lasts at most MAX_POLL_WAIT_SECONDS.
+    // The receive in progress is not aborted: SQS may have handed its messages out, and
+    // abandoning them would hide them for a visibility timeout. The drain hands them back.
     this.stopRequested = true;
   }
 
@@ -231,12 +232,11 @@ export class Worker {
   }
 
   /**
-   * Whether the worker may exit for idleness: it owns no video and holds no message,
-   * has received nothing for `workerIdleExitSeconds`, and no video is pinned to its slot.
-   * The router pins a video before it sends the video's first frame, so a pin this worker
-   * has not seen means frames are on their way (or a predecessor's video was never
-   * adopted): such videos are adopted, as at start, and released by the idle rule if
-   * nothing comes. Released videos the index still lists are not taken back.
+   * Whether the worker may exit for idleness: no video owned, no message held, nothing
+   * received for `workerIdleExitSeconds`, no video pinned to its slot. The router pins a
+   * video before sending its first frame, so a pin this worker has not seen means frames
+   * on their way (or a predecessor's video never adopted): it is adopted, as at start, and
+   * released by the idle rule if nothing comes. Released videos still listed are not taken back.
    */
   private async idleExitDue(): Promise<boolean> {
     const registry = this.registry!;

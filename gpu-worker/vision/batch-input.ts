@@ -7,7 +7,7 @@
 import ort from 'onnxruntime-node';
 import type { BufferPool } from './buffer-pool.ts';
 import type { InferenceSessionLike } from './inference-thread.ts';
-import type { ModelInfo } from './model.ts';
+import type { LoadedModel, ModelInfo } from './model.ts';
 import { postprocess, postprocessBestClass, type DecodeOptions, type RawDetection } from './postprocess.ts';
 import { prepareFrame, prepareFrameUint8, type LetterboxGeometry, type PreparedFrame, type PreparedFrameUint8 } from './preprocess.ts';
 
@@ -79,6 +79,25 @@ export function decodeOutput(info: ModelInfo, data: Float32Array, image: number,
   return info.layout === 'uint8-nhwc'
     ? postprocessBestClass(data, image, anchors, geometry, options)
     : postprocess(data, image, info.classNames.length, anchors, geometry, options);
+}
+
+/**
+ * The raw detections of each prepared frame, in source pixels: one inference call for a
+ * model with a dynamic batch, one per frame otherwise. The frames' buffers go back to
+ * `pool` (see {@link batchTensor}).
+ */
+export async function detectBatch(model: LoadedModel, frames: readonly Prepared[], options: DecodeOptions, pool: BufferPool | undefined): Promise<RawDetection[][]> {
+  const { info, session } = model;
+  const groups = info.dynamicBatch ? [frames] : frames.map((f) => [f]);
+  const raw: RawDetection[][] = [];
+  for (const group of groups) {
+    const out = await runPooled(session, info.inputName, batchTensor(info, group, pool), pool);
+    const tensor = out[info.outputName]!;
+    const data = tensor.data as Float32Array;
+    const anchors = tensor.dims[2]!;
+    group.forEach((f, i) => raw.push(decodeOutput(info, data, i, anchors, f.geometry, options)));
+  }
+  return raw;
 }
 
 /** Concatenates equal-sized frames into `into`. */

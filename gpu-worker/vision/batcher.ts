@@ -13,6 +13,10 @@
  *   so decode of batch k+1 overlaps inference of batch k.
  * - An item whose input promise rejects leaves its queue at once and rejects its
  *   own result only; its stream carries on.
+ * - A stream submitted as `background` (frames detected ahead of their round, decision
+ *   42) only fills the places the other streams leave in a batch: a batch runs for it
+ *   when the model would otherwise idle, and never holds a foreground item back by more
+ *   than the one batch already running.
  */
 
 interface Entry<I, R> {
@@ -38,6 +42,8 @@ export interface MicroBatcherOptions<I, R> {
 export class MicroBatcher<I, R> {
   private readonly options: MicroBatcherOptions<I, R>;
   private readonly queues = new Map<string, Entry<I, R>[]>();
+  /** Streams that only fill what the others leave (see the module comment). */
+  private readonly background = new Set<string>();
   private rrOffset = 0;
   private running = false;
   private pumpScheduled = false;
@@ -51,14 +57,19 @@ export class MicroBatcher<I, R> {
     this.options = options;
   }
 
-  /** Queues an item of `stream`; resolves with its result. */
-  submit(stream: string, input: Promise<I>): Promise<R> {
+  /**
+   * Queues an item of `stream`; resolves with its result. `priority: 'background'` marks
+   * the stream as one that only fills what foreground streams leave (fixed per stream
+   * while it has items queued).
+   */
+  submit(stream: string, input: Promise<I>, priority: 'foreground' | 'background' = 'foreground'): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const entry: Entry<I, R> = { ready: false, readyAtMs: 0, resolve, reject };
       let queue = this.queues.get(stream);
       if (!queue) {
         queue = [];
         this.queues.set(stream, queue);
+        if (priority === 'background') this.background.add(stream);
       }
       queue.push(entry);
       input.then(
@@ -89,7 +100,12 @@ export class MicroBatcher<I, R> {
     if (!queue) return;
     const i = queue.indexOf(entry);
     if (i >= 0) queue.splice(i, 1);
-    if (queue.length === 0) this.queues.delete(stream);
+    if (queue.length === 0) this.dropStream(stream);
+  }
+
+  private dropStream(stream: string): void {
+    this.queues.delete(stream);
+    this.background.delete(stream);
   }
 
   /** Ready items that could enter a batch now (ready prefixes of each queue), and the oldest ready time. */
@@ -146,7 +162,10 @@ export class MicroBatcher<I, R> {
     this.timerDueMs = Infinity;
   }
 
-  /** Takes up to batchSize ready heads, one per stream per round, rotating the starting stream. */
+  /**
+   * Takes up to batchSize ready heads, one per stream per round, rotating the starting
+   * stream; foreground streams first, background streams fill what is left.
+   */
   private takeBatch(): { entries: Entry<I, R>[]; streams: string[] } {
     const entries: Entry<I, R>[] = [];
     const streams: string[] = [];
@@ -154,25 +173,28 @@ export class MicroBatcher<I, R> {
     const start = keys.length > 0 ? this.rrOffset % keys.length : 0;
     this.rrOffset = start + 1;
     const taken = new Map<string, number>();
-    let progress = true;
-    while (entries.length < this.options.batchSize && progress) {
-      progress = false;
-      for (let k = 0; k < keys.length && entries.length < this.options.batchSize; k++) {
-        const key = keys[(start + k) % keys.length];
-        const queue = this.queues.get(key)!;
-        const next = taken.get(key) ?? 0;
-        const e = queue[next];
-        if (!e || !e.ready) continue;
-        entries.push(e);
-        streams.push(key);
-        taken.set(key, next + 1);
-        progress = true;
+    for (const background of [false, true]) {
+      let progress = true;
+      while (entries.length < this.options.batchSize && progress) {
+        progress = false;
+        for (let k = 0; k < keys.length && entries.length < this.options.batchSize; k++) {
+          const key = keys[(start + k) % keys.length]!;
+          if (this.background.has(key) !== background) continue;
+          const queue = this.queues.get(key)!;
+          const next = taken.get(key) ?? 0;
+          const e = queue[next];
+          if (!e || !e.ready) continue;
+          entries.push(e);
+          streams.push(key);
+          taken.set(key, next + 1);
+          progress = true;
+        }
       }
     }
     for (const [key, n] of taken) {
       const queue = this.queues.get(key)!;
       queue.splice(0, n);
-      if (queue.length === 0) this.queues.delete(key);
+      if (queue.length === 0) this.dropStream(key);
     }
     return { entries, streams };
   }

@@ -2,6 +2,7 @@
  * The vision library behind the {@link FrameProcessor} port: YOLO-format ONNX
  * detection with cross-video micro-batching, and a ByteTrack tracker per video.
  */
+import { allOrThrow } from '../../core/async.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
 import { MicroBatcher } from './batcher.ts';
@@ -12,11 +13,11 @@ import { associateLateFrame } from './late-association.ts';
 import { InferenceThreadDiedError, type InferenceThreadDeath } from './inference-thread.ts';
 import type { VisionProcessorOptions } from './options.ts';
 import { loadModel, type ExecutionProvider, type LoadedModel, type ModelLayout } from './model.ts';
-import type { RawDetection } from './postprocess.ts';
 import { PREPARED_AHEAD_MAX_FRAMES, PreparedAhead } from './prepared-ahead.ts';
+import { DetectedAhead } from './detected-ahead.ts';
 import { ImageDecodeError, sourcePixelLimit } from './preprocess.ts';
-import { batchTensor, decodeOutput, prepareForModel, runPooled, type Prepared } from './batch-input.ts';
-import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerOptions } from './tracker.ts';
+import { detectBatch, prepareForModel, type Prepared } from './batch-input.ts';
+import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerInput, type TrackerOptions } from './tracker.ts';
 
 export { ensureDemoModel } from './demo-model/build-model.ts';
 export { generateClip } from './synthetic/generate.ts';
@@ -37,6 +38,8 @@ export interface VisionProcessor extends FrameProcessor {
   readonly batchSizes: readonly number[];
   /** Decodes started by `prepareAhead`, and of those, used by a frame's processing. */
   readonly preparedAhead: { readonly started: number; readonly used: number };
+  /** Detections started by `detectAhead`, and of those, used by a frame's processing (decision 42). */
+  readonly detectedAhead: { readonly started: number; readonly used: number };
   /** Input buffers (frames, batches) made new and reused from the pool (decision 37). */
   readonly inputBuffers: { readonly allocated: number; readonly reused: number };
   /** How frames reach the model (valid after `start()`): the rewritten graph's `uint8-nhwc`, or the fallback `float32-nchw`. */
@@ -50,6 +53,12 @@ interface BatchItem {
   readonly prepared: Prepared;
   readonly late: boolean;
 }
+
+/** A live frame's raw detections (the tracker's input), or its outcome when it never got that far. */
+type Detected = TrackerInput[] | FrameOutcome;
+
+/** Batcher stream of frames detected ahead (decision 42): `#` cannot name a video, so no video's stream. */
+const AHEAD_STREAM = '#ahead';
 
 /**
  * Batcher stream of a video's late frames. Separate from the video's own stream
@@ -70,9 +79,10 @@ class OnnxVisionProcessor implements VisionProcessor {
   private readonly options: VisionProcessorOptions;
   private readonly trackerOptions: TrackerOptions;
   private model: LoadedModel | undefined;
-  private batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome> | undefined;
+  private batcher: MicroBatcher<BatchItem, Detected> | undefined;
   private readonly trackers = new Map<string, ByteTracker>();
   private readonly ahead = new PreparedAhead<Prepared>();
+  private readonly detected: DetectedAhead<TrackerInput[]>;
   /** Input buffers reused across frames and batches (decision 37); set in `start()`. */
   private pool: BufferPool | undefined;
   /** The decode thread, with `decodeInThread` on the uint8 path; set in `start()`. */
@@ -85,6 +95,8 @@ class OnnxVisionProcessor implements VisionProcessor {
   constructor(options: VisionProcessorOptions) {
     this.options = options;
     this.trackerOptions = { ...DEFAULT_TRACKER_OPTIONS, ...options.tracker };
+    // Two batches decode at once: one running, one filling; more would only hold decoded frames.
+    this.detected = new DetectedAhead(options.detectAheadFrames ?? 0, 2 * options.batchSize);
   }
 
   get provider(): ExecutionProvider {
@@ -101,6 +113,10 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   get preparedAhead(): { readonly started: number; readonly used: number } {
     return { started: this.ahead.started, used: this.ahead.used };
+  }
+
+  get detectedAhead(): { readonly started: number; readonly used: number } {
+    return { started: this.detected.started, used: this.detected.used };
   }
 
   get inputBuffers(): { readonly allocated: number; readonly reused: number } {
@@ -202,8 +218,21 @@ class OnnxVisionProcessor implements VisionProcessor {
    */
   prepareAhead(image: Uint8Array): void {
     const model = this.model;
-    if (!model || this.death) return;
+    if (!model || this.death || this.detected.has(image)) return;
     this.ahead.start(image, (bytes) => this.prepare(model, bytes));
+  }
+
+  /**
+   * Runs a frame's detection ahead of its round (decision 42; detected-ahead.ts), in
+   * batches only the rounds' own frames leave room in. Ignored before `start()`, once
+   * broken, and with `detectAheadFrames` 0. Detection only: the tracker is not touched.
+   */
+  detectAhead(frame: FrameInput): void {
+    const { model, batcher } = this;
+    if (!model || !batcher || this.death) return;
+    this.detected.offer(frame.image, (image) =>
+      batcher.submit(AHEAD_STREAM, (this.ahead.take(image) ?? this.prepare(model, image)).then((prepared) => ({ frame, prepared, late: false })), 'background') as Promise<TrackerInput[]>,
+    );
   }
 
   /** Decodes and letterboxes a frame in the layout the model takes. */
@@ -240,6 +269,7 @@ class OnnxVisionProcessor implements VisionProcessor {
     if (this.death) return;
     this.death = death;
     this.ahead.clear();
+    this.detected.clear();
     const reason = this.fatal!;
     this.options.metrics?.count(METRIC_NAMES.worker.inferenceThreadDied, 1, { Reason: death.reason });
     this.options.logger?.({ msg: 'inference thread died: processor broken, the worker must exit', reason: death.reason, detail: death.detail });
@@ -248,6 +278,7 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   async stop(): Promise<void> {
     this.ahead.clear();
+    this.detected.clear();
     this.pool?.clear();
     await this.decoder?.stop();
     this.decoder = undefined;
@@ -258,14 +289,41 @@ class OnnxVisionProcessor implements VisionProcessor {
     await session?.release();
   }
 
+  /**
+   * Detects every frame (taking what was detected ahead for the same bytes), then updates
+   * the trackers in input order, which is each video's frame order: a frame's place in
+   * its track never depends on which batch, or which round ahead, detected it.
+   */
   async process(frames: readonly FrameInput[]): Promise<FrameOutcome[]> {
     const batcher = this.usable();
-    return allOrThrow(
-      frames.map(async (frame): Promise<FrameOutcome> => {
-        if (!this.trackers.has(frame.videoId)) return { status: 'failed', reason: 'video-not-open' };
-        return this.submit(batcher, frame.videoId, frame, false);
-      }),
+    const detected = await allOrThrow(
+      frames.map((frame): Promise<Detected> => (this.trackers.has(frame.videoId) ? this.detectLive(batcher, frame) : Promise.resolve({ status: 'failed', reason: 'video-not-open' }))),
     );
+    return frames.map((frame, i) => this.track(frame, detected[i]!));
+  }
+
+  /** A live frame's detections: those started ahead for its bytes if any, else its own batch turn. */
+  private detectLive(batcher: MicroBatcher<BatchItem, Detected>, frame: FrameInput): Promise<Detected> {
+    const own = () => this.submit(batcher, frame.videoId, frame, false);
+    const early = this.detected.take(frame.image);
+    if (!early) return own();
+    // A corrupt image is the frame's own fault, found ahead as it would be now; anything
+    // else that failed ahead (a batch that threw) is not, so the frame gets its own turn.
+    return early.catch((error: unknown) => (error instanceof ImageDecodeError ? decodeFailure(error) : own()));
+  }
+
+  /** The tracker's update for one live frame, in order; a frame that has an outcome already keeps it. */
+  private track(frame: FrameInput, detected: Detected): FrameOutcome {
+    if (!Array.isArray(detected)) return detected;
+    const tracker = this.trackers.get(frame.videoId);
+    if (!tracker) return { status: 'failed', reason: 'video-closed' };
+    const last = tracker.lastFrameNumber;
+    if (last !== null && frame.frame <= last) return { status: 'failed', reason: 'frame-out-of-order', detail: `frame ${frame.frame} after ${last}` };
+    const tracked = tracker.update(frame.frame, detected);
+    return {
+      status: 'ok',
+      detections: tracked.filter((t) => t.score >= this.options.scoreThreshold).map((t): Detection => ({ trackId: t.trackId, label: t.label, score: t.score, box: t.box })),
+    };
   }
 
   /**
@@ -276,26 +334,26 @@ class OnnxVisionProcessor implements VisionProcessor {
    */
   async processLate(frames: readonly LateFrameInput[]): Promise<FrameOutcome[]> {
     const batcher = this.usable();
-    return allOrThrow(frames.map((frame) => this.submit(batcher, lateStream(frame.videoId), frame, true)));
+    // A late item's result is always an outcome (runBatch associates it, or it failed).
+    return allOrThrow(frames.map((frame) => this.submit(batcher, lateStream(frame.videoId), frame, true) as Promise<FrameOutcome>));
   }
 
   /** The batcher, once started and while not broken (a broken processor rejects every call). */
-  private usable(): MicroBatcher<BatchItem, Detection[] | FrameOutcome> {
+  private usable(): MicroBatcher<BatchItem, Detected> {
     if (this.death) throw new InferenceThreadDiedError(this.death);
     if (!this.model || !this.batcher) throw new Error('vision processor not started');
     return this.batcher;
   }
 
-  private async submit(batcher: MicroBatcher<BatchItem, Detection[] | FrameOutcome>, stream: string, frame: FrameInput | LateFrameInput, late: boolean): Promise<FrameOutcome> {
+  private async submit(batcher: MicroBatcher<BatchItem, Detected>, stream: string, frame: FrameInput | LateFrameInput, late: boolean): Promise<Detected> {
     const model = this.model!;
     try {
-      const result = await batcher.submit(
+      return await batcher.submit(
         stream,
         (this.ahead.take(frame.image) ?? this.prepare(model, frame.image)).then((prepared) => ({ frame, prepared, late })),
       );
-      return Array.isArray(result) ? { status: 'ok', detections: result } : result;
     } catch (error) {
-      if (error instanceof ImageDecodeError) return { status: 'failed', reason: error.reason, detail: error.message.slice(0, 200) };
+      if (error instanceof ImageDecodeError) return decodeFailure(error);
       // Not the frame's fault: the call rejects and the worker retries the round elsewhere.
       if (error instanceof InferenceThreadDiedError || this.death) throw this.death ? new InferenceThreadDiedError(this.death) : error;
       return { status: 'failed', reason: 'inference-error', detail: error instanceof Error ? error.message.slice(0, 200) : String(error) };
@@ -303,63 +361,34 @@ class OnnxVisionProcessor implements VisionProcessor {
   }
 
   /**
-   * One inference call (or one per frame for a fixed-batch model), then tracker updates
-   * in batch order; late items are associated with their neighbours instead.
+   * One inference call (or one per frame for a fixed-batch model). Live and ahead items
+   * get their raw detections (`process` tracks them, in order); late items are associated
+   * with their neighbours here.
    */
-  private async runBatch(items: BatchItem[], _streams: string[]): Promise<(Detection[] | FrameOutcome)[]> {
+  private async runBatch(items: BatchItem[], _streams: string[]): Promise<Detected[]> {
     const model = this.model;
     if (!model) throw new Error('vision processor stopped');
-    const { info, session } = model;
-    const groups = info.dynamicBatch ? [items] : items.map((it) => [it]);
-    const raw: RawDetection[][] = [];
+    const { info } = model;
     const decode = {
       scoreThreshold: Math.min(this.options.scoreThreshold, this.trackerOptions.lowScoreThreshold),
       iouThreshold: this.options.nmsIouThreshold ?? 0.5,
       maxDetections: 300,
     };
-    for (const group of groups) {
-      const out = await runPooled(session, info.inputName, batchTensor(info, group.map((it) => it.prepared), this.pool), this.pool);
-      const tensor = out[info.outputName]!;
-      const data = tensor.data as Float32Array;
-      const anchors = tensor.dims[2]!;
-      group.forEach((it, i) => raw.push(decodeOutput(info, data, i, anchors, it.prepared.geometry, decode)));
-    }
+    const raw = await detectBatch(model, items.map((it) => it.prepared), decode, this.pool);
     const labelOf = (classIndex: number) => info.classNames[classIndex] ?? `class${classIndex}`;
-    // Live items of one video are in frame order within the batch, and batches run one at a time.
     return items.map((it, i) => {
-      if (it.late) {
-        // Only what `process` would report (score >= scoreThreshold) is associated, so a
-        // late frame's detections are held to the same bar as a live frame's.
-        const late = it.frame as LateFrameInput;
-        const detections = raw[i]
-          .filter((d) => d.score >= this.options.scoreThreshold)
-          .map((d) => ({ box: d.box, score: d.score, label: labelOf(d.classIndex) }));
-        return associateLateFrame(late.frame, detections, late.before, late.after, { minIou: this.options.lateMinIou });
-      }
-      const tracker = this.trackers.get(it.frame.videoId);
-      if (!tracker) return { status: 'failed', reason: 'video-closed' } as const;
-      const last = tracker.lastFrameNumber;
-      if (last !== null && it.frame.frame <= last) {
-        return { status: 'failed', reason: 'frame-out-of-order', detail: `frame ${it.frame.frame} after ${last}` } as const;
-      }
-      const tracked = tracker.update(
-        it.frame.frame,
-        raw[i].map((d) => ({ box: d.box, score: d.score, label: labelOf(d.classIndex) })),
-      );
-      return tracked
-        .filter((t) => t.score >= this.options.scoreThreshold)
-        .map((t): Detection => ({ trackId: t.trackId, label: t.label, score: t.score, box: t.box }));
+      const detections = raw[i]!.map((d): TrackerInput => ({ box: d.box, score: d.score, label: labelOf(d.classIndex) }));
+      if (!it.late) return detections;
+      // Only what `process` would report (score >= scoreThreshold) is associated, so a
+      // late frame's detections are held to the same bar as a live frame's.
+      const late = it.frame as LateFrameInput;
+      const reported = detections.filter((d) => d.score >= this.options.scoreThreshold);
+      return { status: 'ok', detections: associateLateFrame(late.frame, reported, late.before, late.after, { minIou: this.options.lateMinIou }) } as const;
     });
   }
 }
 
-/**
- * Every outcome once all have settled (so no frame's work is left running when the call
- * returns), or the first rejection.
- */
-async function allOrThrow<T>(promises: readonly Promise<T>[]): Promise<T[]> {
-  const settled = await Promise.allSettled(promises);
-  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed) throw failed.reason;
-  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
+/** The outcome of a frame whose image could not be decoded. */
+function decodeFailure(error: ImageDecodeError): FrameOutcome {
+  return { status: 'failed', reason: error.reason, detail: error.message.slice(0, 200) };
 }

@@ -58,16 +58,22 @@ export interface VisionProcessorOptions {
    * cores from the model's threads. False decodes on this thread's libuv pool.
    */
   readonly decodeInThread?: boolean;
+  /**
+   * Most frames detected ahead of their round, held, queued or running (`detectAheadFrames`,
+   * decision 42; detected-ahead.ts). Absent or 0: `detectAhead` does nothing.
+   */
+  readonly detectAheadFrames?: number;
 }
 
 /** The processor options that come from the deployment's tunables (one mapping for the worker and the benchmarks). */
 export function visionOptionsFromTunables(
   t: Pick<
     Tunables,
-    'modelUri' | 'inferenceBatchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'detectionScoreThreshold' | 'trackHighScoreThreshold' | 'trackLowScoreThreshold' | 'newTrackScoreThreshold'
+    'modelUri' | 'inferenceBatchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'detectionScoreThreshold' | 'trackHighScoreThreshold' | 'trackLowScoreThreshold' | 'newTrackScoreThreshold' | 'detectAheadFrames'
   >,
-): Pick<VisionProcessorOptions, 'modelUri' | 'batchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'scoreThreshold' | 'tracker'> {
+): Pick<VisionProcessorOptions, 'modelUri' | 'batchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'scoreThreshold' | 'tracker' | 'detectAheadFrames'> {
   return {
+    detectAheadFrames: t.detectAheadFrames,
     modelUri: t.modelUri,
     batchSize: t.inferenceBatchSize,
     maxBatchWaitMs: t.maxBatchWaitMs,

@@ -13,12 +13,16 @@
  * from their neighbours (late-association.ts), as the vision processor does. So tracking,
  * checkpoints (the tracker's snapshot) and commits do their real work.
  *
+ * Frames hinted by `detectAhead` (decision 42) are detected in the batches the rounds'
+ * own frames leave room in, keyed by their bytes, as the vision processor does.
+ *
  * It times decode / infer / track on the worker's {@link StageClock} when given one
  * (infer busy = the GPU's busy time; infer queueing = how long ready frames waited for it).
  */
 import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
 import type { StageClock } from '../runtime/stage-clock.ts';
 import { MicroBatcher } from './batcher.ts';
+import { DetectedAhead } from './detected-ahead.ts';
 import { ByteTracker, type TrackerInput } from './tracker.ts';
 import { associateLateFrame } from './late-association.ts';
 
@@ -107,17 +111,22 @@ export class SimulatedGpuProcessor implements FrameProcessor {
   private readonly clock: StageClock | undefined;
   private readonly trackers = new Map<string, ByteTracker>();
   private readonly batcher: MicroBatcher<Ready, TrackerInput[]>;
+  private readonly detected: DetectedAhead<TrackerInput[]>;
   /** Frames per batch run so far. */
   readonly batchSizes: number[] = [];
-  /** Frames run so far. */
+  /** Frames run on the GPU so far (detected ahead included). */
   framesRun = 0;
+  /** Frames through `process` so far: detected and tracked for their round. */
+  framesTracked = 0;
   /** Timer overshoot not yet paid back, ms (bounded, so an idle spell earns no credit). */
   private overshootMs = 0;
 
-  constructor(options: Partial<SimulatedGpuOptions> = {}, clock?: StageClock) {
+  /** `detectAheadFrames`: the tunable of that name (0, the default here: `detectAhead` does nothing). */
+  constructor(options: Partial<SimulatedGpuOptions> = {}, clock?: StageClock, detectAheadFrames = 0) {
     this.options = { ...DEFAULT_SIMULATED_GPU, ...options };
     this.clock = clock;
     const o = this.options;
+    this.detected = new DetectedAhead(detectAheadFrames, 2 * o.batchSize);
     this.description = `simulated GPU (${o.batchFixedMs} ms + ${o.perFrameMs} ms/frame per batch, batch ${o.batchSize}, ~${simulatedGpuCapacityFps(o).toFixed(0)} frames/s; no decode, no model)`;
     this.batcher = new MicroBatcher<Ready, TrackerInput[]>({
       batchSize: o.batchSize,
@@ -132,8 +141,17 @@ export class SimulatedGpuProcessor implements FrameProcessor {
     this.trackers.set(videoId, snapshot ? ByteTracker.restore(snapshot) : new ByteTracker());
   }
 
+  /** Detections started ahead (decision 42), and of those, used by a frame's round. */
+  get detectedAhead(): { readonly started: number; readonly used: number } {
+    return { started: this.detected.started, used: this.detected.used };
+  }
+
+  detectAhead(f: FrameInput): void {
+    this.detected.offer(f.image, () => this.detect(f, 'background'));
+  }
+
   async process(frames: readonly FrameInput[]): Promise<FrameOutcome[]> {
-    const detected = await Promise.all(frames.map((f) => this.detect(f)));
+    const detected = await Promise.all(frames.map((f) => this.detected.take(f.image) ?? this.detect(f)));
     const t0 = performance.now();
     const out = frames.map((f, i): FrameOutcome => {
       const tracker = this.trackers.get(f.videoId);
@@ -142,6 +160,7 @@ export class SimulatedGpuProcessor implements FrameProcessor {
       return { status: 'ok', detections: tracked.map((t): Detection => ({ trackId: t.trackId, label: t.label, score: t.score, box: t.box })) };
     });
     this.clock?.add('track', performance.now() - t0, frames.length);
+    this.framesTracked += frames.length;
     return out;
   }
 
@@ -150,13 +169,13 @@ export class SimulatedGpuProcessor implements FrameProcessor {
     return frames.map((f, i): FrameOutcome => ({ status: 'ok', detections: associateLateFrame(f.frame, detected[i]!, f.before, f.after) }));
   }
 
-  /** "Decode" (the header's size), then the frame's turn on the GPU. */
-  private detect(f: FrameInput): Promise<TrackerInput[]> {
+  /** "Decode" (the header's size), then the frame's turn on the GPU (ahead of its round: in the batches' free places). */
+  private detect(f: FrameInput, priority: 'foreground' | 'background' = 'foreground'): Promise<TrackerInput[]> {
     const t0 = performance.now();
     const size = imageSize(f.image) ?? { width: 640, height: 480 };
     const t1 = performance.now();
     this.clock?.add('decode', t1 - t0);
-    return this.batcher.submit(f.videoId, Promise.resolve({ videoId: f.videoId, frame: f.frame, ...size, readyAtMs: t1 }));
+    return this.batcher.submit(priority === 'background' ? '#ahead' : f.videoId, Promise.resolve({ videoId: f.videoId, frame: f.frame, ...size, readyAtMs: t1 }), priority);
   }
 
   private async runBatch(inputs: Ready[]): Promise<TrackerInput[][]> {
@@ -184,5 +203,7 @@ export class SimulatedGpuProcessor implements FrameProcessor {
     this.trackers.delete(videoId);
   }
 
-  async stop(): Promise<void> {}
+  async stop(): Promise<void> {
+    this.detected.clear();
+  }
 }

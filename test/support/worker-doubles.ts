@@ -6,7 +6,7 @@
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
 import { FrameStore } from '../../core/aws/frame-store.ts';
-import type { FrameProcessor } from '../../core/ports.ts';
+import type { FrameInput, FrameProcessor } from '../../core/ports.ts';
 
 /** A FrameStore that counts every read of each key: GETs and reads ahead by predicted key (decision 39) alike. */
 export class CountingFrameStore extends FrameStore {
@@ -86,6 +86,7 @@ export function wrapProcessor(inner: FrameProcessor, overrides: Partial<Omit<Fra
     closeVideo: overrides.closeVideo ?? ((videoId) => inner.closeVideo(videoId)),
     stop: overrides.stop ?? (() => inner.stop()),
     ...(overrides.prepareAhead || inner.prepareAhead ? { prepareAhead: overrides.prepareAhead ?? ((image: Uint8Array) => inner.prepareAhead!(image)) } : {}),
+    ...(overrides.detectAhead || inner.detectAhead ? { detectAhead: overrides.detectAhead ?? ((frame: FrameInput) => inner.detectAhead!(frame)) } : {}),
   };
 }
 

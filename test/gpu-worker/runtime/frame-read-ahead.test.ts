@@ -154,4 +154,27 @@ describe('FramePrefetch.readAhead', () => {
     // Assess
     expect(calls).toEqual(['g:k1@e1', 'v:k2']);
   });
+
+  it('hands each object read ahead to onReadAhead as it arrives, the very array a confirmed take returns (decision 42)', async () => {
+    // Prepare: k2 has no object (past the uploads); k3 vouches for k1 and k2
+    const { frames } = store({ k1: { bytes: [1], eTag: 'e1' }, k3: { bytes: [3], eTag: 'e3' } });
+    const seen: [string, Uint8Array][] = [];
+    const prefetch = new FramePrefetch(frames, {
+      onReadAhead: (bytes, key) => {
+        seen.push([key, bytes]);
+        if (key === 'k3') throw new Error('a hint must not fail the prefetch');
+      },
+    });
+
+    // Act
+    prefetch.readAhead('b', ['k1', 'k2', 'k3'], 2);
+    await settle();
+    await settle();
+    prefetch.confirm([msg('k1', 'e1')]);
+    const taken = await prefetch.take('b', 'k1');
+
+    // Assess: absent keys are not hinted; the hinted array is the one the round gets
+    expect(seen.map(([k]) => k)).toEqual(['k3', 'k1']);
+    expect(taken).toBe(seen[1]![1]);
+  });
 });

@@ -81,6 +81,8 @@ describe('worker read ahead (SQS FIFO model)', () => {
     await send(0, 10);
     const original = await testJpeg();
     const seen = new Map<number, Uint8Array>();
+    // Frames read ahead are hinted to the processor for detection ahead (decision 42).
+    const hinted = new Map<number, Uint8Array>();
     const worker = h.createWorker(slot, {
       statsDelayMs: 50,
       processor: (inner) =>
@@ -89,6 +91,7 @@ describe('worker read ahead (SQS FIFO model)', () => {
             for (const f of batch) if (f.videoId === v) seen.set(f.frame, f.image);
             return inner.process(batch);
           },
+          detectAhead: (f) => void hinted.set(f.frame, f.image),
         }),
     });
 
@@ -113,5 +116,12 @@ describe('worker read ahead (SQS FIFO model)', () => {
     expect(Buffer.from(seen.get(15)!).equals(replacement)).toBe(true);
     expect(Buffer.from(seen.get(14)!).equals(original)).toBe(true);
     expect(worker.worker.prefetchedFrames.readAhead.missed).toBeGreaterThanOrEqual(1);
+    // Detect ahead keys by the byte array: frame 14's round got the very array hinted (its
+    // detection ahead is used); frame 15's got other bytes, so its stale hint is never used.
+    expect([...hinted.keys()].filter((f) => f >= 10 && f < 20).sort((a, b) => a - b)).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    expect(hinted.has(0)).toBe(false);
+    expect(seen.get(14)).toBe(hinted.get(14));
+    expect(seen.get(15)).not.toBe(hinted.get(15));
+    expect(Buffer.from(hinted.get(15)!).equals(original)).toBe(true);
   });
 });

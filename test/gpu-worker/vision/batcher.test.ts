@@ -130,4 +130,43 @@ describe('MicroBatcher', () => {
     await expect(batcher.submit('a', Promise.resolve('1'))).rejects.toThrow('boom');
     await expect(batcher.submit('a', Promise.resolve('2'))).resolves.toBe('2');
   });
+
+  describe('background streams (detect ahead, decision 42)', () => {
+    it('fill only the places the foreground leaves, whichever was submitted first', async () => {
+      // Prepare: batch 1 holds the GPU; meanwhile 3 background and 3 foreground items become ready
+      const gate = deferred<void>();
+      let calls = 0;
+      const { batcher, batches } = recordingBatcher(4, 30, () => (++calls === 1 ? gate.promise : Promise.resolve()));
+      const first = ['1', '2', '3', '4'].map((x) => batcher.submit('z', Promise.resolve(x)));
+      await new Promise((r) => setTimeout(r, 5));
+      const ahead = ['a1', 'a2', 'a3'].map((x) => batcher.submit('#ahead', Promise.resolve(x), 'background'));
+      const live = ['1', '2', '3'].map((x) => batcher.submit('v', Promise.resolve(x)));
+      await new Promise((r) => setTimeout(r, 5));
+      // Act
+      gate.resolve();
+      await Promise.all([...first, ...ahead, ...live]);
+      // Assess: the next batch takes every foreground item and fills with the oldest background one
+      expect(batches.slice(1)).toEqual([['v:1', 'v:2', 'v:3', '#ahead:a1'], ['#ahead:a2', '#ahead:a3']]);
+    });
+
+    it('run on their own when nothing else is ready (the model would idle otherwise)', async () => {
+      const { batcher, batches } = recordingBatcher(4, 0);
+      await expect(batcher.submit('#ahead', Promise.resolve('x'), 'background')).resolves.toBe('done-x');
+      expect(batches).toEqual([['#ahead:x']]);
+    });
+
+    it('never push a foreground item out of a full batch', async () => {
+      const gate = deferred<void>();
+      let calls = 0;
+      const { batcher, batches } = recordingBatcher(2, 30, () => (++calls === 1 ? gate.promise : Promise.resolve()));
+      const first = [batcher.submit('z', Promise.resolve('0')), batcher.submit('z', Promise.resolve('00'))];
+      await new Promise((r) => setTimeout(r, 5));
+      const ahead = ['a1', 'a2'].map((x) => batcher.submit('#ahead', Promise.resolve(x), 'background'));
+      const live = ['1', '2', '3'].map((x) => batcher.submit('v', Promise.resolve(x)));
+      await new Promise((r) => setTimeout(r, 5));
+      gate.resolve();
+      await Promise.all([...first, ...ahead, ...live]);
+      expect(batches.slice(1)).toEqual([['v:1', 'v:2'], ['v:3', '#ahead:a1'], ['#ahead:a2']]);
+    });
+  });
 });

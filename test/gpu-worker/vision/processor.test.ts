@@ -173,6 +173,43 @@ describe('vision processor with the demo model', () => {
     for (const v of ['decoded-here', 'decoded-ahead']) processor.closeVideo(v);
   });
 
+  it('uses frames detected ahead (hinted in any order), with the same tracks, and reports a corrupt one in its round (decision 42)', async () => {
+    // Prepare: a processor that detects ahead; the reference is the shared one's run
+    const ahead = createVisionProcessor({ ...opts, detectAheadFrames: 64 });
+    await ahead.start();
+    const frames = inputs('hinted', plainClip, 0, 20);
+    processor.openVideo('hinted', undefined);
+    const reference = await processor.process(frames);
+    processor.closeVideo('hinted');
+    const hinted = frames.map((f) => ({ ...f }));
+    hinted[7] = { ...hinted[7]!, image: plainClip.frames[7].image.slice(0, 100) };
+    ahead.openVideo('hinted', undefined);
+
+    // Act: hints arrive newest first (detection must not touch the tracker); frame 3's bytes are fetched afresh
+    for (const f of [...hinted].reverse()) ahead.detectAhead!(f);
+    // Every hint has started (at most two batches run at once; the rest wait their turn).
+    for (let i = 0; i < 600 && ahead.detectedAhead.started < 20; i++) await new Promise((r) => setTimeout(r, 50));
+    const fresh = hinted.map((f, i) => (i === 3 ? { ...f, image: f.image.slice() } : f));
+    const first = await ahead.process(fresh.slice(0, 10));
+    const rest = await ahead.process(fresh.slice(10));
+    await ahead.stop();
+
+    // Assess: 19 of 20 from ahead (not the re-fetched frame 3); frame 7 failed in its round; the others' tracks unchanged
+    expect(ahead.detectedAhead).toEqual({ started: 20, used: 19 });
+    const outcomes = [...first, ...rest];
+    expect(outcomes[7]).toMatchObject({ status: 'failed', reason: 'corrupt-image' });
+    expect(rounded(outcomes.slice(0, 7))).toEqual(rounded(reference.slice(0, 7)));
+    expect(outcomes.filter((o) => o.status === 'ok')).toHaveLength(19);
+  });
+
+  it('ignores a detect-ahead hint before the model is loaded, or with detectAheadFrames 0', async () => {
+    const unstarted = createVisionProcessor({ ...opts, detectAheadFrames: 64 });
+    unstarted.detectAhead!(inputs('x', plainClip, 0, 1)[0]!);
+    expect(unstarted.detectedAhead).toEqual({ started: 0, used: 0 });
+    processor.detectAhead!(inputs('x', plainClip, 0, 1)[0]!);
+    expect(processor.detectedAhead).toEqual({ started: 0, used: 0 });
+  });
+
   it('ignores a decode-ahead hint before the model is loaded', async () => {
     const unstarted = createVisionProcessor(opts);
     unstarted.prepareAhead!(plainClip.frames[0].image);

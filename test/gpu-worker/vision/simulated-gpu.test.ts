@@ -60,4 +60,23 @@ describe('simulated GPU', () => {
     expect(ids(next!)).toEqual(ids(again!));
     expect(ids(next!).length).toBeGreaterThan(0);
   });
+
+  it('detects hinted frames ahead in the batches rounds leave free, and a round uses them with the same tracks (decision 42)', async () => {
+    const jpeg = new Uint8Array(await sharp({ create: { width: 640, height: 480, channels: 3, background: { r: 1, g: 2, b: 3 } } }).jpeg().toBuffer());
+    // Each frame its own byte array, as each S3 GET is.
+    const frames = Array.from({ length: 12 }, (_, frame) => ({ videoId: 'v', frame, image: jpeg.slice() }));
+    const plain = new SimulatedGpuProcessor({ batchSize: 4, maxBatchWaitMs: 1 });
+    const ahead = new SimulatedGpuProcessor({ batchSize: 4, maxBatchWaitMs: 1 }, undefined, 32);
+    for (const p of [plain, ahead]) p.openVideo('v', undefined);
+    for (const f of [...frames].reverse()) ahead.detectAhead(f);
+    for (let i = 0; i < 100 && ahead.framesRun < 12; i++) await new Promise((r) => setTimeout(r, 10));
+    const [want, got] = await Promise.all([plain.process(frames), ahead.process(frames)]);
+    expect(got).toEqual(want);
+    expect(ahead.detectedAhead).toEqual({ started: 12, used: 12 });
+    // The round's frames ran nothing more on the GPU: all 12 were detected ahead.
+    expect(ahead.framesRun).toBe(12);
+    // Off by default: a hint does nothing.
+    plain.detectAhead(frames[0]!);
+    expect(plain.detectedAhead.started).toBe(0);
+  });
 });
