@@ -55,6 +55,7 @@ const FLAGS = {
   'fetch-hedge-ms': { num: [undefined, 0, 10_000], int: true },
   'receive-gather-ms': { num: [undefined, 0, 1_000], int: true },
   'read-ahead-frames': { num: [undefined, 0, 10], int: true },
+  'detect-ahead-frames': { num: [undefined, 0, 1_000], int: true },
 } as const;
 
 type Options = NonNullable<ReturnType<typeof parseFlags<typeof FLAGS>>>;
@@ -67,6 +68,7 @@ const tunablesOf = (o: Options) => ({
   ...(o.fetchHedgeMs !== undefined ? { fetchHedgeMs: o.fetchHedgeMs } : {}),
   ...(o.receiveGatherMs !== undefined ? { receiveGatherMs: o.receiveGatherMs } : {}),
   ...(o.readAheadFrames !== undefined ? { readAheadFrames: o.readAheadFrames } : {}),
+  ...(o.detectAheadFrames !== undefined ? { detectAheadFrames: o.detectAheadFrames } : {}),
 });
 
 /** The per-stage table as printed lines. */
@@ -149,7 +151,7 @@ async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Rec
     bench.say(`${bench.clock()} backlog batch ${batchSize}: ${fps.toFixed(0)} frames/s of ${capacity.toFixed(0)} (${(row.ratio * 100).toFixed(0)}%), mean batch ${meanBatch.toFixed(1)}, GPU idle ${(row.gpuIdleShare * 100).toFixed(0)}%, bound: ${row.bound.stage} (${row.bound.why})`);
     for (const l of stageLines(report)) bench.say(`      ${l}`);
     bench.say(`      read ahead: ${row.readAhead.started} GETs, ${row.readAhead.used} used, ${row.readAhead.missed} missed; GETs per frame ${(row.stages.fetch.ops / Math.max(1, row.stages.track.items)).toFixed(3)}`);
-    bench.say(`      detected ahead: ${row.detectedAhead.started} started, ${row.detectedAhead.used} used; GPU ran ${row.detectedAhead.gpuFramesRun} frames for ${row.detectedAhead.framesTracked} tracked`);
+    bench.say(`      detected ahead: ${row.detectedAhead.started} started, ${row.detectedAhead.used} used, ${row.detectedAhead.takenQueued} taken before their turn, ${row.detectedAhead.dropped} dropped, ${row.detectedAhead.held} held; GPU ran ${row.detectedAhead.gpuFramesRun} frames for ${row.detectedAhead.framesTracked} tracked`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
     await rig.worker.stop();
     return row;
@@ -239,7 +241,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
     );
     for (const l of stageLines(report)) bench.say(`      ${l}`);
     bench.say(`      read ahead: ${row.readAhead.started} GETs, ${row.readAhead.used} used, ${row.readAhead.missed} missed; GETs per frame ${(row.stages.fetch.ops / Math.max(1, row.stages.track.items)).toFixed(3)}`);
-    bench.say(`      detected ahead: ${row.detectedAhead.started} started, ${row.detectedAhead.used} used; GPU ran ${row.detectedAhead.gpuFramesRun} frames for ${row.detectedAhead.framesTracked} tracked`);
+    bench.say(`      detected ahead: ${row.detectedAhead.started} started, ${row.detectedAhead.used} used, ${row.detectedAhead.takenQueued} taken before their turn, ${row.detectedAhead.dropped} dropped, ${row.detectedAhead.held} held; GPU ran ${row.detectedAhead.gpuFramesRun} frames for ${row.detectedAhead.framesTracked} tracked`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
     return row;
   } finally {

@@ -14,7 +14,10 @@
  * (another version, an expired entry) finds nothing here and is detected in its round.
  *
  * A hint, bounded three ways:
- * - at most `maxFrames` entries are held, queued or running (oldest dropped first);
+ * - at most `maxFrames` entries are held, queued or running. When full, the oldest queued
+ *   entry goes first (it cost nothing yet, and its round is the nearest, so it was the
+ *   likeliest to be taken before its turn), then the oldest finished one; work that is
+ *   running is never thrown away, and a hint that finds every place running is ignored;
  * - at most `maxRunning` run at once (decoding or waiting for the model), so a burst of
  *   hints holds at most that many decoded frames; the rest wait as bytes, in order;
  * - a frame the round takes before its turn came is taken out of the queue and detected
@@ -24,6 +27,8 @@
 interface Entry<T> {
   /** Set once started; a queued entry has none. */
   result?: Promise<T>;
+  /** The detection has ended (results or failure). */
+  done?: boolean;
 }
 
 export class DetectedAhead<T> {
@@ -39,6 +44,8 @@ export class DetectedAhead<T> {
   used = 0;
   takenQueued = 0;
   dropped = 0;
+  /** Hints ignored because every place was running. */
+  refused = 0;
 
   constructor(maxFrames: number, maxRunning: number) {
     this.maxFrames = Math.max(0, Math.floor(maxFrames));
@@ -48,7 +55,7 @@ export class DetectedAhead<T> {
   /** Queues `run(image)` unless these bytes are already held; starts it when a place is free. */
   offer(image: Uint8Array, run: (image: Uint8Array) => Promise<T>): void {
     if (this.maxFrames === 0 || this.entries.has(image)) return;
-    while (this.entries.size >= this.maxFrames) this.dropOldest();
+    if (this.entries.size >= this.maxFrames && !this.makeRoom()) return;
     this.entries.set(image, {});
     this.queue.push({ image, run });
     this.pump();
@@ -89,12 +96,23 @@ export class DetectedAhead<T> {
     this.queue.length = 0;
   }
 
-  private dropOldest(): void {
-    const image = this.entries.keys().next().value!;
-    const entry = this.entries.get(image)!;
-    this.entries.delete(image);
-    if (!entry.result) this.unqueue(image);
-    this.dropped++;
+  /** Frees one place (see the module comment); false when every entry is running. */
+  private makeRoom(): boolean {
+    const queued = this.queue[0];
+    if (queued) {
+      this.queue.shift();
+      this.entries.delete(queued.image);
+      this.dropped++;
+      return true;
+    }
+    for (const [image, entry] of this.entries) {
+      if (!entry.done) continue;
+      this.entries.delete(image);
+      this.dropped++;
+      return true;
+    }
+    this.refused++;
+    return false;
   }
 
   private unqueue(image: Uint8Array): void {
@@ -117,6 +135,7 @@ export class DetectedAhead<T> {
       }
       // A failure is kept for the round that takes it to report or redo, never reported here.
       result.catch(() => undefined).finally(() => {
+        entry.done = true;
         this.running--;
         this.pump();
       });

@@ -142,8 +142,9 @@ export class SimulatedGpuProcessor implements FrameProcessor {
   }
 
   /** Detections started ahead (decision 42), and of those, used by a frame's round. */
-  get detectedAhead(): { readonly started: number; readonly used: number } {
-    return { started: this.detected.started, used: this.detected.used };
+  get detectedAhead(): { readonly started: number; readonly used: number; readonly takenQueued: number; readonly dropped: number; readonly held: number } {
+    const d = this.detected;
+    return { started: d.started, used: d.used, takenQueued: d.takenQueued, dropped: d.dropped, held: d.size };
   }
 
   detectAhead(f: FrameInput): void {

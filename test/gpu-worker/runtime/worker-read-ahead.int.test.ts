@@ -10,6 +10,8 @@ import type { FrameResultItem } from '../../../core/results.ts';
 import { WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
 import { CountingFrameStore, testJpeg } from '../../support/worker-doubles.ts';
 import { waitFor } from '../../support/wait.ts';
+import { SimulatedGpuProcessor } from '../../../gpu-worker/vision/simulated-gpu.ts';
+import type { FrameOutcome } from '../../../core/ports.ts';
 
 const FRAMES = 45;
 const frameNumbers = Array.from({ length: FRAMES }, (_, i) => i);
@@ -123,5 +125,40 @@ describe('worker read ahead (SQS FIFO model)', () => {
     expect(seen.get(14)).toBe(hinted.get(14));
     expect(seen.get(15)).not.toBe(hinted.get(15));
     expect(Buffer.from(hinted.get(15)!).equals(original)).toBe(true);
+  });
+
+  it('detects frames read ahead before their round (decision 42) and records the very tracks a plain run gives, every frame once, in order', async () => {
+    // Prepare: a simulated GPU with detect ahead (its detections are a function of video and
+    // frame, its track IDs the real ByteTrack's); the reference runs the frames in order, alone.
+    const slot = 0;
+    const videos = [h.videoId('da'), h.videoId('db')];
+    for (const v of videos) {
+      await h.pinVideo(v, slot);
+      await h.putFrames(v, frameNumbers);
+      await h.putEnd(v, FRAMES - 1);
+      await h.sendFrames(slot, v, frameNumbers);
+      await h.sendEnd(slot, v);
+    }
+    const gpu = new SimulatedGpuProcessor({ batchSize: 8, maxBatchWaitMs: 5, perFrameMs: 5 }, undefined, 160);
+    const worker = h.createWorker(slot, { processor: () => gpu });
+
+    // Act
+    worker.start();
+    await Promise.all(videos.map((v) => h.waitForSummary(v, (s) => s.status === 'complete', 120_000)));
+    await worker.stop();
+
+    // Assess
+    expect(gpu.detectedAhead.used).toBeGreaterThanOrEqual(10);
+    const reference = new SimulatedGpuProcessor({ batchSize: 8, maxBatchWaitMs: 1 });
+    const image = await testJpeg();
+    for (const v of videos) {
+      reference.openVideo(v, undefined);
+      const want = await reference.process(frameNumbers.map((frame) => ({ videoId: v, frame, image })));
+      const items = await h.frameResults(v);
+      expect(items.map((r) => r.frame)).toEqual(frameNumbers);
+      expect(items.map((r) => r.status)).toEqual(frameNumbers.map(() => 'ok'));
+      const ids = (d: readonly { trackId: number }[]) => d.map((x) => x.trackId);
+      expect(items.map((r) => ids(r.detections))).toEqual(want.map((o: FrameOutcome) => (o.status === 'ok' ? ids(o.detections) : [])));
+    }
   });
 });

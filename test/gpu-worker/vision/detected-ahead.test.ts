@@ -72,19 +72,32 @@ describe('frames detected ahead (decision 42)', () => {
     expect({ takenQueued: ahead.takenQueued, size: ahead.size }).toEqual({ takenQueued: 1, size: 1 });
   });
 
-  it('holds at most maxFrames, dropping the oldest first (queued ones never run)', async () => {
+  it('holds at most maxFrames: the oldest queued goes first, then the oldest finished; running work is never dropped', async () => {
     const ahead = new DetectedAhead<string>(3, 1);
     const { calls, run } = gatedRuns();
-    const images = [1, 2, 3, 4, 5].map(img);
-    for (const i of images) ahead.offer(i, run);
-    expect(ahead.size).toBe(3);
-    expect(ahead.has(images[0]!)).toBe(false);
-    expect(ahead.has(images[1]!)).toBe(false);
+    const images = [1, 2, 3, 4, 5, 6].map(img);
+    // 1 runs; 2 and 3 wait. 4 pushes out 2 (oldest queued), 5 pushes out 3.
+    for (const i of images.slice(0, 5)) ahead.offer(i, run);
+    expect([1, 2, 3, 4, 5].map((n) => ahead.has(images[n - 1]!))).toEqual([true, false, false, true, true]);
     calls[0]!.gate.resolve('1');
     await tick();
-    // 2 was dropped while queued: the next to run is 3.
-    expect(calls.map((c) => c.image[0])).toEqual([1, 3]);
-    expect(ahead.dropped).toBe(2);
+    // 4 runs now, 5 waits, 1 is finished: 6 pushes out 5 (queued) before 1 (finished).
+    ahead.offer(images[5]!, run);
+    expect([1, 4, 5, 6].map((n) => ahead.has(images[n - 1]!))).toEqual([true, true, false, true]);
+    ahead.offer(img(7), run);
+    // 7 pushes out 6, the only one queued; 1 (finished) stays and is still used.
+    expect(ahead.has(images[5]!)).toBe(false);
+    expect(calls.map((c) => c.image[0])).toEqual([1, 4]);
+    expect(ahead.dropped).toBe(4);
+    await expect(ahead.take(images[0]!)!).resolves.toBe('1');
+  });
+
+  it('ignores a hint when every place is running', () => {
+    const ahead = new DetectedAhead<string>(2, 2);
+    const { calls, run } = gatedRuns();
+    for (const n of [1, 2, 3]) ahead.offer(img(n), run);
+    expect(calls.map((c) => c.image[0])).toEqual([1, 2]);
+    expect({ size: ahead.size, refused: ahead.refused, dropped: ahead.dropped }).toEqual({ size: 2, refused: 1, dropped: 0 });
   });
 
   it('does nothing at maxFrames 0 (off), and clear() forgets everything held or queued', async () => {
