@@ -14,11 +14,18 @@
  * equals its frame number + 1: each frame went through the video's state once, in order,
  * across both handovers. The paused worker exits `lease-lost` and writes nothing after it
  * resumes.
+ *
+ * The same run again with the simulated GPU detecting frames read ahead (decision 42):
+ * every frame one `ok` record, with the very track IDs an in-order run of the real
+ * ByteTrack gives, across both handovers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkerHarness, type HarnessWorker } from '../../support/worker-harness.ts';
 import { ProcessGate } from '../../support/process-gate.ts';
 import { waitFor } from '../../support/wait.ts';
+import { testJpeg } from '../../support/worker-doubles.ts';
+import type { FrameProcessor } from '../../../core/ports.ts';
+import { SimulatedGpuProcessor } from '../../../gpu-worker/vision/simulated-gpu.ts';
 
 const SLOT = 0;
 const VIDEOS = 4;
@@ -38,9 +45,17 @@ describe('kill -9 and SIGSTOP past the lease on SQS FIFO semantics, with uploads
   const committedBy = async (videoIds: readonly string[], w: HarnessWorker) =>
     (await Promise.all(videoIds.map((v) => h.frameResults(v)))).flat().filter((r) => r.worker === w.workerId);
 
-  it('every frame one ok record, through each video state once and in order, across a kill and a pause', async () => {
+  /** Each worker's processor: the harness's stats processor, or a detect-ahead simulated GPU. */
+  type Kind = 'stats' | 'simgpu';
+  const gpus: SimulatedGpuProcessor[] = [];
+  const processorOf = (kind: Kind) => (kind === 'stats' ? {} : { processor: () => (gpus.push(new SimulatedGpuProcessor({ batchSize: 8, maxBatchWaitMs: 5 }, undefined, 160)), gpus.at(-1)!) as FrameProcessor });
+
+  it.each<[string, Kind]>([
+    ['every frame one ok record, through each video state once and in order, across a kill and a pause', 'stats'],
+    ['every frame one ok record with the track IDs of an in-order run, with detect ahead on, across a kill and a pause', 'simgpu'],
+  ])('%s', async (_name, kind) => {
     // Prepare: four videos with a backlog (so receives bring ten frames of a video and reads ahead start)
-    const videos = Array.from({ length: VIDEOS }, (_, i) => h.videoId(`kp${i}`));
+    const videos = Array.from({ length: VIDEOS }, (_, i) => h.videoId(`kp${kind}${i}`));
     const backlog = Array.from({ length: BACKLOG_FRAMES }, (_, f) => f);
     for (const v of videos) {
       await h.pinVideo(v, SLOT);
@@ -64,20 +79,20 @@ describe('kill -9 and SIGSTOP past the lease on SQS FIFO semantics, with uploads
       }
     })();
     const gateA = new ProcessGate();
-    const a = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 }, gate: gateA }).start();
+    const a = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 }, gate: gateA, ...processorOf(kind) }).start();
 
     // Act 1: kill -9 the owner once it has committed frames and read some ahead
     await waitFor('A commits and reads ahead', async () => (await committedBy(videos, a)).length >= 40 && a.worker.prefetchedFrames.readAhead.used > 0, 60_000);
     gateA.kill();
     const uploadedAtKill = next;
-    const b = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 }, gate: new ProcessGate() }).start();
+    const b = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 }, gate: new ProcessGate(), ...processorOf(kind) }).start();
     await waitFor('B commits after the takeover', async () => (await committedBy(videos, b)).length >= 20, 90_000);
 
     // Act 2: pause B past its lease; C takes over; B resumes
     b.gate!.pause();
     const pausedAtMs = Date.now();
     const uploadedAtPause = next;
-    const c = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 } }).start();
+    const c = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 }, ...processorOf(kind) }).start();
     await waitFor('C commits after the takeover', async () => (await committedBy(videos, c)).length >= 20, 90_000);
     const resumedAtMs = Date.now();
     const uploadedAtResume = next;
@@ -104,7 +119,15 @@ describe('kill -9 and SIGSTOP past the lease on SQS FIFO semantics, with uploads
       const records = (await h.frameResults(v)).sort((x, y) => x.frame - y.frame);
       expect(records.map((r) => r.frame)).toEqual(Array.from({ length: FRAMES }, (_, f) => f));
       expect(records.filter((r) => r.status !== 'ok').map((r) => [r.frame, r.status, r.reason])).toEqual([]);
-      expect(records.filter((r) => r.detections[0]?.trackId !== r.frame + 1).map((r) => [r.frame, r.detections[0]?.trackId])).toEqual([]);
+      if (kind === 'stats') expect(records.filter((r) => r.detections[0]?.trackId !== r.frame + 1).map((r) => [r.frame, r.detections[0]?.trackId])).toEqual([]);
+      else {
+        const reference = new SimulatedGpuProcessor({ batchSize: 8, maxBatchWaitMs: 1 });
+        reference.openVideo(v, undefined);
+        const image = await testJpeg();
+        const want = await reference.process(records.map((r) => ({ videoId: v, frame: r.frame, image })));
+        const ids = (d: readonly { trackId: number }[]) => d.map((x) => x.trackId).join(',');
+        expect(records.map((r) => ids(r.detections))).toEqual(want.map((o) => (o.status === 'ok' ? ids(o.detections) : '')));
+      }
       const summary = await h.summary(v);
       expect(summary?.framesOk).toBe(FRAMES);
     }
@@ -113,8 +136,9 @@ describe('kill -9 and SIGSTOP past the lease on SQS FIFO semantics, with uploads
     expect((await committedBy(videos, b)).filter((r) => r.committedAtMs >= pausedAtMs)).toEqual([]);
     expect(b.gate!.held).toBeGreaterThan(0);
     expect(resumedAtMs - pausedAtMs).toBeGreaterThan(15_000);
-    // Reads ahead were in play on both sides of the kill
+    // Reads ahead were in play on both sides of the kill (and, with the simulated GPU, detections ahead)
     expect(a.worker.prefetchedFrames.readAhead.used).toBeGreaterThan(0);
+    if (kind === 'simgpu') expect(gpus.reduce((n, g) => n + g.detectedAhead.used, 0)).toBeGreaterThan(0);
     // Nothing in the slot's DLQ
     expect(h.model!.messages(h.dlqUrl(SLOT))).toEqual([]);
     expect(h.model!.pending(h.slotUrl(SLOT))).toEqual([]);
