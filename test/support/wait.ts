@@ -17,3 +17,14 @@ export async function waitFor<T>(what: string, check: () => T | Promise<T>, time
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** A promise with its resolve and reject in hand, for tests that release work step by step. */
+export function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}

@@ -35,10 +35,8 @@ describe('worker read ahead (SQS FIFO model)', () => {
     await h?.stop();
   });
 
-  it("fetches a backlogged video's next frames before their messages come, uses them under the message's ETag, and reads each frame once", async () => {
-    // Prepare: two videos' frames in S3, every message queued with the object's ETag, the worker last.
-    const slot = 0;
-    const videos = [h.videoId('ra'), h.videoId('rb')];
+  /** Every frame of each video in S3 and queued, then its end marker: a backlog. */
+  async function queueWholeVideos(slot: number, videos: readonly string[]): Promise<void> {
     for (const v of videos) {
       await h.pinVideo(v, slot);
       await h.putFrames(v, frameNumbers);
@@ -47,6 +45,13 @@ describe('worker read ahead (SQS FIFO model)', () => {
       await h.sendFrames(slot, v, frameNumbers);
       await h.sendEnd(slot, v);
     }
+  }
+
+  it("fetches a backlogged video's next frames before their messages come, uses them under the message's ETag, and reads each frame once", async () => {
+    // Prepare: two videos' frames in S3, every message queued with the object's ETag, the worker last.
+    const slot = 0;
+    const videos = [h.videoId('ra'), h.videoId('rb')];
+    await queueWholeVideos(slot, videos);
     let counting: CountingFrameStore | undefined;
     const worker = h.createWorker(slot, { statsDelayMs: 50, frames: (inner) => (counting = new CountingFrameStore(inner)) });
 
@@ -132,13 +137,7 @@ describe('worker read ahead (SQS FIFO model)', () => {
     // frame, its track IDs the real ByteTrack's); the reference runs the frames in order, alone.
     const slot = 0;
     const videos = [h.videoId('da'), h.videoId('db')];
-    for (const v of videos) {
-      await h.pinVideo(v, slot);
-      await h.putFrames(v, frameNumbers);
-      await h.putEnd(v, FRAMES - 1);
-      await h.sendFrames(slot, v, frameNumbers);
-      await h.sendEnd(slot, v);
-    }
+    await queueWholeVideos(slot, videos);
     const gpu = new SimulatedGpuProcessor({ batchSize: 8, maxBatchWaitMs: 5, perFrameMs: 5 }, undefined, 160);
     const worker = h.createWorker(slot, { processor: () => gpu });
 

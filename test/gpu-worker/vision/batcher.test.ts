@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MicroBatcher } from '../../../gpu-worker/vision/batcher.ts';
-
-function deferred<T>() {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+import { deferred } from '../../support/wait.ts';
 
 /** A batcher whose run records each batch as "stream:item" strings and echoes the inputs. */
 function recordingBatcher(batchSize: number, maxBatchWaitMs: number, gate?: () => Promise<void>) {

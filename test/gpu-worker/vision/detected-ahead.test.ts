@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DetectedAhead } from '../../../gpu-worker/vision/detected-ahead.ts';
-
-function deferred<T>() {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+import { deferred } from '../../support/wait.ts';
 
 /** A run function whose calls wait until released, recorded by image. */
 function gatedRuns() {
