@@ -24,6 +24,9 @@
  *   in the round at the round's priority.
  */
 
+/** The batcher stream both processors detect ahead on (a background stream): `#` cannot name a video, so no video's stream. */
+export const DETECT_AHEAD_STREAM = '#ahead';
+
 interface Entry<T> {
   /** Set once started; a queued entry has none. */
   result?: Promise<T>;

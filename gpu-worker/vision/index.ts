@@ -14,7 +14,7 @@ import { InferenceThreadDiedError, type InferenceThreadDeath } from './inference
 import type { VisionProcessorOptions } from './options.ts';
 import { loadModel, type ExecutionProvider, type LoadedModel, type ModelLayout } from './model.ts';
 import { PREPARED_AHEAD_MAX_FRAMES, PreparedAhead } from './prepared-ahead.ts';
-import { DetectedAhead } from './detected-ahead.ts';
+import { DETECT_AHEAD_STREAM, DetectedAhead } from './detected-ahead.ts';
 import { ImageDecodeError, sourcePixelLimit } from './preprocess.ts';
 import { detectBatch, prepareForModel, type Prepared } from './batch-input.ts';
 import { ByteTracker, DEFAULT_TRACKER_OPTIONS, type TrackerInput, type TrackerOptions } from './tracker.ts';
@@ -56,9 +56,6 @@ interface BatchItem {
 
 /** A live frame's raw detections (the tracker's input), or its outcome when it never got that far. */
 type Detected = TrackerInput[] | FrameOutcome;
-
-/** Batcher stream of frames detected ahead (decision 42): `#` cannot name a video, so no video's stream. */
-const AHEAD_STREAM = '#ahead';
 
 /**
  * Batcher stream of a video's late frames. Separate from the video's own stream
@@ -231,7 +228,7 @@ class OnnxVisionProcessor implements VisionProcessor {
     const { model, batcher } = this;
     if (!model || !batcher || this.death) return;
     this.detected.offer(frame.image, (image) =>
-      batcher.submit(AHEAD_STREAM, (this.ahead.take(image) ?? this.prepare(model, image)).then((prepared) => ({ frame, prepared, late: false })), 'background') as Promise<TrackerInput[]>,
+      batcher.submit(DETECT_AHEAD_STREAM, (this.ahead.take(image) ?? this.prepare(model, image)).then((prepared) => ({ frame, prepared, late: false })), 'background') as Promise<TrackerInput[]>,
     );
   }
 

@@ -22,7 +22,7 @@
 import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
 import type { StageClock } from '../runtime/stage-clock.ts';
 import { MicroBatcher } from './batcher.ts';
-import { DetectedAhead } from './detected-ahead.ts';
+import { DETECT_AHEAD_STREAM, DetectedAhead } from './detected-ahead.ts';
 import { ByteTracker, type TrackerInput } from './tracker.ts';
 import { associateLateFrame } from './late-association.ts';
 
@@ -176,7 +176,7 @@ export class SimulatedGpuProcessor implements FrameProcessor {
     const size = imageSize(f.image) ?? { width: 640, height: 480 };
     const t1 = performance.now();
     this.clock?.add('decode', t1 - t0);
-    return this.batcher.submit(priority === 'background' ? '#ahead' : f.videoId, Promise.resolve({ videoId: f.videoId, frame: f.frame, ...size, readyAtMs: t1 }), priority);
+    return this.batcher.submit(priority === 'background' ? DETECT_AHEAD_STREAM : f.videoId, Promise.resolve({ videoId: f.videoId, frame: f.frame, ...size, readyAtMs: t1 }), priority);
   }
 
   private async runBatch(inputs: Ready[]): Promise<TrackerInput[][]> {
