@@ -9,7 +9,7 @@ import type { BufferPool } from './buffer-pool.ts';
 import type { InferenceSessionLike } from './inference-thread.ts';
 import type { LoadedModel, ModelInfo } from './model.ts';
 import { postprocess, postprocessBestClass, type DecodeOptions, type RawDetection } from './postprocess.ts';
-import { prepareFrame, prepareFrameUint8, type LetterboxGeometry, type PreparedFrame, type PreparedFrameUint8 } from './preprocess.ts';
+import { prepareFrame, prepareFrameUint8, releaseDecoded, type LetterboxGeometry, type PreparedFrame, type PreparedFrameUint8 } from './preprocess.ts';
 
 /** A decoded, letterboxed frame in either layout. */
 export type Prepared = PreparedFrame | PreparedFrameUint8;
@@ -96,6 +96,10 @@ export async function detectBatch(model: LoadedModel, frames: readonly Prepared[
     const data = tensor.data as Float32Array;
     const anchors = tensor.dims[2]!;
     group.forEach((f, i) => raw.push(decodeOutput(info, data, i, anchors, f.geometry, options)));
+    // An output that crossed from the inference thread is this call's alone: freed now, it
+    // never counts against the main heap's external memory (decision 43), as sharp's
+    // frames no longer do (decision 40). A session on this thread keeps its outputs.
+    if (session.runReturningInputs) for (const tensor of Object.values(out)) releaseDecoded(tensor.data as ArrayBufferView);
   }
   return raw;
 }

@@ -146,9 +146,96 @@ export function postprocess(
   return finishDetections(decodeYolo(data, image, classCount, anchorCount, options.scoreThreshold), geometry, options);
 }
 
-/** {@link postprocess} for a rewritten graph's `[B, 6, N]` best-class output (decision 32). */
+/**
+ * {@link postprocess} for a rewritten graph's `[B, 6, N]` best-class output (decision 32),
+ * with the same result as `finishDetections(decodeBestClass(...))` but without an object
+ * per candidate: candidates live in reused typed arrays, and only the kept ones become
+ * detections (decision 43). A busy frame has hundreds of candidates above a low score
+ * threshold and keeps tens; their boxes were most of the main thread's garbage per frame.
+ */
 export function postprocessBestClass(data: Float32Array, image: number, anchorCount: number, geometry: LetterboxGeometry, options: DecodeOptions = DEFAULT_DECODE): RawDetection[] {
-  return finishDetections(decodeBestClass(data, image, anchorCount, options.scoreThreshold), geometry, options);
+  const base = image * BEST_CLASS_ROWS * anchorCount;
+  const s = candidateScratch(anchorCount);
+  let count = 0;
+  for (let n = 0; n < anchorCount; n++) {
+    const score = data[base + 4 * anchorCount + n]!;
+    // As decodeBestClass: strictly above the threshold (never a NaN), and a box with area.
+    if (!(score > options.scoreThreshold)) continue;
+    const w = data[base + 2 * anchorCount + n]!;
+    const h = data[base + 3 * anchorCount + n]!;
+    if (!(w > 0 && h > 0)) continue;
+    const cx = data[base + n]!;
+    const cy = data[base + anchorCount + n]!;
+    s.x1[count] = cx - w / 2;
+    s.y1[count] = cy - h / 2;
+    s.x2[count] = cx + w / 2;
+    s.y2[count] = cy + h / 2;
+    s.score[count] = score;
+    s.classIndex[count] = data[base + 5 * anchorCount + n]!;
+    s.order[count] = count;
+    count++;
+  }
+  // Best score first, ties in anchor order: the order nms() sorts candidates into.
+  const order = s.order.subarray(0, count).sort((a, b) => s.score[b]! - s.score[a]! || a - b);
+  const kept = s.kept;
+  let keptCount = 0;
+  for (let oi = 0; oi < count && keptCount < options.maxDetections; oi++) {
+    const i = order[oi]!;
+    // Greedy NMS keeps a candidate exactly when no kept candidate of its class, all of
+    // them earlier in the order, overlaps it by more than the threshold.
+    let suppressed = false;
+    for (let k = 0; k < keptCount && !suppressed; k++) {
+      const j = kept[k]!;
+      suppressed = s.classIndex[j] === s.classIndex[i] && overlap(s, j, i) > options.iouThreshold;
+    }
+    if (!suppressed) kept[keptCount++] = i;
+  }
+  const out: RawDetection[] = [];
+  for (let k = 0; k < keptCount; k++) {
+    const i = kept[k]!;
+    const box = unletterboxBox([s.x1[i]!, s.y1[i]!, s.x2[i]!, s.y2[i]!], geometry);
+    if (box[2] - box[0] > 0 && box[3] - box[1] > 0) out.push({ box, score: s.score[i]!, classIndex: s.classIndex[i]! });
+  }
+  return out;
+}
+
+/** Candidate columns for {@link postprocessBestClass}, reused across calls (one thread runs them). */
+interface CandidateScratch {
+  readonly x1: Float64Array;
+  readonly y1: Float64Array;
+  readonly x2: Float64Array;
+  readonly y2: Float64Array;
+  readonly score: Float32Array;
+  readonly classIndex: Float32Array;
+  readonly order: Int32Array;
+  readonly kept: Int32Array;
+}
+let scratch: CandidateScratch | undefined;
+
+function candidateScratch(anchorCount: number): CandidateScratch {
+  if (!scratch || scratch.order.length < anchorCount) {
+    scratch = {
+      x1: new Float64Array(anchorCount),
+      y1: new Float64Array(anchorCount),
+      x2: new Float64Array(anchorCount),
+      y2: new Float64Array(anchorCount),
+      score: new Float32Array(anchorCount),
+      classIndex: new Float32Array(anchorCount),
+      order: new Int32Array(anchorCount),
+      kept: new Int32Array(anchorCount),
+    };
+  }
+  return scratch;
+}
+
+/** {@link iou} of scratch candidates a and b, with the same arithmetic in the same order. */
+function overlap(s: CandidateScratch, a: number, b: number): number {
+  const iw = Math.min(s.x2[a]!, s.x2[b]!) - Math.max(s.x1[a]!, s.x1[b]!);
+  const ih = Math.min(s.y2[a]!, s.y2[b]!) - Math.max(s.y1[a]!, s.y1[b]!);
+  if (iw <= 0 || ih <= 0) return 0;
+  const inter = iw * ih;
+  const union = (s.x2[a]! - s.x1[a]!) * (s.y2[a]! - s.y1[a]!) + (s.x2[b]! - s.x1[b]!) * (s.y2[b]! - s.y1[b]!) - inter;
+  return union > 0 ? inter / union : 0;
 }
 
 /** NMS, mapping back to the source, and dropping boxes that clipping left empty. */

@@ -247,7 +247,7 @@ export async function decodeForLetterbox(
  * one (Node's pool for small Buffers) shares it with others. Anything that cannot be
  * detached is left to the collector as before, so this never fails a frame.
  */
-export function releaseDecoded(rgb: Uint8Array): void {
+export function releaseDecoded(rgb: ArrayBufferView): void {
   // ES2024's ArrayBuffer.prototype.transfer and .detached (Node 22+), beyond the project's TS lib.
   const buffer = rgb.buffer as ArrayBuffer & { readonly detached?: boolean; transfer?: (length: number) => ArrayBuffer };
   if (!(buffer instanceof ArrayBuffer) || typeof buffer.transfer !== 'function') return;
