@@ -40,7 +40,10 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { createVisionProcessor } from '../gpu-worker/vision/index.ts';
+import { createVisionProcessor, type VisionProcessorOptions } from '../gpu-worker/vision/index.ts';
+import { createThreadedSession } from '../gpu-worker/vision/inference-thread.ts';
+import { WORKER_SESSION_OPTIONS, withInferenceThreads } from '../gpu-worker/vision/model.ts';
+import { ModelRecording } from './harness/replay-session.ts';
 import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { parseProcStat, TICKS_PER_SECOND } from './cpu-accounting.ts';
 import { numberOption } from './support.ts';
@@ -64,6 +67,8 @@ const { values } = parseArgs({
     batches: { type: 'string', default: '1,8' },
     sizes: { type: 'string', default: '640x480,1920x1080' },
     paths: { type: 'string', default: 'graph,cpu' },
+    model: { type: 'string', default: 'cpu,replay' },
+    'replay-rounds': { type: 'string', default: '10' },
     out: { type: 'string' },
   },
 });
@@ -77,6 +82,13 @@ const sizes = values.sizes.split(',').map((s) => {
   if (!w || !h) throw new Error(`--sizes: ${s} is not WIDTHxHEIGHT`);
   return { width: w, height: h };
 });
+const MODELS = ['cpu', 'replay'] as const;
+type ModelKind = (typeof MODELS)[number];
+const models = values.model.split(',').map((m) => {
+  if (!(MODELS as readonly string[]).includes(m)) throw new Error(`--model: ${m} is not one of ${MODELS.join(', ')}`);
+  return m as ModelKind;
+});
+const replayRounds = numberOption(values, 'replay-rounds', 1, 1000);
 const paths = values.paths.split(',').map((p) => {
   if (!(PATHS as readonly string[]).includes(p)) throw new Error(`--paths: ${p} is not one of ${PATHS.join(', ')}`);
   return p as PreprocessPath;
@@ -110,6 +122,8 @@ function cpuMsByThread(): Map<string, number> {
 interface Row {
   readonly size: string;
   readonly path: PreprocessPath;
+  /** `cpu`: the model on the inference thread; `replay`: its recorded outputs on a simulated GPU (bench/harness/replay-session.ts). */
+  readonly model: ModelKind;
   readonly layout: string;
   readonly batchSize: number;
   readonly frames: number;
@@ -131,8 +145,24 @@ interface Row {
   readonly inputBuffers?: { readonly allocated: number; readonly reused: number };
 }
 
-async function measure(width: number, height: number, path: PreprocessPath, batchSize: number, clips: Awaited<ReturnType<typeof generateClip>>[]): Promise<Row> {
+/**
+ * How the model runs: on the inference thread (`cpu`), on it while recording every
+ * frame's outputs (`record`, untimed), or replayed from that recording on a simulated GPU
+ * (`replay`), the timed frames fed `rounds` times over.
+ */
+type ModelMode = { readonly kind: 'cpu' } | { readonly kind: 'record'; readonly recording: ModelRecording } | { readonly kind: 'replay'; readonly recording: ModelRecording; readonly rounds: number };
+
+function sessionFactory(mode: ModelMode): VisionProcessorOptions['createSession'] {
+  if (mode.kind === 'cpu') return undefined;
+  return async (bytes, providers) => {
+    const session = await createThreadedSession(bytes, providers, withInferenceThreads(WORKER_SESSION_OPTIONS, 1));
+    return mode.kind === 'record' ? mode.recording.record(session) : mode.recording.replay(session);
+  };
+}
+
+async function measure(width: number, height: number, path: PreprocessPath, batchSize: number, clips: Awaited<ReturnType<typeof generateClip>>[], mode: ModelMode): Promise<Row> {
   const processor = createVisionProcessor({
+    createSession: sessionFactory(mode),
     modelUri: YOLOV8N_PATH,
     batchSize,
     maxBatchWaitMs: 10,
@@ -144,11 +174,12 @@ async function measure(width: number, height: number, path: PreprocessPath, batc
   });
   await processor.start();
   clips.forEach((_, v) => processor.openVideo(`v${v}`, undefined));
-  const feed = (from: number, to: number, onDone: (n: number) => void) =>
+  const feed = (from: number, to: number, onDone: (n: number) => void, rounds = 1) =>
     Promise.all(
       clips.map(async (clip, v) => {
-        for (let i = from; i < to; i += CHUNK_FRAMES) {
-          const chunk = clip.frames.slice(i, Math.min(i + CHUNK_FRAMES, to)).map((f) => ({ videoId: `v${v}`, frame: f.frame, image: f.image }));
+        // A replayed round feeds the same images again as later frames: the recording knows them.
+        for (let round = 0; round < rounds; round++) for (let i = from; i < to; i += CHUNK_FRAMES) {
+          const chunk = clip.frames.slice(i, Math.min(i + CHUNK_FRAMES, to)).map((f) => ({ videoId: `v${v}`, frame: f.frame + round * clip.frames.length, image: f.image }));
           const outcomes = await processor.process(chunk);
           if (outcomes.some((o) => o.status !== 'ok')) throw new Error(`a frame failed: ${JSON.stringify(outcomes)}`);
           onDone(chunk.length);
@@ -171,7 +202,7 @@ async function measure(width: number, height: number, path: PreprocessPath, batc
   const faultsBefore = process.resourceUsage().minorPageFault;
   const startedMs = performance.now();
   let frames = 0;
-  await feed(warmupFrames, warmupFrames + framesPerVideo, (n) => (frames += n));
+  await feed(warmupFrames, warmupFrames + framesPerVideo, (n) => (frames += n), mode.kind === 'replay' ? mode.rounds : 1);
   const wallMs = performance.now() - startedMs;
   const after = cpuMsByThread();
   const processUsage = process.cpuUsage(processBefore);
@@ -185,7 +216,8 @@ async function measure(width: number, height: number, path: PreprocessPath, batc
     .map(([name, ms]) => [name, (ms - (before.get(name) ?? 0)) / frames] as const)
     .filter(([, ms]) => ms > 0)
     .sort((a, b) => b[1] - a[1]);
-  const model = perFrame.find(([name]) => name === INFERENCE_THREAD)?.[1] ?? NaN;
+  // A replayed model has no thread: its time is the simulated GPU's, not this CPU's.
+  const model = perFrame.find(([name]) => name === INFERENCE_THREAD)?.[1] ?? (mode.kind === 'replay' ? 0 : NaN);
   const listed = perFrame.reduce((sum, [, ms]) => sum + ms, 0);
   const processMs = (processUsage.user + processUsage.system) / 1000 / frames;
   // Threads that ended between the two listings are missing from them, not from getrusage.
@@ -193,6 +225,7 @@ async function measure(width: number, height: number, path: PreprocessPath, batc
   return {
     size: `${width}x${height}`,
     path,
+    model: mode.kind === 'replay' ? 'replay' : 'cpu',
     layout,
     batchSize,
     frames,
@@ -217,10 +250,19 @@ for (const { width, height } of sizes) {
   );
   const jpegKiB = clips.flatMap((c) => c.frames).reduce((s, f) => s + f.image.length, 0) / clips.length / clips[0]!.frames.length / 1024;
   for (const batchSize of batches) {
-    for (const path of paths) {
-      const row = await measure(width, height, path, batchSize, clips);
+    for (const path of paths) for (const model of models) {
+      // Replayed on the uint8 path only: the float path's raw output (2.8 MB a frame) is not worth recording.
+      if (model === 'replay' && path !== 'graph') continue;
+      let mode: ModelMode = { kind: 'cpu' };
+      if (model === 'replay') {
+        const recording = new ModelRecording();
+        await measure(width, height, path, batchSize, clips, { kind: 'record', recording });
+        mode = { kind: 'replay', recording, rounds: replayRounds };
+      }
+      const row = await measure(width, height, path, batchSize, clips, mode);
       rows.push(row);
-      console.log(`${row.size} (JPEG ${jpegKiB.toFixed(0)} KiB) ${path} (${row.layout}) batch ${batchSize}${decodeInThread && path === 'graph' ? ', decode thread' : ''}: ${row.frames} frames, ${row.framesPerSecond.toFixed(1)} frames/s, load ${row.loadAverage1m.toFixed(2)}`);
+      const modelLine = model === 'replay' ? `model replayed on a simulated GPU, timed frames x ${replayRounds}` : 'model on the CPU';
+      console.log(`${row.size} (JPEG ${jpegKiB.toFixed(0)} KiB) ${path} (${row.layout}) batch ${batchSize}, ${modelLine}${decodeInThread && path === 'graph' ? ', decode thread' : ''}: ${row.frames} frames, ${row.framesPerSecond.toFixed(1)} frames/s, load ${row.loadAverage1m.toFixed(2)}`);
       for (const [name, ms] of Object.entries(row.coreMsPerFrameByThread)) {
         console.log(`  ${name.padEnd(16)} ${ms.toFixed(2).padStart(7)} core-ms per frame${name === INFERENCE_THREAD ? ' (the model)' : ''}`);
       }

@@ -145,6 +145,7 @@ class OnnxVisionProcessor implements VisionProcessor {
       inferenceThreads: this.options.inferenceThreads,
       thread: this.options.inferenceThread,
       preprocessInGraph: this.options.preprocessInGraph,
+      createSession: this.options.createSession,
     });
     void this.model.session.died?.then((death) => this.onThreadDeath(death));
     this.maxSourcePixels = sourcePixelLimit(this.model.info.inputWidth, this.model.info.inputHeight);

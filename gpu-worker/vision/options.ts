@@ -6,6 +6,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { Tunables } from '../../core/config.ts';
 import type { MetricSink } from '../../core/ports.ts';
 import type { ThreadOptions } from './inference-thread.ts';
+import type { LoadModelOptions } from './model.ts';
 import type { TrackerOptions } from './tracker.ts';
 
 export interface VisionProcessorOptions {
@@ -44,6 +45,11 @@ export interface VisionProcessorOptions {
   readonly onFatal?: (reason: string) => void;
   /** How the inference thread is created: heap limits, and a fault for tests. */
   readonly inferenceThread?: ThreadOptions;
+  /**
+   * Bench and test seam: creates the inference session for a provider list instead of
+   * the inference thread (bench/pipeline-cpu.ts replays a recorded model with it).
+   */
+  readonly createSession?: LoadModelOptions['createSession'];
   /**
    * Letterbox in uint8 and let the graph, rewritten at load, convert to float and pick
    * the best class (default true; decision 32). False keeps the CPU float path, which is
