@@ -33,13 +33,22 @@
  * thread's libuv pool (`decodeInThread: false`); `--decode thread` in the decode thread
  * (decode-thread.ts; the uint8 path only).
  *
- * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--warmup 6] [--decode main|thread] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--out bench/results/pipeline-cpu.json]
+ * `--model` (decision 43): `cpu` runs YOLOv8n on the inference thread, as before; `replay`
+ * (the uint8 path only) records its outputs for every frame in an untimed pass, then
+ * answers from them after a simulated GPU's batch time (bench/harness/replay-session.ts):
+ * the CPU around the model as it is beside a GPU, where the model's work is off the cores
+ * and frames come tens of times faster, with the timed frames fed `--replay-rounds` times.
+ * `--jpeg-quality` / `--chroma` re-encode the clips (default 95 / 4:4:4, as generated;
+ * most cameras' frames are 4:2:0 at quality 75-90, cheaper to decode).
+ *
+ * Run: npx node bench/pipeline-cpu.ts [--frames 12] [--warmup 6] [--decode main|thread] [--batches 1,8] [--sizes 640x480,1920x1080] [--paths graph,cpu] [--model cpu,replay] [--replay-rounds 10] [--jpeg-quality 95] [--chroma 4:4:4|4:2:0] [--out bench/results/pipeline-cpu.json]
  * Skipped with a message without the YOLOv8n graph.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import sharp from 'sharp';
 import { createVisionProcessor, type VisionProcessorOptions } from '../gpu-worker/vision/index.ts';
 import { createThreadedSession } from '../gpu-worker/vision/inference-thread.ts';
 import { WORKER_SESSION_OPTIONS, withInferenceThreads } from '../gpu-worker/vision/model.ts';
@@ -68,6 +77,8 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '640x480,1920x1080' },
     paths: { type: 'string', default: 'graph,cpu' },
     model: { type: 'string', default: 'cpu,replay' },
+    'jpeg-quality': { type: 'string', default: '95' },
+    chroma: { type: 'string', default: '4:4:4' },
     'replay-rounds': { type: 'string', default: '10' },
     out: { type: 'string' },
   },
@@ -89,6 +100,9 @@ const models = values.model.split(',').map((m) => {
   return m as ModelKind;
 });
 const replayRounds = numberOption(values, 'replay-rounds', 1, 1000);
+const jpegQuality = numberOption(values, 'jpeg-quality', 1, 100);
+if (values.chroma !== '4:4:4' && values.chroma !== '4:2:0') throw new Error(`--chroma: ${values.chroma} is not 4:4:4 or 4:2:0`);
+const chroma = values.chroma;
 const paths = values.paths.split(',').map((p) => {
   if (!(PATHS as readonly string[]).includes(p)) throw new Error(`--paths: ${p} is not one of ${PATHS.join(', ')}`);
   return p as PreprocessPath;
@@ -246,7 +260,13 @@ const rows: Row[] = [];
 console.log(`pipeline CPU per frame: YOLOv8n (640), one inference thread, ${VIDEOS} videos x ${framesPerVideo} JPEG frames timed after ${warmupFrames} untimed, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`);
 for (const { width, height } of sizes) {
   const clips = await Promise.all(
-    Array.from({ length: VIDEOS }, (_, v) => generateClip({ seed: 500 + v, frames: warmupFrames + framesPerVideo, width, height, format: 'jpeg', objects: 6 })),
+    Array.from({ length: VIDEOS }, (_, v) => generateClip({ seed: 500 + v, frames: warmupFrames + framesPerVideo, width, height, format: 'jpeg', objects: 6 })).map(async (made) => {
+      // The clip is quality 95, 4:4:4: heavier to decode than most cameras' frames (4:2:0, quality 75-90), so other encodings are re-encoded from it.
+      const clip = await made;
+      if (jpegQuality === 95 && chroma === '4:4:4') return clip;
+      const frames = await Promise.all(clip.frames.map(async (f) => ({ ...f, image: new Uint8Array(await sharp(f.image).jpeg({ quality: jpegQuality, chromaSubsampling: chroma }).toBuffer()) })));
+      return { ...clip, frames };
+    }),
   );
   const jpegKiB = clips.flatMap((c) => c.frames).reduce((s, f) => s + f.image.length, 0) / clips.length / clips[0]!.frames.length / 1024;
   for (const batchSize of batches) {
@@ -262,7 +282,7 @@ for (const { width, height } of sizes) {
       const row = await measure(width, height, path, batchSize, clips, mode);
       rows.push(row);
       const modelLine = model === 'replay' ? `model replayed on a simulated GPU, timed frames x ${replayRounds}` : 'model on the CPU';
-      console.log(`${row.size} (JPEG ${jpegKiB.toFixed(0)} KiB) ${path} (${row.layout}) batch ${batchSize}, ${modelLine}${decodeInThread && path === 'graph' ? ', decode thread' : ''}: ${row.frames} frames, ${row.framesPerSecond.toFixed(1)} frames/s, load ${row.loadAverage1m.toFixed(2)}`);
+      console.log(`${row.size} (JPEG ${jpegKiB.toFixed(0)} KiB, quality ${jpegQuality}, ${chroma}) ${path} (${row.layout}) batch ${batchSize}, ${modelLine}${decodeInThread && path === 'graph' ? ', decode thread' : ''}: ${row.frames} frames, ${row.framesPerSecond.toFixed(1)} frames/s, load ${row.loadAverage1m.toFixed(2)}`);
       for (const [name, ms] of Object.entries(row.coreMsPerFrameByThread)) {
         console.log(`  ${name.padEnd(16)} ${ms.toFixed(2).padStart(7)} core-ms per frame${name === INFERENCE_THREAD ? ' (the model)' : ''}`);
       }
@@ -279,7 +299,7 @@ if (values.out) {
   const command = `npx node bench/pipeline-cpu.ts ${process.argv.slice(2).join(' ')}`.trim();
   writeFileSync(
     values.out,
-    `${JSON.stringify({ command, date: new Date().toISOString(), cpu: cpus()[0]?.model ?? '?', cores: availableParallelism(), videos: VIDEOS, framesPerVideo, warmupFramesPerVideo: warmupFrames, rows }, null, 2)}\n`,
+    `${JSON.stringify({ command, date: new Date().toISOString(), cpu: cpus()[0]?.model ?? '?', cores: availableParallelism(), videos: VIDEOS, framesPerVideo, warmupFramesPerVideo: warmupFrames, jpegQuality, chroma, replayRounds, rows }, null, 2)}\n`,
   );
   console.log(`wrote ${values.out}`);
 }
