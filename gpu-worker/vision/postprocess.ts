@@ -151,7 +151,7 @@ export function postprocess(
  * with the same result as `finishDetections(decodeBestClass(...))` but without an object
  * per candidate: candidates live in reused typed arrays, and only the kept ones become
  * detections (decision 43). A busy frame has hundreds of candidates above a low score
- * threshold and keeps tens; their boxes were most of the main thread's garbage per frame.
+ * threshold and keeps tens; their boxes were the largest share of the main thread's garbage per frame.
  */
 export function postprocessBestClass(data: Float32Array, image: number, anchorCount: number, geometry: LetterboxGeometry, options: DecodeOptions = DEFAULT_DECODE): RawDetection[] {
   const base = image * BEST_CLASS_ROWS * anchorCount;
