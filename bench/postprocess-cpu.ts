@@ -1,7 +1,7 @@
 /**
  * CPU of YOLO post-processing on the uint8 path's `[1, 6, N]` best-class output
  * (decision 43): the path before, an object per candidate then greedy NMS over them
- * (`decodeBestClass` + `nms` + back to source pixels), against `postprocessBestClass`,
+ * (`decodeBestClass`, then `finishDetections`: NMS and back to source pixels), against `postprocessBestClass`,
  * candidates in reused typed arrays. Both give the same detections (checked here on every
  * output, and by test/gpu-worker/vision/postprocess-best-class.test.ts).
  *
@@ -16,7 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { rng } from '../core/random.ts';
 import { BEST_CLASS_ROWS } from '../gpu-worker/vision/graph-rewrite.ts';
-import { decodeBestClass, nms, postprocessBestClass, unletterboxBox, type DecodeOptions, type RawDetection } from '../gpu-worker/vision/postprocess.ts';
+import { decodeBestClass, finishDetections, postprocessBestClass, type DecodeOptions, type RawDetection } from '../gpu-worker/vision/postprocess.ts';
 import { letterboxGeometry, type LetterboxGeometry } from '../gpu-worker/vision/preprocess.ts';
 import { numberOption } from './support.ts';
 
@@ -36,14 +36,7 @@ const candidateCounts = values.candidates.split(',').map(Number);
 const classCounts = values.classes.split(',').map(Number);
 
 /** The path before decision 43. */
-function before(data: Float32Array, g: LetterboxGeometry): RawDetection[] {
-  const out: RawDetection[] = [];
-  for (const d of nms(decodeBestClass(data, 0, ANCHORS, OPTIONS.scoreThreshold), OPTIONS.iouThreshold, OPTIONS.maxDetections)) {
-    const box = unletterboxBox(d.box, g);
-    if (box[2] - box[0] > 0 && box[3] - box[1] > 0) out.push({ box, score: d.score, classIndex: d.classIndex });
-  }
-  return out;
-}
+const before = (data: Float32Array, g: LetterboxGeometry): RawDetection[] => finishDetections(decodeBestClass(data, 0, ANCHORS, OPTIONS.scoreThreshold), g, OPTIONS);
 
 function output(candidates: number, classes: number, seed: number): Float32Array {
   const random = rng(seed);

@@ -28,11 +28,16 @@ export const DEFAULT_DECODE: DecodeOptions = Object.freeze({ scoreThreshold: 0.2
 
 /** Intersection over union of two x1y1x2y2 boxes; 0 for empty boxes. */
 export function iou(a: readonly number[], b: readonly number[]): number {
-  const iw = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);
-  const ih = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
+  return iouOfCorners(a[0]!, a[1]!, a[2]!, a[3]!, b[0]!, b[1]!, b[2]!, b[3]!);
+}
+
+/** {@link iou} of boxes given by their corners: the one formula, for arrays and for typed columns. */
+function iouOfCorners(ax1: number, ay1: number, ax2: number, ay2: number, bx1: number, by1: number, bx2: number, by2: number): number {
+  const iw = Math.min(ax2, bx2) - Math.max(ax1, bx1);
+  const ih = Math.min(ay2, by2) - Math.max(ay1, by1);
   if (iw <= 0 || ih <= 0) return 0;
   const inter = iw * ih;
-  const union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
+  const union = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter;
   return union > 0 ? inter / union : 0;
 }
 
@@ -228,18 +233,16 @@ function candidateScratch(anchorCount: number): CandidateScratch {
   return scratch;
 }
 
-/** {@link iou} of scratch candidates a and b, with the same arithmetic in the same order. */
+/** {@link iou} of scratch candidates a and b. */
 function overlap(s: CandidateScratch, a: number, b: number): number {
-  const iw = Math.min(s.x2[a]!, s.x2[b]!) - Math.max(s.x1[a]!, s.x1[b]!);
-  const ih = Math.min(s.y2[a]!, s.y2[b]!) - Math.max(s.y1[a]!, s.y1[b]!);
-  if (iw <= 0 || ih <= 0) return 0;
-  const inter = iw * ih;
-  const union = (s.x2[a]! - s.x1[a]!) * (s.y2[a]! - s.y1[a]!) + (s.x2[b]! - s.x1[b]!) * (s.y2[b]! - s.y1[b]!) - inter;
-  return union > 0 ? inter / union : 0;
+  return iouOfCorners(s.x1[a]!, s.y1[a]!, s.x2[a]!, s.y2[a]!, s.x1[b]!, s.y1[b]!, s.x2[b]!, s.y2[b]!);
 }
 
-/** NMS, mapping back to the source, and dropping boxes that clipping left empty. */
-function finishDetections(candidates: RawDetection[], geometry: LetterboxGeometry, options: DecodeOptions): RawDetection[] {
+/**
+ * NMS, mapping back to the source, and dropping boxes that clipping left empty. Over
+ * {@link decodeBestClass}'s candidates it is the reference {@link postprocessBestClass} must equal.
+ */
+export function finishDetections(candidates: RawDetection[], geometry: LetterboxGeometry, options: DecodeOptions): RawDetection[] {
   const kept = nms(candidates, options.iouThreshold, options.maxDetections);
   const out: RawDetection[] = [];
   for (const d of kept) {

@@ -1,18 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { decodeBestClass, nms, postprocessBestClass, unletterboxBox, type DecodeOptions, type RawDetection } from '../../../gpu-worker/vision/postprocess.ts';
+import { decodeBestClass, finishDetections, postprocessBestClass, type DecodeOptions, type RawDetection } from '../../../gpu-worker/vision/postprocess.ts';
 import { BEST_CLASS_ROWS } from '../../../gpu-worker/vision/graph-rewrite.ts';
 import { letterboxGeometry, type LetterboxGeometry } from '../../../gpu-worker/vision/preprocess.ts';
 import { rng } from '../../../core/random.ts';
 
 /** The reference: candidate objects, greedy NMS, back to source pixels, empty boxes dropped (the path before decision 43). */
-function reference(data: Float32Array, image: number, anchors: number, g: LetterboxGeometry, o: DecodeOptions): RawDetection[] {
-  const out: RawDetection[] = [];
-  for (const d of nms(decodeBestClass(data, image, anchors, o.scoreThreshold), o.iouThreshold, o.maxDetections)) {
-    const box = unletterboxBox(d.box, g);
-    if (box[2] - box[0] > 0 && box[3] - box[1] > 0) out.push({ box, score: d.score, classIndex: d.classIndex });
-  }
-  return out;
-}
+const reference = (data: Float32Array, image: number, anchors: number, g: LetterboxGeometry, o: DecodeOptions): RawDetection[] =>
+  finishDetections(decodeBestClass(data, image, anchors, o.scoreThreshold), g, o);
 
 interface Case {
   readonly name: string;
