@@ -50,8 +50,7 @@ import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { createVisionProcessor, type VisionProcessorOptions } from '../gpu-worker/vision/index.ts';
-import { createThreadedSession } from '../gpu-worker/vision/inference-thread.ts';
-import { WORKER_SESSION_OPTIONS, withInferenceThreads } from '../gpu-worker/vision/model.ts';
+import { threadedSession } from '../gpu-worker/vision/model.ts';
 import { ModelRecording } from './harness/replay-session.ts';
 import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { parseProcStat, TICKS_PER_SECOND } from './cpu-accounting.ts';
@@ -169,7 +168,8 @@ type ModelMode = { readonly kind: 'cpu' } | { readonly kind: 'record'; readonly 
 function sessionFactory(mode: ModelMode): VisionProcessorOptions['createSession'] {
   if (mode.kind === 'cpu') return undefined;
   return async (bytes, providers) => {
-    const session = await createThreadedSession(bytes, providers, withInferenceThreads(WORKER_SESSION_OPTIONS, 1));
+    // The processor's own factory at one inference thread (measure() asks for 1).
+    const session = await threadedSession(1)(bytes, providers);
     return mode.kind === 'record' ? mode.recording.record(session) : mode.recording.replay(session);
   };
 }

@@ -163,8 +163,8 @@ export function withInferenceThreads(options: ort.InferenceSession.SessionOption
   return inferenceThreads > 0 ? { ...options, intraOpNumThreads: inferenceThreads } : options;
 }
 
-/** Off the main thread, so the event loop runs while the model does (inference-thread.ts). */
-const threadedSession =
+/** Off the main thread, so the event loop runs while the model does (inference-thread.ts): `loadModel`'s default session factory. */
+export const threadedSession =
   (inferenceThreads = 0, thread: ThreadOptions = {}) =>
   (bytes: Uint8Array, providers: string[]) =>
     createThreadedSession(bytes, providers, withInferenceThreads(WORKER_SESSION_OPTIONS, inferenceThreads), thread);
