@@ -7,6 +7,7 @@ import { S3ServiceException } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
 import { FrameStore } from '../../core/aws/frame-store.ts';
 import type { FrameInput, FrameProcessor } from '../../core/ports.ts';
+import { SimulatedGpuProcessor } from '../../gpu-worker/vision/simulated-gpu.ts';
 
 /** A FrameStore that counts every read of each key: GETs and reads ahead by predicted key (decision 39) alike. */
 export class CountingFrameStore extends FrameStore {
@@ -119,3 +120,18 @@ export async function testJpeg(): Promise<Buffer> {
 export function testJpegBytes(): number | undefined {
   return imageCache?.byteLength;
 }
+
+/**
+ * The track IDs per frame that a simulated GPU gives `frames` of `videoId` run in order,
+ * alone, on {@link testJpeg}: what a worker with detect ahead (decision 42) must record.
+ */
+export async function inOrderTrackIds(videoId: string, frames: readonly number[]): Promise<number[][]> {
+  const reference = new SimulatedGpuProcessor({ batchSize: 8, maxBatchWaitMs: 1 });
+  reference.openVideo(videoId, undefined);
+  const image = await testJpeg();
+  const outcomes = await reference.process(frames.map((frame) => ({ videoId, frame, image })));
+  return outcomes.map((o) => (o.status === 'ok' ? trackIds(o.detections) : []));
+}
+
+/** A frame's detections as their track IDs, in order. */
+export const trackIds = (detections: readonly { readonly trackId: number }[]): number[] => detections.map((d) => d.trackId);
