@@ -14,9 +14,10 @@
  *    starts; sustained frames/s (frames tracked between 10% and 90% of the total, over
  *    that time) against the simulated GPU's capacity, per batch size in `--batches`;
  *  - live: `--live-videos` videos at `--fps` each, sent as the router would, for
- *    `--seconds`; every frame must get its record; p50/p99 of send -> record landed (the
- *    commit that carried it answered; the S3 notification and router in front of the
- *    slot queue are not in it), and the GPU's idle share.
+ *    `--seconds`, each frame put into the in-memory S3 as it is sent (a read ahead finds
+ *    no frame the camera has not sent yet); every frame must get its record; p50/p99 of
+ *    send -> record landed (the commit that carried it answered; the S3 notification and
+ *    router in front of the slot queue are not in it), and the GPU's idle share.
  * Per scenario: the per-stage table (busy share, concurrency, items, queueing) from the
  * worker's StageClock, the bounding stage, the bench process's CPU per frame (the worker,
  * the in-process SQS model and the driver; an upper bound on the worker's own), and
@@ -166,7 +167,6 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
   try {
     const perVideo = Math.round(o.fps * o.seconds);
     const frames = Array.from({ length: perVideo }, (_, i) => i);
-    for (const v of rig.videoIds) rig.putFrames(v, frames);
     rig.worker.start();
     await sleep(1000);
     const sentAt = new Map<string, number>();
@@ -184,6 +184,9 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
           const wait = due - Date.now();
           if (wait > 0) await sleep(wait);
           if (bench.interrupted()) return;
+          // Uploaded as it is sent: a read ahead (decision 39) of a frame the camera has not
+          // sent yet finds no object, as in S3, instead of a frame from the future.
+          rig.putFrames(v, [f]);
           sentAt.set(`${v}:${f}`, Date.now());
           await rig.send(v, [f]);
         }
