@@ -119,6 +119,14 @@ export const METRIC_NAMES = {
      * age alarm does not grow with the slot count.
      */
     slotMessageAgeMs: 'SlotMessageAgeMs',
+    /**
+     * Upload -> record, ms: from S3's `eventTime` of a frame to the commit that landed its
+     * `ok` or `late` record (gpu-worker/runtime/upload-times.ts). The whole wait a user sees,
+     * S3's notification delay included; one fleet series, read as p50 / p99. Frames whose
+     * message the committing worker never saw (buffered in a predecessor's checkpoint) and
+     * operator replays give no sample.
+     */
+    uploadToRecordMs: 'UploadToRecordMs',
     /** Rules documents that failed validation (each also raises a `rules.invalid` event; the last good rules stay in effect). */
     rulesInvalid: 'RulesInvalid',
     /** Rules documents that could not be read (S3 errors other than 404/304): the rules in effect stay. */

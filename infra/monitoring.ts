@@ -232,9 +232,16 @@ export class Monitoring extends Construct {
         ],
       }),
       new cloudwatch.GraphWidget({
-        title: 'Inference latency (ms)',
+        title: 'Latency (ms): upload -> record (left), inference per frame (right), p50 / p99',
         width,
-        left: [m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p50'), m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p99')],
+        left: [
+          m('worker', METRIC_NAMES.worker.uploadToRecordMs, 'p50').with({ label: 'upload -> record p50' }),
+          m('worker', METRIC_NAMES.worker.uploadToRecordMs, 'p99').with({ label: 'upload -> record p99' }),
+        ],
+        right: [
+          m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p50').with({ label: 'inference p50' }),
+          m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p99').with({ label: 'inference p99' }),
+        ],
       }),
     );
     // Per-slot queues appear as aggregates and the ten busiest slots, whatever slotCount is.

@@ -2,7 +2,8 @@
  * Worker metrics as CloudWatch Embedded Metric Format lines on stdout (awslabs'
  * aws-embedded-metrics; Powertools Metrics is Lambda-only). With the awslogs driver
  * CloudWatch extracts them; locally the same lines show in the worker's log.
- * Counts are summed and latencies collected, then flushed every `flushIntervalMs`.
+ * Counts are summed and latencies sampled (at most 100 a series, uniformly over the
+ * interval), then flushed every `flushIntervalMs`.
  */
 import { Configuration, StorageResolution, Unit, createMetricsLogger } from 'aws-embedded-metrics';
 import type { MetricSink } from '../../core/ports.ts';
@@ -12,6 +13,26 @@ interface Series {
   unit: Unit;
   dimensions: Record<string, string>;
   values: number[];
+  /** Values offered since the last flush (latencies: `values` holds a sample of them). */
+  seen: number;
+}
+
+/** Most values of one latency series per flush: EMF takes at most 100 values per metric in one record. */
+export const SAMPLE_VALUES = 100;
+
+/**
+ * Offers `value` to a uniform sample of at most `SAMPLE_VALUES` of the values seen since the
+ * last flush (reservoir sampling, Algorithm R), so p50 / p99 describe the whole interval:
+ * keeping the first 100 would describe only its first moments at a few hundred frames a
+ * second. `seen` counts `value` already. `random` returns [0, 1).
+ */
+export function sampleInto(values: number[], seen: number, value: number, random: () => number = Math.random): void {
+  if (values.length < SAMPLE_VALUES) {
+    values.push(value);
+    return;
+  }
+  const j = Math.floor(random() * seen);
+  if (j < SAMPLE_VALUES) values[j] = value;
 }
 
 export class EmfMetrics implements MetricSink {
@@ -36,7 +57,8 @@ export class EmfMetrics implements MetricSink {
 
   milliseconds(name: string, value: number, dimensions: Record<string, string> = {}): void {
     const s = this.get(name, Unit.Milliseconds, dimensions);
-    if (s.values.length < 100) s.values.push(value);
+    s.seen++;
+    sampleInto(s.values, s.seen, value);
   }
 
   async flush(): Promise<void> {
@@ -59,7 +81,7 @@ export class EmfMetrics implements MetricSink {
     const key = `${name}|${JSON.stringify(dimensions)}`;
     let s = this.series.get(key);
     if (!s) {
-      s = { name, unit, dimensions, values: [] };
+      s = { name, unit, dimensions, values: [], seen: 0 };
       this.series.set(key, s);
     }
     return s;

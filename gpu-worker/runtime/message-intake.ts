@@ -126,8 +126,10 @@ export class MessageIntake {
       return;
     }
     const ref = { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes };
+    // An operator's replay is not an upload: its latency would be the time since the original.
+    const noteUpload = () => (msg.replayTag === undefined ? s.uploads.note(msg.frame, msg.eventTime) : undefined);
     const offered = s.offerFrame(ref, now);
-    if (offered.kind === 'accepted') return;
+    if (offered.kind === 'accepted') return noteUpload();
     if (offered.kind === 'duplicate') {
       this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
       return;
@@ -136,7 +138,10 @@ export class MessageIntake {
     const record = await getFrameResult(this.d.results, s.videoId, msg.frame);
     const decided = s.resolveWithRecord(ref, offered, record?.status);
     if (decided === 'duplicate') this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
-    else if (decided === 'late') this.d.log.info('late frame accepted', { videoId: s.videoId, frame: msg.frame, replacesGap: record?.status === 'gap' });
+    else if (decided === 'late') {
+      noteUpload();
+      this.d.log.info('late frame accepted', { videoId: s.videoId, frame: msg.frame, replacesGap: record?.status === 'gap' });
+    }
   }
 
   /**

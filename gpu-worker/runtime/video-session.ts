@@ -15,6 +15,7 @@
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { CommitUnit } from '../../core/commit-packing.ts';
 import { padWidthOf } from '../../core/aws/frame-store.ts';
+import { UploadTimes } from './upload-times.ts';
 import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, isolationStep, type Handover } from './crash-breaker.ts';
 import { VideoSequencer, type FrameRef, type ListingLesson, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
 
@@ -79,6 +80,8 @@ export class VideoSession {
   rejects: Extract<SequencedStep, { type: 'reject' }>[] = [];
   /** Receipt handles to delete once this video's next commit lands. */
   handles: string[] = [];
+  /** Upload times of frames waiting for their record (upload-times.ts), for `UploadToRecordMs`. */
+  readonly uploads = new UploadTimes();
   /** Whether anything changed since the last commit. */
   dirty = false;
   /** Zero-padding width of the video's keys, when they show one (listings can then seek). */

@@ -338,7 +338,7 @@ describe('monitoring', () => {
     const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0].Properties?.DashboardBody);
 
     // Assess
-    for (const metric of ['FramesRouted', 'FramesProcessed', 'InferenceLatencyMs', 'LiveSlots', 'VideoTakeovers', 'EventsRejected', 'p99', 'FramesLate', 'FramesParked', 'VideoRollbacks', 'WorkerErrors', 'FrameListings', 'CheckpointBytes']) {
+    for (const metric of ['FramesRouted', 'FramesProcessed', 'InferenceLatencyMs', 'UploadToRecordMs', 'LiveSlots', 'VideoTakeovers', 'EventsRejected', 'p99', 'FramesLate', 'FramesParked', 'VideoRollbacks', 'WorkerErrors', 'FrameListings', 'CheckpointBytes']) {
       expect(body, metric).toContain(metric);
     }
   });
