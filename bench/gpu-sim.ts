@@ -29,6 +29,7 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { allResults } from '../core/aws/results-reader.ts';
+import { METRIC_NAMES } from '../core/metric-names.ts';
 import { boundingStage, STAGES, type StageReport } from '../gpu-worker/runtime/stage-clock.ts';
 import { simulatedGpuCapacityFps } from '../gpu-worker/vision/simulated-gpu.ts';
 import { CpuSampler } from './cpu-accounting.ts';
@@ -213,6 +214,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
       const landed = rig.landedAt.get(r.committedAtMs);
       if (s !== undefined && landed !== undefined) latencies.push(landed - s);
     }
+    const workerLatencies = rig.worker.metrics.filter((m) => m.name === METRIC_NAMES.worker.uploadToRecordMs).map((m) => m.value);
     const window = sampler.window(t0, t1);
     const row = {
       scenario: 'live',
@@ -228,6 +230,11 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
       latencyP50Ms: percentile(latencies, 50),
       latencyP99Ms: percentile(latencies, 99),
       latencyMaxMs: Math.max(...latencies),
+      // The worker's own UploadToRecordMs (decision 44; every sample, as the harness keeps
+      // them): here eventTime is the send, so it should agree with the figures above.
+      workerUploadToRecordP50Ms: percentile(workerLatencies, 50),
+      workerUploadToRecordP99Ms: percentile(workerLatencies, 99),
+      workerUploadToRecordSamples: workerLatencies.length,
       sendSpreadMs: sendEnd - t0,
       gpuIdleShare: 1 - report.stages.infer.busyShare,
       meanBatchFrames: rig.gpu.batchSizes.reduce((a, b) => a + b, 0) / Math.max(1, rig.gpu.batchSizes.length),
@@ -245,6 +252,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
     for (const l of stageLines(report)) bench.say(`      ${l}`);
     bench.say(`      read ahead: ${row.readAhead.started} GETs, ${row.readAhead.used} used, ${row.readAhead.missed} missed; GETs per frame ${(row.stages.fetch.ops / Math.max(1, row.stages.track.items)).toFixed(3)}`);
     bench.say(`      detected ahead: ${row.detectedAhead.started} started, ${row.detectedAhead.used} used, ${row.detectedAhead.takenQueued} taken before their turn, ${row.detectedAhead.dropped} dropped, ${row.detectedAhead.held} held; GPU ran ${row.detectedAhead.gpuFramesRun} frames for ${row.detectedAhead.framesTracked} tracked`);
+    bench.say(`      worker's UploadToRecordMs: p50 ${row.workerUploadToRecordP50Ms.toFixed(0)} ms, p99 ${row.workerUploadToRecordP99Ms.toFixed(0)} ms over ${row.workerUploadToRecordSamples} samples`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine`);
     return row;
   } finally {

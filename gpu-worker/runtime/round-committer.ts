@@ -129,7 +129,7 @@ export class RoundCommitter {
     this.d.metrics.count(METRIC_NAMES.worker.checkpointBytes, estimatedBytes(ru.unit.checkpoint));
     if (ru.unit.events?.length) this.d.metrics.count(METRIC_NAMES.worker.eventsCommitted, ru.unit.events.length);
     this.countCommitted(ru.unit.results);
-    for (const ms of ru.session.uploads.landed(ru.unit.results)) this.d.metrics.milliseconds(METRIC_NAMES.worker.uploadToRecordMs, ms);
+    for (const ms of ru.session.uploads.landed(ru.unit.results, this.d.now())) this.d.metrics.milliseconds(METRIC_NAMES.worker.uploadToRecordMs, ms);
     return deleteHandles;
   }
 

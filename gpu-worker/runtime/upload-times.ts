@@ -4,7 +4,7 @@
  *
  * S3 stamps every event with the time the object was created (`eventTime`, ISO 8601 to the
  * millisecond), and the router passes it on in the frame message. Once the frame's record
- * lands, `committedAtMs - eventTime` is the whole path a user waits for: S3's
+ * lands, the time since `eventTime` is the whole path a user waits for: S3's
  * notification, the router, the slot queue, the worker's round and the commit, failover
  * and redelivery included. It is the figure issue 20's live target is stated in, and the
  * one part of it no emulator can give: only a deployment shows S3's own delay.
@@ -37,18 +37,20 @@ export class UploadTimes {
   }
 
   /**
-   * Records that landed: forgets their frames, and returns the upload → record latency of
-   * each `ok` or `late` one whose upload time is known, ms. A failed or gap record ends the
-   * frame without a sample (its record is not the result a user waits for). Never below 0:
-   * S3's clock and the worker's may differ by a few ms.
+   * Records that landed at `landedAtMs` (when the commit carrying them answered, or a read
+   * settled it: the record's own `committedAtMs` is stamped when its round starts, before
+   * the fetch, the model and the commit): forgets their frames, and returns the upload →
+   * record latency of each `ok` or `late` one whose upload time is known, ms. A failed or
+   * gap record ends the frame without a sample (its record is not the result a user waits
+   * for). Never below 0: S3's clock and the worker's may differ by a few ms.
    */
-  landed(results: readonly Pick<FrameResultItem, 'frame' | 'status' | 'committedAtMs'>[]): number[] {
+  landed(results: readonly Pick<FrameResultItem, 'frame' | 'status'>[], landedAtMs: number): number[] {
     const latencies: number[] = [];
     for (const r of results) {
       const uploadedAtMs = this.byFrame.get(r.frame);
       if (uploadedAtMs === undefined) continue;
       this.byFrame.delete(r.frame);
-      if (r.status === 'ok' || r.status === 'late') latencies.push(Math.max(0, r.committedAtMs - uploadedAtMs));
+      if (r.status === 'ok' || r.status === 'late') latencies.push(Math.max(0, landedAtMs - uploadedAtMs));
     }
     return latencies;
   }
