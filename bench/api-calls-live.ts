@@ -177,7 +177,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
       'callsPerFrame = (router + worker SDK calls) / frames uploaded while counting; janitor calls apart (every 5 s locally, 60 s in AWS). Uploads and the emulated Lambda event source are not counted.',
       'fauxqs returns at most one message per FIFO group per receive (SQS: up to 10 of one group): above one frame per video per gather, receives here bring fewer frames than SQS would, so the worker figures are an upper bound of what AWS would show. No receive was replaced or corrected: every logged call counts.',
       'The emulated router event source invokes with what one long poll (1 s) returned and has no batching window; in AWS the window (routerBatchWindowSeconds) decides the router share.',
-      'Latency: PUT done -> committedAtMs, frames recorded ok; a 2-core machine shared with other work, load average recorded per run.',
+      'Latency: PUT done -> committedAtMs (stamped when the round that wrote the record began, before its fetch, inference and transaction), frames recorded ok; a 2-core machine shared with other work, load average recorded per run.',
     ],
     runs,
   }, bench.say);

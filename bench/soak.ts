@@ -27,7 +27,8 @@
  *  - frames that exist in S3 (a LIST at the end) but ended `gap` (target 0); uploaded
  *    frames with no record (target 0); never-uploaded frames that ended other than `gap`;
  *  - latency from upload (PUT completed, this process's clock) to the record's
- *    `committedAtMs` (worker's clock; same machine) for `ok` frames: p50 / p99 / max;
+ *    `committedAtMs` (worker's clock; same machine; stamped when the round that wrote
+ *    the record began, so one round short of the landing) for `ok` frames: p50 / p99 / max;
  *  - tracking against ground truth (gpu-worker/vision `evaluateMot`): IDF1, MOTA, ID
  *    switches, with `ok` and `late` detections (a late detection with trackId 0, i.e. no
  *    track associated, is left out and counted); ground truth restricted to uploaded

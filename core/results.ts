@@ -30,7 +30,11 @@ export interface FrameResultItem {
   readonly reason?: string;
   /** Human-readable detail for failures. */
   readonly detail?: string;
-  /** Commit time, epoch ms. */
+  /**
+   * When the round that wrote this record began, epoch ms (the worker's clock): the record
+   * lands after that round's fetch, inference and transaction, typically 0.1-0.3 s later.
+   * Latency to the landed record is the workers' `UploadToRecordMs` (decision 44).
+   */
   readonly committedAtMs: number;
   /** Only in records written before gaps were per frame: the last frame of a gap run (frame..throughFrame). */
   readonly throughFrame?: number;
