@@ -121,10 +121,10 @@ export const METRIC_NAMES = {
     slotMessageAgeMs: 'SlotMessageAgeMs',
     /**
      * Upload -> record, ms: from S3's `eventTime` of a frame to the moment the commit that
-     * carried its `ok` or `late` record answered (gpu-worker/runtime/upload-times.ts). The whole wait a user sees,
-     * S3's notification delay included; one fleet series, read as p50 / p99. Frames whose
-     * message the committing worker never saw (buffered in a predecessor's checkpoint) and
-     * operator replays give no sample.
+     * carried its `ok` or `late` record answered (gpu-worker/runtime/upload-times.ts). The
+     * whole wait a user sees, S3's notification delay included; one fleet series, read as
+     * p50 / p99. Frames whose message the committing worker never saw (buffered in a
+     * predecessor's checkpoint) and operator replays give no sample.
      */
     uploadToRecordMs: 'UploadToRecordMs',
     /** Rules documents that failed validation (each also raises a `rules.invalid` event; the last good rules stay in effect). */
