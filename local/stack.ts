@@ -10,7 +10,7 @@ import { DEFAULT_TUNABLES, WORKER_ENV, routerMaxConcurrencyOf, slotQueueUrl, tun
 import { setTaskLauncher } from '../core/launcher-registry.ts';
 import { createAwsClientsFrom } from '../core/aws/clients.ts';
 import { LOCAL_CREDENTIALS, resolvePort, startDynamoDbLocal, startFauxqsEmulator } from './emulators.ts';
-import { ScheduledInvoker, SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';
+import { AsyncInvoker, ScheduledInvoker, SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';
 import { LocalTaskLauncher, localAwsEnv, type LocalEndpoints, type WorkerInfo } from './local-task-launcher.ts';
 import { randomUUID } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
@@ -194,9 +194,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         stopping = true;
       });
       // The event names the worker (its WORKER_ID in the container overrides) and its exit
-      // code, so the janitor expires the slot lease only if this worker still held it.
+      // code, so the janitor expires the slot lease only if this worker still held it. Every
+      // stop, exit 0 included, as the rule in AWS matches every STOPPED task: a worker that
+      // gave up claiming its slot exits 0, and its stop is what voids its launch grant.
+      // A failed run is retried as Lambda retries an asynchronous invocation.
+      const stoppedEvents = new AsyncInvoker(
+        (event) => Promise.resolve(janitorHandler(event as never, { functionName: `${prefix}-janitor` } as never)),
+        (err, attempt, willRetry) => log(`[janitor] task-stopped run ${attempt} failed${willRetry ? ' (Lambda retries it)' : ''}: ${String(err)}`),
+      );
+      cleanups.push(() => stoppedEvents.stop());
       onWorkerExit = (w) => {
-        if (stopping || w.exitCode === 0) return;
+        if (stopping) return;
         const stoppedAt = new Date(w.exitedAtMs ?? Date.now()).toISOString();
         const event = {
           version: '0',
@@ -219,7 +227,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
             overrides: { containerOverrides: [{ name: 'worker', environment: [{ name: WORKER_ENV.workerId, value: w.workerId }] }] },
           },
         };
-        void Promise.resolve(janitorHandler(event as never, { functionName: `${prefix}-janitor` } as never)).catch((err: unknown) => log(`[janitor] ${String(err)}`));
+        stoppedEvents.send(event);
       };
     }
 

@@ -18,6 +18,8 @@ describe('startLocalStack', () => {
   let stack: LocalStack;
   const routerEvents: SQSEvent[] = [];
   let janitorRuns = 0;
+  /** Task-stopped events the janitor was invoked with, as EventBridge's rule delivers them. */
+  const stoppedEvents: { detail: { startedBy: string; lastStatus: string; containers: { exitCode: number }[]; overrides: { containerOverrides: { environment: { name: string; value: string }[] }[] } } }[] = [];
   const workerLines: string[] = [];
   const stateDir = mkdtempSync(join(tmpdir(), 'local-stack-'));
   const envBefore = process.env.AWS_ENDPOINT_URL_S3;
@@ -31,8 +33,9 @@ describe('startLocalStack', () => {
       routerHandler: async (event) => {
         routerEvents.push(event);
       },
-      janitorHandler: async () => {
-        janitorRuns++;
+      janitorHandler: async (event) => {
+        if ((event as { 'detail-type'?: string })['detail-type'] === 'ECS Task State Change') stoppedEvents.push(event as never);
+        else janitorRuns++;
       },
       janitorIntervalMs: 100,
       routerWaitTimeSeconds: 1,
@@ -175,6 +178,23 @@ describe('startLocalStack', () => {
     expect(file.pids.workers).toEqual([expect.objectContaining({ slot: 1, pid: Number(result.taskId) })]);
   });
 
+  it('tells the janitor of every worker that stops, exit 0 included, as the STOPPED rule does in AWS', async () => {
+    // Prepare: a worker that drains on SIGTERM and exits 0 (a drained worker, or one that
+    // gave up claiming its slot: its stop is what voids its launch grant).
+    const launched = await stack.launcher.launch({ slot: 0, launchSeq: 7, reason: 'test' });
+    const pid = Number(launched.taskId);
+    await waitFor('worker env', () => workerLines.find((l) => l.startsWith(`[slot-0 ${pid}] ENV `)));
+
+    // Act
+    stack.launcher.kill({ pid }, 'SIGTERM');
+    const exited = await stack.launcher.waitForExit(pid);
+
+    // Assess
+    expect(exited?.exitCode).toBe(0);
+    const event = await waitFor('the stopped event', () => stoppedEvents.find((e) => e.detail.overrides.containerOverrides[0]!.environment.some((v) => v.value === exited!.workerId)));
+    expect(event.detail).toMatchObject({ lastStatus: 'STOPPED', startedBy: 'slot-0', containers: [{ exitCode: 0 }] });
+  });
+
   it('relays the events table\'s stream to the queue named like the bus, as the pipe does in AWS', async () => {
     // Prepare
     const [item] = sampleEvents('stack-events', 1);
@@ -194,7 +214,8 @@ describe('startLocalStack', () => {
 
   it('stops everything: workers, Java, stack.json, registry and environment', async () => {
     // Prepare
-    const pids = [stack.dynamodbPid, ...stack.launcher.workers().map((w) => w.pid)];
+    // The workers still running (an earlier test stopped one).
+    const pids = [stack.dynamodbPid, ...stack.launcher.workers().filter((w) => w.exitedAtMs === null).map((w) => w.pid)];
     expect(pids.every(isProcessAlive)).toBe(true);
 
     // Act
