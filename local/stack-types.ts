@@ -5,7 +5,8 @@
 import type { Tunables, Wiring } from '../core/config.ts';
 import type { AwsClientConfig, AwsClients } from '../core/aws/clients.ts';
 import type { PortRequest } from './emulators.ts';
-import type { ScheduledHandler, ScheduledInvoker, SqsEventSource, SqsHandler } from './event-source.ts';
+import type { ScheduledHandler, SqsEventSource, SqsHandler } from './event-source.ts';
+import type { ScheduledInvoker } from './eventbridge-invokers.ts';
 import type { LocalEndpoints, LocalTaskLauncher } from './local-task-launcher.ts';
 import type { LocalResources } from './resources.ts';
 import type { NotificationFaultFn, S3Notifier } from './s3-notifications.ts';

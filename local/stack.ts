@@ -10,7 +10,8 @@ import { DEFAULT_TUNABLES, WORKER_ENV, routerMaxConcurrencyOf, slotQueueUrl, tun
 import { setTaskLauncher } from '../core/launcher-registry.ts';
 import { createAwsClientsFrom } from '../core/aws/clients.ts';
 import { LOCAL_CREDENTIALS, resolvePort, startDynamoDbLocal, startFauxqsEmulator } from './emulators.ts';
-import { AsyncInvoker, ScheduledInvoker, SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';
+import { SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';
+import { AsyncInvoker, ScheduledInvoker } from './eventbridge-invokers.ts';
 import { LocalTaskLauncher, localAwsEnv, type LocalEndpoints, type WorkerInfo } from './local-task-launcher.ts';
 import { randomUUID } from 'node:crypto';
 import { constants as osConstants } from 'node:os';

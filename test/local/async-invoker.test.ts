@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ASYNC_RETRY_DELAYS_MS, AsyncInvoker } from '../../local/event-source.ts';
+import { ASYNC_RETRY_DELAYS_MS, AsyncInvoker } from '../../local/eventbridge-invokers.ts';
 
 /** An invoker whose handler fails its first `failures` calls, on Lambda's own retry delays. */
 function rig(failures: number) {

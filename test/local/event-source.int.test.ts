@@ -10,7 +10,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { startFauxqsEmulator, type FauxqsHandle } from '../../local/emulators.ts';
-import { ScheduledInvoker, SqsEventSource, succeededRecords, type SqsHandler } from '../../local/event-source.ts';
+import { SqsEventSource, succeededRecords, type SqsHandler } from '../../local/event-source.ts';
+import { ScheduledInvoker } from '../../local/eventbridge-invokers.ts';
 import { waitFor } from './helpers.ts';
 
 const region = 'us-east-1';
