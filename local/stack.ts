@@ -10,7 +10,7 @@ import { DEFAULT_TUNABLES, WORKER_ENV, routerMaxConcurrencyOf, slotQueueUrl, tun
 import { setTaskLauncher } from '../core/launcher-registry.ts';
 import { createAwsClientsFrom } from '../core/aws/clients.ts';
 import { LOCAL_CREDENTIALS, resolvePort, startDynamoDbLocal, startFauxqsEmulator } from './emulators.ts';
-import { SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';
+import { lambdaContext, SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';
 import { AsyncInvoker, ScheduledInvoker } from './eventbridge-invokers.ts';
 import { LocalTaskLauncher, localAwsEnv, type LocalEndpoints, type WorkerInfo } from './local-task-launcher.ts';
 import { randomUUID } from 'node:crypto';
@@ -200,7 +200,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       // gave up claiming its slot exits 0, and its stop is what voids its launch grant.
       // A failed run is retried as Lambda retries an asynchronous invocation.
       const stoppedEvents = new AsyncInvoker(
-        (event) => Promise.resolve(janitorHandler(event as never, { functionName: `${prefix}-janitor` } as never)),
+        (event) => Promise.resolve(janitorHandler(event as never, lambdaContext(`${prefix}-janitor`, region, 60_000))),
         (err, attempt, willRetry) => log(`[janitor] task-stopped run ${attempt} failed${willRetry ? ' (Lambda retries it)' : ''}: ${String(err)}`),
       );
       cleanups.push(() => stoppedEvents.stop());

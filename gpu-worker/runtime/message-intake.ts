@@ -10,7 +10,7 @@ import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { FrameStore } from '../../core/aws/frame-store.ts';
 import { ObjectMissingError } from '../../core/aws/frame-store.ts';
 import { parseEndMarkerBody } from '../../core/keys.ts';
-import type { SlotMessage } from '../../core/messages.ts';
+import type { FrameMessage, SlotMessage } from '../../core/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import { getFrameResult, type ResultsSource } from '../../core/aws/results-reader.ts';
@@ -126,10 +126,8 @@ export class MessageIntake {
       return;
     }
     const ref = { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes };
-    // An operator's replay is not an upload: its latency would be the time since the original.
-    const noteUpload = () => (msg.replayTag === undefined ? s.uploads.note(msg.frame, msg.eventTime) : undefined);
     const offered = s.offerFrame(ref, now);
-    if (offered.kind === 'accepted') return noteUpload();
+    if (offered.kind === 'accepted') return noteUpload(s, msg);
     if (offered.kind === 'duplicate') {
       this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
       return;
@@ -139,7 +137,7 @@ export class MessageIntake {
     const decided = s.resolveWithRecord(ref, offered, record?.status);
     if (decided === 'duplicate') this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
     else if (decided === 'late') {
-      noteUpload();
+      noteUpload(s, msg);
       this.d.log.info('late frame accepted', { videoId: s.videoId, frame: msg.frame, replacesGap: record?.status === 'gap' });
     }
   }
@@ -241,4 +239,10 @@ export class MessageIntake {
     this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame, why, found: listing.frames.length, coveredThrough: listing.coveredThrough, late: lesson.lateFrames });
     return lesson.recheckDone;
   }
+}
+
+/** A frame taken for its record: remembers its upload time for `UploadToRecordMs` (upload-times.ts). */
+function noteUpload(s: VideoSession, msg: FrameMessage): void {
+  // An operator's replay is not an upload: its latency would be the time since the original.
+  if (msg.replayTag === undefined) s.uploads.note(msg.frame, msg.eventTime);
 }
