@@ -1,6 +1,7 @@
 /**
  * Runs the real worker (gpu-worker/runtime/worker.ts) in this process, against:
- *  - the real LeaseStore on DynamoDB Local (tables made by local/resources.ts),
+ *  - the real LeaseStore on DynamoDB Local (tables made by local/resources.ts), with
+ *    DynamoDB's own rules that it gets wrong added (test/support/dynamodb-rules.ts),
  *  - SlotQueues over the SQS FIFO model (test/support/sqs-fifo-model.ts), or over fauxqs,
  *  - a real FrameStore over fauxqs's S3, optionally wrapped to fail chosen keys,
  *  - the StatsProcessor (trackId = frames the video's state has seen), optionally wrapped.
@@ -39,6 +40,7 @@ import { createLocalResources, type LocalResources } from '../../local/resources
 import { S3Notifier } from '../../local/s3-notifications.ts';
 import { SqsFifoModel, type SqsFifoModelOptions } from './sqs-fifo-model.ts';
 import { waitFor } from './wait.ts';
+import { installDynamoDbRules, projectKeySchemas } from './dynamodb-rules.ts';
 import { gatedClient, type ProcessGate } from './process-gate.ts';
 import { HarnessWorker, recordingSinks } from './harness-worker.ts';
 import { FaultyFrameStore, testJpeg, testJpegBytes, type FrameFault } from './worker-doubles.ts';
@@ -162,6 +164,8 @@ export class WorkerHarness {
       // Not attached to fauxqs: frames put by the harness notify nobody (the harness sends the slot messages itself).
       const notifier = new S3Notifier({ region, sqs: clients.sqs });
       const resources = await createLocalResources({ prefix, region, tunables, dynamodb: clients.dynamodb, sqs: clients.sqs, s3: clients.s3, notifier });
+      // What DynamoDB refuses, DynamoDB Local must refuse too (two operations on one item).
+      installDynamoDbRules(clients.dynamodb, projectKeySchemas(resources.wiring));
       let model: SqsFifoModel | undefined;
       let sqs = clients.sqs;
       if ((options.queueBackend ?? 'model') === 'model') {
