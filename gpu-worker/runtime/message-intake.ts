@@ -164,6 +164,8 @@ export class MessageIntake {
         if (!released.complete || (await this.endChanged(released, msg.bucket, msg.key))) return true;
         continue;
       }
+      // An operator's replay re-runs recorded frames to rebuild the tracker (decision 46).
+      if (released.replay && msg.frame >= released.sequencer.nextFrame) return true;
       const record = await getFrameResult(this.d.results, videoId, msg.frame);
       if (!record || record.status === 'gap') return true;
     }
