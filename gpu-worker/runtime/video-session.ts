@@ -325,6 +325,8 @@ export class VideoSession {
    */
   settleExisting(frame: number): RollbackActions {
     this.recorded.add(frame);
+    // Its record stands: no record of ours will land for it, so its upload time would stay forever.
+    this.uploads.forget(frame);
     this.restore();
     return { restoreProcessor: this.committed.processor, backoffMs: 0, counted: false };
   }

@@ -293,3 +293,14 @@ describe('VideoSession: one record per frame, whatever a rollback replays (issue
     expect(frames(oneStepPerFrame(parsed))).toEqual(kept);
   });
 });
+
+describe('VideoSession: upload times (issue 32)', () => {
+  it('forgets the upload time of a frame a commit found already recorded: no entry is kept forever', () => {
+    const s = session();
+    receive(s, 0, 0);
+    s.uploads.note(0, '2026-01-01T00:00:00.000Z');
+    expect(s.uploads.size).toBe(1);
+    s.settleExisting(0);
+    expect(s.uploads.size).toBe(0);
+  });
+});
