@@ -31,11 +31,13 @@
  *
  * Writes bench/results/chaos-<seed>.json. test/chaos/chaos.test.ts runs it when CHAOS=1.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES, type Tunables } from '../core/config.ts';
 import { frameKey } from '../core/keys.ts';
 import { rng } from '../core/random.ts';
+import { COMMIT_FAULT_NAMES } from '../core/aws/fault-injection.ts';
 import type { LocalStack } from '../local/stack.ts';
 import type { ScheduledHandler } from '../local/event-source.ts';
 import type { NotificationFault } from '../local/stack.ts';
@@ -46,7 +48,7 @@ import { benchMain, createBench, freshStateDir, RESULTS_DIR, sleep, type Bench }
 import { startBenchStack, withStack } from './harness/stack.ts';
 import { endMarkers, putObject, runUploads, waitUntil } from './harness/uploader.ts';
 import { every, watchUntilSettled } from './harness/watch.ts';
-import { DOUBT_WAIT_MS, DOUBT_WINDOW_KIND, DOUBT_WINDOW_READS, FRAME_FAULTS, TIMED_FAULTS, type FaultContext } from './chaos/faults.ts';
+import { DOUBT_WAIT_MS, DOUBT_WAIT_SHARE, DOUBT_WINDOW_KIND, DOUBT_WINDOW_READS, FRAME_FAULTS, TIMED_FAULTS, type FaultContext } from './chaos/faults.ts';
 import { DEFAULTS, jpegs, makePlan, plannedCounts, type ChaosOptions } from './chaos/plan.ts';
 import { report, type AppliedFault } from './chaos/report.ts';
 import { parseFlags, type Flag } from './harness/options.ts';
@@ -124,7 +126,7 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
     o.awsFaultRate > 0 || o.lostAnswerRate > 0 || o.laterGroupRate > 0 || doubtWindows.length > 0
       ? JSON.stringify({ rate: o.awsFaultRate, lostAnswerRate: o.lostAnswerRate, laterGroupRate: o.laterGroupRate, seed: o.seed, log: awsFaultLog, doubtWindows })
       : undefined;
-  const doubt = doubtWatch();
+  const doubt = doubtWatch(awsFaultLog);
   const crashKey = plan.crashFrame ? frameKey(plan.crashFrame.videoId, plan.crashFrame.frame) : undefined;
   // The watch must outlast an outage: no record is written while DynamoDB is down.
   const longestOutageMs = Math.max(0, ...plan.timedFaults.map((f) => f.detail.outageMs ?? 0));
@@ -162,7 +164,6 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         tunables,
         workerEnv: { FRAME_PROCESSOR: 'stats', ...(faultEnv ? { AWS_FAULT_INJECTION: faultEnv } : {}), ...(crashKey ? { WORKER_CRASH_ON_KEY: crashKey } : {}) },
         notificationFault: (key) => notificationFaults.get(key),
-        onWorkerLine: doubt.see,
       }),
     ]);
     return await withStack(started, bench, async (stack) => {
@@ -187,19 +188,8 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         async (u) => {
           const fault = FRAME_FAULTS.find((k) => k.kind === u.frameFault);
           const key = frameKey(u.videoId, u.frame);
-          if (fault?.kind === DOUBT_WINDOW_KIND) {
-            // Put once its worker holds the commit of its gap in doubt; the uploader goes on meanwhile.
-            pending.push(
-              doubt.wait(u.videoId, DOUBT_WAIT_MS).then(async (hit) => {
-                await putObject(stack, key, images[u.frame % images.length]!, 'image/jpeg');
-                uploaded.get(u.videoId)!.add(u.frame);
-                applied.push({ kind: DOUBT_WINDOW_KIND, atS: (Date.now() - uploads.clockMs) / 1000, ...(hit ? {} : { skipped: `no in-doubt window within ${DOUBT_WAIT_MS / 1000} s; uploaded late instead` }) });
-                say(`${clock()}  >>> ${key} put ${hit ? 'inside its video\'s in-doubt window' : 'late (no in-doubt window came)'}`);
-                await afterLast(u.videoId);
-              }),
-            );
-            return;
-          }
+          // Put when its window opens (below), not by the uploader.
+          if (fault?.kind === DOUBT_WINDOW_KIND) return;
           await putObject(stack, key, fault?.body?.(u, o.seed) ?? images[(u.frame * 7 + u.videoId.charCodeAt(u.videoId.length - 1)) % images.length]!, 'image/jpeg');
           uploaded.get(u.videoId)!.add(u.frame);
           if (fault?.afterPut) pending.push(fault.afterPut(stack, u, key));
@@ -207,6 +197,25 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         },
         bench.interrupted,
       );
+
+      // Frames put into their video's in-doubt window: the worker's fault injection logs the
+      // strike of the frame's gap commit, and the frame is put at once, while the reads that
+      // would settle the commit still fail. Its video may lag far behind the uploads (an
+      // outage, pauses): the frame waits for its gap for most of the run (DOUBT_WAIT_SHARE of
+      // the timeout, at least DOUBT_WAIT_MS after its due time), then is put late all the
+      // same (reported as skipped).
+      for (const u of plan.uploads.filter((x) => x.frameFault === DOUBT_WINDOW_KIND)) {
+        const key = frameKey(u.videoId, u.frame);
+        pending.push(
+          doubt.wait(u.videoId, u.frame, Math.max(u.dueMs + DOUBT_WAIT_MS, DOUBT_WAIT_SHARE * o.timeoutMs)).then(async (hit) => {
+            await putObject(stack, key, images[u.frame % images.length]!, 'image/jpeg');
+            uploaded.get(u.videoId)!.add(u.frame);
+            applied.push({ kind: DOUBT_WINDOW_KIND, atS: (Date.now() - uploads.clockMs) / 1000, ...(hit ? {} : { skipped: 'its gap was never committed in time; uploaded late instead' }) });
+            say(`${clock()}  >>> ${key} put ${hit ? "inside its video's in-doubt window" : 'late (no in-doubt window came)'}`);
+            await afterLast(u.videoId);
+          }),
+        );
+      }
 
       // Timed faults, at their planned times.
       let summaries: Awaited<ReturnType<typeof readSummaries>> = [];
@@ -279,34 +288,21 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
 }
 
 /**
- * Watches the workers' lines for a video's commit held in doubt (round-committer.ts logs
- * it with the video's id): `wait` resolves true at the next such line for the video, or
- * false after `timeoutMs`.
+ * Watches the workers' fault log for the planned strikes of gap commits (`commit in doubt
+ * (planned)`, with the video and frame): `wait` resolves true once its frame's window has
+ * opened, or false `timeoutMs` after it was called.
  */
-function doubtWatch(): { see: (line: string) => void; wait: (videoId: string, timeoutMs: number) => Promise<boolean> } {
-  const waiting = new Map<string, ((hit: boolean) => void)[]>();
+function doubtWatch(faultLog: string): { wait: (videoId: string, frame: number, timeoutMs: number) => Promise<boolean> } {
   return {
-    see: (line) => {
-      if (!line.includes('commit outcome unknown: holding')) return;
-      for (const [videoId, resolvers] of waiting) {
-        if (!line.includes(`"videoId":"${videoId}"`)) continue;
-        waiting.delete(videoId);
-        for (const r of resolvers) r(true);
+    wait: async (videoId, frame, timeoutMs) => {
+      const deadline = Date.now() + timeoutMs;
+      const mark = `${COMMIT_FAULT_NAMES.doubt}\t${videoId}\t${frame}\n`;
+      while (Date.now() < deadline) {
+        if (existsSync(faultLog) && readFileSync(faultLog, 'utf8').includes(mark)) return true;
+        await sleep(100);
       }
+      return false;
     },
-    wait: (videoId, timeoutMs) =>
-      new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => {
-          const list = waiting.get(videoId);
-          if (list) waiting.set(videoId, list.filter((r) => r !== done));
-          resolve(false);
-        }, timeoutMs);
-        const done = (hit: boolean) => {
-          clearTimeout(timer);
-          resolve(hit);
-        };
-        waiting.set(videoId, [...(waiting.get(videoId) ?? []), done]);
-      }),
   };
 }
 

@@ -86,8 +86,10 @@ export interface FrameFault {
 export const DOUBT_WINDOW_KIND = 'upload late into an in-doubt window';
 /** Reads of the video that fail after its gap commit failed: the window's length (about 0.5 + 1 + 2 + 4 s of the worker's backoff). */
 export const DOUBT_WINDOW_READS = 5;
-/** How long a frame waits for its window before it is put anyway (counted as a miss in the report). */
+/** How long a frame waits for its window after its due time, at least, before it is put anyway (counted as a miss in the report). */
 export const DOUBT_WAIT_MS = 90_000;
+/** ... and at least this share of the run's timeout from its start: a video may lag far behind its uploads. */
+export const DOUBT_WAIT_SHARE = 0.7;
 
 export const FRAME_FAULTS: readonly FrameFault[] = [
   {

@@ -222,8 +222,8 @@ function withBody(request: RawRequest, body: Record<string, unknown>): RawReques
  */
 export function commitFaultMiddleware(role: CallerRole, config: FaultInjectionConfig, draw: () => number): DeserializeMiddleware<object, MetadataBearer> {
   const struck = new WeakSet<object>();
-  const log = (context: { commandName?: string }, name: string) => {
-    if (config.log) appendFileSync(config.log, `${role}\tdynamodb\t${context.commandName}\t${name}\n`);
+  const log = (context: { commandName?: string }, name: string, ...more: (string | number)[]) => {
+    if (config.log) appendFileSync(config.log, `${[role, 'dynamodb', context.commandName, name, ...more].join('\t')}\n`);
   };
   const windows = config.doubtWindows.map((w) => ({ ...w, opened: false, readsLeft: w.reads }));
   return (next, context) => async (args) => {
@@ -246,7 +246,8 @@ export function commitFaultMiddleware(role: CallerRole, config: FaultInjectionCo
     if (window) {
       window.opened = true;
       struck.add(input);
-      log(context, COMMIT_FAULT_NAMES.doubt);
+      // The video and frame ride along, so that a chaos run can time the frame's upload into this window.
+      log(context, COMMIT_FAULT_NAMES.doubt, window.videoId, window.frame);
       throw injectedError('dynamodb', '5xx');
     }
     if (config.lostAnswerRate === 0 && config.laterGroupRate === 0) return next(args);

@@ -262,7 +262,7 @@ describe('AWS_FAULT_INJECTION commit modes', () => {
     // Sent: the other gap's commit, the three reads that passed, the planned commit's later retry (a new call: the window is spent).
     expect(aws.sent.filter((items) => items.length > 0)).toHaveLength(2);
     expect(aws.sent).toHaveLength(5);
-    expect(readFileSync(log, 'utf8')).toBe(`worker\tdynamodb\tTransactWriteItemsCommand\t${COMMIT_FAULT_NAMES.doubt}\n`);
+    expect(readFileSync(log, 'utf8')).toBe(`worker\tdynamodb\tTransactWriteItemsCommand\t${COMMIT_FAULT_NAMES.doubt}\ta\t3\n`);
   });
 
   it('doubtWindows must be well formed', () => {
