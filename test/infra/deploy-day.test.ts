@@ -1,0 +1,74 @@
+/**
+ * Issue 35, "Deploy day, round two": what a first deploy and its first week would hit,
+ * read from the synthesized templates (no bundling). One test per confirmed item; each
+ * fails on the template before its fix.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_TUNABLES } from '../../core/config.ts';
+import { ingestQueueShape } from '../../core/resources.ts';
+import { EVENTBRIDGE_KEY_STATEMENT_SID } from '../../infra/alarm-topic.ts';
+import { buildApp, cdkJsonContext } from '../../infra/app.ts';
+import type { FrameAffinityStack } from '../../infra/stack.ts';
+
+type Resource = { Type: string; Properties?: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string; DependsOn?: string[] };
+type Resources = Record<string, Resource>;
+
+const outdirs: string[] = [];
+function synth(context: Record<string, unknown> = {}): { stack: FrameAffinityStack; template: Template; resources: Resources } {
+  const outdir = mkdtempSync(join(tmpdir(), 'fa-deploy-day-'));
+  outdirs.push(outdir);
+  const { stack } = buildApp(new App({ outdir, context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [], ...context } }));
+  const template = Template.fromStack(stack);
+  return { stack, template, resources: template.toJSON().Resources as Resources };
+}
+const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+
+let byDefault: ReturnType<typeof synth>;
+beforeAll(() => {
+  byDefault = synth();
+});
+afterAll(() => {
+  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('item 2: capacity-failure messages reach the encrypted alarm topic', () => {
+  it('lets EventBridge use the topic key without the aws:SourceAccount condition SNS does not support for it', () => {
+    // Act
+    const keys = Object.values(byDefault.resources).filter((r) => r.Type === 'AWS::KMS::Key');
+    const statements = keys.flatMap((k) => (k.Properties!.KeyPolicy as { Statement: Record<string, unknown>[] }).Statement);
+    const events = statements.filter((s) => s.Sid === EVENTBRIDGE_KEY_STATEMENT_SID);
+
+    // Assess
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ Principal: { Service: 'events.amazonaws.com' }, Effect: 'Allow' });
+    expect(events[0]!.Condition).toBeUndefined();
+  });
+
+  it('still gates EventBridge on the topic policy: this stack\'s launch-failure rule only', () => {
+    const policies = Object.values(byDefault.resources).filter((r) => r.Type === 'AWS::SNS::TopicPolicy');
+    const statements = policies.flatMap((p) => (p.Properties!.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement);
+    const publish = statements.find((s) => (s.Principal as { Service?: string })?.Service === 'events.amazonaws.com');
+    expect(publish?.Condition).toMatchObject({ ArnEquals: { 'aws:SourceArn': expect.anything() } });
+  });
+});
+
+describe('item 10: the runbook tells the template\'s ingest retention', () => {
+  it('says the ingest queue keeps unrouted events as many days as the template sets', () => {
+    // Prepare
+    const ingest = Object.values(byDefault.resources).find((r) => r.Type === 'AWS::SQS::Queue' && r.Properties?.QueueName === 'FrameAffinity-ingest');
+    const days = Number(ingest?.Properties?.MessageRetentionPeriod) / 86_400;
+
+    // Act
+    const said = [...read('docs/deploy.md').matchAll(/ingest queue keeps unrouted events (\d+) days/g)].map((m) => Number(m[1]));
+
+    // Assess
+    expect(days).toBe(ingestQueueShape(DEFAULT_TUNABLES).retentionSeconds / 86_400);
+    expect(said.length).toBeGreaterThan(0);
+    expect(said.every((d) => d === days)).toBe(true);
+  });
+});
