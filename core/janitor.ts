@@ -93,6 +93,17 @@ interface Candidate {
 export const QUEUE_SWEEP_SLOTS_PER_RUN = 100;
 
 /**
+ * Janitor runs one full queue sweep takes: every slot's queue (and DLQ) is read once in
+ * this many runs ({@link inQueueSweep}). 1 up to {@link QUEUE_SWEEP_SLOTS_PER_RUN} slots.
+ * An alarm on a gauge fed by the sweep must look at this many periods (plus one for the
+ * runs' jitter against the metric periods), or it clears between two reads of the same
+ * DLQ (issue 35, item 3).
+ */
+export function queueSweepRuns(slotCount: number, perRun: number = QUEUE_SWEEP_SLOTS_PER_RUN): number {
+  return Math.max(1, Math.ceil(slotCount / perRun));
+}
+
+/**
  * Whether an ownerless slot without pinned videos has its queue read in the run at
  * `nowMs`: slots are split into ceil(slotCount / perRun) groups (slot mod groups), and
  * each janitor period (`janitorIntervalSeconds`) takes the next group, so every slot's
@@ -104,7 +115,7 @@ export function inQueueSweep(
   t: Pick<Tunables, 'slotCount' | 'janitorIntervalSeconds'>,
   perRun: number = QUEUE_SWEEP_SLOTS_PER_RUN,
 ): boolean {
-  const groups = Math.ceil(t.slotCount / perRun);
+  const groups = queueSweepRuns(t.slotCount, perRun);
   if (groups <= 1) return true;
   return slot % groups === Math.floor(nowMs / (t.janitorIntervalSeconds * 1000)) % groups;
 }

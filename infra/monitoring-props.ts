@@ -46,6 +46,13 @@ export interface MonitoringProps {
    * @default Duration.minutes(1)
    */
   readonly janitorInterval?: Duration;
+  /**
+   * Janitor runs one sweep of the idle slots' DLQs takes (`queueSweepRuns(slotCount)`,
+   * core/janitor.ts): the slot-DLQ alarm fires on one breaching run and clears only after
+   * this many runs plus one without any, so a DLQ read once per sweep keeps it in ALARM.
+   * @default 1
+   */
+  readonly slotDlqSweepRuns?: number;
   /** The analytics event pipe (infra/event-delivery.ts): its DLQ gets an alarm, the pipe a widget. @default - none */
   readonly eventDelivery?: EventDeliveryMonitoring;
   /**

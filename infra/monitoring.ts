@@ -27,6 +27,14 @@ import type { MonitoringProps } from './monitoring-props.ts';
 const FIVE_MINUTES = Duration.minutes(5);
 const ONE_MINUTE = Duration.minutes(1);
 
+/**
+ * Evaluation window of the slot-DLQ alarm: one period up to 100 slots (every DLQ is read
+ * at every run), else `sweepRuns + 1` periods of which one breaching is enough.
+ */
+export function slotDlqWindow(sweepRuns: number): Pick<cloudwatch.AlarmProps, 'evaluationPeriods' | 'datapointsToAlarm'> {
+  return sweepRuns <= 1 ? { evaluationPeriods: 1 } : { evaluationPeriods: sweepRuns + 1, datapointsToAlarm: 1 };
+}
+
 /** Dashboard and alarms; alarms notify a KMS-encrypted, TLS-only SNS topic that CloudWatch may publish to. */
 export class Monitoring extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
@@ -131,6 +139,10 @@ export class Monitoring extends Construct {
         'A slot DLQ of a slot active in the last minutes holds messages (janitor SlotDlqMessages): a malformed slot message or one received slotQueueMaxReceiveCount times; read it, check the worker logs, fix the cause, then run the operator command `affinity redrive` to move them back to the slot queue',
       metric: this.metric('janitor', METRIC_NAMES.janitor.slotDlqMessages, 'Maximum', janitorPeriod),
       ...atLeastOnce,
+      // Above 100 slots an idle slot's DLQ is read once per sweep of several runs: ALARM on
+      // any breaching run, OK only after a whole sweep (and one run of jitter) without one,
+      // instead of ALARM/OK at every sweep (issue 35, item 3).
+      ...slotDlqWindow(props.slotDlqSweepRuns ?? 1),
     });
     this.#alarm('IngestAgeHigh', {
       alarmDescription: 'Oldest ingest message is too old: the router is failing, throttled or at its concurrency limit',

@@ -16,6 +16,7 @@ import {
   type StackConfig,
 } from './config.ts';
 import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
+import { queueSweepRuns } from '../core/janitor.ts';
 import { EventDelivery } from './event-delivery.ts';
 import { FrameBucket } from './frame-bucket.ts';
 import { GpuFleet } from './gpu-fleet.ts';
@@ -188,6 +189,7 @@ export class FrameAffinityStack extends Stack {
       instanceGroupName: this.fleet.autoScalingGroup.autoScalingGroupName,
       ingestAgeThreshold: Duration.seconds(config.ingestAgeAlarmSeconds),
       janitorInterval: Duration.minutes(janitorRateMinutes(config)),
+      slotDlqSweepRuns: queueSweepRuns(config.slotCount),
       eventDelivery: { deadLetterQueue: this.eventDelivery.deadLetterQueue, pipeName: this.eventDelivery.pipeName },
       alarmEmail: config.alarmEmail || undefined,
       removalPolicy,

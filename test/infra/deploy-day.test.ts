@@ -72,3 +72,20 @@ describe('item 10: the runbook tells the template\'s ingest retention', () => {
     expect(said.every((d) => d === days)).toBe(true);
   });
 });
+
+describe('item 3: SlotDlqNotEmpty does not flap at 1,000 slots', () => {
+  const slotDlqAlarm = (resources: Resources) =>
+    Object.values(resources).find((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties?.AlarmName === 'FrameAffinity-SlotDlqNotEmpty')!.Properties!;
+
+  it('keeps one period up to 100 slots, where every slot DLQ is read at every run', () => {
+    expect(slotDlqAlarm(byDefault.resources)).toMatchObject({ EvaluationPeriods: 1, Threshold: 1 });
+  });
+
+  it('at 1,000 slots fires on one breaching run and clears only after a whole sweep of 10 runs and one more', () => {
+    // Act
+    const alarm = slotDlqAlarm(synth({ slotCount: 1000 }).resources);
+
+    // Assess: a DLQ read once every 10 runs keeps the alarm in ALARM between its reads
+    expect(alarm).toMatchObject({ EvaluationPeriods: 11, DatapointsToAlarm: 1, Threshold: 1, Statistic: 'Maximum', Period: 60 });
+  });
+});
