@@ -20,6 +20,7 @@ import { queueSweepRuns } from '../core/janitor.ts';
 import { EventDelivery } from './event-delivery.ts';
 import { FrameBucket } from './frame-bucket.ts';
 import { GpuFleet } from './gpu-fleet.ts';
+import { giveLogGroupsToInternalFunctions } from './internal-function-logs.ts';
 import { Janitor } from './janitor.ts';
 import { Monitoring } from './monitoring.ts';
 import { acknowledge } from './nag.ts';
@@ -196,6 +197,9 @@ export class FrameAffinityStack extends Stack {
     });
 
     this.#acknowledgeScopedWildcards();
+    // aws-cdk-lib's own functions (default-SG restriction, bucket notifications, prefix-list
+    // lookup) get log groups with the stack's retention too (issue 35, item 9).
+    giveLogGroupsToInternalFunctions(this, logRetention, removalPolicy);
     this.#outputs(wiring);
   }
 

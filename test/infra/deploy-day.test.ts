@@ -89,3 +89,31 @@ describe('item 3: SlotDlqNotEmpty does not flap at 1,000 slots', () => {
     expect(alarm).toMatchObject({ EvaluationPeriods: 11, DatapointsToAlarm: 1, Threshold: 1, Statistic: 'Maximum', Period: 60 });
   });
 });
+
+describe('item 9: every log group expires', () => {
+  const check = (resources: Resources) => {
+    const groups = new Map(Object.entries(resources).filter(([, r]) => r.Type === 'AWS::Logs::LogGroup'));
+    const functions = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
+    const unnamed = functions.filter(([, r]) => (r.Properties?.LoggingConfig as { LogGroup?: unknown } | undefined)?.LogGroup === undefined).map(([id]) => id);
+    const groupOf = (r: Resource) => (r.Properties?.LoggingConfig as { LogGroup?: { Ref?: string } } | undefined)?.LogGroup?.Ref;
+    const notOurs = functions.filter(([id, r]) => !unnamed.includes(id) && !groups.has(groupOf(r) ?? '')).map(([id]) => id);
+    const forever = [...groups].filter(([, g]) => g.Properties?.RetentionInDays !== DEFAULT_RETENTION_DAYS).map(([id]) => id);
+    return { functions: functions.length, unnamed, notOurs, forever };
+  };
+  const DEFAULT_RETENTION_DAYS = 30;
+
+  it.each([
+    ['the default stack', {}],
+    ['with NAT (the prefix-list lookup function)', { natGateways: 1 }],
+  ] as const)('%s: each Lambda function writes to a log group of the stack with logRetentionDays', (_name, context) => {
+    // Act
+    const { resources } = Object.keys(context).length === 0 ? byDefault : synth(context);
+    const found = check(resources);
+
+    // Assess: the VPC default-SG restriction and the bucket notifications handler included
+    expect(found.functions).toBeGreaterThanOrEqual(5);
+    expect(found.unnamed).toEqual([]);
+    expect(found.notOurs).toEqual([]);
+    expect(found.forever).toEqual([]);
+  });
+});
