@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, Names, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
@@ -75,6 +75,24 @@ export interface GpuFleetProps {
    * @default workerImageFromDockerfile(): gpu-worker/Dockerfile, linux/amd64
    */
   readonly image?: ecs.ContainerImage;
+}
+
+/** Names ECS refuses for a capacity provider, in any case. */
+export const RESERVED_CAPACITY_PROVIDER_PREFIX = /^(aws|ecs|fargate)/i;
+
+/**
+ * An unnamed capacity provider gets a name from the stack name, which ECS refuses when it
+ * starts with `aws`, `ecs` or `fargate` in any case (aws-cdk#29151). aws-cdk-lib 2.276
+ * renames it (`cp-<unique name>`) only for a lowercase prefix (its check is case
+ * sensitive; aws-cdk#36584 is open); this does the same for every case, with the name
+ * aws-cdk-lib would give, so a stack it already renamed keeps its name, and any other
+ * stack keeps its generated one (issue 35, item 7).
+ */
+function nameCapacityProviderValidly(provider: ecs.AsgCapacityProvider): void {
+  const stackName = Stack.of(provider).stackName;
+  if (Token.isUnresolved(stackName) || !RESERVED_CAPACITY_PROVIDER_PREFIX.test(stackName)) return;
+  const cfn = provider.node.findChild(provider.node.id) as ecs.CfnCapacityProvider;
+  cfn.name ??= `cp-${Names.uniqueResourceName(provider, { maxLength: 252, allowedSpecialCharacters: '-_' })}`;
 }
 
 /**
@@ -205,6 +223,7 @@ export class GpuFleet extends Construct {
       targetCapacityPercent: 100,
       machineImageType: ecs.MachineImageType.AMAZON_LINUX_2,
     });
+    nameCapacityProviderValidly(this.capacityProvider);
     this.cluster.addAsgCapacityProvider(this.capacityProvider);
 
     this.logGroup = new logs.LogGroup(this, 'WorkerLogs', {

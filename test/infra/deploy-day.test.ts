@@ -117,3 +117,22 @@ describe('item 9: every log group expires', () => {
     expect(found.forever).toEqual([]);
   });
 });
+
+describe('item 7: a namePrefix starting with ecs, aws or fargate in any case deploys', () => {
+  const providerName = (resources: Resources) =>
+    Object.values(resources).find((r) => r.Type === 'AWS::ECS::CapacityProvider')!.Properties!.Name as string | undefined;
+
+  it.each(['EcsVideo', 'AWSFrames', 'Fargate1', 'ecs-lower'])('namePrefix %s: the capacity provider gets a name ECS accepts', (namePrefix) => {
+    // Act
+    const name = providerName(synth({ namePrefix }).resources);
+
+    // Assess: without a name, CloudFormation would name it after the stack (`<namePrefix>-...`)
+    expect(name).toMatch(/^cp-/);
+    expect(name).not.toMatch(/^(aws|ecs|fargate)/i);
+    expect(name!.length).toBeLessThanOrEqual(255);
+  });
+
+  it('leaves the generated name of any other stack alone (no replacement on update)', () => {
+    expect(providerName(byDefault.resources)).toBeUndefined();
+  });
+});
