@@ -124,7 +124,7 @@ export class FrameAffinityStack extends Stack {
       family: `${names.prefix}-worker`,
       instanceType: new ec2.InstanceType(config.instanceType),
       instanceTypes: instanceTypesOf(config).map((t) => new ec2.InstanceType(t)),
-      ...(config.workerImage ? { image: workerImageFromEcr(this, 'WorkerImageRepository', config.workerImage) } : {}),
+      ...(config.workerImage ? { image: workerImageFromEcr(this, 'WorkerImageRepository', config.workerImage, { internetEgress: config.natGateways > 0 && config.allowInternetEgress }) } : {}),
       maxInstances: config.maxInstances > 0 ? config.maxInstances : config.slotCount,
       taskCpuUnits: config.taskCpuUnits,
       taskMemoryMiB: config.taskMemoryMiB,

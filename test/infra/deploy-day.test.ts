@@ -136,3 +136,38 @@ describe('item 7: a namePrefix starting with ecs, aws or fargate in any case dep
     expect(providerName(byDefault.resources)).toBeUndefined();
   });
 });
+
+describe('item 8: a workerImage from another region is refused, or made to work', () => {
+  const image = (region: string) => `123456789012.dkr.ecr.${region}.amazonaws.com/frame-affinity/worker@sha256:${'a'.repeat(64)}`;
+  const inRegion = <T>(region: string, fn: () => T): T => {
+    const saved = { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION };
+    process.env.CDK_DEFAULT_ACCOUNT = '123456789012';
+    process.env.CDK_DEFAULT_REGION = region;
+    try {
+      return fn();
+    } finally {
+      for (const [k, v] of [['CDK_DEFAULT_ACCOUNT', saved.account], ['CDK_DEFAULT_REGION', saved.region]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  };
+
+  it('fails synthesis for an image in another region than the stack, saying how to make it work', () => {
+    expect(() => inRegion('us-east-1', () => synth({ workerImage: image('eu-west-1') }))).toThrow(/eu-west-1.*us-east-1.*(replicate|Replicate).*allowInternetEgress=true/s);
+  });
+
+  it('accepts an image of the stack\'s region, and one of another region when tasks have internet egress', () => {
+    expect(() => inRegion('us-east-1', () => synth({ workerImage: image('us-east-1') }))).not.toThrow();
+    expect(() => inRegion('us-east-1', () => synth({ workerImage: image('eu-west-1'), natGateways: 1, allowInternetEgress: true }))).not.toThrow();
+  });
+
+  it('without a known region, the template holds a rule that CloudFormation checks before creating anything', () => {
+    // Act
+    const rules = (synth({ workerImage: image('eu-west-1') }).template.toJSON().Rules ?? {}) as Record<string, { Assertions: { Assert: unknown }[] }>;
+
+    // Assess
+    const asserts = Object.values(rules).flatMap((r) => r.Assertions.map((a) => a.Assert));
+    expect(asserts).toContainEqual({ 'Fn::Equals': [{ Ref: 'AWS::Region' }, 'eu-west-1'] });
+  });
+});
