@@ -146,8 +146,8 @@ export const DEPLOYMENT_SETTINGS = {
     kind: 'text', default: '', pattern: /^[^@\s]+@[^@\s]+\.[^@\s]+$/, rule: 'be an e-mail address or empty', emptyMeans: 'no subscription',
     meaning: 'E-mail subscribed to the alarm topic (confirm the subscription mail; §9)',
   },
-  /** Keep (retain) or delete the bucket, tables and log buckets when the stack is deleted. */
-  retainData: { kind: 'flag', default: true, meaning: 'Retain buckets, tables and log groups on stack deletion; tables get deletion protection' },
+  /** Keep (retain) or delete the buckets, tables, alarm key and log groups when the stack is deleted (RetainExceptOnCreate: not after a failed create). */
+  retainData: { kind: 'flag', default: true, meaning: 'Retain buckets, tables, the alarm key and log groups on stack deletion and replacement (RetainExceptOnCreate: a failed first deploy deletes them on rollback; §2)' },
 } as const satisfies SettingsTable;
 
 /** Deployment settings that are not runtime tunables, one field per entry of {@link DEPLOYMENT_SETTINGS}. */

@@ -65,7 +65,10 @@ export class FrameAffinityStack extends Stack {
     this.config = config;
     const names = resourceNames(config.namePrefix);
     const tunables = tunablesOf(config);
-    const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    // RetainExceptOnCreate (RETAIN_ON_UPDATE_OR_DELETE): kept on stack deletion and
+    // replacement, but deleted when the operation that created it rolls back, so a failed
+    // first deploy leaves no buckets, tables, key or log groups behind (issue 35, item 5).
+    const removalPolicy = config.retainData ? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE : RemovalPolicy.DESTROY;
     const logRetention = config.logRetentionDays as logs.RetentionDays;
 
     this.network = new Network(this, 'Network', {

@@ -171,3 +171,24 @@ describe('item 8: a workerImage from another region is refused, or made to work'
     expect(asserts).toContainEqual({ 'Fn::Equals': [{ Ref: 'AWS::Region' }, 'eu-west-1'] });
   });
 });
+
+describe('item 5: a failed first deploy leaves no litter', () => {
+  it('retains data with RetainExceptOnCreate (kept on delete and replacement, deleted by the rollback of its own create), never Retain', () => {
+    // Act
+    const all = Object.entries(byDefault.resources);
+    const retain = all.filter(([, r]) => r.DeletionPolicy === 'Retain').map(([id]) => id);
+    const kept = all.filter(([, r]) => r.DeletionPolicy === 'RetainExceptOnCreate');
+
+    // Assess: the buckets, tables, alarm key and every log group
+    expect(retain).toEqual([]);
+    expect(kept.map(([, r]) => r.Type)).toEqual(expect.arrayContaining(['AWS::S3::Bucket', 'AWS::DynamoDB::Table', 'AWS::KMS::Key', 'AWS::Logs::LogGroup']));
+    expect(kept.length).toBeGreaterThanOrEqual(13);
+    for (const [, r] of kept) expect(r.UpdateReplacePolicy).toBe('Retain');
+  });
+
+  it('leaves table deletion protection unmanaged, so the rollback can delete the tables it created', () => {
+    const tables = Object.values(byDefault.resources).filter((r) => r.Type === 'AWS::DynamoDB::Table');
+    expect(tables).toHaveLength(3);
+    for (const t of tables) expect(t.Properties).not.toHaveProperty('DeletionProtectionEnabled');
+  });
+});
