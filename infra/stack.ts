@@ -142,6 +142,18 @@ export class FrameAffinityStack extends Stack {
     // their security groups and rules, NAT gateway and routes go only after it.
     this.fleet.teardown.outlives(this.network);
     this.#grantWorker(tunables);
+    // The drain ("checkpoint, release the slot") runs as the worker: its roles and their
+    // policies, the slot queues (nested stacks), the tables it commits to and its log group
+    // go only after the teardown has stopped every task (issue 35, item 6).
+    this.fleet.teardown.outlives(
+      this.fleet.taskRole,
+      this.fleet.executionRole,
+      this.fleet.logGroup,
+      this.tables.leases,
+      this.tables.results,
+      this.tables.events,
+      ...this.queues.slotQueueStacks,
+    );
 
     const controlEnv = { ...sharedEnv, ...this.fleet.launcherEnvironment() };
     this.router = new Router(this, 'Router', {
