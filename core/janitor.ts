@@ -23,8 +23,26 @@ import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaun
 
 export type JanitorLog = LogSink;
 
+/**
+ * Single flight for scheduled runs (issue 35, item 1): `acquire` returns a token when no
+ * other scheduled run holds the lock, `release` gives it back. Optional: without it (or
+ * when it fails) runs overlap, which is safe, every write being conditional.
+ */
+export interface RunLock {
+  acquire(nowMs: number): Promise<string | undefined>;
+  release(token: string): Promise<void>;
+}
+
+/**
+ * The janitor Lambda's timeout: a scheduled run never lasts longer, so its run lock holds
+ * this long (plus the clock-skew tolerance) when the run cannot give it back.
+ */
+export const JANITOR_TIMEOUT_SECONDS = 60;
+
 export interface JanitorDeps {
   readonly tunables: Tunables;
+  /** Single flight of scheduled runs; task-stopped runs (one slot each) never wait for it. @default none */
+  readonly runLock?: RunLock;
   readonly leases: LeaseStore;
   readonly queues: SlotQueues;
   readonly launcher: () => TaskLauncher | undefined;
@@ -72,6 +90,8 @@ export interface JanitorReport {
   readonly grantsVoided: number[];
   /** Slots that needed a launch but were left for a later run by the PROVISIONING budget (`maxProvisioningTasks`). */
   readonly launchesDeferred: number[];
+  /** A scheduled run that did nothing because another one held the run lock. */
+  readonly skipped?: true;
 }
 
 /** A slot with work that the run considers launching for. */
@@ -136,7 +156,34 @@ export class Janitor {
    * one fleet sweep per task.
    */
   async run(trigger: JanitorTrigger = { kind: 'schedule' }): Promise<JanitorReport> {
-    return trigger.kind === 'task-stopped' ? this.runStopped(trigger) : this.runSchedule();
+    return trigger.kind === 'task-stopped' ? this.runStopped(trigger) : this.runScheduleOnce();
+  }
+
+  /**
+   * A scheduled run under the run lock, when there is one: a run that finds it held skips
+   * (the holder is doing the same sweep; the next period runs anyway). A lock that cannot
+   * be read or written does not stop the run: overlapping runs are safe, only the
+   * PROVISIONING budget is then per run rather than shared.
+   */
+  private async runScheduleOnce(): Promise<JanitorReport> {
+    const lock = this.d.runLock;
+    if (!lock) return this.runSchedule();
+    let token: string | undefined;
+    try {
+      token = await lock.acquire(this.now());
+    } catch (e) {
+      this.d.log.warn('could not take the janitor run lock; running without it', { error: String(e) });
+      return this.runSchedule();
+    }
+    if (token === undefined) {
+      this.d.log.info('another scheduled janitor run holds the run lock; this one is skipped');
+      return { liveSlots: 0, slotsWithWorkNoOwner: [], pinnedVideos: 0, launched: [], countsRepaired: [], queuesChecked: [], launchFailed: [], grantsVoided: [], launchesDeferred: [], skipped: true };
+    }
+    try {
+      return await this.runSchedule();
+    } finally {
+      await lock.release(token).catch((e: unknown) => this.d.log.warn('could not give the janitor run lock back; it expires on its own', { error: String(e) }));
+    }
   }
 
   private async runSchedule(): Promise<JanitorReport> {

@@ -192,3 +192,11 @@ describe('item 5: a failed first deploy leaves no litter', () => {
     for (const t of tables) expect(t.Properties).not.toHaveProperty('DeletionProtectionEnabled');
   });
 });
+
+describe('item 1: the defaults deploy in any account', () => {
+  it('reserves no Lambda concurrency anywhere (Lambda allows reserving only up to the account quota minus 100)', () => {
+    const functions = Object.entries(byDefault.resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
+    expect(functions.length).toBeGreaterThan(0);
+    expect(functions.filter(([, r]) => r.Properties && 'ReservedConcurrentExecutions' in r.Properties).map(([id]) => id)).toEqual([]);
+  });
+});
