@@ -53,6 +53,13 @@ export interface MonitoringProps {
    * @default 1
    */
   readonly slotDlqSweepRuns?: number;
+  /**
+   * The workers run on GPU instances: a worker whose model runs on the CPU provider (a
+   * silent CUDA fallback) raises `WorkerOnCpu`. The stack's instance types are all NVIDIA
+   * GPU types (infra/config.ts), so the stack always passes true.
+   * @default true
+   */
+  readonly gpuFleet?: boolean;
   /** The analytics event pipe (infra/event-delivery.ts): its DLQ gets an alarm, the pipe a widget. @default - none */
   readonly eventDelivery?: EventDeliveryMonitoring;
   /**

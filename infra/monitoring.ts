@@ -201,6 +201,22 @@ export class Monitoring extends Construct {
       metric: this.metric('worker', METRIC_NAMES.worker.framesCrashedWorker, 'Sum', FIVE_MINUTES),
       ...atLeastOnce,
     });
+    if (props.gpuFleet ?? true) {
+      this.#alarm('WorkerOnCpu', {
+        alarmDescription:
+          'A worker on a GPU instance runs its model on the CPU provider (onnxruntime fell back silently when CUDA failed to load, microsoft/onnxruntime#23372): it pays for the GPU and runs several times slower. Read the worker log line `processor ready` (provider and why), check the image (the CUDA provider library, the CUDA/cuDNN versions) and the instance (ECS GPU AMI, gpuCount), then stop the task: the janitor launches another',
+        // Workers count their provider at start and once a minute (gpu-worker/runtime/gpu-sampler.ts):
+        // the alarm stays up for as long as a CPU worker runs, and clears once it is gone.
+        metric: new cloudwatch.Metric({
+          namespace: this.#namespace,
+          metricName: METRIC_NAMES.worker.executionProvider,
+          dimensionsMap: { [SERVICE_DIMENSION]: METRIC_SERVICE.worker, [METRIC_DIMENSIONS.ExecutionProvider]: 'cpu' },
+          statistic: 'Sum',
+          period: FIVE_MINUTES,
+        }),
+        ...atLeastOnce,
+      });
+    }
     if (props.eventDelivery) {
       this.#alarm('EventDlqNotEmpty', {
         alarmDescription: EVENT_DLQ_ALARM_DESCRIPTION,
@@ -230,7 +246,7 @@ export class Monitoring extends Construct {
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Frames routed / processed / failed / gaps',
-        width,
+        width: 8,
         left: [
           m('router', METRIC_NAMES.router.framesRouted),
           m('worker', METRIC_NAMES.worker.framesProcessed),
@@ -245,7 +261,7 @@ export class Monitoring extends Construct {
       }),
       new cloudwatch.GraphWidget({
         title: 'Latency (ms): upload -> record (left), inference per frame (right), p50 / p99',
-        width,
+        width: 8,
         left: [
           m('worker', METRIC_NAMES.worker.uploadToRecordMs, 'p50').with({ label: 'upload -> record p50' }),
           m('worker', METRIC_NAMES.worker.uploadToRecordMs, 'p99').with({ label: 'upload -> record p99' }),
@@ -253,6 +269,22 @@ export class Monitoring extends Construct {
         right: [
           m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p50').with({ label: 'inference p50' }),
           m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p99').with({ label: 'inference p99' }),
+        ],
+      }),
+      // Beside inference latency: whether the GPUs are busy (nvidia-smi in each task, once a minute).
+      new cloudwatch.GraphWidget({
+        title: 'GPU (workers): utilisation % (left), memory used % (right), average / max / min over tasks',
+        width: 8,
+        leftYAxis: { min: 0, max: 100 },
+        rightYAxis: { min: 0, max: 100 },
+        left: [
+          m('worker', METRIC_NAMES.worker.gpuUtilizationPercent, 'Average').with({ label: 'GPU utilisation, average' }),
+          m('worker', METRIC_NAMES.worker.gpuUtilizationPercent, 'Maximum').with({ label: 'GPU utilisation, max' }),
+          m('worker', METRIC_NAMES.worker.gpuUtilizationPercent, 'Minimum').with({ label: 'GPU utilisation, min' }),
+        ],
+        right: [
+          m('worker', METRIC_NAMES.worker.gpuMemoryUsedPercent, 'Average').with({ label: 'GPU memory used, average' }),
+          m('worker', METRIC_NAMES.worker.gpuMemoryUsedPercent, 'Maximum').with({ label: 'GPU memory used, max' }),
         ],
       }),
     );
@@ -356,9 +388,15 @@ export class Monitoring extends Construct {
         right: [props.router.metricDuration({ statistic: 'p99' })],
       }),
       new cloudwatch.GraphWidget({
-        title: 'Execution provider (worker starts)',
+        title: 'Execution provider: workers on each (per minute; cpu on a GPU fleet raises WorkerOnCpu)',
         width,
-        left: [this.#byDimension('ExecutionProvider', 'provider')],
+        left: [
+          new cloudwatch.MathExpression({
+            expression: `SEARCH('{${this.#namespace},${METRIC_DIMENSIONS.ExecutionProvider},${SERVICE_DIMENSION}} MetricName="${METRIC_NAMES.worker.executionProvider}"', 'Sum', 60)`,
+            label: 'provider',
+            period: ONE_MINUTE,
+          }),
+        ],
       }),
       ...(props.eventDelivery ? [eventPipeWidget(props.eventDelivery, width)] : []),
       new cloudwatch.AlarmStatusWidget({ title: 'Alarms', width: 24, alarms: this.alarms }),

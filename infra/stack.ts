@@ -206,6 +206,8 @@ export class FrameAffinityStack extends Stack {
       ingestAgeThreshold: Duration.seconds(config.ingestAgeAlarmSeconds),
       janitorInterval: Duration.minutes(janitorRateMinutes(config)),
       slotDlqSweepRuns: queueSweepRuns(config.slotCount),
+      // Every instance type is an NVIDIA GPU type (validated in infra/config.ts).
+      gpuFleet: true,
       eventDelivery: { deadLetterQueue: this.eventDelivery.deadLetterQueue, pipeName: this.eventDelivery.pipeName },
       alarmEmail: config.alarmEmail || undefined,
       removalPolicy,

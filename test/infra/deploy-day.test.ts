@@ -200,3 +200,42 @@ describe('item 1: the defaults deploy in any account', () => {
     expect(functions.filter(([, r]) => r.Properties && 'ReservedConcurrentExecutions' in r.Properties).map(([id]) => id)).toEqual([]);
   });
 });
+
+describe('item 4: a worker that fell back to CPU is loud, and the GPU is on the dashboard', () => {
+  const dashboardBody = (resources: Resources): { widgets: { x: number; y: number; properties: { title?: string; metrics?: unknown[] } }[] } => {
+    const dash = Object.values(resources).find((r) => r.Type === 'AWS::CloudWatch::Dashboard')!;
+    const body = dash.Properties!.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+    const text = body['Fn::Join'][1].map((p) => (typeof p === 'string' ? p : 'X')).join('');
+    return JSON.parse(text);
+  };
+
+  it('alarms on ExecutionProvider{Provider=cpu} of the workers', () => {
+    // Act
+    const alarm = Object.values(byDefault.resources).find((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties?.AlarmName === 'FrameAffinity-WorkerOnCpu')?.Properties;
+
+    // Assess
+    expect(alarm).toMatchObject({
+      MetricName: 'ExecutionProvider',
+      Namespace: 'FrameAffinity',
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+    });
+    expect(alarm!.Dimensions).toEqual(expect.arrayContaining([{ Name: 'Provider', Value: 'cpu' }, { Name: 'service', Value: 'worker' }]));
+    expect(alarm!.AlarmActions).toHaveLength(1);
+  });
+
+  it('plots GPU utilisation and memory in the row of the inference latency', () => {
+    // Act
+    const widgets = dashboardBody(byDefault.resources).widgets;
+    const latency = widgets.find((w) => w.properties.title?.includes('inference per frame'))!;
+    const gpu = widgets.find((w) => JSON.stringify(w.properties.metrics ?? []).includes('GpuUtilizationPercent'));
+
+    // Assess
+    expect(gpu).toBeDefined();
+    expect(JSON.stringify(gpu!.properties.metrics)).toContain('GpuMemoryUsedPercent');
+    expect(gpu!.y).toBe(latency.y);
+    expect(gpu!.x).toBeGreaterThan(latency.x);
+  });
+});
