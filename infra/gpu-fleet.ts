@@ -116,11 +116,13 @@ export class GpuFleet extends Construct {
   readonly teardown: FleetTeardown;
   readonly #subnetIds: string[];
   readonly #taskSecurityGroup: ec2.ISecurityGroup;
+  readonly #family: string;
 
   constructor(scope: Construct, id: string, props: GpuFleetProps) {
     super(scope, id);
     const stack = Stack.of(this);
     this.#taskSecurityGroup = props.taskSecurityGroup;
+    this.#family = props.family;
     this.#subnetIds = props.vpc.selectSubnets(props.subnets).subnetIds;
 
     this.cluster = new ecs.Cluster(this, 'Cluster', { vpc: props.vpc, containerInsightsV2: ecs.ContainerInsights.ENABLED });
@@ -319,7 +321,7 @@ export class GpuFleet extends Construct {
   }
 
   /**
-   * Start worker tasks: ecs:RunTask on this task definition revision in this
+   * Start worker tasks: ecs:RunTask on the revisions of this task definition family in this
    * cluster only, and iam:PassRole on its two roles, only towards ECS tasks.
    *
    * On stack deletion the grantee (its function, rules and event source) and its role are
@@ -328,12 +330,27 @@ export class GpuFleet extends Construct {
    * a worker the teardown has just stopped.
    */
   grantLaunch(grantee: iam.IGrantable): iam.Grant {
+    // Every revision of this family, not the one revision: a deploy that makes a new
+    // revision updates the grantee's policy before its function (the function depends on
+    // it), so for that window, and while IAM propagates, a launcher still on the previous
+    // revision (or one already on the new) would meet AccessDenied and raise
+    // TaskLaunchFailures (issue 35, docs/deploy.md §13). The environment still names the
+    // exact revision; the family is this stack's (`<namePrefix>-worker`).
+    const stack = Stack.of(this);
+    const family = stack.formatArn({ service: 'ecs', resource: 'task-definition', resourceName: `${this.#family}:*` });
     const run = iam.Grant.addToPrincipal({
       grantee,
       actions: ['ecs:RunTask'],
-      resourceArns: [this.taskDefinition.taskDefinitionArn],
+      resourceArns: [family],
       conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
     });
+    const principal = grantee.grantPrincipal;
+    if (Construct.isConstruct(principal)) {
+      acknowledge(principal, {
+        id: `AwsSolutions-IAM5[Resource::${nagArnPrefix(stack, 'ecs')}task-definition/${this.#family}:*]`,
+        reason: 'RunTask on the revisions of this stack\'s worker task definition family only (and in this cluster only, ecs:cluster): during a deploy the previous and the new revision must both be launchable.',
+      });
+    }
     iam.Grant.addToPrincipal({
       grantee,
       actions: ['iam:PassRole'],

@@ -296,8 +296,8 @@ export class Monitoring extends Construct {
         title: 'Slot queues: messages, all slots and the 10 deepest',
         width,
         left: [
-          this.#slotQueueLine(`SUM(${visible})`, 'visible, all slots'),
-          this.#slotQueueLine(`SUM(${this.#slotQueueSearch('ApproximateNumberOfMessagesNotVisible', 'queues')})`, 'in flight, all slots'),
+          this.#slotQueueLine(`SUM(${visible})`, 'visible, all slots (a SEARCH sums at most 500 queues)'),
+          this.#slotQueueLine(`SUM(${this.#slotQueueSearch('ApproximateNumberOfMessagesNotVisible', 'queues')})`, 'in flight, all slots (at most 500 queues)'),
           this.#slotQueueLine(`SORT(${visible}, MAX, DESC, 10)`),
         ],
       }),
@@ -306,7 +306,7 @@ export class Monitoring extends Construct {
         width,
         left: [
           props.ingestQueue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', label: 'ingest' }),
-          this.#slotQueueLine(`MAX(${age})`, 'slot queues, max'),
+          this.#slotQueueLine(`MAX(${age})`, 'slot queues, max (of at most 500)'),
           this.#slotQueueLine(`SORT(${age}, MAX, DESC, 10)`),
         ],
         right: [m('worker', METRIC_NAMES.worker.slotMessageAgeMs, 'Maximum').with({ label: 'age at receive (ms, workers)' })],
@@ -357,7 +357,7 @@ export class Monitoring extends Construct {
         width,
         left: [
           props.ingestDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', label: 'ingest DLQ' }),
-          this.#slotQueueLine(`SUM(${dlqVisible})`, 'slot DLQs, all'),
+          this.#slotQueueLine(`SUM(${dlqVisible})`, 'slot DLQs, all (at most 500; the alarm reads the janitor gauge)'),
           m('janitor', METRIC_NAMES.janitor.slotDlqMessages, 'Maximum').with({ label: 'slot DLQs of active slots (alarm)' }),
           this.#slotQueueLine(`SORT(${dlqVisible}, MAX, DESC, 10)`),
         ],

@@ -239,3 +239,20 @@ describe('item 4: a worker that fell back to CPU is loud, and the GPU is on the 
     expect(gpu!.x).toBeGreaterThan(latency.x);
   });
 });
+
+describe('settled: a routine deploy does not make the launchers\' RunTask grant and task definition disagree', () => {
+  it('grants RunTask on every revision of the stack\'s worker family (the policy is updated before the function that reads the revision)', () => {
+    // Prepare
+    const resources = byDefault.resources;
+    const policies = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::IAM::Policy');
+    const runTask = policies.flatMap(([id, r]) =>
+      (r.Properties!.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }).Statement.filter((s) => [s.Action].flat().includes('ecs:RunTask')).map((s) => ({ id, s })),
+    );
+    const router = Object.entries(resources).find(([id, r]) => r.Type === 'AWS::Lambda::Function' && id.startsWith('RouterFunction'))!;
+
+    // Assess: the function waits for its policy, so only a family grant covers both revisions
+    expect(router[1].DependsOn).toEqual(expect.arrayContaining([expect.stringMatching(/^RouterFunctionRoleDefaultPolicy/)]));
+    expect(runTask).toHaveLength(2);
+    for (const { s } of runTask) expect(JSON.stringify(s.Resource)).toMatch(/:task-definition\/FrameAffinity-worker:\*"/);
+  });
+});
