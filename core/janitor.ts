@@ -35,7 +35,7 @@ export interface RunLock {
 
 /**
  * The janitor Lambda's timeout: a scheduled run never lasts longer, so its run lock holds
- * this long (plus the clock-skew tolerance) when the run cannot give it back.
+ * at most this long (or one janitor period, if shorter) when the run cannot give it back.
  */
 export const JANITOR_TIMEOUT_SECONDS = 60;
 

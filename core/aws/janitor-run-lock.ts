@@ -6,8 +6,10 @@
  * The condition compares the item's own expiry (`expiresAtMs`) with the taker's clock:
  * DynamoDB TTL deletes expired items lazily (typically within two days) and they still
  * show up to reads and conditions, so TTL (`ttlEpochSeconds`) only collects the item.
- * A holder that dies (Lambda timeout, crash) blocks the next scheduled run at most until
- * its expiry, which is the Lambda timeout plus the clock-skew tolerance.
+ * A holder that dies (Lambda timeout, crash) blocks scheduled runs at most until its
+ * expiry: the shorter of the Lambda timeout and the janitor period, so the next period's
+ * run is never lost to it. (Lambda clocks are synchronised; a skew only shortens or
+ * lengthens an overlap, which is safe.)
  *
  * The token is only for giving back one's own lock: nothing is fenced by it. The janitor
  * does not need single flight for correctness (every write it makes is conditional, and
@@ -26,7 +28,7 @@ export const JANITOR_RUN_LOCK_KEY = 'janitor#scheduled-run';
 
 export interface JanitorRunLockOptions {
   readonly tableName: string;
-  /** How long a taken lock holds if it is not given back: the janitor's Lambda timeout plus clock skew. */
+  /** How long a taken lock holds if it is not given back: the shorter of the janitor's Lambda timeout and its period. */
   readonly holdMs: number;
   /** Makes the token; randomUUID by default. */
   readonly token?: () => string;

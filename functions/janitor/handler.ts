@@ -14,8 +14,10 @@ const { logger, metrics, sink } = createPowertools('janitor');
 const getJanitor = perEnvironment(() => {
   const { tunables, leases, queues, clients, wiring } = functionContext('janitor');
   // Single flight of scheduled runs without reserved concurrency (issue 35, item 1): a lock
-  // item in the leases table that holds at most one Lambda timeout (plus clock skew).
-  const runLock = new JanitorRunLock(clients.ddb, { tableName: wiring.leasesTable, holdMs: JANITOR_TIMEOUT_SECONDS * 1000 + tunables.clockSkewToleranceMs });
+  // item in the leases table. A run lasts at most one Lambda timeout, and a lock left by a
+  // run that died must not stop the next period's run: it holds the shorter of the two.
+  const holdMs = Math.min(JANITOR_TIMEOUT_SECONDS, tunables.janitorIntervalSeconds) * 1000;
+  const runLock = new JanitorRunLock(clients.ddb, { tableName: wiring.leasesTable, holdMs });
   return new Janitor({ tunables, leases, queues, runLock, launcher: resolveTaskLauncher, metrics: sink, log: logger });
 });
 
