@@ -110,3 +110,34 @@ describe('GpuSampler', () => {
     await expect(runProgram('nvidia-smi-that-is-not-there', [], 1000)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
+
+describe('EmfMetrics.gauge (the sink the sampler writes to in the worker)', () => {
+  it('writes each gauge as an EMF line with its unit and the service dimension', async () => {
+    // Prepare: stdout EMF, as the task's environment says (aws-embedded-metrics resolves it when first loaded)
+    process.env.AWS_EMF_ENVIRONMENT ??= 'Local';
+    const { EmfMetrics } = await import('../../../gpu-worker/runtime/emf-metrics.ts');
+    const { vi } = await import('vitest');
+    const written: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void written.push(args.map(String).join(' ')));
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => (written.push(String(chunk)), true));
+    const metrics = new EmfMetrics('FrameAffinity', { service: 'worker' }, 3_600_000);
+
+    // Act
+    try {
+      metrics.gauge(METRIC_NAMES.worker.gpuUtilizationPercent, 42, 'Percent');
+      metrics.gauge(METRIC_NAMES.worker.gpuMemoryUsedMiB, 6000, 'Megabytes');
+      await metrics.close();
+    } finally {
+      log.mockRestore();
+      out.mockRestore();
+    }
+
+    // Assess
+    const lines = written.join('\n').split('\n').filter((l) => l.includes('"_aws"')).map((l) => JSON.parse(l));
+    const utilization = lines.find((l) => METRIC_NAMES.worker.gpuUtilizationPercent in l);
+    const memory = lines.find((l) => METRIC_NAMES.worker.gpuMemoryUsedMiB in l);
+    expect(utilization).toMatchObject({ service: 'worker', [METRIC_NAMES.worker.gpuUtilizationPercent]: 42 });
+    expect(utilization._aws.CloudWatchMetrics[0].Metrics).toEqual([{ Name: METRIC_NAMES.worker.gpuUtilizationPercent, Unit: 'Percent' }]);
+    expect(memory._aws.CloudWatchMetrics[0].Metrics).toEqual([{ Name: METRIC_NAMES.worker.gpuMemoryUsedMiB, Unit: 'Megabytes' }]);
+  });
+});
