@@ -23,8 +23,26 @@ import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaun
 
 export type JanitorLog = LogSink;
 
+/**
+ * Single flight for scheduled runs (issue 35, item 1): `acquire` returns a token when no
+ * other scheduled run holds the lock, `release` gives it back. Optional: without it (or
+ * when it fails) runs overlap, which is safe, every write being conditional.
+ */
+export interface RunLock {
+  acquire(nowMs: number): Promise<string | undefined>;
+  release(token: string): Promise<void>;
+}
+
+/**
+ * The janitor Lambda's timeout: a scheduled run never lasts longer, so its run lock holds
+ * at most this long (or one janitor period, if shorter) when the run cannot give it back.
+ */
+export const JANITOR_TIMEOUT_SECONDS = 60;
+
 export interface JanitorDeps {
   readonly tunables: Tunables;
+  /** Single flight of scheduled runs; task-stopped runs (one slot each) never wait for it. @default none */
+  readonly runLock?: RunLock;
   readonly leases: LeaseStore;
   readonly queues: SlotQueues;
   readonly launcher: () => TaskLauncher | undefined;
@@ -72,6 +90,8 @@ export interface JanitorReport {
   readonly grantsVoided: number[];
   /** Slots that needed a launch but were left for a later run by the PROVISIONING budget (`maxProvisioningTasks`). */
   readonly launchesDeferred: number[];
+  /** A scheduled run that did nothing because another one held the run lock. */
+  readonly skipped?: true;
 }
 
 /** A slot with work that the run considers launching for. */
@@ -93,6 +113,17 @@ interface Candidate {
 export const QUEUE_SWEEP_SLOTS_PER_RUN = 100;
 
 /**
+ * Janitor runs one full queue sweep takes: every slot's queue (and DLQ) is read once in
+ * this many runs ({@link inQueueSweep}). 1 up to {@link QUEUE_SWEEP_SLOTS_PER_RUN} slots.
+ * An alarm on a gauge fed by the sweep must look at this many periods (plus one for the
+ * runs' jitter against the metric periods), or it clears between two reads of the same
+ * DLQ (issue 35, item 3).
+ */
+export function queueSweepRuns(slotCount: number, perRun: number = QUEUE_SWEEP_SLOTS_PER_RUN): number {
+  return Math.max(1, Math.ceil(slotCount / perRun));
+}
+
+/**
  * Whether an ownerless slot without pinned videos has its queue read in the run at
  * `nowMs`: slots are split into ceil(slotCount / perRun) groups (slot mod groups), and
  * each janitor period (`janitorIntervalSeconds`) takes the next group, so every slot's
@@ -104,7 +135,7 @@ export function inQueueSweep(
   t: Pick<Tunables, 'slotCount' | 'janitorIntervalSeconds'>,
   perRun: number = QUEUE_SWEEP_SLOTS_PER_RUN,
 ): boolean {
-  const groups = Math.ceil(t.slotCount / perRun);
+  const groups = queueSweepRuns(t.slotCount, perRun);
   if (groups <= 1) return true;
   return slot % groups === Math.floor(nowMs / (t.janitorIntervalSeconds * 1000)) % groups;
 }
@@ -125,7 +156,34 @@ export class Janitor {
    * one fleet sweep per task.
    */
   async run(trigger: JanitorTrigger = { kind: 'schedule' }): Promise<JanitorReport> {
-    return trigger.kind === 'task-stopped' ? this.runStopped(trigger) : this.runSchedule();
+    return trigger.kind === 'task-stopped' ? this.runStopped(trigger) : this.runScheduleOnce();
+  }
+
+  /**
+   * A scheduled run under the run lock, when there is one: a run that finds it held skips
+   * (the holder is doing the same sweep; the next period runs anyway). A lock that cannot
+   * be read or written does not stop the run: overlapping runs are safe, only the
+   * PROVISIONING budget is then per run rather than shared.
+   */
+  private async runScheduleOnce(): Promise<JanitorReport> {
+    const lock = this.d.runLock;
+    if (!lock) return this.runSchedule();
+    let token: string | undefined;
+    try {
+      token = await lock.acquire(this.now());
+    } catch (e) {
+      this.d.log.warn('could not take the janitor run lock; running without it', { error: String(e) });
+      return this.runSchedule();
+    }
+    if (token === undefined) {
+      this.d.log.info('another scheduled janitor run holds the run lock; this one is skipped');
+      return { liveSlots: 0, slotsWithWorkNoOwner: [], pinnedVideos: 0, launched: [], countsRepaired: [], queuesChecked: [], launchFailed: [], grantsVoided: [], launchesDeferred: [], skipped: true };
+    }
+    try {
+      return await this.runSchedule();
+    } finally {
+      await lock.release(token).catch((e: unknown) => this.d.log.warn('could not give the janitor run lock back; it expires on its own', { error: String(e) }));
+    }
   }
 
   private async runSchedule(): Promise<JanitorReport> {

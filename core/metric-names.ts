@@ -114,8 +114,18 @@ export const METRIC_NAMES = {
      * main thread from then on, at a higher CPU cost per frame; the worker goes on.
      */
     decodeThreadDied: 'DecodeThreadDied',
-    /** Emitted once at start (dimension Provider: cuda | cpu). */
+    /**
+     * Emitted at start and then once a minute by the GPU sampler (dimension Provider: cuda |
+     * cpu), so its Sum per minute is the number of workers on each provider; the
+     * `WorkerOnCpu` alarm reads Provider=cpu (issue 35, item 4).
+     */
     executionProvider: 'ExecutionProvider',
+    /** GPU utilisation of the task's GPU, %, from nvidia-smi once a minute (gpu-worker/runtime/gpu-sampler.ts). */
+    gpuUtilizationPercent: 'GpuUtilizationPercent',
+    /** GPU memory in use on the task's GPU, MiB (nvidia-smi). */
+    gpuMemoryUsedMiB: 'GpuMemoryUsedMiB',
+    /** GPU memory in use on the task's GPU, % of its total (nvidia-smi). */
+    gpuMemoryUsedPercent: 'GpuMemoryUsedPercent',
     /** Slot leases claimed. */
     slotsClaimed: 'SlotsClaimed',
     /** Slot leases lost or unconfirmable (the worker exits). */

@@ -41,6 +41,7 @@ import { SlotQueues } from '../core/aws/slot-queues.ts';
 import { FrameStore } from '../core/aws/frame-store.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
+import { GpuSampler } from './runtime/gpu-sampler.ts';
 import { StageClock, boundingStage } from './runtime/stage-clock.ts';
 import { timeStages } from './runtime/stage-timing.ts';
 import { crashOnKey, WORKER_CRASH_ON_KEY_ENV } from './crash-on-key.ts';
@@ -92,6 +93,9 @@ async function main(): Promise<number> {
     log.info('stage accounting', { ...report, bound: boundingStage(report), cpuUs: process.cpuUsage(), readAhead: worker?.prefetchedFrames.readAhead });
   };
   setInterval(reportStages, Number(env.STAGE_REPORT_INTERVAL_MS ?? 30_000)).unref();
+  // Once a minute: the provider in use (the WorkerOnCpu alarm) and, where nvidia-smi is
+  // there, the GPU's utilisation and memory (issue 35, item 4). Silent without nvidia-smi.
+  const gpu = new GpuSampler({ metrics, provider: () => processor.provider }).start();
 
   worker = new Worker({
     workerId,
@@ -130,6 +134,7 @@ async function main(): Promise<number> {
   const reason = await worker.run();
   reportStages();
   log.info('worker stopped', { reason, ...(processor.fatal ? { processorFatal: processor.fatal } : {}) });
+  gpu.stop();
   await metrics.close();
   if (processor.fatal) return EXIT_PROCESSOR_FAILED;
   return reason === 'lease-lost' ? EXIT_LEASE_LOST : EXIT_DONE;

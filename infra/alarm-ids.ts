@@ -29,6 +29,7 @@ export const ALARM_IDS = [
   'TaskLaunchFailures',
   'InstanceLaunchFailures',
   'FramesCrashedWorker',
+  'WorkerOnCpu',
   'EventDlqNotEmpty',
   'RouterErrors',
   'JanitorErrors',

@@ -8,6 +8,9 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 
+/** Sid of the key-policy statement that lets EventBridge encrypt the launch-failure messages. */
+export const EVENTBRIDGE_KEY_STATEMENT_SID = 'EventBridgeLaunchFailuresPublish';
+
 /**
  * A customer key: SNS's AWS-managed key does not let CloudWatch alarms publish.
  * The key policy spells out its actions instead of the default `kms:*` for the account.
@@ -50,12 +53,17 @@ export function buildAlarmKey(scope: Construct, removalPolicy: RemovalPolicy): k
         resources: ['*'],
         conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
       }),
+      // No condition, on purpose: SNS documents aws:SourceAccount, aws:SourceArn and
+      // aws:SourceOrgID in a KMS key policy as not supported for EventBridge-to-encrypted
+      // topics (sns-key-management.html), and with one EventBridge's publish fails, so the
+      // launch-failure messages never arrive (issue 35, item 2). The topic policy is the
+      // gate instead: EventBridge may publish for this stack's rule only (aws:SourceArn,
+      // instance-launch-events.ts), and without a publish there is no data key to make.
       new iam.PolicyStatement({
-        sid: 'EventBridgeLaunchFailuresPublish',
+        sid: EVENTBRIDGE_KEY_STATEMENT_SID,
         principals: [new iam.ServicePrincipal('events.amazonaws.com')],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
         resources: ['*'],
-        conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
       }),
     ],
   });

@@ -127,10 +127,14 @@ export const DEPLOYMENT_SETTINGS = {
    * for the same ingest rate (docs/deploy.md, *Ingest capacity*).
    */
   routerMemoryMb: { kind: 'integer', default: 512, min: 128, max: 10_240, unit: 'MB', meaning: 'Memory of the router Lambda (its CPU share grows with it: 1,769 MB = one vCPU); raise it with large batches at high ingest rates' },
-  /** Reserved concurrency of the janitor Lambda (bounds a task-stopped storm); 0 = none. */
+  /**
+   * Reserved concurrency of the janitor Lambda (bounds a task-stopped storm); 0 = none, the
+   * default: Lambda lets an account reserve only up to its concurrency quota minus 100, so
+   * any default reservation fails the first deploy of a new account (quota 10 or 50).
+   */
   janitorReservedConcurrency: {
-    kind: 'integer', default: 4, min: 0, max: 1000, off: { value: 0, meaning: 'none' }, unit: 'invocations',
-    meaning: 'Reserved concurrency of the janitor Lambda, so a storm of task-stopped events cannot take the router\'s concurrency (0 is needed in accounts whose Lambda concurrency limit is 10)',
+    kind: 'integer', default: 0, min: 0, max: 1000, off: { value: 0, meaning: 'none' }, unit: 'invocations',
+    meaning: 'Opt-in reserved concurrency of the janitor Lambda, so a storm of task-stopped events cannot take the router\'s concurrency. Lambda accepts a reservation only up to the account\'s concurrency quota minus 100 (new accounts often have 10 or 50: any value fails their deploy); scheduled runs are single-flight without it (a lock item in the leases table; §11)',
   },
   /**
    * With `natGateways` >= 1, let tasks and instances reach any HTTPS address (a model
@@ -146,8 +150,8 @@ export const DEPLOYMENT_SETTINGS = {
     kind: 'text', default: '', pattern: /^[^@\s]+@[^@\s]+\.[^@\s]+$/, rule: 'be an e-mail address or empty', emptyMeans: 'no subscription',
     meaning: 'E-mail subscribed to the alarm topic (confirm the subscription mail; §9)',
   },
-  /** Keep (retain) or delete the bucket, tables and log buckets when the stack is deleted. */
-  retainData: { kind: 'flag', default: true, meaning: 'Retain buckets, tables and log groups on stack deletion; tables get deletion protection' },
+  /** Keep (retain) or delete the buckets, tables, alarm key and log groups when the stack is deleted (RetainExceptOnCreate: not after a failed create). */
+  retainData: { kind: 'flag', default: true, meaning: 'Retain buckets, tables, the alarm key and log groups on stack deletion and replacement (RetainExceptOnCreate: a failed first deploy deletes them on rollback; §2)' },
 } as const satisfies SettingsTable;
 
 /** Deployment settings that are not runtime tunables, one field per entry of {@link DEPLOYMENT_SETTINGS}. */

@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, Names, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
@@ -77,6 +77,24 @@ export interface GpuFleetProps {
   readonly image?: ecs.ContainerImage;
 }
 
+/** Names ECS refuses for a capacity provider, in any case. */
+export const RESERVED_CAPACITY_PROVIDER_PREFIX = /^(aws|ecs|fargate)/i;
+
+/**
+ * An unnamed capacity provider gets a name from the stack name, which ECS refuses when it
+ * starts with `aws`, `ecs` or `fargate` in any case (aws-cdk#29151). aws-cdk-lib 2.276
+ * renames it (`cp-<unique name>`) only for a lowercase prefix (its check is case
+ * sensitive; aws-cdk#36584 is open); this does the same for every case, with the name
+ * aws-cdk-lib would give, so a stack it already renamed keeps its name, and any other
+ * stack keeps its generated one (issue 35, item 7).
+ */
+function nameCapacityProviderValidly(provider: ecs.AsgCapacityProvider): void {
+  const stackName = Stack.of(provider).stackName;
+  if (Token.isUnresolved(stackName) || !RESERVED_CAPACITY_PROVIDER_PREFIX.test(stackName)) return;
+  const cfn = provider.node.findChild(provider.node.id) as ecs.CfnCapacityProvider;
+  cfn.name ??= `cp-${Names.uniqueResourceName(provider, { maxLength: 252, allowedSpecialCharacters: '-_' })}`;
+}
+
 /**
  * The ECS cluster, GPU capacity provider (scales from zero, and back to zero when the
  * workers exit for idleness), the worker task definition, and the teardown that lets the
@@ -98,11 +116,13 @@ export class GpuFleet extends Construct {
   readonly teardown: FleetTeardown;
   readonly #subnetIds: string[];
   readonly #taskSecurityGroup: ec2.ISecurityGroup;
+  readonly #family: string;
 
   constructor(scope: Construct, id: string, props: GpuFleetProps) {
     super(scope, id);
     const stack = Stack.of(this);
     this.#taskSecurityGroup = props.taskSecurityGroup;
+    this.#family = props.family;
     this.#subnetIds = props.vpc.selectSubnets(props.subnets).subnetIds;
 
     this.cluster = new ecs.Cluster(this, 'Cluster', { vpc: props.vpc, containerInsightsV2: ecs.ContainerInsights.ENABLED });
@@ -205,6 +225,7 @@ export class GpuFleet extends Construct {
       targetCapacityPercent: 100,
       machineImageType: ecs.MachineImageType.AMAZON_LINUX_2,
     });
+    nameCapacityProviderValidly(this.capacityProvider);
     this.cluster.addAsgCapacityProvider(this.capacityProvider);
 
     this.logGroup = new logs.LogGroup(this, 'WorkerLogs', {
@@ -300,7 +321,7 @@ export class GpuFleet extends Construct {
   }
 
   /**
-   * Start worker tasks: ecs:RunTask on this task definition revision in this
+   * Start worker tasks: ecs:RunTask on the revisions of this task definition family in this
    * cluster only, and iam:PassRole on its two roles, only towards ECS tasks.
    *
    * On stack deletion the grantee (its function, rules and event source) and its role are
@@ -309,12 +330,27 @@ export class GpuFleet extends Construct {
    * a worker the teardown has just stopped.
    */
   grantLaunch(grantee: iam.IGrantable): iam.Grant {
+    // Every revision of this family, not the one revision: a deploy that makes a new
+    // revision updates the grantee's policy before its function (the function depends on
+    // it), so for that window, and while IAM propagates, a launcher still on the previous
+    // revision (or one already on the new) would meet AccessDenied and raise
+    // TaskLaunchFailures (issue 35, docs/deploy.md §13). The environment still names the
+    // exact revision; the family is this stack's (`<namePrefix>-worker`).
+    const stack = Stack.of(this);
+    const family = stack.formatArn({ service: 'ecs', resource: 'task-definition', resourceName: `${this.#family}:*` });
     const run = iam.Grant.addToPrincipal({
       grantee,
       actions: ['ecs:RunTask'],
-      resourceArns: [this.taskDefinition.taskDefinitionArn],
+      resourceArns: [family],
       conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
     });
+    const principal = grantee.grantPrincipal;
+    if (Construct.isConstruct(principal)) {
+      acknowledge(principal, {
+        id: `AwsSolutions-IAM5[Resource::${nagArnPrefix(stack, 'ecs')}task-definition/${this.#family}:*]`,
+        reason: 'RunTask on the revisions of this stack\'s worker task definition family only (and in this cluster only, ecs:cluster): during a deploy the previous and the new revision must both be launchable.',
+      });
+    }
     iam.Grant.addToPrincipal({
       grantee,
       actions: ['iam:PassRole'],

@@ -6,6 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { JANITOR_TIMEOUT_SECONDS } from '../core/janitor.ts';
 import { buildServiceFunction } from './lambda-defaults.ts';
 
 export interface JanitorProps {
@@ -23,7 +24,9 @@ export interface JanitorProps {
    */
   readonly workerClusterArn?: string;
   /**
-   * @default Duration.seconds(60)
+   * The run lock of scheduled runs holds this long when a run cannot give it back
+   * (functions/janitor/handler.ts): keep the two equal.
+   * @default Duration.seconds(JANITOR_TIMEOUT_SECONDS), 60 s
    */
   readonly timeout?: Duration;
   /**
@@ -35,6 +38,9 @@ export interface JanitorProps {
    * events (a whole fleet exiting idle together) cannot take the Lambda concurrency the
    * router needs. Invocations over it are throttled; EventBridge invokes asynchronously,
    * so Lambda keeps and retries them (up to 6 hours) rather than dropping them.
+   * Opt-in: Lambda lets an account reserve only up to its concurrency quota minus 100, and
+   * new accounts often have a quota of 10 or 50, where any reservation fails the deploy
+   * (issue 35, item 1). Single flight of scheduled runs does not depend on it (run lock).
    * @default none (unreserved)
    */
   readonly reservedConcurrentExecutions?: number;
@@ -63,7 +69,7 @@ export class Janitor extends Construct implements iam.IGrantable {
       entry: 'functions/janitor/handler.ts',
       description: 'FrameAffinity janitor: relaunches idle slots with work, repairs leases, fleet metrics',
       environment: { POWERTOOLS_SERVICE_NAME: 'janitor', ...props.environment },
-      timeout: props.timeout ?? Duration.seconds(60),
+      timeout: props.timeout ?? Duration.seconds(JANITOR_TIMEOUT_SECONDS),
       memorySize: props.memorySize ?? 256,
       logRetention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,

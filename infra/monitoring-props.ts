@@ -46,6 +46,20 @@ export interface MonitoringProps {
    * @default Duration.minutes(1)
    */
   readonly janitorInterval?: Duration;
+  /**
+   * Janitor runs one sweep of the idle slots' DLQs takes (`queueSweepRuns(slotCount)`,
+   * core/janitor.ts): the slot-DLQ alarm fires on one breaching run and clears only after
+   * this many runs plus one without any, so a DLQ read once per sweep keeps it in ALARM.
+   * @default 1
+   */
+  readonly slotDlqSweepRuns?: number;
+  /**
+   * The workers run on GPU instances: a worker whose model runs on the CPU provider (a
+   * silent CUDA fallback) raises `WorkerOnCpu`. The stack's instance types are all NVIDIA
+   * GPU types (infra/config.ts), so the stack always passes true.
+   * @default true
+   */
+  readonly gpuFleet?: boolean;
   /** The analytics event pipe (infra/event-delivery.ts): its DLQ gets an alarm, the pipe a widget. @default - none */
   readonly eventDelivery?: EventDeliveryMonitoring;
   /**

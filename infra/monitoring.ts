@@ -27,6 +27,14 @@ import type { MonitoringProps } from './monitoring-props.ts';
 const FIVE_MINUTES = Duration.minutes(5);
 const ONE_MINUTE = Duration.minutes(1);
 
+/**
+ * Evaluation window of the slot-DLQ alarm: one period up to 100 slots (every DLQ is read
+ * at every run), else `sweepRuns + 1` periods of which one breaching is enough.
+ */
+export function slotDlqWindow(sweepRuns: number): Pick<cloudwatch.AlarmProps, 'evaluationPeriods' | 'datapointsToAlarm'> {
+  return sweepRuns <= 1 ? { evaluationPeriods: 1 } : { evaluationPeriods: sweepRuns + 1, datapointsToAlarm: 1 };
+}
+
 /** Dashboard and alarms; alarms notify a KMS-encrypted, TLS-only SNS topic that CloudWatch may publish to. */
 export class Monitoring extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
@@ -131,6 +139,10 @@ export class Monitoring extends Construct {
         'A slot DLQ of a slot active in the last minutes holds messages (janitor SlotDlqMessages): a malformed slot message or one received slotQueueMaxReceiveCount times; read it, check the worker logs, fix the cause, then run the operator command `affinity redrive` to move them back to the slot queue',
       metric: this.metric('janitor', METRIC_NAMES.janitor.slotDlqMessages, 'Maximum', janitorPeriod),
       ...atLeastOnce,
+      // Above 100 slots an idle slot's DLQ is read once per sweep of several runs: ALARM on
+      // any breaching run, OK only after a whole sweep (and one run of jitter) without one,
+      // instead of ALARM/OK at every sweep (issue 35, item 3).
+      ...slotDlqWindow(props.slotDlqSweepRuns ?? 1),
     });
     this.#alarm('IngestAgeHigh', {
       alarmDescription: 'Oldest ingest message is too old: the router is failing, throttled or at its concurrency limit',
@@ -189,6 +201,22 @@ export class Monitoring extends Construct {
       metric: this.metric('worker', METRIC_NAMES.worker.framesCrashedWorker, 'Sum', FIVE_MINUTES),
       ...atLeastOnce,
     });
+    if (props.gpuFleet ?? true) {
+      this.#alarm('WorkerOnCpu', {
+        alarmDescription:
+          'A worker on a GPU instance runs its model on the CPU provider (onnxruntime fell back silently when CUDA failed to load, microsoft/onnxruntime#23372): it pays for the GPU and runs several times slower. Read the worker log line `processor ready` (provider and why), check the image (the CUDA provider library, the CUDA/cuDNN versions) and the instance (ECS GPU AMI, gpuCount), then stop the task: the janitor launches another',
+        // Workers count their provider at start and once a minute (gpu-worker/runtime/gpu-sampler.ts):
+        // the alarm stays up for as long as a CPU worker runs, and clears once it is gone.
+        metric: new cloudwatch.Metric({
+          namespace: this.#namespace,
+          metricName: METRIC_NAMES.worker.executionProvider,
+          dimensionsMap: { [SERVICE_DIMENSION]: METRIC_SERVICE.worker, [METRIC_DIMENSIONS.ExecutionProvider]: 'cpu' },
+          statistic: 'Sum',
+          period: FIVE_MINUTES,
+        }),
+        ...atLeastOnce,
+      });
+    }
     if (props.eventDelivery) {
       this.#alarm('EventDlqNotEmpty', {
         alarmDescription: EVENT_DLQ_ALARM_DESCRIPTION,
@@ -218,7 +246,7 @@ export class Monitoring extends Construct {
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Frames routed / processed / failed / gaps',
-        width,
+        width: 8,
         left: [
           m('router', METRIC_NAMES.router.framesRouted),
           m('worker', METRIC_NAMES.worker.framesProcessed),
@@ -233,7 +261,7 @@ export class Monitoring extends Construct {
       }),
       new cloudwatch.GraphWidget({
         title: 'Latency (ms): upload -> record (left), inference per frame (right), p50 / p99',
-        width,
+        width: 8,
         left: [
           m('worker', METRIC_NAMES.worker.uploadToRecordMs, 'p50').with({ label: 'upload -> record p50' }),
           m('worker', METRIC_NAMES.worker.uploadToRecordMs, 'p99').with({ label: 'upload -> record p99' }),
@@ -241,6 +269,22 @@ export class Monitoring extends Construct {
         right: [
           m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p50').with({ label: 'inference p50' }),
           m('worker', METRIC_NAMES.worker.inferenceLatencyMs, 'p99').with({ label: 'inference p99' }),
+        ],
+      }),
+      // Beside inference latency: whether the GPUs are busy (nvidia-smi in each task, once a minute).
+      new cloudwatch.GraphWidget({
+        title: 'GPU (workers): utilisation % (left), memory used % (right), average / max / min over tasks',
+        width: 8,
+        leftYAxis: { min: 0, max: 100 },
+        rightYAxis: { min: 0, max: 100 },
+        left: [
+          m('worker', METRIC_NAMES.worker.gpuUtilizationPercent, 'Average').with({ label: 'GPU utilisation, average' }),
+          m('worker', METRIC_NAMES.worker.gpuUtilizationPercent, 'Maximum').with({ label: 'GPU utilisation, max' }),
+          m('worker', METRIC_NAMES.worker.gpuUtilizationPercent, 'Minimum').with({ label: 'GPU utilisation, min' }),
+        ],
+        right: [
+          m('worker', METRIC_NAMES.worker.gpuMemoryUsedPercent, 'Average').with({ label: 'GPU memory used, average' }),
+          m('worker', METRIC_NAMES.worker.gpuMemoryUsedPercent, 'Maximum').with({ label: 'GPU memory used, max' }),
         ],
       }),
     );
@@ -252,8 +296,8 @@ export class Monitoring extends Construct {
         title: 'Slot queues: messages, all slots and the 10 deepest',
         width,
         left: [
-          this.#slotQueueLine(`SUM(${visible})`, 'visible, all slots'),
-          this.#slotQueueLine(`SUM(${this.#slotQueueSearch('ApproximateNumberOfMessagesNotVisible', 'queues')})`, 'in flight, all slots'),
+          this.#slotQueueLine(`SUM(${visible})`, 'visible, all slots (a SEARCH sums at most 500 queues)'),
+          this.#slotQueueLine(`SUM(${this.#slotQueueSearch('ApproximateNumberOfMessagesNotVisible', 'queues')})`, 'in flight, all slots (at most 500 queues)'),
           this.#slotQueueLine(`SORT(${visible}, MAX, DESC, 10)`),
         ],
       }),
@@ -262,7 +306,7 @@ export class Monitoring extends Construct {
         width,
         left: [
           props.ingestQueue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', label: 'ingest' }),
-          this.#slotQueueLine(`MAX(${age})`, 'slot queues, max'),
+          this.#slotQueueLine(`MAX(${age})`, 'slot queues, max (of at most 500)'),
           this.#slotQueueLine(`SORT(${age}, MAX, DESC, 10)`),
         ],
         right: [m('worker', METRIC_NAMES.worker.slotMessageAgeMs, 'Maximum').with({ label: 'age at receive (ms, workers)' })],
@@ -313,7 +357,7 @@ export class Monitoring extends Construct {
         width,
         left: [
           props.ingestDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', label: 'ingest DLQ' }),
-          this.#slotQueueLine(`SUM(${dlqVisible})`, 'slot DLQs, all'),
+          this.#slotQueueLine(`SUM(${dlqVisible})`, 'slot DLQs, all (at most 500; the alarm reads the janitor gauge)'),
           m('janitor', METRIC_NAMES.janitor.slotDlqMessages, 'Maximum').with({ label: 'slot DLQs of active slots (alarm)' }),
           this.#slotQueueLine(`SORT(${dlqVisible}, MAX, DESC, 10)`),
         ],
@@ -344,9 +388,15 @@ export class Monitoring extends Construct {
         right: [props.router.metricDuration({ statistic: 'p99' })],
       }),
       new cloudwatch.GraphWidget({
-        title: 'Execution provider (worker starts)',
+        title: 'Execution provider: workers on each (per minute; cpu on a GPU fleet raises WorkerOnCpu)',
         width,
-        left: [this.#byDimension('ExecutionProvider', 'provider')],
+        left: [
+          new cloudwatch.MathExpression({
+            expression: `SEARCH('{${this.#namespace},${METRIC_DIMENSIONS.ExecutionProvider},${SERVICE_DIMENSION}} MetricName="${METRIC_NAMES.worker.executionProvider}"', 'Sum', 60)`,
+            label: 'provider',
+            period: ONE_MINUTE,
+          }),
+        ],
       }),
       ...(props.eventDelivery ? [eventPipeWidget(props.eventDelivery, width)] : []),
       new cloudwatch.AlarmStatusWidget({ title: 'Alarms', width: 24, alarms: this.alarms }),

@@ -16,9 +16,11 @@ import {
   type StackConfig,
 } from './config.ts';
 import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
+import { queueSweepRuns } from '../core/janitor.ts';
 import { EventDelivery } from './event-delivery.ts';
 import { FrameBucket } from './frame-bucket.ts';
 import { GpuFleet } from './gpu-fleet.ts';
+import { giveLogGroupsToInternalFunctions } from './internal-function-logs.ts';
 import { Janitor } from './janitor.ts';
 import { Monitoring } from './monitoring.ts';
 import { acknowledge } from './nag.ts';
@@ -63,7 +65,10 @@ export class FrameAffinityStack extends Stack {
     this.config = config;
     const names = resourceNames(config.namePrefix);
     const tunables = tunablesOf(config);
-    const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    // RetainExceptOnCreate (RETAIN_ON_UPDATE_OR_DELETE): kept on stack deletion and
+    // replacement, but deleted when the operation that created it rolls back, so a failed
+    // first deploy leaves no buckets, tables, key or log groups behind (issue 35, item 5).
+    const removalPolicy = config.retainData ? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE : RemovalPolicy.DESTROY;
     const logRetention = config.logRetentionDays as logs.RetentionDays;
 
     this.network = new Network(this, 'Network', {
@@ -122,7 +127,7 @@ export class FrameAffinityStack extends Stack {
       family: `${names.prefix}-worker`,
       instanceType: new ec2.InstanceType(config.instanceType),
       instanceTypes: instanceTypesOf(config).map((t) => new ec2.InstanceType(t)),
-      ...(config.workerImage ? { image: workerImageFromEcr(this, 'WorkerImageRepository', config.workerImage) } : {}),
+      ...(config.workerImage ? { image: workerImageFromEcr(this, 'WorkerImageRepository', config.workerImage, { internetEgress: config.natGateways > 0 && config.allowInternetEgress }) } : {}),
       maxInstances: config.maxInstances > 0 ? config.maxInstances : config.slotCount,
       taskCpuUnits: config.taskCpuUnits,
       taskMemoryMiB: config.taskMemoryMiB,
@@ -137,6 +142,18 @@ export class FrameAffinityStack extends Stack {
     // their security groups and rules, NAT gateway and routes go only after it.
     this.fleet.teardown.outlives(this.network);
     this.#grantWorker(tunables);
+    // The drain ("checkpoint, release the slot") runs as the worker: its roles and their
+    // policies, the slot queues (nested stacks), the tables it commits to and its log group
+    // go only after the teardown has stopped every task (issue 35, item 6).
+    this.fleet.teardown.outlives(
+      this.fleet.taskRole,
+      this.fleet.executionRole,
+      this.fleet.logGroup,
+      this.tables.leases,
+      this.tables.results,
+      this.tables.events,
+      ...this.queues.slotQueueStacks,
+    );
 
     const controlEnv = { ...sharedEnv, ...this.fleet.launcherEnvironment() };
     this.router = new Router(this, 'Router', {
@@ -188,12 +205,18 @@ export class FrameAffinityStack extends Stack {
       instanceGroupName: this.fleet.autoScalingGroup.autoScalingGroupName,
       ingestAgeThreshold: Duration.seconds(config.ingestAgeAlarmSeconds),
       janitorInterval: Duration.minutes(janitorRateMinutes(config)),
+      slotDlqSweepRuns: queueSweepRuns(config.slotCount),
+      // Every instance type is an NVIDIA GPU type (validated in infra/config.ts).
+      gpuFleet: true,
       eventDelivery: { deadLetterQueue: this.eventDelivery.deadLetterQueue, pipeName: this.eventDelivery.pipeName },
       alarmEmail: config.alarmEmail || undefined,
       removalPolicy,
     });
 
     this.#acknowledgeScopedWildcards();
+    // aws-cdk-lib's own functions (default-SG restriction, bucket notifications, prefix-list
+    // lookup) get log groups with the stack's retention too (issue 35, item 9).
+    giveLogGroupsToInternalFunctions(this, logRetention, removalPolicy);
     this.#outputs(wiring);
   }
 

@@ -24,6 +24,21 @@ function attribute(a: KeyAttribute): dynamodb.Attribute {
 }
 
 /**
+ * Deletion protection by removal policy. RETAIN: on. DESTROY: off. RETAIN_ON_UPDATE_OR_DELETE
+ * (RetainExceptOnCreate, what `retainData` deploys): left unmanaged, because a protected
+ * table cannot be deleted (DeleteTable answers ResourceInUseException), so the rollback of
+ * a failed first deploy, which must delete the tables it created, would end in
+ * ROLLBACK_FAILED with the tables left behind (issue 35, item 5). CloudFormation still
+ * keeps them on stack deletion and replacement; enable protection by hand after the first
+ * deploy if wanted (docs/deploy.md §2): the template never turns it off again.
+ */
+export function deletionProtectionFor(removalPolicy: RemovalPolicy): boolean | undefined {
+  if (removalPolicy === RemovalPolicy.RETAIN) return true;
+  if (removalPolicy === RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE) return undefined;
+  return false;
+}
+
+/**
  * Builds a table from a shape in core/resources.ts: on demand, PITR, TTL, SSE, the shape's
  * GSIs. `tableName` undefined lets CloudFormation generate the name.
  */
@@ -36,7 +51,7 @@ export function tableFromShape(scope: Construct, id: string, tableName: string |
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
     timeToLiveAttribute: shape.ttlAttribute,
     encryption: dynamodb.TableEncryption.AWS_MANAGED,
-    deletionProtection: removalPolicy === RemovalPolicy.RETAIN,
+    deletionProtection: deletionProtectionFor(removalPolicy),
     removalPolicy,
     ...(shape.stream ? { stream: dynamodb.StreamViewType.NEW_IMAGE } : {}),
   });

@@ -3,7 +3,8 @@
  * (EventBridge), where it handles the stopped task's slot only (core/janitor.ts).
  */
 import type { Context } from 'aws-lambda';
-import { Janitor, stoppedSlotOf, type JanitorReport } from '../../core/janitor.ts';
+import { JANITOR_TIMEOUT_SECONDS, Janitor, stoppedSlotOf, type JanitorReport } from '../../core/janitor.ts';
+import { JanitorRunLock } from '../../core/aws/janitor-run-lock.ts';
 import { functionContext, perEnvironment } from '../shared/context.ts';
 import { createPowertools } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';
@@ -11,8 +12,13 @@ import { resolveTaskLauncher } from '../shared/launcher.ts';
 const { logger, metrics, sink } = createPowertools('janitor');
 
 const getJanitor = perEnvironment(() => {
-  const { tunables, leases, queues } = functionContext('janitor');
-  return new Janitor({ tunables, leases, queues, launcher: resolveTaskLauncher, metrics: sink, log: logger });
+  const { tunables, leases, queues, clients, wiring } = functionContext('janitor');
+  // Single flight of scheduled runs without reserved concurrency (issue 35, item 1): a lock
+  // item in the leases table. A run lasts at most one Lambda timeout, and a lock left by a
+  // run that died must not stop the next period's run: it holds the shorter of the two.
+  const holdMs = Math.min(JANITOR_TIMEOUT_SECONDS, tunables.janitorIntervalSeconds) * 1000;
+  const runLock = new JanitorRunLock(clients.ddb, { tableName: wiring.leasesTable, holdMs });
+  return new Janitor({ tunables, leases, queues, runLock, launcher: resolveTaskLauncher, metrics: sink, log: logger });
 });
 
 export const handler = async (event: unknown, context?: Context): Promise<JanitorReport> => {

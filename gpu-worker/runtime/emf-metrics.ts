@@ -61,6 +61,16 @@ export class EmfMetrics implements MetricSink {
     sampleInto(s.values, s.seen, value);
   }
 
+  /**
+   * A sampled level (GPU utilisation, memory): each value is kept (a sample of at most
+   * `SAMPLE_VALUES` per flush), so CloudWatch's Average, Minimum and Maximum describe it.
+   */
+  gauge(name: string, value: number, unit: 'Percent' | 'Megabytes', dimensions: Record<string, string> = {}): void {
+    const s = this.get(name, unit === 'Percent' ? Unit.Percent : Unit.Megabytes, dimensions);
+    s.seen++;
+    sampleInto(s.values, s.seen, value);
+  }
+
   async flush(): Promise<void> {
     const all = [...this.series.values()];
     this.series.clear();

@@ -178,7 +178,7 @@ describe('redeploy after a destroy that kept the data', () => {
     expect(tables).toHaveLength(3);
     for (const [, t] of tables) {
       expect(t.Properties).not.toHaveProperty('TableName');
-      expect(t.DeletionPolicy).toBe('Retain');
+      expect(t.DeletionPolicy).toBe('RetainExceptOnCreate');
     }
     expect(env[WIRING_ENV.leasesTable]).toEqual({ Ref: leasesId });
     expect(env[WIRING_ENV.resultsTable]).toEqual({ Ref: resultsId });
@@ -192,7 +192,7 @@ describe('redeploy after a destroy that kept the data', () => {
     const nameProperties = ['TableName', 'BucketName', 'LogGroupName', 'QueueName', 'AliasName', 'KeyName', 'TopicName', 'FunctionName', 'RoleName'];
 
     // Act
-    const retained = Object.entries(resources).filter(([, r]) => r.DeletionPolicy === 'Retain');
+    const retained = Object.entries(resources).filter(([, r]) => r.DeletionPolicy === 'Retain' || r.DeletionPolicy === 'RetainExceptOnCreate');
     const named = retained.filter(([, r]) => nameProperties.some((p) => r.Properties && p in r.Properties)).map(([id]) => id);
 
     // Assess

@@ -175,14 +175,16 @@ describe('launch failures alarm', () => {
     for (const id of ['IngestDlqNotEmpty', 'SlotDlqNotEmpty']) expect(byId.get(id)!.AlarmDescription, id).toContain('`affinity redrive`');
   });
 
-  it('reserves the janitor\'s concurrency so that a task-stopped storm cannot take the router\'s', () => {
+  it('reserves no concurrency by default (a new account\'s quota of 10 or 50 leaves none to reserve), and the janitor\'s on request', () => {
     // Act
     const janitor = plain.resources[idOf(plain.stack, plain.stack.janitor.function)]!.Properties!;
     const router = plain.resources[idOf(plain.stack, plain.stack.router.function)]!.Properties!;
+    const reserved = synth({ janitorReservedConcurrency: 4 });
 
-    // Assess
-    expect(janitor.ReservedConcurrentExecutions).toBe(4);
+    // Assess (issue 35, item 1)
+    expect(janitor).not.toHaveProperty('ReservedConcurrentExecutions');
     expect(router).not.toHaveProperty('ReservedConcurrentExecutions');
+    expect(reserved.resources[idOf(reserved.stack, reserved.stack.janitor.function)]!.Properties!.ReservedConcurrentExecutions).toBe(4);
   });
 });
 

@@ -295,8 +295,10 @@ describe('GPU fleet', () => {
 
     // Assess
     expect(runTask).toHaveLength(2);
+    expect(taskDefId).toBeDefined();
     for (const s of runTask) {
-      expect(s.Resource).toEqual({ Ref: taskDefId });
+      // The family's revisions (a deploy's old and new revision both launchable, issue 35).
+      expect(JSON.stringify(s.Resource)).toContain(`:task-definition/${names.prefix}-worker:*`);
       expect(s.Condition).toMatchObject({ ArnEquals: { 'ecs:cluster': expect.anything() } });
     }
     expect(passRole).toHaveLength(2);

@@ -109,6 +109,32 @@ describe.each([
   });
 });
 
+describe('stack deletion: what the draining workers run as and write to (issue 35, item 6)', () => {
+  it.each([{ slotCount: 4 }, { slotCount: 250 }])('deletes the teardown before the worker roles and policies, the slot-queue stacks, the tables and the worker logs (slotCount $slotCount)', (context) => {
+    // Prepare
+    const resources = resourcesOf(context);
+    const teardown = Object.entries(resources).find(([, r]) => r.Type === FLEET_TEARDOWN_RESOURCE_TYPE)![0];
+    const byPrefix = (type: string, prefix: string) => Object.entries(resources).filter(([id, r]) => r.Type === type && id.startsWith(prefix)).map(([id]) => id);
+    const needed = [
+      ...byPrefix('AWS::IAM::Role', 'FleetTaskRole'),
+      ...byPrefix('AWS::IAM::Policy', 'FleetTaskRole'),
+      ...byPrefix('AWS::IAM::Role', 'FleetExecutionRole'),
+      ...byPrefix('AWS::IAM::Policy', 'FleetExecutionRole'),
+      ...byPrefix('AWS::CloudFormation::Stack', 'QueuesSlots'),
+      ...byPrefix('AWS::DynamoDB::Table', 'Tables'),
+      ...byPrefix('AWS::Logs::LogGroup', 'FleetWorkerLogs'),
+    ];
+
+    // Act
+    const after = deletedAfter(teardown, resources);
+
+    // Assess: the task role, its policy, the execution role's policy, every slot-queue stack
+    expect(needed.length).toBe(4 + Math.ceil(context.slotCount / 100) + 3 + 1);
+    expect(needed.filter((id) => !after.has(id))).toEqual([]);
+    expect(needed.filter((id) => deletedAfter(id, resources).has(teardown))).toEqual([]);
+  });
+});
+
 describe('the graph walk', () => {
   it('follows DependsOn, Ref and Fn::GetAtt transitively, and nothing else', () => {
     // Prepare
