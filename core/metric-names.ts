@@ -91,7 +91,7 @@ export const METRIC_NAMES = {
     /** Commits the store rejected under an old lease. */
     commitsFenced: 'CommitsFenced',
     /**
-     * Commit units refused as malformed (dimension Reason: duplicate-item | validation):
+     * Commit units refused as malformed (the reason is in the worker's log line):
      * two operations on one item, or a DynamoDB ValidationException. A bug, never an
      * outage: the unit is not retried as it is; its video is rolled back as a counted
      * failure, so its frames are parked as `failed` records after MAX_VIDEO_FAILURES

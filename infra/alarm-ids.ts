@@ -29,6 +29,7 @@ export const ALARM_IDS = [
   'TaskLaunchFailures',
   'InstanceLaunchFailures',
   'FramesCrashedWorker',
+  'CommitsInvalid',
   'WorkerOnCpu',
   'EventDlqNotEmpty',
   'RouterErrors',

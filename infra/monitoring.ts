@@ -217,6 +217,12 @@ export class Monitoring extends Construct {
         ...atLeastOnce,
       });
     }
+    this.#alarm('CommitsInvalid', {
+      alarmDescription:
+        'A worker refused a commit unit as malformed (two operations on one item, or a DynamoDB ValidationException): a bug, never an outage. The video was rolled back and its frames are parked as failed (reason invalid-commit) after 4 such rounds; the worker log line "commit unit refused as malformed" names the video and the reason. Report it; replay the frames with `affinity replay <video> --from <frame>` once fixed',
+      metric: this.metric('worker', METRIC_NAMES.worker.commitsInvalid, 'Sum', FIVE_MINUTES),
+      ...atLeastOnce,
+    });
     if (props.eventDelivery) {
       this.#alarm('EventDlqNotEmpty', {
         alarmDescription: EVENT_DLQ_ALARM_DESCRIPTION,
@@ -339,6 +345,7 @@ export class Monitoring extends Construct {
           m('worker', METRIC_NAMES.worker.framesCrashedWorker),
           m('worker', METRIC_NAMES.worker.crashProbeDeaths),
           m('worker', METRIC_NAMES.worker.crashProbeUnavailable),
+          m('worker', METRIC_NAMES.worker.commitsInvalid),
           this.#byDimension('VideoRollbacks', 'rollback'),
           this.#byDimension('WorkerErrors', 'error in'),
         ],

@@ -109,7 +109,8 @@ export class RoundCommitter {
         // A bug, not an outage: counted (and alarmed), and the video is rolled back as a
         // counted failure blaming the unit's frames, so after MAX_VIDEO_FAILURES rounds
         // they are parked as `failed` records and the video goes on; nothing else waits.
-        this.d.metrics.count(METRIC_NAMES.worker.commitsInvalid, 1, { Reason: fate.reason.startsWith('ValidationException') ? 'validation' : 'duplicate-item' });
+        // No dimension: the alarm reads the metric itself; the reason is in the log line.
+        this.d.metrics.count(METRIC_NAMES.worker.commitsInvalid, 1);
         this.d.log.error('commit unit refused as malformed: rolled back, its frames blamed', { videoId: s.videoId, reason: fate.reason });
         this.rollback({ session: s, reason: 'invalid-commit', detail: fate.reason, blamed: unit.unit.results.map((r) => r.frame), transient: false }, now);
       } else if (fate.kind === 'not-landed') {
