@@ -1,0 +1,15 @@
+/** The lease port's contract (contract.ts) on the in-memory twin: the production adapter over MemoryDynamoDb. */
+import { beforeAll, describe } from 'vitest';
+import { MemoryLeaseTable } from '../../../core/leases/memory/memory-lease-table.ts';
+import { leaseContract, type LeaseContractBackend } from './contract.ts';
+
+let backend: LeaseContractBackend;
+
+beforeAll(() => {
+  const twin = new MemoryLeaseTable();
+  backend = { kind: 'memory', ddb: twin.ddb, leasesTable: twin.wiring.leasesTable, resultsTable: twin.wiring.resultsTable, pinnedSlotIndex: twin.wiring.pinnedSlotIndex };
+});
+
+describe('the lease contract on the in-memory twin', () => {
+  leaseContract(() => backend);
+});
