@@ -1,7 +1,7 @@
 /**
  * Runs the real worker (gpu-worker/runtime/worker.ts) in this process, against:
  *  - the real LeaseStore on DynamoDB Local (tables made by local/resources.ts),
- *  - SlotQueues over the SQS FIFO model (test/support/sqs-fifo-model.ts), or over fauxqs,
+ *  - SlotQueues over the SQS FIFO model (core/ingest/memory/sqs-fifo-model.ts), or over fauxqs,
  *  - a real FrameStore over fauxqs's S3, optionally wrapped to fail chosen keys,
  *  - the StatsProcessor (trackId = frames the video's state has seen), optionally wrapped.
  *
@@ -37,7 +37,7 @@ import { LOCAL_CREDENTIALS, startDynamoDbLocal, startFauxqsEmulator, type Dynamo
 import { OrphanGuard } from '../../local/orphan-guard.ts';
 import { createLocalResources, type LocalResources } from '../../local/resources.ts';
 import { S3Notifier } from '../../local/s3-notifications.ts';
-import { SqsFifoModel, type SqsFifoModelOptions } from './sqs-fifo-model.ts';
+import { SqsFifoModel, type SqsFifoModelOptions } from '../../core/ingest/memory/sqs-fifo-model.ts';
 import { waitFor } from './wait.ts';
 import { gatedClient, type ProcessGate } from './process-gate.ts';
 import { HarnessWorker, recordingSinks } from './harness-worker.ts';

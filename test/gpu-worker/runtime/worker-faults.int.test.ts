@@ -11,7 +11,7 @@ import { LeaseStore } from '../../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import { parseSlotMessage } from '../../../core/messages.ts';
 import { FrameStore } from '../../../core/aws/frame-store.ts';
-import { throttled, type SqsFifoModel } from '../../support/sqs-fifo-model.ts';
+import { throttled, type SqsFifoModel } from '../../../core/ingest/memory/sqs-fifo-model.ts';
 import { s3Error, WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
 import { waitFor } from '../../support/wait.ts';
 

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FrameResultItem } from '../../../core/results.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import { parseSlotMessage } from '../../../core/messages.ts';
-import type { SqsFifoModel } from '../../support/sqs-fifo-model.ts';
+import type { SqsFifoModel } from '../../../core/ingest/memory/sqs-fifo-model.ts';
 import { shuffledWithinWindows, WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
 import { waitFor } from '../../support/wait.ts';
 
