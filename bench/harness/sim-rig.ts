@@ -98,7 +98,7 @@ export class SimRig {
     this.h = h;
     this.latency = new LatencyModel(parseLatencyModel(options.latencyModel), 'gpu-sim');
     // DynamoDB (the real store, DynamoDB Local) gets the latency on its SDK clients.
-    installLatencyModel(h.clients, options.latencyModel, 'worker', 'gpu-sim');
+    installLatencyModel(h.emulatorClients(), options.latencyModel, 'worker', 'gpu-sim');
     const sqs = withLatency(h.model!.asClient(), 'sqs', this.latency);
     this.sender = new SlotQueues(sqs, h.wiring.slotQueueUrlPrefix);
     this.clock = new StageClock();
