@@ -324,7 +324,7 @@ export class WorkerHarness {
     const ddb = gate ? gatedClient(this.clients.ddb, gate) : this.clients.ddb;
     let frames: FrameStore = options.frameFault ? new FaultyFrameStore(s3, options.frameFault) : new FrameStore(s3);
     if (options.frames) frames = options.frames(frames);
-    const stats = new StatsProcessor(options.statsDelayMs ?? 0);
+    const stats = this.fakeTime ? new TrackedStatsProcessor(this.fakeTime, options.statsDelayMs ?? 0) : new StatsProcessor(options.statsDelayMs ?? 0);
     const processor = options.processor ? options.processor(stats) : stats;
     let harnessWorker: HarnessWorker | undefined;
     const deps: WorkerDeps = {
@@ -358,7 +358,7 @@ export class WorkerHarness {
 
   /** Puts frame objects into S3 (no messages). */
   async putFrames(videoId: string, frames: readonly number[], body?: Uint8Array): Promise<void> {
-    const b = body ?? (await testJpeg());
+    const b = body ?? (await this.realWork(testJpeg()));
     for (const f of frames) {
       const key = frameKey(videoId, f);
       const put = await this.clients.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: b }));
@@ -383,7 +383,7 @@ export class WorkerHarness {
 
   /** Sends frame messages to a slot queue in the given order, through SlotQueues.send; throws if any is not accepted. */
   async sendFrames(slot: number, videoId: string, frames: readonly number[], options: { replayTag?: string } = {}): Promise<void> {
-    await testJpeg();
+    await this.realWork(testJpeg());
     const outcomes = await this.queues.send(
       slot,
       frames.map((f) => ({ message: this.frameMessage(videoId, f), ...(options.replayTag ? { replayTag: options.replayTag } : {}) })),
@@ -432,11 +432,37 @@ export class WorkerHarness {
     return waitFor(what, check, timeoutMs, intervalMs);
   }
 
+  /** `work` (real asynchronous work: sharp, a child process), tracked by the fake clock when there is one ({@link FakeTime.track}). */
+  realWork<T>(work: Promise<T>): Promise<T> {
+    return this.fakeTime ? this.fakeTime.track(work) : work;
+  }
+
   /** Stops every started worker that is still running (drain), then the backend. */
   async stop(): Promise<void> {
     // A killed worker never ends (its calls wait at a closed gate): nothing to drain.
     const running = this.workers.filter((w) => w.started && !w.gate?.killed);
     await Promise.allSettled(running.map((w) => w.stop()));
     await this.stopBackend();
+  }
+}
+
+/**
+ * The StatsProcessor with its decodes (sharp, on libuv's pool: real time) tracked by the
+ * fake clock, so that they take as much fake time as real time (see fake-time.ts).
+ */
+class TrackedStatsProcessor extends StatsProcessor {
+  private readonly time: FakeTime;
+
+  constructor(time: FakeTime, delayMs: number) {
+    super(delayMs);
+    this.time = time;
+  }
+
+  override process(...args: Parameters<StatsProcessor['process']>): ReturnType<StatsProcessor['process']> {
+    return this.time.track(super.process(...args));
+  }
+
+  override processLate(...args: Parameters<StatsProcessor['processLate']>): ReturnType<StatsProcessor['processLate']> {
+    return this.time.track(super.processLate(...args));
   }
 }
