@@ -1,7 +1,7 @@
 /**
  * Issue 9 on the SQS FIFO model (several messages of a group per receive, group
  * blocking, receipt handles, partial deletes) with the real worker, LeaseStore on
- * DynamoDB Local and S3 on fauxqs: one bad frame, one slow call or one failing video
+ * the lease table's twin and the S3 twin, on a fake clock: one bad frame, one slow call or one failing video
  * costs seconds and one record, never a video or the slot.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +20,8 @@ let model: SqsFifoModel;
 
 beforeAll(async () => {
   h = await WorkerHarness.start({
+    backend: 'memory',
+    clock: 'fake',
     slots: 8,
     tunables: {
       firstFrameNumber: 0,
