@@ -43,7 +43,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, DynamoDBServiceException, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { TableShape } from '../../resources.ts';
-import { applyUpdate, evaluate, ExpressionError, getPath, MISSING, order, parseCondition, parseProjection, parseUpdate, Placeholders, project, typeOf, type Condition, type DocValue, type Item } from './expressions.ts';
+import { applyUpdate, evaluate, ExpressionError, order, parseCondition, parseProjection, parseUpdate, Placeholders, project, typeOf, type Condition, type DocValue, type Item } from './expressions.ts';
 
 /** DynamoDB's limits the twin enforces. */
 export const DYNAMODB_LIMITS = {
@@ -498,4 +498,3 @@ function stripUndefined(v: unknown): unknown {
   return Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).map(([k, x]) => [k, stripUndefined(x)]));
 }
 
-export { getPath, MISSING };
