@@ -14,6 +14,7 @@ import { LeaseStore } from '../../../core/aws/lease-store.ts';
 import { newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/checkpoint.ts';
 import type { CommitOutcome, CommitUnit, LeaseTable, SlotFence } from '../../../core/leases/port.ts';
 import type { FrameResultItem } from '../../../core/results.ts';
+import { leaseStoreCases } from './store-cases.ts';
 
 /** Where the suite runs. */
 export interface LeaseContractBackend {
@@ -238,6 +239,10 @@ export function leaseContract(backend: () => LeaseContractBackend): void {
       expect(await store().resolveUnit(fence, u)).toBe('at-expected');
       expect(outcomeOf(await failing.commit(fence, [u], t0))).toEqual({ kind: 'settled', units: { [video]: 'landed' }, ambiguousRetries: 1 });
     });
+  });
+
+  describe('the lease protocol in depth', () => {
+    leaseStoreCases(backend);
   });
 
   describe("DynamoDB's rules", () => {
