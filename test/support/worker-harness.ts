@@ -437,12 +437,19 @@ export class WorkerHarness {
     return this.fakeTime ? this.fakeTime.track(work) : work;
   }
 
-  /** Stops every started worker that is still running (drain), then the backend. */
+  /**
+   * Stops every started worker that is still running (drain), then the backend. With the
+   * memory backend, then throws if any write lowered a video's token or a slot's epoch
+   * (the twin's invariant check, {@link MemoryLeaseTable.violations}): every test on the
+   * twins checks guarantee 3 for free.
+   */
   async stop(): Promise<void> {
     // A killed worker never ends (its calls wait at a closed gate): nothing to drain.
     const running = this.workers.filter((w) => w.started && !w.gate?.killed);
     await Promise.allSettled(running.map((w) => w.stop()));
     await this.stopBackend();
+    const violations = this.twins?.leases.violations ?? [];
+    if (violations.length > 0) throw new Error(`the lease table's twin saw counters go down: ${violations.join('; ')}`);
   }
 }
 

@@ -57,7 +57,11 @@ export const DYNAMODB_LIMITS = {
 /** What {@link MemoryDynamoDb.intercept} sees of a call, and runs it with. */
 export type Interceptor = (operation: string, input: Record<string, unknown>, run: () => Promise<unknown>) => Promise<unknown>;
 
+/** Sees every item written (put, updated or deleted: `after` undefined), after the write. */
+export type WriteObserver = (tableName: string, before: Item | undefined, after: Item | undefined) => void;
+
 interface Table {
+  readonly name: string;
   readonly shape: TableShape;
   /** By key string (see keyString), in insertion order. */
   readonly items: Map<string, Item>;
@@ -83,6 +87,8 @@ export class MemoryDynamoDb {
   intercept: Interceptor | undefined;
   /** Operations called, in order (for tests that count calls). */
   readonly calls: string[] = [];
+  /** Observers of every write (invariant checks: see MemoryLeaseTable's token check). */
+  readonly writeObservers: WriteObserver[] = [];
 
   /** @param options.now the clock TTL sweeps compare against (epoch ms); Date.now by default */
   constructor(options: { readonly now?: () => number } = {}) {
@@ -93,7 +99,7 @@ export class MemoryDynamoDb {
   createTable(name: string, shape: TableShape): this {
     if (!/^[A-Za-z0-9_.-]{3,255}$/.test(name)) throw validation('Invalid table/index name.  Table/index names must be between 3 and 255 characters long, and may contain only the characters a-z, A-Z, 0-9, \'_\', \'-\', and \'.\'');
     if (this.tables.has(name)) throw Object.assign(validation(`Table already exists: ${name}`), { name: 'ResourceInUseException' });
-    this.tables.set(name, { shape, items: new Map() });
+    this.tables.set(name, { name, shape, items: new Map() });
     return this;
   }
 
@@ -189,7 +195,7 @@ export class MemoryDynamoDb {
     const old = t.items.get(key);
     const condition = this.condition(input);
     if (condition && !evaluate(condition, old ?? {})) throw conditionFailed(input, old);
-    t.items.set(key, structuredClone(item));
+    this.write(t, key, old, structuredClone(item));
     return { ...(input.ReturnValues === 'ALL_OLD' && old ? { Attributes: structuredClone(old) } : {}), $metadata: {} };
   }
 
@@ -200,7 +206,7 @@ export class MemoryDynamoDb {
     const next = this.updated(t, input, old);
     if (next === 'condition-failed') throw conditionFailed(input, old);
     if (next === 'too-large') throw validation('Item size to update has exceeded the maximum allowed size');
-    t.items.set(key, next);
+    this.write(t, key, old, next);
     const rv = input.ReturnValues ?? 'NONE';
     const attributes = rv === 'ALL_OLD' || rv === 'UPDATED_OLD' ? old : rv === 'ALL_NEW' || rv === 'UPDATED_NEW' ? next : undefined;
     return { ...(attributes ? { Attributes: structuredClone(attributes) } : {}), $metadata: {} };
@@ -212,7 +218,7 @@ export class MemoryDynamoDb {
     const old = t.items.get(key);
     const condition = this.condition(input);
     if (condition && !evaluate(condition, old ?? {})) throw conditionFailed(input, old);
-    t.items.delete(key);
+    this.write(t, key, old, undefined);
     return { ...(input.ReturnValues === 'ALL_OLD' && old ? { Attributes: structuredClone(old) } : {}), $metadata: {} };
   }
 
@@ -377,10 +383,16 @@ export class MemoryDynamoDb {
     }
     for (const o of outcomes) {
       if (o.x.kind === 'ConditionCheck') continue;
-      if (o.next === undefined) o.x.t.items.delete(o.x.key);
-      else o.x.t.items.set(o.x.key, o.next as Item);
+      this.write(o.x.t, o.x.key, o.old, o.next as Item | undefined);
     }
     return { $metadata: {} };
+  }
+
+  /** Stores (or with `after` undefined, deletes) an item, and tells the observers. */
+  private write(t: Table, key: string, before: Item | undefined, after: Item | undefined): void {
+    if (after === undefined) t.items.delete(key);
+    else t.items.set(key, after);
+    for (const observe of this.writeObservers) observe(t.name, before, after);
   }
 
   private table(name: unknown): Table {

@@ -24,6 +24,12 @@ export interface MemoryLeaseWiring {
 export class MemoryLeaseTable {
   readonly db: MemoryDynamoDb;
   readonly wiring: MemoryLeaseWiring;
+  /**
+   * Writes that broke an invariant of the lease protocol, as they happened: a video's
+   * token or a slot's epoch that went down (guarantee 3: they only grow). DynamoDB would
+   * accept such a write; the twin records it so that every test on it checks the adapter.
+   */
+  readonly violations: string[] = [];
 
   /**
    * @param options.prefix resource-name prefix (tables are `${prefix}-leases` etc.) @default 'FrameAffinity'
@@ -34,6 +40,16 @@ export class MemoryLeaseTable {
     this.wiring = { leasesTable: names.leasesTable, resultsTable: names.resultsTable, eventsTable: names.eventsTable, pinnedSlotIndex: names.pinnedSlotIndex };
     this.db = new MemoryDynamoDb(options.now ? { now: options.now } : {});
     this.db.createTable(names.leasesTable, LEASES_TABLE).createTable(names.resultsTable, RESULTS_TABLE).createTable(names.eventsTable, EVENTS_TABLE);
+    this.db.writeObservers.push((tableName, before, after) => {
+      if (tableName !== names.leasesTable || !before) return;
+      for (const counter of ['token', 'epoch'] as const) {
+        const was = before[counter];
+        const now = after?.[counter];
+        // A deleted item (TTL's collection) or one without the counter has not gone down.
+        if (typeof was === 'number' && typeof now === 'number' && now < was) this.violations.push(`${String(before.pk)}: ${counter} went from ${was} to ${now}`);
+        if (typeof was === 'number' && after && now === undefined) this.violations.push(`${String(before.pk)}: ${counter} ${was} was removed`);
+      }
+    });
   }
 
   /** The document client of the twin (what adapters and readers take as `ddb`). */

@@ -5,7 +5,7 @@
  * does not speak. The rules DynamoDB Local can check too are in the contract suite.
  */
 import { describe, expect, it } from 'vitest';
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { MemoryDynamoDb } from '../../../core/leases/memory/memory-dynamodb.ts';
 import { MemoryLeaseTable } from '../../../core/leases/memory/memory-lease-table.ts';
@@ -64,5 +64,37 @@ describe('MemoryDynamoDb', () => {
     await expect(twin.ddb.send(new PutCommand({ TableName: table, Item: { pk: 'x' } }))).rejects.toMatchObject({ name: 'TimeoutError' });
     twin.db.intercept = undefined;
     expect((await twin.ddb.send(new GetCommand({ TableName: table, Key: { pk: 'x' } }))).Item).toEqual({ pk: 'x' });
+  });
+});
+
+describe('MemoryLeaseTable', () => {
+  it("records a write that lowers a video's token or a slot's epoch (DynamoDB would take it; the protocol never makes it)", async () => {
+    // Prepare
+    const twin = new MemoryLeaseTable();
+    const set = (pk: string, attribute: string, value: number) =>
+      twin.ddb.send(new UpdateCommand({ TableName: twin.wiring.leasesTable, Key: { pk }, UpdateExpression: 'SET #a = :v', ExpressionAttributeNames: { '#a': attribute }, ExpressionAttributeValues: { ':v': value } }));
+    // Act
+    await set('video#v', 'token', 2);
+    await set('video#v', 'token', 3);
+    await set('video#v', 'token', 1);
+    await set('slot#0', 'epoch', 4);
+    await set('slot#0', 'epoch', 4);
+    await set('slot#0', 'epoch', 3);
+    // Assess
+    expect(twin.violations).toEqual(['video#v: token went from 3 to 1', 'slot#0: epoch went from 4 to 3']);
+  });
+
+  it('sees none in the lease contract\'s protocol: claims, pins, adoptions, commits and releases only raise counters', async () => {
+    const twin = new MemoryLeaseTable();
+    const leases = twin.leases();
+    const t0 = Date.now();
+    const a = await leases.claimSlot(0, 'A', t0, 5_000);
+    await leases.pinVideo('v', 0, t0);
+    const v = await leases.adoptVideo('v', { slot: 0, workerId: 'A', epoch: a!.epoch }, t0);
+    if (typeof v === 'string') throw new Error(v);
+    await leases.releaseVideo('v', { slot: 0, workerId: 'A', epoch: a!.epoch }, v.token, v.checkpoint.seq, t0, 1);
+    await leases.forceReleaseVideo('v', v.token, t0, 1);
+    await leases.claimSlot(0, 'B', t0 + 6_000, 5_000);
+    expect(twin.violations).toEqual([]);
   });
 });
