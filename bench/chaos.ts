@@ -46,7 +46,7 @@ import { benchMain, createBench, freshStateDir, RESULTS_DIR, sleep, type Bench }
 import { startBenchStack, withStack } from './harness/stack.ts';
 import { endMarkers, putObject, runUploads, waitUntil } from './harness/uploader.ts';
 import { every, watchUntilSettled } from './harness/watch.ts';
-import { FRAME_FAULTS, TIMED_FAULTS, type FaultContext } from './chaos/faults.ts';
+import { DOUBT_WAIT_MS, DOUBT_WINDOW_KIND, DOUBT_WINDOW_READS, FRAME_FAULTS, TIMED_FAULTS, type FaultContext } from './chaos/faults.ts';
 import { DEFAULTS, jpegs, makePlan, plannedCounts, type ChaosOptions } from './chaos/plan.ts';
 import { report, type AppliedFault } from './chaos/report.ts';
 import { parseFlags, type Flag } from './harness/options.ts';
@@ -109,12 +109,8 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
   say(`chaos seed ${o.seed}  (replay: npx node bench/chaos.ts --seed ${o.seed})`);
   const stateDir = freshStateDir('chaos');
   const awsFaultLog = join(stateDir, 'aws-faults.log');
-  const faultEnv =
-    o.awsFaultRate > 0 || o.lostAnswerRate > 0 || o.laterGroupRate > 0
-      ? JSON.stringify({ rate: o.awsFaultRate, lostAnswerRate: o.lostAnswerRate, laterGroupRate: o.laterGroupRate, seed: o.seed, log: awsFaultLog })
-      : undefined;
-  // The plan is drawn before the stack starts (the crash frame's key goes into the workers'
-  // environment), against the tunables the stack will validate.
+  // The plan is drawn before the stack starts (the crash frame's key and the planned in-doubt
+  // windows go into the workers' environment), against the tunables the stack will validate.
   const tunables = chaosTunables(o);
   const t0 = { ...DEFAULT_TUNABLES, ...tunables };
   const plan = makePlan({
@@ -123,6 +119,12 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
     slotLeaseMs: t0.slotLeaseTtlSeconds * 1000,
     redriveWindowMs: t0.slotQueueMaxReceiveCount * t0.slotQueueVisibilitySeconds * 1000,
   });
+  const doubtWindows = plan.uploads.filter((u) => u.frameFault === DOUBT_WINDOW_KIND).map((u) => ({ videoId: u.videoId, frame: u.frame, reads: DOUBT_WINDOW_READS }));
+  const faultEnv =
+    o.awsFaultRate > 0 || o.lostAnswerRate > 0 || o.laterGroupRate > 0 || doubtWindows.length > 0
+      ? JSON.stringify({ rate: o.awsFaultRate, lostAnswerRate: o.lostAnswerRate, laterGroupRate: o.laterGroupRate, seed: o.seed, log: awsFaultLog, doubtWindows })
+      : undefined;
+  const doubt = doubtWatch();
   const crashKey = plan.crashFrame ? frameKey(plan.crashFrame.videoId, plan.crashFrame.frame) : undefined;
   // The watch must outlast an outage: no record is written while DynamoDB is down.
   const longestOutageMs = Math.max(0, ...plan.timedFaults.map((f) => f.detail.outageMs ?? 0));
@@ -160,6 +162,7 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         tunables,
         workerEnv: { FRAME_PROCESSOR: 'stats', ...(faultEnv ? { AWS_FAULT_INJECTION: faultEnv } : {}), ...(crashKey ? { WORKER_CRASH_ON_KEY: crashKey } : {}) },
         notificationFault: (key) => notificationFaults.get(key),
+        onWorkerLine: doubt.see,
       }),
     ]);
     return await withStack(started, bench, async (stack) => {
@@ -174,6 +177,7 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
       if (crashKey) say(`${clock()}  frame that crashes the worker: ${crashKey}`);
 
       // Uploads, with their frame faults.
+      const applied: AppliedFault[] = [];
       const uploaded = new Map<string, Set<number>>(plan.videoIds.map((id) => [id, new Set<number>()]));
       const pending: Promise<unknown>[] = [];
       const afterLast = endMarkers(stack, plan.uploads, o.frames);
@@ -183,6 +187,19 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         async (u) => {
           const fault = FRAME_FAULTS.find((k) => k.kind === u.frameFault);
           const key = frameKey(u.videoId, u.frame);
+          if (fault?.kind === DOUBT_WINDOW_KIND) {
+            // Put once its worker holds the commit of its gap in doubt; the uploader goes on meanwhile.
+            pending.push(
+              doubt.wait(u.videoId, DOUBT_WAIT_MS).then(async (hit) => {
+                await putObject(stack, key, images[u.frame % images.length]!, 'image/jpeg');
+                uploaded.get(u.videoId)!.add(u.frame);
+                applied.push({ kind: DOUBT_WINDOW_KIND, atS: (Date.now() - uploads.clockMs) / 1000, ...(hit ? {} : { skipped: `no in-doubt window within ${DOUBT_WAIT_MS / 1000} s; uploaded late instead` }) });
+                say(`${clock()}  >>> ${key} put ${hit ? 'inside its video\'s in-doubt window' : 'late (no in-doubt window came)'}`);
+                await afterLast(u.videoId);
+              }),
+            );
+            return;
+          }
           await putObject(stack, key, fault?.body?.(u, o.seed) ?? images[(u.frame * 7 + u.videoId.charCodeAt(u.videoId.length - 1)) % images.length]!, 'image/jpeg');
           uploaded.get(u.videoId)!.add(u.frame);
           if (fault?.afterPut) pending.push(fault.afterPut(stack, u, key));
@@ -204,7 +221,6 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         skipJanitorRun: () => janitor.pendingSkips++,
         killed: new Set<number>(),
       };
-      const applied: AppliedFault[] = [];
       const faulting = (async () => {
         for (const f of plan.timedFaults) {
           if (!(await waitUntil(uploads.clockMs, f.atMs, uploads.stopped))) return;
@@ -260,6 +276,38 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
     if (savedFaultEnv === undefined) delete process.env.AWS_FAULT_INJECTION;
     else process.env.AWS_FAULT_INJECTION = savedFaultEnv;
   }
+}
+
+/**
+ * Watches the workers' lines for a video's commit held in doubt (round-committer.ts logs
+ * it with the video's id): `wait` resolves true at the next such line for the video, or
+ * false after `timeoutMs`.
+ */
+function doubtWatch(): { see: (line: string) => void; wait: (videoId: string, timeoutMs: number) => Promise<boolean> } {
+  const waiting = new Map<string, ((hit: boolean) => void)[]>();
+  return {
+    see: (line) => {
+      if (!line.includes('commit outcome unknown: holding')) return;
+      for (const [videoId, resolvers] of waiting) {
+        if (!line.includes(`"videoId":"${videoId}"`)) continue;
+        waiting.delete(videoId);
+        for (const r of resolvers) r(true);
+      }
+    },
+    wait: (videoId, timeoutMs) =>
+      new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => {
+          const list = waiting.get(videoId);
+          if (list) waiting.set(videoId, list.filter((r) => r !== done));
+          resolve(false);
+        }, timeoutMs);
+        const done = (hit: boolean) => {
+          clearTimeout(timer);
+          resolve(hit);
+        };
+        waiting.set(videoId, [...(waiting.get(videoId) ?? []), done]);
+      }),
+  };
 }
 
 if (import.meta.main) {

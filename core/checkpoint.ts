@@ -53,6 +53,14 @@ export interface VideoCheckpoint {
    * Committed with the frames that changed it, so a successor continues it exactly.
    */
   readonly analytics?: AnalyticsState;
+  /**
+   * An operator's replay in progress (`affinity replay --from`, decision 46): the video was
+   * rewound to its first frame with a fresh tracker and fresh rule state, and frames in
+   * order below `silentBelow` are re-run only to rebuild that state. Their records and
+   * events exist already and are not written again; from `silentBelow` on, frames are
+   * recorded as usual, with the track ids, event ids and totals of an uninterrupted run.
+   */
+  readonly replay?: { readonly silentBelow: number };
 }
 
 /** See {@link VideoCheckpoint.stall}. */

@@ -25,8 +25,12 @@ import type { CommitUnit } from './commit-packing.ts';
  *   `frame`. The frame is settled; retry without it.
  * - `unknown`: the answer was lost and the re-read failed too. It may have landed: never
  *   roll it back before a later re-read ({@link decideStoredOutcome}) says it did not.
+ * - `{ invalid: reason }`: not written, and never will be as it is: the unit names one item
+ *   twice (DynamoDB rejects that as a ValidationException, where DynamoDB Local reports a
+ *   condition failure), or DynamoDB refused it as malformed. A bug, not an outage: it is
+ *   not retried as is; the other units of the transaction are committed without it.
  */
-export type UnitOutcome = 'landed' | 'not-landed' | 'fenced' | 'stale' | 'unknown' | { readonly conflict: number };
+export type UnitOutcome = 'landed' | 'not-landed' | 'fenced' | 'stale' | 'unknown' | { readonly conflict: number } | { readonly invalid: string };
 
 /** What a consistent read of a video's lease item says, as far as commit outcomes go. */
 export interface StoredCommitState {
@@ -83,7 +87,7 @@ export type CancellationDecision =
    * `backoff` when the only reasons were transient (conflicts with other transactions,
    * throttling), so the retry should wait.
    */
-  | { readonly kind: 'videos'; readonly settled: ReadonlyMap<string, Exclude<UnitOutcome, 'not-landed' | 'unknown'>>; readonly backoff: boolean };
+  | { readonly kind: 'videos'; readonly settled: ReadonlyMap<string, Exclude<UnitOutcome, 'not-landed' | 'unknown' | { readonly invalid: string }>>; readonly backoff: boolean };
 
 /**
  * Decides what a TransactionCanceledException means, from its reasons (index i belongs to
@@ -98,7 +102,7 @@ export function decideCancellation(
   fence: FenceIdentity,
 ): CancellationDecision {
   const byVideo = new Map(units.map((u) => [u.videoId, u] as const));
-  const settled = new Map<string, Exclude<UnitOutcome, 'not-landed' | 'unknown'>>();
+  const settled = new Map<string, Exclude<UnitOutcome, 'not-landed' | 'unknown' | { readonly invalid: string }>>();
   let backoff = false;
   for (let i = 0; i < reasons.length; i++) {
     const code = reasons[i]?.Code;

@@ -64,6 +64,27 @@ export function unitFits(u: CommitUnit, maxItems = MAX_TRANSACT_ITEMS - 1, maxBy
   return cost.items <= maxItems && cost.bytes <= maxBytes;
 }
 
+/**
+ * What makes a unit malformed for DynamoDB before anything is sent, or undefined: a
+ * transaction may name each item once (two operations on one item are a
+ * ValidationException in DynamoDB; DynamoDB Local reports a condition failure instead,
+ * which hid this), so a unit may carry one result per frame and one event per id. The
+ * video item and the summary are one each by construction.
+ */
+export function unitProblem(u: CommitUnit): string | undefined {
+  const frames = new Set<number>();
+  for (const r of u.results) {
+    if (frames.has(r.frame)) return `two results for frame ${r.frame}`;
+    frames.add(r.frame);
+  }
+  const ids = new Set<string>();
+  for (const e of u.events ?? []) {
+    if (ids.has(e.eventId)) return `two events with id ${e.eventId}`;
+    ids.add(e.eventId);
+  }
+  return undefined;
+}
+
 /** Packs commit units, in order, into groups that fit one transaction by item count and by size. */
 export function packUnits(units: readonly CommitUnit[], maxItems = MAX_TRANSACT_ITEMS - 1, maxBytes = MAX_TRANSACTION_BYTES): CommitUnit[][] {
   const groups: CommitUnit[][] = [];

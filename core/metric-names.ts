@@ -91,6 +91,19 @@ export const METRIC_NAMES = {
     /** Commits the store rejected under an old lease. */
     commitsFenced: 'CommitsFenced',
     /**
+     * Commit units refused as malformed (dimension Reason: duplicate-item | validation):
+     * two operations on one item, or a DynamoDB ValidationException. A bug, never an
+     * outage: the unit is not retried as it is; its video is rolled back as a counted
+     * failure, so its frames are parked as `failed` records after MAX_VIDEO_FAILURES
+     * rounds, while the other videos of the transaction commit. Alarmed on any.
+     */
+    commitsInvalid: 'CommitsInvalid',
+    /**
+     * Messages held, not decided, because their video's last commit was in doubt (its
+     * answer lost): they are offered once a read settles the commit (issue 32).
+     */
+    messagesHeldInDoubt: 'MessagesHeldInDoubt',
+    /**
      * The inference thread died (dimension Reason: out-of-memory | thread-error |
      * thread-exit). The processor is then broken for good and the worker drains and exits
      * with EXIT_PROCESSOR_FAILED, so another task takes the slot over.

@@ -97,11 +97,20 @@ export class VideoSequencer {
 
   /**
    * Queues a frame that {@link offer} called `below` and that has no `ok`, `late` or
-   * `failed` record: it is processed out of line, without touching the tracker.
+   * `failed` record: it is processed out of line, without touching the tracker. A frame
+   * at or above `nextFrame` (a state restored to before its gap) is buffered instead.
    */
   addLate(ref: FrameRef, replacesGap: boolean): void {
     const s = this.state;
     if (s.late.some((l) => l.frame === ref.frame)) return;
+    if (s.buffered.some((b) => b.frame === ref.frame)) return;
+    if (s.firstFrame !== null && ref.frame >= s.nextFrame) {
+      // Not below the tracker (any more): a late frame replayed after a rollback onto a
+      // state that never passed it (the gap it was late for did not land). It is next in
+      // line, so it joins the buffer: one frame is never both emitted in order and late.
+      this.insert({ frame: ref.frame, bucket: ref.bucket, key: ref.key, sizeBytes: ref.sizeBytes, seenAtMs: s.lastArrivalMs ?? 0 });
+      return;
+    }
     removeGap(s.gaps, ref.frame);
     const at = s.late.findIndex((l) => l.frame > ref.frame);
     const entry: LateFrame = { frame: ref.frame, bucket: ref.bucket, key: ref.key, sizeBytes: ref.sizeBytes, replacesGap };

@@ -78,6 +78,17 @@ export interface FrameFault {
   readonly afterPut?: (stack: LocalStack, u: PlannedUpload, key: string) => Promise<unknown>;
 }
 
+/**
+ * The frame fault of issue 32's sequence: the frame is put only once its worker holds the
+ * commit of its gap in doubt (planned by `AWS_FAULT_INJECTION.doubtWindows`, so the window
+ * is this frame's own), or after {@link DOUBT_WAIT_MS} if no window opened.
+ */
+export const DOUBT_WINDOW_KIND = 'upload late into an in-doubt window';
+/** Reads of the video that fail after its gap commit failed: the window's length (about 0.5 + 1 + 2 + 4 s of the worker's backoff). */
+export const DOUBT_WINDOW_READS = 5;
+/** How long a frame waits for its window before it is put anyway (counted as a miss in the report). */
+export const DOUBT_WAIT_MS = 90_000;
+
 export const FRAME_FAULTS: readonly FrameFault[] = [
   {
     kind: 'frame corrupt',
@@ -103,6 +114,8 @@ export const FRAME_FAULTS: readonly FrameFault[] = [
     holdBackMs: (rand, ctx) => (3 + rand() * 3) * ctx.reorderWaitMs,
   },
   { kind: 'frame never uploaded', share: (o) => o.lostShare, neverUploaded: true },
+  // Last in the table, so that the documented seeds draw every other fault as before.
+  { kind: DOUBT_WINDOW_KIND, share: (o) => o.doubtShare },
 ];
 
 /** A fault on a frame's S3 notification, drawn per uploaded frame (never frame 1), in table order. */

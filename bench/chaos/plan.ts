@@ -34,6 +34,14 @@ export interface ChaosOptions {
   readonly unreadableShare: number;
   /** Share of frames never uploaded (the stream really lost them: they must end as `gap`). */
   readonly lostShare: number;
+  /**
+   * Share of frames uploaded late into an in-doubt window (issue 32): the commit of the
+   * frame's gap fails unsent and the next reads of its video fail too
+   * (`AWS_FAULT_INJECTION.doubtWindows`), and the frame is put as soon as its worker
+   * reports the commit in doubt, so its notification arrives while the video's state may
+   * still be rolled back. It must end `ok` or `late`, never without a record.
+   */
+  readonly doubtShare: number;
   /** Share of AWS request attempts (workers, router, janitor) failed with throttling or 5xx. */
   readonly awsFaultRate: number;
   /** Share of the workers' commit transactions applied with their answer lost (`AWS_FAULT_INJECTION.lostAnswerRate`). */
@@ -75,6 +83,7 @@ export const DEFAULTS: Omit<ChaosOptions, 'seed' | 'out'> = {
   zeroShare: 0.006,
   unreadableShare: 0.006,
   lostShare: 0.005,
+  doubtShare: 0.004,
   awsFaultRate: 0.02,
   lostAnswerRate: 0.03,
   laterGroupRate: 0.03,

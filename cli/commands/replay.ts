@@ -1,12 +1,15 @@
 /**
  * `affinity replay <id> --from <frame>`: reprocesses a video from a frame on, from the
- * frames still in S3.
+ * frames still in S3, so that records, track ids, events and rule totals equal an
+ * uninterrupted run (decision 46): the tracker and the rules restart at the video's first
+ * frame, and the frames below `from` are re-run silently to rebuild their state.
  *
  *  1. counts the results kept (frames before `from`);
- *  2. `resetForReplay`: rewinds the checkpoint to `from` with a fresh tracker, bumps the
+ *  2. `resetForReplay`: rewinds the checkpoint to the video's first frame with a fresh
+ *     tracker and fresh rule state, frames below `from` marked silent, bumps the
  *     token from T to T+1 (fencing any worker still holding the video: from now on no
  *     result can be committed under T or older) and unpins it;
- *  3. deletes the results from `from` on, in frame order, each delete conditional on the
+ *  3. deletes the results (and their events) from `from` on, in frame order, each delete conditional on the
  *     result's token being at most T. A live frame committed after the reset (by whoever
  *     adopts the video next, under T+1 or later) is never deleted. Deleting before the
  *     reset would not do: the old owner could still commit results between the deletes
@@ -20,7 +23,8 @@
  *     processed (as `late`), so no frame is left without a record.
  */
 import { randomUUID } from 'node:crypto';
-import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { eventId } from '../../core/analytics/event-schema.ts';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { parseFrameKey } from '../../core/keys.ts';
 import type { FrameResultItem } from '../../core/results.ts';
@@ -67,9 +71,14 @@ export interface ReplaySummary {
   readonly fromFrame: number;
   readonly token: number;
   readonly deleted: number;
+  /** Events of the redone frames deleted (the redone frames write the same ids again). */
+  readonly eventsDeleted: number;
   /** Results from `fromFrame` on that were committed after the reset (newer token), and so kept. */
   readonly keptNewer: number;
+  /** Frames from `fromFrame` on re-sent to be recorded again. */
   readonly resent: number;
+  /** Frames below `fromFrame` re-sent only to rebuild the tracker and the rules (their records stay). */
+  readonly rebuilt: number;
   readonly endMarker: boolean;
   readonly replayTag: string;
 }
@@ -86,13 +95,17 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
   const { kept, effectiveFrom } = keptBefore(before, o.fromFrame);
   if (effectiveFrom !== o.fromFrame) io.err(`frame ${o.fromFrame} lies inside a gap run starting at ${effectiveFrom}; replaying from ${effectiveFrom}`);
 
-  const frames = objects
+  const allFrames = objects
     .map((ob) => ({ ob, parsed: parseFrameKey(ob.key) }))
     .filter((x): x is { ob: StoredObject; parsed: { kind: 'frame'; videoId: string; frame: number; extension: string } } => x.parsed.kind === 'frame')
-    .filter((x) => x.parsed.frame >= effectiveFrom)
     .sort((a, b) => a.parsed.frame - b.parsed.frame);
   const end = objects.find((ob) => parseFrameKey(ob.key).kind === 'end');
-  if (frames.length === 0) throw new CliError(`no frames of "${o.videoId}" at or after frame ${effectiveFrom} in s3://${target.bucket}; nothing to replay`);
+  if (!allFrames.some((f) => f.parsed.frame >= effectiveFrom)) throw new CliError(`no frames of "${o.videoId}" at or after frame ${effectiveFrom} in s3://${target.bucket}; nothing to replay`);
+  // The tracker and the rules restart at the video's first frame (decision 46): the frames
+  // below `from` are re-sent too, and re-run silently to rebuild their state.
+  const start = Math.min(v.checkpoint.sequencer.firstFrame ?? effectiveFrom, effectiveFrom);
+  const frames = allFrames.filter((f) => f.parsed.frame >= start);
+  const redone = frames.filter((f) => f.parsed.frame >= effectiveFrom).length;
 
   const reset = await store.resetForReplay(o.videoId, effectiveFrom, v.token, kept, Date.now());
   if (reset === 'token-moved') {
@@ -104,6 +117,9 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
   // fenced that token, so nothing can add to them any more, while anything committed
   // since (token > v.token) is a live result of the new owner and stays.
   const { deleted, keptNewer } = await deleteResultsUpTo(target, o.videoId, effectiveFrom, v.token);
+  // Their events go with them (an event exists iff its frame's record does, decision 35);
+  // the redone frames write the same ids again.
+  const eventsDeleted = await deleteEventsUpTo(target, o.videoId, effectiveFrom, v.token);
 
   // The summary keeps saying "complete" until the next commit unless told otherwise.
   try {
@@ -136,11 +152,51 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
   const toSend = [...frames.map((f) => f.ob), ...(resendEnd && end ? [end] : [])];
   await resendAsUploads(target, toSend, replayTag, 'affinity-replay', 're-run the replay');
   io.out(
-    `replaying ${o.videoId} from frame ${effectiveFrom}: token ${v.token} -> ${reset.token}, deleted ${deleted} result(s), ` +
+    `replaying ${o.videoId} from frame ${effectiveFrom}: token ${v.token} -> ${reset.token}, deleted ${deleted} result(s) and ${eventsDeleted} event(s), ` +
       (keptNewer > 0 ? `kept ${keptNewer} committed since the reset, ` : '') +
-      `re-sent ${frames.length} frame(s)${resendEnd ? ' and the end marker' : v.checkpoint.sequencer.endFrame !== null ? ` (end frame ${v.checkpoint.sequencer.endFrame} already known)` : ''} (replay tag ${replayTag})`,
+      `re-sent ${redone} frame(s)${start < effectiveFrom ? ` (and ${frames.length - redone} from frame ${start} to rebuild the tracker and rules, recorded already)` : ''}${resendEnd ? ' and the end marker' : v.checkpoint.sequencer.endFrame !== null ? ` (end frame ${v.checkpoint.sequencer.endFrame} already known)` : ''} (replay tag ${replayTag})`,
   );
-  return { fromFrame: effectiveFrom, token: reset.token, deleted, keptNewer, resent: frames.length, endMarker: resendEnd, replayTag };
+  return { fromFrame: effectiveFrom, token: reset.token, deleted, eventsDeleted, keptNewer, resent: redone, rebuilt: frames.length - redone, endMarker: resendEnd, replayTag };
+}
+
+/**
+ * Deletes a video's events of frames from `fromFrame` on whose token is at most `maxToken`
+ * (event ids sort by frame, so one query from the frame's id prefix finds them); life events
+ * of no frame (-1) and events committed since the reset stay. Exported for tests.
+ */
+export async function deleteEventsUpTo(target: Pick<Target, 'clients' | 'eventsTable'>, videoId: string, fromFrame: number, maxToken: number): Promise<number> {
+  let deleted = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await target.clients.ddb.send(
+      new QueryCommand({
+        TableName: target.eventsTable,
+        KeyConditionExpression: 'videoId = :v AND eventId >= :from',
+        ExpressionAttributeValues: { ':v': videoId, ':from': eventId({ frame: fromFrame, kind: 'video.started' }).split('#')[0]! },
+        ProjectionExpression: 'eventId',
+        ConsistentRead: true,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    );
+    for (const item of page.Items ?? []) {
+      try {
+        await target.clients.ddb.send(
+          new DeleteCommand({
+            TableName: target.eventsTable,
+            Key: { videoId, eventId: item.eventId },
+            ConditionExpression: 'attribute_exists(eventId) AND #token <= :old',
+            ExpressionAttributeNames: { '#token': 'token' },
+            ExpressionAttributeValues: { ':old': maxToken },
+          }),
+        );
+        deleted++;
+      } catch (e) {
+        if (!(e instanceof ConditionalCheckFailedException)) throw e;
+      }
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return deleted;
 }
 
 /** Deletes in flight at once; the deletes still sweep upwards in frame order, as the new owner processes. */

@@ -10,7 +10,7 @@
  */
 import type { FrameResultItem } from '../results.ts';
 import type { Detection } from '../ports.ts';
-import { emptyAnalytics, runRules, withRules, type AnalyticsState, type TrackedFrame } from './rule-engine.ts';
+import { changeRules, emptyAnalytics, runRules, type AnalyticsState, type TrackedFrame } from './rule-engine.ts';
 import { DETAIL_TYPE, eventId, type EventItem, type EventKind } from './event-schema.ts';
 import type { RulesDocument } from './rules.ts';
 
@@ -66,7 +66,11 @@ export function commitEvents(input: CommitEventsInput): { events: EventItem[]; a
   let analytics = input.analytics;
   if (input.rules) {
     const v = input.rules;
-    if (analytics !== undefined || v.etag !== '' || v.invalid) analytics = withRules(analytics ?? emptyAnalytics(), v.etag, v.rules);
+    if (analytics !== undefined || v.etag !== '' || v.invalid) {
+      const changed = changeRules(analytics ?? emptyAnalytics(), v.etag, v.rules);
+      analytics = changed.state;
+      for (const e of changed.events) events.push(item({ kind: e.kind, frame: e.frame, ruleId: e.ruleId, trackId: e.trackId, label: e.label, ...(e.detail ? { detail: { ...e.detail } } : {}), ...(e.discriminator ? { discriminator: e.discriminator } : {}) }));
+    }
     if (v.invalid && analytics && analytics.invalidEtag !== v.invalid.etag) {
       analytics = { ...analytics, invalidEtag: v.invalid.etag };
       events.push(item({ kind: 'rules.invalid', frame: firstResult, discriminator: v.invalid.etag, detail: { etag: v.invalid.etag, errors: v.invalid.errors.join('; ').slice(0, 1000), keptEtag: v.etag } }));

@@ -63,6 +63,8 @@ export interface RuleEvent {
   readonly trackId: number;
   readonly label: string;
   readonly detail?: Readonly<Record<string, string | number>>;
+  /** Tells apart events that could otherwise share an id (a rules change's exits: the new version's ETag). */
+  readonly discriminator?: string;
 }
 
 /** One in-order frame's tracked detections. */
@@ -76,24 +78,44 @@ export function emptyAnalytics(): AnalyticsState {
 }
 
 /**
- * Puts a rules version into effect. A rule whose definition changed (or that is gone)
- * loses its per-track state (sides, memberships, dwell flags: no events for that), so
- * a moved line starts fresh; totals are kept by rule id. Same ETag: unchanged.
+ * Puts a rules version into effect (see {@link changeRules}, which also returns the exits it
+ * causes); the state only.
  */
 export function withRules(state: AnalyticsState, etag: string, rules: RulesDocument | undefined): AnalyticsState {
-  if (state.etag === etag) return state;
+  return changeRules(state, etag, rules).state;
+}
+
+/**
+ * Puts a rules version into effect. A rule whose definition changed (or that is gone)
+ * loses its per-track state (sides, memberships, dwell flags), so a moved line or zone
+ * starts fresh; totals are kept by rule id. A track inside a zone that changed or went
+ * away leaves it with a `zone.exited` event (reason `rule-changed`, at the track's last
+ * frame, the new version's ETag as discriminator) counted in the totals: without it
+ * entered − exited would drift up for good and a track still inside would be counted as
+ * entering twice (issue 32). Same ETag: unchanged, no events.
+ */
+export function changeRules(state: AnalyticsState, etag: string, rules: RulesDocument | undefined): { state: AnalyticsState; events: RuleEvent[] } {
+  if (state.etag === etag) return { state, events: [] };
   const before = new Map<string, string>([...(state.rules?.lines ?? []), ...(state.rules?.zones ?? [])].map((r) => [r.id, JSON.stringify(r)]));
   const after = new Map<string, string>([...(rules?.lines ?? []), ...(rules?.zones ?? [])].map((r) => [r.id, JSON.stringify(r)]));
   const kept = (id: string) => before.get(id) !== undefined && before.get(id) === after.get(id);
   const tracks: Record<string, TrackRuleState> = {};
-  for (const [id, t] of Object.entries(state.tracks)) {
+  const totals = structuredClone(state.totals) as RuleTotals;
+  const events: RuleEvent[] = [];
+  const fps = state.rules?.fps ?? 1;
+  for (const [id, t] of Object.entries(state.tracks).sort(([a], [b]) => Number(a) - Number(b))) {
     const s = t.s ? pick(t.s, kept) : undefined;
     const z = t.z ? pick(t.z, kept) : undefined;
     const d = t.d?.filter(kept);
+    for (const [zoneId, entered] of Object.entries(t.z ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
+      if (kept(zoneId)) continue;
+      (((totals.zones as Record<string, Record<string, [number, number, number]>>)[zoneId] ??= {})[t.l] ??= [0, 0, 0])[1]++;
+      events.push({ kind: 'zone.exited', frame: t.f, ruleId: zoneId, trackId: Number(id), label: t.l, detail: { seconds: round3((t.f - entered) / fps), enteredFrame: entered, reason: 'rule-changed' }, discriminator: etag });
+    }
     tracks[id] = { l: t.l, f: t.f, ...(s ? { s } : {}), ...(z ? { z } : {}), ...(d && d.length > 0 ? { d } : {}) };
   }
   const { rules: _old, ...rest } = state;
-  return { ...rest, etag, ...(rules ? { rules } : {}), tracks };
+  return { state: { ...rest, etag, ...(rules ? { rules } : {}), tracks, totals }, events };
 }
 
 /** Runs the rules in effect over in-order frames (ascending). Frames before `state`'s are the caller's bug. */

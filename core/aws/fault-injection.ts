@@ -14,8 +14,12 @@
  *    video's items (with the slot check) as one transaction, which applies; the rest fails
  *    with a 500 before it is sent, on every retry of the call, as a later group of a
  *    multi-group commit does when the store fails between groups.
+ *  - `doubtWindows`: planned in-doubt windows (issue 32). The commit that records frame
+ *    `frame` of `videoId` as a gap fails with a 500 before it is sent, and so do the next
+ *    `reads` reads of that video's lease item: its worker holds the commit in doubt for
+ *    those reads, and a chaos run times the frame's late upload into that window.
  * Each logs one line per call it strikes (`commit applied, answer lost`, `commit later
- * group failed`), not per attempt.
+ * group failed`, `commit in doubt (planned)`), not per attempt.
  */
 import { appendFileSync } from 'node:fs';
 import type { DeserializeMiddleware, MetadataBearer } from '@smithy/types';
@@ -44,10 +48,19 @@ export interface FaultInjectionConfig {
   readonly lostAnswerRate: number;
   /** Share of commit transactions of 2+ videos whose later group fails after the first applied, in [0, 1]. @default 0 */
   readonly laterGroupRate: number;
+  /** Planned in-doubt windows (see the module comment). @default [] */
+  readonly doubtWindows: readonly DoubtWindow[];
+}
+
+/** The gap commit of `frame` of `videoId` fails unsent, then `reads` reads of the video's lease item fail. */
+export interface DoubtWindow {
+  readonly videoId: string;
+  readonly frame: number;
+  readonly reads: number;
 }
 
 /** The log's error column for the commit modes. */
-export const COMMIT_FAULT_NAMES = { lostAnswer: 'commit applied, answer lost', laterGroup: 'commit later group failed' } as const;
+export const COMMIT_FAULT_NAMES = { lostAnswer: 'commit applied, answer lost', laterGroup: 'commit later group failed', doubt: 'commit in doubt (planned)' } as const;
 
 const SERVICES: readonly AwsServiceName[] = ['dynamodb', 's3', 'sqs'];
 
@@ -71,6 +84,12 @@ export function parseFaultInjection(text: string): FaultInjectionConfig {
   if (!Array.isArray(services) || services.some((s) => !SERVICES.includes(s as AwsServiceName)))
     throw new Error(`AWS_FAULT_INJECTION.services must list some of ${SERVICES.join(', ')} (got ${JSON.stringify(services)})`);
   if (raw.log !== undefined && typeof raw.log !== 'string') throw new Error('AWS_FAULT_INJECTION.log must be a file path');
+  const windows = raw.doubtWindows ?? [];
+  const isWindow = (w: unknown): w is DoubtWindow => {
+    const x = w as Partial<DoubtWindow> | null;
+    return typeof x === 'object' && x !== null && typeof x.videoId === 'string' && Number.isSafeInteger(x.frame) && Number.isSafeInteger(x.reads) && x.reads! >= 0;
+  };
+  if (!Array.isArray(windows) || !windows.every(isWindow)) throw new Error(`AWS_FAULT_INJECTION.doubtWindows must list { videoId, frame, reads } (got ${JSON.stringify(windows)})`);
   return {
     rate: share('rate', Number.NaN),
     seed,
@@ -78,6 +97,7 @@ export function parseFaultInjection(text: string): FaultInjectionConfig {
     throttleShare: share('throttleShare', 0.5),
     lostAnswerRate: share('lostAnswerRate', 0),
     laterGroupRate: share('laterGroupRate', 0),
+    doubtWindows: windows,
     ...(raw.log !== undefined ? { log: raw.log as string } : {}),
   };
 }
@@ -141,7 +161,7 @@ interface RawRequest {
   body?: unknown;
 }
 
-type Item = Record<string, { TableName?: string; Key?: { pk?: { S?: string } }; UpdateExpression?: string }>;
+type Item = Record<string, { TableName?: string; Key?: { pk?: { S?: string } }; UpdateExpression?: string; Item?: Record<string, { S?: string; N?: string }> }>;
 
 /**
  * The items of a fenced commit, or undefined when `request` is anything else: a
@@ -162,6 +182,17 @@ export function commitTransaction(request: RawRequest): { body: Record<string, u
   if (!Array.isArray(items) || !items[0]?.ConditionCheck?.Key?.pk?.S?.startsWith('slot#')) return undefined;
   if (!items.some((i) => i.Update?.UpdateExpression?.includes('checkpoint = :ck'))) return undefined;
   return { body, items };
+}
+
+/** The `pk` a GetItem request reads, or undefined for any other request. */
+function leaseRead(request: RawRequest): string | undefined {
+  if (request.headers?.['x-amz-target'] !== 'DynamoDB_20120810.GetItem') return undefined;
+  const raw = typeof request.body === 'string' ? request.body : request.body instanceof Uint8Array ? new TextDecoder().decode(request.body) : undefined;
+  try {
+    return raw === undefined ? undefined : (JSON.parse(raw) as { Key?: { pk?: { S?: string } } }).Key?.pk?.S;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -194,12 +225,31 @@ export function commitFaultMiddleware(role: CallerRole, config: FaultInjectionCo
   const log = (context: { commandName?: string }, name: string) => {
     if (config.log) appendFileSync(config.log, `${role}\tdynamodb\t${context.commandName}\t${name}\n`);
   };
+  const windows = config.doubtWindows.map((w) => ({ ...w, opened: false, readsLeft: w.reads }));
   return (next, context) => async (args) => {
     const input = args.input as object;
     if (struck.has(input)) throw injectedError('dynamodb', '5xx');
-    if (config.lostAnswerRate === 0 && config.laterGroupRate === 0) return next(args);
-    const commit = commitTransaction(args.request as RawRequest);
+    const request = args.request as RawRequest;
+    if (windows.length > 0) {
+      const read = leaseRead(request);
+      const open = read !== undefined ? windows.find((w) => w.opened && w.readsLeft > 0 && read === `video#${w.videoId}`) : undefined;
+      if (open) {
+        open.readsLeft--;
+        struck.add(input);
+        throw injectedError('dynamodb', '5xx');
+      }
+    }
+    if (config.lostAnswerRate === 0 && config.laterGroupRate === 0 && windows.length === 0) return next(args);
+    const commit = commitTransaction(request);
     if (!commit) return next(args);
+    const window = windows.find((w) => !w.opened && commit.items.some((i) => i.Put?.Item?.videoId?.S === w.videoId && i.Put.Item.frame?.N === String(w.frame) && i.Put.Item.status?.S === 'gap'));
+    if (window) {
+      window.opened = true;
+      struck.add(input);
+      log(context, COMMIT_FAULT_NAMES.doubt);
+      throw injectedError('dynamodb', '5xx');
+    }
+    if (config.lostAnswerRate === 0 && config.laterGroupRate === 0) return next(args);
     // Both draws always happen, so that one mode's rate does not shift the other's draws.
     const lose = draw() < config.lostAnswerRate;
     const split = draw() < config.laterGroupRate;
@@ -230,7 +280,7 @@ export function installFaultInjection(clients: AwsClients, text: string, role: C
   clients.dynamodb.middlewareStack.add(faultInjectionMiddleware('dynamodb', role, config, draw), options);
   clients.s3.middlewareStack.add(faultInjectionMiddleware('s3', role, config, draw), options);
   clients.sqs.middlewareStack.add(faultInjectionMiddleware('sqs', role, config, draw), options);
-  if (config.lostAnswerRate > 0 || config.laterGroupRate > 0) {
+  if (config.lostAnswerRate > 0 || config.laterGroupRate > 0 || config.doubtWindows.length > 0) {
     // Its own draws, so that the throttling / 5xx sequence stays as it was without these modes.
     const commitDraw = faultRng(config.seed, `commit:${role}:${workerId}`);
     clients.dynamodb.middlewareStack.add(commitFaultMiddleware(role, config, commitDraw), { step: 'deserialize', name: 'commitFaultInjection' });

@@ -8,7 +8,7 @@
 import { TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredCommitState, type UnitOutcome } from '../commit-outcome.ts';
-import { packUnits, type CommitUnit } from '../commit-packing.ts';
+import { packUnits, unitProblem, type CommitUnit } from '../commit-packing.ts';
 import type { CommitOutcome, SlotFence } from '../leases/port.ts';
 import { slotKey, videoKey } from './lease-table.ts';
 
@@ -61,7 +61,16 @@ export class VideoCommitter {
   async commit(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): Promise<CommitOutcome> {
     const outcomes = new Map<string, UnitOutcome>();
     let ambiguousRetries = 0;
-    const groups = packUnits(units); // throws only before anything was sent (a unit that cannot fit)
+    // A unit that names one item twice would fail its whole transaction on DynamoDB (and
+    // pass, wrongly, on DynamoDB Local): it is refused here, before anything is sent, and the
+    // others go on without it. One unit per video, too.
+    const sendable: CommitUnit[] = [];
+    for (const u of units) {
+      const problem = outcomes.has(u.videoId) || sendable.some((x) => x.videoId === u.videoId) ? `two units for video ${u.videoId}` : unitProblem(u);
+      if (problem) outcomes.set(u.videoId, { invalid: problem });
+      else sendable.push(u);
+    }
+    const groups = packUnits(sendable); // throws only before anything was sent (a unit that cannot fit)
     if (this.d.eventsTableName === undefined && units.some((u) => (u.events?.length ?? 0) > 0)) throw new Error('commit units carry events but no events table is wired');
     for (let g = 0; g < groups.length; g++) {
       const r = await this.commitGroup(fence, groups[g]!, nowMs);
@@ -93,6 +102,25 @@ export class VideoCommitter {
         return { outcomes, slotLost: false, ambiguousRetries };
       } catch (e) {
         error = e;
+      }
+      if (isValidationError(error)) {
+        // Refused as malformed before anything applied: a bug in what was sent, never an
+        // unknown outcome to retry. Alone, the unit is invalid; in company, each unit is
+        // sent alone so that only the faulty one is held back.
+        if (pending.length === 1) {
+          outcomes.set(pending[0]!.videoId, { invalid: `ValidationException: ${errorMessage(error).slice(0, 200)}` });
+          return { outcomes, slotLost: false, ambiguousRetries };
+        }
+        for (const u of pending) {
+          const alone = await this.commitGroup(fence, [u], nowMs);
+          ambiguousRetries += alone.ambiguousRetries;
+          for (const [videoId, o] of alone.outcomes) outcomes.set(videoId, o);
+          if (alone.slotLost) {
+            for (const rest of pending) if (!outcomes.has(rest.videoId)) outcomes.set(rest.videoId, 'fenced');
+            return { outcomes, slotLost: true, ambiguousRetries };
+          }
+        }
+        return { outcomes, slotLost: false, ambiguousRetries };
       }
       if (error instanceof TransactionCanceledException) {
         // This attempt wrote nothing. Videos whose condition failed are settled (fenced,
@@ -208,6 +236,15 @@ export class VideoCommitter {
     }
     return { items, owners };
   }
+}
+
+/** DynamoDB's answer to a malformed request (two operations on one item, a bad expression, an item too large): nothing applied. */
+function isValidationError(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && (e as { name?: unknown }).name === 'ValidationException';
+}
+
+function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
 
 /**

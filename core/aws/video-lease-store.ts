@@ -300,11 +300,12 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
   }
 
   /**
-   * Operator replay: rewinds a video to `fromFrame` with a fresh processor state. The
-   * token grows and the pin is dropped, so a worker still holding the video is fenced
-   * and the next frame is admitted afresh. `kept` are the counts of results before
-   * `fromFrame`, which stay. The caller deletes results from `fromFrame` on and re-sends
-   * the frames with a replay tag (FIFO deduplication would drop plain re-sends).
+   * Operator replay: rewinds a video to its first frame with a fresh processor and rule
+   * state, frames below `fromFrame` to be re-run silently (decision 46). The token grows
+   * and the pin is dropped, so a worker still holding the video is fenced and the next
+   * frame is admitted afresh. `kept` are the counts of results before `fromFrame`, which
+   * stay. The caller deletes results and events from `fromFrame` on and re-sends the frames
+   * from the first one with a replay tag (FIFO deduplication would drop plain re-sends).
    */
   async resetForReplay(
     videoId: string,
@@ -316,10 +317,15 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
     const v = await this.getVideo(videoId);
     if (v.token !== expectedToken) return 'token-moved';
     const ck = v.checkpoint;
+    // Rewound to the video's first frame, with a fresh tracker and fresh rule state; frames
+    // below `fromFrame` are re-run silently to rebuild both (decision 46), so the redone
+    // frames get the track ids, event ids and totals of an uninterrupted run.
+    const start = Math.max(0, Math.min(ck.sequencer.firstFrame ?? fromFrame, fromFrame));
     const checkpoint: VideoCheckpoint = {
       seq: ck.seq + 1,
       commitId: newCommitId(),
-      sequencer: { ...emptySequencerState(Math.max(0, ck.sequencer.firstFrame ?? fromFrame)), nextFrame: fromFrame, endFrame: ck.sequencer.endFrame },
+      sequencer: { ...emptySequencerState(start), endFrame: ck.sequencer.endFrame },
+      ...(fromFrame > start ? { replay: { silentBelow: fromFrame } } : {}),
       framesOk: kept.framesOk,
       framesLate: kept.framesLate ?? 0,
       framesFailed: kept.framesFailed,

@@ -64,7 +64,16 @@ export function buildCommit(input: CommitInput): BuiltCommit {
     failures.push({ frame, reason, ...(detail ? { detail } : {}) });
     return { ...base, frame, status: 'failed', detections: [], reason, ...(detail ? { detail: detail.slice(0, 500) } : {}), ...(key ? { key } : {}) };
   };
+  // An operator's replay re-runs the frames below `silentBelow` in order only to rebuild the
+  // tracker and the rules (decision 46): their records and events exist already.
+  const silentBelow = prev.replay?.silentBelow ?? -1;
   for (const step of input.steps) {
+    if (step.type === 'gap' && step.frame < silentBelow) continue;
+    if (step.type === 'frame' && step.ref.frame < silentBelow) {
+      const outcome = input.outcomes.get(step.ref.frame);
+      if (outcome?.status === 'ok') inOrder.push({ frame: step.ref.frame, detections: outcome.detections });
+      continue;
+    }
     if (step.type === 'gap') {
       framesGap++;
       note(step.frame);
@@ -95,7 +104,7 @@ export function buildCommit(input: CommitInput): BuiltCommit {
       }
     }
   }
-  const { events, analytics } = commitEvents({
+  const { events: raised, analytics } = commitEvents({
     videoId: input.videoId,
     token: input.token,
     nowMs: input.nowMs,
@@ -109,6 +118,7 @@ export function buildCommit(input: CommitInput): BuiltCommit {
     completes: input.complete && !prev.complete,
     lastFrame,
   });
+  const events = silentBelow < 0 ? raised : raised.filter((e) => e.frame < 0 || e.frame >= silentBelow);
   // Progress clears the crash-loop evidence: `stall` counts adoptions since the last one.
   const { stall: _cleared, analytics: _before, ...kept } = prev;
   const checkpoint: VideoCheckpoint = {

@@ -18,7 +18,9 @@ export type UnitFate =
   | { readonly kind: 'not-landed' }
   | { readonly kind: 'fenced' }
   | { readonly kind: 'in-doubt' }
-  | { readonly kind: 'conflict'; readonly frame: number };
+  | { readonly kind: 'conflict'; readonly frame: number }
+  /** Malformed (two operations on one item, a ValidationException): a bug; rolled back as a counted failure, never retried as is. */
+  | { readonly kind: 'invalid'; readonly reason: string };
 
 export interface CommitActions {
   /** The slot lease is gone: the worker stops at once. Units known to have landed are still applied. */
@@ -43,6 +45,7 @@ function fateOf(o: UnitOutcome | undefined): UnitFate {
   if (o === undefined || o === 'unknown') return { kind: 'in-doubt' };
   if (o === 'landed' || o === 'not-landed' || o === 'fenced') return { kind: o };
   if (o === 'stale') return { kind: 'fenced' };
+  if ('invalid' in o) return { kind: 'invalid', reason: o.invalid };
   return { kind: 'conflict', frame: o.conflict };
 }
 

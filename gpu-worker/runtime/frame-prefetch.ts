@@ -249,10 +249,15 @@ export class FramePrefetch {
     return this.entries.size;
   }
 
-  /** Entries nobody took in time (frames held in the reorder buffer, duplicates): oldest first. */
+  /**
+   * Entries nobody took in time (frames held in the reorder buffer, duplicates). Every entry
+   * is looked at: a confirmed read ahead is re-added with its original start, so the map's
+   * order is not the order of starts, and stopping at the first fresh entry left expired
+   * ones counted in `heldBytes`, which could switch reading ahead off for good (issue 32).
+   */
   private dropExpired(): void {
     for (const [id, entry] of this.entries) {
-      if (!this.expired(entry)) return;
+      if (!this.expired(entry)) continue;
       if (entry.predicted) this.readAheadMissed++;
       entry.dropped = true;
       this.remove(id, entry);

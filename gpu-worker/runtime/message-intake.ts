@@ -33,6 +33,12 @@ export interface MessageIntakeDeps {
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly slotLost: () => boolean;
+  /**
+   * Whether a video's last commit is in doubt (its answer was lost): its messages are not
+   * decided until a read settles it, since a rollback may undo the state they would be
+   * decided from (a frame taken as late for a gap that did not land).
+   */
+  readonly inDoubt: (videoId: string) => boolean;
 }
 
 export class MessageIntake {
@@ -65,6 +71,12 @@ export class MessageIntake {
   /** One video's messages of a receive; those the store cannot take now wait, held, for the next try. */
   private async acceptVideo(videoId: string, items: readonly ReadyMessage[], now: number): Promise<InboxMessage[]> {
     const inbox = this.d.inbox;
+    if (this.d.inDoubt(videoId)) {
+      // Held, invisible, and offered again once a read has settled the video's last commit.
+      this.d.log.info('video commit in doubt: holding its messages until a read settles it', { videoId, messages: items.length });
+      this.d.metrics.count(METRIC_NAMES.worker.messagesHeldInDoubt, items.length);
+      return [...items];
+    }
     let placed;
     try {
       placed = await this.d.registry.place(videoId, (released) => this.anyNews(videoId, released, items));
@@ -151,6 +163,8 @@ export class MessageIntake {
         if (!released.complete || (await this.endChanged(released, msg.bucket, msg.key))) return true;
         continue;
       }
+      // An operator's replay re-runs recorded frames to rebuild the tracker (decision 46).
+      if (released.replay && msg.frame >= released.sequencer.nextFrame) return true;
       const record = await getFrameResult(this.d.results, videoId, msg.frame);
       if (!record || record.status === 'gap') return true;
     }

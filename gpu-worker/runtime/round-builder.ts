@@ -35,7 +35,7 @@ export interface RoundFailure {
 
 export interface RoundBuilderDeps {
   readonly runner: Pick<FrameRunner, 'run'>;
-  readonly processor: Pick<FrameProcessor, 'snapshot'>;
+  readonly processor: Pick<FrameProcessor, 'snapshot' | 'openVideo' | 'closeVideo'>;
   readonly log: LogSink;
   /** Videos' rules (issue 22); without it, the rules in each checkpoint stay in effect (none for a new video). */
   readonly rules?: RulesSource;
@@ -97,7 +97,7 @@ export async function buildPlannedRound(
       const processorBytes = Buffer.byteLength(built.unit.checkpoint.processor ?? '');
       const room = Math.max(0, Math.floor((processorBytes - overBytes) * 0.97) - 64);
       d.log.warn('checkpoint over its cap after the rules ran: processor state compacted', { videoId: session.videoId, overBytes, room });
-      built = build(d.processor.snapshot(session.videoId, room));
+      built = build(compacted(d, session.videoId, d.processor.snapshot(session.videoId, room)));
     }
     if (!unitFits(built.unit) && plan.steps.length > 1) {
       // A frame and its events commit together: re-run the round with fewer frames
@@ -176,5 +176,17 @@ function processorSnapshot(d: RoundBuilderDeps, s: VideoSession): string {
   if (Buffer.byteLength(full) <= room) return full;
   const compact = d.processor.snapshot(s.videoId, Math.max(0, room));
   d.log.warn('checkpoint over its cap: processor state compacted', { videoId: s.videoId, fullBytes: Buffer.byteLength(full), compactBytes: Buffer.byteLength(compact), room });
-  return compact;
+  return compacted(d, s.videoId, compact);
+}
+
+/**
+ * The live tracker continues from the compacted snapshot it checkpoints, not from its fuller
+ * self: otherwise it could re-associate a track the checkpoint evicted, and a successor
+ * after kill -9 or a rollback (which restore the checkpoint) would assign other track ids
+ * than the run it replaces (issue 32). Returns the snapshot.
+ */
+function compacted(d: RoundBuilderDeps, videoId: string, snapshot: string): string {
+  d.processor.closeVideo(videoId);
+  d.processor.openVideo(videoId, snapshot);
+  return snapshot;
 }

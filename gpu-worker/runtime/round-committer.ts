@@ -105,6 +105,13 @@ export class RoundCommitter {
         this.d.registry.restoreProcessor(s, r.restoreProcessor);
         this.d.metrics.count(METRIC_NAMES.worker.videoRollbacks, 1, { Reason: 'record-exists' });
         this.d.log.info('a frame of this round already has a record; it stands, and the round is retried without it', { videoId: s.videoId, frame: fate.frame });
+      } else if (fate.kind === 'invalid') {
+        // A bug, not an outage: counted (and alarmed), and the video is rolled back as a
+        // counted failure blaming the unit's frames, so after MAX_VIDEO_FAILURES rounds
+        // they are parked as `failed` records and the video goes on; nothing else waits.
+        this.d.metrics.count(METRIC_NAMES.worker.commitsInvalid, 1, { Reason: fate.reason.startsWith('ValidationException') ? 'validation' : 'duplicate-item' });
+        this.d.log.error('commit unit refused as malformed: rolled back, its frames blamed', { videoId: s.videoId, reason: fate.reason });
+        this.rollback({ session: s, reason: 'invalid-commit', detail: fate.reason, blamed: unit.unit.results.map((r) => r.frame), transient: false }, now);
       } else if (fate.kind === 'not-landed') {
         this.rollback({ session: s, reason: 'commit-not-landed', detail: 'the store did not take the commit (retries ran out)', blamed: [], transient: true }, now);
       } else if (fate.kind === 'fenced') {

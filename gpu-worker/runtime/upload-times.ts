@@ -36,6 +36,11 @@ export class UploadTimes {
     if (ms !== undefined) this.byFrame.set(frame, ms);
   }
 
+  /** A frame that will get no record from this worker (a commit found one already there): forgotten, no sample. */
+  forget(frame: number): void {
+    this.byFrame.delete(frame);
+  }
+
   /**
    * Records that landed at `landedAtMs` (when the commit carrying them answered, or a read
    * settled it: the record's own `committedAtMs` is stamped when its round starts, before

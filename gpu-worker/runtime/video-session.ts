@@ -251,8 +251,8 @@ export class VideoSession {
     } else if (room > 0) {
       took = this.sequencer.take(nowMs, room);
     }
-    const taken: SequencedStep[] = [...rejects, ...took];
-    const steps = this.recorded.size === 0 ? taken : taken.filter((st) => !this.recorded.has(st.type === 'gap' ? st.frame : st.ref.frame));
+    const taken = oneStepPerFrame([...rejects, ...took]);
+    const steps = this.recorded.size === 0 ? taken : taken.filter((st) => !this.recorded.has(stepFrame(st)));
     if (steps.length === 0 && !this.dirty) return undefined;
     const parked = new Map(this.failures >= MAX_VIDEO_FAILURES ? this.blamed : []);
     for (const [frame, reason] of this.crashParked) parked.set(frame, reason);
@@ -325,6 +325,8 @@ export class VideoSession {
    */
   settleExisting(frame: number): RollbackActions {
     this.recorded.add(frame);
+    // Its record stands: no record of ours will land for it, so its upload time would stay forever.
+    this.uploads.forget(frame);
     this.restore();
     return { restoreProcessor: this.committed.processor, backoffMs: 0, counted: false };
   }
@@ -371,6 +373,31 @@ export class VideoSession {
     const end = this.sequencer.endFrame;
     return end === null || frame <= end;
   }
+}
+
+/** The frame a step records. */
+export function stepFrame(step: SequencedStep): number {
+  return step.type === 'gap' ? step.frame : step.ref.frame;
+}
+
+/** Which step a plan keeps when two record one frame: the one that runs it, then a reject, then a gap. */
+const STEP_RANK: Readonly<Record<SequencedStep['type'], number>> = { frame: 0, late: 1, reject: 2, gap: 3 };
+
+/**
+ * At most one step per frame, in the steps' order. A unit writes one record per step, and
+ * DynamoDB rejects a transaction with two operations on one item (a ValidationException,
+ * where DynamoDB Local reports a condition failure): so a plan never carries two. Two can
+ * only meet after a rollback replays decisions made from a state the rollback undid (a
+ * redelivered frame rejected after-end while the buffer still holds it); the step that
+ * runs the frame wins, a gap never displaces a frame.
+ */
+export function oneStepPerFrame(steps: readonly SequencedStep[]): SequencedStep[] {
+  const best = new Map<number, SequencedStep>();
+  for (const st of steps) {
+    const seen = best.get(stepFrame(st));
+    if (!seen || STEP_RANK[st.type] < STEP_RANK[seen.type]) best.set(stepFrame(st), st);
+  }
+  return best.size === steps.length ? [...steps] : steps.filter((st) => best.get(stepFrame(st)) === st);
 }
 
 function remember(settled: Set<number>, frames: readonly number[]): void {

@@ -208,7 +208,7 @@ describe('affinity CLI on the local stack', () => {
     const bad = await cli(['replay', 'nobody', '--from', '0']);
     // Assess
     expect(replay.code, replay.err).toBe(0);
-    expect(replay.out).toMatch(/replaying up1 from frame 3: token \d+ -> \d+, deleted 3 result\(s\), re-sent 3 frame\(s\) \(end frame 5 already known\)/);
+    expect(replay.out).toMatch(/replaying up1 from frame 3: token \d+ -> \d+, deleted 3 result\(s\) and 1 event\(s\), re-sent 3 frame\(s\) \(and 3 from frame 0 to rebuild the tracker and rules, recorded already\) \(end frame 5 already known\)/);
     expect(redone.slice(0, 3)).toEqual(original.slice(0, 3));
     expect(redone.slice(3).map((r) => r.frame)).toEqual([3, 4, 5]);
     expect(redone.slice(3).every((r) => r.status === 'ok' && r.committedAtMs > original[5]!.committedAtMs)).toBe(true);
@@ -252,8 +252,9 @@ describe('affinity CLI on the local stack', () => {
     }, 60_000);
     // Assess: the live result survived the replay's deletes and everything else was redone
     expect(injected).toBe(summaryOfReplay.token);
-    expect(summaryOfReplay).toMatchObject({ fromFrame: 3, deleted: 2, keptNewer: 1, resent: 3 });
-    expect(io.lines.join('\n')).toContain('deleted 2 result(s), kept 1 committed since the reset');
+    expect(summaryOfReplay).toMatchObject({ fromFrame: 3, deleted: 2, keptNewer: 1, resent: 3, rebuilt: 3 });
+    // The one event deleted is the video's completion (frame 5), written again when the replay completes it.
+    expect(io.lines.join('\n')).toContain('deleted 2 result(s) and 1 event(s), kept 1 committed since the reset');
     expect(afterReplay.find((r) => r.frame === 4)).toMatchObject({ worker: 'live-owner', token: injected });
     expect(afterReplay.map((r) => r.frame)).toEqual([0, 1, 2, 4]);
     expect(redone.find((r) => r.frame === 4)).toMatchObject({ worker: 'live-owner', token: injected });

@@ -1,7 +1,9 @@
 /**
  * Runs the real worker (gpu-worker/runtime/worker.ts) in this process, against:
- *  - the real LeaseStore on DynamoDB Local (tables made by local/resources.ts), or with
- *    `backend: 'memory'` on the lease table's twin (core/leases/memory/),
+ *  - the real LeaseStore on DynamoDB Local (tables made by local/resources.ts), with
+ *    DynamoDB's own rules that it gets wrong added (test/support/dynamodb-rules.ts), or
+ *    with `backend: 'memory'` on the lease table's twin (core/leases/memory/), which
+ *    enforces them itself,
  *  - SlotQueues over the SQS FIFO model (core/ingest/memory/sqs-fifo-model.ts), or over fauxqs,
  *  - a real FrameStore over fauxqs's S3, or with `backend: 'memory'` over the S3 twin
  *    (core/ingest/memory/memory-s3.ts), optionally wrapped to fail chosen keys,
@@ -49,6 +51,7 @@ import { MemoryLeaseTable } from '../../core/leases/memory/memory-lease-table.ts
 import { resourceNames } from '../../core/config.ts';
 import { FakeTime } from './fake-time.ts';
 import { waitFor } from './wait.ts';
+import { installDynamoDbRules, projectKeySchemas } from './dynamodb-rules.ts';
 import { gatedClient, type ProcessGate } from './process-gate.ts';
 import { HarnessWorker, recordingSinks } from './harness-worker.ts';
 import { FaultyFrameStore, testJpeg, testJpegBytes, type FrameFault } from './worker-doubles.ts';
@@ -253,6 +256,8 @@ export class WorkerHarness {
       // Not attached to fauxqs: frames put by the harness notify nobody (the harness sends the slot messages itself).
       const notifier = new S3Notifier({ region, sqs: clients.sqs });
       const resources = await createLocalResources({ prefix, region, tunables, dynamodb: clients.dynamodb, sqs: clients.sqs, s3: clients.s3, notifier });
+      // What DynamoDB refuses, DynamoDB Local must refuse too (two operations on one item).
+      installDynamoDbRules(clients.dynamodb, projectKeySchemas(resources.wiring));
       let model: SqsFifoModel | undefined;
       let sqs = clients.sqs;
       if ((options.queueBackend ?? 'model') === 'model') {

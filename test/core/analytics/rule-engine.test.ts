@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyAnalytics, footPoint, insidePolygon, occupancy, runRules, sideOf, withRules, type AnalyticsState, type TrackedFrame } from '../../../core/analytics/rule-engine.ts';
+import { changeRules, emptyAnalytics, footPoint, insidePolygon, occupancy, runRules, sideOf, withRules, type AnalyticsState, type TrackedFrame } from '../../../core/analytics/rule-engine.ts';
 import { validateRules, type RulesDocument } from '../../../core/analytics/rules.ts';
 import type { Detection } from '../../../core/ports.ts';
 
@@ -177,5 +177,44 @@ describe('determinism and the checkpoint', () => {
     expect(s2.tracks['1']!.s).toEqual({ door: -1 });
     expect(s2.etag).toBe('v2');
     expect(withRules(s2, 'v2', r1)).toBe(s2); // same ETag: nothing to do
+  });
+});
+
+describe('rule edits keep counts true (issue 32)', () => {
+  const ZONE = { id: 'left', polygon: [[0, 0], [100, 0], [100, 200], [0, 200]] };
+  const inside = (from: number, n: number) => path(1, Array.from({ length: n }, () => [50, 150] as const), 'person', from);
+  /** entered − exited per zone from the events, the way `affinity counts` computes "inside". */
+  const insideByEvents = (events: readonly { kind: string }[]) => events.filter((e) => e.kind === 'zone.entered').length - events.filter((e) => e.kind === 'zone.exited').length;
+
+  it.each([
+    { name: 'a zone moved', next: { zones: [{ ...ZONE, polygon: [[0, 0], [120, 0], [120, 200], [0, 200]] }] }, reenters: true },
+    { name: 'a zone removed', next: { zones: [] as (typeof ZONE)[] }, reenters: false },
+    { name: 'a zone re-added after its removal', next: { zones: [] as (typeof ZONE)[] }, readd: true, reenters: true },
+  ])('$name: a track inside leaves with a rule-changed exit, and entered − exited stays the number inside', ({ next, readd, reenters }) => {
+    // Prepare: one track inside the zone for 3 frames
+    const v1 = runRules(withRules(emptyAnalytics(), 'v1', rules({ zones: [ZONE] })), inside(0, 3));
+    // Act: the rules change (and, for a re-add, change back), the track stays where it is
+    const changed = changeRules(v1.state, 'v2', rules(next));
+    let state = changed.state;
+    const events = [...v1.events, ...changed.events];
+    if (readd) {
+      const back = changeRules(state, 'v3', rules({ zones: [ZONE] }));
+      events.push(...back.events);
+      state = back.state;
+    }
+    const after = runRules(state, inside(3, 2));
+    events.push(...after.events);
+    // Assess
+    expect(changed.events).toEqual([{ kind: 'zone.exited', frame: 2, ruleId: 'left', trackId: 1, label: 'person', detail: { seconds: 0.2, enteredFrame: 0, reason: 'rule-changed' }, discriminator: 'v2' }]); // the default 10 fps
+    const occupied = Object.values(occupancy(after.state)).reduce((n, byLabel) => n + Object.values(byLabel).reduce((a, b) => a + b, 0), 0);
+    expect(occupied).toBe(reenters ? 1 : 0);
+    expect(insideByEvents(events)).toBe(occupied);
+    const [entered, exited] = after.state.totals.zones.left!.person!;
+    expect(entered - exited).toBe(occupied);
+  });
+
+  it('the same ETag changes nothing and raises nothing', () => {
+    const v1 = runRules(withRules(emptyAnalytics(), 'v1', rules({ zones: [ZONE] })), inside(0, 3));
+    expect(changeRules(v1.state, 'v1', rules({ zones: [] }))).toEqual({ state: v1.state, events: [] });
   });
 });

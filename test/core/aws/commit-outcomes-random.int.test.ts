@@ -164,7 +164,8 @@ async function drive(seed: number, slot: number): Promise<{ stats: RunStats; vid
       if (o === 'landed') v.committed = u.checkpoint;
       else if (o === 'unknown') v.unknown = u;
       else if (o === 'fenced' || o === 'stale') await readopt(store, v, fence);
-      else if (typeof o === 'object') stats.conflicts.push({ videoId: u.videoId, frame: o.conflict });
+      else if (typeof o === 'object' && 'conflict' in o) stats.conflicts.push({ videoId: u.videoId, frame: o.conflict });
+      else if (typeof o === 'object') expect.fail(`seed ${seed}: a well-formed unit was refused as invalid: ${o.invalid}`);
       else expect(o, `seed ${seed}: every unit has an outcome`).toBe('not-landed');
     }
   }

@@ -142,7 +142,7 @@ describe('AWS_FAULT_INJECTION', () => {
     expect(() => parseFaultInjection('{"rate":0.1,"seed":0.5}')).toThrow(/seed/);
     const env = { AWS_REGION: 'us-east-1', AWS_FAULT_INJECTION: '[1]' };
     expect(() => instrumentAwsClients(createAwsClients(env), env, 'worker')).toThrow(/object/);
-    expect(parseFaultInjection('{"rate":0.02,"seed":7}')).toEqual({ rate: 0.02, seed: 7, services: ['dynamodb', 's3', 'sqs'], throttleShare: 0.5, lostAnswerRate: 0, laterGroupRate: 0 });
+    expect(parseFaultInjection('{"rate":0.02,"seed":7}')).toEqual({ rate: 0.02, seed: 7, services: ['dynamodb', 's3', 'sqs'], throttleShare: 0.5, lostAnswerRate: 0, laterGroupRate: 0, doubtWindows: [] });
     expect(() => parseFaultInjection('{"rate":0,"lostAnswerRate":2}')).toThrow(/lostAnswerRate/);
     expect(() => parseFaultInjection('{"rate":0,"laterGroupRate":"x"}')).toThrow(/laterGroupRate/);
   });
@@ -242,6 +242,32 @@ describe('AWS_FAULT_INJECTION commit modes', () => {
       { ok: true, attempts: 1 },
       { ok: true, attempts: 1 },
     ]);
+  });
+
+  it('doubtWindows: the gap commit of the planned frame fails unsent, then the planned reads of its video fail; other commits and reads pass (issue 32)', async () => {
+    // Prepare: a window on frame 3 of "a", two reads long
+    const aws = await recordingDynamo();
+    const log = join(mkdtempSync(join(tmpdir(), 'fault-')), 'faults.log');
+    const clients = aws.track(clientsFor(aws.url, { AWS_FAULT_INJECTION: JSON.stringify({ rate: 0, seed: 2, log, doubtWindows: [{ videoId: 'a', frame: 3, reads: 2 }] }) }));
+    const withGap = (frame: number): TransactWriteItem[] => [...commitItems(['a']), { Put: { TableName: 'results', Item: { videoId: { S: 'a' }, frame: { N: String(frame) }, status: { S: 'gap' } } } }];
+    const read = (pk: string) => outcome(clients.dynamodb.send(new GetItemCommand({ TableName: 'leases', Key: { pk: { S: pk } } })));
+    // Act
+    const otherGap = await outcome(clients.dynamodb.send(new TransactWriteItemsCommand({ TransactItems: withGap(4) })));
+    const readBefore = await read('video#a');
+    const planned = await outcome(clients.dynamodb.send(new TransactWriteItemsCommand({ TransactItems: withGap(3) })));
+    const reads = [await read('video#b'), await read('video#a'), await read('video#a'), await read('video#a')];
+    const again = await outcome(clients.dynamodb.send(new TransactWriteItemsCommand({ TransactItems: withGap(3) })));
+    // Assess
+    expect([otherGap.ok, readBefore.ok, planned.ok, ...reads.map((r) => r.ok), again.ok]).toEqual([true, true, false, true, false, false, true, true]);
+    // Sent: the other gap's commit, the three reads that passed, the planned commit's later retry (a new call: the window is spent).
+    expect(aws.sent.filter((items) => items.length > 0)).toHaveLength(2);
+    expect(aws.sent).toHaveLength(5);
+    expect(readFileSync(log, 'utf8')).toBe(`worker\tdynamodb\tTransactWriteItemsCommand\t${COMMIT_FAULT_NAMES.doubt}\n`);
+  });
+
+  it('doubtWindows must be well formed', () => {
+    expect(() => parseFaultInjection(JSON.stringify({ rate: 0, doubtWindows: [{ videoId: 'a', frame: 'x', reads: 1 }] }))).toThrow(/doubtWindows/);
+    expect(parseFaultInjection(JSON.stringify({ rate: 0 })).doubtWindows).toEqual([]);
   });
 
   it('at a partial rate, strikes some commits and passes the others whole', async () => {

@@ -205,6 +205,47 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
     });
   });
 
+  describe('malformed commit units (issue 32)', () => {
+    async function twoVideos(slot: number, a: string, b: string): Promise<{ fence: SlotFence; va: { token: number; checkpoint: VideoCheckpoint }; vb: { token: number; checkpoint: VideoCheckpoint } }> {
+      const t0 = Date.now();
+      const claimed = await store.claimSlot(slot, `W${slot}`, t0, 60_000);
+      const fence: SlotFence = { slot, workerId: `W${slot}`, epoch: claimed!.epoch };
+      const adopt = async (id: string) => {
+        await store.pinVideo(id, slot, t0);
+        const v = await store.adoptVideo(id, fence, t0);
+        if (typeof v === 'string') throw new Error(v);
+        return v;
+      };
+      return { fence, va: await adopt(a), vb: await adopt(b) };
+    }
+
+    it('a unit naming one item twice is refused before anything is sent; the other unit of the commit lands', async () => {
+      // Prepare: "twice" carries two results for frame 0 (on AWS: a ValidationException for the whole transaction)
+      const { fence, va, vb } = await twoVideos(50, 'twice', 'beside');
+      const twice = unit('twice', va.token, va.checkpoint, 0, fence.workerId, fence.slot, Date.now());
+      const bad: CommitUnit = { ...twice, results: [twice.results[0]!, { ...twice.results[0]!, status: 'gap' }] };
+      // Act
+      const outcome = await store.commit(fence, [bad, unit('beside', vb.token, vb.checkpoint, 0, fence.workerId, fence.slot, Date.now())], Date.now());
+      // Assess
+      expect(outcomeOf(outcome)).toEqual({ kind: 'settled', units: { twice: { invalid: 'two results for frame 0' }, beside: 'landed' } });
+      expect((await store.getVideo('twice')).checkpoint.commitId).toBe(va.checkpoint.commitId);
+    });
+
+    it('a ValidationException from DynamoDB is no unknown outcome: the faulty unit is found by sending each alone, the others land', async () => {
+      // Prepare: "huge" carries a result item over DynamoDB's 400 KB item limit (refused as malformed by DynamoDB and DynamoDB Local alike)
+      const { fence, va, vb } = await twoVideos(51, 'huge', 'fine');
+      const huge = unit('huge', va.token, va.checkpoint, 0, fence.workerId, fence.slot, Date.now());
+      const oversized: CommitUnit = { ...huge, results: [{ ...huge.results[0]!, detail: 'x'.repeat(420_000) }] };
+      // Act
+      const outcome = await store.commit(fence, [oversized, unit('fine', vb.token, vb.checkpoint, 0, fence.workerId, fence.slot, Date.now())], Date.now());
+      // Assess
+      const units = outcomeOf(outcome).units;
+      expect(units.fine).toBe('landed');
+      expect(units.huge).toMatchObject({ invalid: expect.stringMatching(/^ValidationException/) });
+      expect(outcome.ambiguousRetries).toBe(0);
+    });
+  });
+
   describe('commit outcome by commit id', () => {
     it('calls a unit landed only by its own commit id: a resend of a landed unit is landed, another unit with the same seq is stale', async () => {
       // Prepare: W40 owns video "id"; unit u (seq 1) lands

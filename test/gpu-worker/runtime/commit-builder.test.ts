@@ -77,3 +77,34 @@ describe('buildCommit', () => {
     expect(() => build([{ type: 'frame', ref: ref(0) }], [])).toThrow(/no outcome/);
   });
 });
+
+describe('buildCommit during an operator replay (decision 46)', () => {
+  it('frames and gaps below silentBelow rebuild state only: no record, no count, no event; from it on, as usual; a late frame below it is still recorded', () => {
+    // Prepare: rewound to frame 0, frames 0-2 recorded already (kept counts 3), replaying from 3
+    const committed = { ...emptyCheckpoint(0), framesOk: 3, firstFrame: 0, lastFrame: 2, replay: { silentBelow: 3 } };
+    // Act
+    const { unit } = build(
+      [
+        { type: 'late', ref: { ...ref(1), replacesGap: true } },
+        { type: 'frame', ref: ref(0) },
+        { type: 'gap', frame: 1, reason: 'missing-frame' },
+        { type: 'frame', ref: ref(2) },
+        { type: 'frame', ref: ref(3) },
+        { type: 'frame', ref: ref(4) },
+      ],
+      [
+        [1, ok(7)],
+        [0, ok(1)],
+        [2, { status: 'failed', reason: 'corrupt-image' }],
+        [3, ok(1)],
+        [4, ok(1)],
+      ],
+      committed,
+    );
+    // Assess
+    expect(unit.results.map((r) => `${r.frame}:${r.status}`)).toEqual(['1:late', '3:ok', '4:ok']);
+    expect(unit.checkpoint).toMatchObject({ framesOk: 5, framesLate: 1, framesFailed: 0, replay: { silentBelow: 3 } });
+    expect((unit.events ?? []).filter((e) => e.frame >= 0 && e.frame < 3 && e.kind !== 'frame.failed')).toEqual([]);
+    expect((unit.events ?? []).some((e) => e.kind === 'frame.failed')).toBe(false);
+  });
+});

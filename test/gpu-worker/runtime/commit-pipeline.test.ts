@@ -33,6 +33,17 @@ describe('commitActions', () => {
       ]),
       [['a', 'landed'], ['b', 'fenced'], ['c', 'fenced'], ['d', 'conflict 4'], ['e', 'not-landed']],
     ],
+    [
+      'a malformed unit is invalid (a bug to count and park), never in doubt nor retried as is',
+      settled('settled', [
+        ['a', { invalid: 'two results for frame 3' }],
+        ['b', 'landed'],
+        ['c', 'landed'],
+        ['d', 'landed'],
+        ['e', 'landed'],
+      ]),
+      [['a', 'invalid'], ['b', 'landed'], ['c', 'landed'], ['d', 'landed'], ['e', 'landed']],
+    ],
     ['the call threw: every unit in doubt, none rolled back', 'threw', [['a', 'in-doubt'], ['b', 'in-doubt'], ['c', 'in-doubt'], ['d', 'in-doubt'], ['e', 'in-doubt']]],
     [
       'an unknown answer, or a unit the answer does not name, is in doubt, never landed nor rolled back',

@@ -1,7 +1,7 @@
 /** FramePrefetch's read ahead by predicted key (decision 39): used only under its message's ETag. */
 import { describe, expect, it } from 'vitest';
 import { ObjectMissingError, type FrameStore } from '../../../core/aws/frame-store.ts';
-import { FramePrefetch } from '../../../gpu-worker/runtime/frame-prefetch.ts';
+import { FramePrefetch, PREFETCH_MAX_AGE_MS } from '../../../gpu-worker/runtime/frame-prefetch.ts';
 
 /** Objects by key with their ETags; records every GET (`v:` unconditional reads, `g:` GETs with the ETag asked). */
 function store(objects: Record<string, { bytes: number[]; eTag: string }>): { frames: FrameStore; calls: string[] } {
@@ -176,5 +176,28 @@ describe('FramePrefetch.readAhead', () => {
     // Assess: absent keys are not hinted; the hinted array is the one the round gets
     expect(seen.map(([k]) => k)).toEqual(['k3', 'k1']);
     expect(taken).toBe(seen[1]![1]);
+  });
+});
+
+describe('FramePrefetch: expiry (issue 32)', () => {
+  it('drops a confirmed read ahead once it expires, though fresher entries were added before it: its bytes stop counting', async () => {
+    // Prepare: k1 read ahead at t=0; k2 prefetched at t=5 s; k1 confirmed at t=6 s (re-added behind k2, with its start of t=0)
+    let now = 0;
+    const { frames } = store({ k1: { bytes: [1], eTag: 'e1' }, k2: { bytes: [2], eTag: 'e2' } });
+    const prefetch = new FramePrefetch(frames, { now: () => now });
+    prefetch.readAhead('b', ['k1'], 2);
+    await settle();
+    now = 5_000;
+    prefetch.prefetch([msg('k2', 'e2')]);
+    now = 6_000;
+    prefetch.confirm([msg('k1', 'e1')]);
+    expect(prefetch.size).toBe(2);
+    // Act: past k1's age (PREFETCH_MAX_AGE_MS), not k2's
+    now = PREFETCH_MAX_AGE_MS + 500;
+    prefetch.prefetch([]);
+    // Assess
+    expect(prefetch.size).toBe(1);
+    expect(await prefetch.take('b', 'k1')).toBeUndefined();
+    expect(await prefetch.take('b', 'k2')).toEqual(new Uint8Array([2]));
   });
 });

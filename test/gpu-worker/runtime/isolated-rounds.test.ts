@@ -43,7 +43,7 @@ function rig(opts: { markerLands?: boolean } = {}) {
           return out;
         },
       },
-      processor: { snapshot: () => 'state' },
+      processor: { snapshot: () => 'state', openVideo() {}, closeVideo() {} },
       log: silent,
     },
     committer: {

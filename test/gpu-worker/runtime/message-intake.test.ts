@@ -44,6 +44,7 @@ function setup(answer: () => { frames: FrameRef[]; coveredThrough: number }) {
     metrics: nullMetrics,
     log: quiet,
     slotLost: () => false,
+    inDoubt: () => false,
   });
   return { session, calls, intake };
 }
@@ -111,6 +112,7 @@ describe('MessageIntake: an end marker for a video released complete', () => {
       metrics: nullMetrics,
       log: quiet,
       slotLost: () => false,
+      inDoubt: () => false,
     });
     const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
     return { intake, end, news, deleted };
@@ -157,6 +159,7 @@ describe('MessageIntake: an end marker changed while its video is owned', () => 
       metrics: { ...nullMetrics, count: (name: string) => void counted.push(name) },
       log: { ...quiet, warn: (message: string, fields?: Record<string, unknown>) => void warnings.push({ message, command: fields?.command }) },
       slotLost: () => false,
+      inDoubt: () => false,
     });
     const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
     return { session, intake, end, warnings, counted };
@@ -180,5 +183,32 @@ describe('MessageIntake: an end marker changed while its video is owned', () => 
     expect(session.sequencer.endFrame).toBe(5);
     expect(warnings).toEqual([{ message: 'end marker moved earlier; frames already recorded past the new end keep their records', command: undefined }]);
     expect(counted).toContain('EndMarkersChanged');
+  });
+});
+
+describe('MessageIntake: a video whose last commit is in doubt', () => {
+  it('holds its messages undecided (returned for the next try) and offers those of other videos', async () => {
+    // Prepare: two videos; v's commit is in doubt
+    const sessions = new Map(['v', 'w'].map((id) => [id, new VideoSession(id, 1, emptyCheckpoint(0), { reorderWaitMs: WAIT_MS, reorderBufferFrames: 64, firstFrameNumber: 0 }, 0)]));
+    const counted: string[] = [];
+    const intake = new MessageIntake({
+      inbox: { deadLetter: async () => true, park: async () => true, delete: async () => undefined, forward: async () => true },
+      registry: { place: async (id) => sessions.get(id)!, all: () => [...sessions.values()] },
+      frames: { getText: async () => '', listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
+      bucket: 'b',
+      results: {} as ResultsSource,
+      metrics: { ...nullMetrics, count: (name: string) => void counted.push(name) },
+      log: quiet,
+      slotLost: () => false,
+      inDoubt: (id) => id === 'v',
+    });
+    const msg = (videoId: string, frame: number) => ({ handle: `${videoId}-${frame}`, body: '{}', msg: { kind: 'frame' as const, videoId, frame, bucket: 'b', key: `frames/${videoId}/${frame}.jpg`, sizeBytes: 10, eventTime: '2026-01-01T00:00:00Z' } });
+    // Act
+    const waiting = await intake.accept([msg('v', 0), msg('w', 0), msg('v', 1)], 0);
+    // Assess
+    expect(waiting.map((m) => m.handle)).toEqual(['v-0', 'v-1']);
+    expect(sessions.get('v')!.sequencer.bufferedCount).toBe(0);
+    expect(sessions.get('w')!.sequencer.bufferedCount).toBe(1);
+    expect(counted).toContain('MessagesHeldInDoubt');
   });
 });

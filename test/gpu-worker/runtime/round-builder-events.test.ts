@@ -35,7 +35,7 @@ const runner = {
 };
 const logged: string[] = [];
 const log: LogSink = { debug() {}, info() {}, warn: (m) => void logged.push(m), error: (m) => void logged.push(m) };
-const deps = { runner, processor: { snapshot: () => 'tracker' }, log };
+const deps = { runner, processor: { snapshot: () => 'tracker', openVideo() {}, closeVideo() {} }, log };
 
 describe('buildRound with events', () => {
   it('a round whose events overflow one transaction is rolled back and re-run with half the frames, never splitting a frame from its events', async () => {
@@ -84,16 +84,22 @@ describe('buildRound: the checkpoint cap with rule state', () => {
     };
     // The tracker's full snapshot fits beside the committed state, not beside the new rule state.
     let asked: number | undefined;
+    const reopened: (string | undefined)[] = [];
     const tracker = {
       snapshot: (_v: string, maxBytes?: number) => {
         if (maxBytes !== undefined) asked = maxBytes;
         return 'x'.repeat(maxBytes ?? 280_000);
       },
+      openVideo: (_v: string, snapshot: string | undefined) => void reopened.push(snapshot),
+      closeVideo() {},
     };
     const r = await buildRound({ runner: quietRunner, processor: tracker, log }, [s], FENCE, 0);
     const ck = r.units[0]!.unit.checkpoint;
     expect(Object.keys(ck.analytics!.tracks)).toHaveLength(120);
     expect(asked).toBeLessThan(280_000);
     expect(estimatedBytes(ck)).toBeLessThanOrEqual(MAX_CHECKPOINT_BYTES);
+    // The live tracker continues from the very snapshot it checkpointed (issue 32): a
+    // successor restoring the checkpoint then assigns the same track ids.
+    expect(reopened.at(-1)).toBe(ck.processor);
   });
 });

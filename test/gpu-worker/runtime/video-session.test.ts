@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { emptyCheckpoint, type VideoCheckpoint } from '../../../core/checkpoint.ts';
 import type { CommitUnit } from '../../../core/commit-packing.ts';
 import type { SequencedStep } from '../../../core/sequencer.ts';
-import { MARKER_PLAN, MAX_VIDEO_FAILURES, RETRY_MAX_MS, VideoSession } from '../../../gpu-worker/runtime/video-session.ts';
+import { MARKER_PLAN, MAX_VIDEO_FAILURES, oneStepPerFrame, RETRY_MAX_MS, VideoSession } from '../../../gpu-worker/runtime/video-session.ts';
 
 const OPTIONS = { reorderWaitMs: 5_000, reorderBufferFrames: 64, firstFrameNumber: 0 };
 const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${String(frame).padStart(6, '0')}.jpg`, sizeBytes: 10 });
@@ -245,5 +245,62 @@ describe('VideoSession under the crash-loop breaker (decision 28)', () => {
       expect(s.leaveIsolationIfDue(7_000, 5_000)).toBe(f === 1);
     }
     expect(frames(s.plan(7_000)!.steps)).toEqual(['frame 2', 'frame 3']);
+  });
+});
+
+describe('VideoSession: one record per frame, whatever a rollback replays (issue 32)', () => {
+  it('a frame taken as late for a gap that then did not land runs in order after the rollback, never as both gap and late', () => {
+    // Prepare: 0-2 committed, 4-5 buffered (committed); a listing finds no 3, the plan gaps it
+    const s = session();
+    receive(s, 0, 0, 1, 2);
+    const first = s.plan(0)!;
+    s.applyCommitted(unitFor(s, first.steps), first);
+    receive(s, 10, 4, 5);
+    s.setEnd(5);
+    const buffered = s.plan(10)!;
+    expect(frames(buffered.steps)).toEqual([]);
+    s.applyCommitted(unitFor(s, buffered.steps), buffered);
+    s.learnListing(3, [ref(4), ref(5)], 5, 6_000);
+    const gapPlan = s.plan(6_000)!;
+    expect(frames(gapPlan.steps)).toEqual(['gap 3', 'frame 4']);
+    // Act: frame 3 decided from the live state (below the tracker, no record) as late, then the gap's unit does not land
+    const offered = s.offerFrame(ref(3), 6_100);
+    expect(offered.kind).toBe('needs-record');
+    if (offered.kind !== 'needs-record') return;
+    expect(s.resolveWithRecord(ref(3), offered, undefined)).toBe('late');
+    s.rollback([], 'commit-unknown', false, 6_200);
+    const retry = s.plan(7_000)!;
+    // Assess: frame 3 runs in order, once
+    expect(frames(retry.steps)).toEqual(['frame 3', 'frame 4', 'frame 5']);
+  });
+
+  it.each([
+    { name: 'distinct frames pass as they are', steps: ['frame 1', 'gap 2', 'late 0'], kept: ['frame 1', 'gap 2', 'late 0'] },
+    { name: 'a frame step beats a gap of the same frame', steps: ['gap 3', 'frame 3'], kept: ['frame 3'] },
+    { name: 'a late step beats a gap', steps: ['late 3', 'gap 3'], kept: ['late 3'] },
+    { name: 'a frame step beats a late one', steps: ['late 3', 'frame 3', 'frame 4'], kept: ['frame 3', 'frame 4'] },
+    { name: 'two rejects of one frame keep the first', steps: ['reject 7', 'reject 7', 'frame 6'], kept: ['reject 7', 'frame 6'] },
+    { name: 'a reject beats a gap', steps: ['gap 7', 'reject 7'], kept: ['reject 7'] },
+  ])('oneStepPerFrame: $name', ({ steps, kept }) => {
+    const parsed: SequencedStep[] = steps.map((t) => {
+      const [type, n] = t.split(' ') as [SequencedStep['type'], string];
+      const frame = Number(n);
+      if (type === 'gap') return { type, frame, reason: 'missing-frame' };
+      if (type === 'reject') return { type, ref: ref(frame), reason: 'after-end-of-stream' };
+      if (type === 'late') return { type, ref: { ...ref(frame), replacesGap: false } };
+      return { type, ref: ref(frame) };
+    });
+    expect(frames(oneStepPerFrame(parsed))).toEqual(kept);
+  });
+});
+
+describe('VideoSession: upload times (issue 32)', () => {
+  it('forgets the upload time of a frame a commit found already recorded: no entry is kept forever', () => {
+    const s = session();
+    receive(s, 0, 0);
+    s.uploads.note(0, '2026-01-01T00:00:00.000Z');
+    expect(s.uploads.size).toBe(1);
+    s.settleExisting(0);
+    expect(s.uploads.size).toBe(0);
   });
 });
