@@ -191,7 +191,17 @@ export class WorkerHarness {
   /** The memory backend: the lease table's twin, the S3 twin and the SQS FIFO model; nothing started. */
   private static startInMemory(options: WorkerHarnessOptions, slots: number, tunables: Tunables, prefix: string, printLogs: boolean): WorkerHarness {
     if (options.queueBackend === 'fauxqs') throw new Error("queueBackend: 'fauxqs' needs backend: 'emulators'");
+    // Faked before the twins are built: they capture Date.now as their clock.
     const fakeTime = options.clock === 'fake' ? FakeTime.start() : undefined;
+    try {
+      return WorkerHarness.buildInMemory(options, slots, tunables, prefix, printLogs, fakeTime);
+    } catch (e) {
+      void fakeTime?.stop();
+      throw e;
+    }
+  }
+
+  private static buildInMemory(options: WorkerHarnessOptions, slots: number, tunables: Tunables, prefix: string, printLogs: boolean, fakeTime: FakeTime | undefined): WorkerHarness {
     const names = resourceNames(prefix);
     const sqsBase = 'https://sqs.us-east-1.amazonaws.com/000000000000/';
     const leases = new MemoryLeaseTable({ prefix });
