@@ -14,7 +14,7 @@ import { decideIngestRetry, type IngestRetryDecision } from './ingest-retry.ts';
 import { METRIC_NAMES } from './metric-names.ts';
 import type { LogSink, MetricSink } from './ports.ts';
 import type { RecordOutcomes, RejectedEvent } from './router.ts';
-import type { SendOutcome, VisibilityChange } from './aws/slot-queues.ts';
+import type { SendOutcome, VisibilityChange } from './ingest/port.ts';
 
 /** An ingest record as the event source delivered it. */
 export interface IngestDelivery {

@@ -15,9 +15,9 @@
  */
 import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from './config.ts';
 import { isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from './lease-logic.ts';
-import type { LeaseStore } from './aws/lease-store.ts';
+import type { LeaseTable } from './leases/port.ts';
 import type { LaunchedTaskState, LogSink, MetricSink, TaskLauncher } from './ports.ts';
-import type { SlotQueues } from './aws/slot-queues.ts';
+import type { SlotQueue } from './ingest/port.ts';
 import { METRIC_NAMES } from './metric-names.ts';
 import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaunchDeps } from './task-launch.ts';
 
@@ -43,8 +43,8 @@ export interface JanitorDeps {
   readonly tunables: Tunables;
   /** Single flight of scheduled runs; task-stopped runs (one slot each) never wait for it. @default none */
   readonly runLock?: RunLock;
-  readonly leases: LeaseStore;
-  readonly queues: SlotQueues;
+  readonly leases: LeaseTable;
+  readonly queues: Pick<SlotQueue, 'depth' | 'dlqDepth'>;
   readonly launcher: () => TaskLauncher | undefined;
   readonly metrics: MetricSink;
   readonly log: JanitorLog;

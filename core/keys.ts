@@ -80,3 +80,9 @@ export function endMarkerKey(videoId: string): string {
 function rejected(reason: RejectReason, detail: string): ParsedKey {
   return { kind: 'rejected', reason, detail };
 }
+
+/** The zero-padding width a key shows (`000041.jpg` → 6), or undefined for unpadded keys (`41.jpg`). */
+export function padWidthOf(key: string): number | undefined {
+  const digits = /\/(\d+)\.[^./]+$/.exec(key)?.[1];
+  return digits && digits.length > 1 && digits.startsWith('0') ? digits.length : undefined;
+}

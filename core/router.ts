@@ -12,11 +12,11 @@
 import { mapBounded } from './async.ts';
 import type { Tunables } from './config.ts';
 import { chooseSlot, needsLaunch, type SlotRecord } from './lease-logic.ts';
-import type { LeaseStore } from './aws/lease-store.ts';
+import type { LeaseTable } from './leases/port.ts';
 import type { SlotMessage } from './messages.ts';
 import type { LogSink, MetricSink, TaskLauncher } from './ports.ts';
 import { parseIngestBody } from './s3-events.ts';
-import type { SendOutcome, SlotQueues } from './aws/slot-queues.ts';
+import type { SendOutcome, SlotQueue } from './ingest/port.ts';
 import { METRIC_NAMES } from './metric-names.ts';
 import { countLaunchFailure, launchSlot, type SlotLaunchDeps } from './task-launch.ts';
 
@@ -31,8 +31,8 @@ export type RouterLog = LogSink;
 export interface RouterDeps {
   readonly bucket: string;
   readonly tunables: Tunables;
-  readonly leases: LeaseStore;
-  readonly queues: SlotQueues;
+  readonly leases: LeaseTable;
+  readonly queues: Pick<SlotQueue, 'send'>;
   /**
    * Parks rejected events (with their reason) in the ingest DLQ; returns one outcome per
    * event (an ok flag, or a send outcome whose `cause` tells an outage from a refusal).
@@ -140,7 +140,7 @@ export class FrameRouter {
       try {
         return await this.d.queues.send(slot, entries.map((e) => ({ message: e.message, ...(e.replayTag ? { replayTag: e.replayTag } : {}) })));
       } catch (e) {
-        // SlotQueues.send reports failures per entry; a throw here is a bug or a rejected
+        // SlotQueue.send reports failures per entry; a throw here is a bug or a rejected
         // promise of the transport, and fails this queue's records only.
         return entries.map(() => ({ ok: false as const, error: e instanceof Error ? e.message : String(e), cause: e }));
       }

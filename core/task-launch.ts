@@ -9,7 +9,7 @@
  */
 import type { Tunables } from './config.ts';
 import { launchRetryDelayMs, type SlotRecord } from './lease-logic.ts';
-import type { LeaseStore } from './aws/lease-store.ts';
+import type { LaunchGrants } from './leases/port.ts';
 import type { LaunchFailureReason, LogSink, MetricSink, TaskLauncher } from './ports.ts';
 
 /**
@@ -25,7 +25,7 @@ export function startTimedOut(s: Pick<SlotRecord, 'launchRequestedAtMs' | 'heart
 }
 
 export interface SlotLaunchDeps {
-  readonly leases: Pick<LeaseStore, 'requestLaunch' | 'withdrawLaunch' | 'recordLaunchedTask'>;
+  readonly leases: LaunchGrants;
   readonly launcher: TaskLauncher;
   readonly tunables: Tunables;
   readonly metrics: MetricSink;

@@ -5,7 +5,7 @@
  * frame ahead does not kill: only handing it to the model does, as in a model crash.
  * Used by the crash-loop breaker's tests (decision 28) and the chaos run's fault kind.
  */
-import type { FrameStore } from '../core/aws/frame-store.ts';
+import type { FrameSource } from '../core/ingest/port.ts';
 import type { FrameInput, FrameProcessor } from '../core/ports.ts';
 import { overriding } from '../core/overriding.ts';
 
@@ -19,10 +19,10 @@ export const WORKER_CRASH_ON_KEY_ENV = 'WORKER_CRASH_ON_KEY';
  */
 export function crashOnKey<P extends FrameProcessor>(
   substring: string,
-  frames: FrameStore,
+  frames: FrameSource,
   processor: P,
   die: (input: FrameInput) => void = () => process.kill(process.pid, 'SIGKILL'),
-): { frames: FrameStore; processor: P } {
+): { frames: FrameSource; processor: P } {
   const poisoned = new WeakSet<Uint8Array>();
   const get = frames.get.bind(frames);
   frames.get = async (bucket: string, key: string) => {

@@ -2,7 +2,7 @@
  * The rig of bench/gpu-sim.ts: the real worker (gpu-worker/runtime/worker.ts) in this
  * process, with AWS-like latency on every call (core/latency-model.ts) and a simulated GPU,
  * on parts chosen so that no emulator is the bottleneck of a design figure:
- *  - SQS: the SQS FIFO model (test/support/sqs-fifo-model.ts: real FIFO semantics, up to
+ *  - SQS: the SQS FIFO model (core/ingest/memory/sqs-fifo-model.ts: real FIFO semantics, up to
  *    10 messages of one group per receive, group blocking), in process, behind the latency
  *    model. fauxqs hands out one message per group per receive, which real SQS does not.
  *  - DynamoDB: DynamoDB Local (a JVM child) through the production LeaseStore and SDK
@@ -98,7 +98,7 @@ export class SimRig {
     this.h = h;
     this.latency = new LatencyModel(parseLatencyModel(options.latencyModel), 'gpu-sim');
     // DynamoDB (the real store, DynamoDB Local) gets the latency on its SDK clients.
-    installLatencyModel(h.clients, options.latencyModel, 'worker', 'gpu-sim');
+    installLatencyModel(h.emulatorClients(), options.latencyModel, 'worker', 'gpu-sim');
     const sqs = withLatency(h.model!.asClient(), 'sqs', this.latency);
     this.sender = new SlotQueues(sqs, h.wiring.slotQueueUrlPrefix);
     this.clock = new StageClock();

@@ -4,12 +4,13 @@ import { FRAME_PREFIX } from '../config.ts';
 import { parseFrameKey } from '../keys.ts';
 import { coveredThrough, frameStem, stemOfKey } from '../listing-coverage.ts';
 import type { FrameRef } from '../sequencer.ts';
+import { ObjectMissingError, type FrameListing, type FrameSource } from '../ingest/port.ts';
 
-export class ObjectMissingError extends Error {
-  override name = 'ObjectMissingError';
-}
+export { ObjectMissingError } from '../ingest/port.ts';
+export { padWidthOf } from '../keys.ts';
 
-export class FrameStore {
+/** Frames on S3 (the ingest port's {@link FrameSource}); built by composition roots only. */
+export class FrameStore implements FrameSource {
   private readonly s3: S3Client;
 
   constructor(s3: S3Client) {
@@ -72,7 +73,7 @@ export class FrameStore {
     padWidth?: number,
     maxPages = 1,
     throughFrame?: number,
-  ): Promise<{ frames: FrameRef[]; complete: boolean; coveredThrough: number; requests: number }> {
+  ): Promise<FrameListing> {
     const prefix = `${FRAME_PREFIX}${videoId}/`;
     const frames = new Map<number, FrameRef>();
     let requests = 0;
@@ -117,10 +118,4 @@ export class FrameStore {
     }
     return { frames: [...frames.values()].sort((a, b) => a.frame - b.frame), complete: result.reachedEnd, coveredThrough: result.covered, requests };
   }
-}
-
-/** The zero-padding width a key shows (`000041.jpg` → 6), or undefined for unpadded keys (`41.jpg`). */
-export function padWidthOf(key: string): number | undefined {
-  const digits = /\/(\d+)\.[^./]+$/.exec(key)?.[1];
-  return digits && digits.length > 1 && digits.startsWith('0') ? digits.length : undefined;
 }

@@ -4,58 +4,46 @@
  * heartbeat, videoCount and launch bookkeeping. A slot is held by heartbeat.
  *
  * Every write is conditional and compares expiry attributes itself; decisions live in
- * lease-logic.ts. The video half (pins, adoption, fenced commits) is lease-store.ts,
- * which extends this class: both halves share one table and its retry helpers.
+ * lease-logic.ts. The video half (pins, adoption, fenced commits) is video-lease-store.ts;
+ * lease-store.ts composes the two into the adapter of the whole table (they share the
+ * table and its retry helpers through lease-table.ts).
  */
-import { GetCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient, type TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { emptySlotRecord, type LivenessOptions, type SlotRecord } from '../lease-logic.ts';
-import { mapBounded } from '../async.ts';
+import { UnconfirmedError, type LaunchGrants, type SlotClaim, type SlotFence, type SlotLeases } from '../leases/port.ts';
 import { recordLaunchedTaskOnSlot, requestLaunchGrant, withdrawLaunchGrant, type LaunchGrantTable } from './launch-grants.ts';
+import { errorName, LeaseTableAccess, slotKey, type LeaseTableOptions } from './lease-table.ts';
 
-export const slotKey = (slot: number) => `slot#${slot}`;
-export const videoKey = (videoId: string) => `video#${videoId}`;
+export { slotKey, videoKey, errorName, type LeaseTableOptions } from './lease-table.ts';
+export { UnconfirmedError, type SlotFence } from '../leases/port.ts';
 
-/** Identifies the slot lease a worker writes under; every commit re-checks it. */
-export interface SlotFence {
-  readonly slot: number;
-  readonly workerId: string;
-  readonly epoch: number;
-}
+/** The slot half of the lease adapter: claims, heartbeats, releases, launch grants and the janitor's slot repairs. */
+export class SlotLeaseStore implements SlotLeases, LaunchGrants {
+  private readonly ddb: DynamoDBDocumentClient;
+  private readonly o: LeaseTableOptions;
+  private readonly table: LeaseTableAccess;
 
-/** Thrown by renew when the outcome could not be confirmed either way. */
-export class UnconfirmedError extends Error {
-  override name = 'UnconfirmedError';
-}
-
-export interface LeaseTableOptions {
-  readonly tableName: string;
-  readonly resultsTableName: string;
-  readonly pinnedSlotIndex: string;
-}
-
-export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
-  protected readonly ddb: DynamoDBDocumentClient;
-  protected readonly o: O;
-
-  constructor(ddb: DynamoDBDocumentClient, options: O) {
-    this.ddb = ddb;
-    this.o = options;
+  /** Over a document client and the table's options, or over the access the video half shares. */
+  constructor(table: LeaseTableAccess);
+  constructor(ddb: DynamoDBDocumentClient, options: LeaseTableOptions);
+  constructor(tableOrDdb: LeaseTableAccess | DynamoDBDocumentClient, options?: LeaseTableOptions) {
+    this.table = tableOrDdb instanceof LeaseTableAccess ? tableOrDdb : new LeaseTableAccess(tableOrDdb, options!);
+    this.ddb = this.table.ddb;
+    this.o = this.table.o;
   }
-
 
   /** Reads slots 0..count-1 (missing items read as never-claimed). One BatchGetItem per 100 slots. */
   async getSlots(count: number): Promise<SlotRecord[]> {
     const keys = Array.from({ length: count }, (_, i) => slotKey(i));
-    const items = await this.batchGet(keys, true);
+    const items = await this.table.batchGet(keys, true);
     return keys.map((k, i) => toSlotRecord(i, items.get(k)));
   }
 
   /** Reads the given slots only (one BatchGetItem per 100): what a router needs for its launch check, whatever `slotCount` is. */
   async getSlotsNumbered(slots: readonly number[]): Promise<SlotRecord[]> {
     const keys = slots.map(slotKey);
-    const items = await this.batchGet(keys, true);
+    const items = await this.table.batchGet(keys, true);
     return slots.map((slot, i) => toSlotRecord(slot, items.get(keys[i]!)));
   }
 
@@ -84,7 +72,7 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
     nowMs: number,
     ttlMs: number,
     skewToleranceMs = 0,
-  ): Promise<{ epoch: number; expiresAtMs: number; takenOver: boolean } | undefined> {
+  ): Promise<SlotClaim | undefined> {
     const expiresAtMs = nowMs + ttlMs;
     try {
       const r = await this.ddb.send(
@@ -259,101 +247,6 @@ export class SlotLeaseStore<O extends LeaseTableOptions = LeaseTableOptions> {
       if (!(e instanceof ConditionalCheckFailedException)) throw e;
     }
   }
-
-  /** Video ids pinned to a slot, from the sparse GSI. */
-  async listPinned(slot: number): Promise<string[]> {
-    const ids: string[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const r = await this.ddb.send(
-        new QueryCommand({
-          TableName: this.o.tableName,
-          IndexName: this.o.pinnedSlotIndex,
-          KeyConditionExpression: 'pinnedSlot = :s',
-          ExpressionAttributeValues: { ':s': slot },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const it of r.Items ?? []) ids.push(String(it.pk).slice('video#'.length));
-      start = r.LastEvaluatedKey;
-    } while (start);
-    return ids;
-  }
-
-  /**
-   * Every pinned video, by slot, from one Scan of the sparse keys-only GSI (one request
-   * per MB of keys, about 15,000 videos): the janitor's view of every slot at once, where
-   * {@link listPinned} per slot would cost one Query per slot. Eventually consistent, as
-   * any read of a GSI.
-   */
-  async listPinnedBySlot(): Promise<Map<number, string[]>> {
-    const bySlot = new Map<number, string[]>();
-    let start: Record<string, unknown> | undefined;
-    do {
-      const r = await this.ddb.send(new ScanCommand({ TableName: this.o.tableName, IndexName: this.o.pinnedSlotIndex, ExclusiveStartKey: start }));
-      for (const it of r.Items ?? []) {
-        const slot = Number(it.pinnedSlot);
-        const id = String(it.pk).slice('video#'.length);
-        const list = bySlot.get(slot);
-        if (list) list.push(id);
-        else bySlot.set(slot, [id]);
-      }
-      start = r.LastEvaluatedKey;
-    } while (start);
-    return bySlot;
-  }
-
-  /**
-   * Sends a transaction, retrying when it was cancelled only by conflicts with other
-   * transactions on the same items (router pins, worker commits and releases touch the
-   * slot item concurrently); a failed condition is never retried.
-   */
-  protected async transact(command: TransactWriteCommand): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.ddb.send(command);
-        return;
-      } catch (e) {
-        const conflictOnly =
-          e instanceof TransactionCanceledException &&
-          (e.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict') &&
-          (e.CancellationReasons ?? []).every((r) => !r.Code || r.Code === 'None' || r.Code === 'TransactionConflict');
-        if (!conflictOnly || attempt >= 6) throw e;
-        await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
-      }
-    }
-  }
-
-  protected async batchGet(keys: readonly string[], consistent: boolean, projection?: string): Promise<Map<string, Record<string, unknown>>> {
-    const out = new Map<string, Record<string, unknown>>();
-    const unique = [...new Set(keys)];
-    const chunks: string[][] = [];
-    for (let i = 0; i < unique.length; i += 100) chunks.push(unique.slice(i, i + 100));
-    // BatchGetItem takes 100 keys; the chunks of a large read (a router batch of 1,000
-    // videos, the janitor's 1,000 slots) are read in parallel, a few at a time.
-    await mapBounded(chunks, BATCH_GET_CONCURRENCY, async (chunk) => {
-      let request: Record<string, { pk: string }[]> | undefined = { [this.o.tableName]: chunk.map((pk) => ({ pk })) };
-      for (let attempt = 0; request && attempt < 8; attempt++) {
-        const r = await this.ddb.send(
-          new BatchGetCommand({
-            RequestItems: {
-              [this.o.tableName]: {
-                Keys: request[this.o.tableName]!,
-                ConsistentRead: consistent,
-                ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: { '#token': 'token' } } : {}),
-              },
-            },
-          }),
-        );
-        for (const it of r.Responses?.[this.o.tableName] ?? []) out.set(String(it.pk), it);
-        const left = r.UnprocessedKeys?.[this.o.tableName]?.Keys as { pk: string }[] | undefined;
-        request = left && left.length > 0 ? { [this.o.tableName]: left } : undefined;
-        if (request) await new Promise((res) => setTimeout(res, 20 * 2 ** attempt));
-      }
-      if (request) throw new Error('BatchGetItem left keys unprocessed after retries');
-    });
-    return out;
-  }
 }
 
 function toSlotRecord(slot: number, it: Record<string, unknown> | undefined): SlotRecord {
@@ -375,12 +268,3 @@ function toSlotRecord(slot: number, it: Record<string, unknown> | undefined): Sl
   };
 }
 
-/**
- * BatchGetItem calls one read has in flight: enough to read 1,000 keys in two rounds,
- * few enough not to burst a table's partitions (3,000 read units/s each).
- */
-const BATCH_GET_CONCURRENCY = 5;
-
-export function errorName(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-}

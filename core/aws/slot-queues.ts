@@ -15,35 +15,12 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { dedupId, type SlotMessage } from '../messages.ts';
+import type { OutgoingMessage, ReceivedMessage, SendOutcome, SlotQueue, VisibilityChange } from '../ingest/port.ts';
 
-export interface OutgoingMessage {
-  readonly message: SlotMessage;
-  /**
-   * Gives a deliberate re-send a fresh deduplication id; written into the body as well
-   * (replacing any tag the message had), so forwards of it keep the tag.
-   */
-  readonly replayTag?: string;
-}
+export type { OutgoingMessage, ReceivedMessage, SendOutcome, VisibilityChange } from '../ingest/port.ts';
 
-export interface ReceivedMessage {
-  readonly messageId: string;
-  readonly receiptHandle: string;
-  readonly body: string;
-  readonly receiveCount: number;
-  /** FIFO message group (the video id). */
-  readonly groupId: string;
-  /** When SQS accepted the message (epoch ms): the worker's `SlotMessageAgeMs` is now minus the oldest. */
-  readonly sentAtMs?: number;
-}
-
-/**
- * Per-entry outcome of a batched send, in input order. A failure keeps what failed as
- * `cause`: the thrown error of a failed call, or `{ name: Code, senderFault }` of a failed
- * entry, so callers can tell an outage (throttling, 5xx) from a refused message.
- */
-export type SendOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string; readonly cause?: unknown };
-
-export class SlotQueues {
+/** The slot queues on SQS FIFO (the ingest port's {@link SlotQueue}); built by composition roots only. */
+export class SlotQueues implements SlotQueue {
   private readonly sqs: SQSClient;
   private readonly urlOf: (slot: number) => string;
   private readonly dlqUrlOf: (slot: number) => string;
@@ -239,12 +216,6 @@ export async function sendInBatches(sqs: SQSClient, queueUrl: string, entries: r
     }
   }
   return outcomes;
-}
-
-/** One visibility change for {@link changeVisibilityInBatches}. */
-export interface VisibilityChange {
-  readonly receiptHandle: string;
-  readonly visibilitySeconds: number;
 }
 
 /**

@@ -9,27 +9,14 @@ import { TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCo
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredCommitState, type UnitOutcome } from '../commit-outcome.ts';
 import { packUnits, unitProblem, type CommitUnit } from '../commit-packing.ts';
-import { slotKey, videoKey, type SlotFence } from './slot-lease-store.ts';
+import type { CommitOutcome, SlotFence } from '../leases/port.ts';
+import { slotKey, videoKey } from './lease-table.ts';
 
 /** A TransactWriteItems item. */
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-/**
- * What a commit did, per unit: every unit of the call has an entry in `outcomes` (see
- * {@link UnitOutcome}). `commit()` never throws once anything may have been written: units
- * of groups that landed stay `landed` when a later group fails, and a unit whose answer was
- * lost and whose re-read failed too is `unknown` (re-read it with `LeaseStore.resolveUnit`
- * before rolling anything back).
- * - `settled`: the slot lease held (as far as this commit saw).
- * - `slot-lost`: a transaction's slot condition failed (or a re-read found the slot taken):
- *   the worker must stop at once. Units not landed or unknown are `fenced`.
- * `ambiguousRetries` counts attempts whose outcome was unknown (decided by re-reading).
- */
-export type CommitOutcome = {
-  readonly kind: 'settled' | 'slot-lost';
-  readonly outcomes: ReadonlyMap<string, UnitOutcome>;
-  readonly ambiguousRetries: number;
-};
+// CommitOutcome is the lease port's (core/leases/port.ts); re-exported for importers of this file.
+export type { CommitOutcome } from '../leases/port.ts';
 
 /** Attempts per transaction group (conflicts with other transactions and unknown outcomes retry). */
 const MAX_COMMIT_ATTEMPTS = 5;

@@ -8,7 +8,7 @@
  * Pure: the worker carries the actions out.
  */
 import { decideStoredOutcome } from '../../core/commit-outcome.ts';
-import type { CommitOutcome, SlotFence, UnitOutcome, VideoRecord } from '../../core/aws/lease-store.ts';
+import type { CommitOutcome, SlotFence, UnitOutcome, VideoRecord } from '../../core/leases/port.ts';
 import type { RoundUnit } from './round-builder.ts';
 
 /** One unit's fate. */

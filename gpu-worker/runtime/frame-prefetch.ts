@@ -19,7 +19,7 @@
  * ETag its bytes are used; otherwise (another version, or a message without an ETag) the
  * frame is fetched again under the message's ETag, as any prefetch.
  */
-import type { FrameStore } from '../../core/aws/frame-store.ts';
+import type { FrameSource } from '../../core/ingest/port.ts';
 import { hedge } from './hedged-fetch.ts';
 
 /** Most bytes held (by the sizes the S3 events gave); 10 frames of a few MB fit. */
@@ -76,7 +76,7 @@ export interface PrefetchRef {
 }
 
 export class FramePrefetch {
-  private readonly frames: FrameStore;
+  private readonly frames: FrameSource;
   private readonly now: () => number;
   private readonly onFetched: ((bytes: Uint8Array) => void) | undefined;
   private readonly onReadAhead: ((bytes: Uint8Array, key: string) => void) | undefined;
@@ -88,7 +88,7 @@ export class FramePrefetch {
   started = 0;
   used = 0;
 
-  constructor(frames: FrameStore, options: FramePrefetchOptions = {}) {
+  constructor(frames: FrameSource, options: FramePrefetchOptions = {}) {
     this.frames = frames;
     this.now = options.now ?? Date.now;
     this.onFetched = options.onFetched;

@@ -14,7 +14,7 @@
  */
 import { isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
 import type { Tunables } from '../../core/config.ts';
-import { ObjectMissingError, type FrameStore } from '../../core/aws/frame-store.ts';
+import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink, NeighbourFrame } from '../../core/ports.ts';
 import { nearestProcessed, type ResultsSource } from '../../core/aws/results-reader.ts';
@@ -50,7 +50,7 @@ export type VideoRun =
     };
 
 export interface FrameRunnerDeps {
-  readonly frames: FrameStore;
+  readonly frames: FrameSource;
   readonly processor: FrameProcessor;
   readonly results: ResultsSource;
   readonly tunables: Pick<Tunables, 'maxFrameBytes'> & Partial<Pick<Tunables, 'fetchConcurrency'>>;

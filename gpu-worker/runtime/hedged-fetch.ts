@@ -10,7 +10,7 @@
  * benches' latency model). The worker wraps only its frame runner's GETs in this; a
  * prefetch is hedged by frame-prefetch.ts, and only once a round waits for it.
  */
-import type { FrameStore } from '../../core/aws/frame-store.ts';
+import type { FrameSource } from '../../core/ingest/port.ts';
 import { overriding } from '../../core/overriding.ts';
 
 /**
@@ -49,7 +49,7 @@ export function hedge<T>(first: Promise<T>, delayMs: number, again: () => Promis
 }
 
 /** `inner` with its `get` hedged after `hedgeAfterMs` (0: `inner` itself). */
-export function hedgedFrameStore(inner: FrameStore, hedgeAfterMs: number): FrameStore {
+export function hedgedFrameStore(inner: FrameSource, hedgeAfterMs: number): FrameSource {
   if (hedgeAfterMs <= 0) return inner;
   const get = (bucket: string, key: string, ifMatch?: string): Promise<Uint8Array> =>
     hedge(inner.get(bucket, key, ifMatch), hedgeAfterMs, () => inner.get(bucket, key, ifMatch));

@@ -10,7 +10,7 @@
  * Only videos in that state come here: the normal path makes no extra write.
  */
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import type { SlotFence } from '../../core/aws/lease-store.ts';
+import type { SlotFence } from '../../core/leases/port.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import { CRASHED_WORKER_REASON, frameToTry, isolationOrder } from './crash-breaker.ts';
 import { buildMarker, buildPlannedRound, type RoundBuilderDeps } from './round-builder.ts';

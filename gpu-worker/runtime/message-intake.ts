@@ -7,8 +7,7 @@
  */
 import { errorText } from '../../core/errors.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
-import type { FrameStore } from '../../core/aws/frame-store.ts';
-import { ObjectMissingError } from '../../core/aws/frame-store.ts';
+import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts';
 import { parseEndMarkerBody } from '../../core/keys.ts';
 import type { FrameMessage, SlotMessage } from '../../core/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
@@ -27,7 +26,7 @@ type ReadyMessage = InboxMessage & { readonly msg: SlotMessage };
 export interface MessageIntakeDeps {
   readonly inbox: Pick<SlotInbox, 'deadLetter' | 'park' | 'delete' | 'forward'>;
   readonly registry: Pick<VideoRegistry, 'place' | 'all'>;
-  readonly frames: Pick<FrameStore, 'getText' | 'listFrames'>;
+  readonly frames: Pick<FrameSource, 'getText' | 'listFrames'>;
   /** The frame bucket, listed to confirm gaps and find where a video starts. */
   readonly bucket: string;
   readonly results: ResultsSource;

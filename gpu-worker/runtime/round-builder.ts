@@ -7,7 +7,7 @@
 import { estimatedBytes, MAX_CHECKPOINT_BYTES, MAX_TRANSACT_ITEMS, unitFits, type CommitUnit } from '../../core/commit-packing.ts';
 import type { RulesSource } from '../../core/aws/rules-store.ts';
 import type { RulesView } from '../../core/analytics/commit-events.ts';
-import type { SlotFence } from '../../core/aws/lease-store.ts';
+import type { SlotFence } from '../../core/leases/port.ts';
 import type { FrameProcessor, LogSink } from '../../core/ports.ts';
 import { buildCommit } from './commit-builder.ts';
 import type { FrameRunner } from './frame-runner.ts';

@@ -7,7 +7,7 @@
  */
 import { errorText } from '../../core/errors.ts';
 import { estimatedBytes } from '../../core/commit-packing.ts';
-import type { CommitOutcome, LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
+import type { CommitOutcome, FencedCommit, SlotFence, VideoLeases } from '../../core/leases/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { FrameResultItem } from '../../core/results.ts';
@@ -18,7 +18,7 @@ import type { VideoRegistry } from './video-registry.ts';
 import type { VideoSession } from './video-session.ts';
 
 export interface RoundCommitterDeps {
-  readonly leases: Pick<LeaseStore, 'commit' | 'getVideo'>;
+  readonly leases: Pick<FencedCommit, 'commit'> & Pick<VideoLeases, 'getVideo'>;
   readonly inbox: Pick<SlotInbox, 'delete' | 'giveBack'>;
   readonly registry: Pick<VideoRegistry, 'get' | 'release' | 'drop' | 'restoreProcessor'>;
   readonly metrics: MetricSink;

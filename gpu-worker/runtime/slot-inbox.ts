@@ -22,7 +22,7 @@ import type { Tunables } from '../../core/config.ts';
 import { parseSlotMessage, type FrameMessage, type SlotMessage } from '../../core/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import type { ReceivedMessage, SlotQueues } from '../../core/aws/slot-queues.ts';
+import type { ReceivedMessage, SlotQueue } from '../../core/ingest/port.ts';
 import type { FramePrefetch } from './frame-prefetch.ts';
 import { sleep } from '../../core/async.ts';
 import { extraReceives } from './receive-fanout.ts';
@@ -41,7 +41,7 @@ export interface InboxMessage {
 
 export interface SlotInboxDeps {
   readonly slot: number;
-  readonly queues: Pick<SlotQueues, 'receive' | 'delete' | 'extendVisibility' | 'deadLetter' | 'send'>;
+  readonly queues: Pick<SlotQueue, 'receive' | 'delete' | 'extendVisibility' | 'deadLetter' | 'send'>;
   readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds' | 'maxFrameBytes'> & Partial<Pick<Tunables, 'receiveConcurrency' | 'readAheadFrames'>>;
   readonly prefetch: FramePrefetch;
   /**

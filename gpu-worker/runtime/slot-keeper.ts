@@ -6,7 +6,7 @@
  */
 import type { Tunables } from '../../core/config.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import { UnconfirmedError, type LeaseStore, type SlotFence } from '../../core/aws/lease-store.ts';
+import { UnconfirmedError, type SlotClaim, type SlotFence, type SlotLeases } from '../../core/leases/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { sleep } from '../../core/async.ts';
 
@@ -17,7 +17,7 @@ export interface SlotKeeperDeps {
   /** The slot to claim; undefined = the first free one. */
   readonly slot?: number;
   readonly tunables: Tunables;
-  readonly leases: LeaseStore;
+  readonly leases: SlotLeases;
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly now: () => number;
@@ -67,7 +67,7 @@ export class SlotKeeper {
     const candidates = this.d.slot !== undefined ? [this.d.slot] : Array.from({ length: t.slotCount }, (_, i) => i);
     while (!shouldStop() && this.d.now() < giveUpAtMs) {
       for (const slot of candidates) {
-        let claimed: Awaited<ReturnType<LeaseStore['claimSlot']>>;
+        let claimed: SlotClaim | undefined;
         try {
           claimed = await this.d.leases.claimSlot(slot, this.d.workerId, this.d.now(), ttlMs, t.clockSkewToleranceMs);
         } catch (e) {

@@ -7,9 +7,8 @@
  * `STAGE_REPORT_INTERVAL_MS` and at exit says where the time went (bench/gpu-sim.ts reads it).
  */
 import type { FrameProcessor } from '../../core/ports.ts';
-import type { LeaseStore } from '../../core/aws/lease-store.ts';
-import type { SlotQueues } from '../../core/aws/slot-queues.ts';
-import type { FrameStore } from '../../core/aws/frame-store.ts';
+import type { FencedCommit } from '../../core/leases/port.ts';
+import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
 import type { Stage, StageClock } from './stage-clock.ts';
 
 /** A processor that times its own decode / infer / track on a clock it was given. */
@@ -48,7 +47,7 @@ function timed<T extends object>(target: T, clock: StageClock, methods: Record<s
 const lengthOf = (x: unknown) => (Array.isArray(x) ? x.length : 1);
 
 /** The worker's dependencies with their calls timed on `clock`. */
-export function timeStages(deps: { queues: SlotQueues; frames: FrameStore; leases: LeaseStore; processor: FrameProcessor }, clock: StageClock) {
+export function timeStages<Q extends SlotQueue, F extends FrameSource, L extends FencedCommit>(deps: { queues: Q; frames: F; leases: L; processor: FrameProcessor }, clock: StageClock) {
   return {
     queues: timed(deps.queues, clock, {
       receive: { stage: 'receive', items: (_a, r) => lengthOf(r) },

@@ -8,7 +8,7 @@
 import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
-import type { LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
+import type { SlotFence, VideoLeases } from '../../core/leases/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import { VideoSession } from './video-session.ts';
@@ -16,7 +16,7 @@ import { handoverOf, type Handover } from './crash-breaker.ts';
 
 export interface VideoRegistryDeps {
   readonly tunables: Tunables;
-  readonly leases: Pick<LeaseStore, 'adoptVideo' | 'getVideo' | 'pinVideo' | 'releaseVideo' | 'listPinned'>;
+  readonly leases: Pick<VideoLeases, 'adoptVideo' | 'getVideo' | 'pinVideo' | 'releaseVideo' | 'listPinned'>;
   readonly processor: Pick<FrameProcessor, 'openVideo' | 'closeVideo'>;
   readonly metrics: MetricSink;
   readonly log: LogSink;

@@ -14,7 +14,7 @@
  */
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import type { CommitUnit } from '../../core/commit-packing.ts';
-import { padWidthOf } from '../../core/aws/frame-store.ts';
+import { padWidthOf } from '../../core/keys.ts';
 import { UploadTimes } from './upload-times.ts';
 import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, isolationStep, type Handover } from './crash-breaker.ts';
 import { VideoSequencer, type FrameRef, type ListingLesson, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';

@@ -1,10 +1,9 @@
 /** What a worker is built from (worker.ts), and why its run loop ends. */
 import type { Tunables } from '../../core/config.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
-import type { LeaseStore } from '../../core/aws/lease-store.ts';
+import type { LeaseTable } from '../../core/leases/port.ts';
 import type { ResultsSource } from '../../core/aws/results-reader.ts';
-import type { SlotQueues } from '../../core/aws/slot-queues.ts';
-import type { FrameStore } from '../../core/aws/frame-store.ts';
+import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
 import type { RulesSource } from '../../core/aws/rules-store.ts';
 import type { FrameProbe } from './frame-probe.ts';
 
@@ -15,9 +14,9 @@ export interface WorkerDeps {
   /** The slot to claim; undefined = the first free one. */
   readonly slot?: number;
   readonly tunables: Tunables;
-  readonly leases: LeaseStore;
-  readonly queues: SlotQueues;
-  readonly frames: FrameStore;
+  readonly leases: LeaseTable;
+  readonly queues: SlotQueue;
+  readonly frames: FrameSource;
   /** The frame bucket, listed to confirm gaps and find where a video starts. */
   readonly bucket: string;
   /** The results table: a frame's record tells a late frame from a duplicate. */

@@ -23,7 +23,7 @@
  */
 import { errorText } from '../../core/errors.ts';
 import type { FrameProcessor } from '../../core/ports.ts';
-import type { SlotFence } from '../../core/aws/lease-store.ts';
+import type { SlotFence } from '../../core/leases/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { sleep } from '../../core/async.ts';
 import { SlotKeeper } from './slot-keeper.ts';

@@ -1,6 +1,6 @@
 /**
- * The janitor's alarm signals, on an in-memory lease store that applies the same launch
- * grant rules as the DynamoDB one: a slot whose task is still starting (inside
+ * The janitor's alarm signals, on the lease table's in-memory twin (the production lease
+ * adapter over core/leases/memory/, so the launch grant rules are the DynamoDB ones): a slot whose task is still starting (inside
  * `taskStartGraceSeconds`) is not "with work and no owner"; a start that overran the
  * grace is counted when relaunched; slot DLQs are summed into one gauge, reading the DLQs
  * of recently owned slots and of the run's queue sweep (every slot up to 100 slots).
@@ -8,19 +8,35 @@
 import { describe, expect, it } from 'vitest';
 import { Janitor, type JanitorTrigger } from '../../core/janitor.ts';
 import { DEFAULT_TUNABLES, type Tunables } from '../../core/config.ts';
-import { emptySlotRecord, type LivenessOptions, type SlotRecord } from '../../core/lease-logic.ts';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { emptySlotRecord, type SlotRecord } from '../../core/lease-logic.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import type { LeaseStore } from '../../core/aws/lease-store.ts';
-import type { SlotQueues } from '../../core/aws/slot-queues.ts';
+import type { SlotQueue } from '../../core/ingest/port.ts';
+import { MemoryLeaseTable } from '../../core/leases/memory/memory-lease-table.ts';
 import type { LaunchRequest, LogSink, MetricSink, TaskLauncher } from '../../core/ports.ts';
 
 const NOW = 5_000_000_000;
 const GRACE_MS = DEFAULT_TUNABLES.taskStartGraceSeconds * 1000;
 
 interface World {
+  /** The slots as the first run finds them (later runs find what earlier runs wrote). */
   slots: SlotRecord[];
   pinned: Map<number, string[]>;
   dlq: Map<number, number>;
+  /** The lease table, seeded from `slots` and `pinned` by the first run. */
+  table?: MemoryLeaseTable;
+}
+
+/** A lease table twin holding the world's slots and pins, as items the adapter wrote would be. */
+async function seededTable(world: World): Promise<MemoryLeaseTable> {
+  const table = new MemoryLeaseTable();
+  const put = (item: Record<string, unknown>) => table.ddb.send(new PutCommand({ TableName: table.wiring.leasesTable, Item: item }));
+  for (const s of world.slots) {
+    if (s.owner === undefined && s.launchSeq === 0 && s.videoCount === 0 && s.heartbeatAtMs === 0) continue; // never written
+    await put({ pk: `slot#${s.slot}`, ...s });
+  }
+  for (const [slot, videos] of world.pinned) for (const v of videos) await put({ pk: `video#${v}`, videoId: v, pinnedSlot: slot, token: 0, state: 'pinned' });
+  return table;
 }
 
 /** Runs the janitor once; returns the gauges and counters it emitted, its launches and the DLQs it read. */
@@ -29,25 +45,9 @@ async function runJanitor(world: World, tunables: Partial<Tunables> = {}, trigge
   const metrics = new Map<string, number>();
   const launches: LaunchRequest[] = [];
   const dlqReads: number[] = [];
-  const leases = {
-    getSlots: async () => world.slots.map((s) => ({ ...s })),
-    listPinnedBySlot: async () => new Map(world.pinned),
-    listPinned: async (slot: number) => world.pinned.get(slot) ?? [],
-    setVideoCount: async () => {},
-    expireStoppedOwner: async () => false,
-    // The grant rules of SlotLeaseStore.requestLaunch, in memory.
-    requestLaunch: async (slot: number, nowMs: number, o: LivenessOptions, mode: 'if-dead' | 'force') => {
-      const s = world.slots[slot]!;
-      const graceOver = s.launchRequestedAtMs === 0 || s.launchRequestedAtMs < nowMs - o.taskStartGraceSeconds * 1000 || s.launchRequestedAtMs < s.heartbeatAtMs;
-      const dead = s.owner === undefined || s.expiresAtMs <= nowMs || s.heartbeatAtMs < nowMs - 2 * o.heartbeatIntervalSeconds * 1000;
-      if (!graceOver || (mode === 'if-dead' && !dead)) return undefined;
-      world.slots[slot] = { ...s, launchRequestedAtMs: nowMs, launchSeq: s.launchSeq + 1 };
-      return s.launchSeq + 1;
-    },
-    withdrawLaunch: async () => true,
-    recordLaunchedTask: async () => true,
-  } as unknown as LeaseStore;
-  const queues = {
+  world.table ??= await seededTable(world);
+  const leases = world.table.leases();
+  const queues: Pick<SlotQueue, 'depth' | 'dlqDepth'> = {
     depth: async () => ({ visible: 0, inFlight: 0 }),
     dlqDepth: async (slot: number) => {
       dlqReads.push(slot);
@@ -55,7 +55,7 @@ async function runJanitor(world: World, tunables: Partial<Tunables> = {}, trigge
       if (n === undefined) throw new Error('AWS.SimpleQueueService.NonExistentQueue');
       return n;
     },
-  } as unknown as SlotQueues;
+  };
   const sink: MetricSink = { count: (name, value = 1) => void metrics.set(name, (metrics.get(name) ?? 0) + value), milliseconds() {} };
   const quiet: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
   const launcher: TaskLauncher = {

@@ -1,7 +1,13 @@
 /**
  * The purity line of core/: pure decisions live at core/'s root and below it, adapters
- * that talk to AWS live under core/aws/. A file outside core/aws/ that imports the AWS
- * SDK (`@aws-sdk/*`) or its Smithy runtime (`@smithy/*`), even for types only, fails here.
+ * that talk to AWS live under core/aws/, and in-memory twins of AWS APIs (which speak the
+ * SDK's command shapes and throw its error classes) under a wing's `memory/` folder. A
+ * file elsewhere that imports the AWS SDK (`@aws-sdk/*`) or its Smithy runtime
+ * (`@smithy/*`), even for types only, fails here.
+ *
+ * The port line: the router, the janitor and the worker runtime take ports
+ * (core/leases/port.ts, core/ingest/port.ts), never an adapter or a twin; only composition
+ * roots build those.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -57,10 +63,29 @@ describe('core/ purity line', () => {
     expect(files).toContain('aws/clients.ts');
   });
 
-  it('no file under core/ outside core/aws/ imports @aws-sdk or @smithy', () => {
+  it('no file under core/ outside core/aws/ and the twins (core/*/memory/) imports @aws-sdk or @smithy', () => {
     const offenders = files
-      .filter((f) => !f.startsWith('aws/'))
+      .filter((f) => !f.startsWith('aws/') && !/^[^/]+\/memory\//.test(f))
       .flatMap((f) => awsImports(readFileSync(path.join(CORE, f), 'utf8')).map((spec) => `core/${f} imports ${spec}`));
+    expect(offenders).toEqual([]);
+  });
+});
+
+describe('the port line', () => {
+  const ROOT = path.resolve(CORE, '..');
+  // Adapters not yet behind a port (issue 33, step 3: the commit and analytics wings).
+  const NOT_YET_PORTED = ['core/aws/results-reader.ts', 'core/aws/rules-store.ts'];
+  const consumers = ['core/router.ts', 'core/janitor.ts', 'core/task-launch.ts', ...tsFiles(path.join(ROOT, 'gpu-worker/runtime')).map((f) => path.relative(ROOT, f).split(path.sep).join('/'))];
+
+  it('the router, the janitor and the worker runtime import no adapter and no twin', () => {
+    const offenders = consumers.flatMap((f) =>
+      importsOf(readFileSync(path.join(ROOT, f), 'utf8'))
+        .filter((spec) => spec.startsWith('.'))
+        .map((spec) => path.relative(ROOT, path.resolve(path.dirname(path.join(ROOT, f)), spec)).split(path.sep).join('/'))
+        .filter((target) => (target.startsWith('core/aws/') || /^core\/[^/]+\/memory\//.test(target)) && !NOT_YET_PORTED.includes(target))
+        .map((target) => `${f} imports ${target}`),
+    );
+    expect(consumers).toContain('gpu-worker/runtime/worker.ts');
     expect(offenders).toEqual([]);
   });
 });

@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { FrameRouter } from '../../core/router.ts';
 import { DEFAULT_TUNABLES, validateTunables } from '../../core/config.ts';
 import { emptySlotRecord, type SlotRecord } from '../../core/lease-logic.ts';
-import type { LeaseStore } from '../../core/aws/lease-store.ts';
-import type { SlotQueues } from '../../core/aws/slot-queues.ts';
+import type { LeaseTable } from '../../core/leases/port.ts';
+import type { SlotQueue } from '../../core/ingest/port.ts';
 import { nullMetrics, type LogSink } from '../../core/ports.ts';
 import { sleep } from '../../core/async.ts';
 
@@ -49,8 +49,8 @@ function harness(slotCount: number, videosPerSlot: number, fullOnFirstTry: Reado
       pinOrder.push(videoId);
       return 'pinned';
     },
-  } as unknown as LeaseStore;
-  const queues = { send: async (_s: number, messages: readonly unknown[]) => messages.map(() => ({ ok: true as const })) } as unknown as SlotQueues;
+  } as unknown as LeaseTable;
+  const queues: Pick<SlotQueue, 'send'> = { send: async (_s: number, messages: readonly unknown[]) => messages.map(() => ({ ok: true as const })) };
   const router = new FrameRouter({
     bucket: 'bkt',
     tunables: validateTunables({ ...DEFAULT_TUNABLES, slotCount, videosPerSlot }),

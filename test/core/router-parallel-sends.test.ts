@@ -11,7 +11,7 @@ import { SendMessageBatchCommand, SQSClient, type SendMessageBatchCommandInput }
 import { FrameRouter } from '../../core/router.ts';
 import { DEFAULT_TUNABLES, validateTunables, type Tunables } from '../../core/config.ts';
 import { emptySlotRecord, type SlotRecord } from '../../core/lease-logic.ts';
-import type { LeaseStore } from '../../core/aws/lease-store.ts';
+import type { LeaseTable } from '../../core/leases/port.ts';
 import { SEND_BATCH_MAX_BYTES, SlotQueues, sendBatchChunks } from '../../core/aws/slot-queues.ts';
 import { nullMetrics, type LogSink } from '../../core/ports.ts';
 import { sleep } from '../../core/async.ts';
@@ -28,7 +28,7 @@ function routerWith(pins: Record<string, number>, tunables: Partial<Tunables> = 
     getSlots: async (count: number) => Array.from({ length: count }, (_, n) => slot(n)),
     getSlotsNumbered: async (numbers: readonly number[]) => numbers.map(slot),
     pinVideo: async () => 'pinned',
-  } as unknown as LeaseStore;
+  } as unknown as LeaseTable;
   return new FrameRouter({
     bucket: 'bkt',
     tunables: validateTunables({ ...DEFAULT_TUNABLES, slotCount: 8, ...tunables }),

@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { FrameRouter } from '../../core/router.ts';
 import { DEFAULT_TUNABLES, validateTunables } from '../../core/config.ts';
 import { emptySlotRecord, type SlotRecord } from '../../core/lease-logic.ts';
-import type { LeaseStore } from '../../core/aws/lease-store.ts';
-import type { SlotQueues } from '../../core/aws/slot-queues.ts';
+import type { LeaseTable } from '../../core/leases/port.ts';
+import type { SlotQueue } from '../../core/ingest/port.ts';
 import { nullMetrics, type LogSink, type TaskLauncher } from '../../core/ports.ts';
 
 const SLOTS = 1000;
@@ -29,8 +29,8 @@ function harness(pins: Record<string, number>) {
       return numbers.map(slot);
     },
     pinVideo: async () => 'pinned',
-  } as unknown as LeaseStore;
-  const queues = { send: async (_slot: number, messages: readonly unknown[]) => messages.map(() => ({ ok: true as const })) } as unknown as SlotQueues;
+  } as unknown as LeaseTable;
+  const queues: Pick<SlotQueue, 'send'> = { send: async (_slot: number, messages: readonly unknown[]) => messages.map(() => ({ ok: true as const })) };
   const log: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
   const launcher: TaskLauncher = { launch: async () => ({ launched: true }) };
   let now = NOW;

@@ -8,8 +8,8 @@ import { FrameRouter, type RejectedEvent } from '../../core/router.ts';
 import { DEFAULT_TUNABLES } from '../../core/config.ts';
 import { emptySlotRecord, type SlotRecord } from '../../core/lease-logic.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import type { LeaseStore } from '../../core/aws/lease-store.ts';
-import type { SlotQueues } from '../../core/aws/slot-queues.ts';
+import type { LeaseTable } from '../../core/leases/port.ts';
+import type { SlotQueue } from '../../core/ingest/port.ts';
 import type { LaunchRequest, LogSink, MetricSink, TaskLauncher } from '../../core/ports.ts';
 
 interface Recorded {
@@ -27,8 +27,8 @@ function harness(opts: { slots?: SlotRecord[]; now?: number } = {}): { router: F
     getSlots: async () => slots,
     getSlotsNumbered: async (numbers: readonly number[]) => numbers.map((n) => slots[n]!),
     requestLaunch: async (slot: number) => slots[slot]!.launchSeq + 1,
-  } as unknown as LeaseStore;
-  const queues = { send: async (_slot: number, messages: readonly unknown[]) => messages.map(() => ({ ok: true as const })) } as unknown as SlotQueues;
+  } as unknown as LeaseTable;
+  const queues: Pick<SlotQueue, 'send'> = { send: async (_slot: number, messages: readonly unknown[]) => messages.map(() => ({ ok: true as const })) };
   const metrics: MetricSink = { count: (name, value = 1) => void rec.counted.push(...Array<string>(value).fill(name)), milliseconds() {} };
   const log: LogSink = { debug() {}, info: (m) => void rec.info.push(m), warn() {}, error() {} };
   const launcher: TaskLauncher = {

@@ -1,7 +1,8 @@
 /**
  * DynamoDB's own rules that DynamoDB Local gets wrong, as middleware on an SDK client that
  * talks to DynamoDB Local, so emulator-backed tests meet what AWS does (the sibling of the
- * SQS FIFO model's limits, test/support/sqs-fifo-model.ts):
+ * SQS FIFO model's limits, core/ingest/memory/sqs-fifo-model.ts; the lease table's in-memory
+ * twin, core/leases/memory/memory-dynamodb.ts, has these rules itself):
  *
  * - a TransactWriteItems that names one item twice (two operations on one item, across
  *   ConditionCheck, Put, Update and Delete) is refused as a `ValidationException` before

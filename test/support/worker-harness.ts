@@ -1,10 +1,17 @@
 /**
  * Runs the real worker (gpu-worker/runtime/worker.ts) in this process, against:
  *  - the real LeaseStore on DynamoDB Local (tables made by local/resources.ts), with
- *    DynamoDB's own rules that it gets wrong added (test/support/dynamodb-rules.ts),
- *  - SlotQueues over the SQS FIFO model (test/support/sqs-fifo-model.ts), or over fauxqs,
- *  - a real FrameStore over fauxqs's S3, optionally wrapped to fail chosen keys,
+ *    DynamoDB's own rules that it gets wrong added (test/support/dynamodb-rules.ts), or
+ *    with `backend: 'memory'` on the lease table's twin (core/leases/memory/), which
+ *    enforces them itself,
+ *  - SlotQueues over the SQS FIFO model (core/ingest/memory/sqs-fifo-model.ts), or over fauxqs,
+ *  - a real FrameStore over fauxqs's S3, or with `backend: 'memory'` over the S3 twin
+ *    (core/ingest/memory/memory-s3.ts), optionally wrapped to fail chosen keys,
  *  - the StatsProcessor (trackId = frames the video's state has seen), optionally wrapped.
+ *
+ * The memory backend starts no process, so its tests need not end in `.int.test.ts`; with
+ * `clock: 'fake'` time runs as fast as the worker can go (see test/support/fake-time.ts),
+ * so a minute of idle release takes a fraction of a second.
  *
  * It only uses the worker's public surface (`WorkerDeps`, `run`, `requestStop`), so it
  * survives changes inside the worker loop.
@@ -34,11 +41,15 @@ import { allResults, getSummary, type ResultsSource } from '../../core/aws/resul
 import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
 import { Worker, type WorkerDeps } from '../../gpu-worker/runtime/worker.ts';
 import { StatsProcessor } from '../../gpu-worker/stats-processor.ts';
-import { LOCAL_CREDENTIALS, startDynamoDbLocal, startFauxqsEmulator, type DynamoDbLocalHandle, type FauxqsHandle } from '../../local/emulators.ts';
+import { LOCAL_CREDENTIALS, startDynamoDbLocal, startFauxqsEmulator } from '../../local/emulators.ts';
 import { OrphanGuard } from '../../local/orphan-guard.ts';
 import { createLocalResources, type LocalResources } from '../../local/resources.ts';
 import { S3Notifier } from '../../local/s3-notifications.ts';
-import { SqsFifoModel, type SqsFifoModelOptions } from './sqs-fifo-model.ts';
+import { SqsFifoModel, type SqsFifoModelOptions } from '../../core/ingest/memory/sqs-fifo-model.ts';
+import { MemoryS3 } from '../../core/ingest/memory/memory-s3.ts';
+import { MemoryLeaseTable } from '../../core/leases/memory/memory-lease-table.ts';
+import { resourceNames } from '../../core/config.ts';
+import { FakeTime } from './fake-time.ts';
 import { waitFor } from './wait.ts';
 import { installDynamoDbRules, projectKeySchemas } from './dynamodb-rules.ts';
 import { gatedClient, type ProcessGate } from './process-gate.ts';
@@ -48,7 +59,28 @@ import { FaultyFrameStore, testJpeg, testJpegBytes, type FrameFault } from './wo
 export { HarnessWorker, type HarnessLogEntry, type HarnessMetric } from './harness-worker.ts';
 export { FaultyFrameStore, s3Error, shuffledWithinWindows, testJpeg, wrapProcessor, type FrameFault } from './worker-doubles.ts';
 
+/** Where the harness keeps leases, results and frames. */
+export type HarnessBackend = 'emulators' | 'memory';
+
+/** The clients the harness and its workers use (the twins' with the memory backend). */
+export interface HarnessClients {
+  readonly ddb: AwsClients['ddb'];
+  readonly s3: AwsClients['s3'];
+  readonly sqs: AwsClients['sqs'];
+}
+
 export interface WorkerHarnessOptions {
+  /**
+   * DynamoDB Local and fauxqs (`emulators`), or the in-memory twins (`memory`: no process,
+   * no port; the slot queues are then always the SQS FIFO model). @default 'emulators'
+   */
+  readonly backend?: HarnessBackend;
+  /**
+   * `fake` (memory backend only): vitest's fake timers and Date, advanced by the harness
+   * whenever the program waits (test/support/fake-time.ts); the harness's and the test's
+   * own waits run on it too. @default 'real'
+   */
+  readonly clock?: 'real' | 'fake';
   /** Slots (and slot queues). @default 2 */
   readonly slots?: number;
   /** Overrides of DEFAULT_TUNABLES for queue creation and as every worker's base. */
@@ -84,12 +116,18 @@ export interface HarnessWorkerOptions {
   readonly gate?: ProcessGate;
 }
 
-/** DynamoDB Local and fauxqs with the project's resources, and workers run in this process against them (see the module's doc). */
+/** DynamoDB Local and fauxqs (or their twins) with the project's resources, and workers run in this process against them (see the module's doc). */
 export class WorkerHarness {
+  readonly backend: HarnessBackend;
   readonly tunables: Tunables;
   readonly wiring: Wiring;
-  readonly resources: LocalResources;
-  readonly clients: AwsClients;
+  /** The local stack's resources (undefined with the memory backend). */
+  readonly resources: LocalResources | undefined;
+  readonly clients: HarnessClients;
+  /** The twins (with the memory backend): the lease table's, and S3's. */
+  readonly twins: { readonly leases: MemoryLeaseTable; readonly s3: MemoryS3 } | undefined;
+  /** The fake clock (with `clock: 'fake'`). */
+  readonly fakeTime: FakeTime | undefined;
   /** The SQS FIFO model (undefined with the fauxqs backend). */
   readonly model: SqsFifoModel | undefined;
   /** Sender-side SlotQueues (the production dedup id logic) over the chosen backend. */
@@ -100,46 +138,110 @@ export class WorkerHarness {
   readonly workers: HarnessWorker[] = [];
   /** The slot queues' client (the SQS FIFO model's, or fauxqs's). */
   private readonly sqs: AwsClients['sqs'];
-  private readonly dynamo: DynamoDbLocalHandle;
-  private readonly fauxqs: FauxqsHandle;
-  private readonly guard: OrphanGuard;
+  private readonly emulators: AwsClients | undefined;
+  /** Stops what the backend started (emulators, the fake clock), after the workers. */
+  private readonly stopBackend: () => Promise<void>;
   private readonly printLogs: boolean;
   private workerSeq = 0;
   private idSeq = 0;
 
   private constructor(init: {
+    backend: HarnessBackend;
     tunables: Tunables;
-    resources: LocalResources;
-    clients: AwsClients;
+    wiring: Wiring;
+    resources: LocalResources | undefined;
+    clients: HarnessClients;
+    emulators: AwsClients | undefined;
+    twins: WorkerHarness['twins'];
+    fakeTime: FakeTime | undefined;
     model: SqsFifoModel | undefined;
     sqs: AwsClients['sqs'];
     queues: SlotQueues;
-    dynamo: DynamoDbLocalHandle;
-    fauxqs: FauxqsHandle;
-    guard: OrphanGuard;
+    stopBackend: () => Promise<void>;
     printLogs: boolean;
   }) {
+    this.backend = init.backend;
     this.tunables = init.tunables;
     this.resources = init.resources;
-    this.wiring = init.resources.wiring;
+    this.wiring = init.wiring;
     this.clients = init.clients;
+    this.emulators = init.emulators;
+    this.twins = init.twins;
+    this.fakeTime = init.fakeTime;
     this.model = init.model;
     this.sqs = init.sqs;
     this.queues = init.queues;
-    this.dynamo = init.dynamo;
-    this.fauxqs = init.fauxqs;
-    this.guard = init.guard;
+    this.stopBackend = init.stopBackend;
     this.printLogs = init.printLogs;
     this.leases = LeaseStore.forWiring(init.clients.ddb, this.wiring, this.tunables);
     this.results = { ddb: init.clients.ddb, resultsTable: this.wiring.resultsTable };
   }
 
-  /** Starts DynamoDB Local and fauxqs (S3), creates tables, the bucket and the slot queues. */
+  /** Starts the backend (DynamoDB Local and fauxqs, or the twins), creates tables, the bucket and the slot queues. */
   static async start(options: WorkerHarnessOptions = {}): Promise<WorkerHarness> {
-    const region = 'us-east-1';
     const slots = options.slots ?? 2;
     const tunables = validateTunables({ ...DEFAULT_TUNABLES, slotCount: slots, ...options.tunables });
     const prefix = options.prefix ?? `WH${randomBytes(3).toString('hex')}`;
+    const printLogs = options.printLogs ?? process.env.WORKER_HARNESS_LOG === '1';
+    if ((options.backend ?? 'emulators') === 'memory') return WorkerHarness.startInMemory(options, slots, tunables, prefix, printLogs);
+    if (options.clock === 'fake') throw new Error("clock: 'fake' needs backend: 'memory' (the emulators answer on real time)");
+    return WorkerHarness.startOnEmulators(options, slots, tunables, prefix, printLogs);
+  }
+
+  /** The memory backend: the lease table's twin, the S3 twin and the SQS FIFO model; nothing started. */
+  private static startInMemory(options: WorkerHarnessOptions, slots: number, tunables: Tunables, prefix: string, printLogs: boolean): WorkerHarness {
+    if (options.queueBackend === 'fauxqs') throw new Error("queueBackend: 'fauxqs' needs backend: 'emulators'");
+    // Faked before the twins are built: they capture Date.now as their clock.
+    const fakeTime = options.clock === 'fake' ? FakeTime.start() : undefined;
+    try {
+      return WorkerHarness.buildInMemory(options, slots, tunables, prefix, printLogs, fakeTime);
+    } catch (e) {
+      void fakeTime?.stop();
+      throw e;
+    }
+  }
+
+  private static buildInMemory(options: WorkerHarnessOptions, slots: number, tunables: Tunables, prefix: string, printLogs: boolean, fakeTime: FakeTime | undefined): WorkerHarness {
+    const names = resourceNames(prefix);
+    const sqsBase = 'https://sqs.us-east-1.amazonaws.com/000000000000/';
+    const leases = new MemoryLeaseTable({ prefix });
+    const bucket = `${prefix.toLowerCase()}-frames`;
+    const s3 = new MemoryS3().createBucket(bucket);
+    const model = new SqsFifoModel({ longPollCapMs: 1000, ...options.model });
+    const wiring: Wiring = {
+      region: 'us-east-1',
+      bucket,
+      leasesTable: leases.wiring.leasesTable,
+      resultsTable: leases.wiring.resultsTable,
+      eventsTable: leases.wiring.eventsTable,
+      ingestQueueUrl: `${sqsBase}${names.ingestQueue}`,
+      ingestDlqUrl: `${sqsBase}${names.ingestDlq}`,
+      slotQueueUrlPrefix: `${sqsBase}${names.slotQueuePrefix}`,
+      pinnedSlotIndex: leases.wiring.pinnedSlotIndex,
+      metricsNamespace: names.metricsNamespace,
+    };
+    model.createSlotQueues(wiring.slotQueueUrlPrefix, slots, { visibilityTimeoutSeconds: tunables.slotQueueVisibilitySeconds, maxReceiveCount: tunables.slotQueueMaxReceiveCount });
+    const sqs = model.asClient();
+    return new WorkerHarness({
+      backend: 'memory',
+      tunables,
+      wiring,
+      resources: undefined,
+      clients: { ddb: leases.ddb, s3: s3.asClient(), sqs },
+      emulators: undefined,
+      twins: { leases, s3 },
+      fakeTime,
+      model,
+      sqs,
+      queues: new SlotQueues(sqs, wiring.slotQueueUrlPrefix),
+      stopBackend: async () => fakeTime?.stop(),
+      printLogs,
+    });
+  }
+
+  /** The emulators backend: DynamoDB Local and fauxqs (S3, and the slot queues with `queueBackend: 'fauxqs'`). */
+  private static async startOnEmulators(options: WorkerHarnessOptions, slots: number, tunables: Tunables, prefix: string, printLogs: boolean): Promise<WorkerHarness> {
+    const region = 'us-east-1';
     const guard = new OrphanGuard();
     const cleanups: (() => Promise<void> | void)[] = [() => guard.dispose()];
     try {
@@ -177,21 +279,35 @@ export class WorkerHarness {
         sqs = model.asClient();
       }
       return new WorkerHarness({
+        backend: 'emulators',
         tunables,
+        wiring: resources.wiring,
         resources,
         clients,
+        emulators: clients,
+        twins: undefined,
+        fakeTime: undefined,
         model,
         sqs,
         queues: new SlotQueues(sqs, resources.wiring.slotQueueUrlPrefix),
-        dynamo,
-        fauxqs,
-        guard,
-        printLogs: options.printLogs ?? process.env.WORKER_HARNESS_LOG === '1',
+        stopBackend: async () => {
+          clients.destroy();
+          await fauxqs.stop().catch(() => undefined);
+          await dynamo.stop().catch(() => undefined);
+          guard.dispose();
+        },
+        printLogs,
       });
     } catch (e) {
       for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
       throw e;
     }
+  }
+
+  /** The emulators' SDK clients (a test that builds its own clients to them); throws with the memory backend. */
+  emulatorClients(): AwsClients {
+    if (!this.emulators) throw new Error('the memory backend has no emulator clients');
+    return this.emulators;
   }
 
   get bucket(): string {
@@ -223,7 +339,7 @@ export class WorkerHarness {
     const ddb = gate ? gatedClient(this.clients.ddb, gate) : this.clients.ddb;
     let frames: FrameStore = options.frameFault ? new FaultyFrameStore(s3, options.frameFault) : new FrameStore(s3);
     if (options.frames) frames = options.frames(frames);
-    const stats = new StatsProcessor(options.statsDelayMs ?? 0);
+    const stats = this.fakeTime ? new TrackedStatsProcessor(this.fakeTime, options.statsDelayMs ?? 0) : new StatsProcessor(options.statsDelayMs ?? 0);
     const processor = options.processor ? options.processor(stats) : stats;
     let harnessWorker: HarnessWorker | undefined;
     const deps: WorkerDeps = {
@@ -257,7 +373,7 @@ export class WorkerHarness {
 
   /** Puts frame objects into S3 (no messages). */
   async putFrames(videoId: string, frames: readonly number[], body?: Uint8Array): Promise<void> {
-    const b = body ?? (await testJpeg());
+    const b = body ?? (await this.realWork(testJpeg()));
     for (const f of frames) {
       const key = frameKey(videoId, f);
       const put = await this.clients.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: b }));
@@ -282,7 +398,7 @@ export class WorkerHarness {
 
   /** Sends frame messages to a slot queue in the given order, through SlotQueues.send; throws if any is not accepted. */
   async sendFrames(slot: number, videoId: string, frames: readonly number[], options: { replayTag?: string } = {}): Promise<void> {
-    await testJpeg();
+    await this.realWork(testJpeg());
     const outcomes = await this.queues.send(
       slot,
       frames.map((f) => ({ message: this.frameMessage(videoId, f), ...(options.replayTag ? { replayTag: options.replayTag } : {}) })),
@@ -309,7 +425,7 @@ export class WorkerHarness {
 
   /** Waits until the video's summary satisfies `predicate`. */
   waitForSummary(videoId: string, predicate: (s: VideoSummaryItem) => boolean, timeoutMs = 60_000): Promise<VideoSummaryItem> {
-    return waitFor(`summary of ${videoId}`, async () => {
+    return this.waitFor(`summary of ${videoId}`, async () => {
       const s = await this.summary(videoId);
       return s && predicate(s) ? s : undefined;
     }, timeoutMs, 200);
@@ -317,20 +433,58 @@ export class WorkerHarness {
 
   /** Waits until the video has at least `count` per-frame results. */
   waitForResults(videoId: string, count: number, timeoutMs = 60_000): Promise<FrameResultItem[]> {
-    return waitFor(`${count} results of ${videoId}`, async () => {
+    return this.waitFor(`${count} results of ${videoId}`, async () => {
       const r = await this.frameResults(videoId);
       return r.length >= count ? r : undefined;
     }, timeoutMs, 200);
   }
 
-  /** Stops every started worker that is still running (drain), then the emulators. */
+  /**
+   * Polls `check` until it yields a value or `timeoutMs` passes ({@link waitFor}). On the
+   * fake clock the timeout counts fake time, which runs as fast as the program can go.
+   */
+  waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 60_000, intervalMs = 200) {
+    return waitFor(what, check, timeoutMs, intervalMs);
+  }
+
+  /** `work` (real asynchronous work: sharp, a child process), tracked by the fake clock when there is one ({@link FakeTime.track}). */
+  realWork<T>(work: Promise<T>): Promise<T> {
+    return this.fakeTime ? this.fakeTime.track(work) : work;
+  }
+
+  /**
+   * Stops every started worker that is still running (drain), then the backend. With the
+   * memory backend, then throws if any write lowered a video's token or a slot's epoch
+   * (the twin's invariant check, {@link MemoryLeaseTable.violations}): every test on the
+   * twins checks guarantee 3 for free.
+   */
   async stop(): Promise<void> {
     // A killed worker never ends (its calls wait at a closed gate): nothing to drain.
     const running = this.workers.filter((w) => w.started && !w.gate?.killed);
     await Promise.allSettled(running.map((w) => w.stop()));
-    this.clients.destroy();
-    await this.fauxqs.stop().catch(() => undefined);
-    await this.dynamo.stop().catch(() => undefined);
-    this.guard.dispose();
+    await this.stopBackend();
+    const violations = this.twins?.leases.violations ?? [];
+    if (violations.length > 0) throw new Error(`the lease table's twin saw counters go down: ${violations.join('; ')}`);
+  }
+}
+
+/**
+ * The StatsProcessor with its decodes (sharp, on libuv's pool: real time) tracked by the
+ * fake clock, so that they take as much fake time as real time (see fake-time.ts).
+ */
+class TrackedStatsProcessor extends StatsProcessor {
+  private readonly time: FakeTime;
+
+  constructor(time: FakeTime, delayMs: number) {
+    super(delayMs);
+    this.time = time;
+  }
+
+  override process(...args: Parameters<StatsProcessor['process']>): ReturnType<StatsProcessor['process']> {
+    return this.time.track(super.process(...args));
+  }
+
+  override processLate(...args: Parameters<StatsProcessor['processLate']>): ReturnType<StatsProcessor['processLate']> {
+    return this.time.track(super.processLate(...args));
   }
 }

@@ -33,10 +33,10 @@ describe('a commit applied with its answer lost, and its re-reads failing', () =
     // transaction carrying frame 2's result applies and loses its answer; the next 3 reads
     // of the video (the store's re-read, then the worker's) fail.
     const videoId = h.videoId('lost-answer');
-    const endpoint = await h.clients.dynamodb.config.endpoint?.();
+    const endpoint = await h.emulatorClients().dynamodb.config.endpoint?.();
     if (!endpoint) throw new Error('no DynamoDB endpoint');
     const url = `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}${endpoint.path}`;
-    const region = await h.clients.dynamodb.config.region();
+    const region = await h.emulatorClients().dynamodb.config.region();
     const clients = createAwsClientsFrom({
       s3: { region, credentials: { ...LOCAL_CREDENTIALS }, endpoint: url },
       sqs: { region, credentials: { ...LOCAL_CREDENTIALS }, endpoint: url },

@@ -1,6 +1,8 @@
 /**
  * The crash-loop breaker from the first successor (decision 29), with the real worker in
- * this process (worker harness: DynamoDB Local and the SQS FIFO model): a worker that
+ * this process (worker harness on the twins: the lease table's, S3's and the SQS FIFO
+ * model; real time, since the crash probe's child processes run on it, which is also why
+ * this file stays `.int`): a worker that
  * claims its slot from an owner that never released it runs the videos it took from that
  * owner alone (one frame per round, each announced by a marker), goes back to normal
  * rounds once the redelivery window has closed and the frames known then have run, and a
@@ -26,7 +28,7 @@ describe('takeover isolation (worker harness)', () => {
   let h: WorkerHarness;
 
   beforeAll(async () => {
-    h = await WorkerHarness.start({ slots: 1, tunables: { slotQueueVisibilitySeconds: WINDOW_SECONDS } });
+    h = await WorkerHarness.start({ backend: 'memory', slots: 1, tunables: { slotQueueVisibilitySeconds: WINDOW_SECONDS } });
   });
 
   afterAll(async () => {

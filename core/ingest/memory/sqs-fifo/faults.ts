@@ -1,5 +1,5 @@
 /**
- * Fault injection for the SQS FIFO model (test/support/sqs-fifo-model.ts): whole calls
+ * Fault injection for the SQS FIFO model (core/ingest/memory/sqs-fifo-model.ts): whole calls
  * that throw (throttling, network errors) and chosen entries of a batch that fail.
  */
 import { sqsError } from './limits.ts';

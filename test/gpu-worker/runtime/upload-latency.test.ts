@@ -1,6 +1,6 @@
 /**
- * `UploadToRecordMs` end to end: the real worker on the SQS FIFO model, DynamoDB Local and
- * fauxqs S3. Each frame message carries S3's `eventTime`; once the commit carrying the
+ * `UploadToRecordMs` end to end: the real worker on the in-memory twins (SQS FIFO model,
+ * lease table, S3) and a fake clock. Each frame message carries S3's `eventTime`; once the commit carrying the
  * frame's record answers, the worker reports the time since it, once per `ok` frame, and
  * nothing for a failed frame or an operator's replay.
  */
@@ -11,7 +11,7 @@ import { WorkerHarness } from '../../support/worker-harness.ts';
 let h: WorkerHarness;
 
 beforeAll(async () => {
-  h = await WorkerHarness.start({ slots: 1, tunables: { firstFrameNumber: 0 } });
+  h = await WorkerHarness.start({ backend: 'memory', clock: 'fake', slots: 1, tunables: { firstFrameNumber: 0 } });
 });
 
 afterAll(async () => {

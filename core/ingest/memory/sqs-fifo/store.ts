@@ -1,5 +1,5 @@
 /**
- * The SQS FIFO model's queue state (test/support/sqs-fifo-model.ts): queues and their
+ * The SQS FIFO model's queue state (core/ingest/memory/sqs-fifo-model.ts): queues and their
  * messages, group blocking, visibility, receipt handles, deduplication and redrive, and
  * the wake-ups that end a waiting long poll. The commands in commands.ts act on it.
  */

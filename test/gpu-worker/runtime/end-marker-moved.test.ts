@@ -1,6 +1,7 @@
 /**
  * A corrected end marker after frames past the old end were recorded `after-end-of-stream`
- * (the real worker on the SQS FIFO model, DynamoDB Local and fauxqs S3): the video takes the
+ * (the real worker on the in-memory twins: the SQS FIFO model, the lease table's twin and the
+ * S3 twin, on a fake clock, so the idle release takes no real minute): the video takes the
  * new end, each of those frames keeps its one record and is settled at once (no backoff
  * per frame: with N such frames the video once took N growing backoffs, up to 30 s each, to
  * complete), and the warning names the replay that processes them.
@@ -15,7 +16,7 @@ describe('worker: an end marker corrected after frames past the old end were rec
   let h: WorkerHarness;
 
   beforeAll(async () => {
-    h = await WorkerHarness.start({ slots: 1, tunables: { firstFrameNumber: 0 } });
+    h = await WorkerHarness.start({ backend: 'memory', clock: 'fake', slots: 1, tunables: { firstFrameNumber: 0 } });
   });
 
   afterAll(async () => {

@@ -1,14 +1,14 @@
 /**
- * The SQS FIFO model (test/support/sqs-fifo-model.ts) against the behaviour AWS documents:
+ * The SQS FIFO model (core/ingest/memory/sqs-fifo-model.ts) against the behaviour AWS documents:
  * batches, injected faults and the limits SQS puts on requests (ids, bodies, batch sizes,
  * receive parameters). Delivery itself is in sqs-fifo-model.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { SqsFifoModel, throttled } from './sqs-fifo-model.ts';
+import { SqsFifoModel, throttled } from '../../../../core/ingest/memory/sqs-fifo-model.ts';
 import { deleteBatch, receive, rejection, sendAll, setup, URL } from './sqs-fifo-model-fixtures.ts';
-import { SlotQueues } from '../../core/aws/slot-queues.ts';
-import type { FrameMessage } from '../../core/messages.ts';
+import { SlotQueues } from '../../../../core/aws/slot-queues.ts';
+import type { FrameMessage } from '../../../../core/messages.ts';
 
 describe('batches and faults', () => {
   it('fails chosen entries of a DeleteMessageBatch and leaves their messages in flight', async () => {

@@ -1,16 +1,16 @@
 /**
- * The janitor's cost per run does not grow one call per slot (issue 10): against the
- * local stack with 250 slots (three sweep groups of at most 100), one BatchGetItem per
+ * The janitor's cost per run does not grow one call per slot (issue 10): on the lease
+ * table's twin and the SQS FIFO model (the production adapters over them, every call
+ * recorded as the SDK names it) with 250 slots (three sweep groups of at most 100), one BatchGetItem per
  * 100 slots, one Scan of the pinned-slot index, and at most 100 slot-queue reads per run;
  * every queue still read once every three periods, and work found wherever it is.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { startLocalStack, clientConfig, type LocalStack } from '../../local/stack.ts';
-import { createAwsClientsFrom, type AwsClients } from '../../core/aws/clients.ts';
-import { LeaseStore } from '../../core/aws/lease-store.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { LeaseStore } from '../../core/aws/lease-store.ts';
 import { SlotQueues } from '../../core/aws/slot-queues.ts';
+import { SqsFifoModel } from '../../core/ingest/memory/sqs-fifo-model.ts';
+import { MemoryLeaseTable } from '../../core/leases/memory/memory-lease-table.ts';
 import { Janitor, QUEUE_SWEEP_SLOTS_PER_RUN, inQueueSweep } from '../../core/janitor.ts';
 import { DEFAULT_TUNABLES, type Tunables } from '../../core/config.ts';
 import { nullMetrics, type LaunchRequest, type LogSink, type TaskLauncher } from '../../core/ports.ts';
@@ -19,36 +19,30 @@ const SLOTS = 250;
 const GROUPS = Math.ceil(SLOTS / QUEUE_SWEEP_SLOTS_PER_RUN);
 const tunables: Tunables = { ...DEFAULT_TUNABLES, slotCount: SLOTS };
 const PERIOD_MS = tunables.janitorIntervalSeconds * 1000;
-let stack: LocalStack;
-let clients: AwsClients;
 let store: LeaseStore;
 let queues: SlotQueues;
-/** Every call the janitor's clients made: `service command [queue url]`. */
+let sqs: SQSClient;
+/** Every call the janitor's clients made: `service command [queue url]`, the command as the SDK's low-level client names it. */
 const calls: string[] = [];
 
-beforeAll(async () => {
-  stack = await startLocalStack({
-    quiet: true,
-    routerHandler: false,
-    janitorHandler: false,
-    tunables: { slotCount: SLOTS, modelUri: 'unused.onnx' },
-    stateDir: `.local/test-janitor-scale-${process.pid}`,
-  });
-  clients = createAwsClientsFrom(clientConfig(stack));
-  const record = (service: string): InitializeMiddleware<object, MetadataBearer> => (next, context) => async (args) => {
-    const url = (args.input as { QueueUrl?: string }).QueueUrl;
-    calls.push(`${service} ${context.commandName}${url ? ` ${url}` : ''}`);
-    return next(args);
+beforeAll(() => {
+  const table = new MemoryLeaseTable();
+  table.db.intercept = (operation, _input, run) => {
+    calls.push(`dynamodb ${operation}Command`);
+    return run();
   };
-  clients.dynamodb.middlewareStack.add(record('dynamodb'), { step: 'initialize', name: 'record' });
-  clients.sqs.middlewareStack.add(record('sqs'), { step: 'initialize', name: 'record' });
-  store = LeaseStore.forWiring(clients.ddb, stack.wiring, stack.tunables);
-  queues = new SlotQueues(clients.sqs, stack.wiring.slotQueueUrlPrefix);
-}, 120_000);
-
-afterAll(async () => {
-  clients?.destroy();
-  await stack?.stop();
+  store = table.leases();
+  const model = new SqsFifoModel();
+  const slotQueueUrlPrefix = 'https://sqs.us-east-1.amazonaws.com/000000000000/JS-slot-';
+  model.createSlotQueues(slotQueueUrlPrefix, SLOTS, { visibilityTimeoutSeconds: tunables.slotQueueVisibilitySeconds, maxReceiveCount: tunables.slotQueueMaxReceiveCount });
+  const client = model.asClient();
+  const send = (command: { input?: { QueueUrl?: string } }, ...rest: unknown[]) => {
+    const url = command.input?.QueueUrl;
+    calls.push(`sqs ${command.constructor.name}${url ? ` ${url}` : ''}`);
+    return (client.send as (c: unknown, ...r: unknown[]) => Promise<unknown>)(command, ...rest);
+  };
+  sqs = new Proxy(client, { get: (target, prop, receiver) => (prop === 'send' ? send : Reflect.get(target, prop, receiver)) });
+  queues = new SlotQueues(sqs, slotQueueUrlPrefix);
 });
 
 const quiet: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
@@ -125,7 +119,7 @@ describe('janitor calls per run at 250 slots', () => {
   it('finds a queue holding messages for no pinned video (a stray) within one sweep cycle', async () => {
     // Prepare: a message in slot 200's queue, nothing pinned there, no owner
     const stray = 200;
-    await clients.sqs.send(new SendMessageCommand({ QueueUrl: queues.url(stray), MessageBody: '{}', MessageGroupId: 'stray', MessageDeduplicationId: `stray-${Date.now()}` }));
+    await sqs.send(new SendMessageCommand({ QueueUrl: queues.url(stray), MessageBody: '{}', MessageGroupId: 'stray', MessageDeduplicationId: `stray-${Date.now()}` }));
     const clock = { now: Date.now() };
     const { janitor, launches } = janitorAt(clock);
 

@@ -1,5 +1,5 @@
 /**
- * The SQS FIFO model's types (test/support/sqs-fifo-model.ts): the public ones the
+ * The SQS FIFO model's types (core/ingest/memory/sqs-fifo-model.ts): the public ones the
  * entry module re-exports, and the internal state its parts share.
  */
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';

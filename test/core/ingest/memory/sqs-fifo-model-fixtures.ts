@@ -8,7 +8,7 @@ import {
   SendMessageCommand,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { ManualClock, SqsFifoModel } from './sqs-fifo-model.ts';
+import { ManualClock, SqsFifoModel } from '../../../../core/ingest/memory/sqs-fifo-model.ts';
 
 /** The queue every test uses (FIFO, 30 s visibility unless `setup` says otherwise). */
 export const URL = 'http://model.local/000000000000/q.fifo';

@@ -20,7 +20,7 @@ const frameNumbers = Array.from({ length: FRAMES }, (_, i) => i);
 let h: WorkerHarness;
 
 beforeAll(async () => {
-  h = await WorkerHarness.start({ slots: 1, tunables: { firstFrameNumber: 0, reorderWaitMs: 60_000, receiveGatherMs: GATHER_MS } });
+  h = await WorkerHarness.start({ backend: 'memory', clock: 'fake', slots: 1, tunables: { firstFrameNumber: 0, reorderWaitMs: 60_000, receiveGatherMs: GATHER_MS } });
 });
 
 afterAll(async () => {

@@ -1,7 +1,8 @@
 /**
  * Read ahead by predicted key (decision 39), the real worker on the SQS FIFO model (10
- * messages of one group per receive, group blocking) with real S3 objects on fauxqs and
- * messages carrying each object's real ETag, as S3 events do: behind a backlog, a video's
+ * messages of one group per receive, group blocking) with S3 objects on the S3 twin (its ETag
+ * semantics are checked against fauxqs by test/core/ingest/contract.int.test.ts), a fake clock, and
+ * messages carrying each object's ETag, as S3 events do: behind a backlog, a video's
  * next frames are fetched while its current ones run, each frame is fetched once, and
  * every frame still gets exactly one record, in order.
  */
@@ -27,7 +28,7 @@ describe('worker read ahead (SQS FIFO model)', () => {
 
   beforeAll(async () => {
     // Hedged GETs off: each frame must be read exactly once for the count below to mean anything.
-    h = await WorkerHarness.start({ slots: 1, tunables: { firstFrameNumber: 0, fetchHedgeMs: 0 } });
+    h = await WorkerHarness.start({ backend: 'memory', clock: 'fake', slots: 1, tunables: { firstFrameNumber: 0, fetchHedgeMs: 0 } });
   });
 
   afterAll(async () => {

@@ -1,7 +1,7 @@
 /**
  * Issue 9 on the SQS FIFO model (several messages of a group per receive, group
  * blocking, receipt handles, partial deletes) with the real worker, LeaseStore on
- * DynamoDB Local and S3 on fauxqs: one bad frame, one slow call or one failing video
+ * the lease table's twin and the S3 twin, on a fake clock: one bad frame, one slow call or one failing video
  * costs seconds and one record, never a video or the slot.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import { LeaseStore } from '../../../core/aws/lease-store.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import { parseSlotMessage } from '../../../core/messages.ts';
 import { FrameStore } from '../../../core/aws/frame-store.ts';
-import { throttled, type SqsFifoModel } from '../../support/sqs-fifo-model.ts';
+import { throttled, type SqsFifoModel } from '../../../core/ingest/memory/sqs-fifo-model.ts';
 import { s3Error, WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
 import { waitFor } from '../../support/wait.ts';
 
@@ -20,6 +20,8 @@ let model: SqsFifoModel;
 
 beforeAll(async () => {
   h = await WorkerHarness.start({
+    backend: 'memory',
+    clock: 'fake',
     slots: 8,
     tunables: {
       firstFrameNumber: 0,

@@ -1,13 +1,16 @@
 /**
- * The janitor's expiry of a stopped task's slot lease, against DynamoDB Local: when a
+ * The janitor's expiry of a stopped task's slot lease, on the lease table's twin (the
+ * production lease adapter; its conditions are checked against DynamoDB Local by
+ * test/core/leases/contract.int.test.ts) and the SQS FIFO model: when a
  * worker task is reported stopped, its lease ends at once (so the replacement claims
  * without waiting for the TTL), but only if that task still held the slot: its owner
  * claimed before the stop (and is the stopped worker, when the report names it).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalStack, type LocalStack } from '../../local/stack.ts';
-import { LeaseStore } from '../../core/aws/lease-store.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { LeaseStore } from '../../core/aws/lease-store.ts';
 import { SlotQueues } from '../../core/aws/slot-queues.ts';
+import { SqsFifoModel } from '../../core/ingest/memory/sqs-fifo-model.ts';
+import { MemoryLeaseTable } from '../../core/leases/memory/memory-lease-table.ts';
 import { Janitor, stoppedSlotOf, type JanitorTrigger } from '../../core/janitor.ts';
 import { DEFAULT_TUNABLES, WORKER_ENV, type Tunables } from '../../core/config.ts';
 import { nullMetrics, type LaunchRequest, type LogSink, type TaskLauncher } from '../../core/ports.ts';
@@ -15,18 +18,15 @@ import { nullMetrics, type LaunchRequest, type LogSink, type TaskLauncher } from
 const SLOTS = 6;
 const TTL_MS = 15_000;
 const tunables: Tunables = { ...DEFAULT_TUNABLES, slotCount: SLOTS };
-let stack: LocalStack;
 let store: LeaseStore;
 let queues: SlotQueues;
 
-beforeAll(async () => {
-  stack = await startLocalStack({ quiet: true, routerHandler: false, janitorHandler: false, tunables: { slotCount: SLOTS }, stateDir: `.local/test-janitor-expiry-${process.pid}` });
-  store = LeaseStore.forWiring(stack.clients.ddb, stack.wiring, stack.tunables);
-  queues = new SlotQueues(stack.clients.sqs, stack.wiring.slotQueueUrlPrefix);
-});
-
-afterAll(async () => {
-  await stack?.stop();
+beforeAll(() => {
+  store = new MemoryLeaseTable().leases();
+  const model = new SqsFifoModel();
+  const slotQueueUrlPrefix = 'https://sqs.us-east-1.amazonaws.com/000000000000/JE-slot-';
+  model.createSlotQueues(slotQueueUrlPrefix, SLOTS, { visibilityTimeoutSeconds: tunables.slotQueueVisibilitySeconds, maxReceiveCount: tunables.slotQueueMaxReceiveCount });
+  queues = new SlotQueues(model.asClient(), slotQueueUrlPrefix);
 });
 
 const quiet: LogSink = { debug() {}, info() {}, warn() {}, error() {} };

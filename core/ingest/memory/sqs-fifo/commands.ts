@@ -1,5 +1,5 @@
 /**
- * The SQS API the FIFO model answers (test/support/sqs-fifo-model.ts): one handler per
+ * The SQS API the FIFO model answers (core/ingest/memory/sqs-fifo-model.ts): one handler per
  * command, each validating its request the way SQS does and acting on the queue state.
  */
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';

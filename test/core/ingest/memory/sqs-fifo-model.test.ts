@@ -1,5 +1,5 @@
 /**
- * The SQS FIFO model (test/support/sqs-fifo-model.ts) against the behaviour AWS documents:
+ * The SQS FIFO model (core/ingest/memory/sqs-fifo-model.ts) against the behaviour AWS documents:
  * each test would fail if the model got that behaviour wrong. This file: delivery (groups,
  * visibility, receipt handles, deduplication, redrive, lazy queues, long polling); batches,
  * injected faults and request limits are in sqs-fifo-model-batches.test.ts.
@@ -11,7 +11,7 @@ import {
   GetQueueAttributesCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { ManualClock, SqsFifoModel, SQS_LIMITS } from './sqs-fifo-model.ts';
+import { ManualClock, SqsFifoModel, SQS_LIMITS } from '../../../../core/ingest/memory/sqs-fifo-model.ts';
 import { DLQ, deleteBatch, receive, rejection, sendAll, setup, URL } from './sqs-fifo-model-fixtures.ts';
 
 describe('receive and message groups', () => {

@@ -1,5 +1,5 @@
 /**
- * What SQS FIFO accepts and how it refuses, for the model (test/support/sqs-fifo-model.ts):
+ * What SQS FIFO accepts and how it refuses, for the model (core/ingest/memory/sqs-fifo-model.ts):
  * the documented limits, request and entry validation, and errors shaped like the SDK's.
  */
 import { createHash, randomUUID } from 'node:crypto';

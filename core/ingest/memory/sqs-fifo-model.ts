@@ -1,6 +1,7 @@
 /**
- * An in-memory model of Amazon SQS FIFO queues with the semantics AWS documents, for
- * tests. fauxqs (the emulator the local stack uses) hands out at most one message per
+ * An in-memory model of Amazon SQS FIFO queues with the semantics AWS documents: the
+ * ingest wing's twin of the slot queues' service (the production SlotQueues adapter runs
+ * on {@link SqsFifoModel.asClient}), for tests and benches. fauxqs (the emulator the local stack uses) hands out at most one message per
  * group per receive and enforces no id or size limits; this model does what SQS does:
  *
  *  - a receive returns up to MaxNumberOfMessages (at most 10) messages and fills itself

@@ -1,7 +1,7 @@
 /**
  * Overlapping rounds: behind a backlog, the worker commits one round in the background while
  * it receives, fetches and processes the next; at a live rate it awaits each commit. On the SQS FIFO model (several messages of one group
- * per receive, group blocking), with the real LeaseStore on DynamoDB Local wrapped to make
+ * per receive, group blocking), with the real LeaseStore on the lease table's twin (fake clock) wrapped to make
  * commits slow (and, in one test, fail), so the overlap is there by construction, not by
  * luck of timing.
  */
@@ -20,7 +20,7 @@ beforeAll(async () => {
   // One receive per round (no fan-out, decision 30), so rounds alternate between the two
   // videos and a commit holds one of them: with fan-out a round holds both, and a failed
   // commit rightly rolls both back.
-  h = await WorkerHarness.start({ slots: 3, tunables: { firstFrameNumber: 0, receiveConcurrency: 1 } });
+  h = await WorkerHarness.start({ backend: 'memory', clock: 'fake', slots: 3, tunables: { firstFrameNumber: 0, receiveConcurrency: 1 } });
 });
 
 afterAll(async () => {

@@ -1,0 +1,385 @@
+/**
+ * The lease protocol's cases beyond the port's basics (contract.ts registers them, so they
+ * run on the in-memory twin and on DynamoDB Local through the production adapter):
+ * conditional writes compare expiry themselves, tokens only grow, the store rejects writes
+ * under an old lease, records are written once (a late record replaces only a gap), a
+ * commit's fate is its commit id, and the crash-loop and takeover evidence ride on writes
+ * and reads that happen anyway. (Formerly test/core/aws/lease-store.int.test.ts, on the
+ * local stack alone.)
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { LeaseStore, type CommitOutcome, type CommitUnit, type SlotFence } from '../../../core/aws/lease-store.ts';
+import { legacyCommitId, newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/checkpoint.ts';
+import type { FrameResultItem } from '../../../core/results.ts';
+import { DEFAULT_TUNABLES } from '../../../core/config.ts';
+import type { LeaseContractBackend } from './contract.ts';
+
+const TTL_MS = 5_000;
+
+/** Registers the cases; `backend()` is called once they run (set it up in beforeAll). */
+export function leaseStoreCases(backend: () => LeaseContractBackend): void {
+  let store: LeaseStore;
+
+  beforeAll(() => {
+    const b = backend();
+    store = new LeaseStore(b.ddb, { tableName: b.leasesTable, resultsTableName: b.resultsTable, pinnedSlotIndex: b.pinnedSlotIndex });
+  });
+
+  function unit(videoId: string, token: number, prev: VideoCheckpoint, frame: number, worker: string, slot: number, now: number): CommitUnit {
+    const checkpoint: VideoCheckpoint = { ...prev, seq: prev.seq + 1, commitId: newCommitId(), sequencer: { ...prev.sequencer, nextFrame: frame + 1 }, framesOk: prev.framesOk + 1 };
+    const result: FrameResultItem = { videoId, frame, status: 'ok', detections: [], token, worker, committedAtMs: now };
+    return { videoId, token, expectedSeq: prev.seq, expectedCommitId: prev.commitId, checkpoint, results: [result], summary: summaryOf(videoId, checkpoint, { token, worker, slot }, now) };
+  }
+
+  /** The outcome of each unit of a commit, as a plain object (videoId -> outcome), with the kind. */
+  function outcomeOf(o: CommitOutcome): { kind: string; units: Record<string, unknown> } {
+    return { kind: o.kind, units: Object.fromEntries(o.outcomes) };
+  }
+
+  describe('slot leases', () => {
+    it('lets one worker hold a slot until its lease runs out, then the next claim wins with a higher epoch', async () => {
+      const t0 = Date.now();
+      const a = await store.claimSlot(10, 'A', t0, TTL_MS);
+      expect(a?.epoch).toBe(1);
+      expect(await store.claimSlot(10, 'B', t0 + 1000, TTL_MS)).toBeUndefined();
+      expect(await store.renewSlot({ slot: 10, workerId: 'A', epoch: 1 }, t0 + 2000, TTL_MS)).toBe('renewed');
+      // expired lease items are still readable: the condition compares expiry itself
+      expect(await store.claimSlot(10, 'B', t0 + 6000, TTL_MS)).toBeUndefined();
+      const b = await store.claimSlot(10, 'B', t0 + 7001, TTL_MS);
+      expect(b?.epoch).toBe(2);
+      expect(await store.renewSlot({ slot: 10, workerId: 'A', epoch: 1 }, t0 + 7100, TTL_MS)).toBe('lost');
+      expect(await store.releaseSlot({ slot: 10, workerId: 'B', epoch: 2 }, t0 + 7200)).toBe(true);
+      expect((await store.claimSlot(10, 'C', t0 + 7300, TTL_MS))?.epoch).toBe(3);
+    });
+
+    it('does not let a heartbeat revive a lease that has run out, even before anyone claims it', async () => {
+      const t0 = Date.now();
+      const a = await store.claimSlot(14, 'A', t0, TTL_MS);
+      const fence = { slot: 14, workerId: 'A', epoch: a!.epoch };
+      expect(await store.renewSlot(fence, t0 + TTL_MS + 1, TTL_MS)).toBe('lost');
+      expect((await store.claimSlot(14, 'B', t0 + TTL_MS + 2, TTL_MS))?.epoch).toBe(a!.epoch + 1);
+    });
+
+    it('grants one launch per slot per grace window', async () => {
+      const now = Date.now();
+      const o = { heartbeatIntervalSeconds: 5, taskStartGraceSeconds: 60 };
+      const first = await store.requestLaunch(11, now, o, 'if-dead');
+      expect(first).toBe(1);
+      expect(await store.requestLaunch(11, now + 100, o, 'if-dead')).toBeUndefined();
+      expect(await store.requestLaunch(11, now + 61_000, o, 'if-dead')).toBe(2);
+    });
+
+    it('enforces slot capacity under concurrent pins', async () => {
+      const now = Date.now();
+      const videos = ['c1', 'c2', 'c3', 'c4'];
+      const outcomes = await Promise.all(videos.map((v) => store.pinVideo(v, 12, now, 2)));
+      expect(outcomes.filter((o) => o === 'pinned')).toHaveLength(2);
+      expect(outcomes.filter((o) => o === 'slot-full')).toHaveLength(2);
+      expect((await store.getSlot(12)).videoCount).toBe(2);
+      const pinned = videos[outcomes.indexOf('pinned')]!;
+      expect(await store.pinVideo(pinned, 13, now)).toBe('taken');
+    });
+  });
+
+  describe('fencing', () => {
+    it('rejects commits under a lost slot lease and under an outdated video token', async () => {
+      // Prepare: A owns slot 20 and video v
+      const t0 = Date.now();
+      const a = await store.claimSlot(20, 'A', t0, TTL_MS);
+      const fenceA: SlotFence = { slot: 20, workerId: 'A', epoch: a!.epoch };
+      expect(await store.pinVideo('fv', 20, t0)).toBe('pinned');
+      const adoptedA = await store.adoptVideo('fv', fenceA, t0);
+      if (typeof adoptedA === 'string') throw new Error(`not adopted: ${adoptedA}`);
+      expect(adoptedA.token).toBe(1);
+      expect(outcomeOf(await store.commit(fenceA, [unit('fv', 1, adoptedA.checkpoint, 0, 'A', 20, t0)], Date.now()))).toEqual({ kind: 'settled', units: { fv: 'landed' } });
+      // Act: A pauses past its lease; B claims the slot and adopts the video (token 2)
+      const t1 = Date.now() + TTL_MS + 1;
+      const b = await store.claimSlot(20, 'B', t1, TTL_MS);
+      const fenceB: SlotFence = { slot: 20, workerId: 'B', epoch: b!.epoch };
+      const adoptedB = await store.adoptVideo('fv', fenceB, t1);
+      if (typeof adoptedB === 'string') throw new Error(`not adopted: ${adoptedB}`);
+      expect(adoptedB.token).toBe(2);
+      expect(adoptedB.checkpoint.sequencer.nextFrame).toBe(1);
+      // Assess: A's late write is rejected by the store; B's goes through
+      const late = await store.commit(fenceA, [unit('fv', 1, adoptedA.checkpoint, 1, 'A', 20, t1)], t1);
+      expect(outcomeOf(late)).toEqual({ kind: 'slot-lost', units: { fv: 'fenced' } });
+      expect(outcomeOf(await store.commit(fenceB, [unit('fv', 2, adoptedB.checkpoint, 1, 'B', 20, t1)], t1))).toEqual({ kind: 'settled', units: { fv: 'landed' } });
+      const r1 = await backend().ddb.send(new GetCommand({ TableName: backend().resultsTable, Key: { videoId: 'fv', frame: 1 } }));
+      expect(r1.Item).toMatchObject({ worker: 'B', token: 2 });
+      // A write under the old token with a valid slot lease (e.g. an operator forced the video away) is rejected too
+      const current = await store.getVideo('fv');
+      expect(await store.forceReleaseVideo('fv', current.token, t1, 1)).toBe(true);
+      const stale = await store.commit(fenceB, [unit('fv', 2, current.checkpoint, 2, 'B', 20, t1)], t1);
+      expect(outcomeOf(stale)).toEqual({ kind: 'settled', units: { fv: 'fenced' } });
+      expect((await store.getVideo('fv')).token).toBe(3);
+    });
+
+    it('keeps the token growing across release and re-adoption, and restores the checkpoint', async () => {
+      const t0 = Date.now();
+      const a = await store.claimSlot(21, 'A', t0, TTL_MS);
+      const fence: SlotFence = { slot: 21, workerId: 'A', epoch: a!.epoch };
+      await store.pinVideo('rv', 21, t0);
+      const v = await store.adoptVideo('rv', fence, t0);
+      if (typeof v === 'string') throw new Error(`not adopted: ${v}`);
+      await store.commit(fence, [unit('rv', v.token, v.checkpoint, 0, 'A', 21, t0)], t0);
+      const after = await store.getVideo('rv');
+      expect(await store.releaseVideo('rv', fence, after.token, after.checkpoint.seq, t0, DEFAULT_TUNABLES.releasedVideoRetentionDays)).toBe(true);
+      const released = await store.getVideo('rv');
+      expect(released.pinnedSlot).toBeUndefined();
+      expect((await store.getSlot(21)).videoCount).toBe(0);
+      await store.pinVideo('rv', 21, t0);
+      const again = await store.adoptVideo('rv', fence, t0);
+      if (typeof again === 'string') throw new Error(`not adopted: ${again}`);
+      expect(again.token).toBe(v.token + 1);
+      expect(again.checkpoint.sequencer.nextFrame).toBe(1);
+      expect(again.checkpoint.ownerChanges).toBe(2);
+    });
+
+    it('does not let a worker whose slot epoch moved on adopt a video (no token churn)', async () => {
+      // Prepare: A claims slot 22, pins a video; A's lease runs out and B claims the slot.
+      const t0 = Date.now();
+      const a = await store.claimSlot(22, 'A', t0, TTL_MS);
+      const fenceA: SlotFence = { slot: 22, workerId: 'A', epoch: a!.epoch };
+      await store.pinVideo('ev', 22, t0);
+      const t1 = t0 + TTL_MS + 1;
+      const b = await store.claimSlot(22, 'B', t1, TTL_MS);
+      expect(b).toBeDefined();
+      const before = await store.getVideo('ev');
+      // Act: the stale A tries to adopt
+      const outcome = await store.adoptVideo('ev', fenceA, t1);
+      // Assess
+      expect(outcome).toBe('slot-lost');
+      expect((await store.getVideo('ev')).token).toBe(before.token);
+    });
+  });
+
+  describe('records', () => {
+    /** A unit committing one result with the given status for `frame`. */
+    function recordUnit(videoId: string, token: number, prev: VideoCheckpoint, frame: number, status: FrameResultItem['status'], fence: SlotFence, replacesGap = false): CommitUnit {
+      const base = unit(videoId, token, prev, frame, fence.workerId, fence.slot, Date.now());
+      return { ...base, results: [{ ...base.results[0]!, status }], ...(replacesGap ? { replacesGap: [frame] } : {}) };
+    }
+
+    async function owned(slot: number, videoId: string): Promise<{ fence: SlotFence; token: number; ck: () => Promise<VideoCheckpoint> }> {
+      const t0 = Date.now();
+      const a = await store.claimSlot(slot, `W${slot}`, t0, TTL_MS);
+      const fence: SlotFence = { slot, workerId: `W${slot}`, epoch: a!.epoch };
+      await store.pinVideo(videoId, slot, t0);
+      const v = await store.adoptVideo(videoId, fence, t0);
+      if (typeof v === 'string') throw new Error(v);
+      return { fence, token: v.token, ck: async () => (await store.getVideo(videoId)).checkpoint };
+    }
+
+    const record = async (videoId: string, frame: number) =>
+      (await backend().ddb.send(new GetCommand({ TableName: backend().resultsTable, Key: { videoId, frame }, ConsistentRead: true }))).Item;
+
+    it('lets a late record replace a gap record, and nothing else', async () => {
+      // Prepare: frame 0 recorded as a gap
+      const { fence, token, ck } = await owned(30, 'lr');
+      expect(outcomeOf(await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'gap', fence)], Date.now())).units).toEqual({ lr: 'landed' });
+      // Act: the late frame replaces it
+      const late = await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'late', fence, true)], Date.now());
+      // Assess
+      expect(outcomeOf(late).units).toEqual({ lr: 'landed' });
+      expect(await record('lr', 0)).toMatchObject({ status: 'late' });
+      // A second late record for the same frame meets a record that is no longer a gap.
+      const again = await store.commit(fence, [recordUnit('lr', token, await ck(), 0, 'late', fence, true)], Date.now());
+      expect(outcomeOf(again)).toEqual({ kind: 'settled', units: { lr: { conflict: 0 } } });
+    });
+
+    it('takes only the video whose result meets an existing record out of a shared commit', async () => {
+      // Prepare: two videos on one slot; frame 0 of "clash" already has an ok record
+      const { fence, token, ck } = await owned(31, 'clash');
+      await store.pinVideo('calm', 31, Date.now());
+      const calm = await store.adoptVideo('calm', fence, Date.now());
+      if (typeof calm === 'string') throw new Error(calm);
+      expect(outcomeOf(await store.commit(fence, [recordUnit('clash', token, await ck(), 0, 'ok', fence)], Date.now())).units).toEqual({ clash: 'landed' });
+      const clashCk = await ck();
+      // Act: one transaction with a create-only record for an existing frame, and a good unit
+      const outcome = await store.commit(fence, [recordUnit('clash', token, clashCk, 0, 'ok', fence), recordUnit('calm', calm.token, calm.checkpoint, 0, 'ok', fence)], Date.now());
+      // Assess
+      expect(outcomeOf(outcome)).toEqual({ kind: 'settled', units: { clash: { conflict: 0 }, calm: 'landed' } });
+      expect(await record('calm', 0)).toMatchObject({ status: 'ok' });
+      expect((await store.getVideo('clash')).checkpoint.seq).toBe(clashCk.seq);
+    });
+  });
+
+  describe('malformed commit units (issue 32)', () => {
+    async function twoVideos(slot: number, a: string, b: string): Promise<{ fence: SlotFence; va: { token: number; checkpoint: VideoCheckpoint }; vb: { token: number; checkpoint: VideoCheckpoint } }> {
+      const t0 = Date.now();
+      const claimed = await store.claimSlot(slot, `W${slot}`, t0, 60_000);
+      const fence: SlotFence = { slot, workerId: `W${slot}`, epoch: claimed!.epoch };
+      const adopt = async (id: string) => {
+        await store.pinVideo(id, slot, t0);
+        const v = await store.adoptVideo(id, fence, t0);
+        if (typeof v === 'string') throw new Error(v);
+        return v;
+      };
+      return { fence, va: await adopt(a), vb: await adopt(b) };
+    }
+
+    it('a unit naming one item twice is refused before anything is sent; the other unit of the commit lands', async () => {
+      // Prepare: "twice" carries two results for frame 0 (on AWS: a ValidationException for the whole transaction)
+      const { fence, va, vb } = await twoVideos(50, 'twice', 'beside');
+      const twice = unit('twice', va.token, va.checkpoint, 0, fence.workerId, fence.slot, Date.now());
+      const bad: CommitUnit = { ...twice, results: [twice.results[0]!, { ...twice.results[0]!, status: 'gap' }] };
+      // Act
+      const outcome = await store.commit(fence, [bad, unit('beside', vb.token, vb.checkpoint, 0, fence.workerId, fence.slot, Date.now())], Date.now());
+      // Assess
+      expect(outcomeOf(outcome)).toEqual({ kind: 'settled', units: { twice: { invalid: 'two results for frame 0' }, beside: 'landed' } });
+      expect((await store.getVideo('twice')).checkpoint.commitId).toBe(va.checkpoint.commitId);
+    });
+
+    it('a ValidationException from DynamoDB is no unknown outcome: the faulty unit is found by sending each alone, the others land', async () => {
+      // Prepare: "huge" carries a result item over DynamoDB's 400 KB item limit (refused as malformed by DynamoDB and DynamoDB Local alike)
+      const { fence, va, vb } = await twoVideos(51, 'huge', 'fine');
+      const huge = unit('huge', va.token, va.checkpoint, 0, fence.workerId, fence.slot, Date.now());
+      const oversized: CommitUnit = { ...huge, results: [{ ...huge.results[0]!, detail: 'x'.repeat(420_000) }] };
+      // Act
+      const outcome = await store.commit(fence, [oversized, unit('fine', vb.token, vb.checkpoint, 0, fence.workerId, fence.slot, Date.now())], Date.now());
+      // Assess
+      const units = outcomeOf(outcome).units;
+      expect(units.fine).toBe('landed');
+      expect(units.huge).toMatchObject({ invalid: expect.stringMatching(/^ValidationException/) });
+      expect(outcome.ambiguousRetries).toBe(0);
+    });
+  });
+
+  describe('commit outcome by commit id', () => {
+    it('calls a unit landed only by its own commit id: a resend of a landed unit is landed, another unit with the same seq is stale', async () => {
+      // Prepare: W40 owns video "id"; unit u (seq 1) lands
+      const t0 = Date.now();
+      const a = await store.claimSlot(40, 'W40', t0, 60_000);
+      const fence: SlotFence = { slot: 40, workerId: 'W40', epoch: a!.epoch };
+      await store.pinVideo('id', 40, t0);
+      const v = await store.adoptVideo('id', fence, t0);
+      if (typeof v === 'string') throw new Error(v);
+      const u = unit('id', v.token, v.checkpoint, 0, 'W40', 40, t0);
+      expect(outcomeOf(await store.commit(fence, [u], t0)).units).toEqual({ id: 'landed' });
+      // Act: the same unit sent again (an earlier attempt's answer was lost), and a rival unit
+      // built on the same previous checkpoint: same seq, another commit id (the ABA case)
+      const resent = await store.commit(fence, [u], t0);
+      const rival = unit('id', v.token, v.checkpoint, 0, 'W40', 40, t0);
+      const aba = await store.commit(fence, [rival], t0);
+      // Assess: the cancellation wrote nothing; only the commit id in the stored item decides
+      expect(rival.checkpoint.seq).toBe(u.checkpoint.seq);
+      expect(outcomeOf(resent).units).toEqual({ id: 'landed' });
+      expect(outcomeOf(aba).units).toEqual({ id: 'stale' });
+      const stored = await store.readCommitState('id');
+      expect(stored.checkpoint.commitId).toBe(u.checkpoint.commitId);
+      expect(await store.resolveUnit(fence, u)).toBe('landed');
+      expect(await store.resolveUnit(fence, rival)).toBe('stale');
+    });
+
+    it('reads a checkpoint written before commit ids with a seq-derived id, and commits over it', async () => {
+      // Prepare: an item as an older version wrote it (no commitId in the checkpoint)
+      const t0 = Date.now();
+      const a = await store.claimSlot(41, 'W41', t0, 60_000);
+      const fence: SlotFence = { slot: 41, workerId: 'W41', epoch: a!.epoch };
+      await store.pinVideo('legacy', 41, t0);
+      const v = await store.adoptVideo('legacy', fence, t0);
+      if (typeof v === 'string') throw new Error(v);
+      const { commitId: _dropped, ...old } = v.checkpoint;
+      await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#legacy' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': old } }));
+      // Act
+      const read = await store.readCommitState('legacy');
+      const outcome = await store.commit(fence, [unit('legacy', v.token, read.checkpoint, 0, 'W41', 41, t0)], t0);
+      // Assess
+      expect(read.checkpoint.commitId).toBe(legacyCommitId(v.checkpoint.seq));
+      expect(outcomeOf(outcome).units).toEqual({ legacy: 'landed' });
+    });
+  });
+
+  describe('crash-loop evidence (decision 28)', () => {
+    it('counts adoptions without progress in the adoption write, tries once a marker is stored, and a commit of frames clears it', async () => {
+      // Prepare: A owns slot 30 and adopts video cl, commits frame 0 (progress)
+      let now = Date.now();
+      const claim = async (worker: string): Promise<SlotFence> => {
+        now += TTL_MS + 1;
+        const c = await store.claimSlot(30, worker, now, TTL_MS);
+        return { slot: 30, workerId: worker, epoch: c!.epoch };
+      };
+      const adopt = async (fence: SlotFence) => {
+        const v = await store.adoptVideo('cl', fence, now);
+        if (typeof v === 'string') throw new Error(`not adopted: ${v}`);
+        return v;
+      };
+      const fenceA = await claim('A');
+      await store.pinVideo('cl', 30, now);
+      const a = await adopt(fenceA);
+      expect(a.checkpoint.stall).toEqual({ adoptions: 1 });
+      expect(outcomeOf(await store.commit(fenceA, [unit('cl', a.token, a.checkpoint, 0, 'A', 30, now)], now)).units).toEqual({ cl: 'landed' });
+      const progressed = await store.getVideo('cl');
+      // The test's unit() spreads the previous checkpoint, stall included; the worker's commit
+      // builder leaves stall out of a unit of frames (crash-breaker.test.ts): do the same here.
+      expect(progressed.checkpoint.stall).toEqual({ adoptions: 1 });
+      const { stall: _dropped, ...withoutStall } = unit('cl', a.token, progressed.checkpoint, 1, 'A', 30, now).checkpoint;
+      const frame1 = unit('cl', a.token, progressed.checkpoint, 1, 'A', 30, now);
+      expect(outcomeOf(await store.commit(fenceA, [{ ...frame1, checkpoint: { ...withoutStall, commitId: frame1.checkpoint.commitId } }], now)).units).toEqual({ cl: 'landed' });
+      expect((await store.getVideo('cl')).checkpoint.stall).toBeUndefined();
+      // Act: B and C adopt and die without progress; C stores a marker for frame 2 first
+      const b = await adopt(await claim('B'));
+      expect(b.checkpoint.stall).toEqual({ adoptions: 1 });
+      const fenceC = await claim('C');
+      const c = await adopt(fenceC);
+      expect(c.checkpoint.stall).toEqual({ adoptions: 2 });
+      const marker: VideoCheckpoint = { ...c.checkpoint, seq: c.checkpoint.seq + 1, commitId: newCommitId(), stall: { adoptions: 2, trying: 2 } };
+      const markerUnit: CommitUnit = { videoId: 'cl', token: c.token, expectedSeq: c.checkpoint.seq, expectedCommitId: c.checkpoint.commitId, checkpoint: marker, results: [], summary: summaryOf('cl', marker, { token: c.token, worker: 'C', slot: 30 }, now) };
+      expect(outcomeOf(await store.commit(fenceC, [markerUnit], now)).units).toEqual({ cl: 'landed' });
+      // Assess: the next adoption counts the death while trying frame 2
+      const d = await adopt(await claim('D'));
+      expect(d.checkpoint.stall).toEqual({ adoptions: 3, trying: 2, tries: 1 });
+    });
+  });
+
+  describe('takeover evidence from writes and reads that happen anyway (decision 29)', () => {
+    it('a claim says whether the previous owner released the slot; an adoption says whom the video was taken from', async () => {
+      // Prepare: A claims a never-used slot and adopts a new video
+      const t0 = Date.now();
+      const a = await store.claimSlot(37, 'A', t0, TTL_MS);
+      expect(a).toMatchObject({ epoch: 1, takenOver: false });
+      const fenceA: SlotFence = { slot: 37, workerId: 'A', epoch: a!.epoch };
+      await store.pinVideo('tk', 37, t0);
+      const byA = await store.adoptVideo('tk', fenceA, t0);
+      if (typeof byA === 'string') throw new Error(`not adopted: ${byA}`);
+      expect(byA.adoptedFrom).toBeUndefined();
+      // Act: A drains (releases the slot, keeps the video pinned); B claims and adopts
+      expect(await store.releaseSlot(fenceA, t0 + 100)).toBe(true);
+      const b = await store.claimSlot(37, 'B', t0 + 200, TTL_MS);
+      // Assess: a clean handover, though the video comes from A
+      expect(b).toMatchObject({ epoch: 2, takenOver: false });
+      const fenceB: SlotFence = { slot: 37, workerId: 'B', epoch: b!.epoch };
+      const byB = await store.adoptVideo('tk', fenceB, t0 + 200, { slotTakenOver: false });
+      if (typeof byB === 'string') throw new Error(`not adopted: ${byB}`);
+      expect(byB.adoptedFrom).toBe('A');
+      // ... so the adoption is not counted in the stall evidence (nobody died)
+      expect(byA.checkpoint.stall).toEqual({ adoptions: 1 });
+      expect(byB.checkpoint.stall).toEqual({ adoptions: 1 });
+      // Adopting again what is already ours takes it from nobody
+      const again = await store.adoptVideo('tk', fenceB, t0 + 300);
+      if (typeof again === 'string') throw new Error(`not adopted: ${again}`);
+      expect(again.adoptedFrom).toBeUndefined();
+      // Act: B dies (its lease runs out unreleased); C claims
+      const c = await store.claimSlot(37, 'C', t0 + 200 + TTL_MS + 1, TTL_MS);
+      expect(c).toMatchObject({ epoch: 3, takenOver: true });
+      const byC = await store.adoptVideo('tk', { slot: 37, workerId: 'C', epoch: c!.epoch }, t0 + 200 + TTL_MS + 1, { slotTakenOver: true });
+      if (typeof byC === 'string') throw new Error(`not adopted: ${byC}`);
+      expect(byC.adoptedFrom).toBe('B');
+      expect(byC.checkpoint.stall).toEqual({ adoptions: 2 });
+      // A task-stopped report ends C's lease: D's claim takes the slot over too
+      expect(await store.expireStoppedOwner(37, t0 + TTL_MS + 300, t0 + TTL_MS + 400, 'C')).toBe(true);
+      const d = await store.claimSlot(37, 'D', t0 + TTL_MS + 500, TTL_MS);
+      expect(d).toMatchObject({ epoch: 4, takenOver: true });
+      // A video released idle has no owner: re-pinned and adopted, it is taken from nobody
+      const fenceD: SlotFence = { slot: 37, workerId: 'D', epoch: d!.epoch };
+      const byD = await store.adoptVideo('tk', fenceD, t0 + TTL_MS + 500);
+      if (typeof byD === 'string') throw new Error(`not adopted: ${byD}`);
+      expect(await store.releaseVideo('tk', fenceD, byD.token, byD.checkpoint.seq, t0 + TTL_MS + 600, 1)).toBe(true);
+      await store.pinVideo('tk', 37, t0 + TTL_MS + 700);
+      const fresh = await store.adoptVideo('tk', fenceD, t0 + TTL_MS + 700);
+      if (typeof fresh === 'string') throw new Error(`not adopted: ${fresh}`);
+      expect(fresh.adoptedFrom).toBeUndefined();
+    });
+  });
+}
