@@ -168,6 +168,24 @@ describe('decodeSegment: decoder choice, memory', () => {
     expect(frames).toHaveLength(15);
   });
 
+  it('never holds a segment\'s decoded frames all at once: 120 frames of 1080p (740 MB of RGB) in a small fraction of that', async () => {
+    const segment = fixture('box-1080p-120.mp4');
+    const frameBytes = 1920 * 1080 * 3;
+    const base = process.memoryUsage().rss;
+    let peak = base;
+    const hashes = new Set<string>();
+    let end: SegmentEnd | undefined;
+    for await (const item of readAhead(decodeSegment(segment, { firstFrame: 0 }), 4)) {
+      peak = Math.max(peak, process.memoryUsage().rss);
+      if (item.kind === 'end') end = item;
+      else if (item.index % 10 === 0) hashes.add(sha(item.data));
+    }
+    expect(end).toMatchObject({ decoded: 120, frameCount: 120 });
+    expect(hashes.size).toBeGreaterThan(1); // real pictures, not one repeated buffer
+    // measured 130-ish MB here; holding them all would be 120 x 6.2 MB
+    expect(peak - base).toBeLessThan(40 * frameBytes);
+  });
+
   it('readAhead keeps at most `depth` items decoded ahead of the consumer, in order', async () => {
     let produced = 0;
     async function* source(): AsyncGenerator<number> {
