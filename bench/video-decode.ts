@@ -8,7 +8,11 @@
  *   -pix_fmt rgb24` on stdout, read by this process (its CPU counted with the child's);
  * - `sharp-jpeg`: the same 60 frames as JPEGs (quality 95, what bench/pipeline-cpu.ts
  *   uploads) decoded one by one to raw RGB by sharp, as the worker decodes a frame today
- *   before its letterbox.
+ *   before its letterbox;
+ * - `node-av-letterbox` / `sharp-jpeg-letterbox`: the same, scaled while decoding to the
+ *   size the 640x640 letterbox needs (FFmpeg's swscale, bilinear; sharp's linear resize
+ *   with shrink-on-load, as gpu-worker/vision/preprocess.ts does). At 640x480 nothing is
+ *   scaled, so they repeat the first pair.
  *
  * The frames are the bench's synthetic clip (bench/decode-settings.ts: coloured squares on
  * a slightly noisy background, seed 500, 6 objects) at 640x480 and 1920x1080, encoded once
@@ -30,12 +34,15 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { decodeSegment } from '../gpu-worker/video/segment-decoder.ts';
+import { letterboxGeometry } from '../gpu-worker/vision/preprocess.ts';
 import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { numberOption } from './support.ts';
 
 const FPS = 30;
 const FRAMES = 2 * FPS;
-const VARIANTS = ['node-av', 'ffmpeg-binary', 'sharp-jpeg'] as const;
+const VARIANTS = ['node-av', 'ffmpeg-binary', 'sharp-jpeg', 'node-av-letterbox', 'sharp-jpeg-letterbox'] as const;
+/** The model's input side: `-letterbox` variants scale to the letterbox's inner size (1080p: 640x360). */
+const INPUT = 640;
 type Variant = (typeof VARIANTS)[number];
 const RATES = ['crf23', 'camera'] as const;
 type Rate = (typeof RATES)[number];
@@ -94,11 +101,11 @@ async function viaBinary(file: string, frameBytes: number): Promise<{ cpuMs: num
   return { cpuMs: childMs + (used.user + used.system) / 1000, frames: bytes / frameBytes };
 }
 
-async function viaNodeAv(segment: Buffer): Promise<{ cpuMs: number; frames: number; decoder: string }> {
+async function viaNodeAv(segment: Buffer, resize?: { width: number; height: number }): Promise<{ cpuMs: number; frames: number; decoder: string }> {
   const before = process.cpuUsage();
   let frames = 0;
   let decoder = '';
-  for await (const item of decodeSegment(segment, { firstFrame: 0 })) {
+  for await (const item of decodeSegment(segment, { firstFrame: 0, ...(resize ? { resize } : {}) })) {
     if (item.kind === 'frame') frames++;
     else {
       decoder = item.decoder;
@@ -109,9 +116,13 @@ async function viaNodeAv(segment: Buffer): Promise<{ cpuMs: number; frames: numb
   return { cpuMs: (used.user + used.system) / 1000, frames, decoder };
 }
 
-async function viaSharp(jpegs: readonly Uint8Array[]): Promise<{ cpuMs: number; frames: number }> {
+async function viaSharp(jpegs: readonly Uint8Array[], resize?: { width: number; height: number }): Promise<{ cpuMs: number; frames: number }> {
   const before = process.cpuUsage();
-  for (const j of jpegs) await sharp(j, { failOn: 'error' }).removeAlpha().toColourspace('srgb').raw().toBuffer();
+  for (const j of jpegs) {
+    let p = sharp(j, { failOn: 'error' }).removeAlpha().toColourspace('srgb');
+    if (resize) p = p.resize(resize.width, resize.height, { fit: 'fill', kernel: 'linear', fastShrinkOnLoad: true });
+    await p.raw().toBuffer();
+  }
   const used = process.cpuUsage(before);
   return { cpuMs: (used.user + used.system) / 1000, frames: jpegs.length };
 }
@@ -140,6 +151,8 @@ try {
   console.log(`video decode: ${FRAMES}-frame ${FPS}-fps H.264 segments, ${rounds} rounds, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'}), sharp ${sharp.versions.sharp}`);
   for (const size of values.sizes.split(',')) {
     const [width, height] = size.split('x').map(Number) as [number, number];
+    const g = letterboxGeometry(width, height, INPUT, INPUT);
+    const resize = g.resizedWidth !== width || g.resizedHeight !== height ? { width: g.resizedWidth, height: g.resizedHeight } : undefined;
     const clip = await generateClip({ seed: 500, frames: FRAMES, width, height, format: 'jpeg', objects: 6 });
     const jpegs = clip.frames.map((f) => f.image);
     const rgb = await Promise.all(jpegs.map((j) => sharp(j).removeAlpha().raw().toBuffer()));
@@ -155,7 +168,12 @@ try {
     for (let round = 0; round < rounds; round++) {
       for (const v of VARIANTS) {
         const t0 = performance.now();
-        const r = v === 'node-av' ? await viaNodeAv(segment) : v === 'ffmpeg-binary' ? await viaBinary(file, width * height * 3) : await viaSharp(jpegs);
+        const r =
+          v === 'node-av' ? await viaNodeAv(segment)
+          : v === 'node-av-letterbox' ? await viaNodeAv(segment, resize)
+          : v === 'ffmpeg-binary' ? await viaBinary(file, width * height * 3)
+          : v === 'sharp-jpeg-letterbox' ? await viaSharp(jpegs, resize)
+          : await viaSharp(jpegs);
         const wall = performance.now() - t0;
         if (r.frames !== FRAMES) throw new Error(`${v} decoded ${r.frames} of ${FRAMES} frames`);
         if ('decoder' in r && typeof r.decoder === 'string') decoderName = r.decoder;

@@ -53,8 +53,12 @@ export interface DecodedFrame {
   readonly index: number;
   /** Presentation time in the stream's time line, ms (fractions kept to the µs); null when the stream has none. */
   readonly ptsMs: number | null;
+  /** Size of `data`: the source's, or `resize` when given. */
   readonly width: number;
   readonly height: number;
+  /** The frame's size in the stream (what detections map back to). */
+  readonly sourceWidth: number;
+  readonly sourceHeight: number;
   readonly channels: 3;
   /** Packed RGB, `width * height * 3` bytes. */
   readonly data: Buffer;
@@ -98,6 +102,12 @@ export interface SegmentDecodeOptions {
   readonly maxSourcePixels?: number;
   /** FFmpeg decoder threads per segment; 1 spends the least CPU per frame, segments of other videos run side by side. @default 1 */
   readonly threads?: number;
+  /**
+   * Scale every frame to this size while converting to RGB (bilinear, FFmpeg's swscale, or
+   * on the GPU with NVDEC): the letterbox's `resizedWidth` x `resizedHeight`, so a 1080p
+   * frame never exists as full-size RGB. @default the source's size
+   */
+  readonly resize?: { readonly width: number; readonly height: number };
 }
 
 const DEFAULT_MAX_SOURCE_PIXELS = 7680 * 4320;
@@ -158,6 +168,9 @@ class HardwareFailed extends Error {}
 export async function* decodeSegment(input: Uint8Array | string, options: SegmentDecodeOptions): AsyncGenerator<SegmentItem, void, undefined> {
   quietFfmpeg();
   const n = options.firstFrame;
+  if (options.resize && !(Number.isInteger(options.resize.width) && Number.isInteger(options.resize.height) && options.resize.width > 0 && options.resize.height > 0)) {
+    throw new RangeError(`resize ${options.resize.width}x${options.resize.height} must be positive integers`);
+  }
   const container = options.container ?? 'mp4';
   let decoded = 0;
   let surplus = 0;
@@ -268,8 +281,9 @@ async function* decodeOnce(input: Uint8Array | string, options: SegmentDecodeOpt
           if (f.width * f.height > maxPixels) throw new StopDecoding('frame-too-large', `${f.width}x${f.height} is over ${maxPixels} pixels`);
           const ts = f.bestEffortTimestamp !== AV_NOPTS_VALUE ? f.bestEffortTimestamp : f.pts;
           const ptsMs = ts === AV_NOPTS_VALUE || tb.den === 0 ? null : Math.round((Number(ts) * tb.num * 1_000_000) / tb.den) / 1000;
-          const data = await scaler.toBuffer(f, { format: 'rgb' });
-          yield { kind: 'frame', ptsMs, width: f.width, height: f.height, channels: 3, data };
+          const size = options.resize ?? { width: f.width, height: f.height };
+          const data = await scaler.toBuffer(f, { format: 'rgb', ...(options.resize ? { resize: { width: size.width, height: size.height } } : {}) });
+          yield { kind: 'frame', ptsMs, width: size.width, height: size.height, sourceWidth: f.width, sourceHeight: f.height, channels: 3, data };
         } finally {
           f.free();
         }

@@ -41,7 +41,7 @@ describe('decodeSegment: whole segments', () => {
     expect(frames).toHaveLength(45);
     expectConsecutive(frames, 120);
     for (const f of frames) {
-      expect([f.width, f.height, f.channels, f.data.length]).toEqual([160, 120, 3, 160 * 120 * 3]);
+      expect([f.width, f.height, f.sourceWidth, f.sourceHeight, f.channels, f.data.length]).toEqual([160, 120, 160, 120, 3, 160 * 120 * 3]);
     }
     // 30 fps, B-frames reordered: timestamps rise by 1/30 s
     frames.forEach((f, i) => expect(f.ptsMs).toBeCloseTo((i * 1000) / 30, 2));
@@ -75,6 +75,20 @@ describe('decodeSegment: whole segments', () => {
     const { frames, end } = await decodeAll(fixture('hevc-15.mkv'), { firstFrame: 0, container: 'matroska' });
     expect(frames).toHaveLength(15);
     expect(end).toMatchObject({ decoded: 15, decoder: 'hevc cpu' });
+  });
+
+  it('scales while converting when asked (the letterbox size), keeping the source size for the boxes', async () => {
+    const full = await decodeAll(fixture('bframes-45.mp4'), { firstFrame: 0 });
+    const small = await decodeAll(fixture('bframes-45.mp4'), { firstFrame: 0, resize: { width: 80, height: 60 } });
+    expect(small.frames).toHaveLength(45);
+    const mean = (b: Uint8Array): number => b.reduce((sum, v) => sum + v, 0) / b.length;
+    small.frames.forEach((f, i) => {
+      expect([f.width, f.height, f.sourceWidth, f.sourceHeight, f.data.length]).toEqual([80, 60, 160, 120, 80 * 60 * 3]);
+      expect(f.ptsMs).toBe(full.frames[i]!.ptsMs);
+      // the same picture, smaller: average brightness within 2 levels
+      expect(Math.abs(mean(f.data) - mean(full.frames[i]!.data))).toBeLessThan(2);
+    });
+    await expect(decodeSegment(fixture('bframes-45.mp4'), { firstFrame: 0, resize: { width: 0, height: 60 } }).next()).rejects.toThrow(RangeError);
   });
 
   it('reads a file path as it reads bytes', async () => {
