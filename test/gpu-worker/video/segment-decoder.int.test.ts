@@ -151,6 +151,13 @@ describe('decodeSegment: bad input gives the frames it can, then the reason for 
     expect(end).toMatchObject({ failure: { reason: 'decode-error', from: frames.length, to: 45 } });
   });
 
+  it('another codec, and a file with no video at all', async () => {
+    const mpeg4 = await decodeAll(fixture('mpeg4-5.mkv'), { firstFrame: 0, declaredFrames: 5 });
+    expect(mpeg4.end).toMatchObject({ decoded: 0, failure: { reason: 'unsupported-codec', from: 0, to: 5 } });
+    const audio = await decodeAll(fixture('audio-only.mkv'), { firstFrame: 9 });
+    expect(audio.end).toMatchObject({ decoded: 0, failure: { reason: 'no-video-stream', from: 9, to: 9 } });
+  });
+
   it('a frame over the pixel limit', async () => {
     const { end } = await decodeAll(fixture('bframes-45.mp4'), { firstFrame: 0, maxSourcePixels: 160 * 119 });
     expect(end).toMatchObject({ decoded: 0, failure: { reason: 'frame-too-large', from: 0, to: 0 } });
