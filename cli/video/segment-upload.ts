@@ -1,0 +1,92 @@
+/**
+ * The sending half of `affinity upload <file> --video <id>`: cut the file
+ * (cli/video/segment-file.ts), list what the video already has, plan (cli/video/upload-plan.ts),
+ * then PUT each segment with its frame count in `x-amz-meta-frames` (the `k` the worker
+ * holds the decoder to: core/ingest/segment-keys.ts), in frame order, a few at a time.
+ * The `affinity` command and its progress bar are wired next to it (issue 34).
+ */
+import { readFile } from 'node:fs/promises';
+import { ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { endMarkerKey } from '../../core/keys.ts';
+import { FRAME_PREFIX } from '../../core/config.ts';
+import { FRAMES_METADATA_KEY, parseSourceKey } from '../../core/ingest/segment-keys.ts';
+import { cutFile, type CutOptions, type CutSegment } from './segment-file.ts';
+import { lastFrameOf, planUpload, type RemoteObject, type UploadPlan } from './upload-plan.ts';
+
+const CONTENT_TYPES: Readonly<Record<string, string>> = { mp4: 'video/mp4', m4v: 'video/mp4', ts: 'video/mp2t', mkv: 'video/x-matroska' };
+
+export class UploadConflictError extends Error {
+  override name = 'UploadConflictError';
+}
+
+export interface SegmentUploadOptions extends CutOptions {
+  readonly s3: S3Client;
+  readonly bucket: string;
+  /** Concurrent PUTs. @default 4 */
+  readonly concurrency?: number;
+  /** Write the end marker (`_end`, body the last frame) after every segment landed. @default false */
+  readonly end?: boolean;
+  /** Called after each segment landed or was skipped. */
+  readonly onProgress?: (p: { readonly done: number; readonly total: number; readonly bytesSent: number; readonly bytesTotal: number }) => void;
+}
+
+export interface SegmentUploadResult {
+  readonly plan: UploadPlan<CutSegment>;
+  readonly frames: number;
+  readonly lastFrame: number | undefined;
+  readonly endWritten: boolean;
+}
+
+/** Every object under the video's prefix, with its size (paginated). */
+export async function listVideoObjects(s3: S3Client, bucket: string, videoId: string): Promise<RemoteObject[]> {
+  const out: RemoteObject[] = [];
+  let token: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${FRAME_PREFIX}${videoId}/`, ...(token ? { ContinuationToken: token } : {}) }));
+    for (const o of page.Contents ?? []) if (o.Key !== undefined) out.push({ key: o.Key, size: o.Size ?? 0 });
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return out;
+}
+
+/** Cuts `file`, then uploads the segments S3 does not hold yet. Throws {@link UploadConflictError} before sending anything when a key conflicts. */
+export async function uploadVideoFile(file: string, options: SegmentUploadOptions): Promise<SegmentUploadResult> {
+  const { segments, frames } = await cutFile(file, options);
+  const plan = planUpload(segments, await listVideoObjects(options.s3, options.bucket, options.videoId));
+  if (plan.conflicts.length > 0) {
+    throw new UploadConflictError(`not uploading ${options.videoId}: ${plan.conflicts.map((c) => c.why).join('; ')}`);
+  }
+  const total = segments.length;
+  const bytesTotal = plan.bytesToUpload;
+  let done = plan.skip.length;
+  let bytesSent = 0;
+  options.onProgress?.({ done, total, bytesSent, bytesTotal });
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < plan.upload.length) {
+      const s = plan.upload[next++]!;
+      const parsed = parseSourceKey(s.key);
+      await options.s3.send(
+        new PutObjectCommand({
+          Bucket: options.bucket,
+          Key: s.key,
+          Body: await readFile(s.file),
+          ContentLength: s.bytes,
+          ContentType: parsed.kind === 'source' ? CONTENT_TYPES[parsed.extension] : undefined,
+          Metadata: { [FRAMES_METADATA_KEY]: String(s.frames) },
+        }),
+      );
+      done++;
+      bytesSent += s.bytes;
+      options.onProgress?.({ done, total, bytesSent, bytesTotal });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, lane));
+  const lastFrame = lastFrameOf(segments);
+  let endWritten = false;
+  if (options.end && lastFrame !== undefined) {
+    await options.s3.send(new PutObjectCommand({ Bucket: options.bucket, Key: endMarkerKey(options.videoId), Body: String(lastFrame) }));
+    endWritten = true;
+  }
+  return { plan, frames, lastFrame, endWritten };
+}
