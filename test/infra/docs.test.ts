@@ -4,7 +4,7 @@
  * docs/deploy.md's deployment settings from infra/config.ts. A block that differs from
  * its rendering, or a key missing with its current default, fails here.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TUNABLES, documentedDefault, tunablesMarkdownTable } from '../../core/config.ts';
 import { DEFAULT_DEPLOYMENT_SETTINGS } from '../../infra/config.ts';
@@ -43,5 +43,22 @@ describe('generated configuration tables', () => {
     // Act & Assess
     expect(blockText(edited, block)).not.toBe(tunablesMarkdownTable());
     expect(blockText(withBlock(edited, block), block)).toBe(tunablesMarkdownTable());
+  });
+});
+
+describe('paths the docs name', () => {
+  /** `test/...` and `bench/...` paths in backticks (a `*` matches any characters within one name). */
+  const namedPaths = (doc: string) => [...new Set([...doc.matchAll(/`((?:test|bench)\/[A-Za-z0-9_./*-]+\.ts)`/g)].map((m) => m[1]!))];
+  const exists = (path: string) => {
+    if (!path.includes('*')) return existsSync(new URL(`../../${path}`, import.meta.url));
+    const dir = path.slice(0, path.lastIndexOf('/'));
+    const pattern = new RegExp(`^${path.slice(path.lastIndexOf('/') + 1).replace(/[.]/g, '\\.').replace(/\*/g, '[^/]*')}$`);
+    return readdirSync(new URL(`../../${dir}`, import.meta.url)).some((f) => pattern.test(f));
+  };
+
+  it.each(['README.md'])('every test and bench file %s names exists (files move; the docs must follow)', (file) => {
+    // `test/core/x*.test.ts` illustrates the layout convention, it names no file.
+    const missing = namedPaths(read(file)).filter((p) => p !== 'test/core/x*.test.ts' && !exists(p));
+    expect(missing).toEqual([]);
   });
 });
