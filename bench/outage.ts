@@ -2,7 +2,7 @@
  * The outage timeline for issue 19's closing note: runs test/system/outages-*.int.test.ts
  * (DynamoDB, SQS and S3, each down for 65 s mid-stream on a local stack of its own, the
  * three side by side; every process behind the outage proxies, default leases / visibility
- * / receive counts, every live worker killed with SIGKILL 8 s in) and prints, per service,
+ * / receive counts, every live worker killed with SIGKILL 3 s in) and prints, per service,
  * when the outage started and ended, when the workers were killed, when the last record
  * was committed, the highest receive count any slot or ingest message reached, and the
  * messages in any DLQ (must be 0). Times are seconds after the outage started. Writes

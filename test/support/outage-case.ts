@@ -35,8 +35,15 @@ import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack
 
 /** How long each outage lasts: past the redrive window (10 receives × 5 s) at the defaults. */
 const OUTAGE_MS = 65_000;
-/** When, into the outage, every live worker gets SIGKILL: before a worker cut off from DynamoDB exits on its own (lease 15 s). */
-const KILL_AFTER_MS = 8_000;
+/**
+ * When, into the outage, every live worker gets SIGKILL: before a worker cut off from
+ * DynamoDB exits on its own. It gives up once a failed heartbeat leaves less than a
+ * heartbeat's margin of its last confirmed lease (15 s - 5 s), and that lease may have
+ * been confirmed a heartbeat (5 s) before the outage began: so as early as 5 s in. (At
+ * 8 s, as before, the kill found no live worker in runs where the heartbeat's phase put
+ * that exit first.)
+ */
+const KILL_AFTER_MS = 3_000;
 /** One frame per video this often while the stream runs (during the outage too). */
 const FRAME_EVERY_MS = 2_000;
 const VIDEOS = 4;
@@ -100,18 +107,21 @@ async function rideOut(service: OutageService): Promise<void> {
   proxies.switch.down(service);
   let killedAtMs = -1;
   let killedWorkers = 0;
+  // On a timer, not between upload rounds: a round's uploads slow down on a loaded machine,
+  // and a kill that slipped past the workers' own lease-lost exit would find none alive.
+  const killer = setTimeout(() => {
+    for (const w of stack.launcher.workers()) {
+      if (!w.alive) continue;
+      process.kill(w.pid, 'SIGKILL');
+      killedWorkers++;
+    }
+    killedAtMs = Date.now() - startedAt;
+  }, KILL_AFTER_MS);
   while (Date.now() - startedAt < OUTAGE_MS) {
     await uploadRound();
-    if (killedAtMs < 0 && Date.now() - startedAt >= KILL_AFTER_MS) {
-      for (const w of stack.launcher.workers()) {
-        if (!w.alive) continue;
-        process.kill(w.pid, 'SIGKILL');
-        killedWorkers++;
-      }
-      killedAtMs = Date.now() - startedAt;
-    }
     await sleep(FRAME_EVERY_MS);
   }
+  clearTimeout(killer);
   const uploadedDuring = [...next.values()].reduce((a, b) => a + b, 0) - uploadedBefore;
   proxies.switch.up(service);
   const outageEndMs = Date.now() - startedAt;
