@@ -13,19 +13,18 @@ export const DEFAULTS_LANE = [
 ];
 
 /**
- * Two lanes (the README says how to run each):
+ * Three lanes (the README says how to run each), run one after the other:
  *
  * - `unit`: every test that neither starts an emulator nor a process, binds a fixed port
  *   or writes a shared file: pure rules, twins, mocked SDK clients, CDK synthesis into its
  *   own temporary folder. Files run in parallel (one per core).
- * - `integration`: `*.int.test.ts`, the tests on DynamoDB Local and fauxqs and those that
- *   start processes (workers, the CLI, the crash probe's child). One file at a time: each
- *   starts Java and several Node processes, and the hostile-timing tests at the default
- *   tunables must not share two cores with another stack.
+ * - `defaults` (DEFAULTS_LANE above): three files side by side, each on its own stack.
+ * - `integration`: the other `*.int.test.ts`, the tests on DynamoDB Local and fauxqs and
+ *   those that start processes (workers, the CLI, the crash probe's child). One file at a
+ *   time: each starts Java and several Node processes.
  *
- * A plain `vitest run` runs both: the unit lane first, then the integration lane (vitest
- * runs a project whose files are not parallel after the parallel ones).
- * `npm run test:unit` / `npm run test:int` run one lane (`--project`).
+ * Groups run by `sequence.groupOrder`; a project whose files are not parallel runs after
+ * them all. `npm run test:unit` / `test:defaults` / `test:int` run one lane (`--project`).
  * test/vitest-config.test.ts keeps the convention that sorts files into lanes.
  */
 export default defineConfig({
