@@ -1,10 +1,10 @@
 /**
- * One case of issue 19, item 3, end to end (test/system/outages-{dynamodb,sqs,s3}.int.test.ts,
- * one file per service so that the three 65-s outages run side by side in the defaults
- * lane of vitest.config.ts, each on its own stack): an outage of DynamoDB, SQS or S3 in the middle of a
- * stream, longer than the slot queue's redrive window, with a kill -9 of the slots'
- * workers during it, moves nothing to any DLQ; once it ends every uploaded frame has
- * exactly one record and every video with an end marker completes.
+ * One case of issue 19, item 3, end to end (test/system/outages-{dynamodb,sqs,s3}.int.test.ts:
+ * one file per service, so that the three 65-s outages run side by side in the defaults
+ * lane of vitest.config.ts, each on its own stack): an outage of DynamoDB, SQS or S3 in
+ * the middle of a stream, longer than the slot queue's redrive window, with a kill -9 of
+ * the slots' workers during it, moves nothing to any DLQ; once it ends every uploaded
+ * frame has exactly one record and every video with an end marker completes.
  *
  * Real parts: the local stack (DynamoDB Local, fauxqs, the router behind its SQS event
  * source, the janitor, worker processes), every one of them reaching the emulators through
