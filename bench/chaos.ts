@@ -29,7 +29,7 @@
  *   npx node bench/chaos.ts [--seed N] [--videos 6] [--frames 200] [--fps 5] [--aws-fault-rate 0.02]
  *     [--lost-answer-rate 0.03] [--later-group-rate 0.03] [--outages 1] [--crash-frames 1] [--default-tunables] [--out path]
  *
- * Writes bench/results/chaos-<seed>.json. test/chaos/chaos.test.ts runs it when CHAOS=1.
+ * Writes bench/results/chaos-<seed>.json. test/chaos/chaos.int.test.ts runs it when CHAOS=1.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

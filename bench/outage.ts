@@ -1,11 +1,12 @@
 /**
- * The outage timeline for issue 19's closing note: runs test/system/outages.int.test.ts
- * (DynamoDB, SQS, then S3 down for 65 s mid-stream on the local stack, every process
- * behind the outage proxies, default leases / visibility / receive counts, every live
- * worker killed with SIGKILL 8 s in) and prints, per service, when the outage started and
- * ended, when the workers were killed, when the last record was committed, the highest
- * receive count any slot or ingest message reached, and the messages in any DLQ (must be
- * 0). Times are seconds after the outage started. Writes bench/results/outage.json.
+ * The outage timeline for issue 19's closing note: runs test/system/outages-*.int.test.ts
+ * (DynamoDB, SQS and S3, each down for 65 s mid-stream on a local stack of its own, the
+ * three side by side; every process behind the outage proxies, default leases / visibility
+ * / receive counts, every live worker killed with SIGKILL 3 s in) and prints, per service,
+ * when the outage started and ended, when the workers were killed, when the last record
+ * was committed, the highest receive count any slot or ingest message reached, and the
+ * messages in any DLQ (must be 0). Times are seconds after the outage started. Writes
+ * bench/results/outage.json.
  *
  * The figures come from the test itself (it appends one JSON line per case to
  * OUTAGE_TIMELINE_FILE), so the bench and the test can never measure different things.
@@ -17,7 +18,8 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { benchMain, commandLine, freshStateDir, machine, REPO_ROOT, RESULTS_DIR, writeResult } from './harness/main.ts';
 
-const TEST_FILE = 'test/system/outages.int.test.ts';
+/** The three cases (DynamoDB, SQS, S3), one file each; vitest's defaults lane runs them side by side. */
+const TEST_FILE = 'test/system/outages-';
 
 /** One case's timeline as the test writes it (ms after the outage started). */
 interface CaseTimeline {
@@ -39,7 +41,7 @@ const seconds = (ms: number) => Number((ms / 1000).toFixed(1));
 await benchMain('outage', async (bench) => {
   const file = join(freshStateDir('outage'), 'timeline.jsonl');
   rmSync(file, { force: true });
-  bench.say(`running ${TEST_FILE} (about 6 minutes)`);
+  bench.say(`running ${TEST_FILE}*.int.test.ts (about 2 minutes)`);
   const run = spawnSync('npx', ['vitest', 'run', TEST_FILE], {
     cwd: REPO_ROOT,
     env: { ...process.env, OUTAGE_TIMELINE_FILE: file },

@@ -13,7 +13,7 @@
  * the repository root). An entry whose source no longer exists is not moved again, but
  * imports of its old path are still rewritten, so the same mapping can be run again after
  * a merge brings files into the old places or new imports of the old paths. After a merge:
- * `node scripts/move-modules.ts core-aws` first, then `node scripts/test-layout.ts --write`.
+ * `node scripts/move-modules.ts core-aws`.
  * Builtin mapping: `core-aws` (the adapter modules into core/aws/).
  *
  * Rewritten: `import … from '…'`, `export … from '…'`, `import '…'`, `import('…')`,

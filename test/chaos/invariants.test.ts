@@ -1,7 +1,7 @@
 /**
  * The chaos run's invariant checks (bench/harness/invariants.ts checkInvariants) on made-up outcomes:
  * a clean video passes all eight, and each kind of damage the run must catch is counted
- * against the right invariant. (The chaos run itself is test/chaos/chaos.test.ts, CHAOS=1.)
+ * against the right invariant. (The chaos run itself is test/chaos/chaos.int.test.ts, CHAOS=1.)
  */
 import { describe, expect, it } from 'vitest';
 import { checkInvariants, type VideoOutcome } from '../../bench/harness/invariants.ts';

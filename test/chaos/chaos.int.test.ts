@@ -6,7 +6,7 @@
  * window, a frame that crashes the worker and skipped janitor runs, then its eight invariants. Without CHAOS=1 the default suite skips it,
  * saying so. `CHAOS_SEED=N` replays a seed; otherwise a fresh one is drawn and printed.
  *
- *   CHAOS=1 npx vitest run test/chaos/chaos.test.ts
+ *   CHAOS=1 npx vitest run test/chaos/chaos.int.test.ts
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -15,14 +15,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const enabled = process.env.CHAOS === '1';
-if (!enabled) console.log('test/chaos/chaos.test.ts: skipped (a 2-4 minute chaos run on the local stack); run it with CHAOS=1 [CHAOS_SEED=N]');
+if (!enabled) console.log('test/chaos/chaos.int.test.ts: skipped (a 2-4 minute chaos run on the local stack); run it with CHAOS=1 [CHAOS_SEED=N]');
 
 describe.skipIf(!enabled)('chaos run on the local stack', () => {
   it('keeps every invariant under at least 50 mixed faults', async () => {
     // Prepare
     const seed = process.env.CHAOS_SEED ?? String(Math.floor(Math.random() * 2 ** 31));
     const out = join(mkdtempSync(join(tmpdir(), 'chaos-')), `chaos-${seed}.json`);
-    console.log(`chaos seed ${seed} (replay: CHAOS=1 CHAOS_SEED=${seed} npx vitest run test/chaos/chaos.test.ts, or npx node bench/chaos.ts --seed ${seed})`);
+    console.log(`chaos seed ${seed} (replay: CHAOS=1 CHAOS_SEED=${seed} npx vitest run test/chaos/chaos.int.test.ts, or npx node bench/chaos.ts --seed ${seed})`);
     // Act: a child process, so the run's stack, env and signals stay out of the test runner
     const code = await new Promise<number | null>((resolve, reject) => {
       const child = spawn(process.execPath, ['bench/chaos.ts', '--seed', seed, '--out', out], { stdio: ['ignore', 'inherit', 'inherit'] });

