@@ -30,6 +30,17 @@ const STARTS_SOMETHING: readonly RegExp[] = [
   /\/gpu-worker\/runtime\/probe-process\.ts$/,
 ];
 
+/**
+ * The worker harness starts the emulators unless told `backend: 'memory'` (the in-memory
+ * twins, no process, no port): a unit-lane file may use it when every start it makes says so.
+ */
+function onTwins(file: string, spec: string): boolean {
+  if (!/\/support\/worker-harness\.ts$/.test(spec)) return false;
+  const text = readFileSync(path.join(TEST_ROOT, '..', file), 'utf8');
+  const starts = [...text.matchAll(/WorkerHarness\.start\(\{([^}]*)/g)].map((m) => m[1]!);
+  return starts.length > 0 && starts.every((options) => /backend:\s*'memory'/.test(options));
+}
+
 function imports(file: string): string[] {
   const text = readFileSync(path.join(TEST_ROOT, '..', file), 'utf8');
   return [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => (m[1] ?? m[2])!);
@@ -46,8 +57,13 @@ describe('the test lanes', () => {
   it('no unit-lane test imports what starts an emulator, a process or the local stack (name it *.int.test.ts)', () => {
     const offending = files
       .filter((f) => !f.endsWith('.int.test.ts'))
-      .flatMap((f) => imports(f).filter((spec) => STARTS_SOMETHING.some((re) => re.test(spec))).map((spec) => `${f}: ${spec}`));
+      .flatMap((f) => imports(f).filter((spec) => STARTS_SOMETHING.some((re) => re.test(spec)) && !onTwins(f, spec)).map((spec) => `${f}: ${spec}`));
     expect(offending).toEqual([]);
+  });
+
+  it('a worker harness on the twins is told from one on the emulators', () => {
+    expect(onTwins('test/gpu-worker/runtime/upload-latency.test.ts', '../../support/worker-harness.ts')).toBe(true);
+    expect(onTwins('test/system/late-frame-in-doubt.int.test.ts', '../support/worker-harness.ts')).toBe(false);
   });
 
   it('sees such imports where they are (the integration lane)', () => {
