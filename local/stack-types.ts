@@ -37,7 +37,7 @@ export interface LocalStackOptions {
   readonly routerConcurrency?: number;
   /** Long-poll wait of the router's event source. @default 20 (seconds, as Lambda) */
   readonly routerWaitTimeSeconds?: number;
-  /** Worker entry module relative to cwd. @default 'gpu-worker/main.ts' */
+  /** Worker entry module relative to cwd. @default 'lab/worker-main.ts' (gpu-worker/main.ts with the lab added) */
   readonly workerEntry?: string;
   /** Extra environment for workers. */
   readonly workerEnv?: Record<string, string>;

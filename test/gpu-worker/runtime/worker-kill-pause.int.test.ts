@@ -25,7 +25,7 @@ import { ProcessGate } from '../../support/process-gate.ts';
 import { waitFor } from '../../support/wait.ts';
 import { inOrderTrackIds, trackIds } from '../../support/worker-doubles.ts';
 import type { FrameProcessor } from '../../../core/ports.ts';
-import { SimulatedGpuProcessor } from '../../../gpu-worker/vision/simulated-gpu.ts';
+import { SimulatedGpuProcessor } from '../../../lab/worker/simulated-gpu.ts';
 
 const SLOT = 0;
 const VIDEOS = 4;
