@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { WORKER_ENV, tunablesToEnv, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
 import type { LaunchedTaskState, LaunchRequest, LaunchResult, TaskLauncher } from '../core/ports.ts';
 import type { OrphanGuard } from './orphan-guard.ts';
+import type { LocalEndpoints } from '../core/stack-file.ts';
 
 /**
  * The worker the local stack starts: the product's (gpu-worker/main.ts) with the lab added
@@ -18,11 +19,7 @@ import type { OrphanGuard } from './orphan-guard.ts';
  */
 export const LOCAL_WORKER_ENTRY = 'lab/worker-main.ts';
 
-export interface LocalEndpoints {
-  readonly s3: string;
-  readonly sqs: string;
-  readonly dynamodb: string;
-}
+export type { LocalEndpoints } from '../core/stack-file.ts';
 
 /**
  * Environment variables that point an AWS SDK v3 client (and the AWS CLI) at the local
