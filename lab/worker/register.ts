@@ -26,7 +26,7 @@ import { StatsProcessor, STATS_PROCESSOR_DELAY_MS_ENV } from './stats-processor.
 export const SIMULATED_GPU_ENV = 'SIMULATED_GPU';
 
 /** The lab's worker extension. */
-export const LAB_WORKER_EXTENSION: WorkerExtension = Object.freeze({
+export const LAB_WORKER_EXTENSION: WorkerExtension = {
   processors: {
     stats: ({ env }) => new StatsProcessor(Number(env[STATS_PROCESSOR_DELAY_MS_ENV] ?? 0)),
     simgpu: ({ env, tunables, clock }) =>
@@ -42,7 +42,7 @@ export const LAB_WORKER_EXTENSION: WorkerExtension = Object.freeze({
     if (poison && key?.includes(poison)) process.kill(process.pid, 'SIGKILL');
   },
   probeEntry: fileURLToPath(new URL('../probe-main.ts', import.meta.url)),
-});
+};
 
 /** Adds the lab to this process's worker or crash probe, and to its AWS clients (idempotent). */
 export function registerLab(): void {
