@@ -37,7 +37,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES, type Tunables } from '../core/config.ts';
 import { frameKey } from '../core/keys.ts';
 import { rng } from '../core/random.ts';
-import { COMMIT_FAULT_NAMES } from '../core/aws/fault-injection.ts';
+import { COMMIT_FAULT_NAMES } from '../lab/aws/fault-injection.ts';
 import type { LocalStack } from '../local/stack.ts';
 import type { ScheduledHandler } from '../local/event-source.ts';
 import type { NotificationFault } from '../local/stack.ts';

@@ -21,7 +21,7 @@ import { parseFlags } from './harness/options.ts';
 import { ProcessProbe } from '../gpu-worker/runtime/probe-process.ts';
 import { YOLO11N_PATH, YOLOV8N_PATH } from './yolo-fixtures.ts';
 
-const ENTRY = fileURLToPath(new URL('../gpu-worker/probe-main.ts', import.meta.url));
+const ENTRY = fileURLToPath(new URL('../lab/probe-main.ts', import.meta.url));
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 interface Row {

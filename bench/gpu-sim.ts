@@ -6,7 +6,7 @@
  * latencies, not from this machine's CPU. What ran on what: bench/harness/sim-rig.ts
  * (SQS = the in-process SQS FIFO model with real FIFO semantics, DynamoDB = DynamoDB
  * Local through the production clients, S3 = frames in memory; all behind the latency
- * model of core/latency-model.ts, whose numbers and sources are in its header and in
+ * model of lab/aws/latency-model.ts, whose numbers and sources are in its header and in
  * bench/README.md).
  *
  * Scenarios:
@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { allResults } from '../core/aws/results-reader.ts';
 import { METRIC_NAMES } from '../core/metric-names.ts';
 import { boundingStage, STAGES, type StageReport } from '../gpu-worker/runtime/stage-clock.ts';
-import { simulatedGpuCapacityFps } from '../gpu-worker/vision/simulated-gpu.ts';
+import { simulatedGpuCapacityFps } from '../lab/worker/simulated-gpu.ts';
 import { CpuSampler } from './cpu-accounting.ts';
 import { benchMain, commandLine, machine, RESULTS_DIR, sleep, writeResult, type Bench } from './harness/main.ts';
 import { parseFlags } from './harness/options.ts';

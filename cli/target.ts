@@ -11,7 +11,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES, resourceNames } from '../core/config.ts';
-import { clientConfig, type StackFile } from '../local/stack.ts';
+import { clientConfig, type StackFile } from '../core/stack-file.ts';
 import { createAwsClientsFrom } from '../core/aws/clients.ts';
 import { CliError } from './io.ts';
 

@@ -4,20 +4,15 @@
  * Environment: the wiring and tunables of core/config.ts, plus
  *   SLOT_ID           slot to claim (set by the TaskLauncher); unset = first free slot
  *   WORKER_ID         unique id for logs and the results' `worker` field (default host-pid-random)
- *   FRAME_PROCESSOR   `vision` (default: ONNX detector + tracker), `stats` (no model) or `simgpu`
- *                     (a simulated GPU for benches: vision/simulated-gpu.ts)
- *   SIMULATED_GPU     with `simgpu`: JSON {batchFixedMs, perFrameMs, objects} over its defaults
- *   STATS_PROCESSOR_DELAY_MS  with `stats`: extra ms per batch (stands in for a slow model in tests)
+ *   FRAME_PROCESSOR   `vision` (default: ONNX detector + tracker), or a kind a composition root
+ *                     added through extensions.ts (the lab's `stats` and `simgpu`: lab/worker-main.ts)
  *   METRICS_FLUSH_INTERVAL_MS  how often EMF metric lines are written (default 10000)
  *   HEALTH_FILE       file touched on every confirmed heartbeat (container health check)
  *   MODEL_SHA256      SHA-256 (hex) the model at MODEL_URI must have (`modelSha256`); unset = not checked
  *   INFERENCE_THREAD_FAULT  test seam only: JSON {kind, onRun, onceFile?} making the inference
  *                     thread die (vision/inference-thread.ts InferenceThreadFault); with
  *                     onceFile, only the process that removes that file gets the fault
- *   WORKER_CRASH_ON_KEY  test seam only: a key substring; processing a frame whose S3 key contains
- *                     it SIGKILLs this process, as a poison frame would (crash-on-key.ts; the
- *                     crash-loop breaker's tests and the chaos run use it, decision 28)
- *   AWS_CALL_LOG, AWS_FAULT_INJECTION, AWS_LATENCY_MODEL  bench / chaos instrumentation (core/aws/instrumentation.ts)
+ *   AWS_CALL_LOG      bench call log (core/aws/instrumentation.ts)
  *   STAGE_REPORT_INTERVAL_MS  how often the per-stage accounting is logged (`stage accounting`,
  *                     runtime/stage-clock.ts; default 30000; also logged at exit)
  *
@@ -27,6 +22,10 @@
  * EXIT_PROCESSOR_FAILED (4): the frame processor broke for good (its inference thread
  * died, `FrameProcessor.fatal`); the worker drained and exits so that another task takes
  * the slot, and the janitor treats the stop as a crash. 1: anything else that crashed it.
+ *
+ * The GPU image runs this module as it is. The local stack, benches and tests run it
+ * through lab/worker-main.ts, which first adds the lab (extensions.ts): the `stats` and
+ * `simgpu` processors, WORKER_CRASH_ON_KEY, AWS_FAULT_INJECTION and AWS_LATENCY_MODEL.
  */
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -44,9 +43,9 @@ import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { GpuSampler } from './runtime/gpu-sampler.ts';
 import { StageClock, boundingStage } from './runtime/stage-clock.ts';
 import { timeStages } from './runtime/stage-timing.ts';
-import { crashOnKey, WORKER_CRASH_ON_KEY_ENV } from './crash-on-key.ts';
 import { RulesStore } from '../core/aws/rules-store.ts';
 import { createProcessor, INFERENCE_THREAD_FAULT_ENV } from './processor-factory.ts';
+import { probeEntry, wrapPipeline } from './extensions.ts';
 import { ProcessProbe } from './runtime/probe-process.ts';
 
 /**
@@ -65,7 +64,7 @@ async function main(): Promise<number> {
   const healthFile = env[WORKER_ENV.healthFile];
   const wiring = wiringFromEnv(env);
   const tunables = tunablesFromEnv(env);
-  // The worker's composition root: bench call log and chaos faults, when the environment asks for them.
+  // The worker's composition root: the bench call log, and what an extension added (the lab's faults), when the environment asks for them.
   const clients = instrumentAwsClients(createAwsClients(env), env, 'worker');
   const metrics = new EmfMetrics(wiring.metricsNamespace, { service: 'worker' }, Number(env[WORKER_ENV.metricsFlushIntervalMs] ?? 10_000));
   let worker: Worker | undefined;
@@ -79,8 +78,8 @@ async function main(): Promise<number> {
   // Per-stage accounting, always on (a few additions per call): where the time goes.
   const clock = new StageClock();
   const created = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3, metrics, onFatal, clock);
-  const crashKey = env[WORKER_CRASH_ON_KEY_ENV];
-  const plain = crashKey ? crashOnKey(crashKey, new FrameStore(clients.s3), created) : { frames: new FrameStore(clients.s3), processor: created };
+  // What an extension wraps around them (the lab's crash-on-key seam); nothing in the image.
+  const plain = wrapPipeline({ frames: new FrameStore(clients.s3), processor: created }, env);
   const { frames: timedFrames, processor, queues, leases } = timeStages(
     { ...plain, queues: new SlotQueues(clients.sqs, wiring.slotQueueUrlPrefix), leases: LeaseStore.forWiring(clients.ddb, wiring, tunables) },
     clock,
@@ -110,7 +109,7 @@ async function main(): Promise<number> {
     // The crash probe's child (decision 41): the worker's environment, so it builds the same
     // processor; without the inference-thread fault seam, which is this process's alone.
     probe: new ProcessProbe({
-      entry: fileURLToPath(new URL('./probe-main.ts', import.meta.url)),
+      entry: probeEntry() ?? fileURLToPath(new URL('./probe-main.ts', import.meta.url)),
       env: { ...env, [WORKER_ENV.workerId]: workerId, [INFERENCE_THREAD_FAULT_ENV]: '' },
       log,
     }),

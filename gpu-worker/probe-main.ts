@@ -8,7 +8,9 @@
  * own model.
  *
  * It exits when its channel closes: the worker stopped it, or the worker died.
- * The WORKER_CRASH_ON_KEY seam (crash-on-key.ts) kills it as it kills the worker.
+ * Extensions (extensions.ts) reach it as they reach the worker: the worker starts the
+ * probe entry an extension set (lab/probe-main.ts adds the lab's processors and its
+ * WORKER_CRASH_ON_KEY seam, which kills the child as it kills the worker), else this one.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { EXIT_PROCESSOR_FAILED, WORKER_ENV, tunablesFromEnv } from '../core/config.ts';
@@ -16,7 +18,7 @@ import { createAwsClients } from '../core/aws/clients.ts';
 import { nullMetrics } from '../core/ports.ts';
 import { createProcessor } from './processor-factory.ts';
 import { StageClock } from './runtime/stage-clock.ts';
-import { WORKER_CRASH_ON_KEY_ENV } from './crash-on-key.ts';
+import { beforeProbeTry } from './extensions.ts';
 import type { ProbeReply, ProbeRequest } from './runtime/probe-process.ts';
 import { errorText } from '../core/errors.ts';
 
@@ -46,12 +48,11 @@ async function main(): Promise<void> {
     reply({ type: 'start-failed', error: errorText(e).slice(0, 500) });
     process.exit(1);
   }
-  const crashKey = env[WORKER_CRASH_ON_KEY_ENV];
   const p = processor;
   process.on('message', (m: ProbeRequest) => {
     if (m.type !== 'try') return;
-    // Test seam: die on the poison key, as the worker would when handed that frame.
-    if (crashKey && m.key?.includes(crashKey)) process.kill(process.pid, 'SIGKILL');
+    // An extension's seam (the lab's crash-on-key dies here, as the worker would when handed that frame).
+    beforeProbeTry(m.key, env);
     void (async () => {
       try {
         p.openVideo(SCRATCH_VIDEO, undefined);

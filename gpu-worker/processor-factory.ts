@@ -1,16 +1,16 @@
 /**
- * Builds the frame processor FRAME_PROCESSOR names (`vision`, `stats` or `simgpu`), for
- * the worker (main.ts) and for the crash probe's child (probe-main.ts), so that the child
- * decodes and detects exactly as the worker would (decision 41).
+ * Builds the frame processor FRAME_PROCESSOR names, for the worker (main.ts) and for the
+ * crash probe's child (probe-main.ts), so that the child decodes and detects exactly as
+ * the worker would (decision 41). The product knows `vision` only; other kinds (the lab's
+ * `stats` and `simgpu`) are added by a composition root through extensions.ts.
  */
 import { unlinkSync } from 'node:fs';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { WORKER_ENV, type Tunables } from '../core/config.ts';
+import type { Tunables } from '../core/config.ts';
 import type { FrameProcessor, MetricSink } from '../core/ports.ts';
 import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
-import { StatsProcessor } from './stats-processor.ts';
-import { SimulatedGpuProcessor, parseSimulatedGpu } from './vision/simulated-gpu.ts';
+import { processorFactory, processorKinds } from './extensions.ts';
 import type { StageClock } from './runtime/stage-clock.ts';
 import type { InferenceThreadFault } from './vision/inference-thread.ts';
 
@@ -32,7 +32,11 @@ function inferenceThreadFault(env: NodeJS.ProcessEnv): InferenceThreadFault | un
   return { kind, onRun };
 }
 
-/** The processor `kind` names, built from the tunables and the environment (the model comes from `modelUri`, through `s3` when it is an S3 URI). */
+/**
+ * The processor `kind` names, built from the tunables and the environment (the model comes
+ * from `modelUri`, through `s3` when it is an S3 URI): `vision` (or empty), or a kind an
+ * extension added; any other kind throws, naming the kinds there are.
+ */
 export async function createProcessor(
   kind: string,
   tunables: Tunables,
@@ -42,10 +46,10 @@ export async function createProcessor(
   onFatal: (reason: string) => void,
   clock: StageClock,
 ): Promise<FrameProcessor> {
-  if (kind === 'stats') return new StatsProcessor(Number(process.env[WORKER_ENV.statsDelayMs] ?? 0));
-  if (kind === 'simgpu') {
-    const options = parseSimulatedGpu(process.env.SIMULATED_GPU, { batchSize: tunables.inferenceBatchSize, maxBatchWaitMs: tunables.maxBatchWaitMs });
-    return new SimulatedGpuProcessor(options, clock, tunables.detectAheadFrames);
+  if (kind !== '' && kind !== 'vision') {
+    const factory = processorFactory(kind);
+    if (!factory) throw new Error(`FRAME_PROCESSOR=${kind} is not a frame processor of this worker (it has: ${processorKinds().join(', ')}); the lab's run through lab/worker-main.ts`);
+    return await factory({ tunables, env: process.env, log, s3, metrics, onFatal, clock });
   }
   const { createVisionProcessor, visionOptionsFromTunables } = await import('./vision/index.ts');
   const fault = inferenceThreadFault(process.env);

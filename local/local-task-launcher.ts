@@ -10,12 +10,16 @@ import { createInterface } from 'node:readline';
 import { WORKER_ENV, tunablesToEnv, wiringToEnv, type Tunables, type Wiring } from '../core/config.ts';
 import type { LaunchedTaskState, LaunchRequest, LaunchResult, TaskLauncher } from '../core/ports.ts';
 import type { OrphanGuard } from './orphan-guard.ts';
+import type { LocalEndpoints } from '../core/stack-file.ts';
 
-export interface LocalEndpoints {
-  readonly s3: string;
-  readonly sqs: string;
-  readonly dynamodb: string;
-}
+/**
+ * The worker the local stack starts: the product's (gpu-worker/main.ts) with the lab added
+ * (`FRAME_PROCESSOR=stats`, WORKER_CRASH_ON_KEY, AWS_FAULT_INJECTION, ...), through
+ * lab/worker-main.ts. Relative to the repository root.
+ */
+export const LOCAL_WORKER_ENTRY = 'lab/worker-main.ts';
+
+export type { LocalEndpoints } from '../core/stack-file.ts';
 
 /**
  * Environment variables that point an AWS SDK v3 client (and the AWS CLI) at the local
@@ -64,7 +68,7 @@ export interface LocalTaskLauncherOptions {
   readonly tunables: Tunables;
   readonly endpoints: LocalEndpoints;
   readonly credentials: { accessKeyId: string; secretAccessKey: string };
-  /** Worker entry module, relative to `cwd`. */
+  /** Worker entry module, relative to `cwd`. @default {@link LOCAL_WORKER_ENTRY} */
   readonly entry?: string;
   readonly cwd?: string;
   /** Extra environment for workers (wins over everything else). */
@@ -219,7 +223,7 @@ export class LocalTaskLauncher implements TaskLauncher {
     };
     for (const k of ['AWS_PROFILE', 'AWS_SESSION_TOKEN']) if (env[k] === '') delete env[k];
     const startedAtMs = Date.now();
-    const child = spawn(process.execPath, [o.entry ?? 'gpu-worker/main.ts'], {
+    const child = spawn(process.execPath, [o.entry ?? LOCAL_WORKER_ENTRY], {
       cwd: o.cwd ?? process.cwd(),
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,7 +2,7 @@
  * `npm start`: the whole application on this machine, on local AWS emulators.
  *
  *   npm start -- [--port 4566] [--dynamodb-port 8000] [--prefix FrameAffinity]
- *                [--warm-slots N] [--worker-entry gpu-worker/main.ts] [--no-router] [--no-janitor]
+ *                [--warm-slots N] [--worker-entry lab/worker-main.ts] [--no-router] [--no-janitor]
  *                [--no-event-relay]
  *                [--state-dir .local] [--quiet]
  *

@@ -1,9 +1,12 @@
 /**
  * The local stack's shapes: its options, the running stack, the stack.json other processes
- * read, and the client configuration for it (local/stack.ts starts it).
+ * read, and the client configuration for it (local/stack.ts starts it). stack.json's shape
+ * and `clientConfig` live in core/stack-file.ts, so that the CLI reads them without
+ * loading local/.
  */
 import type { Tunables, Wiring } from '../core/config.ts';
-import type { AwsClientConfig, AwsClients } from '../core/aws/clients.ts';
+import type { AwsClients } from '../core/aws/clients.ts';
+import type { LocalCredentials } from '../core/stack-file.ts';
 import type { PortRequest } from './emulators.ts';
 import type { ScheduledHandler, SqsEventSource, SqsHandler } from './event-source.ts';
 import type { ScheduledInvoker } from './eventbridge-invokers.ts';
@@ -12,10 +15,7 @@ import type { LocalResources } from './resources.ts';
 import type { NotificationFaultFn, S3Notifier } from './s3-notifications.ts';
 import type { EventRelay } from './event-relay.ts';
 
-export interface LocalCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-}
+export { clientConfig, type LocalCredentials, type StackFile } from '../core/stack-file.ts';
 
 export interface LocalStackOptions {
   /** Resource name prefix (the stack name in AWS). @default 'FrameAffinity' */
@@ -37,7 +37,7 @@ export interface LocalStackOptions {
   readonly routerConcurrency?: number;
   /** Long-poll wait of the router's event source. @default 20 (seconds, as Lambda) */
   readonly routerWaitTimeSeconds?: number;
-  /** Worker entry module relative to cwd. @default 'gpu-worker/main.ts' */
+  /** Worker entry module relative to cwd. @default 'lab/worker-main.ts' (gpu-worker/main.ts with the lab added) */
   readonly workerEntry?: string;
   /** Extra environment for workers. */
   readonly workerEnv?: Record<string, string>;
@@ -105,37 +105,4 @@ export interface LocalStack {
   readonly portFallbacks: readonly string[];
   /** Stops everything; idempotent. */
   stop(): Promise<void>;
-}
-
-/** The JSON written to `<stateDir>/stack.json` for the CLI and other processes. */
-export interface StackFile {
-  readonly region: string;
-  readonly prefix: string;
-  readonly endpoints: LocalEndpoints;
-  readonly credentials: LocalCredentials;
-  readonly bucket: string;
-  readonly tables: { readonly results: string; readonly leases: string; readonly events: string };
-  readonly queues: {
-    /** The queue standing in for the event bus. */
-    readonly eventBus: string;
-    readonly ingest: string;
-    readonly ingestDlq: string;
-    readonly slots: readonly string[];
-    readonly slotDlqs: readonly string[];
-  };
-  readonly wiring: Wiring;
-  readonly tunables: Tunables;
-  readonly pids: { readonly stack: number; readonly dynamodb: number; readonly workers: readonly { slot: number; pid: number; workerId: string }[] };
-  readonly startedAt: string;
-}
-
-/** SDK v3 client configuration for each service of a local stack (the one way to build clients for it). */
-export function clientConfig(stack: Pick<LocalStack, 'endpoints' | 'region' | 'credentials'> | StackFile): AwsClientConfig {
-  const common = { region: stack.region, credentials: { ...stack.credentials } };
-  return {
-    // fauxqs serves path-style only: `bucket.127.0.0.1` is no host name.
-    s3: { ...common, endpoint: stack.endpoints.s3, forcePathStyle: true },
-    sqs: { ...common, endpoint: stack.endpoints.sqs },
-    dynamodb: { ...common, endpoint: stack.endpoints.dynamodb },
-  };
 }

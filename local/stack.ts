@@ -20,6 +20,7 @@ import { OrphanGuard } from './orphan-guard.ts';
 import { createLocalResources } from './resources.ts';
 import { S3Notifier } from './s3-notifications.ts';
 import { startLocalEventRelay } from './event-relay.ts';
+import { installLabInstrumentation } from '../lab/aws/instrumentation.ts';
 export type { NotificationFault, NotificationFaultFn, NotificationCounts } from './s3-notifications.ts';
 
 export { clientConfig } from './stack-types.ts';
@@ -31,6 +32,9 @@ const DEFAULT_REGION = 'us-east-1';
 
 /** Starts the local stack; on any failure everything started so far is stopped again. */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  // The in-process router and janitor get the lab's AWS_FAULT_INJECTION / AWS_LATENCY_MODEL
+  // when the environment asks for them, as the workers do through lab/worker-main.ts.
+  installLabInstrumentation();
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const region = options.region ?? DEFAULT_REGION;
   const requested = validateTunables({ ...DEFAULT_TUNABLES, ...options.tunables });

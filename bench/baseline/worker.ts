@@ -32,7 +32,8 @@ import { createAwsClients } from '../../core/aws/clients.ts';
 import { instrumentAwsClients } from '../../core/aws/instrumentation.ts';
 import { tunablesFromEnv } from '../../core/config.ts';
 import type { FrameOutcome, FrameProcessor } from '../../core/ports.ts';
-import { StatsProcessor } from '../../gpu-worker/stats-processor.ts';
+import { StatsProcessor } from '../../lab/worker/stats-processor.ts';
+import { installLabInstrumentation } from '../../lab/aws/instrumentation.ts';
 import { BaselineLockClient } from './lock.ts';
 
 /** The seed's message body. */
@@ -62,6 +63,8 @@ const idleMs = Number(env.BASELINE_IDLE_SECONDS ?? 30) * 1000;
 
 const event = (e: string, fields: Record<string, unknown> = {}) => appendFileSync(eventsFile, `${JSON.stringify({ t: Date.now(), w: workerId, e, ...fields })}\n`);
 
+// As our worker under the local stack: the call log, and the lab's faults and latencies when asked for.
+installLabInstrumentation();
 const clients = instrumentAwsClients(createAwsClients(env), env, 'worker');
 const tunables = tunablesFromEnv(env);
 const locks = new BaselineLockClient({ ddb: clients.ddb, table: lockTable, owner: workerId, leaseDurationMs: lockTtlMs });

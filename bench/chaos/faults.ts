@@ -5,7 +5,7 @@
  *  - {@link NOTIFICATION_FAULTS}: drawn per uploaded frame, on its S3 notification;
  *  - {@link TIMED_FAULTS}: planned at a time during the uploads, applied to the running
  *    stack (processes, the janitor's schedule);
- *  - AWS errors: `AWS_FAULT_INJECTION` (core/aws/fault-injection.ts) in every process,
+ *  - AWS errors: `AWS_FAULT_INJECTION` (lab/aws/fault-injection.ts) in every process,
  *    counted from its log by service, error and role.
  * A new kind is a new entry: the plan draws it, the uploader and the fault timeline apply
  * it, and the report counts it and says what its frames ended as, by its `kind` label.

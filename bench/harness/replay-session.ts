@@ -16,7 +16,7 @@
  */
 import ort from 'onnxruntime-node';
 import type { InferenceSessionLike, RunWithInputs } from '../../gpu-worker/vision/inference-thread.ts';
-import { DEFAULT_SIMULATED_GPU } from '../../gpu-worker/vision/simulated-gpu.ts';
+import { DEFAULT_SIMULATED_GPU } from '../../lab/worker/simulated-gpu.ts';
 
 /** Bytes between the pixels a frame's key is sampled from: ~1,200 samples of a 640x640x3 frame. */
 const KEY_STRIDE_BYTES = 997;

@@ -1,17 +1,17 @@
 /**
  * The rig of bench/gpu-sim.ts: the real worker (gpu-worker/runtime/worker.ts) in this
- * process, with AWS-like latency on every call (core/latency-model.ts) and a simulated GPU,
+ * process, with AWS-like latency on every call (lab/aws/latency-model.ts) and a simulated GPU,
  * on parts chosen so that no emulator is the bottleneck of a design figure:
  *  - SQS: the SQS FIFO model (core/ingest/memory/sqs-fifo-model.ts: real FIFO semantics, up to
  *    10 messages of one group per receive, group blocking), in process, behind the latency
  *    model. fauxqs hands out one message per group per receive, which real SQS does not.
  *  - DynamoDB: DynamoDB Local (a JVM child) through the production LeaseStore and SDK
- *    clients, with the latency middleware (core/aws/latency-injection.ts) on them: the real
+ *    clients, with the latency middleware (lab/aws/latency-injection.ts) on them: the real
  *    fenced transactions. Its CPU is reported (bench/cpu-accounting.ts).
  *  - S3: frames held in memory behind the latency model (FrameStore.get overridden): an
  *    S3 GET's cost in AWS is its latency, which the model supplies; fauxqs's S3 would add
  *    only this machine's CPU.
- *  - the processor: gpu-worker/vision/simulated-gpu.ts, timing decode / infer / track on
+ *  - the processor: lab/worker/simulated-gpu.ts, timing decode / infer / track on
  *    the worker's StageClock; receive / fetch / commit / delete are timed by
  *    gpu-worker/runtime/stage-timing.ts around the worker's dependencies.
  */
@@ -19,15 +19,15 @@ import sharp from 'sharp';
 import { FrameStore } from '../../core/aws/frame-store.ts';
 import { LeaseStore } from '../../core/aws/lease-store.ts';
 import { SlotQueues } from '../../core/aws/slot-queues.ts';
-import { installLatencyModel, withLatency } from '../../core/aws/latency-injection.ts';
-import { LatencyModel, parseLatencyModel } from '../../core/latency-model.ts';
+import { installLatencyModel, withLatency } from '../../lab/aws/latency-injection.ts';
+import { LatencyModel, parseLatencyModel } from '../../lab/aws/latency-model.ts';
 import type { Tunables } from '../../core/config.ts';
 import { packUnits } from '../../core/commit-packing.ts';
 import type { UnitOutcome } from '../../core/commit-outcome.ts';
 import { frameKey } from '../../core/keys.ts';
 import { StageClock } from '../../gpu-worker/runtime/stage-clock.ts';
 import { timeStages } from '../../gpu-worker/runtime/stage-timing.ts';
-import { SimulatedGpuProcessor, type SimulatedGpuOptions } from '../../gpu-worker/vision/simulated-gpu.ts';
+import { SimulatedGpuProcessor, type SimulatedGpuOptions } from '../../lab/worker/simulated-gpu.ts';
 import { WorkerHarness, type HarnessWorker } from '../../test/support/worker-harness.ts';
 
 /** S3 in memory: `get` waits a draw of the latency model, then returns the bytes put. */

@@ -13,7 +13,7 @@
  * (the SDK's own variables) win too.
  *
  * The factory builds plain clients: the bench call log (`AWS_CALL_LOG`) and the chaos
- * runs' fault injection (`AWS_FAULT_INJECTION`) are installed on them by the composition
+ * runs' fault injection (`AWS_FAULT_INJECTION`, the lab's: lab/aws/) are installed on them by the composition
  * roots, through core/aws/instrumentation.ts, and this module imports neither.
  */
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';

@@ -133,7 +133,7 @@ export const TUNABLES = {
    * (gpu-worker/runtime/hedged-fetch.ts). On by default since decision 38: a round waits for
    * its slowest GET, so S3's tail (p99 in the hundreds of ms against a median of tens)
    * idles the GPU more than anything else behind a backlog; at 100 ms about 9% of GETs
-   * are sent twice under the latency model (core/latency-model.ts).
+   * are sent twice under the latency model (lab/aws/latency-model.ts).
    */
   fetchHedgeMs: {
     kind: 'integer', default: 100, min: 0, max: 10_000, off: { value: 0, meaning: 'off' }, unit: 'ms',

@@ -24,14 +24,12 @@ export const WORKER_ENV = {
   slotId: 'SLOT_ID',
   /** Worker id in logs and results; default host-pid-random. */
   workerId: 'WORKER_ID',
-  /** `vision` (ONNX detector + tracker, default) or `stats` (no model). */
+  /** `vision` (ONNX detector + tracker, default), or a kind the lab adds (gpu-worker/extensions.ts). */
   frameProcessor: 'FRAME_PROCESSOR',
   /** File touched on every confirmed heartbeat, for the container health check. */
   healthFile: 'HEALTH_FILE',
   /** Health check: the heartbeat file may be at most this old. */
   healthMaxAgeSeconds: 'HEALTH_MAX_AGE_SECONDS',
-  /** With `stats`: extra milliseconds per batch, standing in for a slow model in tests. */
-  statsDelayMs: 'STATS_PROCESSOR_DELAY_MS',
   /** How often EMF metric lines are written (default 10000). */
   metricsFlushIntervalMs: 'METRICS_FLUSH_INTERVAL_MS',
 } as const;

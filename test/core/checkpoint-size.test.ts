@@ -20,7 +20,7 @@ import type { FrameResultItem } from '../../core/results.ts';
 import { MAX_REORDER_BUFFER_FRAMES } from '../../core/config.ts';
 import { addGap, MAX_GAP_RANGES } from '../../core/gap-ranges.ts';
 import { VideoSequencer } from '../../core/sequencer.ts';
-import { StatsProcessor } from '../../gpu-worker/stats-processor.ts';
+import { StatsProcessor } from '../../lab/worker/stats-processor.ts';
 import { ByteTracker } from '../../gpu-worker/vision/tracker.ts';
 
 const LEASE = { token: 3, worker: 'task-1', slot: 0 };

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TUNABLES, validateTunables } from '../../core/config.ts';
-import { injectedError } from '../../core/aws/fault-injection.ts';
+import { injectedError } from '../../lab/aws/fault-injection.ts';
 import { settleIngestFailures, type IngestDelivery } from '../../core/ingest-failures.ts';
 import {
   INGEST_ERROR_RECEIVES,

@@ -1,6 +1,6 @@
 /**
  * Faults for DynamoDB commits, as middleware on a real SDK client talking to DynamoDB Local
- * (the same mechanism as core/aws/fault-injection.ts, but placed above the SDK's retries
+ * (the same mechanism as lab/aws/fault-injection.ts, but placed above the SDK's retries
  * and able to fail a call *after* it applied):
  * - `fail-before`: a 5xx before the request is sent (nothing applied, the caller sees an error);
  * - `apply-then-lose`: the request applies, then the answer is lost (a `TimeoutError`);
@@ -12,7 +12,7 @@
  */
 import { TransactionCanceledException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
-import { injectedError } from '../../core/aws/fault-injection.ts';
+import { injectedError } from '../../lab/aws/fault-injection.ts';
 
 export type CommitFault = 'none' | 'fail-before' | 'apply-then-lose' | 'conflict';
 

@@ -29,7 +29,7 @@ import { ProcessGate } from './process-gate.ts';
 import { waitFor } from './wait.ts';
 import { inOrderTrackIds, trackIds } from './worker-doubles.ts';
 import type { FrameProcessor } from '../../core/ports.ts';
-import { SimulatedGpuProcessor } from '../../gpu-worker/vision/simulated-gpu.ts';
+import { SimulatedGpuProcessor } from '../../lab/worker/simulated-gpu.ts';
 
 const SLOT = 0;
 const VIDEOS = 4;

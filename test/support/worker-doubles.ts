@@ -7,7 +7,7 @@ import { S3ServiceException } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
 import { FrameStore } from '../../core/aws/frame-store.ts';
 import type { FrameInput, FrameProcessor } from '../../core/ports.ts';
-import { SimulatedGpuProcessor } from '../../gpu-worker/vision/simulated-gpu.ts';
+import { SimulatedGpuProcessor } from '../../lab/worker/simulated-gpu.ts';
 
 /** A FrameStore that counts every read of each key: GETs and reads ahead by predicted key (decision 39) alike. */
 export class CountingFrameStore extends FrameStore {

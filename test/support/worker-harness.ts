@@ -40,7 +40,7 @@ import type { FrameProcessor } from '../../core/ports.ts';
 import { allResults, getSummary, type ResultsSource } from '../../core/aws/results-reader.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
 import { Worker, type WorkerDeps } from '../../gpu-worker/runtime/worker.ts';
-import { StatsProcessor } from '../../gpu-worker/stats-processor.ts';
+import { StatsProcessor } from '../../lab/worker/stats-processor.ts';
 import { LOCAL_CREDENTIALS, startDynamoDbLocal, startFauxqsEmulator } from '../../local/emulators.ts';
 import { OrphanGuard } from '../../local/orphan-guard.ts';
 import { createLocalResources, type LocalResources } from '../../local/resources.ts';

@@ -21,7 +21,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseStore } from '../../core/aws/lease-store.ts';
 import { overriding } from '../../core/overriding.ts';
-import { injectedError } from '../../core/aws/fault-injection.ts';
+import { injectedError } from '../../lab/aws/fault-injection.ts';
 import { sleep } from '../../core/async.ts';
 import { WorkerHarness } from '../support/worker-harness.ts';
 import { waitFor } from '../support/wait.ts';

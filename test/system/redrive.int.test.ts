@@ -15,7 +15,7 @@ import { main } from '../../cli/main.ts';
 import { isUnsupportedOperation, queueMessageCount, redriveEntry } from '../../core/aws/dlq-redrive.ts';
 import { frameKey } from '../../core/keys.ts';
 import { dedupId, type SlotMessage } from '../../core/messages.ts';
-import { buildObjectCreatedEvent } from '../../local/s3-event-shapes.ts';
+import { buildObjectCreatedEvent } from '../../core/s3-event-shapes.ts';
 import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
 
 /** Objects whose S3 notification is dropped: they exist, but only the DLQ knows them. */

@@ -6,7 +6,7 @@
  * Real parts: the local stack (DynamoDB Local, fauxqs, the router's real handler behind
  * the local SQS event source, workers). The outage is a switch on the router's own SDK
  * clients that fails every request attempt with the error AWS returns
- * (`injectedError` of core/aws/fault-injection.ts, below the SDK's retries, as chaos runs
+ * (`injectedError` of lab/aws/fault-injection.ts, below the SDK's retries, as chaos runs
  * do); workers and janitor are not affected (the worker side of outages is tested apart).
  *
  * Time scale: the receive arithmetic is the defaults' (ingestMaxReceiveCount 576, outage
@@ -21,7 +21,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent } from 'aws-lambda';
 import type { InitializeMiddleware, DeserializeMiddleware, MetadataBearer } from '@smithy/types';
 import { DEFAULT_TUNABLES } from '../../core/config.ts';
-import { injectedError } from '../../core/aws/fault-injection.ts';
+import { injectedError } from '../../lab/aws/fault-injection.ts';
 import { functionContext, type FunctionContext } from '../../functions/shared/context.ts';
 import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
 

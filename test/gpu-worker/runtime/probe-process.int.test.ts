@@ -9,7 +9,7 @@ import { ProcessProbe, type ProcessProbeOptions } from '../../../gpu-worker/runt
 import type { FrameInput } from '../../../core/ports.ts';
 import sharp from 'sharp';
 
-const ENTRY = fileURLToPath(new URL('../../../gpu-worker/probe-main.ts', import.meta.url));
+const ENTRY = fileURLToPath(new URL('../../../lab/probe-main.ts', import.meta.url));
 const HUNG = fileURLToPath(new URL('../../support/probe/hung-child.ts', import.meta.url));
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 

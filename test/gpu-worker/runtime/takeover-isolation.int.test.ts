@@ -18,7 +18,7 @@ import { frameKey } from '../../../core/keys.ts';
 import { ProcessProbe } from '../../../gpu-worker/runtime/probe-process.ts';
 import type { FrameInput } from '../../../core/ports.ts';
 
-const PROBE_ENTRY = fileURLToPath(new URL('../../../gpu-worker/probe-main.ts', import.meta.url));
+const PROBE_ENTRY = fileURLToPath(new URL('../../../lab/probe-main.ts', import.meta.url));
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 const WINDOW_SECONDS = 2;

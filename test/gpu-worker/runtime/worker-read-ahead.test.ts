@@ -11,7 +11,7 @@ import type { FrameResultItem } from '../../../core/results.ts';
 import { WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
 import { CountingFrameStore, inOrderTrackIds, testJpeg, trackIds } from '../../support/worker-doubles.ts';
 import { waitFor } from '../../support/wait.ts';
-import { SimulatedGpuProcessor } from '../../../gpu-worker/vision/simulated-gpu.ts';
+import { SimulatedGpuProcessor } from '../../../lab/worker/simulated-gpu.ts';
 
 const FRAMES = 45;
 const frameNumbers = Array.from({ length: FRAMES }, (_, i) => i);

@@ -1,10 +1,13 @@
-/** AWS_LATENCY_MODEL on the SDK clients and around in-process stand-ins (core/aws/latency-injection.ts). */
+/** AWS_LATENCY_MODEL on the SDK clients and around in-process stand-ins (lab/aws/latency-injection.ts, added to the product's hook by lab/aws/instrumentation.ts). */
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createAwsClientsFrom } from '../../../core/aws/clients.ts';
 import { instrumentAwsClients } from '../../../core/aws/instrumentation.ts';
-import { withLatency } from '../../../core/aws/latency-injection.ts';
-import { LatencyModel, parseLatencyModel } from '../../../core/latency-model.ts';
+import { withLatency } from '../../../lab/aws/latency-injection.ts';
+import { LatencyModel, parseLatencyModel } from '../../../lab/aws/latency-model.ts';
+import { installLabInstrumentation } from '../../../lab/aws/instrumentation.ts';
+
+installLabInstrumentation();
 
 function clients() {
   const common = { region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } };

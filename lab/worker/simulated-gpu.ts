@@ -1,7 +1,7 @@
 /**
- * A simulated GPU (`FRAME_PROCESSOR=simgpu`): a FrameProcessor that does no CPU work for
+ * A simulated GPU (`FRAME_PROCESSOR=simgpu`, added by lab/worker/register.ts): a FrameProcessor that does no CPU work for
  * inference. Frames of all videos go through the real cross-video micro-batcher
- * (batcher.ts: batch full or `maxBatchWaitMs`, one batch at a time, as on one GPU), and
+ * (gpu-worker/vision/batcher.ts: batch full or `maxBatchWaitMs`, one batch at a time, as on one GPU), and
  * a batch of n frames "runs" by sleeping `batchFixedMs + n * perFrameMs` (default 2 ms +
  * 1 ms per frame: batch 8 in 10 ms, about 800 frames/s; batch 1 in 3 ms, about 333).
  *
@@ -10,7 +10,7 @@
  * nvJPEG or the model's own preprocessing. Detections are plausible: a few boxes moving
  * across the frame as functions of the frame number (so they are the same after a
  * failover), fed to the real per-video ByteTrack tracker; late frames get their track IDs
- * from their neighbours (late-association.ts), as the vision processor does. So tracking,
+ * from their neighbours (gpu-worker/vision/late-association.ts), as the vision processor does. So tracking,
  * checkpoints (the tracker's snapshot) and commits do their real work.
  *
  * Frames hinted by `detectAhead` (decision 42) are detected in the batches the rounds'
@@ -20,11 +20,11 @@
  * (infer busy = the GPU's busy time; infer queueing = how long ready frames waited for it).
  */
 import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
-import type { StageClock } from '../runtime/stage-clock.ts';
-import { MicroBatcher } from './batcher.ts';
-import { DETECT_AHEAD_STREAM, DetectedAhead } from './detected-ahead.ts';
-import { ByteTracker, type TrackerInput } from './tracker.ts';
-import { associateLateFrame } from './late-association.ts';
+import type { StageClock } from '../../gpu-worker/runtime/stage-clock.ts';
+import { MicroBatcher } from '../../gpu-worker/vision/batcher.ts';
+import { DETECT_AHEAD_STREAM, DetectedAhead } from '../../gpu-worker/vision/detected-ahead.ts';
+import { ByteTracker, type TrackerInput } from '../../gpu-worker/vision/tracker.ts';
+import { associateLateFrame } from '../../gpu-worker/vision/late-association.ts';
 
 /** The batch latency model and batching of the simulated GPU. */
 export interface SimulatedGpuOptions {

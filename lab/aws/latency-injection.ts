@@ -1,15 +1,15 @@
 /**
  * Injected AWS latency for benches (`AWS_LATENCY_MODEL`, installed by the composition
- * roots through core/aws/instrumentation.ts): every request attempt of the three clients
- * waits a draw of core/latency-model.ts before it is sent, so a bench on the emulators
+ * roots through lab/aws/instrumentation.ts): every request attempt of the three clients
+ * waits a draw of lab/aws/latency-model.ts before it is sent, so a bench on the emulators
  * sees AWS-like round trips. Never set in AWS; absent, nothing here is installed.
  *
  * In-process stand-ins that are not SDK clients (the SQS FIFO model of the benches) get
  * the same delays through {@link withLatency}.
  */
 import type { DeserializeMiddleware, MetadataBearer } from '@smithy/types';
-import { LatencyModel, parseLatencyModel } from '../latency-model.ts';
-import type { AwsClients, CallerRole } from './clients.ts';
+import { LatencyModel, parseLatencyModel } from './latency-model.ts';
+import type { AwsClients, CallerRole } from '../../core/aws/clients.ts';
 import type { AwsServiceName } from './fault-injection.ts';
 
 const wait = (ms: number) => (ms > 0 ? new Promise<void>((r) => setTimeout(r, ms)) : Promise.resolve());

@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { FrameInput } from '../../core/ports.ts';
-import { StatsProcessor } from '../../gpu-worker/stats-processor.ts';
+import type { FrameInput } from '../../../core/ports.ts';
+import { StatsProcessor } from '../../../lab/worker/stats-processor.ts';
 
 let grey: Uint8Array;
 

@@ -1,8 +1,8 @@
-/** The simulated GPU (gpu-worker/vision/simulated-gpu.ts): batching, timing on the clock, tracking, snapshots. */
+/** The simulated GPU (lab/worker/simulated-gpu.ts): batching, timing on the clock, tracking, snapshots. */
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { StageClock } from '../../../gpu-worker/runtime/stage-clock.ts';
-import { imageSize, parseSimulatedGpu, simulatedDetections, simulatedGpuCapacityFps, SimulatedGpuProcessor } from '../../../gpu-worker/vision/simulated-gpu.ts';
+import { imageSize, parseSimulatedGpu, simulatedDetections, simulatedGpuCapacityFps, SimulatedGpuProcessor } from '../../../lab/worker/simulated-gpu.ts';
 
 describe('simulated GPU', () => {
   it.each([

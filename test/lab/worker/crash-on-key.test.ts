@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { FrameStore } from '../../core/aws/frame-store.ts';
-import type { FrameInput, FrameProcessor } from '../../core/ports.ts';
-import { crashOnKey } from '../../gpu-worker/crash-on-key.ts';
+import type { FrameStore } from '../../../core/aws/frame-store.ts';
+import type { FrameInput, FrameProcessor } from '../../../core/ports.ts';
+import { crashOnKey } from '../../../lab/worker/crash-on-key.ts';
 
 function fakes() {
   const store = { get: async (_b: string, key: string) => new TextEncoder().encode(key) } as unknown as FrameStore;

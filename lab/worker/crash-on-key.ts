@@ -1,13 +1,14 @@
 /**
- * Test seam only (WORKER_CRASH_ON_KEY, see main.ts): makes this process die the way a
+ * Test seam only (`WORKER_CRASH_ON_KEY`, added to the worker and the crash probe by
+ * lab/worker/register.ts): makes this process die the way a
  * poison frame kills it (out of memory, a native crash in the decoder or model), when it
  * processes a frame whose S3 key contains the given substring. Fetching or decoding the
  * frame ahead does not kill: only handing it to the model does, as in a model crash.
  * Used by the crash-loop breaker's tests (decision 28) and the chaos run's fault kind.
  */
-import type { FrameSource } from '../core/ingest/port.ts';
-import type { FrameInput, FrameProcessor } from '../core/ports.ts';
-import { overriding } from '../core/overriding.ts';
+import type { FrameSource } from '../../core/ingest/port.ts';
+import type { FrameInput, FrameProcessor } from '../../core/ports.ts';
+import { overriding } from '../../core/overriding.ts';
 
 /** The environment variable: a key substring; unset or empty = no seam. */
 export const WORKER_CRASH_ON_KEY_ENV = 'WORKER_CRASH_ON_KEY';

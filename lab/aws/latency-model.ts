@@ -1,7 +1,7 @@
 /**
  * An AWS latency model for benches (`AWS_LATENCY_MODEL`): how long each call to S3, SQS
  * and DynamoDB takes from this process, as a seeded log-normal draw per call, given by
- * its median and its 99th percentile. Pure: core/aws/latency-injection.ts applies it as
+ * its median and its 99th percentile. Pure: lab/aws/latency-injection.ts applies it as
  * a delay middleware on the SDK clients (installed by the composition roots, like fault
  * injection), and benches apply it to in-process stand-ins (the SQS FIFO model) through
  * {@link LatencyModel.delayMs}. Reusable by any bench: the router's, the worker's.
@@ -28,7 +28,7 @@
  * every field optional (merged over the defaults); `scale` multiplies every delay
  * (0 = no delay, for a control run), `"default"` under a service sets its fallback.
  */
-import { rng } from './random.ts';
+import { rng } from '../../core/random.ts';
 
 /** A call's latency distribution: log-normal with this median and 99th percentile. */
 export interface LatencySpec {

@@ -1,6 +1,6 @@
-/** The AWS latency model of the benches (core/latency-model.ts): parsing, lookup, and the draws' quantiles. */
+/** The AWS latency model of the benches (lab/aws/latency-model.ts): parsing, lookup, and the draws' quantiles. */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LATENCY_TABLE, LatencyModel, parseLatencyModel } from '../../core/latency-model.ts';
+import { DEFAULT_LATENCY_TABLE, LatencyModel, parseLatencyModel } from '../../../lab/aws/latency-model.ts';
 
 describe('parseLatencyModel', () => {
   it('fills the defaults', () => {

@@ -1,10 +1,11 @@
 /**
- * AWS_FAULT_INJECTION (core/aws/fault-injection.ts), the chaos run's throttling and 5xx: absent,
+ * AWS_FAULT_INJECTION (lab/aws/fault-injection.ts), the chaos run's throttling and 5xx: absent,
  * nothing changes; set, the chosen share of request attempts fails before it leaves the
  * process, with errors the SDK's standard retry strategy retries (so a call that draws a
  * fault is retried, and one that draws it on every attempt fails after maxAttempts).
  * AWS_CALL_LOG, the bench's one line per call. Both are installed by the composition roots
- * (core/aws/instrumentation.ts), never by the client factory alone.
+ * (core/aws/instrumentation.ts, to which the lab's instrumentation is added here as the
+ * local stack and lab/worker-main.ts add it), never by the client factory alone.
  */
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,8 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAwsClients, type AwsClients } from '../../../core/aws/clients.ts';
 import { instrumentAwsClients } from '../../../core/aws/instrumentation.ts';
-import { COMMIT_FAULT_NAMES, faultRng, injectedError, parseFaultInjection } from '../../../core/aws/fault-injection.ts';
+import { COMMIT_FAULT_NAMES, faultRng, injectedError, parseFaultInjection } from '../../../lab/aws/fault-injection.ts';
+import { installLabInstrumentation } from '../../../lab/aws/instrumentation.ts';
 import { AWS_CALL_POLICY } from '../../../core/config.ts';
 import { closeFakeServers, startFakeServer, type FakeServer } from '../../support/fake-aws-server.ts';
 
@@ -38,6 +40,8 @@ function fakeAws(): Promise<FakeServer> {
     });
   });
 }
+
+installLabInstrumentation();
 
 afterEach(() => {
   vi.unstubAllEnvs();

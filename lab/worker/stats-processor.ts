@@ -5,14 +5,18 @@
  * detection is the number of frames this video's state has seen, so a restart from
  * scratch after failover would show as a counter that starts over.
  *
- * Used by fast pipeline tests; the vision processor is the default.
+ * Used by fast pipeline tests (`FRAME_PROCESSOR=stats`, added by lab/worker/register.ts);
+ * the vision processor is the default.
  *
  * Late frames are decoded the same way but leave the state alone; their detection
  * takes the `before` neighbour's track ID, so a test can see which neighbour a late
  * frame was given.
  */
 import sharp from 'sharp';
-import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../core/ports.ts';
+import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
+
+/** With `stats`: extra milliseconds per batch, standing in for a slow model in tests. */
+export const STATS_PROCESSOR_DELAY_MS_ENV = 'STATS_PROCESSOR_DELAY_MS';
 
 interface StatsState {
   framesSeen: number;

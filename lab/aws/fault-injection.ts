@@ -1,5 +1,5 @@
 /**
- * Injected AWS faults for chaos runs (`AWS_FAULT_INJECTION`, installed by the composition roots through core/aws/instrumentation.ts):
+ * Injected AWS faults for chaos runs (`AWS_FAULT_INJECTION`, installed by the composition roots through lab/aws/instrumentation.ts):
  * throttling and 5xx errors in the SDK's own shapes, raised below the retry middleware
  * so the SDK classifies and retries them as it would AWS's. Never set in AWS; absent,
  * nothing here is installed.
@@ -23,8 +23,8 @@
  */
 import { appendFileSync } from 'node:fs';
 import type { DeserializeMiddleware, MetadataBearer } from '@smithy/types';
-import { rng } from '../random.ts';
-import type { AwsClients, CallerRole } from './clients.ts';
+import { rng } from '../../core/random.ts';
+import type { AwsClients, CallerRole } from '../../core/aws/clients.ts';
 
 /** The AWS services the project's clients talk to. */
 export type AwsServiceName = 'dynamodb' | 's3' | 'sqs';
