@@ -78,6 +78,12 @@ export const METRIC_NAMES = {
     checkpointBytes: 'CheckpointBytes',
     /** Redelivered or duplicate frames recognised and dropped. */
     framesDuplicate: 'FramesDuplicate',
+    /** Encoded segments taken in, by where their frame count came from (dimension Source: declared, container, decoded, unknown). */
+    segmentsDescribed: 'SegmentsDescribed',
+    /** Frames decoded from segments (dimension Decoder: e.g. `h264 cpu`, `h264 nvdec (cuda)`): which decoder is in use. */
+    segmentFramesDecoded: 'SegmentFramesDecoded',
+    /** A segment's object changed bytes (a re-upload) after its frames were counted: the count stands; logged with the replay command. */
+    segmentsReuploaded: 'SegmentsReuploaded',
     /** Frames forwarded to the slot their video is pinned to. */
     framesForwarded: 'FramesForwarded',
     /** Per-frame processing time inside the worker. */

@@ -19,10 +19,28 @@ export interface Detection {
 export interface FrameInput {
   readonly videoId: string;
   readonly frame: number;
-  /** Encoded JPEG/PNG bytes. */
+  /** Encoded JPEG/PNG bytes; for a frame of a segment, the same bytes as `pixels.data`. */
   readonly image: Uint8Array;
   /** The frame's S3 key, for logs (and the crash probe's test seam); absent where no object is behind it. */
   readonly key?: string;
+  /**
+   * A frame of an encoded segment, already decoded by the worker (gpu-worker/video/): packed
+   * RGB, usually at the letterbox's resized size ({@link FrameProcessor.inputSize}). A
+   * processor takes these pixels instead of decoding `image`.
+   */
+  readonly pixels?: DecodedPixels;
+}
+
+/** A decoded frame: packed RGB rows, `width * height * 3` bytes, and the size it had in its stream. */
+export interface DecodedPixels {
+  readonly data: Uint8Array;
+  readonly width: number;
+  readonly height: number;
+  /** The frame's size in the stream: what detections map back to. */
+  readonly sourceWidth: number;
+  readonly sourceHeight: number;
+  /** Presentation time in the stream, ms; null when the stream carries none. */
+  readonly ptsMs: number | null;
 }
 
 /** The nearest committed record on one side of a late frame, with its tracked detections. */
@@ -70,6 +88,12 @@ export interface FrameProcessor {
    * undefined: the processor is sound.
    */
   readonly fatal?: string;
+  /**
+   * The model's input size, once started: segment frames are decoded straight to the
+   * letterbox's size for it (so a 1080p frame never exists as full-size RGB). Absent: the
+   * processor takes frames at their stream's size.
+   */
+  readonly inputSize?: { readonly width: number; readonly height: number };
   /** Loads the model and warms it up. Called once before any other method. */
   start(): Promise<void>;
   /** Creates the video's state, restoring it from a snapshot when one is given. */

@@ -2,7 +2,8 @@
  * Turns the body of an ingest-queue message (an S3 event notification) into routable
  * frames and end markers, or into rejections with a reason.
  */
-import { decodeS3EventKey, parseFrameKey, type RejectReason } from './keys.ts';
+import { decodeS3EventKey, type RejectReason } from './keys.ts';
+import { parseSourceKey } from './ingest/segment-keys.ts';
 import type { SlotMessage } from './messages.ts';
 
 export type IngestItem =
@@ -54,11 +55,12 @@ function parseRecord(r: S3EventRecord, expectedBucket: string): IngestItem {
   }
   const key = decodeS3EventKey(rawKey);
   if (key === undefined) return { kind: 'reject', reason: 'bad-key-encoding', detail: `key "${rawKey}" is not valid URL encoding`, key: rawKey };
-  const p = parseFrameKey(key);
+  // A segment routes as its first frame: the worker learns how many frames it covers (core/ingest/segment-keys.ts).
+  const p = parseSourceKey(key);
   if (p.kind === 'rejected') return { kind: 'reject', reason: p.reason, detail: p.detail, key };
   const eventTime = r.eventTime ?? new Date().toISOString();
   const eTag = typeof r.s3.object.eTag === 'string' && r.s3.object.eTag.length > 0 ? r.s3.object.eTag : undefined;
   if (p.kind === 'end') return { kind: 'route', message: { kind: 'end', videoId: p.videoId, bucket, key, eventTime, ...(eTag ? { eTag } : {}) } };
   const sizeBytes = Number(r.s3.object.size ?? 0);
-  return { kind: 'route', message: { kind: 'frame', videoId: p.videoId, frame: p.frame, bucket, key, sizeBytes, eventTime, ...(eTag ? { eTag } : {}) } };
+  return { kind: 'route', message: { kind: 'frame', videoId: p.videoId, frame: p.firstFrame, bucket, key, sizeBytes, eventTime, ...(eTag ? { eTag } : {}) } };
 }

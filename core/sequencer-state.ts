@@ -143,14 +143,17 @@ export function emptySequencerState(firstFrameNumber = -1): SequencerState {
   };
 }
 
-/** Fills fields a checkpoint written by an older version lacks. */
+/**
+ * Fills fields a checkpoint written by an older version lacks, and unpacks the runs
+ * {@link packSequencerState} wrote.
+ */
 export function upgradeSequencerState(s: Partial<SequencerState> & Pick<SequencerState, 'nextFrame'>): SequencerState {
   return {
     firstFrame: s.firstFrame ?? null,
     firstSeenAtMs: s.firstSeenAtMs ?? null,
     nextFrame: s.nextFrame,
-    buffered: (s.buffered ?? []).map((b) => ({ ...b, seenAtMs: b.seenAtMs ?? 0 })),
-    late: s.late ?? [],
+    buffered: unpackRuns(s.buffered ?? []).map((b) => ({ ...b, seenAtMs: b.seenAtMs ?? 0 })),
+    late: unpackRuns(s.late ?? []),
     endFrame: s.endFrame ?? null,
     lastArrivalMs: s.lastArrivalMs ?? null,
     absent: s.absent ?? null,
@@ -164,4 +167,51 @@ export function upgradeSequencerState(s: Partial<SequencerState> & Pick<Sequence
 /** A reference with only its own fields (a KnownFrame or LateFrame carries more), as the buffer stores it. */
 export function plainRef(r: FrameRef): FrameRef {
   return { frame: r.frame, bucket: r.bucket, key: r.key, sizeBytes: r.sizeBytes };
+}
+
+/**
+ * An entry of a packed list: `count` consecutive frames from `frame` that share every
+ * other field (one segment's frames: one key, one arrival). Absent `count` is one frame.
+ */
+type Packed<T extends FrameRef> = T & { readonly count?: number };
+
+/**
+ * The state as a checkpoint stores it: runs of consecutive buffered or late frames that
+ * share their key and the rest ({@link Packed}) become one entry. A segment's frames are
+ * all buffered at once (core/ingest/segment-keys.ts), and the checkpoint lives in one
+ * DynamoDB item (400 KB): a backlog of 10-s segments at 30 fps is thousands of frame
+ * references, but only one entry per segment. Per-frame keys (images) pack to themselves.
+ * {@link upgradeSequencerState} unpacks.
+ */
+export function packSequencerState(s: SequencerState): SequencerState {
+  return { ...s, buffered: packRuns(s.buffered), late: packRuns(s.late) };
+}
+
+function sameRun(a: FrameRef, b: FrameRef): boolean {
+  const x = a as unknown as Record<string, unknown>;
+  const y = b as unknown as Record<string, unknown>;
+  const fields = (o: Record<string, unknown>) => Object.keys(o).filter((k) => k !== 'frame' && k !== 'count');
+  const fx = fields(x);
+  return fx.length === fields(y).length && fx.every((k) => x[k] === y[k]);
+}
+
+function packRuns<T extends FrameRef>(list: readonly T[]): T[] {
+  const out: Packed<T>[] = [];
+  for (const e of list) {
+    const last = out.at(-1);
+    if (last && last.frame + (last.count ?? 1) === e.frame && sameRun(last, e)) {
+      out[out.length - 1] = { ...last, count: (last.count ?? 1) + 1 };
+    } else out.push(e);
+  }
+  return out;
+}
+
+function unpackRuns<T extends FrameRef>(list: readonly Packed<T>[]): T[] {
+  if (!list.some((e) => e.count !== undefined)) return list as T[];
+  const out: T[] = [];
+  for (const e of list) {
+    const { count, ...one } = e;
+    for (let i = 0; i < (count ?? 1); i++) out.push({ ...(one as unknown as T), frame: e.frame + i });
+  }
+  return out;
 }

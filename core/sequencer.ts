@@ -25,6 +25,8 @@ import { startDueMs, startFromListing, startListing, startListingFailed } from '
 import {
   emptySequencerState,
   MIN_LISTING_INTERVAL_MS,
+  packSequencerState,
+  upgradeSequencerState,
   plainRef,
   QUIET_WAITS,
   STRAY_QUIET_WAITS,
@@ -50,12 +52,18 @@ export class VideoSequencer {
 
   constructor(options: SequencerOptions, state: SequencerState = emptySequencerState(options.firstFrameNumber)) {
     this.options = options;
-    this.state = structuredClone(state);
+    // A checkpoint's state may be packed (runs of one segment's frames): unpack it.
+    this.state = upgradeSequencerState(structuredClone(state));
   }
 
-  /** A deep copy of the state, for the checkpoint. */
+  /** A deep copy of the state. */
   snapshot(): SequencerState {
     return structuredClone(this.state);
+  }
+
+  /** The state as the checkpoint stores it: a copy with runs of one segment's frames packed (sequencer-state.ts). */
+  checkpointState(): SequencerState {
+    return packSequencerState(this.snapshot());
   }
 
   get nextFrame(): number {
@@ -68,6 +76,11 @@ export class VideoSequencer {
 
   get endFrame(): number | null {
     return this.state.endFrame;
+  }
+
+  /** The highest frame buffered, or null when none is. */
+  get lastBufferedFrame(): number | null {
+    return this.state.buffered.at(-1)?.frame ?? null;
   }
 
   get bufferedCount(): number {

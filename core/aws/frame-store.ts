@@ -1,10 +1,10 @@
 /** S3 adapter: fetches frame bytes and end-of-stream markers, and lists a video's frames. */
-import { GetObjectCommand, ListObjectsV2Command, NoSuchKey, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, NoSuchKey, type S3Client } from '@aws-sdk/client-s3';
 import { FRAME_PREFIX } from '../config.ts';
-import { parseFrameKey } from '../keys.ts';
+import { parseSourceKey } from '../ingest/segment-keys.ts';
 import { coveredThrough, frameStem, stemOfKey } from '../listing-coverage.ts';
 import type { FrameRef } from '../sequencer.ts';
-import { ObjectMissingError, type FrameListing, type FrameSource } from '../ingest/port.ts';
+import { ObjectMissingError, type FrameListing, type FrameSource, type ObjectHead } from '../ingest/port.ts';
 
 export { ObjectMissingError } from '../ingest/port.ts';
 export { padWidthOf } from '../keys.ts';
@@ -44,6 +44,16 @@ export class FrameStore implements FrameSource {
       if (e instanceof NoSuchKey || (e instanceof Error && (e.name === 'NoSuchKey' || e.name === 'NotFound'))) {
         throw new ObjectMissingError(`s3://${bucket}/${key} does not exist`);
       }
+      throw e;
+    }
+  }
+
+  async head(bucket: string, key: string): Promise<ObjectHead> {
+    try {
+      const r = await this.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      return { sizeBytes: Number(r.ContentLength ?? 0), eTag: r.ETag?.replace(/"/g, ''), metadata: r.Metadata ?? {} };
+    } catch (e) {
+      if (e instanceof Error && (e.name === 'NotFound' || e.name === 'NoSuchKey')) throw new ObjectMissingError(`s3://${bucket}/${key} does not exist`);
       throw e;
     }
   }
@@ -91,11 +101,12 @@ export class FrameStore implements FrameSource {
         for (const o of r.Contents ?? []) {
           if (!o.Key) continue;
           lastName = o.Key.slice(prefix.length);
-          const parsed = parseFrameKey(o.Key);
-          if (parsed.kind !== 'frame') continue;
-          if (stemOfKey(o.Key) !== frameStem(parsed.frame, pad)) forms = false;
-          if (parsed.frame < fromFrame) continue;
-          if (!frames.has(parsed.frame)) frames.set(parsed.frame, { frame: parsed.frame, bucket, key: o.Key, sizeBytes: Number(o.Size ?? 0) });
+          // A segment is listed as its first frame (its key's n); the worker learns the rest from the object.
+          const parsed = parseSourceKey(o.Key);
+          if (parsed.kind !== 'source') continue;
+          if (stemOfKey(o.Key) !== frameStem(parsed.firstFrame, pad)) forms = false;
+          if (parsed.firstFrame < fromFrame) continue;
+          if (!frames.has(parsed.firstFrame)) frames.set(parsed.firstFrame, { frame: parsed.firstFrame, bucket, key: o.Key, sizeBytes: Number(o.Size ?? 0) });
         }
         token = r.IsTruncated ? r.NextContinuationToken : undefined;
         const covered = coveredThrough({ fromFrame, padWidth: pad, startAfterName, lastName: token ? lastName : undefined });

@@ -78,6 +78,22 @@ export const TUNABLES = {
   reorderBufferFrames: { kind: 'integer', default: 64, min: 1, max: MAX_REORDER_BUFFER_FRAMES, unit: 'frames', meaning: 'Most out-of-order frames buffered per video (the buffer lives in the checkpoint)' },
   /** Frames larger than this are rejected with a failure record instead of being decoded. */
   maxFrameBytes: { kind: 'integer', default: 20 * 1024 * 1024, min: 1, max: 5 * 1024 * 1024 * 1024, unit: 'bytes', meaning: 'Larger frames get a `failed: oversized` record instead of being decoded (default 20 MiB)' },
+  /**
+   * Encoded segments (core/ingest/segment-keys.ts) larger than this get `failed: oversized`
+   * records for every frame they cover instead of being fetched: a segment's bytes are held
+   * while its frames decode. 2 s of 1080p H.264 is 1-3 MB; 10 s of 4K at 40 Mbit/s is 50 MB.
+   */
+  maxSegmentBytes: { kind: 'integer', default: 256 * 1024 * 1024, min: 1, max: 5 * 1024 * 1024 * 1024, unit: 'bytes', meaning: 'Larger segments get `failed: oversized` records for their frames instead of being decoded (default 256 MiB)' },
+  /**
+   * Where segments decode (gpu-worker/video/segment-decoder.ts): `auto` uses NVDEC when a
+   * CUDA device opens and the CPU otherwise, segment by segment (a hardware failure mid-way
+   * goes on on the CPU); the decoder in use is logged and is the `Decoder` dimension of
+   * `SegmentFramesDecoded`.
+   */
+  videoDecoder: {
+    kind: 'text', default: 'auto', pattern: /^(auto|cpu|cuda)$/, rule: 'be auto, cpu or cuda',
+    meaning: 'Where H.264/H.265 segments decode: `auto` (NVDEC when a CUDA device opens, else CPU), `cpu`, or `cuda` (falls back to CPU, logged)',
+  },
   /** Frames per inference call (cross-video micro-batch). */
   inferenceBatchSize: { kind: 'integer', default: 8, min: 1, max: 256, unit: 'frames', meaning: 'Frames per inference call (cross-video micro-batch)' },
   /** Longest a partial inference batch waits for more frames. */

@@ -86,6 +86,15 @@ export interface FrameListing {
   readonly requests: number;
 }
 
+/** What a HEAD of an object says: enough to plan a segment without its bytes. */
+export interface ObjectHead {
+  readonly sizeBytes: number;
+  /** Quotes removed, as S3 events write it. */
+  readonly eTag: string | undefined;
+  /** User metadata (`x-amz-meta-*`), keys lower case. */
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
 /** Where frames, end-of-stream markers and listings come from (the bucket is the truth; notifications are hints). */
 export interface FrameSource {
   /**
@@ -95,6 +104,8 @@ export interface FrameSource {
   get(bucket: string, key: string, ifMatch?: string): Promise<Uint8Array>;
   /** The object's bytes and its ETag (quotes removed), unconditionally. */
   getVersion(bucket: string, key: string): Promise<{ bytes: Uint8Array; eTag: string | undefined }>;
+  /** The object's size, ETag and user metadata; {@link ObjectMissingError} when it does not exist. */
+  head(bucket: string, key: string): Promise<ObjectHead>;
   /** The object's bytes as UTF-8 text. */
   getText(bucket: string, key: string): Promise<string>;
   /**

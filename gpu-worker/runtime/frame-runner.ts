@@ -20,6 +20,7 @@ import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink,
 import { nearestProcessed, type ResultsSource } from '../../core/aws/results-reader.ts';
 import type { FrameRef, LateFrame, SequencedStep } from '../../core/sequencer.ts';
 import type { FramePrefetch } from './frame-prefetch.ts';
+import { SegmentReader } from '../video/segment-reader.ts';
 import { errorText } from '../../core/errors.ts';
 
 /** Concurrent S3 GETs per round when `fetchConcurrency` is not given. */
@@ -27,6 +28,12 @@ const FETCH_CONCURRENCY = 8;
 /** Retries of a transient S3 error inside one round, on top of the SDK's own. */
 const FETCH_RETRIES = 2;
 const FETCH_RETRY_BASE_MS = 200;
+/**
+ * A video's frames from segments go to the processor this many at a time, in order: decoded
+ * frames are far larger than encoded images, so a round never holds all of its
+ * video's decoded frames at once (80 at 1080p would be 500 MB).
+ */
+const DECODED_FRAMES_PER_CALL = 16;
 /** How far a late frame looks for committed neighbours, frames. */
 const NEIGHBOUR_DISTANCE_FRAMES = 30;
 
@@ -53,12 +60,14 @@ export interface FrameRunnerDeps {
   readonly frames: FrameSource;
   readonly processor: FrameProcessor;
   readonly results: ResultsSource;
-  readonly tunables: Pick<Tunables, 'maxFrameBytes'> & Partial<Pick<Tunables, 'fetchConcurrency'>>;
+  readonly tunables: Pick<Tunables, 'maxFrameBytes'> & Partial<Pick<Tunables, 'fetchConcurrency' | 'maxSegmentBytes'>>;
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly now: () => number;
   /** Frames fetched ahead of their round; taken first when present. */
   readonly prefetch?: FramePrefetch;
+  /** Decodes the frames of encoded segments (gpu-worker/video/segment-reader.ts); absent: a segment's frames fail as unsupported. */
+  readonly segments?: Pick<SegmentReader, 'frame'>;
 }
 
 /** An error that fails one video's round, naming the frames at fault. */
@@ -121,6 +130,13 @@ export class FrameRunner {
       }
       return got.input;
     };
+    if (inOrder.some((r) => SegmentReader.isSegment(r.key))) {
+      // Decoded frames, a few at a time (DECODED_FRAMES_PER_CALL); late frames as usual after.
+      for (let i = 0; i < inOrder.length; i += DECODED_FRAMES_PER_CALL) {
+        await this.processInOrder(await settleAll(inOrder.slice(i, i + DECODED_FRAMES_PER_CALL).map(fetched)), outcomes);
+      }
+      inOrder.length = 0;
+    }
     const [inputs, lateInputs] = await Promise.all([
       settleAll(inOrder.map(fetched)),
       settleAll(
@@ -144,20 +160,39 @@ export class FrameRunner {
     return outcomes;
   }
 
+  /** Runs in-order frames already fetched, in one call, and notes their outcomes. */
+  private async processInOrder(inputs: readonly (FrameInput | undefined)[], outcomes: Map<number, FrameOutcome>): Promise<void> {
+    const present = inputs.filter((i): i is FrameInput => i !== undefined);
+    if (present.length === 0) return;
+    const started = this.d.now();
+    const results = await this.d.processor.process(present);
+    this.d.metrics.milliseconds(METRIC_NAMES.worker.inferenceLatencyMs, (this.d.now() - started) / present.length);
+    present.forEach((input, i) => outcomes.set(input.frame, results[i]!));
+  }
+
   /** Frames that need no fetch to know they are unusable. */
   private screen(ref: FrameRef): FrameOutcome | undefined {
     if (ref.sizeBytes === 0) return { status: 'failed', reason: 'empty-object', detail: 'zero-byte object' };
-    if (ref.sizeBytes > this.d.tunables.maxFrameBytes) {
-      return { status: 'failed', reason: 'oversized', detail: `${ref.sizeBytes} bytes > maxFrameBytes ${this.d.tunables.maxFrameBytes}` };
+    const segment = SegmentReader.isSegment(ref.key);
+    const limit = segment ? (this.d.tunables.maxSegmentBytes ?? Infinity) : this.d.tunables.maxFrameBytes;
+    if (ref.sizeBytes > limit) {
+      return { status: 'failed', reason: 'oversized', detail: `${ref.sizeBytes} bytes > ${segment ? 'maxSegmentBytes' : 'maxFrameBytes'} ${limit}` };
     }
     return undefined;
   }
 
   private async fetch(videoId: string, ref: FrameRef, fetchSlots: Semaphore): Promise<{ input: FrameInput } | { failed: FrameOutcome }> {
-    const early = await this.d.prefetch?.take(ref.bucket, ref.key);
+    const segment = SegmentReader.isSegment(ref.key);
+    const early = segment ? undefined : await this.d.prefetch?.take(ref.bucket, ref.key);
     if (early) return { input: { videoId, frame: ref.frame, image: early, key: ref.key } };
     for (let attempt = 0; ; attempt++) {
       try {
+        if (segment) {
+          if (!this.d.segments) return { failed: { status: 'failed', reason: 'unsupported-source', detail: 'this worker decodes no segments' } };
+          const got = await this.d.segments.frame(ref);
+          if ('failed' in got) return got;
+          return { input: { videoId, frame: ref.frame, image: got.pixels.data, key: ref.key, pixels: got.pixels } };
+        }
         const image = await fetchSlots.run(() => this.d.frames.get(ref.bucket, ref.key));
         return { input: { videoId, frame: ref.frame, image, key: ref.key } };
       } catch (e) {

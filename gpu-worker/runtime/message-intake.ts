@@ -12,7 +12,10 @@ import { parseEndMarkerBody } from '../../core/keys.ts';
 import type { FrameMessage, SlotMessage } from '../../core/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import { getFrameResult, type ResultsSource } from '../../core/aws/results-reader.ts';
+import { getFrameResult, queryResults, type ResultsSource } from '../../core/aws/results-reader.ts';
+import type { FrameRef } from '../../core/sequencer.ts';
+import { SegmentReader } from '../video/segment-reader.ts';
+import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import { errorCode } from './frame-runner.ts';
 import type { InboxMessage, SlotInbox } from './slot-inbox.ts';
 import type { VideoRegistry } from './video-registry.ts';
@@ -39,6 +42,8 @@ export interface MessageIntakeDeps {
    * decided from (a frame taken as late for a gap that did not land).
    */
   readonly inDoubt: (videoId: string) => boolean;
+  /** Says how many frames an encoded segment covers (gpu-worker/video/segment-reader.ts). */
+  readonly segments: Pick<SegmentReader, 'describe'>;
 }
 
 export class MessageIntake {
@@ -136,6 +141,7 @@ export class MessageIntake {
       this.d.log.info('end of stream announced', { videoId: s.videoId, endFrame });
       return;
     }
+    if (SegmentReader.isSegment(msg.key)) return this.offerSegment(s, msg, now);
     const ref = { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes };
     const offered = s.offerFrame(ref, now);
     if (offered.kind === 'accepted') return noteUpload(s, msg);
@@ -154,6 +160,94 @@ export class MessageIntake {
   }
 
   /**
+   * Offers every frame an encoded segment covers, `[n, n + k)` (core/ingest/segment-keys.ts):
+   * each is decided as a frame of its own would be (new, duplicate, late, outside the video).
+   * The frames the sequencer cannot decide are looked up in one query of their records.
+   */
+  private async offerSegment(s: VideoSession, msg: FrameMessage, now: number): Promise<void> {
+    const refs = await this.segmentFrames(s, msg.bucket, msg.key, msg.sizeBytes, msg.eTag);
+    const undecided: { ref: FrameRef; offered: Extract<ReturnType<VideoSession['offerFrame']>, { kind: 'needs-record' }> }[] = [];
+    let accepted = 0;
+    let duplicates = 0;
+    for (const ref of refs) {
+      const offered = s.offerFrame(ref, now);
+      if (offered.kind === 'accepted') {
+        accepted++;
+        if (msg.replayTag === undefined) s.uploads.note(ref.frame, msg.eventTime);
+      } else if (offered.kind === 'duplicate') duplicates++;
+      else undecided.push({ ref, offered });
+    }
+    let late = 0;
+    if (undecided.length > 0) {
+      const records = await this.recordStatuses(s.videoId, undecided[0]!.ref.frame, undecided.at(-1)!.ref.frame);
+      for (const { ref, offered } of undecided) {
+        const decided = s.resolveWithRecord(ref, offered, records.get(ref.frame));
+        if (decided === 'duplicate') duplicates++;
+        else if (decided === 'late') {
+          late++;
+          if (msg.replayTag === undefined) s.uploads.note(ref.frame, msg.eventTime);
+        }
+      }
+    }
+    if (duplicates > 0) this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate, duplicates);
+    this.d.log.info('segment taken', { videoId: s.videoId, key: msg.key, firstFrame: refs[0]?.frame, frames: refs.length, accepted, duplicates, late });
+  }
+
+  /** The frames a segment covers, as references (its key and size on each). */
+  private async segmentFrames(s: VideoSession, bucket: string, key: string, sizeBytes: number, eTag?: string): Promise<FrameRef[]> {
+    const parsed = parseSourceKey(key);
+    const first = parsed.kind === 'source' ? parsed.firstFrame : 0;
+    const d = await this.d.segments.describe(bucket, key, eTag);
+    if (d.source === 'unknown') {
+      this.d.log.warn('segment frame count unknown: its first frame is recorded with the reason, the frames after it are missing until the next object', { videoId: s.videoId, key });
+    }
+    const size = sizeBytes > 0 ? sizeBytes : d.sizeBytes;
+    return Array.from({ length: d.frameCount }, (_, i) => ({ frame: first + i, bucket, key, sizeBytes: size }));
+  }
+
+  /**
+   * A listing names a segment by its first frame only. Each listed segment within the
+   * video's reach (up to the highest frame known, or the end marker; the lowest one while
+   * the start is undecided) is expanded to the frames it covers, and those not yet passed
+   * are offered as its message would offer them: the whole segment at once, so the video
+   * never waits inside a segment for frames a later listing could not see (a listing seeks
+   * by first frame). A segment beyond the reach is left to its own notification, and the
+   * listing vouches for nothing from its first frame on.
+   */
+  private async expandSegments(s: VideoSession, listed: readonly FrameRef[], coveredThrough: number, now: number): Promise<{ frames: FrameRef[]; coveredThrough: number }> {
+    if (!listed.some((r) => SegmentReader.isSegment(r.key))) return { frames: [...listed], coveredThrough };
+    const q = s.sequencer;
+    const sorted = [...listed].sort((a, b) => a.frame - b.frame);
+    const reach = q.firstFrame === null ? sorted[0]!.frame : Math.max(q.nextFrame, q.lastBufferedFrame ?? -1, q.endFrame ?? -1);
+    const frames: FrameRef[] = [];
+    let covered = coveredThrough;
+    for (const ref of sorted) {
+      if (!SegmentReader.isSegment(ref.key)) {
+        frames.push(ref);
+        continue;
+      }
+      if (ref.frame > reach) {
+        covered = Math.min(covered, ref.frame - 1);
+        break;
+      }
+      for (const r of await this.segmentFrames(s, ref.bucket, ref.key, ref.sizeBytes)) {
+        frames.push(r);
+        if (q.firstFrame === null || r.frame >= q.nextFrame) s.offerFrame(r, now);
+      }
+    }
+    return { frames, coveredThrough: covered };
+  }
+
+  /** The statuses of a video's records from `from` to `to`, one query. */
+  private async recordStatuses(videoId: string, from: number, to: number): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    for await (const page of queryResults(this.d.results, videoId, { fromFrame: from, beforeFrame: to + 1 })) {
+      for (const r of page) out.set(r.frame, r.status);
+    }
+    return out;
+  }
+
+  /**
    * Whether messages for a released video carry anything new: a frame without a final
    * record (new, or late for a gap), or an end marker a finished video has not seen.
    */
@@ -165,6 +259,16 @@ export class MessageIntake {
       }
       // An operator's replay re-runs recorded frames to rebuild the tracker (decision 46).
       if (released.replay && msg.frame >= released.sequencer.nextFrame) return true;
+      if (SegmentReader.isSegment(msg.key)) {
+        // News when any frame the segment covers lacks a final record.
+        const d = await this.d.segments.describe(msg.bucket, msg.key, msg.eTag);
+        const records = await this.recordStatuses(videoId, msg.frame, msg.frame + d.frameCount - 1);
+        for (let f = msg.frame; f < msg.frame + d.frameCount; f++) {
+          const status = records.get(f);
+          if (status === undefined || status === 'gap') return true;
+        }
+        continue;
+      }
       const record = await getFrameResult(this.d.results, videoId, msg.frame);
       if (!record || record.status === 'gap') return true;
     }
@@ -246,7 +350,8 @@ export class MessageIntake {
   private async list(s: VideoSession, fromFrame: number, throughFrame: number | undefined, why: string, now: number): Promise<boolean> {
     const pages = s.padWidth !== undefined ? 1 : MAX_UNPADDED_LISTING_PAGES;
     const listing = await this.d.frames.listFrames(this.d.bucket, s.videoId, fromFrame, s.padWidth, pages, throughFrame);
-    const lesson = s.learnListing(fromFrame, listing.frames, listing.coveredThrough, now);
+    const { frames, coveredThrough } = await this.expandSegments(s, listing.frames, listing.coveredThrough, now);
+    const lesson = s.learnListing(fromFrame, frames, coveredThrough, now);
     for (const ref of lesson.verify) s.resolveListedGap(ref, (await getFrameResult(this.d.results, s.videoId, ref.frame))?.status);
     this.d.metrics.count(METRIC_NAMES.worker.framesListed, listing.requests, { Why: why });
     this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame, why, found: listing.frames.length, coveredThrough: listing.coveredThrough, late: lesson.lateFrames });

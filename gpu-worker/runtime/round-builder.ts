@@ -83,7 +83,7 @@ export async function buildPlannedRound(
       committed: session.committed,
       steps: plan.steps,
       outcomes: run.outcomes,
-      sequencer: session.sequencer.snapshot(),
+      sequencer: session.sequencer.checkpointState(),
       complete: session.sequencer.isComplete(),
       processor,
       nowMs,
@@ -169,7 +169,7 @@ async function rulesView(d: RoundBuilderDeps, s: VideoSession, nowMs: number): P
  */
 function processorSnapshot(d: RoundBuilderDeps, s: VideoSession): string {
   const full = d.processor.snapshot(s.videoId);
-  const rest = estimatedBytes({ ...s.committed, processor: undefined, sequencer: s.sequencer.snapshot() });
+  const rest = estimatedBytes({ ...s.committed, processor: undefined, sequencer: s.sequencer.checkpointState() });
   // The snapshot is stored as a string: JSON escaping of its quotes and its key add a
   // few percent to the estimate, so the processor gets a little less than the gap.
   const room = Math.floor((MAX_CHECKPOINT_BYTES - rest) * 0.97) - 64;

@@ -38,6 +38,9 @@ import { buildRound, type RoundBuilderDeps } from './round-builder.ts';
 import { IsolatedRounds } from './isolated-rounds.ts';
 import { aheadHooks } from './ahead-hints.ts';
 import { probedProcessor } from './frame-probe.ts';
+import { SegmentReader } from '../video/segment-reader.ts';
+import type { HardwarePreference } from '../video/segment-decoder.ts';
+import { letterboxGeometry } from '../vision/preprocess.ts';
 import { aheadSkipsAfter, decideRound, gatherWaitMs, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
 export { MAX_POLL_WAIT_SECONDS } from './round-policy.ts';
@@ -54,6 +57,8 @@ export class Worker {
   private readonly keeper: SlotKeeper;
   private readonly runner: FrameRunner;
   private readonly prefetch: FramePrefetch;
+  /** Counts and decodes the frames of encoded segments. */
+  private readonly segments: SegmentReader;
   private readonly roundDeps: RoundBuilderDeps;
   /** Isolated rounds' (crash-breaker.ts): the same, with the crash probe in front of the processor when there is one. */
   private readonly isolatedRoundDeps: RoundBuilderDeps;
@@ -92,9 +97,24 @@ export class Worker {
     const hedgeAfterMs = deps.tunables.fetchHedgeMs;
     const hooks = aheadHooks(deps.processor, deps.tunables.detectAheadFrames, (videoId) => this.registry?.get(videoId), this.now);
     this.prefetch = new FramePrefetch(deps.frames, { now: this.now, ...hooks, hedgeAfterMs });
+    this.segments = new SegmentReader({
+      frames: deps.frames,
+      log: deps.log,
+      metrics: deps.metrics,
+      maxSegmentBytes: deps.tunables.maxSegmentBytes,
+      hardware: deps.tunables.videoDecoder as HardwarePreference,
+      // Straight to the letterbox's size: a 1080p frame never exists as full-size RGB.
+      resizeFor: (w, h) => {
+        const input = deps.processor.inputSize;
+        if (!input) return undefined;
+        const g = letterboxGeometry(w, h, input.width, input.height);
+        return { width: g.resizedWidth, height: g.resizedHeight };
+      },
+    });
     const runnerFor = (processor: FrameProcessor) => new FrameRunner({
       frames: hedgedFrameStore(deps.frames, hedgeAfterMs),
       prefetch: this.prefetch,
+      segments: this.segments,
       processor,
       results: deps.results,
       tunables: deps.tunables,
@@ -181,7 +201,7 @@ export class Worker {
     const { metrics, log, tunables, leases } = this.d;
     const slotLost = () => this.lost;
     const loseSlot = (reason: string) => this.keeper.lose(reason);
-    this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, results: this.d.results, metrics, log, slotLost, inDoubt: (videoId) => this.committer!.inDoubt(videoId) });
+    this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, results: this.d.results, metrics, log, slotLost, inDoubt: (videoId) => this.committer!.inDoubt(videoId), segments: this.segments });
     this.committer = new RoundCommitter({ leases, inbox, registry, metrics, log, now: this.now, fence: () => this.fence, loseSlot });
     const broken = () => this.d.processor.fatal !== undefined;
     this.isolated = new IsolatedRounds({ round: this.isolatedRoundDeps, committer: this.committer, registry, metrics, log, fence: () => this.fence, redeliveryMs: tunables.slotQueueVisibilitySeconds * 1000, broken });
@@ -227,6 +247,7 @@ export class Worker {
     } else {
       this.d.log.info('drained and released slot', { slot: fence.slot, videos: this.ownedVideos });
     }
+    await this.segments.closeAll();
     await this.d.processor.stop();
     return exit;
   }

@@ -107,7 +107,12 @@ export interface SegmentDecodeOptions {
    * on the GPU with NVDEC): the letterbox's `resizedWidth` x `resizedHeight`, so a 1080p
    * frame never exists as full-size RGB. @default the source's size
    */
-  readonly resize?: { readonly width: number; readonly height: number };
+  readonly resize?: FrameSize | ((sourceWidth: number, sourceHeight: number) => FrameSize | undefined);
+}
+
+export interface FrameSize {
+  readonly width: number;
+  readonly height: number;
 }
 
 const DEFAULT_MAX_SOURCE_PIXELS = 7680 * 4320;
@@ -168,9 +173,7 @@ class HardwareFailed extends Error {}
 export async function* decodeSegment(input: Uint8Array | string, options: SegmentDecodeOptions): AsyncGenerator<SegmentItem, void, undefined> {
   quietFfmpeg();
   const n = options.firstFrame;
-  if (options.resize && !(Number.isInteger(options.resize.width) && Number.isInteger(options.resize.height) && options.resize.width > 0 && options.resize.height > 0)) {
-    throw new RangeError(`resize ${options.resize.width}x${options.resize.height} must be positive integers`);
-  }
+  if (options.resize && typeof options.resize !== 'function') checkSize(options.resize);
   const container = options.container ?? 'mp4';
   let decoded = 0;
   let surplus = 0;
@@ -281,8 +284,10 @@ async function* decodeOnce(input: Uint8Array | string, options: SegmentDecodeOpt
           if (f.width * f.height > maxPixels) throw new StopDecoding('frame-too-large', `${f.width}x${f.height} is over ${maxPixels} pixels`);
           const ts = f.bestEffortTimestamp !== AV_NOPTS_VALUE ? f.bestEffortTimestamp : f.pts;
           const ptsMs = ts === AV_NOPTS_VALUE || tb.den === 0 ? null : Math.round((Number(ts) * tb.num * 1_000_000) / tb.den) / 1000;
-          const size = options.resize ?? { width: f.width, height: f.height };
-          const data = await scaler.toBuffer(f, { format: 'rgb', ...(options.resize ? { resize: { width: size.width, height: size.height } } : {}) });
+          const wanted = typeof options.resize === 'function' ? options.resize(f.width, f.height) : options.resize;
+          if (wanted && typeof options.resize === 'function') checkSize(wanted);
+          const size = wanted ?? { width: f.width, height: f.height };
+          const data = await scaler.toBuffer(f, { format: 'rgb', ...(wanted ? { resize: { width: size.width, height: size.height } } : {}) });
           yield { kind: 'frame', ptsMs, width: size.width, height: size.height, sourceWidth: f.width, sourceHeight: f.height, channels: 3, data };
         } finally {
           f.free();
@@ -328,6 +333,49 @@ export async function* readAhead<T>(source: AsyncIterable<T>, depth: number): As
   } finally {
     pending.length = 0;
     await it.return?.();
+  }
+}
+
+function checkSize(size: FrameSize): void {
+  if (!(Number.isInteger(size.width) && Number.isInteger(size.height) && size.width > 0 && size.height > 0)) {
+    throw new RangeError(`resize ${size.width}x${size.height} must be positive integers`);
+  }
+}
+
+/**
+ * How many frames a segment holds, without decoding: the container's count when it states
+ * one (MP4's sample table), else the video packets the demuxer finds (MPEG-TS, Matroska),
+ * each one frame. `undefined` when the bytes are no readable container with a video
+ * stream: the decoder then says why (`failed` records). For `k` when the uploader declared
+ * none (core/ingest/segment-keys.ts).
+ */
+export async function countSegmentFrames(input: Uint8Array): Promise<number | undefined> {
+  quietFfmpeg();
+  if (input.byteLength === 0) return undefined;
+  let demuxer: Demuxer;
+  try {
+    demuxer = await Demuxer.open(Buffer.from(input.buffer, input.byteOffset, input.byteLength));
+  } catch {
+    return undefined;
+  }
+  try {
+    const stream = demuxer.video();
+    if (!stream) return undefined;
+    const nb = Number(stream.nbFrames);
+    if (nb > 0) return nb;
+    let packets = 0;
+    try {
+      for await (const p of demuxer.packets(stream.index)) {
+        if (!p) continue;
+        packets++;
+        p.free();
+      }
+    } catch {
+      // A demux error mid-way: count what was read; the decoder reports the rest.
+    }
+    return packets > 0 ? packets : undefined;
+  } finally {
+    await demuxer.close();
   }
 }
 

@@ -4,6 +4,7 @@
  * model's output for one frame of the batch. `uint8-nhwc` is the rewritten graph's
  * (graph-rewrite.ts), `float32-nchw` the model as exported (the fallback).
  */
+import type { DecodedPixels } from '../../core/ports.ts';
 import ort from 'onnxruntime-node';
 import type { BufferPool } from './buffer-pool.ts';
 import type { InferenceSessionLike } from './inference-thread.ts';
@@ -15,7 +16,7 @@ import { prepareFrame, prepareFrameUint8, releaseDecoded, type LetterboxGeometry
 export type Prepared = PreparedFrame | PreparedFrameUint8;
 
 /** Decodes and letterboxes a frame in the layout the model takes, into a buffer of `pool` when given. */
-export function prepareForModel(info: ModelInfo, image: Uint8Array, maxSourcePixels: number, pool?: BufferPool): Promise<Prepared> {
+export function prepareForModel(info: ModelInfo, image: Uint8Array | DecodedPixels, maxSourcePixels: number, pool?: BufferPool): Promise<Prepared> {
   const { inputWidth, inputHeight } = info;
   return info.layout === 'uint8-nhwc'
     ? prepareFrameUint8(image, inputWidth, inputHeight, maxSourcePixels, pool)

@@ -4,7 +4,7 @@
  */
 import { allOrThrow } from '../../core/async.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import type { Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
+import type { DecodedPixels, Detection, FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
 import { MicroBatcher } from './batcher.ts';
 import { BufferPool, inputPoolBytes } from './buffer-pool.ts';
 import { DecodeThread, DecodeThreadDiedError } from './decode-thread.ts';
@@ -128,6 +128,11 @@ class OnnxVisionProcessor implements VisionProcessor {
     return this.death && new InferenceThreadDiedError(this.death).message;
   }
 
+  get inputSize(): { width: number; height: number } | undefined {
+    const info = this.model?.info;
+    return info ? { width: info.inputWidth, height: info.inputHeight } : undefined;
+  }
+
   get description(): string {
     if (!this.model) return 'vision processor (not started)';
     const m = this.model;
@@ -229,15 +234,16 @@ class OnnxVisionProcessor implements VisionProcessor {
     const { model, batcher } = this;
     if (!model || !batcher || this.death) return;
     this.detected.offer(frame.image, (image) =>
-      batcher.submit(DETECT_AHEAD_STREAM, (this.ahead.take(image) ?? this.prepare(model, image)).then((prepared) => ({ frame, prepared, late: false })), 'background') as Promise<TrackerInput[]>,
+      batcher.submit(DETECT_AHEAD_STREAM, (this.ahead.take(image) ?? this.prepare(model, image, frame.pixels)).then((prepared) => ({ frame, prepared, late: false })), 'background') as Promise<TrackerInput[]>,
     );
   }
 
   /** Decodes and letterboxes a frame in the layout the model takes. */
-  private prepare(model: LoadedModel, image: Uint8Array): Promise<Prepared> {
+  private prepare(model: LoadedModel, image: Uint8Array, pixels?: DecodedPixels): Promise<Prepared> {
     const { decoder, pool } = this;
-    const onMain = () => prepareForModel(model.info, image, this.maxSourcePixels, pool);
-    if (!decoder || decoder.dead || !pool) return onMain();
+    const onMain = () => prepareForModel(model.info, pixels ?? image, this.maxSourcePixels, pool);
+    // A segment's frame is decoded already: only its letterbox is left, a copy.
+    if (pixels || !decoder || decoder.dead || !pool) return onMain();
     // A decode thread that ended costs no frame: its frames decode here instead.
     return decoder.prepare(image, model.info.inputWidth, model.info.inputHeight, this.maxSourcePixels, pool).catch((error: unknown) => {
       if (error instanceof DecodeThreadDiedError) return onMain();
@@ -348,7 +354,7 @@ class OnnxVisionProcessor implements VisionProcessor {
     try {
       return await batcher.submit(
         stream,
-        (this.ahead.take(frame.image) ?? this.prepare(model, frame.image)).then((prepared) => ({ frame, prepared, late })),
+        (this.ahead.take(frame.image) ?? this.prepare(model, frame.image, frame.pixels)).then((prepared) => ({ frame, prepared, late })),
       );
     } catch (error) {
       if (error instanceof ImageDecodeError) return decodeFailure(error);

@@ -4,6 +4,7 @@
  * image, and normalise to float32 NCHW in [0, 1].
  */
 import sharp from 'sharp';
+import type { DecodedPixels } from '../../core/ports.ts';
 import type { BufferPool } from './buffer-pool.ts';
 import { declaredImageSize } from './image-header.ts';
 
@@ -110,17 +111,14 @@ const SHARP_PIXEL_LIMIT_MESSAGE = /exceeds pixel limit/i;
  * `limitInputPixels` is set to the same value as a backstop.
  */
 export async function prepareFrame(
-  image: Uint8Array,
+  image: Uint8Array | DecodedPixels,
   inputWidth: number,
   inputHeight: number,
   maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
   pool?: BufferPool,
 ): Promise<PreparedFrame> {
-  const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels);
-  const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
-  const rgb = await decode(image, width, height, geometry, maxSourcePixels);
+  const { rgb, geometry } = await decodeForLetterbox(image, inputWidth, inputHeight, maxSourcePixels);
   const { resizedWidth, resizedHeight, padLeft, padTop } = geometry;
-  if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);
   // Padding and normalisation are written straight into the CHW planes: cheaper than a
   // padded copy from sharp and a second pass, and on a CPU every ms here is taken from
   // inference, which already uses every core.
@@ -191,7 +189,7 @@ export interface PreparedFrameUint8 {
  * releases it there.
  */
 export async function prepareFrameUint8(
-  image: Uint8Array,
+  image: Uint8Array | DecodedPixels,
   inputWidth: number,
   inputHeight: number,
   maxSourcePixels: number = sourcePixelLimit(inputWidth, inputHeight),
@@ -213,17 +211,39 @@ export async function prepareFrameUint8(
  * has copied the pixels out.
  */
 export async function decodeForLetterbox(
-  image: Uint8Array,
+  image: Uint8Array | DecodedPixels,
   inputWidth: number,
   inputHeight: number,
   maxSourcePixels: number,
 ): Promise<{ rgb: Uint8Array; geometry: LetterboxGeometry }> {
+  if (!(image instanceof Uint8Array)) return pixelsForLetterbox(image, inputWidth, inputHeight, maxSourcePixels);
   // The size from the header in JS when it is a plain JPEG or PNG (image-header.ts), else from sharp.
   const { width, height } = await checkedSize(image, inputWidth, inputHeight, maxSourcePixels, declaredImageSize(image));
   const geometry = letterboxGeometry(width, height, inputWidth, inputHeight);
   const rgb = await decode(image, width, height, geometry, maxSourcePixels);
   const { resizedWidth, resizedHeight } = geometry;
   if (rgb.length !== resizedWidth * resizedHeight * 3) throw new ImageDecodeError(`decoded ${rgb.length} bytes, expected ${resizedWidth * resizedHeight * 3}`);
+  return { rgb, geometry };
+}
+
+/**
+ * A frame a segment decoder already decoded (gpu-worker/video/): the letterbox geometry of
+ * its stream size, and its pixels at the resized size: as they are when the decoder
+ * scaled them there (the worker asks it to: {@link FrameProcessor.inputSize}), else
+ * resized here with the same linear kernel as an image. The source-pixel limit holds as
+ * for images.
+ */
+async function pixelsForLetterbox(p: DecodedPixels, inputWidth: number, inputHeight: number, maxSourcePixels: number): Promise<{ rgb: Uint8Array; geometry: LetterboxGeometry }> {
+  if (p.sourceWidth * p.sourceHeight > maxSourcePixels) {
+    throw new ImageDecodeError(`${p.sourceWidth}x${p.sourceHeight} = ${p.sourceWidth * p.sourceHeight} px is over the ${maxSourcePixels} px limit for a ${inputWidth}x${inputHeight} model input`, 'image-too-large');
+  }
+  if (p.data.length !== p.width * p.height * 3) throw new ImageDecodeError(`decoded frame has ${p.data.length} bytes, expected ${p.width * p.height * 3}`);
+  const geometry = letterboxGeometry(p.sourceWidth, p.sourceHeight, inputWidth, inputHeight);
+  if (p.width === geometry.resizedWidth && p.height === geometry.resizedHeight) return { rgb: p.data, geometry };
+  const rgb = await sharp(p.data, { raw: { width: p.width, height: p.height, channels: 3 } })
+    .resize(geometry.resizedWidth, geometry.resizedHeight, { fit: 'fill', kernel: 'linear' })
+    .raw()
+    .toBuffer();
   return { rgb, geometry };
 }
 

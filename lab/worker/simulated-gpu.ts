@@ -173,7 +173,7 @@ export class SimulatedGpuProcessor implements FrameProcessor {
   /** "Decode" (the header's size), then the frame's turn on the GPU (ahead of its round: in the batches' free places). */
   private detect(f: FrameInput, priority: 'foreground' | 'background' = 'foreground'): Promise<TrackerInput[]> {
     const t0 = performance.now();
-    const size = imageSize(f.image) ?? { width: 640, height: 480 };
+    const size = (f.pixels ? { width: f.pixels.sourceWidth, height: f.pixels.sourceHeight } : imageSize(f.image)) ?? { width: 640, height: 480 };
     const t1 = performance.now();
     this.clock?.add('decode', t1 - t0);
     return this.batcher.submit(priority === 'background' ? DETECT_AHEAD_STREAM : f.videoId, Promise.resolve({ videoId: f.videoId, frame: f.frame, ...size, readyAtMs: t1 }), priority);

@@ -80,7 +80,8 @@ export class StatsProcessor implements FrameProcessor {
     return Promise.all(
       frames.map(async (f) => {
         try {
-          const img = sharp(f.image, { failOn: 'error' });
+          // A segment's frame comes decoded (packed RGB); an image is decoded here.
+          const img = f.pixels ? sharp(f.pixels.data, { raw: { width: f.pixels.width, height: f.pixels.height, channels: 3 } }) : sharp(f.image, { failOn: 'error' });
           const [meta, stats] = await Promise.all([img.metadata(), img.stats()]);
           const channels = stats.channels.slice(0, 3);
           const luma = channels.reduce((a, c) => a + c.mean, 0) / channels.length;

@@ -35,6 +35,7 @@ import { LeaseStore } from '../../core/aws/lease-store.ts';
 import { SlotQueues } from '../../core/aws/slot-queues.ts';
 import { FrameStore } from '../../core/aws/frame-store.ts';
 import { endMarkerKey, frameKey } from '../../core/keys.ts';
+import { FRAMES_METADATA_KEY, segmentKey, type SourceContainer } from '../../core/ingest/segment-keys.ts';
 import type { EndMessage, FrameMessage } from '../../core/messages.ts';
 import type { FrameProcessor } from '../../core/ports.ts';
 import { allResults, getSummary, type ResultsSource } from '../../core/aws/results-reader.ts';
@@ -383,6 +384,31 @@ export class WorkerHarness {
 
   /** The ETag of each frame put, as S3 events carry it: the messages sent for them bring it, as the router's do. */
   private readonly eTags = new Map<string, string>();
+
+  /**
+   * Puts an encoded segment covering frames from `firstFrame` (no message), with the frame
+   * count in `x-amz-meta-frames` when `frames` is given, as the CLI's uploads set it.
+   */
+  async putSegment(videoId: string, firstFrame: number, body: Uint8Array, options: { frames?: number; container?: Exclude<SourceContainer, 'image'> } = {}): Promise<string> {
+    const key = segmentKey(videoId, firstFrame, options.container ?? 'mp4');
+    const put = await this.clients.s3.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ...(options.frames !== undefined ? { Metadata: { [FRAMES_METADATA_KEY]: String(options.frames) } } : {}) }),
+    );
+    if (put.ETag) this.eTags.set(key, put.ETag.replace(/"/g, ''));
+    this.sizes.set(key, body.byteLength);
+    return key;
+  }
+
+  /** Sends the message the router sends for a segment put with {@link putSegment} (its key carries `firstFrame`). */
+  async sendSegment(slot: number, videoId: string, firstFrame: number, container: Exclude<SourceContainer, 'image'> = 'mp4'): Promise<void> {
+    const key = segmentKey(videoId, firstFrame, container);
+    const eTag = this.eTags.get(key);
+    const message: FrameMessage = { kind: 'frame', videoId, frame: firstFrame, bucket: this.bucket, key, sizeBytes: this.sizes.get(key) ?? 1, eventTime: new Date().toISOString(), ...(eTag ? { eTag } : {}) };
+    const [outcome] = await this.queues.send(slot, [{ message }]);
+    if (!outcome?.ok) throw new Error(`segment message not accepted: ${outcome && !outcome.ok ? outcome.error : 'no outcome'}`);
+  }
+
+  private readonly sizes = new Map<string, number>();
 
   /** Puts the end-of-stream marker (its body is the last frame number). */
   async putEnd(videoId: string, lastFrame: number): Promise<void> {

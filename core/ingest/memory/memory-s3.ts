@@ -30,6 +30,8 @@ interface StoredObject {
   /** Quoted, as S3 answers it. */
   readonly eTag: string;
   readonly lastModified: Date;
+  /** User metadata (`x-amz-meta-*`), keys lower case. */
+  readonly metadata: Readonly<Record<string, string>>;
 }
 
 /** What {@link MemoryS3.intercept} sees of a call, and runs it with. */
@@ -55,10 +57,12 @@ export class MemoryS3 {
   }
 
   /** Stores an object directly (what a PutObject does), returning its ETag without quotes. */
-  putObject(bucket: string, key: string, body: Uint8Array | string): string {
+  putObject(bucket: string, key: string, body: Uint8Array | string, metadata?: Readonly<Record<string, string>>): string {
     const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : new Uint8Array(body);
     const eTag = `"${createHash('md5').update(bytes).digest('hex')}"`;
-    this.bucket(bucket).set(key, { bytes, eTag, lastModified: new Date() });
+    // S3 returns user-metadata keys in lower case.
+    const meta = Object.fromEntries(Object.entries(metadata ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    this.bucket(bucket).set(key, { bytes, eTag, lastModified: new Date(), metadata: meta });
     return eTag.replace(/"/g, '');
   }
 
@@ -80,7 +84,7 @@ export class MemoryS3 {
       case 'PutObject': {
         const body = input.Body;
         const bytes = typeof body === 'string' ? body : body instanceof Uint8Array ? body : new Uint8Array();
-        const eTag = this.putObject(bucket, key, bytes);
+        const eTag = this.putObject(bucket, key, bytes, input.Metadata as Record<string, string> | undefined);
         return { ETag: `"${eTag}"`, $metadata: {} };
       }
       case 'GetObject':
@@ -91,7 +95,7 @@ export class MemoryS3 {
         if (ifMatch !== undefined && unquote(ifMatch) !== unquote(o.eTag)) throw s3Error('PreconditionFailed', 412, 'At least one of the pre-conditions you specified did not hold');
         const ifNoneMatch = input.IfNoneMatch as string | undefined;
         if (ifNoneMatch !== undefined && unquote(ifNoneMatch) === unquote(o.eTag)) throw s3Error('NotModified', 304, 'Not Modified');
-        const head = { ETag: o.eTag, ContentLength: o.bytes.byteLength, LastModified: o.lastModified, $metadata: {} };
+        const head = { ETag: o.eTag, ContentLength: o.bytes.byteLength, LastModified: o.lastModified, Metadata: { ...o.metadata }, $metadata: {} };
         if (operation === 'HeadObject') return head;
         const bytes = o.bytes;
         return {

@@ -45,9 +45,13 @@ function setup(answer: () => { frames: FrameRef[]; coveredThrough: number }) {
     log: quiet,
     slotLost: () => false,
     inDoubt: () => false,
+    segments: NO_SEGMENTS,
   });
   return { session, calls, intake };
 }
+
+/** These tests take image frames only: a segment would be a test bug. */
+const NO_SEGMENTS = { describe: async () => { throw new Error('no segments in this test'); } };
 
 describe('MessageIntake: the start listing at first sight', () => {
   it('lists from 0 through the frame below the first one, and the start is decided at once', async () => {
@@ -113,6 +117,7 @@ describe('MessageIntake: an end marker for a video released complete', () => {
       log: quiet,
       slotLost: () => false,
       inDoubt: () => false,
+      segments: NO_SEGMENTS,
     });
     const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
     return { intake, end, news, deleted };
@@ -160,6 +165,7 @@ describe('MessageIntake: an end marker changed while its video is owned', () => 
       log: { ...quiet, warn: (message: string, fields?: Record<string, unknown>) => void warnings.push({ message, command: fields?.command }) },
       slotLost: () => false,
       inDoubt: () => false,
+      segments: NO_SEGMENTS,
     });
     const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
     return { session, intake, end, warnings, counted };
@@ -201,6 +207,7 @@ describe('MessageIntake: a video whose last commit is in doubt', () => {
       log: quiet,
       slotLost: () => false,
       inDoubt: (id) => id === 'v',
+      segments: NO_SEGMENTS,
     });
     const msg = (videoId: string, frame: number) => ({ handle: `${videoId}-${frame}`, body: '{}', msg: { kind: 'frame' as const, videoId, frame, bucket: 'b', key: `frames/${videoId}/${frame}.jpg`, sizeBytes: 10, eventTime: '2026-01-01T00:00:00Z' } });
     // Act

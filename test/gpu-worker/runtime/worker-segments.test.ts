@@ -1,0 +1,136 @@
+/**
+ * Encoded segments as a source (issue 34; the key contract is core/ingest/segment-keys.ts):
+ * the real worker on the in-memory twins (SQS FIFO model, lease table twin, S3 twin), fed
+ * real H.264 made by ffmpeg (test/gpu-worker/video/fixtures/), decoded by FFmpeg (node-av).
+ * Every frame of every segment gets exactly one record, in order, whatever the segments do:
+ * missing, late, duplicated, truncated, of different lengths and containers.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { METRIC_NAMES } from '../../../core/metric-names.ts';
+import type { FrameResultItem } from '../../../core/results.ts';
+import { WorkerHarness } from '../../support/worker-harness.ts';
+
+const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'video', 'fixtures');
+const fixture = (name: string): Uint8Array => new Uint8Array(readFileSync(path.join(FIXTURES, name)));
+/** 45 frames, B-frames, MP4 (the container states its count). */
+const MP4_45 = fixture('bframes-45.mp4');
+/** 30 frames, MPEG-TS (no count in the container). */
+const TS_30 = fixture('cfr-30.mpegts');
+
+const statusRows = (items: readonly FrameResultItem[]) => items.map((r) => `${r.frame}:${r.status}${r.reason ? `:${r.reason}` : ''}`);
+const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
+
+describe('worker: encoded segments', () => {
+  let h: WorkerHarness;
+
+  beforeAll(async () => {
+    h = await WorkerHarness.start({ backend: 'memory', slots: 1, tunables: { firstFrameNumber: 0, reorderWaitMs: 300 } });
+  });
+
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  it('gives every frame of contiguous segments of different lengths and containers one ok record, in order', async () => {
+    const v = h.videoId('seg');
+    await h.pinVideo(v, 0);
+    // 45 declared (MP4), 30 undeclared (MPEG-TS: counted by the demuxer), 45 undeclared (MP4: the container's count).
+    await h.putSegment(v, 0, MP4_45, { frames: 45 });
+    await h.putSegment(v, 45, TS_30, { container: 'mpegts' });
+    await h.putSegment(v, 75, MP4_45);
+    await h.putEnd(v, 119);
+    const worker = h.createWorker(0).start();
+    await h.sendSegment(0, v, 0);
+    await h.sendSegment(0, v, 45, 'mpegts');
+    await h.sendSegment(0, v, 75);
+    await h.sendEnd(0, v);
+    const summary = await h.waitForSummary(v, (s) => s.status === 'complete');
+    await worker.stop();
+
+    const items = await h.frameResults(v);
+    expect(statusRows(items)).toEqual(range(0, 120).map((f) => `${f}:ok`));
+    expect(summary).toMatchObject({ framesOk: 120, framesFailed: 0, framesGap: 0 });
+    expect(worker.metricTotal(METRIC_NAMES.worker.segmentsDescribed)).toBe(3);
+    expect(worker.metricTotal(METRIC_NAMES.worker.segmentFramesDecoded)).toBe(120);
+    // Which decoder runs is said once.
+    expect(worker.logsMatching(/^segment decoder in use$/).map((l) => String(l.fields?.decoder))).toEqual([expect.stringMatching(/^h264 cpu/)]);
+  });
+
+  it('records a missing segment as gaps once the listing says so, then runs it late when it comes, and processes a duplicate once', async () => {
+    const v = h.videoId('seg-gap');
+    await h.pinVideo(v, 0);
+    await h.putSegment(v, 0, MP4_45, { frames: 45 });
+    await h.putSegment(v, 90, MP4_45, { frames: 45 });
+    await h.putEnd(v, 134);
+    const worker = h.createWorker(0).start();
+    await h.sendSegment(0, v, 0);
+    await h.sendSegment(0, v, 90);
+    await h.sendEnd(0, v);
+    // Frames 45-89 do not exist: gaps, after the listing.
+    await h.waitForResults(v, 135);
+    expect(statusRows(await h.frameResults(v))).toEqual([...range(0, 45).map((f) => `${f}:ok`), ...range(45, 45).map((f) => `${f}:gap:missing-frame`), ...range(90, 45).map((f) => `${f}:ok`)]);
+
+    // The segment comes late: each of its frames replaces its gap, once.
+    await h.putSegment(v, 45, MP4_45, { frames: 45 });
+    await h.sendSegment(0, v, 45);
+    await h.waitForSummary(v, (s) => s.framesLate === 45);
+    // A duplicate notification of a processed segment changes nothing.
+    const duplicatesBefore = worker.metricTotal(METRIC_NAMES.worker.framesDuplicate);
+    await h.queues.send(0, [{ message: { ...h.frameMessage(v, 0), key: `frames/${v}/000000.mp4` }, replayTag: 'dup-notification' }]);
+    await h.waitFor('the duplicate counted', async () => worker.metricTotal(METRIC_NAMES.worker.framesDuplicate) > duplicatesBefore);
+    await worker.stop();
+
+    const items = await h.frameResults(v);
+    expect(statusRows(items)).toEqual([...range(0, 45).map((f) => `${f}:ok`), ...range(45, 45).map((f) => `${f}:late`), ...range(90, 45).map((f) => `${f}:ok`)]);
+    const summary = await h.summary(v);
+    expect(summary).toMatchObject({ status: 'complete', framesOk: 90, framesLate: 45, framesGap: 0 });
+  });
+
+  it('gives the frames a truncated segment cannot yield failed records with the decoder reason, and goes on with the next segment', async () => {
+    const v = h.videoId('seg-cut');
+    await h.pinVideo(v, 0);
+    // The uploader declared 45 frames; a third of the bytes arrived (faststart: the index comes first, so it demuxes).
+    const cut = fixture('bframes-45-faststart.mp4').subarray(0, Math.floor(MP4_45.byteLength / 3));
+    await h.putSegment(v, 0, cut, { frames: 45 });
+    await h.putSegment(v, 45, MP4_45, { frames: 45 });
+    await h.putEnd(v, 89);
+    const worker = h.createWorker(0).start();
+    await h.sendSegment(0, v, 0);
+    await h.sendSegment(0, v, 45);
+    await h.sendEnd(0, v);
+    const summary = await h.waitForSummary(v, (s) => s.status === 'complete');
+    await worker.stop();
+
+    const items = await h.frameResults(v);
+    expect(items.map((r) => r.frame)).toEqual(range(0, 90));
+    const failed = items.filter((r) => r.status === 'failed');
+    expect(failed.length).toBeGreaterThan(0);
+    // The frames it yielded are ok and come first; the rest are failed with the decoder's reason.
+    const firstFailed = failed[0]!.frame;
+    expect(items.slice(0, firstFailed).every((r) => r.status === 'ok')).toBe(true);
+    expect(items.slice(firstFailed, 45).every((r) => r.status === 'failed' && (r.reason === 'truncated' || r.reason === 'decode-error'))).toBe(true);
+    expect(items.slice(45).every((r) => r.status === 'ok')).toBe(true);
+    expect(summary.framesFailed).toBe(45 - firstFailed);
+  });
+
+  it('records one failed frame for an object that is no video, and the frames up to the next segment as gaps', async () => {
+    const v = h.videoId('seg-junk');
+    await h.pinVideo(v, 0);
+    await h.putSegment(v, 0, new TextEncoder().encode('this is not a video'));
+    await h.putSegment(v, 10, MP4_45, { frames: 45 });
+    await h.putEnd(v, 54);
+    const worker = h.createWorker(0).start();
+    await h.sendSegment(0, v, 0);
+    await h.sendSegment(0, v, 10);
+    await h.sendEnd(0, v);
+    await h.waitForSummary(v, (s) => s.status === 'complete');
+    await worker.stop();
+
+    const items = await h.frameResults(v);
+    expect(statusRows(items)).toEqual(['0:failed:unreadable-container', ...range(1, 9).map((f) => `${f}:gap:missing-frame`), ...range(10, 45).map((f) => `${f}:ok`)]);
+    expect(worker.logsMatching(/^segment frame count unknown/, ['warn'])).toHaveLength(1);
+  });
+});
