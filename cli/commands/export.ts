@@ -127,7 +127,11 @@ export async function exportCommand(target: Target, o: ExportOptions, io: Io, pa
   let belowFirstFrame = 0;
   const partial = o.out !== undefined ? `${o.out}.partial-${process.pid}` : undefined;
   const file = partial !== undefined ? createWriteStream(partial) : undefined;
-  const fileOpened = file ? new Promise<void>((resolve, reject) => file.once('open', () => resolve()).once('error', reject)) : undefined;
+  const fileOpened = file
+    ? new Promise<void>((resolve, reject) =>
+        file.once('open', () => resolve()).once('error', (e: Error) => reject(new CliError(`cannot write ${o.out}: ${e.message}`))),
+      )
+    : undefined;
   try {
     await fileOpened;
     for await (const page of pages(o.videoId)) {

@@ -142,7 +142,7 @@ describe('exportCommand over pages', () => {
     ]);
   });
 
-  it('fails without results or when reading fails, and leaves no file behind', async () => {
+  it('fails without results, when reading fails or when the file cannot be opened, and leaves no file behind', async () => {
     // Prepare
     const empty = join(dir, 'empty.jsonl');
     const broken = join(dir, 'broken.jsonl');
@@ -150,12 +150,12 @@ describe('exportCommand over pages', () => {
       yield [OK];
       throw new Error('ProvisionedThroughputExceededException');
     };
-    // Act
-    const none = exportCommand(target, { videoId: 'nope', format: 'jsonl', out: empty }, memoryIo(), pagesOf([]));
-    const midway = exportCommand(target, { videoId: 'v', format: 'jsonl', out: broken }, memoryIo(), failing);
-    // Assess
-    await expect(none).rejects.toThrow('no results for video "nope" in test pages');
-    await expect(midway).rejects.toThrow('ProvisionedThroughputExceededException');
+    // Act, Assess
+    await expect(exportCommand(target, { videoId: 'nope', format: 'jsonl', out: empty }, memoryIo(), pagesOf([]))).rejects.toThrow('no results for video "nope" in test pages');
+    await expect(exportCommand(target, { videoId: 'v', format: 'jsonl', out: broken }, memoryIo(), failing)).rejects.toThrow('ProvisionedThroughputExceededException');
+    await expect(exportCommand(target, { videoId: 'v', format: 'jsonl', out: join(dir, 'no-such-dir', 'v.jsonl') }, memoryIo(), pagesOf([[OK]]))).rejects.toThrow(
+      `cannot write ${join(dir, 'no-such-dir', 'v.jsonl')}: ENOENT`,
+    );
     expect(existsSync(empty) || existsSync(broken)).toBe(false);
     expect(readdirSync(dir).filter((n) => n.includes('.partial-'))).toEqual([]);
   });
