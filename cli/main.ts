@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CliError, processIo, type Io } from './io.ts';
 import { countsCommand } from './commands/counts.ts';
 import { eventsCommand } from './commands/events.ts';
+import { EXPORT_FORMATS, exportCommand, type ExportFormat } from './commands/export.ts';
 import { reconcileCommand } from './commands/reconcile.ts';
 import { releaseCommand } from './commands/release.ts';
 import { renderCommand } from './commands/render.ts';
@@ -109,6 +110,35 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
       if (v.json && v.csv) throw new CliError('choose one of --json and --csv', 2);
       const format: ResultsFormat = v.json ? 'json' : v.csv ? 'csv' : 'text';
       return resultsCommand(t, { videoId: id!, format }, io);
+    },
+  },
+  export: {
+    usage: 'export <id> [--format jsonl|mot] [--out FILE] [--first-frame N]',
+    summary: "a video's records as a file: JSON lines, or MOTChallenge tracks",
+    details: `Streams the video's records in frame order, page by page, to FILE (written under a temporary name
+and renamed when complete) or to stdout.
+
+  --format jsonl     (default) one JSON object per frame: frame, status, reason/detail where not ok, ptsMs where
+                     the record has one, detections (trackId, label, score, box x1,y1,x2,y2); failed and gap
+                     frames included
+  --format mot       MOTChallenge: frame,id,bb_left,bb_top,bb_width,bb_height,conf,-1,-1,-1 per tracked detection
+                     of ok and late frames; failed and gap frames have no line. MOT frames are 1-based:
+                     MOT frame = frame - N + 1 with N from --first-frame (default 0, so frame 0 is MOT frame 1)
+  --out FILE         write to FILE instead of stdout
+  --first-frame N    mot only: our frame number that becomes MOT frame 1 (frames below it are skipped)`,
+    positionals: ['id'],
+    options: { format: { type: 'string' }, out: { type: 'string' }, 'first-frame': { type: 'string' } },
+    run: (t, [id], v, io) => {
+      const format = (v.format ?? 'jsonl') as string;
+      if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new CliError(`--format must be jsonl or mot (got "${format}")`, 2);
+      const firstFrame = intFlag(v, 'first-frame');
+      if (firstFrame !== undefined && format !== 'mot') throw new CliError('--first-frame applies to --format mot only', 2);
+      if (firstFrame !== undefined && firstFrame < 0) throw new CliError('--first-frame must be 0 or more', 2);
+      return exportCommand(
+        t,
+        { videoId: id!, format: format as ExportFormat, ...(typeof v.out === 'string' ? { out: v.out } : {}), ...(firstFrame !== undefined ? { firstFrame } : {}) },
+        io,
+      );
     },
   },
   events: {

@@ -18,6 +18,27 @@ export function queryResults(
   return coreQuery(sourceOf(target), videoId, options);
 }
 
+/**
+ * A video's frame records, page by page in frame order: what `affinity export` reads.
+ * Records may carry fields newer than {@link FrameResultItem} (`ptsMs`, the frame's
+ * presentation time, where a video segment gave one).
+ */
+export type FrameRecordPages = (videoId: string) => AsyncIterable<readonly FrameRecord[]>;
+
+/** A stored frame record as read, with the optional presentation time of segment sources. */
+export type FrameRecord = FrameResultItem & { readonly ptsMs?: number };
+
+/**
+ * Where frame records come from: today the per-frame items of the results table, one
+ * Query page at a time (`pageSize` items, default up to 1 MB). This function is the one
+ * seam for another storage shape (a segment's records as one S3 object or packed item,
+ * referenced by the fenced commit): such a reader yields the same pages, each unit
+ * expanded into its frames in frame order, and its callers do not change.
+ */
+export function frameRecordPages(target: ResultsTarget, options: { pageSize?: number } = {}): FrameRecordPages {
+  return (videoId) => coreQuery(sourceOf(target), videoId, options);
+}
+
 /** All results of a video in frame order. */
 export function allResults(target: ResultsTarget, videoId: string): Promise<FrameResultItem[]> {
   return coreAll(sourceOf(target), videoId);

@@ -10,12 +10,13 @@ export interface ResultsSource {
 
 /**
  * Streams a video's per-frame results in frame order, one page at a time (the summary
- * item at frame -1 is excluded by the key condition). `nonOkOnly` filters server-side.
+ * item at frame -1 is excluded by the key condition). `nonOkOnly` filters server-side;
+ * `pageSize` caps the items a page reads (DynamoDB's `Limit`; default: up to 1 MB a page).
  */
 export async function* queryResults(
   source: ResultsSource,
   videoId: string,
-  options: { fromFrame?: number; beforeFrame?: number; nonOkOnly?: boolean } = {},
+  options: { fromFrame?: number; beforeFrame?: number; nonOkOnly?: boolean; pageSize?: number } = {},
 ): AsyncGenerator<FrameResultItem[]> {
   let start: Record<string, unknown> | undefined;
   const range = options.beforeFrame !== undefined ? '#f BETWEEN :from AND :to' : '#f >= :from';
@@ -33,6 +34,7 @@ export async function* queryResults(
           ...(options.nonOkOnly ? { ':ok': 'ok' } : {}),
         },
         ConsistentRead: true,
+        ...(options.pageSize !== undefined ? { Limit: options.pageSize } : {}),
         ExclusiveStartKey: start,
       }),
     );

@@ -14,39 +14,53 @@
  *      M_c = sigmoid(k (s_c . x - (n_c - 0.5)))
  *    is ~1 on the class colour and ~0 elsewhere: a 1x1 Conv + Sigmoid. On an
  *    anti-aliased edge pixel half covered by the colour, s_c . x ~ n_c - 0.5 and
- *    M_c ~ 0.5, so sums of M_c measure covered area, not just pixel counts.
+ *    M_c ~ 0.5, so M_c measures how much of a pixel the colour covers.
  *
  * 2. Cells. One anchor-free cell per grid point (8i, 8j) (stride 8, so 40 x 40
  *    cells at S = 320). Every rectangle with sides >= 8 model pixels contains at
  *    least one grid point. The class score of a cell is M_c at its grid point: a
  *    1x1 depthwise Conv with stride 8 (a subsample).
  *
- * 3. Extents. Inside a solid rectangle covering pixel columns [a, b), the number
- *    of class pixels in the row of a grid point x = 8j, counted over a one-sided
- *    window of K pixels, is
- *      L = sum_{t=0}^{K-1} M_c(y, x - t) = x - a + 1   (to the left, x included)
- *      R = sum_{t=0}^{K-1} M_c(y, x + t) = b - x       (to the right, x included)
- *    provided the rectangle is narrower than K and no other rectangle of the same
- *    colour lies within K pixels on that row. Each is a depthwise Conv with a
- *    1 x K kernel of ones, stride 8, padded K-1 on one side, so only the 1600
- *    grid points are computed. Then a = x - L + 1, b = x + R, i.e.
- *      cx = x + (R - L + 1) / 2,   w = L + R - 1,
- *    and the same vertically with K x 1 kernels (U, D) for cy and h.
+ * 3. Extents, of the object as a whole. A partly hidden object is still one object:
+ *    the square behind another one shows as an L, a U or two separate pieces, and a
+ *    real detector reports one box for it, not one per piece. So a cell measures the
+ *    extent of its class's pixels over a window around it, not along its own row:
+ *    - Occupancy. P_c(y, x) = max of M_c over the rows of the blocks of 8 rows within
+ *      24 blocks (192 >= K rows) of grid row y (MaxPools: 8 x 1 with stride 8 down to
+ *      one row of blocks per grid row, then over the blocks, in two steps of 7 taps,
+ *      the second dilated). P_c is ~1 in every column
+ *      that the object occupies in any of its rows, whatever hides the rest of it;
+ *      Q_c(y, x), the same over columns, marks the rows.
+ *    - Edges. A column x' occupied with coverage p (an anti-aliased edge column has
+ *      p < 1) that is the leftmost one has its left edge at x' + 1 - p, so
+ *        a = BIG - max_{x' in [x - K + 1, x]} g(P) (BIG - x' - 1 + P)
+ *        b = max_{x' in [x, x + K - 1]} g(P) (BIG + x' + P) - BIG
+ *      (MaxPools: per block of 8 columns, then over the K / 8 + 1 blocks on that side), with the
+ *      gate g(P) = clip(4 P, 0, 1): columns with no class pixel (P ~ 0) weigh nothing,
+ *      and BIG (1000) is large enough that a column with g < 0.7 never beats an
+ *      occupied one. Gaps inside the object (the occluder's columns) do not shorten
+ *      it: only its outermost occupied columns count. Then, per class,
+ *        L = clip(x - a + 1, 0, K),   R = clip(b - x, 0, K)
+ *      (0 for a class with no pixel in the window), and
+ *        cx = x + (R - L + 1) / 2,   w = L + R - 1,
+ *      and the same vertically from Q_c for cy and h. Valid when the object's side is
+ *      at most K and no other object of the same colour lies within K pixels of it (the
+ *      synthetic clips give every object its own colour, up to 6 objects).
  *
  * 4. Classes are mutually exclusive per pixel, so one box per cell is the
  *    score-weighted mean of the per-class extents: L = sum_c p_c L_c with
  *    p_c = score_c / (sum_c score_c + eps); background cells get score ~0 and are
  *    dropped by the confidence threshold.
  *
- * Every cell inside an object predicts the same box with the same score, and
- * class-aware NMS keeps one. The model's batch dimension is symbolic, so frames
- * of several videos go through one call.
+ * Every cell inside an object, hidden in part or not, predicts the same box with the
+ * same score, and class-aware NMS keeps one. The model's batch dimension is symbolic,
+ * so frames of several videos go through one call.
  *
  * Run `npm run model` to write `.local/models/demo-detector.onnx` and its
  * sidecar `demo-detector.onnx.json`.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import onnxProto from 'onnx-proto';
@@ -72,6 +86,13 @@ export const DEMO_STRIDE = 8;
 export const DEMO_MAX_OBJECT_PX = 160;
 /** Sigmoid gain of the colour match; large enough that a full match gives ~1 - 5e-5. */
 const MATCH_GAIN = 20;
+/** Offset of the edge candidates (step 3): larger than the input side, so a column gated below 0.7 never wins. */
+const EDGE_BIG = 1000;
+/** Gate gain of the edge candidates: a column counts fully from a quarter covered. */
+const EDGE_GATE_GAIN = 4;
+/** Occupancy window (step 3) in blocks of 8: a first MaxPool over 2 * OCC_INNER_HALF + 1 blocks, then OCC_OUTER taps that far apart. */
+const OCC_INNER_HALF = 3;
+const OCC_OUTER = 7;
 
 /** Sidecar metadata written next to a model (`x.onnx.json`). */
 export interface ModelSidecar {
@@ -153,41 +174,98 @@ export function buildDemoModelBytes(options: BuildDemoModelOptions = {}): Uint8A
       gridY.push(i * stride);
     }
   }
-  const ones = (n: number) => new Array<number>(n).fill(1);
+  const blocks = Math.ceil(windowPx / stride);
+  const positions = Array.from({ length: size }, (_, i) => i);
   const initializer: OnnxTypes.ITensorProto[] = [
     floatTensor('match_w', [classCount, 3, 1, 1], matchWeights),
     floatTensor('match_b', [classCount], matchBias),
-    floatTensor('sample_w', [classCount, 1, 1, 1], ones(classCount)),
-    floatTensor('row_w', [classCount, 1, 1, windowPx], ones(classCount * windowPx)),
-    floatTensor('col_w', [classCount, 1, windowPx, 1], ones(classCount * windowPx)),
+    floatTensor('sample_w', [classCount, 1, 1, 1], new Array<number>(classCount).fill(1)),
     floatTensor('grid_x', [1, 1, cells, cells], gridX),
     floatTensor('grid_y', [1, 1, cells, cells], gridY),
+    // BIG - 1 - x' and BIG + x' per column (and row) position x', broadcast over batch, class and the other axis.
+    floatTensor('before_x', [1, 1, 1, size], positions.map((x) => EDGE_BIG - 1 - x)),
+    floatTensor('after_x', [1, 1, 1, size], positions.map((x) => EDGE_BIG + x)),
+    floatTensor('before_y', [1, 1, size, 1], positions.map((y) => EDGE_BIG - 1 - y)),
+    floatTensor('after_y', [1, 1, size, 1], positions.map((y) => EDGE_BIG + y)),
+    floatTensor('gate_gain', [], [EDGE_GATE_GAIN]),
+    floatTensor('big', [], [EDGE_BIG]),
+    floatTensor('big_minus_one', [], [EDGE_BIG - 1]),
+    floatTensor('zero', [], [0]),
+    floatTensor('window', [], [windowPx]),
     floatTensor('eps', [], [1e-3]),
     floatTensor('one', [], [1]),
     floatTensor('half', [], [0.5]),
     int64Tensor('class_axis', [1]),
     int64Tensor('out_shape', [0, 4 + classCount, -1]),
   ];
-  const depthwise = (kernel: number[], pads: number[]) => [
-    int('group', classCount),
+  const pool = (kernel: number[], strides: number[], pads: number[], dilations: number[] = [1, 1]) => [
     ints('kernel_shape', kernel),
-    ints('strides', [stride, stride]),
+    ints('strides', strides),
     ints('pads', pads),
+    ints('dilations', dilations),
   ];
-  const k1 = windowPx - 1;
+  // A window of 2 * OCC_INNER_HALF + 1 blocks, then OCC_OUTER taps that far apart: +-(3 + 7 * 3) = +-24 blocks, at least K / 8 either side.
+  const inner = 2 * OCC_INNER_HALF + 1;
+  const reach = OCC_INNER_HALF + inner * ((OCC_OUTER - 1) / 2);
+  if (reach < blocks) throw new Error(`demo model: occupancy window reaches ${reach} blocks, needs ${blocks}`);
+  const outerPad = reach - OCC_INNER_HALF;
+  // Pad's pads: [begin per axis..., end per axis...] over [B, C, H, W].
+  initializer.push(int64Tensor('col_pads', [0, 0, outerPad, 0, 0, 0, outerPad, 0]), int64Tensor('row_pads', [0, 0, 0, outerPad, 0, 0, 0, outerPad]));
   const nodes: OnnxTypes.INodeProto[] = [
     node('Conv', ['images', 'match_w', 'match_b'], 'match_logit', [ints('kernel_shape', [1, 1])]),
     node('Sigmoid', ['match_logit'], 'mask'),
-    node('Conv', ['mask', 'sample_w'], 'score', depthwise([1, 1], [0, 0, 0, 0])),
-    // Pads are [top, left, bottom, right].
-    node('Conv', ['mask', 'row_w'], 'left_c', depthwise([1, windowPx], [0, k1, 0, 0])),
-    node('Conv', ['mask', 'row_w'], 'right_c', depthwise([1, windowPx], [0, 0, 0, k1])),
-    node('Conv', ['mask', 'col_w'], 'up_c', depthwise([windowPx, 1], [k1, 0, 0, 0])),
-    node('Conv', ['mask', 'col_w'], 'down_c', depthwise([windowPx, 1], [0, 0, k1, 0])),
+    node('Conv', ['mask', 'sample_w'], 'score', [int('group', classCount), ints('kernel_shape', [1, 1]), ints('strides', [stride, stride]), ints('pads', [0, 0, 0, 0])]),
+    // Occupancy (pads are [top, left, bottom, right]): columns near each grid row [B, C, cells, S], rows near each grid column [B, C, S, cells].
+    // Blocks of 8, then the max over +-24 blocks in two steps, the second dilated (7 + 7 taps instead of 49).
+    node('MaxPool', ['mask'], 'col_blocks', pool([stride, 1], [stride, 1], [0, 0, 0, 0])),
+    node('MaxPool', ['col_blocks'], 'col_near', pool([inner, 1], [1, 1], [OCC_INNER_HALF, 0, OCC_INNER_HALF, 0])),
+    // onnxruntime wants pads smaller than the (undilated) kernel, so the dilated step pads with zeros first (every value here is >= 0),
+    // and a Relu (the identity here) keeps its optimizer from folding the Pad back into the MaxPool's pads.
+    node('Pad', ['col_near', 'col_pads', 'zero'], 'col_near_pad'),
+    node('Relu', ['col_near_pad'], 'col_near_padded'),
+    node('MaxPool', ['col_near_padded'], 'col_occ', pool([OCC_OUTER, 1], [1, 1], [0, 0, 0, 0], [inner, 1])),
+    node('MaxPool', ['mask'], 'row_blocks', pool([1, stride], [1, stride], [0, 0, 0, 0])),
+    node('MaxPool', ['row_blocks'], 'row_near', pool([1, inner], [1, 1], [0, OCC_INNER_HALF, 0, OCC_INNER_HALF])),
+    node('Pad', ['row_near', 'row_pads', 'zero'], 'row_near_pad'),
+    node('Relu', ['row_near_pad'], 'row_near_padded'),
+    node('MaxPool', ['row_near_padded'], 'row_occ', pool([1, OCC_OUTER], [1, 1], [0, 0, 0, 0], [1, inner])),
+  ];
+  // Per side: the gated edge candidates at every column (row), their max per block of 8,
+  // the max over the blocks that hold the K positions on that side of the grid point
+  // (the left side's blocks reach 1 column further and the grid point's block 7 columns
+  // the other way, which never wins: the grid point itself is occupied and beats them),
+  // and the per-class extent L, R, U or D clipped to [0, K].
+  const sides = [
+    { side: 'left', occ: 'col_occ', pos: 'before_x', block: [1, stride], window: [1, blocks + 1], pads: [0, blocks, 0, 0], grid: 'grid_x', before: true },
+    { side: 'right', occ: 'col_occ', pos: 'after_x', block: [1, stride], window: [1, blocks], pads: [0, 0, 0, blocks - 1], grid: 'grid_x', before: false },
+    { side: 'up', occ: 'row_occ', pos: 'before_y', block: [stride, 1], window: [blocks + 1, 1], pads: [blocks, 0, 0, 0], grid: 'grid_y', before: true },
+    { side: 'down', occ: 'row_occ', pos: 'after_y', block: [stride, 1], window: [blocks, 1], pads: [0, 0, blocks - 1, 0], grid: 'grid_y', before: false },
+  ] as const;
+  for (const o of ['col_occ', 'row_occ']) {
+    nodes.push(node('Mul', [o, 'gate_gain'], `${o}_gain`), node('Clip', [`${o}_gain`, 'zero', 'one'], `${o}_gate`));
+  }
+  for (const s of sides) {
+    const n = s.side;
+    nodes.push(
+      node('Add', [s.pos, s.occ], `${n}_value`),
+      node('Mul', [`${n}_value`, `${s.occ}_gate`], `${n}_cand`),
+      node('MaxPool', [`${n}_cand`], `${n}_blocks`, pool([...s.block], [...s.block], [0, 0, 0, 0])),
+      node('MaxPool', [`${n}_blocks`], `${n}_max`, pool([...s.window], [1, 1], [...s.pads])),
+    );
+    if (s.before) {
+      // L = x - a + 1 with a = BIG - max: x + 1 - BIG + max = (x - (BIG - 1)) + max.
+      nodes.push(node('Sub', [s.grid, 'big_minus_one'], `${n}_base`), node('Add', [`${n}_base`, `${n}_max`], `${n}_raw`));
+    } else {
+      // R = b - x with b = max - BIG.
+      nodes.push(node('Sub', [`${n}_max`, 'big'], `${n}_edge`), node('Sub', [`${n}_edge`, s.grid], `${n}_raw`));
+    }
+    nodes.push(node('Clip', [`${n}_raw`, 'zero', 'window'], `${n}_c`));
+  }
+  nodes.push(
     node('ReduceSum', ['score', 'class_axis'], 'score_sum', [int('keepdims', 1)]),
     node('Add', ['score_sum', 'eps'], 'score_norm'),
     node('Div', ['score', 'score_norm'], 'class_weight'),
-  ];
+  );
   for (const side of ['left', 'right', 'up', 'down']) {
     nodes.push(node('Mul', [`${side}_c`, 'class_weight'], `${side}_w`));
     nodes.push(node('ReduceSum', [`${side}_w`, 'class_axis'], side, [int('keepdims', 1)]));
@@ -235,18 +313,20 @@ export const DEFAULT_DEMO_MODEL_DIR = resolve(dirname(fileURLToPath(import.meta.
 
 /**
  * Returns the path of the demo model in `dir`, building it (and its sidecar) first
- * when missing. Writes go through a temporary name so concurrent callers never
+ * when missing or when the file there is another build of it (the graph changed since
+ * it was written). Writes go through a temporary name so concurrent callers never
  * read a half-written file.
  */
 export async function ensureDemoModel(dir: string = DEFAULT_DEMO_MODEL_DIR): Promise<string> {
   const modelPath = join(dir, 'demo-detector.onnx');
   const sidecarPath = `${modelPath}.json`;
-  if (existsSync(modelPath) && existsSync(sidecarPath)) return modelPath;
+  const bytes = buildDemoModelBytes();
+  if (existsSync(modelPath) && existsSync(sidecarPath) && Buffer.from(bytes).equals(await readFile(modelPath))) return modelPath;
   await mkdir(dir, { recursive: true });
   const tmpSuffix = `.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
   await writeFile(sidecarPath + tmpSuffix, `${JSON.stringify(DEMO_SIDECAR, null, 2)}\n`);
   await rename(sidecarPath + tmpSuffix, sidecarPath);
-  await writeFile(modelPath + tmpSuffix, buildDemoModelBytes());
+  await writeFile(modelPath + tmpSuffix, bytes);
   await rename(modelPath + tmpSuffix, modelPath);
   return modelPath;
 }
