@@ -62,7 +62,12 @@ export interface LateFrameInput extends FrameInput {
 }
 
 export type FrameOutcome =
-  | { readonly status: 'ok'; readonly detections: readonly Detection[] }
+  | {
+      readonly status: 'ok';
+      readonly detections: readonly Detection[];
+      /** The frame's presentation time in its stream, ms (frames of segments that carry timestamps). */
+      readonly ptsMs?: number;
+    }
   /** A frame that could not be used (corrupt image, undecodable): reason is a short machine-readable code. */
   | { readonly status: 'failed'; readonly reason: string; readonly detail?: string };
 

@@ -38,8 +38,10 @@ export interface FrameResultItem {
   readonly committedAtMs: number;
   /** Only in records written before gaps were per frame: the last frame of a gap run (frame..throughFrame). */
   readonly throughFrame?: number;
-  /** S3 key of the frame, when one existed. */
+  /** S3 key of the frame, when one existed (a segment's key for each frame it covers). */
   readonly key?: string;
+  /** The frame's presentation time in its stream, ms: frames of encoded segments whose stream carries timestamps. */
+  readonly ptsMs?: number;
 }
 
 export type VideoStatus = 'active' | 'complete';

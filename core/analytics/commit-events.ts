@@ -32,7 +32,7 @@ export interface CommitEventsInput {
   /** Undefined: no rules store or no read: the rules in the committed state stay in effect. */
   readonly rules: RulesView | undefined;
   /** In-order frames with status ok and their tracked detections, ascending. */
-  readonly inOrder: readonly { readonly frame: number; readonly detections: readonly Detection[] }[];
+  readonly inOrder: readonly { readonly frame: number; readonly detections: readonly Detection[]; readonly ptsMs?: number }[];
   /** The unit's results (life events: failed and parked frames, the first frame). */
   readonly results: readonly FrameResultItem[];
   /** Frames recorded as parked (given up on) in this unit. */

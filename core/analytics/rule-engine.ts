@@ -15,8 +15,11 @@
  *   touches the line and leaves on its side never counts, and jitter across the band
  *   counts once per real change of side;
  * - zones test the foot point with the even-odd rule;
- * - dwell time is (frame − entry frame) / `fps`: frame numbers, never wall clocks, so a
- *   re-run of the same frames raises the same dwell events.
+ * - dwell time is the stream's time between the entry frame and the frame, when both carry
+ *   a presentation timestamp (frames of encoded segments, `ptsMs`) and it runs forward
+ *   (a segmenter that restarts its time line per segment falls back); otherwise
+ *   (frame − entry frame) / `fps`. Never wall clocks, so a re-run of the same frames
+ *   raises the same dwell events.
  */
 import type { Detection } from '../ports.ts';
 import type { RuleEventKind } from './event-schema.ts';
@@ -32,6 +35,8 @@ export interface TrackRuleState {
   s?: Record<string, 1 | -1>;
   /** Zones the track is in (by rule id) with the frame it entered. */
   z?: Record<string, number>;
+  /** The entry frame's stream time (ms) per zone, where that frame carried one. */
+  zt?: Record<string, number>;
   /** Zones whose dwell event this track has raised. */
   d?: string[];
 }
@@ -71,6 +76,8 @@ export interface RuleEvent {
 export interface TrackedFrame {
   readonly frame: number;
   readonly detections: readonly Detection[];
+  /** The frame's presentation time in its stream, ms, when it has one (segments). */
+  readonly ptsMs?: number;
 }
 
 export function emptyAnalytics(): AnalyticsState {
@@ -153,12 +160,13 @@ function stepFrame(st: AnalyticsState, rules: RulesDocument, f: TrackedFrame, ev
       const entered = t.z?.[zone.id];
       if (inside && entered === undefined) {
         (t.z ??= {})[zone.id] = f.frame;
+        if (f.ptsMs !== undefined) (t.zt ??= {})[zone.id] = f.ptsMs;
         zoneCount(st, zone.id, t.l)[0]++;
         events.push({ kind: 'zone.entered', frame: f.frame, ruleId: zone.id, trackId: det.trackId, label: t.l });
       } else if (!inside && entered !== undefined) {
-        exitZone(st, t, zone.id, det.trackId, f.frame, rules.fps, 'left', events);
+        exitZone(st, t, zone.id, det.trackId, f, rules.fps, 'left', events);
       } else if (inside && entered !== undefined && zone.dwellSeconds !== undefined && !t.d?.includes(zone.id)) {
-        const seconds = (f.frame - entered) / rules.fps;
+        const seconds = dwellSeconds(t, zone.id, f, rules.fps);
         if (seconds >= zone.dwellSeconds) {
           (t.d ??= []).push(zone.id);
           zoneCount(st, zone.id, t.l)[2]++;
@@ -171,17 +179,30 @@ function stepFrame(st: AnalyticsState, rules: RulesDocument, f: TrackedFrame, ev
   for (const key of Object.keys(st.tracks).sort((a, b) => Number(a) - Number(b))) {
     const t = st.tracks[key]!;
     if (f.frame - t.f <= rules.forgetAfterFrames) continue;
-    for (const zoneId of Object.keys(t.z ?? {}).sort()) exitZone(st, t, zoneId, Number(key), f.frame, rules.fps, 'track-lost', events);
+    for (const zoneId of Object.keys(t.z ?? {}).sort()) exitZone(st, t, zoneId, Number(key), f, rules.fps, 'track-lost', events);
     delete st.tracks[key];
   }
 }
 
-function exitZone(st: AnalyticsState, t: TrackRuleState, zoneId: string, trackId: number, frame: number, fps: number, reason: string, events: RuleEvent[]): void {
+function exitZone(st: AnalyticsState, t: TrackRuleState, zoneId: string, trackId: number, at: { readonly frame: number; readonly ptsMs?: number }, fps: number, reason: string, events: RuleEvent[]): void {
   const entered = t.z![zoneId]!;
+  const seconds = dwellSeconds(t, zoneId, at, fps);
   delete t.z![zoneId];
   if (Object.keys(t.z!).length === 0) delete t.z;
+  if (t.zt) {
+    delete t.zt[zoneId];
+    if (Object.keys(t.zt).length === 0) delete t.zt;
+  }
   zoneCount(st, zoneId, t.l)[1]++;
-  events.push({ kind: 'zone.exited', frame, ruleId: zoneId, trackId, label: t.l, detail: { seconds: round3((frame - entered) / fps), enteredFrame: entered, reason } });
+  events.push({ kind: 'zone.exited', frame: at.frame, ruleId: zoneId, trackId, label: t.l, detail: { seconds: round3(seconds), enteredFrame: entered, reason } });
+}
+
+/** Time in a zone: the stream's, when the entry frame and this one carry timestamps that run forward; else frames over `fps`. */
+function dwellSeconds(t: TrackRuleState, zoneId: string, at: { readonly frame: number; readonly ptsMs?: number }, fps: number): number {
+  const entered = t.z![zoneId]!;
+  const enteredMs = t.zt?.[zoneId];
+  if (enteredMs !== undefined && at.ptsMs !== undefined && at.ptsMs >= enteredMs) return (at.ptsMs - enteredMs) / 1000;
+  return (at.frame - entered) / fps;
 }
 
 function zoneCount(st: AnalyticsState, zoneId: string, label: string): [number, number, number] {

@@ -54,7 +54,7 @@ export function buildCommit(input: CommitInput): BuiltCommit {
   const failures: { frame: number; reason: string; detail?: string }[] = [];
   let { framesOk, framesLate, framesFailed, framesGap, firstFrame, lastFrame } = prev;
   // Rules see the in-order tracker stream only: `frame` steps that came out ok (never late frames).
-  const inOrder: { frame: number; detections: readonly Detection[] }[] = [];
+  const inOrder: { frame: number; detections: readonly Detection[]; ptsMs?: number }[] = [];
   const base = { videoId: input.videoId, token: input.token, worker: input.workerId, committedAtMs: input.nowMs };
   const note = (frame: number) => {
     firstFrame = firstFrame === undefined ? frame : Math.min(firstFrame, frame);
@@ -71,7 +71,7 @@ export function buildCommit(input: CommitInput): BuiltCommit {
     if (step.type === 'gap' && step.frame < silentBelow) continue;
     if (step.type === 'frame' && step.ref.frame < silentBelow) {
       const outcome = input.outcomes.get(step.ref.frame);
-      if (outcome?.status === 'ok') inOrder.push({ frame: step.ref.frame, detections: outcome.detections });
+      if (outcome?.status === 'ok') inOrder.push({ frame: step.ref.frame, detections: outcome.detections, ...(outcome.ptsMs !== undefined ? { ptsMs: outcome.ptsMs } : {}) });
       continue;
     }
     if (step.type === 'gap') {
@@ -95,9 +95,9 @@ export function buildCommit(input: CommitInput): BuiltCommit {
         if (late) framesLate++;
         else {
           framesOk++;
-          inOrder.push({ frame, detections: outcome.detections });
+          inOrder.push({ frame, detections: outcome.detections, ...(outcome.ptsMs !== undefined ? { ptsMs: outcome.ptsMs } : {}) });
         }
-        results.push({ ...base, frame, status: late ? 'late' : 'ok', detections: outcome.detections, key: step.ref.key });
+        results.push({ ...base, frame, status: late ? 'late' : 'ok', detections: outcome.detections, key: step.ref.key, ...(outcome.ptsMs !== undefined ? { ptsMs: outcome.ptsMs } : {}) });
       } else {
         framesFailed++;
         results.push(failed(frame, outcome.reason, outcome.detail, step.ref.key));

@@ -155,8 +155,8 @@ export class FrameRunner {
     ]);
     const processed = present.length + presentLate.length;
     if (processed > 0) this.d.metrics.milliseconds(METRIC_NAMES.worker.inferenceLatencyMs, (this.d.now() - started) / processed);
-    present.forEach((input, i) => outcomes.set(input.frame, results[i]!));
-    presentLate.forEach((input, i) => outcomes.set(input.frame, lateResults[i]!));
+    present.forEach((input, i) => outcomes.set(input.frame, withStreamTime(results[i]!, input)));
+    presentLate.forEach((input, i) => outcomes.set(input.frame, withStreamTime(lateResults[i]!, input)));
     return outcomes;
   }
 
@@ -167,7 +167,7 @@ export class FrameRunner {
     const started = this.d.now();
     const results = await this.d.processor.process(present);
     this.d.metrics.milliseconds(METRIC_NAMES.worker.inferenceLatencyMs, (this.d.now() - started) / present.length);
-    present.forEach((input, i) => outcomes.set(input.frame, results[i]!));
+    present.forEach((input, i) => outcomes.set(input.frame, withStreamTime(results[i]!, input)));
   }
 
   /** Frames that need no fetch to know they are unusable. */
@@ -223,6 +223,12 @@ export class FrameRunner {
       throw new VideoRoundError(errorCode(e), `neighbours of late frame ${frame}: ${errorText(e)}`, [frame], isTransient(e));
     }
   }
+}
+
+/** An ok outcome carries its frame's stream time, when the frame came decoded from a segment that has one. */
+function withStreamTime(outcome: FrameOutcome, input: FrameInput): FrameOutcome {
+  const pts = input.pixels?.ptsMs;
+  return outcome.status === 'ok' && pts !== undefined && pts !== null ? { ...outcome, ptsMs: pts } : outcome;
 }
 
 /** Whether an AWS SDK error is worth retrying (throttling, 5xx, timeouts, dropped connections). */

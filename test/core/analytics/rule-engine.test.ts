@@ -110,6 +110,18 @@ describe('zones', () => {
     expect(events.map((e) => `${e.frame}:${e.kind}`)).toEqual(['0:zone.entered', '30:zone.dwell']);
   });
 
+  it.each([
+    // A variable frame rate: 10 frames take 2.5 s of stream time; dwell (1 s) is reached at frame 4, exit says 2.5 s.
+    { name: 'the stream time, at a variable frame rate', ptsOf: (f: number) => 1_000 + f * 250, dwellFrame: 4, exitSeconds: 2.5 },
+    // A segmenter that restarts its time line at frame 5: time runs backwards, so frame numbers / fps decide.
+    { name: 'frames / fps when the stream time runs backwards', ptsOf: (f: number) => (f < 5 ? 1_000 + f * 100 : (f - 5) * 100), dwellFrame: 10, exitSeconds: 1 },
+  ])('dwell is $name', ({ ptsOf, dwellFrame, exitSeconds }) => {
+    const frames: TrackedFrame[] = Array.from({ length: 12 }, (_, f) => ({ frame: f, ptsMs: ptsOf(f), detections: [at(1, f <= 10 ? 50 : 150, 50)] }));
+    const { events } = run({ fps: 10, zones: [LOBBY] }, frames);
+    expect(events.map((e) => `${e.frame}:${e.kind}`)).toEqual(['0:zone.entered', `${dwellFrame}:zone.dwell`, '11:zone.exited']);
+    expect(events[2]!.detail).toMatchObject({ seconds: exitSeconds === 1 ? 1.1 : 2.75, enteredFrame: 0 });
+  });
+
   it('a track the tracker has dropped leaves its zones and its state is dropped', () => {
     const frames: TrackedFrame[] = [{ frame: 0, detections: [at(1, 50, 50), at(2, 60, 60)] }];
     for (let f = 1; f <= 6; f++) frames.push({ frame: f, detections: [at(2, 60, 60)] });

@@ -53,6 +53,10 @@ describe('worker: encoded segments', () => {
     const items = await h.frameResults(v);
     expect(statusRows(items)).toEqual(range(0, 120).map((f) => `${f}:ok`));
     expect(summary).toMatchObject({ framesOk: 120, framesFailed: 0, framesGap: 0 });
+    // Each record carries its frame's time in its own stream, and the segment's key.
+    items.slice(0, 45).forEach((r, i) => expect(r.ptsMs).toBeCloseTo((i * 1000) / 30, 2));
+    expect(items[45]!.ptsMs).toBeGreaterThan(1000); // MPEG-TS starts its time line at 1.4 s
+    expect(new Set(items.map((r) => r.key))).toEqual(new Set([`frames/${v}/000000.mp4`, `frames/${v}/000045.ts`, `frames/${v}/000075.mp4`]));
     expect(worker.metricTotal(METRIC_NAMES.worker.segmentsDescribed)).toBe(3);
     expect(worker.metricTotal(METRIC_NAMES.worker.segmentFramesDecoded)).toBe(120);
     // Which decoder runs is said once.
