@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { emptySequencerState, upgradeSequencerState, type SequencerState } from './sequencer.ts';
 import type { VideoSummaryItem } from './results.ts';
 import type { AnalyticsState } from './analytics/rule-engine.ts';
+import type { SourceWatch } from './ingest/source-watch.ts';
 
 export interface OwnerRecord {
   readonly worker: string;
@@ -46,6 +47,8 @@ export interface VideoCheckpoint {
    * (written just before) with `tries` the adoptions since: a process died running it.
    */
   readonly stall?: StallEvidence;
+  /** A live video's source watch (core/ingest/source-watch.ts): absent for videos of images. */
+  readonly source?: SourceWatch;
   /**
    * The video's rule state (issue 22, decision 35): the rules version in effect and its
    * rules, each live track's side of each line, zone memberships with entry frames, dwell

@@ -84,6 +84,8 @@ export const METRIC_NAMES = {
     segmentFramesDecoded: 'SegmentFramesDecoded',
     /** A segment's object changed bytes (a re-upload) after its frames were counted: the count stands; logged with the replay command. */
     segmentsReuploaded: 'SegmentsReuploaded',
+    /** Live videos whose segments stopped coming for several of their intervals (`source.stalled` raised; core/ingest/source-watch.ts). Alarmed. */
+    sourcesStalled: 'SourcesStalled',
     /** Frames forwarded to the slot their video is pinned to. */
     framesForwarded: 'FramesForwarded',
     /** Per-frame processing time inside the worker. */

@@ -30,6 +30,7 @@ export const ALARM_IDS = [
   'InstanceLaunchFailures',
   'FramesCrashedWorker',
   'CommitsInvalid',
+  'SourceStalled',
   'WorkerOnCpu',
   'EventDlqNotEmpty',
   'RouterErrors',

@@ -223,6 +223,12 @@ export class Monitoring extends Construct {
       metric: this.metric('worker', METRIC_NAMES.worker.commitsInvalid, 'Sum', FIVE_MINUTES),
       ...atLeastOnce,
     });
+    this.#alarm('SourceStalled', {
+      alarmDescription:
+        'A live video stopped producing segments for 3 of its usual intervals with no end marker (its camera, network or edge segmenter is down): the worker raised source.stalled (the event names the video and the last segment time) and raises source.resumed when segments come again. Check the camera and `affinity stream`; a recorded file uploaded without --end also ends this way',
+      metric: this.metric('worker', METRIC_NAMES.worker.sourcesStalled, 'Sum', FIVE_MINUTES),
+      ...atLeastOnce,
+    });
     if (props.eventDelivery) {
       this.#alarm('EventDlqNotEmpty', {
         alarmDescription: EVENT_DLQ_ALARM_DESCRIPTION,

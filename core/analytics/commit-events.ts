@@ -42,6 +42,19 @@ export interface CommitEventsInput {
   /** Whether this unit completes the video. */
   readonly completes: boolean;
   readonly lastFrame: number | undefined;
+  /** A live source's stall raised, or its end, since the last commit (core/ingest/source-watch.ts). */
+  readonly source?: readonly SourceEvent[];
+}
+
+/** `source.stalled` / `source.resumed`: `stalls` numbers the stall (each one's pair of events has its own ids). */
+export interface SourceEvent {
+  readonly kind: 'source.stalled' | 'source.resumed';
+  /** The next frame the video waits for (stalled), or the first frame of the segment that came (resumed). */
+  readonly frame: number;
+  readonly stalls: number;
+  /** When the last segment before the stall arrived (epoch ms), and the interval the source kept, ms. */
+  readonly lastSegmentAtMs: number;
+  readonly intervalMs: number | null;
 }
 
 /** The outbox items of a unit and the analytics state its checkpoint carries. */
@@ -86,6 +99,9 @@ export function commitEvents(input: CommitEventsInput): { events: EventItem[]; a
     if (r.status !== 'failed') continue;
     const parked = input.parked.has(r.frame);
     events.push(item({ kind: parked ? 'frame.parked' : 'frame.failed', frame: r.frame, detail: { reason: r.reason ?? 'unknown', token: input.token, ...(r.key ? { key: r.key } : {}) } }));
+  }
+  for (const e of input.source ?? []) {
+    events.push(item({ kind: e.kind, frame: e.frame, discriminator: `stall${e.stalls}`, detail: { stall: e.stalls, lastSegmentAtMs: e.lastSegmentAtMs, ...(e.intervalMs !== null ? { intervalMs: e.intervalMs } : {}) } }));
   }
   if (input.completes) events.push(item({ kind: 'video.completed', frame: input.lastFrame ?? -1 }));
   return { events, analytics };

@@ -16,7 +16,7 @@ export const EVENT_SOURCE = 'frame-affinity';
 /** Rule events, raised on the in-order tracker stream (late frames raise none). */
 export type RuleEventKind = 'line.crossed' | 'zone.entered' | 'zone.exited' | 'zone.dwell';
 /** A video's life and its frames' ends. */
-export type LifeEventKind = 'video.started' | 'video.taken-over' | 'video.completed' | 'frame.failed' | 'frame.parked' | 'rules.invalid';
+export type LifeEventKind = 'video.started' | 'video.taken-over' | 'video.completed' | 'frame.failed' | 'frame.parked' | 'rules.invalid' | 'source.stalled' | 'source.resumed';
 export type EventKind = RuleEventKind | LifeEventKind;
 
 /** EventBridge `detail-type` per kind (what users match in their rules). */
@@ -31,6 +31,8 @@ export const DETAIL_TYPE: Readonly<Record<EventKind, string>> = {
   'frame.failed': 'Frame Failed',
   'frame.parked': 'Frame Parked',
   'rules.invalid': 'Rules Invalid',
+  'source.stalled': 'Source Stalled',
+  'source.resumed': 'Source Resumed',
 };
 
 /** One item of the outbox table, which is also the event's `detail` on the bus. */

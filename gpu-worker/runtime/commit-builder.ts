@@ -9,7 +9,8 @@ import type { FrameOutcome } from '../../core/ports.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import type { SequencedStep, SequencerState } from '../../core/sequencer.ts';
 import type { Detection } from '../../core/ports.ts';
-import { commitEvents, type RulesView } from '../../core/analytics/commit-events.ts';
+import { commitEvents, type RulesView, type SourceEvent } from '../../core/analytics/commit-events.ts';
+import type { SourceWatch } from '../../core/ingest/source-watch.ts';
 
 export interface CommitInput {
   readonly videoId: string;
@@ -39,6 +40,8 @@ export interface CommitInput {
   readonly rules?: RulesView;
   /** Frames recorded as parked in this unit (their events are `frame.parked`, not `frame.failed`). */
   readonly parked?: ReadonlyMap<number, string>;
+  /** The video's source watch to checkpoint, and its stall events to raise with this unit. */
+  readonly source?: { readonly watch: SourceWatch | undefined; readonly events: readonly SourceEvent[] };
 }
 
 export interface BuiltCommit {
@@ -117,12 +120,15 @@ export function buildCommit(input: CommitInput): BuiltCommit {
     firstCommit: prev.framesOk + prev.framesLate + prev.framesFailed + prev.framesGap === 0 && prev.firstFrame === undefined,
     completes: input.complete && !prev.complete,
     lastFrame,
+    ...(input.source ? { source: input.source.events } : {}),
   });
   const events = silentBelow < 0 ? raised : raised.filter((e) => e.frame < 0 || e.frame >= silentBelow);
   // Progress clears the crash-loop evidence: `stall` counts adoptions since the last one.
-  const { stall: _cleared, analytics: _before, ...kept } = prev;
+  const { stall: _cleared, analytics: _before, source: _watched, ...kept } = prev;
+  const watch = input.source ? input.source.watch : prev.source;
   const checkpoint: VideoCheckpoint = {
     ...kept,
+    ...(watch ? { source: watch } : {}),
     ...(analytics ? { analytics } : {}),
     ...(input.stall ? { stall: input.stall } : {}),
     seq: prev.seq + 1,

@@ -189,6 +189,8 @@ export class MessageIntake {
         }
       }
     }
+    // New frames from the source (a replay's re-send is not the source producing).
+    if (accepted + late > 0 && msg.replayTag === undefined) s.noteSegment(refs[0]!.frame, now);
     if (duplicates > 0) this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate, duplicates);
     this.d.log.info('segment taken', { videoId: s.videoId, key: msg.key, firstFrame: refs[0]?.frame, frames: refs.length, accepted, duplicates, late });
   }

@@ -89,6 +89,7 @@ export async function buildPlannedRound(
       nowMs,
       ...(rules[i] ? { rules: rules[i] } : {}),
       parked: plan.parked,
+      ...(plan.source ? { source: plan.source } : {}),
     });
     let built = build(processorSnapshot(d, session));
     // The rule state may have grown in this round (new tracks): the tracker makes room for it.

@@ -17,6 +17,8 @@ import type { CommitUnit } from '../../core/commit-packing.ts';
 import { padWidthOf } from '../../core/keys.ts';
 import { UploadTimes } from './upload-times.ts';
 import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, isolationStep, type Handover } from './crash-breaker.ts';
+import type { SourceEvent } from '../../core/analytics/commit-events.ts';
+import { markStalled, noteSegment, stallDueAtMs, type SourceWatch } from '../../core/ingest/source-watch.ts';
 import { VideoSequencer, type FrameRef, type ListingLesson, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
 
 /** Most result items one video commits per round (a transaction holds 100 items). */
@@ -55,6 +57,8 @@ export interface SessionPlan {
   readonly logLength: number;
   /** A crash-loop marker (decision 28): commits the checkpoint with `trying` set, runs nothing. */
   readonly marker?: boolean;
+  /** The source watch this plan's unit checkpoints, and the stall events it raises. */
+  readonly source?: { readonly watch: SourceWatch | undefined; readonly events: readonly SourceEvent[] };
 }
 
 /** The plan of a marker unit: no steps, no handles, no log. */
@@ -108,6 +112,10 @@ export class VideoSession {
   readonly suspicion: VideoCheckpoint['stall'];
   /** Frames a process died running alone (crash-breaker.ts): recorded as failed, never run again. */
   readonly crashParked = new Map<number, string>();
+  /** A live source's watch (core/ingest/source-watch.ts); undefined for a video of images. */
+  private sourceWatch: SourceWatch | undefined;
+  /** Stall events raised and not yet committed (a failed round keeps them for the next). */
+  private sourceEvents: SourceEvent[] = [];
   private log: LoggedChange[] = [];
   private readonly options: SequencerOptions;
   /** Most steps the next plans take, after a round whose events did not fit one transaction (cleared by a landed commit). */
@@ -124,6 +132,7 @@ export class VideoSession {
     const known = checkpoint.sequencer.buffered[0]?.key;
     this.padWidth = known !== undefined ? padWidthOf(known) : undefined;
     this.suspicion = checkpoint.stall;
+    this.sourceWatch = checkpoint.source;
     const verdict = breakerVerdict(checkpoint.stall, handover);
     if (verdict !== 'normal') this.isolatedSinceMs = nowMs;
     if (typeof verdict === 'object') this.crashParked.set(verdict.park, CRASHED_WORKER_REASON);
@@ -256,7 +265,30 @@ export class VideoSession {
     if (steps.length === 0 && !this.dirty) return undefined;
     const parked = new Map(this.failures >= MAX_VIDEO_FAILURES ? this.blamed : []);
     for (const [frame, reason] of this.crashParked) parked.set(frame, reason);
-    return { steps, parked, handles: [...this.handles], logLength: this.log.length };
+    const source = this.sourceWatch !== this.committed.source || this.sourceEvents.length > 0 ? { watch: this.sourceWatch, events: [...this.sourceEvents] } : undefined;
+    return { steps, parked, handles: [...this.handles], logLength: this.log.length, ...(source ? { source } : {}) };
+  }
+
+  /**
+   * A new segment of this video arrived (its frames were taken, not all duplicates): the
+   * source watch learns it, and a stalled source raises `source.resumed` with the next commit.
+   */
+  noteSegment(firstFrame: number, nowMs: number): void {
+    const { watch, resumed } = noteSegment(this.sourceWatch, nowMs);
+    if (resumed) this.sourceEvents.push({ kind: 'source.resumed', frame: firstFrame, stalls: watch.stalls, lastSegmentAtMs: this.sourceWatch!.lastSegmentAtMs, intervalMs: watch.intervalMs });
+    this.sourceWatch = watch;
+    this.dirty = true;
+  }
+
+  /** Raises `source.stalled` when the source's segments stopped (source-watch.ts); true when it did now. */
+  checkStall(nowMs: number): boolean {
+    const due = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null);
+    if (due === undefined || nowMs < due) return false;
+    const w = markStalled(this.sourceWatch!);
+    this.sourceWatch = w;
+    this.sourceEvents.push({ kind: 'source.stalled', frame: this.sequencer.nextFrame, stalls: w.stalls, lastSegmentAtMs: w.lastSegmentAtMs, intervalMs: w.intervalMs });
+    this.dirty = true;
+    return true;
   }
 
   /**
@@ -287,11 +319,12 @@ export class VideoSession {
     // A marker is no progress: failures, handles and the log stay as they are.
     if (plan.marker) return { deleteHandles: [], complete: false };
     this.stepCap = undefined;
+    if (plan.source) this.sourceEvents = this.sourceEvents.slice(plan.source.events.length);
     for (const r of unit.results) this.crashParked.delete(r.frame);
     const covered = new Set(plan.handles);
     this.handles = this.handles.filter((h) => !covered.has(h));
     this.log = this.log.slice(plan.logLength);
-    this.dirty = this.handles.length > 0 || this.log.length > 0;
+    this.dirty = this.handles.length > 0 || this.log.length > 0 || this.sourceEvents.length > 0 || this.sourceWatch !== unit.checkpoint.source;
     if (this.failures >= MAX_VIDEO_FAILURES) this.blamed.clear();
     this.failures = 0;
     this.failedRounds = 0;
@@ -343,20 +376,26 @@ export class VideoSession {
       else if (c.op === 'forget-gap') this.sequencer.forgetGap(c.frame);
       else this.sequencer.learnListing(c.fromFrame, c.frames, c.coverage, c.atMs);
     }
-    this.dirty = this.handles.length > 0 || this.log.length > 0;
+    this.dirty = this.handles.length > 0 || this.log.length > 0 || this.sourceEvents.length > 0;
   }
 
-  /** Whether the video may be released for idleness at `nowMs`. */
+  /**
+   * Whether the video may be released for idleness at `nowMs`. A live source is watched
+   * until its stall is raised: the video is not released before, or nobody would raise it.
+   */
   idleReleaseDue(nowMs: number, idleMs: number): boolean {
     const failing = this.failedRounds > 0 || this.backingOff(nowMs);
-    return !failing && !this.dirty && this.handles.length === 0 && this.rejects.length === 0 && !this.sequencer.hasPending() && nowMs - this.lastActivityMs >= idleMs;
+    const watching = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null) !== undefined;
+    return !failing && !watching && !this.dirty && this.handles.length === 0 && this.rejects.length === 0 && !this.sequencer.hasPending() && nowMs - this.lastActivityMs >= idleMs;
   }
 
   /** When this video next has work of its own (a backoff's end, a sequencer deadline), or undefined. */
   nextWakeMs(nowMs: number): number | undefined {
     if (this.backingOff(nowMs)) return this.retryAtMs;
     if (this.rejects.length > 0 || this.dirty) return nowMs;
-    return this.sequencer.nextDeadlineMs();
+    const sequencer = this.sequencer.nextDeadlineMs();
+    const stall = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null);
+    return sequencer === undefined ? stall : stall === undefined ? sequencer : Math.min(sequencer, stall);
   }
 
   /**

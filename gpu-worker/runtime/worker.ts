@@ -414,6 +414,10 @@ export class Worker {
     const idleMs = this.d.tunables.videoIdleReleaseSeconds * 1000;
     for (const s of this.registry!.all()) {
       if (this.busy(s.videoId)) continue;
+      if (s.checkStall(now)) {
+        this.d.metrics.count(METRIC_NAMES.worker.sourcesStalled, 1);
+        this.d.log.warn('source stalled: no new segment for several of its intervals', { videoId: s.videoId, nextFrame: s.sequencer.nextFrame });
+      }
       // One listing re-checks its gaps first: a frame that came after its gap is run, not left a gap.
       if (s.idleReleaseDue(now, idleMs) && (await this.intake!.recheckBeforeRelease(s, now))) await this.registry!.release(s, 'idle');
     }

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import type { FrameResultItem } from '../../../core/results.ts';
+import { allEvents } from '../../../core/aws/events-reader.ts';
 import { WorkerHarness } from '../../support/worker-harness.ts';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'video', 'fixtures');
@@ -118,6 +119,37 @@ describe('worker: encoded segments', () => {
     expect(items.slice(firstFailed, 45).every((r) => r.status === 'failed' && (r.reason === 'truncated' || r.reason === 'decode-error'))).toBe(true);
     expect(items.slice(45).every((r) => r.status === 'ok')).toBe(true);
     expect(summary.framesFailed).toBe(45 - firstFailed);
+  });
+
+  it('raises source.stalled when a live video\'s segments stop coming, and source.resumed with the next one, each once', async () => {
+    const v = h.videoId('seg-live');
+    await h.pinVideo(v, 0);
+    const worker = h.createWorker(0).start();
+    // A camera: a segment every 300 ms (the watch judges by at least 1 s per interval).
+    for (let i = 0; i < 4; i++) {
+      await h.putSegment(v, i * 45, MP4_45, { frames: 45 });
+      await h.sendSegment(0, v, i * 45);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    await h.waitForResults(v, 180);
+    const kinds = async () => (await allEvents(h.clients.ddb, h.wiring.eventsTable, v)).filter((e) => e.kind.startsWith('source.'));
+    const stalled = await h.waitFor('source.stalled', async () => ((await kinds()).length === 1 ? await kinds() : undefined), 30_000);
+    expect(stalled.map((e) => [e.kind, e.frame, e.detail?.stall])).toEqual([['source.stalled', 180, 1]]);
+    expect(worker.metricTotal(METRIC_NAMES.worker.sourcesStalled)).toBe(1);
+    // The camera comes back.
+    await h.putSegment(v, 180, MP4_45, { frames: 45 });
+    await h.sendSegment(0, v, 180);
+    await h.waitForResults(v, 225);
+    const both = await h.waitFor('source.resumed', async () => ((await kinds()).length === 2 ? await kinds() : undefined), 30_000);
+    // Both at frame 180 (ids order them by kind there): the stall's pair, numbered 1.
+    expect(both.map((e) => [e.kind, e.frame, e.detail?.stall]).sort()).toEqual([['source.resumed', 180, 1], ['source.stalled', 180, 1]]);
+    // An end marker ends the watch: no stall after it.
+    await h.putEnd(v, 224);
+    await h.sendEnd(0, v);
+    await h.waitForSummary(v, (s) => s.status === 'complete');
+    await new Promise((r) => setTimeout(r, 3_500));
+    await worker.stop();
+    expect((await kinds()).map((e) => e.kind).sort()).toEqual(['source.resumed', 'source.stalled']);
   });
 
   it('records one failed frame for an object that is no video, and the frames up to the next segment as gaps', async () => {

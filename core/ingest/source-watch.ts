@@ -1,0 +1,53 @@
+/**
+ * Whether a live video's source has stalled (issue 34): a camera's edge segmenter uploads a
+ * segment every few seconds, so a video whose segments stop coming for several of those
+ * intervals, with no end marker, has lost its camera, its network or its segmenter. The
+ * worker then raises `source.stalled`, and `source.resumed` with the next segment: events
+ * like the others, committed under the fence with the video's checkpoint, which carries
+ * this watch so a successor continues it. Pure: the session feeds arrivals and asks.
+ *
+ * The interval is learnt from the arrivals themselves (a moving average of the gaps
+ * between new segments), not from the segments' length: a source that uploads a 2-s
+ * segment every 2 s and one that uploads a backlog of them at once are judged by what
+ * they do. A video made of images is not watched (its frames have no rhythm to keep), nor
+ * one whose end marker has come.
+ */
+
+/** A video's source as its checkpoint carries it (compact keys are not needed: one per video). */
+export interface SourceWatch {
+  /** When the last new segment arrived, epoch ms. */
+  readonly lastSegmentAtMs: number;
+  /** Moving average of the time between new segments, ms; null until a second one came. */
+  readonly intervalMs: number | null;
+  /** Whether `source.stalled` was raised and no segment came since. */
+  readonly stalled: boolean;
+  /** Stalls raised so far: tells each stall's events apart (their ids carry it). */
+  readonly stalls: number;
+}
+
+/** Missed intervals after which a source is stalled. */
+export const STALL_INTERVALS = 3;
+/** The least interval a stall is judged by, ms: a burst of uploads must not make a pause of a second a stall. */
+export const MIN_STALL_INTERVAL_MS = 1_000;
+/** Weight of the newest gap in the moving average. */
+const NEWEST_WEIGHT = 0.5;
+
+/** A new segment arrived at `nowMs`: the watch after it, and whether it ends a stall. */
+export function noteSegment(w: SourceWatch | undefined, nowMs: number): { readonly watch: SourceWatch; readonly resumed: boolean } {
+  if (!w) return { watch: { lastSegmentAtMs: nowMs, intervalMs: null, stalled: false, stalls: 0 }, resumed: false };
+  const gap = Math.max(0, nowMs - w.lastSegmentAtMs);
+  // The gap that ends a stall is the outage, not the source's rhythm.
+  const intervalMs = w.stalled ? w.intervalMs : w.intervalMs === null ? gap : Math.round(NEWEST_WEIGHT * gap + (1 - NEWEST_WEIGHT) * w.intervalMs);
+  return { watch: { lastSegmentAtMs: nowMs, intervalMs, stalled: false, stalls: w.stalls }, resumed: w.stalled };
+}
+
+/** When the source counts as stalled (epoch ms), or undefined when it cannot: unwatched, ended, stalled already, or no rhythm learnt yet. */
+export function stallDueAtMs(w: SourceWatch | undefined, ended: boolean): number | undefined {
+  if (!w || ended || w.stalled || w.intervalMs === null) return undefined;
+  return w.lastSegmentAtMs + STALL_INTERVALS * Math.max(w.intervalMs, MIN_STALL_INTERVAL_MS);
+}
+
+/** The watch once its stall is raised. */
+export function markStalled(w: SourceWatch): SourceWatch {
+  return { ...w, stalled: true, stalls: w.stalls + 1 };
+}
