@@ -8,7 +8,7 @@
  * - A segment whose key is there with another size, or whose first frame is already
  *   covered by an object with another extension, is a conflict: the upload stops before
  *   sending anything. The first version the worker reads is the record of those frames
- *   (docs/decisions.md 47), so overwriting would change nothing the user could see; upload
+ *   (docs/decisions.md 48), so overwriting would change nothing the user could see; upload
  *   under another video id, or run `affinity replay` after replacing it deliberately.
  * - `--end` writes the end marker after the last segment; its body is the last frame.
  */

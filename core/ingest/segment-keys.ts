@@ -1,6 +1,6 @@
 /**
  * The key contract for encoded segments beside per-frame images (issue 34; the full rule
- * is docs/decisions.md 47):
+ * is docs/decisions.md 48):
  *
  *   frames/{videoId}/{n}.{jpg|jpeg|png}   one frame, n                  (today's contract)
  *   frames/{videoId}/{n}.{mp4|ts|mkv}     a segment: frames [n, n + k)  (H.264 / H.265)

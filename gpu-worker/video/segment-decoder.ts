@@ -1,6 +1,6 @@
 /**
  * Decodes one encoded segment (H.264 / H.265 in MP4, MPEG-TS or Matroska) into frames,
- * with FFmpeg through node-av (docs/decisions.md 47: why this binding and not the
+ * with FFmpeg through node-av (docs/decisions.md 48: why this binding and not the
  * `ffmpeg` binary, and the numbers).
  *
  * {@link decodeSegment} is an async generator of {@link SegmentItem}s: the frames of the
