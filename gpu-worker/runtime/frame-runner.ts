@@ -130,21 +130,20 @@ export class FrameRunner {
       }
       return got.input;
     };
-    if (inOrder.some((r) => SegmentReader.isSegment(r.key))) {
-      // Decoded frames, a few at a time (DECODED_FRAMES_PER_CALL); late frames as usual after.
-      for (let i = 0; i < inOrder.length; i += DECODED_FRAMES_PER_CALL) {
-        await this.processInOrder(await settleAll(inOrder.slice(i, i + DECODED_FRAMES_PER_CALL).map(fetched)), outcomes);
-      }
-      inOrder.length = 0;
+    const lateInput = async (ref: LateFrame): Promise<LateFrameInput | undefined> => {
+      const [input, neighbours] = await Promise.all([fetched(ref), this.neighbours(plan.videoId, ref.frame)]);
+      return input ? { ...input, ...neighbours } : undefined;
+    };
+    if (inOrder.some((r) => SegmentReader.isSegment(r.key)) || late.some((r) => SegmentReader.isSegment(r.key))) {
+      // Decoded frames are large: a few at a time (DECODED_FRAMES_PER_CALL), the next few
+      // decoding while these run; in order first, then the late ones.
+      await inChunks(inOrder, (chunk) => settleAll(chunk.map(fetched)), (inputs) => this.processInOrder(inputs, outcomes));
+      await inChunks(late, (chunk) => settleAll(chunk.map(lateInput)), (inputs) => this.processLateFrames(inputs, outcomes));
+      return outcomes;
     }
     const [inputs, lateInputs] = await Promise.all([
       settleAll(inOrder.map(fetched)),
-      settleAll(
-        late.map(async (ref): Promise<LateFrameInput | undefined> => {
-          const [input, neighbours] = await Promise.all([fetched(ref), this.neighbours(plan.videoId, ref.frame)]);
-          return input ? { ...input, ...neighbours } : undefined;
-        }),
-      ),
+      settleAll(late.map(lateInput)),
     ]);
     const present = inputs.filter((i): i is FrameInput => i !== undefined);
     const presentLate = lateInputs.filter((i): i is LateFrameInput => i !== undefined);
@@ -166,6 +165,16 @@ export class FrameRunner {
     if (present.length === 0) return;
     const started = this.d.now();
     const results = await this.d.processor.process(present);
+    this.d.metrics.milliseconds(METRIC_NAMES.worker.inferenceLatencyMs, (this.d.now() - started) / present.length);
+    present.forEach((input, i) => outcomes.set(input.frame, withStreamTime(results[i]!, input)));
+  }
+
+  /** Runs late frames already fetched, in one call, and notes their outcomes. */
+  private async processLateFrames(inputs: readonly (LateFrameInput | undefined)[], outcomes: Map<number, FrameOutcome>): Promise<void> {
+    const present = inputs.filter((i): i is LateFrameInput => i !== undefined);
+    if (present.length === 0) return;
+    const started = this.d.now();
+    const results = await this.d.processor.processLate(present);
     this.d.metrics.milliseconds(METRIC_NAMES.worker.inferenceLatencyMs, (this.d.now() - started) / present.length);
     present.forEach((input, i) => outcomes.set(input.frame, withStreamTime(results[i]!, input)));
   }
@@ -244,6 +253,26 @@ export function isTransient(e: unknown): boolean {
 export function errorCode(e: unknown): string {
   if (e instanceof Error) return (e as { Code?: string }).Code ?? e.name ?? 'Error';
   return 'Error';
+}
+
+/**
+ * Runs `items` {@link DECODED_FRAMES_PER_CALL} at a time: `fetch` of the next chunk runs
+ * while `run` of this one does, so decoding overlaps the model; at most two chunks are
+ * held. Every fetch started is awaited before this returns, whatever failed.
+ */
+async function inChunks<T, I>(items: readonly T[], fetch: (chunk: readonly T[]) => Promise<I>, run: (fetched: I) => Promise<void>): Promise<void> {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += DECODED_FRAMES_PER_CALL) chunks.push(items.slice(i, i + DECODED_FRAMES_PER_CALL));
+  let next = chunks.length > 0 ? fetch(chunks[0]!) : undefined;
+  try {
+    for (let c = 0; c < chunks.length; c++) {
+      const fetched = await next!;
+      next = c + 1 < chunks.length ? fetch(chunks[c + 1]!) : undefined;
+      await run(fetched);
+    }
+  } finally {
+    await next?.catch(() => undefined);
+  }
 }
 
 /** Awaits every promise (so none is left running), then rethrows the first failure. */
