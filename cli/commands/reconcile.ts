@@ -22,7 +22,7 @@
  * Nothing is deleted and no lease is touched.
  */
 import { randomUUID } from 'node:crypto';
-import { parseFrameKey } from '../../core/keys.ts';
+import { storedObjectRanges, type ObjectRange } from '../video/object-ranges.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { CliError, type Io } from '../io.ts';
 import { allResults, leaseStore, listVideoObjects, type StoredObject } from '../read.ts';
@@ -48,10 +48,14 @@ export interface ReconcileSummary {
 }
 
 /**
- * The frames to send again, from the video's objects and records (pure). `held` are the
- * frames the checkpoint holds (buffered or queued late): known to the worker, not lost.
+ * The objects to send again, from the video's objects (each with the frames it covers:
+ * cli/video/object-ranges.ts) and records (pure). `held` are the frames the checkpoint
+ * holds (buffered or queued late): known to the worker, not lost. A segment is sent again
+ * when any frame it covers has no record or a gap record (the finding names the first such
+ * frame): the worker then decides each of its frames by its record, so the ones recorded
+ * already stay as they are.
  */
-export function findUnreconciled(objects: readonly StoredObject[], records: readonly FrameResultItem[], held: ReadonlySet<number>): ReconcileFinding[] {
+export function findUnreconciled(objects: readonly ObjectRange[], records: readonly FrameResultItem[], held: ReadonlySet<number>): ReconcileFinding[] {
   const status = new Map<number, FrameResultItem['status']>();
   for (const r of records) {
     // Records written before gaps were per frame cover a run: frame..throughFrame.
@@ -61,12 +65,16 @@ export function findUnreconciled(objects: readonly StoredObject[], records: read
   const findings: ReconcileFinding[] = [];
   const seen = new Set<number>();
   for (const ob of objects) {
-    const parsed = parseFrameKey(ob.key);
-    if (parsed.kind !== 'frame' || seen.has(parsed.frame)) continue;
-    seen.add(parsed.frame);
-    const s = status.get(parsed.frame);
-    if (s === 'gap') findings.push({ frame: parsed.frame, key: ob.key, why: 'gap-with-object' });
-    else if (s === undefined && !held.has(parsed.frame)) findings.push({ frame: parsed.frame, key: ob.key, why: 'no-record' });
+    if (seen.has(ob.first)) continue;
+    seen.add(ob.first);
+    for (let f = ob.first; f < ob.first + ob.count; f++) {
+      const s = status.get(f);
+      const why = s === 'gap' ? 'gap-with-object' : s === undefined && !held.has(f) ? 'no-record' : undefined;
+      if (why) {
+        findings.push({ frame: f, key: ob.object.key, why });
+        break;
+      }
+    }
   }
   return findings.sort((a, b) => a.frame - b.frame);
 }
@@ -79,8 +87,9 @@ export async function reconcileCommand(target: Target, o: { videoId: string; dry
   const objects = await listVideoObjects(target, o.videoId);
   const records = await allResults(target, o.videoId);
   const held = new Set([...v.checkpoint.sequencer.buffered, ...v.checkpoint.sequencer.late].map((r) => r.frame));
-  const findings = findUnreconciled(objects, records, held);
-  const frames = objects.filter((ob) => parseFrameKey(ob.key).kind === 'frame').length;
+  const ranges_ = await storedObjectRanges(target, objects);
+  const findings = findUnreconciled(ranges_, records, held);
+  const frames = ranges_.length;
   const gaps = findings.filter((f) => f.why === 'gap-with-object');
   const missing = findings.filter((f) => f.why === 'no-record');
   io.out(`${o.videoId}: ${frames} frame object(s), ${records.length} record(s)`);
