@@ -16,6 +16,7 @@ import { resultsCommand, type ResultsFormat } from './commands/results.ts';
 import { statusCommand } from './commands/status.ts';
 import { uploadCommand } from './commands/upload.ts';
 import { parseContainer, parseSeconds, uploadFileCommand } from './video/upload-command.ts';
+import { streamCommand } from './video/stream-command.ts';
 import { videoCommand } from './commands/video.ts';
 import { resolveTarget, type Target } from './target.ts';
 import { VIDEO_ID_PATTERN } from '../core/keys.ts';
@@ -114,6 +115,67 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
       }
       if (v['segment-seconds'] !== undefined || v.container !== undefined) throw new CliError('--segment-seconds and --container apply to a video file, not a folder', 2);
       return uploadCommand(t, { ...common, dir: input! }, io);
+    },
+  },
+  stream: {
+    usage: 'stream <rtsp-url | file> --video <id> [--segment-seconds N] [--realtime] [--state-file PATH] [--end] [--container ts|mp4|mkv] [--first-frame N]',
+    summary: 'the edge segmenter: cut a live camera (or a file) into segments and upload each as it closes',
+    details: `Reads an RTSP camera (or any URL FFmpeg opens: rtmp://, srt://, udp://, http://) or a file, closes a
+segment at the first keyframe --segment-seconds after its start (stream copy, no re-encode) and uploads it
+as frames/<id>/<n>.<ext> with its frame count in x-amz-meta-frames, n being the running frame number.
+
+A live source that drops is reopened with capped, jittered exponential backoff (each reconnect is logged
+with its reason); uploads are retried the same way. Each segment is numbered in the state file, written
+atomically, before it is sent, so a restart (even after kill -9) sends it again under the same key and
+continues the numbering after it; the bucket's listing is read at start so numbering never goes back.
+SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
+
+  --video ID            video id (required)
+  --segment-seconds N   segment length in seconds, closed at the next keyframe (default 2)
+  --realtime            a file: send it at the pace of its timestamps, as a camera would
+  --state-file PATH     the numbering journal (default .affinity-stream/<id>.json; segments wait in PATH.spool/)
+  --end                 on a clean stop, write the end-of-stream marker frames/<id>/_end (last frame number)
+  --container C         segment container: ts (default), mp4 or mkv
+  --first-frame N       number of a new video's first frame (default 0)`,
+    positionals: ['source'],
+    options: {
+      video: { type: 'string' },
+      'segment-seconds': { type: 'string' },
+      realtime: { type: 'boolean' },
+      'state-file': { type: 'string' },
+      end: { type: 'boolean' },
+      container: { type: 'string' },
+      'first-frame': { type: 'string' },
+    },
+    run: async (t, [source], v, io) => {
+      if (typeof v.video !== 'string') throw new CliError('stream needs --video <id>', 2);
+      checkVideoId(v.video);
+      const firstFrame = intFlag(v, 'first-frame');
+      if (firstFrame !== undefined && firstFrame < 0) throw new CliError('--first-frame must be 0 or more', 2);
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        return await streamCommand(
+          t,
+          {
+            source: source!,
+            videoId: v.video,
+            segmentSeconds: parseSeconds('segment-seconds', stringFlag(v, 'segment-seconds'), 2),
+            realtime: Boolean(v.realtime),
+            end: Boolean(v.end),
+            container: parseContainer(stringFlag(v, 'container')),
+            ...(typeof v['state-file'] === 'string' ? { stateFile: v['state-file'] } : {}),
+            ...(firstFrame !== undefined ? { firstFrame } : {}),
+            signal: stop.signal,
+          },
+          io,
+        );
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
     },
   },
   status: {
