@@ -23,7 +23,7 @@ const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'rtsp-ser
 export const RTSP_PACKAGES = 'python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad ffmpeg';
 
 /** Throws a clear error when the RTSP server cannot run here. */
-export function requireRtspServer(): void {
+export function requireRtspServer(python = SYSTEM_PYTHON): void {
   const why = (e: unknown): string => String((e as { stderr?: Buffer }).stderr || (e as Error).message).trim().split('\n').pop() ?? '';
   const missing = (what: string, e: unknown): Error =>
     new Error(
@@ -31,9 +31,9 @@ export function requireRtspServer(): void {
         `Install it with: apt-get install -y --no-install-recommends ${RTSP_PACKAGES}  (.ci/run does this)`,
     );
   try {
-    execFileSync(SYSTEM_PYTHON, ['-c', "import gi; gi.require_version('Gst','1.0'); gi.require_version('GstRtspServer','1.0'); from gi.repository import Gst, GstRtspServer; Gst.init(None); assert Gst.ElementFactory.find('tsdemux') and Gst.ElementFactory.find('rtph264pay') and Gst.ElementFactory.find('h264parse') and Gst.ElementFactory.find('udpsrc'), 'a GStreamer plugin (tsdemux, h264parse, rtph264pay or udpsrc) is missing'"], { stdio: 'pipe' });
+    execFileSync(python, ['-c', "import gi; gi.require_version('Gst','1.0'); gi.require_version('GstRtspServer','1.0'); from gi.repository import Gst, GstRtspServer; Gst.init(None); assert Gst.ElementFactory.find('tsdemux') and Gst.ElementFactory.find('rtph264pay') and Gst.ElementFactory.find('h264parse') and Gst.ElementFactory.find('udpsrc'), 'a GStreamer plugin (tsdemux, h264parse, rtph264pay or udpsrc) is missing'"], { stdio: 'pipe' });
   } catch (e) {
-    throw missing(`GStreamer's RTSP server for ${SYSTEM_PYTHON}`, e);
+    throw missing(`GStreamer's RTSP server for ${python}`, e);
   }
   try {
     execFileSync('ffmpeg', ['-hide_banner', '-h', 'encoder=libx264'], { stdio: 'pipe' });

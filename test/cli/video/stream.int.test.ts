@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cutFile } from '../../../cli/video/segment-file.ts';
 import type { StreamState } from '../../../cli/video/stream-journal.ts';
 import { makeH264 } from '../../support/make-video.ts';
-import { startRtspCamera, type RtspCamera } from '../../support/rtsp-camera.ts';
+import { requireRtspServer, startRtspCamera, type RtspCamera } from '../../support/rtsp-camera.ts';
 import { startS3Stack, type S3Stack } from '../../support/s3-stack.ts';
 import { checkedChain, spawnStream } from '../../support/stream-child.ts';
 
@@ -110,6 +110,12 @@ describe('affinity stream <rtsp-url>', () => {
     expect(new Set(secondKeys).size).toBe(secondKeys.length);
     for (const k of secondKeys) expect(landedBefore).not.toContain(k);
     expect(readState(stateFile).pending).toEqual([]);
+  });
+});
+
+describe('the RTSP test camera', () => {
+  it('fails with the packages to install, not a skip, when its server cannot run', () => {
+    expect(() => requireRtspServer(path.join(work, 'no-python3'))).toThrow(/the RTSP test camera needs GStreamer's RTSP server .*\n.*apt-get install .*gir1\.2-gst-rtsp-server-1\.0.*\.ci\/run/);
   });
 });
 
