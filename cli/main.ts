@@ -118,7 +118,7 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
     },
   },
   stream: {
-    usage: 'stream <rtsp-url | file> --video <id> [--segment-seconds N] [--realtime] [--state-file PATH] [--end] [--container ts|mp4|mkv] [--first-frame N]',
+    usage: 'stream <rtsp-url | file> --video <id> [--segment-seconds N] [--realtime] [--state-file PATH] [--end] [--container ts|mp4|mkv] [--first-frame N] [--read-timeout N]',
     summary: 'the edge segmenter: cut a live camera (or a file) into segments and upload each as it closes',
     details: `Reads an RTSP camera (or any URL FFmpeg opens: rtmp://, srt://, udp://, http://) or a file, closes a
 segment at the first keyframe --segment-seconds after its start (stream copy, no re-encode) and uploads it
@@ -136,7 +136,8 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
   --state-file PATH     the numbering journal (default .affinity-stream/<id>.json; segments wait in PATH.spool/)
   --end                 on a clean stop, write the end-of-stream marker frames/<id>/_end (last frame number)
   --container C         segment container: ts (default), mp4 or mkv
-  --first-frame N       number of a new video's first frame (default 0)`,
+  --first-frame N       number of a new video's first frame (default 0)
+  --read-timeout N      a live source silent this many seconds has dropped and is reopened (default 10)`,
     positionals: ['source'],
     options: {
       video: { type: 'string' },
@@ -146,6 +147,7 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
       end: { type: 'boolean' },
       container: { type: 'string' },
       'first-frame': { type: 'string' },
+      'read-timeout': { type: 'string' },
     },
     run: async (t, [source], v, io) => {
       if (typeof v.video !== 'string') throw new CliError('stream needs --video <id>', 2);
@@ -168,6 +170,7 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
             container: parseContainer(stringFlag(v, 'container')),
             ...(typeof v['state-file'] === 'string' ? { stateFile: v['state-file'] } : {}),
             ...(firstFrame !== undefined ? { firstFrame } : {}),
+            readTimeoutSeconds: parseSeconds('read-timeout', stringFlag(v, 'read-timeout'), 10),
             signal: stop.signal,
           },
           io,

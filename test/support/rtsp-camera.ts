@@ -4,7 +4,7 @@
  * H.264 test pattern and sends it as MPEG-TS over UDP (test/support/make-video.ts).
  * `kill()` takes the camera off the network the hard way (SIGKILL of the server; ffmpeg
  * goes on encoding, as a camera does while its link is down) and `start()` brings it
- * back on the same port.
+ * back on the same port; `freeze()` makes it go silent with its connections open.
  *
  * Missing packages fail the test with the command that installs them (`.ci/run` does),
  * never a skip.
@@ -57,6 +57,8 @@ export interface RtspCamera {
   start(): Promise<void>;
   /** SIGKILLs the RTSP server (the camera drops off the network). */
   kill(): Promise<void>;
+  /** SIGSTOPs / SIGCONTs the RTSP server: connections stay open and go silent (a network that stalls). */
+  freeze(frozen: boolean): void;
   stop(): Promise<void>;
 }
 
@@ -95,7 +97,9 @@ export async function startRtspCamera(o: { fps: number; gop: number }): Promise<
     url: `rtsp://127.0.0.1:${port}/cam`,
     start,
     kill,
+    freeze: (frozen) => void server?.kill(frozen ? 'SIGSTOP' : 'SIGCONT'),
     async stop() {
+      server?.kill('SIGCONT');
       await kill();
       if (feeder.exitCode === null) {
         feeder.kill('SIGKILL');

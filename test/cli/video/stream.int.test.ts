@@ -62,6 +62,8 @@ describe('affinity stream <rtsp-url>', () => {
     }
     const reasons = s.lines.filter((l) => l.startsWith('reconnect: '));
     for (const r of reasons) expect(r).toMatch(/^reconnect: \S.*; attempt \d+ in \d+\.\d s$/);
+    // FFmpeg's reason is in the line: the dropped read, then the refused connection
+    expect(reasons.some((r) => /Connection refused/.test(r)), reasons.join('\n')).toBe(true);
     const chain = await checkedChain(stack, 'cam-drop');
     // every segment uploaded exactly once, and S3 holds exactly those
     const uploadedKeys = s.lines.filter((l) => UPLOADED.test(l)).map((l) => l.split(/[ :]/)[1]);
@@ -71,6 +73,26 @@ describe('affinity stream <rtsp-url>', () => {
     expect(state.pending).toEqual([]);
     expect(state.nextFrame).toBe(chain.reduce((n, c) => n + c.frames, 0));
     expect(chain.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('takes a silent connection (the network stalls) for a drop after --read-timeout, and recovers', async () => {
+    const stateFile = path.join(work, 'stall.json');
+    const s = spawnStream(args(camera.url, 'cam-stall', stateFile, ['--read-timeout', '2']));
+    try {
+      await s.waitCount(UPLOADED, 1);
+      camera.freeze(true);
+      await s.waitCount(/^reconnect: /, 2, 30_000); // the stalled read, then a connection that gets no answer
+      camera.freeze(false);
+      await s.waitCount(/^reconnected to /, 1, 30_000);
+      const before = s.count(UPLOADED);
+      await s.waitCount(UPLOADED, before + 2);
+    } finally {
+      camera.freeze(false);
+      expect(await s.stop(), s.lines.join('\n')).toBe(0);
+    }
+    expect(s.lines.find((l) => l.startsWith('reconnect: ')), s.lines.join('\n')).toMatch(/timed out/);
+    const chain = await checkedChain(stack, 'cam-stall');
+    expect(readState(stateFile).nextFrame).toBe(chain.reduce((n, c) => n + c.frames, 0));
   });
 
   it('survives kill -9 with journaled segments unsent: a restart sends them under the same keys and continues the numbering', async () => {
