@@ -71,6 +71,23 @@ async function remoteSegments(s3: S3Client, bucket: string, videoId: string): Pr
   return listed.map((r) => (r === top && Number.isSafeInteger(k) && k > 0 ? { ...r, frames: k } : r));
 }
 
+/** The listing the start needs, retried with backoff while S3 cannot be reached (an edge box that boots before its network). */
+async function listWithRetries(target: Target, o: StreamOptions, io: Io, signal: AbortSignal): Promise<RemoteSegment[]> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await remoteSegments(target.clients.s3, target.bucket, o.videoId);
+    } catch (e) {
+      if (signal.aborted) throw new CliError(`stopped before the bucket could be listed: ${(e as Error).message}`);
+      const delay = backoffMs(attempt, o.backoff);
+      io.err(`cannot list s3://${target.bucket}/frames/${o.videoId}/ (${(e as Error).name}: ${(e as Error).message}); retry ${attempt + 1} in ${(delay / 1000).toFixed(1)} s`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, delay);
+        signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      });
+    }
+  }
+}
+
 export async function streamCommand(target: Target, o: StreamOptions, io: Io): Promise<StreamSummary> {
   const live = isLiveSource(o.source);
   const shown = redactSource(o.source);
@@ -84,7 +101,7 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
   let state: StreamState;
   try {
     const read = readStateFile(stateFile, o.videoId, container, firstFrame);
-    const plan = resumeState(read.state, await remoteSegments(target.clients.s3, target.bucket, o.videoId));
+    const plan = resumeState(read.state, await listWithRetries(target, o, io, signal));
     state = plan.state;
     if (read.existed) io.err(`resuming ${o.videoId} from ${stateFile}: next frame ${state.nextFrame}, ${plan.resend.length} journaled segment(s) to send again, ${plan.landed.length} already in S3`);
     if (plan.advancedBy) io.err(`the bucket already holds ${plan.advancedBy.key}: numbering continues at frame ${plan.advancedBy.to}`);
@@ -178,9 +195,11 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
       },
     });
   } catch (e) {
+    // what was journaled before the failure still goes up (bounded), then the error
     draining = true;
-    drainDeadline = Date.now();
+    drainDeadline = Date.now() + (o.drainSeconds ?? 60) * 1000;
     wake?.();
+    await uploader;
     throw new CliError(`cannot read ${shown}: ${(e as Error).message}`);
   }
   // drain: everything journaled goes up (bounded), then the end marker

@@ -5,8 +5,8 @@
  * - the camera drops (its server SIGKILLed) and comes back: the stream logs each
  *   reconnect with its reason, numbering continues, every segment is uploaded once and
  *   the chain stays contiguous, and time keeps growing across the drop;
- * - the stream is SIGKILLed while S3 is down with segments journaled, and restarted:
- *   the journaled segments go up under the keys they had, numbering continues right
+ * - the stream is SIGKILLed while S3 is down with segments journaled, and restarted
+ *   (waiting for S3 to list the bucket first): the journaled segments go up under the keys they had, numbering continues right
  *   after them, nothing is renumbered or sent under a second number;
  * - a file at real pace, killed and restarted, lands the same segments as an
  *   uninterrupted cut of the file, and `--end` writes the last frame.
@@ -108,16 +108,19 @@ describe('affinity stream <rtsp-url>', () => {
       });
     } finally {
       await first.kill9();
-      stack.s3Down(false);
     }
     const landedBefore = (await stack.objects('cam-kill')).map((o) => o.key);
     expect(landedBefore).not.toContain(journaled.pending[0]!.key);
 
+    // restarted while S3 is still away: it waits for the listing (numbering must not go back), then goes on
     const second = spawnStream(args(camera.url, 'cam-kill', stateFile));
     try {
+      await second.waitCount(/^cannot list s3:\/\/.*; retry 1 in /, 1);
+      stack.s3Down(false);
       await second.waitCount(/^resuming cam-kill /, 1);
       await second.waitCount(UPLOADED, journaled.pending.length + 2);
     } finally {
+      stack.s3Down(false);
       expect(await second.stop(), second.lines.join('\n')).toBe(0);
     }
     const chain = await checkedChain(stack, 'cam-kill');
