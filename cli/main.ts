@@ -2,6 +2,7 @@
  * The operator CLI's argument handling and dispatch (bin.ts only calls {@link main}).
  * Arguments are parsed with `node:util` parseArgs: strict, typed, no dependency.
  */
+import { stat } from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CliError, processIo, type Io } from './io.ts';
 import { countsCommand } from './commands/counts.ts';
@@ -15,8 +16,11 @@ import { replayCommand } from './commands/replay.ts';
 import { resultsCommand, type ResultsFormat } from './commands/results.ts';
 import { statusCommand } from './commands/status.ts';
 import { uploadCommand } from './commands/upload.ts';
+import { parseContainer, parseSeconds, uploadFileCommand } from './video/upload-command.ts';
+import { streamCommand } from './video/stream-command.ts';
 import { videoCommand } from './commands/video.ts';
 import { resolveTarget, type Target } from './target.ts';
+import { VIDEO_ID_PATTERN } from '../core/keys.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 type Values = Record<string, string | boolean | undefined>;
@@ -51,33 +55,131 @@ function intFlag(values: Values, name: string): number | undefined {
   return n;
 }
 
+function stringFlag(values: Values, name: string): string | undefined {
+  const raw = values[name];
+  return typeof raw === 'string' ? raw : undefined;
+}
+
+/** Whether `p` is a regular file (a video) rather than a folder (frames) or nothing. */
+async function isFile(p: string): Promise<boolean> {
+  return (await stat(p).catch(() => undefined))?.isFile() ?? false;
+}
+
+function checkVideoId(id: string): void {
+  if (!VIDEO_ID_PATTERN.test(id) || id === '.' || id === '..') throw new CliError(`invalid video id "${id}": use 1-128 of A-Z a-z 0-9 . _ -`, 2);
+}
+
 const COMMANDS: Record<string, Command> = {
   upload: {
-    usage: 'upload <dir> --video <id> [--end] [--concurrency N] [--first-frame N]',
-    summary: 'upload a folder of frames (resumable, parallel)',
-    details: `Uploads the .jpg/.jpeg/.png files of <dir> as frames/<id>/<frame>.<ext>. The frame number is the
+    usage: 'upload <dir | file> --video <id> [--end] [--concurrency N] [--first-frame N] [--segment-seconds N] [--container ts|mp4|mkv]',
+    summary: 'upload a folder of frames, or a video file cut into segments (resumable, parallel)',
+    details: `A folder: uploads its .jpg/.jpeg/.png files as frames/<id>/<frame>.<ext>. The frame number is the
 last number in each file name, or else the file's position in natural order plus --first-frame.
+
+A video file (H.264 or H.265 in MP4, Matroska, MPEG-TS, MOV, anything FFmpeg demuxes): cuts it at
+keyframes without re-encoding into segments of about --segment-seconds and uploads each as
+frames/<id>/<n>.<ext>, covering frames [n, n + k), with k in x-amz-meta-frames.
+
 Objects already uploaded with the same size are skipped, so re-running resumes an interrupted upload.
 
-  --video ID         video id (required)
-  --end              write the end-of-stream marker frames/<id>/_end (last frame number) after the frames
-  --concurrency N    parallel uploads (default 8)
-  --first-frame N    first frame number for files without a number (default: the stack's firstFrameNumber)`,
-    positionals: ['dir'],
-    options: { video: { type: 'string' }, end: { type: 'boolean' }, concurrency: { type: 'string' }, 'first-frame': { type: 'string' } },
-    run: (t, [dir], v, io) => {
+  --video ID            video id (required)
+  --end                 write the end-of-stream marker frames/<id>/_end (last frame number) after the frames
+  --concurrency N       parallel uploads (default 8 frames, 4 segments)
+  --first-frame N       first frame number for images without a number, or of a video file's first frame
+                        (default: the stack's firstFrameNumber; a video file starts at 0 when it is automatic)
+  --segment-seconds N   video file: a segment closes at the first keyframe N s after its start (default 2)
+  --container C         video file: segment container, ts (default), mp4 or mkv`,
+    positionals: ['path'],
+    options: {
+      video: { type: 'string' },
+      end: { type: 'boolean' },
+      concurrency: { type: 'string' },
+      'first-frame': { type: 'string' },
+      'segment-seconds': { type: 'string' },
+      container: { type: 'string' },
+    },
+    run: async (t, [input], v, io) => {
       if (typeof v.video !== 'string') throw new CliError('upload needs --video <id>', 2);
-      return uploadCommand(
-        t,
-        {
-          dir: dir!,
-          videoId: v.video,
-          end: Boolean(v.end),
-          ...(v.concurrency !== undefined ? { concurrency: intFlag(v, 'concurrency')! } : {}),
-          ...(v['first-frame'] !== undefined ? { firstFrame: intFlag(v, 'first-frame')! } : {}),
-        },
-        io,
-      );
+      const common = {
+        videoId: v.video,
+        end: Boolean(v.end),
+        ...(v.concurrency !== undefined ? { concurrency: intFlag(v, 'concurrency')! } : {}),
+        ...(v['first-frame'] !== undefined ? { firstFrame: intFlag(v, 'first-frame')! } : {}),
+      };
+      if (await isFile(input!)) {
+        checkVideoId(v.video);
+        return uploadFileCommand(
+          t,
+          { ...common, file: input!, segmentSeconds: parseSeconds('segment-seconds', stringFlag(v, 'segment-seconds'), 2), container: parseContainer(stringFlag(v, 'container')) },
+          io,
+        );
+      }
+      if (v['segment-seconds'] !== undefined || v.container !== undefined) throw new CliError('--segment-seconds and --container apply to a video file, not a folder', 2);
+      return uploadCommand(t, { ...common, dir: input! }, io);
+    },
+  },
+  stream: {
+    usage: 'stream <rtsp-url | file> --video <id> [--segment-seconds N] [--realtime] [--state-file PATH] [--end] [--container ts|mp4|mkv] [--first-frame N] [--read-timeout N]',
+    summary: 'the edge segmenter: cut a live camera (or a file) into segments and upload each as it closes',
+    details: `Reads an RTSP camera (or any URL FFmpeg opens: rtmp://, srt://, udp://, http://) or a file, closes a
+segment at the first keyframe --segment-seconds after its start (stream copy, no re-encode) and uploads it
+as frames/<id>/<n>.<ext> with its frame count in x-amz-meta-frames, n being the running frame number.
+
+A live source that drops is reopened with capped, jittered exponential backoff (each reconnect is logged
+with its reason); uploads are retried the same way. Each segment is numbered in the state file, written
+atomically, before it is sent, so a restart (even after kill -9) sends it again under the same key and
+continues the numbering after it; the bucket's listing is read at start so numbering never goes back.
+SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
+
+  --video ID            video id (required)
+  --segment-seconds N   segment length in seconds, closed at the next keyframe (default 2)
+  --realtime            a file: send it at the pace of its timestamps, as a camera would
+  --state-file PATH     the numbering journal (default .affinity-stream/<id>.json; segments wait in PATH.spool/)
+  --end                 on a clean stop, write the end-of-stream marker frames/<id>/_end (last frame number)
+  --container C         segment container: ts (default), mp4 or mkv
+  --first-frame N       number of a new video's first frame (default 0)
+  --read-timeout N      a live source silent this many seconds has dropped and is reopened (default 10)`,
+    positionals: ['source'],
+    options: {
+      video: { type: 'string' },
+      'segment-seconds': { type: 'string' },
+      realtime: { type: 'boolean' },
+      'state-file': { type: 'string' },
+      end: { type: 'boolean' },
+      container: { type: 'string' },
+      'first-frame': { type: 'string' },
+      'read-timeout': { type: 'string' },
+    },
+    run: async (t, [source], v, io) => {
+      if (typeof v.video !== 'string') throw new CliError('stream needs --video <id>', 2);
+      checkVideoId(v.video);
+      const firstFrame = intFlag(v, 'first-frame');
+      if (firstFrame !== undefined && firstFrame < 0) throw new CliError('--first-frame must be 0 or more', 2);
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        return await streamCommand(
+          t,
+          {
+            source: source!,
+            videoId: v.video,
+            segmentSeconds: parseSeconds('segment-seconds', stringFlag(v, 'segment-seconds'), 2),
+            realtime: Boolean(v.realtime),
+            end: Boolean(v.end),
+            container: parseContainer(stringFlag(v, 'container')),
+            ...(typeof v['state-file'] === 'string' ? { stateFile: v['state-file'] } : {}),
+            ...(firstFrame !== undefined ? { firstFrame } : {}),
+            readTimeoutSeconds: parseSeconds('read-timeout', stringFlag(v, 'read-timeout'), 10),
+            signal: stop.signal,
+          },
+          io,
+        );
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
     },
   },
   status: {

@@ -45,7 +45,7 @@ describe('argument handling', () => {
     expect(bareIo.errors.join('\n')).toContain('Usage: affinity');
   });
 
-  it.each(['upload', 'status', 'video', 'results', 'release', 'replay', 'redrive', 'render'])('gives help for %s without touching a stack', async (command) => {
+  it.each(['upload', 'stream', 'status', 'video', 'results', 'release', 'replay', 'redrive', 'render'])('gives help for %s without touching a stack', async (command) => {
     // Prepare
     const io = memoryIo();
     // Act
@@ -64,6 +64,12 @@ describe('argument handling', () => {
       [['video', 'a', 'b'], /unexpected argument "b"/],
       [['replay', 'v1', '--from', 'x'], /--from must be an integer/],
       [['results', 'v1', '--json', '--csv'], /choose one of --json and --csv/],
+      [['stream', 'rtsp://cam/h264'], /stream needs --video <id>/],
+      [['stream', 'rtsp://cam/h264', '--video', 'a/b'], /invalid video id "a\/b"/],
+      [['stream', 'rtsp://cam/h264', '--video', 'v', '--segment-seconds', '0'], /--segment-seconds must be a number of seconds/],
+      [['stream', 'rtsp://cam/h264', '--video', 'v', '--container', 'avi'], /--container must be one of/],
+      [['stream', 'rtsp://cam/h264', '--video', 'v', '--realtime'], /--realtime paces a file/],
+      [['stream', 'clip.mp4', '--video', 'v', '--first-frame=-3'], /--first-frame must be 0 or more/],
     ];
     for (const [argv, message] of cases) {
       const io = memoryIo();

@@ -1,0 +1,41 @@
+#!/usr/bin/python3
+"""A real RTSP camera for the stream tests (test/cli/video/stream*.int.test.ts).
+
+GStreamer's RTSP server (Debian: gir1.2-gst-rtsp-server-1.0, python3-gi,
+gstreamer1.0-plugins-{base,good,bad}) serves rtsp://127.0.0.1:PORT/cam from an
+H.264 MPEG-TS stream that ffmpeg sends to udp://127.0.0.1:UDP_PORT (stream copy:
+the keyframes and frame count are ffmpeg's). One shared pipeline for every client,
+as a camera has. Prints "ready" on stdout once it listens; runs until killed.
+
+Usage: rtsp-server.py PORT UDP_PORT
+"""
+import sys
+
+import gi
+
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
+
+
+def main() -> None:
+    port, udp_port = sys.argv[1], int(sys.argv[2])
+    Gst.init(None)
+    server = GstRtspServer.RTSPServer()
+    server.set_address("127.0.0.1")
+    server.set_service(port)
+    factory = GstRtspServer.RTSPMediaFactory()
+    factory.set_launch(
+        f"( udpsrc address=127.0.0.1 port={udp_port} caps=video/mpegts,systemstream=true "
+        "! tsdemux latency=0 ! h264parse config-interval=-1 ! queue ! rtph264pay name=pay0 pt=96 config-interval=-1 )"
+    )
+    factory.set_shared(True)
+    server.get_mount_points().add_factory("/cam", factory)
+    if server.attach(None) == 0:
+        sys.exit(f"rtsp-server: cannot listen on 127.0.0.1:{port}")
+    print("ready", flush=True)
+    GLib.MainLoop().run()
+
+
+if __name__ == "__main__":
+    main()

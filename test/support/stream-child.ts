@@ -1,0 +1,107 @@
+/**
+ * `affinity stream` as a child process (the real binary, so the tests can SIGKILL it),
+ * and the checks every stream test makes on what landed in S3.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { decodeSegment } from '../../gpu-worker/video/segment-decoder.ts';
+import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
+import type { S3Stack } from './s3-stack.ts';
+import { waitFor } from './wait.ts';
+
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface StreamChild {
+  readonly child: ChildProcess;
+  /** stderr and stdout lines so far. */
+  readonly lines: string[];
+  /** The exit code once it exits. */
+  readonly exited: Promise<number | null>;
+  count(re: RegExp): number;
+  waitCount(re: RegExp, n: number, timeoutMs?: number): Promise<void>;
+  /** SIGTERM (a clean stop); resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL. */
+  kill9(): Promise<void>;
+}
+
+export function spawnStream(args: readonly string[]): StreamChild {
+  const child = spawn(process.execPath, ['cli/bin.ts', 'stream', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const collect = (d: Buffer): void => {
+    for (const l of d.toString().split('\n')) if (l.trim()) lines.push(l);
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  const count = (re: RegExp): number => lines.filter((l) => re.test(l)).length;
+  return {
+    child,
+    lines,
+    exited,
+    count,
+    waitCount: (re, n, timeoutMs = 60_000) =>
+      waitFor(`${n} line(s) matching ${re} (output so far:\n${lines.slice(-15).join('\n')})`, () => {
+        if (child.exitCode !== null && count(re) < n) throw new Error(`stream exited with ${child.exitCode} before ${n} line(s) matching ${re}:\n${lines.join('\n')}`);
+        return count(re) >= n;
+      }, timeoutMs, 100).then(() => undefined),
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+    async kill9() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export interface LandedSegment {
+  readonly key: string;
+  readonly firstFrame: number;
+  readonly frames: number;
+  readonly size: number;
+  /** Presentation time of the first and last decoded frame, ms. */
+  readonly firstMs: number | null;
+  readonly lastMs: number | null;
+}
+
+/**
+ * The video's segments in S3, checked: every one declares its frame count and decodes on
+ * its own into exactly that many frames; the chain starts at `firstFrame` and is
+ * contiguous, `[n, n + k)` then `[n + k, ...)`, no hole and no overlap (no frame under
+ * two numbers); time only grows from one segment to the next.
+ */
+export async function checkedChain(stack: S3Stack, videoId: string, firstFrame = 0): Promise<LandedSegment[]> {
+  const objects = (await stack.objects(videoId)).filter((o) => parseSourceKey(o.key).kind === 'source');
+  const out: LandedSegment[] = [];
+  let expectNext = firstFrame;
+  let lastMs = -Infinity;
+  for (const o of objects) {
+    const parsed = parseSourceKey(o.key);
+    if (parsed.kind !== 'source') continue;
+    expect(o.frames, `${o.key} declares x-amz-meta-frames`).toBeGreaterThan(0);
+    expect(parsed.firstFrame, `${o.key} continues the chain`).toBe(expectNext);
+    const frames: number[] = [];
+    let firstPts: number | null = null;
+    let lastPts: number | null = null;
+    for await (const item of decodeSegment(await stack.body(o.key), { firstFrame: parsed.firstFrame, declaredFrames: o.frames! })) {
+      if (item.kind === 'frame') {
+        frames.push(item.frame);
+        firstPts ??= item.ptsMs;
+        lastPts = item.ptsMs;
+      } else expect(item.failure, `${o.key}: ${item.failure?.detail}`).toBeUndefined();
+    }
+    expect(frames, `${o.key} decodes to its ${o.frames} frames`).toEqual(Array.from({ length: o.frames! }, (_, i) => parsed.firstFrame + i));
+    if (firstPts !== null) {
+      expect(firstPts, `${o.key} starts after the segment before it`).toBeGreaterThan(lastMs);
+      lastMs = lastPts ?? firstPts;
+    }
+    out.push({ key: o.key, firstFrame: parsed.firstFrame, frames: o.frames!, size: o.size, firstMs: firstPts, lastMs: lastPts });
+    expectNext = parsed.firstFrame + o.frames!;
+  }
+  return out;
+}
