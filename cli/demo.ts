@@ -1,9 +1,10 @@
 /**
  * `npm run demo`: the whole pipeline on this machine in about a minute.
  *
- * Starts the local stack (vision workers, demo model), generates three synthetic
- * videos, uploads their frames interleaved and slightly out of order like cameras
- * would, SIGKILLs a worker midway and shows the takeover, waits for every video to
+ * Starts the local stack (vision workers, demo model), generates four synthetic
+ * videos, uploads three as frames interleaved and slightly out of order like cameras
+ * would and the fourth as a video file (H.264 encoded here, cut at keyframes into 1-s
+ * segments and uploaded as `affinity upload <file>` does), SIGKILLs a worker midway and shows the takeover, waits for every video to
  * complete, scores tracking against ground truth, prints each video's rule counts
  * (a counting line and a zone, cli/demo-rules.ts) next to the counts of the same rules
  * on the clip's truth tracks, renders annotated output with the rules drawn under
@@ -23,6 +24,9 @@ import { ensureDemoModel, generateClip } from '../gpu-worker/vision/index.ts';
 import type { Clip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { startLocalStack, type LocalStack } from '../local/stack.ts';
 import { putObjects } from './commands/upload.ts';
+import sharp from 'sharp';
+import { encodeClip } from './video/encode-clip.ts';
+import { uploadVideoFile } from './video/segment-upload.ts';
 import { renderVideo } from './commands/render.ts';
 import { cameraSchedule, scoreVideo, summaryTable, type DemoRow } from './demo-lib.ts';
 import { allMatch, compareTotals, demoRules, ruleCountTable, truthTotals, type VideoRuleCounts } from './demo-rules.ts';
@@ -44,11 +48,15 @@ export const DEMO_TUNABLES: Partial<Tunables> = {
   routerPinCacheSeconds: 10,
 };
 
-const VIDEOS = [
+/** Three cameras upload images, one frame per object; `cam-d` is a video file, uploaded as H.264 segments (`affinity upload <file>`). */
+const VIDEOS: readonly { videoId: string; seed: number; crossings: boolean; objects: number; file?: true }[] = [
   { videoId: 'cam-a', seed: 11, crossings: false, objects: 4 },
   { videoId: 'cam-b', seed: 22, crossings: false, objects: 5 },
   { videoId: 'cam-c', seed: 33, crossings: true, objects: 4 },
-] as const;
+  { videoId: 'cam-d', seed: 44, crossings: false, objects: 4, file: true },
+];
+/** The video file's frame rate and keyframe interval: 1-s segments of 10 frames. */
+const FILE_FPS = 10;
 const FRAMES_PER_VIDEO = 60;
 const CLIP_SIZE = { widthPx: 320, heightPx: 240 };
 /** Every video gets the same rules, stored as its own `rules/{videoId}.json` (not the shared default) so other videos in a --keep session are unaffected. */
@@ -142,7 +150,7 @@ async function main(): Promise<number> {
   }
   const keep = Boolean(values.keep);
   const t0 = Date.now();
-  say('frame-affinity demo: 3 cameras -> S3 -> router -> 2 GPU-worker slots (CPU here) -> results');
+  say('frame-affinity demo: 3 image cameras and 1 video file -> S3 -> router -> 2 GPU-worker slots (CPU here) -> results');
   say(
     `tunables for the demo: slot lease ${DEMO_TUNABLES.slotLeaseTtlSeconds} s, heartbeat ${DEMO_TUNABLES.heartbeatIntervalSeconds} s, ` +
       `slot queue visibility ${DEMO_TUNABLES.slotQueueVisibilitySeconds} s, reorder wait ${DEMO_TUNABLES.reorderWaitMs} ms (production defaults are longer)`,
@@ -184,8 +192,21 @@ async function main(): Promise<number> {
     say('');
 
     const schedule = cameraSchedule(
-      VIDEOS.map((v) => ({ videoId: v.videoId, frames: clipOf.get(v.videoId)!.frames.map((f) => f.frame) })),
+      VIDEOS.filter((v) => !v.file).map((v) => ({ videoId: v.videoId, frames: clipOf.get(v.videoId)!.frames.map((f) => f.frame) })),
       7,
+    );
+    // The video file: the clip encoded as H.264 (in process, no ffmpeg binary), cut at its keyframes without re-encoding.
+    const files = await Promise.all(
+      VIDEOS.filter((v) => v.file).map(async (v) => {
+        const file = join(OUT_DIR, `${v.videoId}.mp4`);
+        mkdirSync(dirname(file), { recursive: true });
+        const clip = clipOf.get(v.videoId)!;
+        const rgb = (async function* () {
+          for (const f of clip.frames) yield await sharp(f.image).removeAlpha().raw().toBuffer();
+        })();
+        await encodeClip(rgb, file, { width: CLIP_SIZE.widthPx, height: CLIP_SIZE.heightPx, fps: FILE_FPS, gopFrames: FILE_FPS });
+        return { videoId: v.videoId, file };
+      }),
     );
     // Rules go in before the first frame, so the worker's first commit of each video already runs them.
     await Promise.all(
@@ -198,6 +219,7 @@ async function main(): Promise<number> {
     const imageOf = (videoId: string, frame: number) => clipOf.get(videoId)!.frames.find((f) => f.frame === frame)!.image;
     const uploaded = new Map<string, number>();
     say(`uploading ${schedule.length} frames, interleaved across cameras and slightly out of order, ~${UPLOADS_PER_SECOND} frames/s...`);
+    for (const f of files) say(`uploading ${relative(process.cwd(), f.file)} as ${f.videoId}: H.264 cut at keyframes into 1-s segments, each declaring its frame count (as \`npx affinity upload ${relative(process.cwd(), f.file)} --video ${f.videoId} --end\` does)`);
 
     // Paced upload in the background; the foreground watches, kills and reports.
     const uploadStartMs = Date.now();
@@ -214,12 +236,20 @@ async function main(): Promise<number> {
         if (dueMs > Date.now()) await sleep(dueMs - Date.now());
       }
       await Promise.all(
-        VIDEOS.map((v) => stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: endMarkerKey(v.videoId), Body: String(FRAMES_PER_VIDEO - 1) }))),
+        VIDEOS.filter((v) => !v.file).map((v) => stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: endMarkerKey(v.videoId), Body: String(FRAMES_PER_VIDEO - 1) }))),
       );
+    })();
+    // The file goes in beside them, a third of the way through (with its end marker).
+    const fileUploads = (async () => {
+      await sleep((schedule.length / UPLOADS_PER_SECOND / 3) * 1000);
+      for (const f of files) {
+        const r = await uploadVideoFile(f.file, { s3: stack.clients.s3, bucket: stack.wiring.bucket, videoId: f.videoId, end: true, outDir: join(OUT_DIR, `${f.videoId}-segments`), segmentSeconds: 1 });
+        uploaded.set(f.videoId, r.frames);
+      }
     })();
     let uploadError: unknown;
     let uploadDone = false;
-    uploading.then(
+    Promise.all([uploading, fileUploads]).then(
       () => {
         uploadDone = true;
       },

@@ -11,6 +11,7 @@ import sharp from 'sharp';
 import { parseRules, type RulesDocument } from '../../core/analytics/rules.ts';
 import { DEFAULT_RULES_KEY, rulesKey } from '../../core/aws/rules-store.ts';
 import { parseFrameKey } from '../../core/keys.ts';
+import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { CliError, type Io } from '../io.ts';
 import { allResults } from '../read.ts';
@@ -75,6 +76,47 @@ export async function readRules(target: Target, videoId: string, warn: (line: st
   return undefined;
 }
 
+function isSegmentKey(key: string): boolean {
+  const p = parseSourceKey(key);
+  return p.kind === 'source' && p.container !== 'image';
+}
+
+/**
+ * Frames of encoded segments as PNG, for drawing: each segment is fetched and decoded once
+ * (on the CPU), its frames kept until the render ends (a render samples at most a few
+ * hundred frames, small ones).
+ */
+class SegmentFrames {
+  private readonly decoded = new Map<string, Promise<Map<number, Uint8Array>>>();
+  private readonly target: Target;
+
+  constructor(target: Target) {
+    this.target = target;
+  }
+
+  async png(key: string, frame: number): Promise<Uint8Array | undefined> {
+    let frames = this.decoded.get(key);
+    if (!frames) {
+      frames = this.decode(key);
+      this.decoded.set(key, frames);
+    }
+    return (await frames).get(frame);
+  }
+
+  private async decode(key: string): Promise<Map<number, Uint8Array>> {
+    const p = parseSourceKey(key);
+    const out = new Map<number, Uint8Array>();
+    if (p.kind !== 'source' || p.container === 'image') return out;
+    // FFmpeg loads only when a video has segments (the other commands never need it).
+    const { decodeSegment } = await import('../../gpu-worker/video/segment-decoder.ts');
+    for await (const item of decodeSegment(await getObject(this.target, key), { firstFrame: p.firstFrame, container: p.container })) {
+      if (item.kind !== 'frame') continue;
+      out.set(item.frame, await sharp(item.data, { raw: { width: item.width, height: item.height, channels: 3 } }).png().toBuffer());
+    }
+    return out;
+  }
+}
+
 /** Renders from results already read (the demo calls this directly). */
 export async function renderVideo(target: Target, videoId: string, results: readonly FrameResultItem[], o: Omit<RenderOptions, 'videoId'> = {}): Promise<RenderOutput> {
   const outDir = resolve(o.outDir ?? join('.local', 'render', videoId));
@@ -90,6 +132,7 @@ export async function renderVideo(target: Target, videoId: string, results: read
     results.filter((r) => r.status !== 'gap' || r.throughFrame === undefined),
     o.maxFrames ?? 300,
   );
+  const segments = new SegmentFrames(target);
   const frames: RenderFrame[] = [];
   for (let i = 0; i < chosen.length; i += 16) {
     const slice = chosen.slice(i, i + 16);
@@ -100,7 +143,8 @@ export async function renderVideo(target: Target, videoId: string, results: read
           let image: Uint8Array | undefined;
           if (key && r.status !== 'gap') {
             try {
-              image = await getObject(target, key);
+              image = isSegmentKey(key) ? await segments.png(key, r.frame) : await getObject(target, key);
+              if (!image) throw new Error('frame not in its segment');
               await sharp(image).metadata();
             } catch {
               image = undefined; // corrupt or deleted: drawn as a placeholder

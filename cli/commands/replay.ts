@@ -27,9 +27,10 @@ import { DeleteCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamod
 import { eventId } from '../../core/analytics/event-schema.ts';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { parseFrameKey } from '../../core/keys.ts';
+import { storedObjectRanges, type ObjectRange } from '../video/object-ranges.ts';
 import type { FrameResultItem } from '../../core/results.ts';
 import { CliError, type Io } from '../io.ts';
-import { leaseStore, listVideoObjects, queryResults, type StoredObject } from '../read.ts';
+import { leaseStore, listVideoObjects, queryResults } from '../read.ts';
 import type { Target } from '../target.ts';
 import { resendAsUploads } from '../resend.ts';
 
@@ -95,17 +96,18 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
   const { kept, effectiveFrom } = keptBefore(before, o.fromFrame);
   if (effectiveFrom !== o.fromFrame) io.err(`frame ${o.fromFrame} lies inside a gap run starting at ${effectiveFrom}; replaying from ${effectiveFrom}`);
 
-  const allFrames = objects
-    .map((ob) => ({ ob, parsed: parseFrameKey(ob.key) }))
-    .filter((x): x is { ob: StoredObject; parsed: { kind: 'frame'; videoId: string; frame: number; extension: string } } => x.parsed.kind === 'frame')
-    .sort((a, b) => a.parsed.frame - b.parsed.frame);
+  // Images and segments, each with the frames it covers (a segment is re-sent whole: its
+  // frames below `from` are among those re-run silently).
+  const allObjects = await storedObjectRanges(target, objects);
   const end = objects.find((ob) => parseFrameKey(ob.key).kind === 'end');
-  if (!allFrames.some((f) => f.parsed.frame >= effectiveFrom)) throw new CliError(`no frames of "${o.videoId}" at or after frame ${effectiveFrom} in s3://${target.bucket}; nothing to replay`);
+  if (!allObjects.some((r) => r.first + r.count > effectiveFrom)) throw new CliError(`no frames of "${o.videoId}" at or after frame ${effectiveFrom} in s3://${target.bucket}; nothing to replay`);
   // The tracker and the rules restart at the video's first frame (decision 46): the frames
   // below `from` are re-sent too, and re-run silently to rebuild their state.
   const start = Math.min(v.checkpoint.sequencer.firstFrame ?? effectiveFrom, effectiveFrom);
-  const frames = allFrames.filter((f) => f.parsed.frame >= start);
-  const redone = frames.filter((f) => f.parsed.frame >= effectiveFrom).length;
+  const sent = allObjects.filter((r) => r.first + r.count > start);
+  const covered = (r: ObjectRange, from: number) => Math.max(0, r.first + r.count - Math.max(r.first, from));
+  const redone = sent.reduce((n, r) => n + covered(r, effectiveFrom), 0);
+  const frames = { length: sent.reduce((n, r) => n + covered(r, start), 0) };
 
   const reset = await store.resetForReplay(o.videoId, effectiveFrom, v.token, kept, Date.now());
   if (reset === 'token-moved') {
@@ -149,7 +151,7 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
   // The rewound checkpoint keeps a known end frame; re-sending the marker then would only
   // re-admit the finished video once more after the replay completes.
   const resendEnd = end !== undefined && v.checkpoint.sequencer.endFrame === null;
-  const toSend = [...frames.map((f) => f.ob), ...(resendEnd && end ? [end] : [])];
+  const toSend = [...sent.map((r) => r.object), ...(resendEnd && end ? [end] : [])];
   await resendAsUploads(target, toSend, replayTag, 'affinity-replay', 're-run the replay');
   io.out(
     `replaying ${o.videoId} from frame ${effectiveFrom}: token ${v.token} -> ${reset.token}, deleted ${deleted} result(s) and ${eventsDeleted} event(s), ` +
