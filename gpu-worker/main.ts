@@ -27,6 +27,7 @@
  * through lab/worker-main.ts, which first adds the lab (extensions.ts): the `stats` and
  * `simgpu` processors, WORKER_CRASH_ON_KEY, AWS_FAULT_INJECTION and AWS_LATENCY_MODEL.
  */
+import { DynamoDbRecords } from '../core/aws/results-reader.ts';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { writeFileSync } from 'node:fs';
@@ -104,7 +105,7 @@ async function main(): Promise<number> {
     queues,
     frames,
     bucket: wiring.bucket,
-    results: { ddb: clients.ddb, resultsTable: wiring.resultsTable },
+    records: new DynamoDbRecords({ ddb: clients.ddb, resultsTable: wiring.resultsTable }),
     processor,
     // The crash probe's child (decision 41): the worker's environment, so it builds the same
     // processor; without the inference-thread fault seam, which is this process's alone.

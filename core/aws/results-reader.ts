@@ -1,4 +1,5 @@
 /** Reads the results contract (core/results.ts): per-frame items in frame order and the summary. */
+import type { RecordReader } from '../commit/port.ts';
 import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SUMMARY_FRAME, type FrameResultItem, type VideoSummaryItem } from '../results.ts';
 
@@ -116,4 +117,27 @@ export async function nearestProcessed(
     }),
   );
   return ((r.Items ?? []) as FrameResultItem[]).find((it) => it.status === 'ok' || it.status === 'late');
+}
+
+/** The records port (core/commit/port.ts) on the results table. */
+export class DynamoDbRecords implements RecordReader {
+  private readonly source: ResultsSource;
+
+  constructor(source: ResultsSource) {
+    this.source = source;
+  }
+
+  get(videoId: string, frame: number): Promise<FrameResultItem | undefined> {
+    return getFrameResult(this.source, videoId, frame);
+  }
+
+  async range(videoId: string, from: number, to: number): Promise<FrameResultItem[]> {
+    const out: FrameResultItem[] = [];
+    for await (const page of queryResults(this.source, videoId, { fromFrame: from, beforeFrame: to + 1 })) out.push(...page);
+    return out;
+  }
+
+  nearestProcessed(videoId: string, frame: number, direction: 'before' | 'after', maxDistance: number): Promise<FrameResultItem | undefined> {
+    return nearestProcessed(this.source, videoId, frame, direction, maxDistance);
+  }
 }

@@ -13,6 +13,7 @@
  * effect: a typo in a rules file never changes what is counted, and never stops frames.
  * A read that fails (S3 down, access denied) keeps the rules in effect too.
  */
+import type { RulesSource } from '../analytics/port.ts';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { DEFAULT_RULES_NAME, RULES_PREFIX } from '../config/s3-layout.ts';
 import type { RulesView } from '../analytics/commit-events.ts';
@@ -30,17 +31,7 @@ export function rulesKey(videoId: string): string {
 /** The key of the default rules document. */
 export const DEFAULT_RULES_KEY = `${RULES_PREFIX}${DEFAULT_RULES_NAME}.json`;
 
-/** What the round builder asks: the rules a video's next commit runs. */
-export interface RulesSource {
-  /**
-   * The view for a video. `committed` is the analytics state of its last checkpoint: the
-   * rules in effect there stay in effect until a read proves the document changed, so a
-   * successor runs the same rules as its predecessor did.
-   */
-  view(videoId: string, committed: AnalyticsState | undefined, nowMs: number): Promise<RulesView>;
-  /** Forgets a video (released). */
-  forget(videoId: string): void;
-}
+export type { RulesSource } from '../analytics/port.ts';
 
 /** Videos whose last read is remembered; the oldest is forgotten past it (a forgotten video just reads again). */
 const MAX_CACHED_VIDEOS = 4096;

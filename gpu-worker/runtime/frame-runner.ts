@@ -17,7 +17,7 @@ import type { Tunables } from '../../core/config.ts';
 import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink, NeighbourFrame } from '../../core/ports.ts';
-import { nearestProcessed, type ResultsSource } from '../../core/aws/results-reader.ts';
+import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameRef, LateFrame, SequencedStep } from '../../core/sequencer.ts';
 import type { FramePrefetch } from './frame-prefetch.ts';
 import { SegmentReader } from '../video/segment-reader.ts';
@@ -59,7 +59,8 @@ export type VideoRun =
 export interface FrameRunnerDeps {
   readonly frames: FrameSource;
   readonly processor: FrameProcessor;
-  readonly results: ResultsSource;
+  /** The video's records: a late frame's neighbours. */
+  readonly records: Pick<RecordReader, 'nearestProcessed'>;
   readonly tunables: Pick<Tunables, 'maxFrameBytes'> & Partial<Pick<Tunables, 'fetchConcurrency' | 'maxSegmentBytes'>>;
   readonly metrics: MetricSink;
   readonly log: LogSink;
@@ -221,8 +222,8 @@ export class FrameRunner {
   private async neighbours(videoId: string, frame: number): Promise<{ before?: NeighbourFrame; after?: NeighbourFrame }> {
     try {
       const [before, after] = await Promise.all([
-        nearestProcessed(this.d.results, videoId, frame, 'before', NEIGHBOUR_DISTANCE_FRAMES),
-        nearestProcessed(this.d.results, videoId, frame, 'after', NEIGHBOUR_DISTANCE_FRAMES),
+        this.d.records.nearestProcessed(videoId, frame, 'before', NEIGHBOUR_DISTANCE_FRAMES),
+        this.d.records.nearestProcessed(videoId, frame, 'after', NEIGHBOUR_DISTANCE_FRAMES),
       ]);
       return {
         ...(before ? { before: { frame: before.frame, detections: before.detections } } : {}),

@@ -12,7 +12,7 @@ import { parseEndMarkerBody } from '../../core/keys.ts';
 import type { FrameMessage, SlotMessage } from '../../core/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import { getFrameResult, queryResults, type ResultsSource } from '../../core/aws/results-reader.ts';
+import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameRef } from '../../core/sequencer.ts';
 import { SegmentReader } from '../video/segment-reader.ts';
 import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
@@ -32,7 +32,8 @@ export interface MessageIntakeDeps {
   readonly frames: Pick<FrameSource, 'getText' | 'listFrames'>;
   /** The frame bucket, listed to confirm gaps and find where a video starts. */
   readonly bucket: string;
-  readonly results: ResultsSource;
+  /** The videos' records, the source of truth for late versus duplicate. */
+  readonly records: Pick<RecordReader, 'get' | 'range'>;
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly slotLost: () => boolean;
@@ -150,7 +151,7 @@ export class MessageIntake {
       return;
     }
     // Below the tracker, or outside the video: the frame's record is the source of truth.
-    const record = await getFrameResult(this.d.results, s.videoId, msg.frame);
+    const record = await this.d.records.get(s.videoId, msg.frame);
     const decided = s.resolveWithRecord(ref, offered, record?.status);
     if (decided === 'duplicate') this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate);
     else if (decided === 'late') {
@@ -243,9 +244,7 @@ export class MessageIntake {
   /** The statuses of a video's records from `from` to `to`, one query. */
   private async recordStatuses(videoId: string, from: number, to: number): Promise<Map<number, string>> {
     const out = new Map<number, string>();
-    for await (const page of queryResults(this.d.results, videoId, { fromFrame: from, beforeFrame: to + 1 })) {
-      for (const r of page) out.set(r.frame, r.status);
-    }
+    for (const r of await this.d.records.range(videoId, from, to)) out.set(r.frame, r.status);
     return out;
   }
 
@@ -271,7 +270,7 @@ export class MessageIntake {
         }
         continue;
       }
-      const record = await getFrameResult(this.d.results, videoId, msg.frame);
+      const record = await this.d.records.get(videoId, msg.frame);
       if (!record || record.status === 'gap') return true;
     }
     return false;
@@ -354,7 +353,7 @@ export class MessageIntake {
     const listing = await this.d.frames.listFrames(this.d.bucket, s.videoId, fromFrame, s.padWidth, pages, throughFrame);
     const { frames, coveredThrough } = await this.expandSegments(s, listing.frames, listing.coveredThrough, now);
     const lesson = s.learnListing(fromFrame, frames, coveredThrough, now);
-    for (const ref of lesson.verify) s.resolveListedGap(ref, (await getFrameResult(this.d.results, s.videoId, ref.frame))?.status);
+    for (const ref of lesson.verify) s.resolveListedGap(ref, (await this.d.records.get(s.videoId, ref.frame))?.status);
     this.d.metrics.count(METRIC_NAMES.worker.framesListed, listing.requests, { Why: why });
     this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame, why, found: listing.frames.length, coveredThrough: listing.coveredThrough, late: lesson.lateFrames });
     return lesson.recheckDone;

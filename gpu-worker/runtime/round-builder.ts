@@ -5,7 +5,7 @@
  * comes back as a failure to roll back; the others are unaffected.
  */
 import { estimatedBytes, MAX_CHECKPOINT_BYTES, MAX_TRANSACT_ITEMS, unitFits, type CommitUnit } from '../../core/commit-packing.ts';
-import type { RulesSource } from '../../core/aws/rules-store.ts';
+import type { RulesSource } from '../../core/analytics/port.ts';
 import type { RulesView } from '../../core/analytics/commit-events.ts';
 import type { SlotFence } from '../../core/leases/port.ts';
 import type { FrameProcessor, LogSink } from '../../core/ports.ts';

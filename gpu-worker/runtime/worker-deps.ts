@@ -2,9 +2,9 @@
 import type { Tunables } from '../../core/config.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import type { LeaseTable } from '../../core/leases/port.ts';
-import type { ResultsSource } from '../../core/aws/results-reader.ts';
+import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
-import type { RulesSource } from '../../core/aws/rules-store.ts';
+import type { RulesSource } from '../../core/analytics/port.ts';
 import type { FrameProbe } from './frame-probe.ts';
 
 export type WorkerLog = LogSink;
@@ -19,8 +19,8 @@ export interface WorkerDeps {
   readonly frames: FrameSource;
   /** The frame bucket, listed to confirm gaps and find where a video starts. */
   readonly bucket: string;
-  /** The results table: a frame's record tells a late frame from a duplicate. */
-  readonly results: ResultsSource;
+  /** The videos' records (the results table): a frame's record tells a late frame from a duplicate. */
+  readonly records: RecordReader;
   readonly processor: FrameProcessor;
   /**
    * The crash probe (decision 41): isolated videos' frames are tried in a child process

@@ -116,7 +116,7 @@ export class Worker {
       prefetch: this.prefetch,
       segments: this.segments,
       processor,
-      results: deps.results,
+      records: deps.records,
       tunables: deps.tunables,
       metrics: deps.metrics,
       log: deps.log,
@@ -201,7 +201,7 @@ export class Worker {
     const { metrics, log, tunables, leases } = this.d;
     const slotLost = () => this.lost;
     const loseSlot = (reason: string) => this.keeper.lose(reason);
-    this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, results: this.d.results, metrics, log, slotLost, inDoubt: (videoId) => this.committer!.inDoubt(videoId), segments: this.segments });
+    this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, records: this.d.records, metrics, log, slotLost, inDoubt: (videoId) => this.committer!.inDoubt(videoId), segments: this.segments });
     this.committer = new RoundCommitter({ leases, inbox, registry, metrics, log, now: this.now, fence: () => this.fence, loseSlot });
     const broken = () => this.d.processor.fatal !== undefined;
     this.isolated = new IsolatedRounds({ round: this.isolatedRoundDeps, committer: this.committer, registry, metrics, log, fence: () => this.fence, redeliveryMs: tunables.slotQueueVisibilitySeconds * 1000, broken });

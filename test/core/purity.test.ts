@@ -73,8 +73,6 @@ describe('core/ purity line', () => {
 
 describe('the port line', () => {
   const ROOT = path.resolve(CORE, '..');
-  // Adapters not yet behind a port (issue 33, step 3: the commit and analytics wings).
-  const NOT_YET_PORTED = ['core/aws/results-reader.ts', 'core/aws/rules-store.ts'];
   const consumers = ['core/router.ts', 'core/janitor.ts', 'core/task-launch.ts', ...tsFiles(path.join(ROOT, 'gpu-worker/runtime')).map((f) => path.relative(ROOT, f).split(path.sep).join('/'))];
 
   it('the router, the janitor and the worker runtime import no adapter and no twin', () => {
@@ -82,7 +80,7 @@ describe('the port line', () => {
       importsOf(readFileSync(path.join(ROOT, f), 'utf8'))
         .filter((spec) => spec.startsWith('.'))
         .map((spec) => path.relative(ROOT, path.resolve(path.dirname(path.join(ROOT, f)), spec)).split(path.sep).join('/'))
-        .filter((target) => (target.startsWith('core/aws/') || /^core\/[^/]+\/memory\//.test(target)) && !NOT_YET_PORTED.includes(target))
+        .filter((target) => (target.startsWith('core/aws/') || /^core\/[^/]+\/memory\//.test(target)))
         .map((target) => `${f} imports ${target}`),
     );
     expect(consumers).toContain('gpu-worker/runtime/worker.ts');

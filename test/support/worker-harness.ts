@@ -38,7 +38,7 @@ import { endMarkerKey, frameKey } from '../../core/keys.ts';
 import { FRAMES_METADATA_KEY, segmentKey, type SourceContainer } from '../../core/ingest/segment-keys.ts';
 import type { EndMessage, FrameMessage } from '../../core/messages.ts';
 import type { FrameProcessor } from '../../core/ports.ts';
-import { allResults, getSummary, type ResultsSource } from '../../core/aws/results-reader.ts';
+import { allResults, DynamoDbRecords, getSummary, type ResultsSource } from '../../core/aws/results-reader.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
 import { Worker, type WorkerDeps } from '../../gpu-worker/runtime/worker.ts';
 import { StatsProcessor } from '../../lab/worker/stats-processor.ts';
@@ -351,7 +351,7 @@ export class WorkerHarness {
       queues: gate ? new SlotQueues(gatedClient(this.sqs, gate), this.wiring.slotQueueUrlPrefix) : this.queues,
       frames,
       bucket: this.bucket,
-      results: gate ? { ddb, resultsTable: this.wiring.resultsTable } : this.results,
+      records: new DynamoDbRecords(gate ? { ddb, resultsTable: this.wiring.resultsTable } : this.results),
       processor,
       metrics: metricSink,
       log,

@@ -3,6 +3,7 @@
  * an archived object (InvalidObjectState), throttling that persists, a processor that
  * throws. One bad frame costs one record; one bad video costs that video's round only.
  */
+import { DynamoDbRecords } from '../../../core/aws/results-reader.ts';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
 import { GetObjectCommand, InvalidObjectState, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
@@ -45,7 +46,7 @@ function runner(processor: FrameProcessor) {
   return new FrameRunner({
     frames: new FrameStore(s3),
     processor,
-    results: { ddb: DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' })), resultsTable: 'results' },
+    records: new DynamoDbRecords({ ddb: DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' })), resultsTable: 'results' }),
     tunables: { maxFrameBytes: 1000 },
     metrics: nullMetrics,
     log: quiet,

@@ -8,7 +8,6 @@
 import { describe, expect, it } from 'vitest';
 import { emptyCheckpoint } from '../../../core/checkpoint.ts';
 import { ObjectMissingError } from '../../../core/aws/frame-store.ts';
-import type { ResultsSource } from '../../../core/aws/results-reader.ts';
 import type { FrameRef } from '../../../core/sequencer.ts';
 import { nullMetrics, type LogSink } from '../../../core/ports.ts';
 import { MessageIntake } from '../../../gpu-worker/runtime/message-intake.ts';
@@ -40,7 +39,7 @@ function setup(answer: () => { frames: FrameRef[]; coveredThrough: number }) {
       },
     },
     bucket: 'b',
-    results: {} as ResultsSource,
+    records: NO_RECORDS,
     metrics: nullMetrics,
     log: quiet,
     slotLost: () => false,
@@ -50,6 +49,8 @@ function setup(answer: () => { frames: FrameRef[]; coveredThrough: number }) {
   return { session, calls, intake };
 }
 
+/** These tests read no record: a read would be a test bug. */
+const NO_RECORDS = { get: async () => { throw new Error('no record reads in this test'); }, range: async () => { throw new Error('no record reads in this test'); } };
 /** These tests take image frames only: a segment would be a test bug. */
 const NO_SEGMENTS = { describe: async () => { throw new Error('no segments in this test'); } };
 
@@ -112,7 +113,7 @@ describe('MessageIntake: an end marker for a video released complete', () => {
         },
         listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
       bucket: 'b',
-      results: {} as ResultsSource,
+      records: NO_RECORDS,
       metrics: nullMetrics,
       log: quiet,
       slotLost: () => false,
@@ -160,7 +161,7 @@ describe('MessageIntake: an end marker changed while its video is owned', () => 
       registry: { place: async () => session, all: () => [session] },
       frames: { getText: async () => markerBody, listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
       bucket: 'b',
-      results: {} as ResultsSource,
+      records: NO_RECORDS,
       metrics: { ...nullMetrics, count: (name: string) => void counted.push(name) },
       log: { ...quiet, warn: (message: string, fields?: Record<string, unknown>) => void warnings.push({ message, command: fields?.command }) },
       slotLost: () => false,
@@ -202,7 +203,7 @@ describe('MessageIntake: a video whose last commit is in doubt', () => {
       registry: { place: async (id) => sessions.get(id)!, all: () => [...sessions.values()] },
       frames: { getText: async () => '', listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
       bucket: 'b',
-      results: {} as ResultsSource,
+      records: NO_RECORDS,
       metrics: { ...nullMetrics, count: (name: string) => void counted.push(name) },
       log: quiet,
       slotLost: () => false,
