@@ -5,8 +5,7 @@
  * on an outage are backed off first (core/ingest-failures.ts), so an outage pauses
  * routing instead of walking records into the DLQ.
  */
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { settleIngestFailures, type IngestFailurePorts } from '../../core/ingest-failures.ts';
 import { FrameRouter, type RejectedEvent } from '../../core/router.ts';
 import { changeVisibilityInBatches, sendInBatches, type SendOutcome } from '../../core/aws/slot-queues.ts';
@@ -72,13 +71,11 @@ export function createRouterHandler(context: () => FunctionContext = () => funct
         outcomes,
         ports,
       );
-      const recordHandler = async (record: SQSRecord): Promise<void> => {
-        if (failedIds.has(record.messageId)) throw outcomes.get(record.messageId) ?? new Error('ingest record failed');
-      };
-      return await processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), {
-        context: lambdaContext,
-        throwOnFullBatchFailure: false,
-      });
+      // The router and settleIngestFailures decided each record's fate already: the failed
+      // ones are reported as they are (ReportBatchItemFailures), in the batch's order. No
+      // batch processor in between: it would only turn this set back into thrown errors and
+      // the same list (decision 53).
+      return { batchItemFailures: event.Records.filter((r) => failedIds.has(r.messageId)).map((r) => ({ itemIdentifier: r.messageId })) };
     } finally {
       if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
     }

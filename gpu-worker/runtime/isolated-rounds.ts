@@ -9,8 +9,8 @@
  *
  * Only videos in that state come here: the normal path makes no extra write.
  */
+import type { SlotContext } from './slot-context.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import type { SlotFence } from '../../core/leases/port.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import { CRASHED_WORKER_REASON, frameToTry, isolationOrder } from './crash-breaker.ts';
 import { buildMarker, buildPlannedRound, type RoundBuilderDeps } from './round-builder.ts';
@@ -24,7 +24,8 @@ export interface IsolatedRoundsDeps {
   readonly registry: Pick<VideoRegistry, 'get'>;
   readonly metrics: MetricSink;
   readonly log: LogSink;
-  readonly fence: () => SlotFence;
+  /** The slot whose fence markers and rounds are committed under. */
+  readonly slot: Pick<SlotContext, 'fence'>;
   /** How long after a death its frames may take to reappear in the queue (the slot queue's visibility timeout). */
   readonly redeliveryMs: number;
   /** Whether the processor is broken for good (its failures are not the frame's fault). */
@@ -82,7 +83,7 @@ export class IsolatedRounds {
     const frame = frameToTry(plan.steps, plan.parked);
     let landed = false;
     if (frame !== undefined) {
-      const marker = buildMarker(s, this.d.fence(), frame, nowMs);
+      const marker = buildMarker(s, this.d.slot.fence, frame, nowMs);
       landed = await this.d.committer.commit([marker], nowMs);
       if (s.committed.commitId !== marker.unit.checkpoint.commitId) {
         // Not landed (or not known to have): the frame does not run without its marker.
@@ -90,7 +91,7 @@ export class IsolatedRounds {
         return landed;
       }
     }
-    const round = await buildPlannedRound(this.d.round, [{ session: s, plan }], this.d.fence(), nowMs);
+    const round = await buildPlannedRound(this.d.round, [{ session: s, plan }], this.d.slot.fence, nowMs);
     for (const f of round.failures) this.d.committer.rollback(f, nowMs, !this.d.broken() && !f.transient);
     if (round.units.length === 0) return landed;
     const unit = round.units[0]!;

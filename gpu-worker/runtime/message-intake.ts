@@ -5,6 +5,7 @@
  * tracker decided by its record). Also asks S3 where a session needs a listing. Returns
  * the messages the store could not take now: the worker holds them and tries again.
  */
+import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
 import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts';
@@ -36,7 +37,8 @@ export interface MessageIntakeDeps {
   readonly records: Pick<RecordReader, 'get' | 'range'>;
   readonly metrics: MetricSink;
   readonly log: LogSink;
-  readonly slotLost: () => boolean;
+  /** The slot: a lost one takes no more messages. */
+  readonly slot: Pick<SlotContext, 'lost'>;
   /**
    * Whether a video's last commit is in doubt (its answer was lost): its messages are not
    * decided until a read settles it, since a rollback may undo the state they would be
@@ -68,7 +70,7 @@ export class MessageIntake {
       else byVideo.set(m.msg.videoId, [m as ReadyMessage]);
     }
     for (const [videoId, items] of byVideo) {
-      if (this.d.slotLost()) break;
+      if (this.d.slot.lost) break;
       waiting.push(...(await this.acceptVideo(videoId, items, now)));
     }
     return waiting;

@@ -5,9 +5,10 @@
  * messages handed back; a unit whose answer was lost waits, with its messages held,
  * until a read of its lease settles it. Nothing here rolls back a unit that may have landed.
  */
+import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
 import { estimatedBytes } from '../../core/commit-packing.ts';
-import type { CommitOutcome, FencedCommit, SlotFence, VideoLeases } from '../../core/leases/port.ts';
+import type { CommitOutcome, FencedCommit, VideoLeases } from '../../core/leases/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { FrameResultItem } from '../../core/results.ts';
@@ -23,9 +24,8 @@ export interface RoundCommitterDeps {
   readonly registry: Pick<VideoRegistry, 'get' | 'release' | 'drop' | 'restoreProcessor'>;
   readonly metrics: MetricSink;
   readonly log: LogSink;
-  readonly now: () => number;
-  readonly fence: () => SlotFence;
-  readonly loseSlot: (reason: string) => void;
+  /** The slot: its fence (every commit is conditional on it), its loss, its clock. */
+  readonly slot: SlotContext;
 }
 
 export class RoundCommitter {
@@ -55,14 +55,14 @@ export class RoundCommitter {
     for (const [videoId, unit] of [...this.inDoubtUnits]) {
       const stored = await this.d.leases.getVideo(videoId);
       this.inDoubtUnits.delete(videoId);
-      const verdict = settleInDoubt(stored, unit, this.d.fence());
+      const verdict = settleInDoubt(stored, unit, this.d.slot.fence);
       this.d.log.info('commit in doubt settled', { videoId, verdict });
       if (verdict === 'landed' || verdict === 'landed-moved') {
         await this.d.inbox.delete(this.applyLanded(unit));
         if (verdict === 'landed-moved') await this.dropVideo(unit.session);
         else if (unit.unit.checkpoint.complete) await this.d.registry.release(unit.session, 'end-of-stream');
       } else if (verdict === 'not-landed') {
-        this.rollback({ session: unit.session, reason: 'commit-unknown', detail: 'the commit did not land', blamed: [], transient: true }, this.d.now());
+        this.rollback({ session: unit.session, reason: 'commit-unknown', detail: 'the commit did not land', blamed: [], transient: true }, this.d.slot.now());
       } else {
         await this.dropVideo(unit.session);
       }
@@ -73,7 +73,7 @@ export class RoundCommitter {
   async commit(units: readonly RoundUnit[], now: number): Promise<boolean> {
     let outcome: CommitOutcome | 'threw';
     try {
-      outcome = await this.d.leases.commit(this.d.fence(), units.map((u) => u.unit), now);
+      outcome = await this.d.leases.commit(this.d.slot.fence, units.map((u) => u.unit), now);
     } catch (e) {
       this.d.log.warn('commit outcome unknown; will re-read before deciding', { videos: units.map((u) => u.session.videoId), error: errorText(e) });
       outcome = 'threw';
@@ -81,8 +81,8 @@ export class RoundCommitter {
     const actions = commitActions(outcome, units);
     if (actions.slotLost) {
       this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
-      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.d.fence().slot, epoch: this.d.fence().epoch, landed: actions.fates.length });
-      this.d.loseSlot('commit fenced by the store');
+      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.d.slot.fence.slot, epoch: this.d.slot.fence.epoch, landed: actions.fates.length });
+      this.d.slot.lose('commit fenced by the store');
       // What landed before the slot was lost is durable: its messages are deleted all the same.
       await this.d.inbox.delete(actions.fates.flatMap(({ unit }) => this.applyLanded(unit)));
       return false;
@@ -137,7 +137,7 @@ export class RoundCommitter {
     this.d.metrics.count(METRIC_NAMES.worker.checkpointBytes, estimatedBytes(ru.unit.checkpoint));
     if (ru.unit.events?.length) this.d.metrics.count(METRIC_NAMES.worker.eventsCommitted, ru.unit.events.length);
     this.countCommitted(ru.unit.results);
-    for (const ms of ru.session.uploads.landed(ru.unit.results, this.d.now())) this.d.metrics.milliseconds(METRIC_NAMES.worker.uploadToRecordMs, ms);
+    for (const ms of ru.session.uploads.landed(ru.unit.results, this.d.slot.now())) this.d.metrics.milliseconds(METRIC_NAMES.worker.uploadToRecordMs, ms);
     return deleteHandles;
   }
 

@@ -5,10 +5,11 @@
  * and closes the processor's per-video state with the lease, so the tracker a session
  * sees is always the one its checkpoint describes.
  */
+import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
 import type { VideoCheckpoint } from '../../core/checkpoint.ts';
-import type { SlotFence, VideoLeases } from '../../core/leases/port.ts';
+import type { VideoLeases } from '../../core/leases/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import { VideoSession } from './video-session.ts';
@@ -20,17 +21,12 @@ export interface VideoRegistryDeps {
   readonly processor: Pick<FrameProcessor, 'openVideo' | 'closeVideo'>;
   readonly metrics: MetricSink;
   readonly log: LogSink;
-  readonly now: () => number;
-  /** The slot lease every lease write is fenced by. */
-  readonly fence: () => SlotFence;
-  /** Declares the slot lease lost (an adoption was fenced by the slot's epoch). */
-  readonly loseSlot: (reason: string) => void;
-  readonly slotLost: () => boolean;
   /**
-   * Whether this worker claimed its slot from an owner that never released it (the claim's
-   * answer): videos taken from an owner then run isolated (decision 29). @default never
+   * The slot: its fence (every lease write is fenced by it), whether it is lost (an
+   * adoption fenced by the slot's epoch loses it), and whether it was taken from an owner
+   * that never released it (videos taken from an owner then run isolated, decision 29).
    */
-  readonly slotTakenOver?: () => boolean;
+  readonly slot: SlotContext;
 }
 
 /** Where a video's messages go: its session here, another slot, nowhere (slot lost), or dropped as old news. */
@@ -69,16 +65,15 @@ export class VideoRegistry {
   async place(videoId: string, takeReleased?: (released: VideoCheckpoint) => Promise<boolean>): Promise<Placement> {
     const existing = this.sessions.get(videoId);
     if (existing) return existing;
-    const fence = this.d.fence();
+    const fence = this.d.slot.fence;
     for (let attempt = 0; attempt < 4; attempt++) {
-      const slotTakenOver = this.d.slotTakenOver?.();
-      const adopted = await this.d.leases.adoptVideo(videoId, fence, this.d.now(), slotTakenOver === undefined ? {} : { slotTakenOver });
+      const adopted = await this.d.leases.adoptVideo(videoId, fence, this.d.slot.now(), { slotTakenOver: this.d.slot.takenOver });
       if (adopted === 'slot-lost') {
-        this.d.loseSlot('adoption fenced: the slot lease moved on');
+        this.d.slot.lose('adoption fenced: the slot lease moved on');
         return 'lost';
       }
       if (adopted !== 'not-here') {
-        const handover = slotTakenOver === undefined ? 'unowned' : handoverOf({ slotTakenOver, adoptedFrom: adopted.adoptedFrom, self: fence.workerId });
+        const handover = handoverOf({ slotTakenOver: this.d.slot.takenOver, adoptedFrom: adopted.adoptedFrom, self: fence.workerId });
         return this.open(videoId, adopted.token, adopted.checkpoint, handover);
       }
       const current = await this.d.leases.getVideo(videoId);
@@ -87,27 +82,27 @@ export class VideoRegistry {
       // unless what came is only redeliveries of what it already has.
       if (current.pinnedSlot === undefined) {
         if (takeReleased && current.state === 'released' && !(await takeReleased(current.checkpoint))) return 'nothing-new';
-        await this.d.leases.pinVideo(videoId, fence.slot, this.d.now());
+        await this.d.leases.pinVideo(videoId, fence.slot, this.d.slot.now());
       }
     }
-    if (this.d.slotLost()) return 'lost';
+    if (this.d.slot.lost) return 'lost';
     throw new Error(`could not settle the lease of video ${videoId}`);
   }
 
   /** Takes over every video pinned to this slot (a predecessor's, or one never adopted); `takeReleased` as in {@link place}. */
   async adoptPinned(takeReleased?: (released: VideoCheckpoint) => Promise<boolean>): Promise<void> {
-    for (const videoId of await this.d.leases.listPinned(this.d.fence().slot)) {
-      if (this.d.slotLost()) return;
+    for (const videoId of await this.d.leases.listPinned(this.d.slot.fence.slot)) {
+      if (this.d.slot.lost) return;
       await this.place(videoId, takeReleased);
     }
   }
 
   /** Releases a video (idle or finished): the lease keeps its token and checkpoint for the next owner. */
   async release(s: VideoSession, why: 'idle' | 'end-of-stream'): Promise<void> {
-    const fence = this.d.fence();
+    const fence = this.d.slot.fence;
     let ok: boolean;
     try {
-      ok = await this.d.leases.releaseVideo(s.videoId, fence, s.token, s.committed.seq, this.d.now(), this.d.tunables.releasedVideoRetentionDays);
+      ok = await this.d.leases.releaseVideo(s.videoId, fence, s.token, s.committed.seq, this.d.slot.now(), this.d.tunables.releasedVideoRetentionDays);
     } catch (e) {
       // Still ours and committed: the next housekeeping round tries again once it is idle.
       this.d.log.warn('video release failed; will retry when idle', { videoId: s.videoId, why, error: errorText(e) });
@@ -138,7 +133,7 @@ export class VideoRegistry {
 
   private open(videoId: string, token: number, ck: VideoCheckpoint, handover: Handover): VideoSession {
     this.d.processor.openVideo(videoId, ck.processor);
-    const s = new VideoSession(videoId, token, ck, this.d.tunables, this.d.now(), handover);
+    const s = new VideoSession(videoId, token, ck, this.d.tunables, this.d.slot.now(), handover);
     this.sessions.set(videoId, s);
     this.d.metrics.count(METRIC_NAMES.worker.videoLeasesAdopted);
     if (ck.owners.length > 1) this.d.metrics.count(METRIC_NAMES.worker.videoTakeovers);

@@ -21,6 +21,7 @@
  * and the round after is received and its frames fetched and decoded meanwhile (decision
  * 21); a video's rounds never overlap, and commits stay one at a time in round order.
  */
+import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
 import type { FrameProcessor } from '../../core/ports.ts';
 import type { SlotFence } from '../../core/leases/port.ts';
@@ -184,27 +185,36 @@ export class Worker {
     // Fan-out (decision 30): videos whose groups may hold messages besides those just received.
     const idleVideos = (received: ReadonlySet<string>) => (this.registry?.size ? this.registry.ids().filter((id) => !received.has(id) && !this.busy(id)).length : undefined);
     const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now, idleVideos, ownedVideos: () => this.registry?.size ?? 0 });
+    // What the units ask of the slot, read when asked (the fence, its loss, the takeover).
+    const worker = this;
+    const slot: SlotContext = {
+      get fence() {
+        return worker.fence;
+      },
+      get lost() {
+        return worker.lost;
+      },
+      get takenOver() {
+        return worker.keeper.takenOver;
+      },
+      lose: (reason) => this.keeper.lose(reason),
+      now: this.now,
+    };
     const registry = new VideoRegistry({
       tunables: this.d.tunables,
       leases: this.d.leases,
       processor: this.d.processor,
       metrics: this.d.metrics,
       log: this.d.log,
-      now: this.now,
-      fence: () => this.fence,
-      loseSlot: (reason) => this.keeper.lose(reason),
-      slotLost: () => this.lost,
-      slotTakenOver: () => this.keeper.takenOver,
+      slot,
     });
     this.inbox = inbox;
     this.registry = registry;
     const { metrics, log, tunables, leases } = this.d;
-    const slotLost = () => this.lost;
-    const loseSlot = (reason: string) => this.keeper.lose(reason);
-    this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, records: this.d.records, metrics, log, slotLost, inDoubt: (videoId) => this.committer!.inDoubt(videoId), segments: this.segments });
-    this.committer = new RoundCommitter({ leases, inbox, registry, metrics, log, now: this.now, fence: () => this.fence, loseSlot });
+    this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, records: this.d.records, metrics, log, slot, inDoubt: (videoId) => this.committer!.inDoubt(videoId), segments: this.segments });
+    this.committer = new RoundCommitter({ leases, inbox, registry, metrics, log, slot });
     const broken = () => this.d.processor.fatal !== undefined;
-    this.isolated = new IsolatedRounds({ round: this.isolatedRoundDeps, committer: this.committer, registry, metrics, log, fence: () => this.fence, redeliveryMs: tunables.slotQueueVisibilitySeconds * 1000, broken });
+    this.isolated = new IsolatedRounds({ round: this.isolatedRoundDeps, committer: this.committer, registry, metrics, log, slot, redeliveryMs: tunables.slotQueueVisibilitySeconds * 1000, broken });
     this.keeper.startHeartbeat();
     inbox.startKeeper();
     let exit: 'drained' | 'idle' = 'drained';

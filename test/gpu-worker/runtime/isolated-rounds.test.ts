@@ -62,7 +62,7 @@ function rig(opts: { markerLands?: boolean } = {}) {
     registry: { get: (id: string) => sessions.get(id) },
     metrics: { count: (name: string, value = 1) => counted.push([name, value]), milliseconds() {} },
     log: silent,
-    fence: () => ({ slot: 0, workerId: 'w', epoch: 1 }),
+    slot: { fence: { slot: 0, workerId: 'w', epoch: 1 } },
     redeliveryMs: 5_000,
     broken: () => false,
   });

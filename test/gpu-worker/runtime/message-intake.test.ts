@@ -42,7 +42,7 @@ function setup(answer: () => { frames: FrameRef[]; coveredThrough: number }) {
     records: NO_RECORDS,
     metrics: nullMetrics,
     log: quiet,
-    slotLost: () => false,
+    slot: { lost: false },
     inDoubt: () => false,
     segments: NO_SEGMENTS,
   });
@@ -116,7 +116,7 @@ describe('MessageIntake: an end marker for a video released complete', () => {
       records: NO_RECORDS,
       metrics: nullMetrics,
       log: quiet,
-      slotLost: () => false,
+      slot: { lost: false },
       inDoubt: () => false,
       segments: NO_SEGMENTS,
     });
@@ -164,7 +164,7 @@ describe('MessageIntake: an end marker changed while its video is owned', () => 
       records: NO_RECORDS,
       metrics: { ...nullMetrics, count: (name: string) => void counted.push(name) },
       log: { ...quiet, warn: (message: string, fields?: Record<string, unknown>) => void warnings.push({ message, command: fields?.command }) },
-      slotLost: () => false,
+      slot: { lost: false },
       inDoubt: () => false,
       segments: NO_SEGMENTS,
     });
@@ -206,7 +206,7 @@ describe('MessageIntake: a video whose last commit is in doubt', () => {
       records: NO_RECORDS,
       metrics: { ...nullMetrics, count: (name: string) => void counted.push(name) },
       log: quiet,
-      slotLost: () => false,
+      slot: { lost: false },
       inDoubt: (id) => id === 'v',
       segments: NO_SEGMENTS,
     });
