@@ -9,7 +9,7 @@
  *
  * Commands: Get, Put, Update, Delete, Query (tables and GSIs), Scan, BatchGet, TransactWrite.
  * Rules it enforces, DynamoDB's documented ones, including some DynamoDB Local gets wrong:
- *  - conditions as expressions (./expressions.ts); a failed one throws
+ *  - conditions as expressions (./expressions/: parsed by parse.ts, evaluated by evaluate.ts); a failed one throws
  *    `ConditionalCheckFailedException` (with the old item, marshalled, on request);
  *  - TransactWriteItems: 1-100 actions; **two actions on one item are a ValidationException**
  *    (DynamoDB Local reports a condition failure instead); at most 4 MB in all; every
@@ -43,7 +43,8 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, DynamoDBServiceException, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { TableShape } from '../../resources.ts';
-import { applyUpdate, evaluate, ExpressionError, order, parseCondition, parseProjection, parseUpdate, Placeholders, project, typeOf, type Condition, type DocValue, type Item } from './expressions.ts';
+import { ExpressionError, parseCondition, parseProjection, parseUpdate, Placeholders, type Condition, type DocValue, type Item } from './expressions/parse.ts';
+import { applyUpdate, evaluate, order, project, typeOf } from './expressions/evaluate.ts';
 
 /** DynamoDB's limits the twin enforces. */
 export const DYNAMODB_LIMITS = {
