@@ -56,7 +56,8 @@ async function main(): Promise<void> {
     void (async () => {
       try {
         p.openVideo(SCRATCH_VIDEO, undefined);
-        await p.process([{ videoId: SCRATCH_VIDEO, frame: m.frame, image: m.image }]);
+        // A segment's frame comes decoded (its pixels), as the worker's processor would get it.
+        await p.process([{ videoId: SCRATCH_VIDEO, frame: m.frame, image: m.image, ...(m.pixels ? { pixels: m.pixels } : {}) }]);
       } catch {
         // A JS error is not a death: the worker's own run reports it as the frame's outcome.
       } finally {

@@ -11,11 +11,11 @@
  * process died, even by SIGKILL), and the local launcher signals the whole process group.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import type { FrameInput, LogSink } from '../../core/ports.ts';
+import type { DecodedPixels, FrameInput, LogSink } from '../../core/ports.ts';
 import type { FrameProbe, ProbeResult } from './frame-probe.ts';
 
 /** Messages between the worker and its probe child (advanced serialization: bytes travel as they are). */
-export type ProbeRequest = { readonly type: 'try'; readonly id: number; readonly videoId: string; readonly frame: number; readonly key?: string; readonly image: Uint8Array };
+export type ProbeRequest = { readonly type: 'try'; readonly id: number; readonly videoId: string; readonly frame: number; readonly key?: string; readonly image: Uint8Array; readonly pixels?: DecodedPixels };
 export type ProbeReply =
   | { readonly type: 'ready'; readonly description: string }
   | { readonly type: 'start-failed'; readonly error: string }
@@ -109,7 +109,7 @@ export class ProcessProbe implements FrameProbe {
         });
       }, this.o.tryTimeoutMs);
       child.pending = { id, resolve, timer };
-      const request: ProbeRequest = { type: 'try', id, videoId: input.videoId, frame: input.frame, ...(input.key !== undefined ? { key: input.key } : {}), image: input.image };
+      const request: ProbeRequest = { type: 'try', id, videoId: input.videoId, frame: input.frame, ...(input.key !== undefined ? { key: input.key } : {}), image: input.image, ...(input.pixels ? { pixels: input.pixels } : {}) };
       child.proc.send(request, (err) => {
         // The channel closed under the send: the exit handler answers `died` if the child died.
         if (err && !child.exited) this.o.log.warn('crash probe: send failed', { error: err.message });
