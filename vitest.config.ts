@@ -60,6 +60,8 @@ export default defineConfig({
           include: ['test/**/*.int.test.ts'],
           exclude: DEFAULTS_LANE,
           fileParallelism: false,
+          // One DynamoDB Local for the lane, one database per stack or harness (test/support/shared-dynamodb.ts).
+          globalSetup: ['test/support/shared-dynamodb-setup.ts'],
         },
       },
     ],
