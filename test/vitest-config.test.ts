@@ -63,7 +63,7 @@ describe('the test lanes', () => {
 
   it('a worker harness on the twins is told from one on the emulators', () => {
     expect(onTwins('test/gpu-worker/runtime/upload-latency.test.ts', '../../support/worker-harness.ts')).toBe(true);
-    expect(onTwins('test/system/late-frame-in-doubt.int.test.ts', '../support/worker-harness.ts')).toBe(false);
+    expect(onTwins('test/gpu-worker/runtime/worker-fifo-model.int.test.ts', '../../support/worker-harness.ts')).toBe(false);
   });
 
   it('sees such imports where they are (the integration lane)', () => {
