@@ -1,6 +1,7 @@
 /**
- * The test lanes of vitest.config.ts, by file name: `*.int.test.ts` (the integration
- * lane, one file at a time) run on the emulators or start processes; every other test
+ * The test lanes of vitest.config.ts, by file name: `*.int.test.ts` (the defaults and
+ * integration lanes, each file on a stack of its own) run on the emulators or start
+ * processes; every other test
  * (the unit lane) runs in parallel with other files, so it must start neither. This keeps
  * the name honest: a unit-lane file that imports what starts an emulator, a process or a
  * local stack fails here and names the import. Tests mirror the source tree; none lives in
@@ -10,7 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DEFAULTS_LANE } from '../vitest.config.ts';
+import { DEFAULTS_LANE, LONG_FIRST } from '../vitest.config.ts';
 
 const TEST_ROOT = path.dirname(fileURLToPath(import.meta.url));
 
@@ -79,6 +80,11 @@ describe('the test lanes', () => {
       expect(matched, pattern).not.toEqual([]);
       for (const f of matched) expect(f).toMatch(/\.int\.test\.ts$/);
     }
+  });
+
+  it('starts first (LONG_FIRST) only files that exist, each named once', () => {
+    for (const f of LONG_FIRST) expect(files).toContain(f);
+    expect(new Set(LONG_FIRST).size).toBe(LONG_FIRST.length);
   });
 
   it('has no test left in the folders of the old layout', () => {
