@@ -59,7 +59,7 @@ export const LONG_FIRST = [
  * stack: its own fauxqs and worker processes, its own database on the shared DynamoDB
  * Local or a DynamoDB Local of its own, its own state folder.
  */
-export const WAITING_LANES_WORKERS = 5;
+export const WAITING_LANES_WORKERS = 4;
 
 /** vitest's order, except that the files of {@link LONG_FIRST} start first (in that order) within their group. */
 class LongFirstSequencer extends BaseSequencer {
@@ -83,9 +83,9 @@ class LongFirstSequencer extends BaseSequencer {
  * - `defaults` (DEFAULTS_LANE above) and `integration`: the other `*.int.test.ts`, the
  *   tests on DynamoDB Local and fauxqs and those that start processes (workers, the CLI,
  *   the crash probe's child). The two lanes run together, after the unit lane, with
- *   WAITING_LANES_WORKERS files at a time, the long ones first (LONG_FIRST). The
- *   integration lane's files share one DynamoDB Local (test/support/shared-dynamodb.ts),
- *   each stack with a database of its own.
+ *   WAITING_LANES_WORKERS files at a time, the long ones first (LONG_FIRST). Each lane's
+ *   files share one DynamoDB Local (test/support/shared-dynamodb.ts), each stack with a
+ *   database of its own.
  *
  * Groups run by `sequence.groupOrder`; projects in one group must have the same
  * `maxWorkers`. `npm run test:unit` / `test:defaults` / `test:int` run one lane
@@ -116,6 +116,8 @@ export default defineConfig({
           maxWorkers: WAITING_LANES_WORKERS,
           // After the unit lane (group 0), together with the integration lane.
           sequence: { groupOrder: 1 },
+          // As the integration lane: one DynamoDB Local, a database per stack or harness.
+          globalSetup: ['test/support/shared-dynamodb-setup.ts'],
         },
       },
       {

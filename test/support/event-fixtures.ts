@@ -34,7 +34,7 @@ const REGION = 'us-east-1';
 
 /** DynamoDB Local + fauxqs, the events table and the bus stand-in queue. */
 export async function startEventEmulators(prefix = 'EvTest'): Promise<EventEmulators> {
-  // The integration lane's shared DynamoDB Local (a database of these emulators' own), else one of their own.
+  // The lane's shared DynamoDB Local (a database of these emulators' own), else one of their own.
   const [dynamo, fauxqs] = await Promise.all([dynamoDbForFile(REGION), startFauxqsEmulator({ region: REGION })]);
   const common = { region: REGION, credentials: { ...dynamo.credentials } };
   const dynamodb = new DynamoDBClient({ ...common, endpoint: dynamo.endpoint });

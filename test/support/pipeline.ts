@@ -39,7 +39,7 @@ export async function startTestStack(options: Partial<LocalStackOptions> & { tun
   process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const stack = await startLocalStack({
-    // The integration lane's shared DynamoDB Local (a database of this stack's own), unless told a port.
+    // The lane's shared DynamoDB Local (a database of this stack's own), unless told a port.
     ...(options.ports?.dynamodb === undefined ? sharedStackOptions() : {}),
     quiet: true,
     stateDir: `.local/test-${process.pid}-${Date.now()}`,

@@ -1,6 +1,6 @@
 /**
- * The integration lane's globalSetup (vitest.config.ts): starts the one DynamoDB Local the
- * lane's files share, without `-sharedDb` (one database per access key: see
+ * The globalSetup of the integration and defaults lanes (vitest.config.ts): starts the one
+ * DynamoDB Local a lane's files share, without `-sharedDb` (one database per access key: see
  * shared-dynamodb.ts, which hands each user a fresh key), and stops it after the run.
  */
 import type { TestProject } from 'vitest/node';

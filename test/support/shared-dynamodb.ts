@@ -1,16 +1,15 @@
 /**
- * One DynamoDB Local (one JVM) for the whole integration lane, instead of one per file:
- * vitest.config.ts names shared-dynamodb-setup.ts as the lane's globalSetup, which starts it without
- * `-sharedDb`, so that DynamoDB Local keeps one database per access key and region. Each
- * user ({@link sharedDynamoDb}: a stack, a worker harness, a contract run) takes a fresh
- * access key, so it sees its own, empty database: the same table names, nothing shared
- * with another file or another stack of the same file.
+ * One DynamoDB Local (one JVM) for a whole lane, instead of one per file: vitest.config.ts
+ * names shared-dynamodb-setup.ts as the globalSetup of the integration and defaults lanes,
+ * which starts it without `-sharedDb`, so that DynamoDB Local keeps one database per
+ * access key and region. Each user ({@link sharedDynamoDb}: a stack, a worker harness, a
+ * contract run) takes a fresh access key, so it sees its own, empty database: the same
+ * table names, nothing shared with another file or another stack of the same file.
  *
- * Outside the lane (a unit-lane run, or a file run alone with `--project` another lane)
- * nothing is provided and {@link sharedDynamoDb} returns undefined: callers then start
- * their own. Tests that stop, kill or inspect the DynamoDB Local process itself
- * (test/local/emulators.int.test.ts, test/local/stack.int.test.ts) and the defaults lane
- * (each file on its own stack, side by side) keep their own.
+ * Outside those lanes (the unit lane, a bench script) nothing is provided and
+ * {@link sharedDynamoDb} returns undefined: callers then start their own. Tests that stop,
+ * kill or inspect the DynamoDB Local process itself (test/local/emulators.int.test.ts,
+ * test/local/stack.int.test.ts) keep their own.
  */
 import { randomBytes } from 'node:crypto';
 import { inject, type ProvidedContext } from 'vitest';
@@ -19,7 +18,7 @@ import { LOCAL_CREDENTIALS, startDynamoDbLocal } from '../../local/emulators.ts'
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** The shared DynamoDB Local of the integration lane (absent outside it). */
+    /** The shared DynamoDB Local of the integration and defaults lanes (absent outside them). */
     sharedDynamoDb?: { readonly endpoint: string; readonly pid: number };
   }
 }
@@ -33,7 +32,7 @@ export interface SharedDynamoDb {
 
 /**
  * A fresh database on the lane's shared DynamoDB Local (a new access key: letters and
- * digits only, as DynamoDB Local requires), or undefined outside the integration lane.
+ * digits only, as DynamoDB Local requires), or undefined outside the lanes that share one.
  */
 export function sharedDynamoDb(): SharedDynamoDb | undefined {
   let shared: ProvidedContext['sharedDynamoDb'];
@@ -48,7 +47,7 @@ export function sharedDynamoDb(): SharedDynamoDb | undefined {
 
 /**
  * The options that put a local stack on a fresh database of the shared DynamoDB Local
- * (see {@link sharedDynamoDb}), or none outside the integration lane (the stack then
+ * (see {@link sharedDynamoDb}), or none outside the lanes that share one (the stack then
  * starts its own). Its clients, workers and stack.json carry the database's credentials:
  * a test that builds clients of its own takes `stack.credentials`.
  */
@@ -65,7 +64,7 @@ export interface FileDynamoDb {
   stop(): Promise<void>;
 }
 
-/** A fresh database on the shared DynamoDB Local, or outside the integration lane a DynamoDB Local of the file's own. */
+/** A fresh database on the shared DynamoDB Local, or outside the lanes that share one a DynamoDB Local of the file's own. */
 export async function dynamoDbForFile(region = 'us-east-1'): Promise<FileDynamoDb> {
   const shared = sharedDynamoDb();
   if (shared) return { endpoint: shared.endpoint, credentials: shared.credentials, stop: async () => {} };

@@ -246,7 +246,7 @@ export class WorkerHarness {
     const guard = new OrphanGuard();
     const cleanups: (() => Promise<void> | void)[] = [() => guard.dispose()];
     try {
-      // The integration lane's shared DynamoDB Local (a database of this harness's own), else one of its own.
+      // The lane's shared DynamoDB Local (a database of this harness's own), else one of its own.
       const shared = sharedDynamoDb();
       const [dynamo, fauxqs] = await Promise.all([
         shared
