@@ -71,14 +71,21 @@ export interface DynamoDbLocalOptions {
   readonly startTimeoutMs?: number;
   /** Receives each line DynamoDB Local prints (its banner, Java errors). */
   readonly onLine?: (line: string) => void;
+  /**
+   * One database for every client (`-sharedDb`). Off, DynamoDB Local keeps one database
+   * per access key and region: tests sharing one process each get their own. @default true
+   */
+  readonly sharedDb?: boolean;
 }
 
 /**
  * Starts DynamoDB Local in memory and resolves once it answers ListTables.
  *
- * `sharedDb` is on: without it DynamoDB Local keeps one database per access key and
- * region, so a client with different credentials (a user's AWS CLI profile) would
- * silently see an empty database.
+ * `sharedDb` is on unless turned off: without it DynamoDB Local keeps one database per
+ * access key and region, so a client with different credentials (a user's AWS CLI
+ * profile) would silently see an empty database. The tests turn it off on purpose, to
+ * share one DynamoDB Local between files with one access key each
+ * (test/support/shared-dynamodb.ts).
  */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise<DynamoDbLocalHandle> {
   // DynamoDB Local does not exit when its port is taken: it would sit there while our
@@ -91,7 +98,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise
   // Detached (own process group): the terminal's Ctrl-C reaches the whole foreground
   // group, and DynamoDB Local must outlive it until the workers have drained and
   // handed their videos off; the stack stops it last.
-  const child: ChildProcess = spawn({ port, sharedDb: true, stdio: 'pipe', detached: true });
+  const child: ChildProcess = spawn({ port, sharedDb: options.sharedDb ?? true, stdio: 'pipe', detached: true });
   const pid = child.pid;
   if (pid === undefined) throw new Error('DynamoDB Local did not start (is Java 17+ on the PATH?)');
   const output: string[] = [];

@@ -74,6 +74,15 @@ export interface LocalStackOptions {
    * @default true
    */
   readonly eventRelay?: boolean;
+  /**
+   * A DynamoDB Local already running, used instead of starting one: the stack neither
+   * starts nor stops it (the integration tests share one, started without `-sharedDb`, with
+   * one access key per stack: test/support/shared-dynamodb.ts). `ports.dynamodb` is then
+   * ignored. @default a DynamoDB Local of the stack's own
+   */
+  readonly dynamodb?: { readonly endpoint: string; readonly pid: number };
+  /** Credentials of every client of the stack, the workers' included. @default LOCAL_CREDENTIALS */
+  readonly credentials?: LocalCredentials;
 }
 
 export interface LocalStack {

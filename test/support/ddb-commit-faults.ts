@@ -9,8 +9,12 @@
  *   const faults = new DdbCommitFaults(rng(seed));
  *   faults.install(clients.dynamodb);   // then use clients.ddb as usual
  *   faults.enabled = false;             // a calm phase
+ *
+ * On the lease table's twin, which has no middleware stack, {@link DdbCommitFaults.wrap}
+ * puts the same faults around its document client instead.
  */
 import { TransactionCanceledException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { injectedError } from '../../lab/aws/fault-injection.ts';
 
@@ -76,26 +80,41 @@ export class DdbCommitFaults {
     return 'none';
   }
 
-  private middleware(): InitializeMiddleware<object, MetadataBearer> {
-    return (next, context) => async (args) => {
-      // The document client's commands are named after it (TransactWriteCommand, GetCommand).
-      const name = String(context.commandName ?? '');
-      const operation = /TransactWrite/.test(name) ? 'TransactWriteItems' : /^Get(Item)?Command$/.test(name) ? 'GetItem' : name;
-      const fault = (this.enabled ? this.plan?.(operation, args.input as Record<string, unknown>) : undefined) ?? this.decide(operation);
-      this.counts.set(`${operation}:${fault}`, (this.counts.get(`${operation}:${fault}`) ?? 0) + 1);
-      if (fault === 'fail-before') throw injectedError('dynamodb', '5xx');
-      if (fault === 'conflict') {
-        const items = ((args.input as { TransactItems?: unknown[] }).TransactItems ?? []).length;
-        const hit = Math.floor(this.draw() * items);
-        throw new TransactionCanceledException({
-          message: 'Transaction cancelled (injected conflict)',
-          $metadata: {},
-          CancellationReasons: Array.from({ length: items }, (_, i) => ({ Code: i === hit ? 'TransactionConflict' : 'None' })),
-        });
-      }
-      const result = await next(args);
-      if (fault === 'apply-then-lose') throw lostAnswerError();
-      return result;
+  /**
+   * The same faults around a document client that has no middleware stack (the lease
+   * table's twin, core/leases/memory/): only the calls made through the returned client
+   * get them, as only those of the client given to {@link install} do.
+   */
+  wrap(ddb: DynamoDBDocumentClient): DynamoDBDocumentClient {
+    const faulty = {
+      send: (command: { readonly input: object }) => this.apply(command.constructor.name, command.input, () => ddb.send(command as never)),
+      destroy: () => ddb.destroy(),
     };
+    return faulty as unknown as DynamoDBDocumentClient;
+  }
+
+  private middleware(): InitializeMiddleware<object, MetadataBearer> {
+    return (next, context) => (args) => this.apply(String(context.commandName ?? ''), args.input as object, () => next(args));
+  }
+
+  /** Decides the fault of one call (by its command's name and input) and applies it around `call`. */
+  private async apply<R>(commandName: string, input: object, call: () => Promise<R>): Promise<R> {
+    // The document client's commands are named after it (TransactWriteCommand, GetCommand).
+    const operation = /TransactWrite/.test(commandName) ? 'TransactWriteItems' : /^Get(Item)?Command$/.test(commandName) ? 'GetItem' : commandName;
+    const fault = (this.enabled ? this.plan?.(operation, input as Record<string, unknown>) : undefined) ?? this.decide(operation);
+    this.counts.set(`${operation}:${fault}`, (this.counts.get(`${operation}:${fault}`) ?? 0) + 1);
+    if (fault === 'fail-before') throw injectedError('dynamodb', '5xx');
+    if (fault === 'conflict') {
+      const items = ((input as { TransactItems?: unknown[] }).TransactItems ?? []).length;
+      const hit = Math.floor(this.draw() * items);
+      throw new TransactionCanceledException({
+        message: 'Transaction cancelled (injected conflict)',
+        $metadata: {},
+        CancellationReasons: Array.from({ length: items }, (_, i) => ({ Code: i === hit ? 'TransactionConflict' : 'None' })),
+      });
+    }
+    const result = await call();
+    if (fault === 'apply-then-lose') throw lostAnswerError();
+    return result;
   }
 }

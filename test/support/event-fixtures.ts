@@ -12,7 +12,8 @@ import { DETAIL_TYPE, eventId, type EventItem, type EventKind } from '../../core
 import type { BusEvent } from '../../core/analytics/event-delivery.ts';
 import { EVENTS_TABLE } from '../../core/resources.ts';
 import { resourceNames } from '../../core/config.ts';
-import { LOCAL_CREDENTIALS, startDynamoDbLocal, startFauxqsEmulator } from '../../local/emulators.ts';
+import { startFauxqsEmulator } from '../../local/emulators.ts';
+import { dynamoDbForFile } from './shared-dynamodb.ts';
 import { ensureBusQueue } from '../../local/event-relay.ts';
 import { createTableInput } from '../../local/resources.ts';
 
@@ -33,8 +34,9 @@ const REGION = 'us-east-1';
 
 /** DynamoDB Local + fauxqs, the events table and the bus stand-in queue. */
 export async function startEventEmulators(prefix = 'EvTest'): Promise<EventEmulators> {
-  const [dynamo, fauxqs] = await Promise.all([startDynamoDbLocal({ region: REGION }), startFauxqsEmulator({ region: REGION })]);
-  const common = { region: REGION, credentials: { ...LOCAL_CREDENTIALS } };
+  // The lane's shared DynamoDB Local (a database of these emulators' own), else one of their own.
+  const [dynamo, fauxqs] = await Promise.all([dynamoDbForFile(REGION), startFauxqsEmulator({ region: REGION })]);
+  const common = { region: REGION, credentials: { ...dynamo.credentials } };
   const dynamodb = new DynamoDBClient({ ...common, endpoint: dynamo.endpoint });
   const ddb = DynamoDBDocumentClient.from(dynamodb);
   const sqs = new SQSClient({ ...common, endpoint: fauxqs.endpoint });
@@ -49,7 +51,7 @@ export async function startEventEmulators(prefix = 'EvTest'): Promise<EventEmula
     dynamodb,
     ddb,
     sqs,
-    streamsConfig: { ...common, credentials: { ...LOCAL_CREDENTIALS }, endpoint: dynamo.endpoint },
+    streamsConfig: { ...common, credentials: { ...dynamo.credentials }, endpoint: dynamo.endpoint },
     tableName: names.eventsTable,
     queueUrl,
     createTable,

@@ -10,6 +10,7 @@ import { frameKey } from '../../core/keys.ts';
 import type { Tunables } from '../../core/config.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack.ts';
+import { sharedStackOptions } from './shared-dynamodb.ts';
 
 /** Short leases and waits so failover and gaps happen in seconds. */
 export const FAST_TUNABLES: Partial<Tunables> = {
@@ -38,6 +39,8 @@ export async function startTestStack(options: Partial<LocalStackOptions> & { tun
   process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const stack = await startLocalStack({
+    // The lane's shared DynamoDB Local (a database of this stack's own), unless told a port.
+    ...(options.ports?.dynamodb === undefined ? sharedStackOptions() : {}),
     quiet: true,
     stateDir: `.local/test-${process.pid}-${Date.now()}`,
     routerWaitTimeSeconds: 1,

@@ -53,6 +53,7 @@ import { resourceNames } from '../../core/config.ts';
 import { FakeTime } from './fake-time.ts';
 import { waitFor } from './wait.ts';
 import { installDynamoDbRules, projectKeySchemas } from './dynamodb-rules.ts';
+import { sharedDynamoDb } from './shared-dynamodb.ts';
 import { gatedClient, type ProcessGate } from './process-gate.ts';
 import { HarnessWorker, recordingSinks } from './harness-worker.ts';
 import { FaultyFrameStore, testJpeg, testJpegBytes, type FrameFault } from './worker-doubles.ts';
@@ -246,18 +247,22 @@ export class WorkerHarness {
     const guard = new OrphanGuard();
     const cleanups: (() => Promise<void> | void)[] = [() => guard.dispose()];
     try {
+      // The lane's shared DynamoDB Local (a database of this harness's own), else one of its own.
+      const shared = sharedDynamoDb();
       const [dynamo, fauxqs] = await Promise.all([
-        startDynamoDbLocal({ region }).then((d) => {
-          guard.watch(d.pid, { group: true });
-          cleanups.push(() => d.stop());
-          return d;
-        }),
+        shared
+          ? { endpoint: shared.endpoint, stop: async () => {} }
+          : startDynamoDbLocal({ region }).then((d) => {
+              guard.watch(d.pid, { group: true });
+              cleanups.push(() => d.stop());
+              return d;
+            }),
         startFauxqsEmulator({ region }).then((f) => {
           cleanups.push(() => f.stop());
           return f;
         }),
       ]);
-      const common = { region, credentials: { ...LOCAL_CREDENTIALS } };
+      const common = { region, credentials: { ...(shared?.credentials ?? LOCAL_CREDENTIALS) } };
       const clients = createAwsClientsFrom({
         s3: { ...common, endpoint: fauxqs.endpoint, forcePathStyle: true },
         sqs: { ...common, endpoint: fauxqs.endpoint },

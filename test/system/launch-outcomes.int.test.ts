@@ -18,6 +18,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { DescribeTasksCommand, ECSClient, RunTaskCommand, type RunTaskCommandOutput } from '@aws-sdk/client-ecs';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalStack, type LocalStack } from '../../local/stack.ts';
+import { sharedStackOptions } from '../support/shared-dynamodb.ts';
 import { LeaseStore } from '../../core/aws/lease-store.ts';
 import { SlotQueues } from '../../core/aws/slot-queues.ts';
 import { Janitor } from '../../core/janitor.ts';
@@ -45,7 +46,7 @@ let store: LeaseStore;
 let queues: SlotQueues;
 
 beforeAll(async () => {
-  stack = await startLocalStack({ quiet: true, routerHandler: false, janitorHandler: false, tunables: { slotCount: SLOTS }, stateDir: `.local/test-launch-outcomes-${process.pid}` });
+  stack = await startLocalStack({ ...sharedStackOptions(), quiet: true, routerHandler: false, janitorHandler: false, tunables: { slotCount: SLOTS }, stateDir: `.local/test-launch-outcomes-${process.pid}` });
   store = LeaseStore.forWiring(stack.clients.ddb, stack.wiring, stack.tunables);
   queues = new SlotQueues(stack.clients.sqs, stack.wiring.slotQueueUrlPrefix);
 }, 120_000);

@@ -6,12 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { startDynamoDbLocal, LOCAL_CREDENTIALS, type DynamoDbLocalHandle } from '../../../local/emulators.ts';
+import { dynamoDbForFile, type FileDynamoDb } from '../../support/shared-dynamodb.ts';
 import { BaselineLockClient } from '../../../bench/baseline/lock.ts';
 
 const TABLE = 'baseline-locks';
 const LEASE_MS = 60_000;
-let dynamo: DynamoDbLocalHandle;
+let dynamo: FileDynamoDb;
 let raw: DynamoDBClient;
 let ddb: DynamoDBDocumentClient;
 let now = 1_000_000;
@@ -19,8 +19,8 @@ const client = (owner: string) => new BaselineLockClient({ ddb, table: TABLE, ow
 const item = async (key: string) => (await ddb.send(new GetCommand({ TableName: TABLE, Key: { pk: key }, ConsistentRead: true }))).Item;
 
 beforeAll(async () => {
-  dynamo = await startDynamoDbLocal({ region: 'us-east-1' });
-  raw = new DynamoDBClient({ region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { ...LOCAL_CREDENTIALS } });
+  dynamo = await dynamoDbForFile('us-east-1');
+  raw = new DynamoDBClient({ region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { ...dynamo.credentials } });
   ddb = DynamoDBDocumentClient.from(raw);
   await raw.send(
     new CreateTableCommand({

@@ -8,8 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalStack, type LocalStack } from '../../../local/stack.ts';
+import { sharedStackOptions } from '../../support/shared-dynamodb.ts';
 import { createAwsClientsFrom } from '../../../core/aws/clients.ts';
-import { LOCAL_CREDENTIALS } from '../../../local/emulators.ts';
 import { LeaseStore, type CommitUnit, type SlotFence } from '../../../core/aws/lease-store.ts';
 import { newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/checkpoint.ts';
 import type { FrameResultItem } from '../../../core/results.ts';
@@ -24,7 +24,7 @@ let stack: LocalStack;
 let clean: LeaseStore;
 
 beforeAll(async () => {
-  stack = await startLocalStack({ quiet: true, routerHandler: false, janitorHandler: false, stateDir: `.local/test-outbox-random-${process.pid}` });
+  stack = await startLocalStack({ ...sharedStackOptions(), quiet: true, routerHandler: false, janitorHandler: false, stateDir: `.local/test-outbox-random-${process.pid}` });
   clean = LeaseStore.forWiring(stack.clients.ddb, stack.wiring, stack.tunables);
 });
 
@@ -92,9 +92,9 @@ describe('the outbox under lost answers, conflicts, failed re-reads and fencing'
     const draw = rng(seed);
     const faults = new DdbCommitFaults(rng(seed ^ 0xe7e7));
     const clients = createAwsClientsFrom({
-      s3: { region: stack.region, credentials: { ...LOCAL_CREDENTIALS }, endpoint: stack.endpoints.s3, forcePathStyle: true },
-      sqs: { region: stack.region, credentials: { ...LOCAL_CREDENTIALS }, endpoint: stack.endpoints.sqs },
-      dynamodb: { region: stack.region, credentials: { ...LOCAL_CREDENTIALS }, endpoint: stack.endpoints.dynamodb },
+      s3: { region: stack.region, credentials: { ...stack.credentials }, endpoint: stack.endpoints.s3, forcePathStyle: true },
+      sqs: { region: stack.region, credentials: { ...stack.credentials }, endpoint: stack.endpoints.sqs },
+      dynamodb: { region: stack.region, credentials: { ...stack.credentials }, endpoint: stack.endpoints.dynamodb },
     });
     faults.install(clients.dynamodb);
     const store = LeaseStore.forWiring(clients.ddb, stack.wiring, stack.tunables);

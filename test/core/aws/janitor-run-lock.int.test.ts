@@ -7,21 +7,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { startDynamoDbLocal, LOCAL_CREDENTIALS, type DynamoDbLocalHandle } from '../../../local/emulators.ts';
+import { dynamoDbForFile, type FileDynamoDb } from '../../support/shared-dynamodb.ts';
 import { JANITOR_RUN_LOCK_KEY, JanitorRunLock } from '../../../core/aws/janitor-run-lock.ts';
 import { LEASE_ATTR } from '../../../core/resources.ts';
 
 const TABLE = 'leases-run-lock';
 const HOLD_MS = 65_000;
-let dynamo: DynamoDbLocalHandle;
+let dynamo: FileDynamoDb;
 let raw: DynamoDBClient;
 let ddb: DynamoDBDocumentClient;
 const lock = () => new JanitorRunLock(ddb, { tableName: TABLE, holdMs: HOLD_MS });
 const item = async () => (await ddb.send(new GetCommand({ TableName: TABLE, Key: { [LEASE_ATTR.pk]: JANITOR_RUN_LOCK_KEY }, ConsistentRead: true }))).Item;
 
 beforeAll(async () => {
-  dynamo = await startDynamoDbLocal({ region: 'us-east-1' });
-  raw = new DynamoDBClient({ region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { ...LOCAL_CREDENTIALS } });
+  dynamo = await dynamoDbForFile('us-east-1');
+  raw = new DynamoDBClient({ region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { ...dynamo.credentials } });
   ddb = DynamoDBDocumentClient.from(raw);
   await raw.send(
     new CreateTableCommand({

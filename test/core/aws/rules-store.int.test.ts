@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { startLocalStack, type LocalStack } from '../../../local/stack.ts';
+import { sharedStackOptions } from '../../support/shared-dynamodb.ts';
 import { DEFAULT_RULES_KEY, RulesStore, rulesKey } from '../../../core/aws/rules-store.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../../core/ports.ts';
@@ -14,7 +15,7 @@ import type { LogSink, MetricSink } from '../../../core/ports.ts';
 let stack: LocalStack;
 
 beforeAll(async () => {
-  stack = await startLocalStack({ quiet: true, routerHandler: false, janitorHandler: false, stateDir: `.local/test-rules-store-${process.pid}` });
+  stack = await startLocalStack({ ...sharedStackOptions(), quiet: true, routerHandler: false, janitorHandler: false, stateDir: `.local/test-rules-store-${process.pid}` });
 });
 
 afterAll(async () => {

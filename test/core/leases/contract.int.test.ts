@@ -9,18 +9,18 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { resourceNames } from '../../../core/config.ts';
 import { LEASES_TABLE, RESULTS_TABLE } from '../../../core/resources.ts';
-import { LOCAL_CREDENTIALS, startDynamoDbLocal, type DynamoDbLocalHandle } from '../../../local/emulators.ts';
 import { createTableInput } from '../../../local/resources.ts';
+import { dynamoDbForFile, type FileDynamoDb } from '../../support/shared-dynamodb.ts';
 import { leaseContract, type LeaseContractBackend } from './contract.ts';
 
-let dynamo: DynamoDbLocalHandle | undefined;
+let dynamo: FileDynamoDb | undefined;
 let client: DynamoDBClient | undefined;
 let backend: LeaseContractBackend;
 
 beforeAll(async () => {
   const region = 'us-east-1';
-  dynamo = await startDynamoDbLocal({ region });
-  client = new DynamoDBClient({ region, endpoint: dynamo.endpoint, credentials: { ...LOCAL_CREDENTIALS } });
+  dynamo = await dynamoDbForFile(region);
+  client = new DynamoDBClient({ region, endpoint: dynamo.endpoint, credentials: { ...dynamo.credentials } });
   const names = resourceNames(`LC${process.pid}`);
   await client.send(new CreateTableCommand(createTableInput(names.leasesTable, LEASES_TABLE)));
   await client.send(new CreateTableCommand(createTableInput(names.resultsTable, RESULTS_TABLE)));

@@ -1,21 +1,23 @@
 /**
  * Issue 32: a commit unit DynamoDB refuses as malformed (two operations on one item, or any
- * ValidationException) is a bug, not an outage. On the real worker (DynamoDB Local, the SQS
- * FIFO model): the unit is never retried as is, the other video of the same transactions
+ * ValidationException) is a bug, not an outage. On the real worker (the lease table's twin,
+ * the SQS FIFO model, a fake clock): the unit is never retried as is, the other video of the same transactions
  * commits undisturbed, the refusal is counted (CommitsInvalid, alarmed), and after
  * MAX_VIDEO_FAILURES rounds the faulty video's frames are parked as `failed` records with
  * reason `invalid-commit`, so every frame still ends with one record and the video completes.
+ * (That DynamoDB refuses two operations on one item with a ValidationException, and what
+ * DynamoDB Local does instead, is the lease contract's: test/core/leases/contract*.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseStore, type CommitOutcome } from '../../core/aws/lease-store.ts';
-import { overriding } from '../../core/overriding.ts';
-import { MAX_VIDEO_FAILURES } from '../../gpu-worker/runtime/video-session.ts';
-import { WorkerHarness } from '../support/worker-harness.ts';
+import { LeaseStore, type CommitOutcome } from '../../../core/aws/lease-store.ts';
+import { overriding } from '../../../core/overriding.ts';
+import { MAX_VIDEO_FAILURES } from '../../../gpu-worker/runtime/video-session.ts';
+import { WorkerHarness } from '../../support/worker-harness.ts';
 
 let h: WorkerHarness;
 
 beforeAll(async () => {
-  h = await WorkerHarness.start({ slots: 1, tunables: { firstFrameNumber: 0 } });
+  h = await WorkerHarness.start({ backend: 'memory', clock: 'fake', slots: 1, tunables: { firstFrameNumber: 0 } });
 });
 
 afterAll(async () => {

@@ -1,23 +1,25 @@
 /**
- * Issue 19's scenario, end to end: the real worker on DynamoDB Local and the SQS FIFO
- * model, one video of frames 0-7 and an end marker, and the commit of frames 2-3 applied
- * with its answer lost while the re-reads of the video fail too. Before commit ids the
- * worker rolled the video back to the checkpoint before 2-3 while DynamoDB held the one
- * after; the retry was cancelled, read as landed by seq (an ABA), and frames 4-7 ended
- * without records. Now the worker keeps the messages, re-reads until the store answers,
- * and finds its own commit id there.
+ * Issue 19's scenario, end to end in the worker: the real worker on the lease table's twin
+ * and the SQS FIFO model, on a fake clock, one video of frames 0-7 and an end marker, and
+ * the commit of frames 2-3 applied with its answer lost while the re-reads of the video
+ * fail too. Before commit ids the worker rolled the video back to the checkpoint before
+ * 2-3 while DynamoDB held the one after; the retry was cancelled, read as landed by seq
+ * (an ABA), and frames 4-7 ended without records. Now the worker keeps the messages,
+ * re-reads until the store answers, and finds its own commit id there.
+ *
+ * The store's own part (a lost answer decided by the commit id, on DynamoDB Local) is the
+ * lease contract's (test/core/leases/contract.int.test.ts), and commit-outcomes-random.int
+ * draws such faults at random on DynamoDB Local.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAwsClientsFrom } from '../../core/aws/clients.ts';
-import { LeaseStore } from '../../core/aws/lease-store.ts';
-import { LOCAL_CREDENTIALS } from '../../local/emulators.ts';
-import { DdbCommitFaults } from '../support/ddb-commit-faults.ts';
-import { WorkerHarness } from '../support/worker-harness.ts';
+import { LeaseStore } from '../../../core/aws/lease-store.ts';
+import { DdbCommitFaults } from '../../support/ddb-commit-faults.ts';
+import { WorkerHarness } from '../../support/worker-harness.ts';
 
 let h: WorkerHarness;
 
 beforeAll(async () => {
-  h = await WorkerHarness.start({ slots: 1, tunables: { slotQueueVisibilitySeconds: 2, slotLeaseTtlSeconds: 6, heartbeatIntervalSeconds: 2, firstFrameNumber: 0 } });
+  h = await WorkerHarness.start({ backend: 'memory', clock: 'fake', slots: 1, tunables: { slotQueueVisibilitySeconds: 2, slotLeaseTtlSeconds: 6, heartbeatIntervalSeconds: 2, firstFrameNumber: 0 } });
 });
 
 afterAll(async () => {
@@ -29,19 +31,10 @@ const plain = (v: unknown): unknown => (v !== null && typeof v === 'object' ? ((
 
 describe('a commit applied with its answer lost, and its re-reads failing', () => {
   it('gives frames 0-7 one record each and completes the video with framesOk 8', async () => {
-    // Prepare: a LeaseStore on its own DynamoDB client with targeted faults: the first
+    // Prepare: a LeaseStore on its own client of the twin with targeted faults: the first
     // transaction carrying frame 2's result applies and loses its answer; the next 3 reads
     // of the video (the store's re-read, then the worker's) fail.
     const videoId = h.videoId('lost-answer');
-    const endpoint = await h.emulatorClients().dynamodb.config.endpoint?.();
-    if (!endpoint) throw new Error('no DynamoDB endpoint');
-    const url = `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}${endpoint.path}`;
-    const region = await h.emulatorClients().dynamodb.config.region();
-    const clients = createAwsClientsFrom({
-      s3: { region, credentials: { ...LOCAL_CREDENTIALS }, endpoint: url },
-      sqs: { region, credentials: { ...LOCAL_CREDENTIALS }, endpoint: url },
-      dynamodb: { region, credentials: { ...LOCAL_CREDENTIALS }, endpoint: url },
-    });
     const faults = new DdbCommitFaults(() => 1);
     let lostAnswers = 0;
     let failedReads = 0;
@@ -59,8 +52,7 @@ describe('a commit applied with its answer lost, and its re-reads failing', () =
       }
       return 'none';
     };
-    faults.install(clients.dynamodb);
-    const leases = LeaseStore.forWiring(clients.ddb, h.wiring, h.tunables);
+    const leases = LeaseStore.forWiring(faults.wrap(h.clients.ddb), h.wiring, h.tunables);
     await h.pinVideo(videoId, 0);
     await h.putFrames(videoId, [0, 1, 2, 3, 4, 5, 6, 7]);
     await h.putEnd(videoId, 7);
@@ -83,6 +75,5 @@ describe('a commit applied with its answer lost, and its re-reads failing', () =
     expect(worker.logsMatching(/commit outcome unknown: holding its messages/).length).toBeGreaterThan(0);
     expect(worker.metricTotal('VideoRollbacks')).toBe(0);
     await worker.stop();
-    clients.destroy();
   });
 });
