@@ -43,13 +43,13 @@ export const LONG_FIRST = [
   'test/local/main.int.test.ts',
   'test/system/lifecycle.int.test.ts',
   'test/system/pipeline.int.test.ts',
-  'test/gpu-worker/runtime/probe-process.int.test.ts',
+  'test/gpu-worker/runtime/crash/probe-process.int.test.ts',
   'test/system/live-rate-calls.int.test.ts',
   'test/gpu-worker/runtime/worker-receive-ahead.int.test.ts',
   'test/gpu-worker/runtime/takeover-isolation.int.test.ts',
   'test/system/vision-failover.int.test.ts',
   'test/cli/commands.int.test.ts',
-  'test/core/aws/commit-outbox-random.int.test.ts',
+  'test/core/commit/dynamodb/commit-outbox-random.int.test.ts',
   'test/gpu-worker/runtime/idle-exit.int.test.ts',
 ];
 

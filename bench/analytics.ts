@@ -16,11 +16,11 @@ import { join } from 'node:path';
 import { emptyAnalytics, runRules, withRules, type RuleTotals, type TrackedFrame } from '../core/analytics/rule-engine.ts';
 import { validateRules, type RulesDocument } from '../core/analytics/rules.ts';
 import { eventId, type EventItem } from '../core/analytics/event-schema.ts';
-import { estimatedBytes } from '../core/commit-packing.ts';
-import { allEvents } from '../core/aws/events-reader.ts';
-import { allResults, getSummary } from '../core/aws/results-reader.ts';
-import { DEFAULT_RULES_KEY } from '../core/aws/rules-store.ts';
-import { frameKey } from '../core/keys.ts';
+import { estimatedBytes } from '../core/commit/commit-packing.ts';
+import { allEvents } from '../core/analytics/dynamodb/events-reader.ts';
+import { allResults, getSummary } from '../core/commit/dynamodb/results-reader.ts';
+import { DEFAULT_RULES_KEY } from '../core/analytics/s3/rules-store.ts';
+import { frameKey } from '../core/ingest/keys.ts';
 import type { Detection } from '../core/ports.ts';
 import { ensureDemoModel, generateClip } from '../gpu-worker/vision/index.ts';
 import { benchMain, commandLine, createBench, freshStateDir, machine, RESULTS_DIR, sleep, writeResult, type Bench } from './harness/main.ts';
@@ -90,7 +90,7 @@ function pureFigures() {
     },
     outbox: {
       addedCallsPerFrame: 0,
-      why: 'each event is one Put in the TransactWriteItems that commits its frame (core/aws/video-commit.ts); rules re-checks are 1-2 conditional GETs per video per rulesRefreshSeconds, not per frame',
+      why: 'each event is one Put in the TransactWriteItems that commits its frame (core/commit/dynamodb/video-commit.ts); rules re-checks are 1-2 conditional GETs per video per rulesRefreshSeconds, not per frame',
       eventItemBytes: eventBytes,
       writeUnitsPerEvent: 2 * Math.ceil(eventBytes / 1024),
       transactionItemsPerEvent: 1,

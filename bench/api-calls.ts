@@ -21,9 +21,9 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { countResults } from '../core/aws/results-reader.ts';
+import { countResults } from '../core/commit/dynamodb/results-reader.ts';
 import sharp from 'sharp';
-import { frameKey } from '../core/keys.ts';
+import { frameKey } from '../core/ingest/keys.ts';
 import { startLocalStack } from '../local/stack.ts';
 import { freshCallLog, RESULTS_DIR, sleep, writeResult } from './harness/main.ts';
 

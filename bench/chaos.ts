@@ -35,7 +35,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES, type Tunables } from '../core/config.ts';
-import { frameKey } from '../core/keys.ts';
+import { frameKey } from '../core/ingest/keys.ts';
 import { rng } from '../core/random.ts';
 import { COMMIT_FAULT_NAMES } from '../lab/aws/fault-injection.ts';
 import type { LocalStack } from '../local/stack.ts';

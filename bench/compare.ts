@@ -40,7 +40,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { endMarkerKey, frameKey } from '../core/keys.ts';
+import { endMarkerKey, frameKey } from '../core/ingest/keys.ts';
 import type { LocalStack } from '../local/stack.ts';
 import { BaselineFleet, createBaselineResources, readEvents, sendFrameMessage, SEED_SETTINGS, type BaselineResources } from './baseline/fleet.ts';
 import { readSummaries, resultsSource, totalRecords } from './harness/collect.ts';

@@ -20,10 +20,10 @@
  *
  *   npx node bench/failover.ts [kills=10] [pauses=3]
  */
-import { endMarkerKey, frameKey } from '../core/keys.ts';
+import { endMarkerKey, frameKey } from '../core/ingest/keys.ts';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { allResults } from '../core/aws/results-reader.ts';
-import type { FrameResultItem } from '../core/results.ts';
+import { allResults } from '../core/commit/dynamodb/results-reader.ts';
+import type { FrameResultItem } from '../core/commit/results.ts';
 import sharp from 'sharp';
 import { join } from 'node:path';
 import { benchMain, createBench, freshStateDir, RESULTS_DIR, sleep, writeResult, type Bench } from './harness/main.ts';

@@ -28,7 +28,7 @@
  */
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { allResults } from '../core/aws/results-reader.ts';
+import { allResults } from '../core/commit/dynamodb/results-reader.ts';
 import { METRIC_NAMES } from '../core/metric-names.ts';
 import { boundingStage, STAGES, type StageReport } from '../gpu-worker/runtime/stage-clock.ts';
 import { simulatedGpuCapacityFps } from '../lab/worker/simulated-gpu.ts';

@@ -1,7 +1,7 @@
 /**
  * The janitor's AWS calls per run at a large slot count, against the local stack
  * (DynamoDB Local + fauxqs, every slot queue created as in AWS). The janitor is the real
- * one (core/janitor.ts over the adapters functions/janitor builds, `functionContext`),
+ * one (core/fleet/janitor.ts over the adapters functions/janitor builds, `functionContext`),
  * its calls logged by the AWS_CALL_LOG middleware (core/aws/clients.ts); its clock is
  * stepped one `janitorIntervalSeconds` per run, as the schedule would. The launcher
  * records requests instead of starting workers, and seeding (claims, heartbeats, pins)
@@ -19,8 +19,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { Janitor } from '../core/janitor.ts';
-import { LeaseStore } from '../core/aws/lease-store.ts';
+import { Janitor } from '../core/fleet/janitor.ts';
+import { LeaseStore } from '../core/leases/dynamodb/lease-store.ts';
 import { nullMetrics, type LaunchRequest, type LogSink, type TaskLauncher } from '../core/ports.ts';
 import { functionContext } from '../functions/shared/context.ts';
 import { startLocalStack } from '../local/stack.ts';

@@ -1,7 +1,7 @@
 /**
  * Janitor time per run when every slot needs a launch at once (issue 23): a cold fleet of
  * `slots` slots, each with 2 videos pinned and no task (every task gone at once, or the
- * first deploy under load). The janitor is the real one (core/janitor.ts over the
+ * first deploy under load). The janitor is the real one (core/fleet/janitor.ts over the
  * adapters functions/janitor builds) against DynamoDB Local; its clock steps one
  * `janitorIntervalSeconds` per run. The launcher answers after `runTaskMs` (ECS answers
  * RunTask in a few hundred ms), as RunTask would, and records its concurrency.
@@ -17,8 +17,8 @@
  * fauxqs is what bench/janitor-calls.ts measures), and the janitor reads `slots` slots.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { Janitor } from '../core/janitor.ts';
-import { LeaseStore } from '../core/aws/lease-store.ts';
+import { Janitor } from '../core/fleet/janitor.ts';
+import { LeaseStore } from '../core/leases/dynamodb/lease-store.ts';
 import type { Tunables } from '../core/config.ts';
 import { nullMetrics, type LogSink, type TaskLauncher } from '../core/ports.ts';
 import { functionContext } from '../functions/shared/context.ts';

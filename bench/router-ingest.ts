@@ -1,6 +1,6 @@
 /**
  * Router frames per invocation-second (issue 20, decision 33): the real router handler
- * (functions/router/handler.ts, with core/router.ts, SlotQueues, LeaseStore and the real
+ * (functions/router/handler.ts, with core/fleet/router.ts, SlotQueues, LeaseStore and the real
  * SDK v3 clients: serialisation, retries, SQS MD5 checks) invoked in-process on batches
  * of S3 notifications, with AWS's per-call latency injected.
  *
@@ -45,12 +45,12 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DEFAULT_TUNABLES, validateTunables, type Tunables, type Wiring } from '../core/config.ts';
 import { createAwsClientsFrom } from '../core/aws/clients.ts';
-import { LeaseStore } from '../core/aws/lease-store.ts';
-import { slotKey, videoKey } from '../core/aws/slot-lease-store.ts';
-import { SlotQueues } from '../core/aws/slot-queues.ts';
+import { LeaseStore } from '../core/leases/dynamodb/lease-store.ts';
+import { slotKey, videoKey } from '../core/leases/dynamodb/slot-lease-store.ts';
+import { SlotQueues } from '../core/ingest/sqs/slot-queues.ts';
 import { rng } from '../core/random.ts';
 import { sleep } from '../core/async.ts';
-import { setTaskLauncher } from '../core/launcher-registry.ts';
+import { setTaskLauncher } from '../core/fleet/launcher-registry.ts';
 import { buildObjectCreatedEvent } from '../local/s3-notifications.ts';
 import { LAMBDA_INVOKE_PAYLOAD_BYTES, lambdaContext, toSqsRecord } from '../local/event-source.ts';
 import type { FunctionContext } from '../functions/shared/context.ts';

@@ -47,7 +47,7 @@
  * Prints a table and writes bench/results/soak.json.
  */
 import { join } from 'node:path';
-import { frameKey } from '../core/keys.ts';
+import { frameKey } from '../core/ingest/keys.ts';
 import { table } from '../cli/format.ts';
 import { collectVideos, completeCount, countBy, readSummaries, resultsSource, totalRecords } from './harness/collect.ts';
 import { benchMain, commandLine, createBench, freshStateDir, machine, repoPath, RESULTS_DIR, sleep, writeResult, type Bench } from './harness/main.ts';

@@ -2,7 +2,7 @@
  * The demo's pure parts: the camera-like upload schedule, the failover measurement
  * and the per-video score. demo.ts wires them to a running local stack.
  */
-import type { FrameResultItem } from '../core/results.ts';
+import type { FrameResultItem } from '../core/commit/results.ts';
 import { evaluateMot, type MotFrame } from '../gpu-worker/vision/eval/mot.ts';
 import { table } from './format.ts';
 

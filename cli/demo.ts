@@ -10,16 +10,16 @@
  * on the clip's truth tracks, renders annotated output with the rules drawn under
  * `.local/demo/`, and stops everything.
  */
-import { countResults as countStored } from '../core/aws/results-reader.ts';
+import { countResults as countStored } from '../core/commit/dynamodb/results-reader.ts';
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Tunables } from '../core/config.ts';
-import { endMarkerKey, frameKey } from '../core/keys.ts';
-import { allEvents } from '../core/aws/events-reader.ts';
-import { rulesKey } from '../core/aws/rules-store.ts';
-import type { FrameResultItem } from '../core/results.ts';
+import { endMarkerKey, frameKey } from '../core/ingest/keys.ts';
+import { allEvents } from '../core/analytics/dynamodb/events-reader.ts';
+import { rulesKey } from '../core/analytics/s3/rules-store.ts';
+import type { FrameResultItem } from '../core/commit/results.ts';
 import { ensureDemoModel, generateClip } from '../gpu-worker/vision/index.ts';
 import type { Clip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { startLocalStack, type LocalStack } from '../local/stack.ts';

@@ -20,7 +20,7 @@ import { parseContainer, parseSeconds, uploadFileCommand } from './video/upload-
 import { streamCommand } from './video/stream-command.ts';
 import { videoCommand } from './commands/video.ts';
 import { resolveTarget, type Target } from './target.ts';
-import { VIDEO_ID_PATTERN } from '../core/keys.ts';
+import { VIDEO_ID_PATTERN } from '../core/ingest/keys.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 type Values = Record<string, string | boolean | undefined>;

@@ -1,15 +1,15 @@
 /** Read helpers over the results table, shared by the commands and the demo. */
-import { allResults as coreAll, getSummary as coreSummary, queryResults as coreQuery, type ResultsSource } from '../core/aws/results-reader.ts';
+import { allResults as coreAll, getSummary as coreSummary, queryResults as coreQuery, type ResultsSource } from '../core/commit/dynamodb/results-reader.ts';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { FRAME_PREFIX } from '../core/config.ts';
-import { LeaseStore } from '../core/aws/lease-store.ts';
-import type { FrameResultItem, VideoSummaryItem } from '../core/results.ts';
+import { LeaseStore } from '../core/leases/dynamodb/lease-store.ts';
+import type { FrameResultItem, VideoSummaryItem } from '../core/commit/results.ts';
 import type { Target } from './target.ts';
 
 type ResultsTarget = Pick<Target, 'clients' | 'resultsTable'>;
 const sourceOf = (t: ResultsTarget): ResultsSource => ({ ddb: t.clients.ddb, resultsTable: t.resultsTable });
 
-/** Streams a video's per-frame results in frame order (see core/aws/results-reader.ts). */
+/** Streams a video's per-frame results in frame order (see core/commit/dynamodb/results-reader.ts). */
 export function queryResults(
   target: ResultsTarget,
   videoId: string,

@@ -4,7 +4,7 @@
  * routes each one as it would a fresh upload. Used by `replay` and `reconcile`.
  */
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { buildObjectCreatedEvent } from '../core/s3-event-shapes.ts';
+import { buildObjectCreatedEvent } from '../core/ingest/s3-event-shapes.ts';
 import { CliError } from './io.ts';
 import type { StoredObject } from './read.ts';
 import type { Target } from './target.ts';

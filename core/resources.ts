@@ -3,7 +3,7 @@
  * local stack (local/), so both create the same tables and queues.
  */
 import { DEFAULT_TUNABLES, resourceNames, type Tunables } from './config.ts';
-import { INGEST_RETENTION_SECONDS } from './ingest-retry.ts';
+import { INGEST_RETENTION_SECONDS } from './ingest/ingest-retry.ts';
 
 export interface KeyAttribute {
   readonly name: string;
@@ -82,7 +82,7 @@ const FOURTEEN_DAYS_SECONDS = 14 * 24 * 3600;
  *
  * Its receive budget is sized for outages, not for failures of the message: the router
  * gives a record that failed on an outage (throttling, 5xx, timeout) an exponential
- * visibility backoff by receive count (core/ingest-retry.ts). At the defaults
+ * visibility backoff by receive count (core/ingest/ingest-retry.ts). At the defaults
  * (`ingestOutageBackoffBaseSeconds` 15, `ingestOutageBackoffMaxSeconds` 900,
  * `ingestMaxReceiveCount` 576) the backoffs are 15, 30, 60, 120, 240, 480 s, then 900 s:
  * 945 + 569 × 900 = 513,045 s, about 5.9 days of DynamoDB or SQS outage ridden out before

@@ -27,7 +27,7 @@
  * through lab/worker-main.ts, which first adds the lab (extensions.ts): the `stats` and
  * `simgpu` processors, WORKER_CRASH_ON_KEY, AWS_FAULT_INJECTION and AWS_LATENCY_MODEL.
  */
-import { DynamoDbRecords } from '../core/aws/results-reader.ts';
+import { DynamoDbRecords } from '../core/commit/dynamodb/results-reader.ts';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { writeFileSync } from 'node:fs';
@@ -36,18 +36,18 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { EXIT_DONE, EXIT_LEASE_LOST, EXIT_PROCESSOR_FAILED, WORKER_ENV, tunablesFromEnv, wiringFromEnv } from '../core/config.ts';
 import { createAwsClients } from '../core/aws/clients.ts';
 import { instrumentAwsClients } from '../core/aws/instrumentation.ts';
-import { LeaseStore } from '../core/aws/lease-store.ts';
-import { SlotQueues } from '../core/aws/slot-queues.ts';
-import { FrameStore } from '../core/aws/frame-store.ts';
+import { LeaseStore } from '../core/leases/dynamodb/lease-store.ts';
+import { SlotQueues } from '../core/ingest/sqs/slot-queues.ts';
+import { FrameStore } from '../core/ingest/s3/frame-store.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { GpuSampler } from './runtime/gpu-sampler.ts';
 import { StageClock, boundingStage } from './runtime/stage-clock.ts';
 import { timeStages } from './runtime/stage-timing.ts';
-import { RulesStore } from '../core/aws/rules-store.ts';
+import { RulesStore } from '../core/analytics/s3/rules-store.ts';
 import { createProcessor, INFERENCE_THREAD_FAULT_ENV } from './processor-factory.ts';
 import { probeEntry, wrapPipeline } from './extensions.ts';
-import { ProcessProbe } from './runtime/probe-process.ts';
+import { ProcessProbe } from './runtime/crash/probe-process.ts';
 
 /**
  * How long a worker whose processor broke may take to drain before it exits anyway: a

@@ -19,7 +19,7 @@ import { nullMetrics } from '../core/ports.ts';
 import { createProcessor } from './processor-factory.ts';
 import { StageClock } from './runtime/stage-clock.ts';
 import { beforeProbeTry } from './extensions.ts';
-import type { ProbeReply, ProbeRequest } from './runtime/probe-process.ts';
+import type { ProbeReply, ProbeRequest } from './runtime/crash/probe-process.ts';
 import { errorText } from '../core/errors.ts';
 
 /** The scratch video each frame is detected under: the child's tracker state is never kept. */

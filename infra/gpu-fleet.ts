@@ -5,7 +5,7 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { ECS_LAUNCHER_ENV } from '../core/aws/ecs-task-launcher.ts';
+import { ECS_LAUNCHER_ENV } from '../core/fleet/ecs/ecs-task-launcher.ts';
 import { FleetTeardown } from './fleet-teardown.ts';
 import { acknowledge, nagArnPrefix } from './nag.ts';
 import { workerImageFromDockerfile } from './worker-image.ts';

@@ -6,7 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { JANITOR_TIMEOUT_SECONDS } from '../core/janitor.ts';
+import { JANITOR_TIMEOUT_SECONDS } from '../core/fleet/janitor.ts';
 import { buildServiceFunction } from './lambda-defaults.ts';
 
 export interface JanitorProps {

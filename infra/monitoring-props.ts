@@ -48,7 +48,7 @@ export interface MonitoringProps {
   readonly janitorInterval?: Duration;
   /**
    * Janitor runs one sweep of the idle slots' DLQs takes (`queueSweepRuns(slotCount)`,
-   * core/janitor.ts): the slot-DLQ alarm fires on one breaching run and clears only after
+   * core/fleet/janitor.ts): the slot-DLQ alarm fires on one breaching run and clears only after
    * this many runs plus one without any, so a DLQ read once per sweep keeps it in ALARM.
    * @default 1
    */

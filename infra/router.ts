@@ -10,7 +10,7 @@ import { buildServiceFunction } from './lambda-defaults.ts';
 export interface RouterProps {
   /** Queue of S3 notifications the router consumes. */
   readonly ingestQueue: sqs.IQueue;
-  /** Wiring, tunables and launcher settings (see core/config.ts and core/aws/ecs-task-launcher.ts). */
+  /** Wiring, tunables and launcher settings (see core/config.ts and core/fleet/ecs/ecs-task-launcher.ts). */
   readonly environment: Record<string, string>;
   /**
    * Records per invocation: up to 10 without a batching window, up to 10,000 with one of

@@ -15,8 +15,8 @@ import {
   workloadSubnetPlan,
   type StackConfig,
 } from './config.ts';
-import { MODEL_SHA256_ENV } from '../core/model-pin.ts';
-import { queueSweepRuns } from '../core/janitor.ts';
+import { MODEL_SHA256_ENV } from '../core/fleet/model-pin.ts';
+import { queueSweepRuns } from '../core/fleet/janitor.ts';
 import { EventDelivery } from './event-delivery.ts';
 import { FrameBucket } from './frame-bucket.ts';
 import { GpuFleet } from './gpu-fleet.ts';

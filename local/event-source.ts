@@ -144,7 +144,7 @@ export interface SqsEventSourceStats {
  * Lambda, a record that failed (listed in batchItemFailures, or all of them on a throw or
  * timeout) is left as it is: not deleted, and its visibility untouched, so it comes back
  * after the queue's visibility timeout, or after whatever visibility the handler set on
- * it (the router backs records off that way during an outage, core/ingest-failures.ts).
+ * it (the router backs records off that way during an outage, core/ingest/ingest-failures.ts).
  * Each record carries its `ApproximateReceiveCount`.
  */
 export class SqsEventSource {

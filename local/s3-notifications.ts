@@ -13,9 +13,9 @@ import { randomUUID } from 'node:crypto';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { FauxqsApp } from './emulators.ts';
 
-export { buildObjectCreatedEvent, buildTestEvent, encodeS3EventKey, objectCreatedEventName } from '../core/s3-event-shapes.ts';
-export type { ObjectCreatedEventName, ObjectCreatedFields, QueueNotificationConfig } from '../core/s3-event-shapes.ts';
-import { buildObjectCreatedEvent, buildTestEvent, objectCreatedEventName, type ObjectCreatedEventName, type QueueNotificationConfig } from '../core/s3-event-shapes.ts';
+export { buildObjectCreatedEvent, buildTestEvent, encodeS3EventKey, objectCreatedEventName } from '../core/ingest/s3-event-shapes.ts';
+export type { ObjectCreatedEventName, ObjectCreatedFields, QueueNotificationConfig } from '../core/ingest/s3-event-shapes.ts';
+import { buildObjectCreatedEvent, buildTestEvent, objectCreatedEventName, type ObjectCreatedEventName, type QueueNotificationConfig } from '../core/ingest/s3-event-shapes.ts';
 
 /** Increases across restarts (time-based) and within one process (counter), like S3's per-key sequencer. */
 class Sequencer {

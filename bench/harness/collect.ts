@@ -4,8 +4,8 @@
  * query over the records: counting items would load DynamoDB Local, and so the run, more
  * as the tables grow).
  */
-import { allResults, getSummary } from '../../core/aws/results-reader.ts';
-import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
+import { allResults, getSummary } from '../../core/commit/dynamodb/results-reader.ts';
+import type { FrameResultItem, VideoSummaryItem } from '../../core/commit/results.ts';
 import { listVideoObjects } from '../../cli/read.ts';
 import type { LocalStack } from '../../local/stack.ts';
 

@@ -16,8 +16,8 @@
  *  7. every video whose end marker was put ends `complete`;
  *  8. no message is left in any DLQ (ingest or slot): nothing ends there without a record.
  */
-import { MAX_OWNER_HISTORY } from '../../core/checkpoint.ts';
-import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
+import { MAX_OWNER_HISTORY } from '../../core/commit/checkpoint.ts';
+import type { FrameResultItem, VideoSummaryItem } from '../../core/commit/results.ts';
 import { gapFrames } from './collect.ts';
 
 

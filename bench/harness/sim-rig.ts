@@ -16,15 +16,15 @@
  *    gpu-worker/runtime/stage-timing.ts around the worker's dependencies.
  */
 import sharp from 'sharp';
-import { FrameStore } from '../../core/aws/frame-store.ts';
-import { LeaseStore } from '../../core/aws/lease-store.ts';
-import { SlotQueues } from '../../core/aws/slot-queues.ts';
+import { FrameStore } from '../../core/ingest/s3/frame-store.ts';
+import { LeaseStore } from '../../core/leases/dynamodb/lease-store.ts';
+import { SlotQueues } from '../../core/ingest/sqs/slot-queues.ts';
 import { installLatencyModel, withLatency } from '../../lab/aws/latency-injection.ts';
 import { LatencyModel, parseLatencyModel } from '../../lab/aws/latency-model.ts';
 import type { Tunables } from '../../core/config.ts';
-import { packUnits } from '../../core/commit-packing.ts';
-import type { UnitOutcome } from '../../core/commit-outcome.ts';
-import { frameKey } from '../../core/keys.ts';
+import { packUnits } from '../../core/commit/commit-packing.ts';
+import type { UnitOutcome } from '../../core/commit/commit-outcome.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
 import { StageClock } from '../../gpu-worker/runtime/stage-clock.ts';
 import { timeStages } from '../../gpu-worker/runtime/stage-timing.ts';
 import { SimulatedGpuProcessor, type SimulatedGpuOptions } from '../../lab/worker/simulated-gpu.ts';
@@ -66,7 +66,7 @@ export interface SimRigOptions {
   /**
    * Where commits go: `dynamodb-local` (the real fenced transactions, whose time on this
    * machine is DynamoDB Local's CPU plus the latency model), or `model`: each transaction
-   * group (core/commit-packing.ts, as the committer packs it) waits one TransactWriteItems
+   * group (core/commit/commit-packing.ts, as the committer packs it) waits one TransactWriteItems
    * draw of the latency model and lands, its records kept in memory (a record written
    * twice is counted). Everything else (claims, adoptions, heartbeats) stays on DynamoDB Local.
    */

@@ -5,7 +5,7 @@
  * corrupt body, a delete later) is the scenario's; the pool only keeps time.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { endMarkerKey } from '../../core/keys.ts';
+import { endMarkerKey } from '../../core/ingest/keys.ts';
 import type { LocalStack } from '../../local/stack.ts';
 import { sleep } from './main.ts';
 

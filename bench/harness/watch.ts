@@ -4,7 +4,7 @@
  * each poll to the scenario (progress lines, a timeline, a kill at the right moment);
  * and the kill helpers.
  */
-import type { VideoSummaryItem } from '../../core/results.ts';
+import type { VideoSummaryItem } from '../../core/commit/results.ts';
 import type { LocalStack } from '../../local/stack.ts';
 import { sleep } from './main.ts';
 import type { Uploads } from './uploader.ts';

@@ -4,7 +4,7 @@
  */
 import { GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { videoKey } from '../../core/aws/slot-lease-store.ts';
+import { videoKey } from '../../core/leases/dynamodb/slot-lease-store.ts';
 import type { LocalStack } from '../../local/stack.ts';
 import { sleep } from '../harness/main.ts';
 

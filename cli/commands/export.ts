@@ -17,7 +17,7 @@
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
-import type { FrameStatus } from '../../core/results.ts';
+import type { FrameStatus } from '../../core/commit/results.ts';
 import { CliError, type Io } from '../io.ts';
 import { frameRecordPages, type FrameRecord, type FrameRecordPages } from '../read.ts';
 import type { Target } from '../target.ts';

@@ -23,7 +23,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { storedObjectRanges, type ObjectRange } from '../video/object-ranges.ts';
-import type { FrameResultItem } from '../../core/results.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
 import { CliError, type Io } from '../io.ts';
 import { allResults, leaseStore, listVideoObjects, type StoredObject } from '../read.ts';
 import type { Target } from '../target.ts';

@@ -5,12 +5,12 @@
  * The operator's way back from any DLQ (the DLQ alarms name this command). On AWS it is
  * SQS's own DLQ redrive (StartMessageMoveTask, FIFO included); on the local stack, whose
  * fauxqs has none, a receive / send / delete move that keeps each FIFO message's group
- * and gives it a fresh deduplication id (core/aws/dlq-redrive.ts). Idempotent for
+ * and gives it a fresh deduplication id (core/ingest/sqs/dlq-redrive.ts). Idempotent for
  * frames: a redriven frame that already has a record is dropped by the worker as a
  * duplicate, so every frame still ends with exactly one record. Bad input (an event the
  * router rejects, a malformed slot message) goes straight back to its DLQ with its reason.
  */
-import { redriveDlq, type RedriveResult } from '../../core/aws/dlq-redrive.ts';
+import { redriveDlq, type RedriveResult } from '../../core/ingest/sqs/dlq-redrive.ts';
 import { CliError, type Io } from '../io.ts';
 import type { Target } from '../target.ts';
 

@@ -6,7 +6,7 @@
  *   csv   the same rows with a header
  *   json  one JSON object per frame per line (NDJSON)
  */
-import type { FrameResultItem } from '../../core/results.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
 import { CliError, type Io } from '../io.ts';
 import { queryResults } from '../read.ts';
 import type { Target } from '../target.ts';

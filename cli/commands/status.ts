@@ -3,7 +3,7 @@
  * and queue depths (slot queues and their DLQs, ingest and its DLQ).
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import type { SlotRecord } from '../../core/lease-logic.ts';
+import type { SlotRecord } from '../../core/leases/lease-logic.ts';
 import { formatDurationMs, table } from '../format.ts';
 import type { Io } from '../io.ts';
 import { leaseStore } from '../read.ts';

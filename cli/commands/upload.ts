@@ -9,7 +9,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { FRAME_PREFIX } from '../../core/config.ts';
-import { VIDEO_ID_PATTERN, endMarkerKey, frameKey } from '../../core/keys.ts';
+import { VIDEO_ID_PATTERN, endMarkerKey, frameKey } from '../../core/ingest/keys.ts';
 import { formatBytes, progressLine } from '../format.ts';
 import { CliError, type Io } from '../io.ts';
 import { listVideoObjects } from '../read.ts';

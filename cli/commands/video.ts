@@ -2,8 +2,8 @@
  * `affinity video <id> [--json]`: the lease (slot, token, owner), owner history,
  * progress (summary counts, next frame, buffered frames), gaps and failures.
  */
-import type { VideoRecord } from '../../core/aws/lease-store.ts';
-import type { FrameResultItem, VideoSummaryItem } from '../../core/results.ts';
+import type { VideoRecord } from '../../core/leases/dynamodb/lease-store.ts';
+import type { FrameResultItem, VideoSummaryItem } from '../../core/commit/results.ts';
 import { formatDurationMs, ranges, table } from '../format.ts';
 import { CliError, type Io } from '../io.ts';
 import { getSummary, leaseStore, queryResults } from '../read.ts';

@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { endMarkerKey } from '../../core/keys.ts';
+import { endMarkerKey } from '../../core/ingest/keys.ts';
 import { FRAME_PREFIX } from '../../core/config.ts';
 import { FRAMES_METADATA_KEY, parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import { cutFile, type CutOptions, type CutSegment } from './segment-file.ts';

@@ -15,7 +15,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { endMarkerKey } from '../../core/keys.ts';
+import { endMarkerKey } from '../../core/ingest/keys.ts';
 import { FRAMES_METADATA_KEY, parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import { formatBytes } from '../format.ts';
 import { CliError, type Io } from '../io.ts';

@@ -8,7 +8,7 @@
  * Ids are deterministic ({@link eventId}): the same frames committed by a successor after
  * kill -9 give the same ids, and a commit retried after a lost answer writes the same items.
  */
-import type { FrameResultItem } from '../results.ts';
+import type { FrameResultItem } from '../commit/results.ts';
 import type { Detection } from '../ports.ts';
 import { changeRules, emptyAnalytics, runRules, type AnalyticsState, type TrackedFrame } from './rule-engine.ts';
 import { DETAIL_TYPE, eventId, type EventItem, type EventKind } from './event-schema.ts';

@@ -1,9 +1,9 @@
 /**
  * Life events written outside the commit builder (issue 22): the take-over, written in
- * the adoption's own transaction (core/aws/lease-store.ts), so it exists iff the change
+ * the adoption's own transaction (core/leases/dynamodb/lease-store.ts), so it exists iff the change
  * of owner landed.
  */
-import type { VideoCheckpoint } from '../checkpoint.ts';
+import type { VideoCheckpoint } from '../commit/checkpoint.ts';
 import { DETAIL_TYPE, eventId, type EventItem } from './event-schema.ts';
 
 /**

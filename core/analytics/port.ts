@@ -1,7 +1,7 @@
 /**
  * The rules port: what the round builder asks of a video's rules document. No SDK here.
  *
- * Implementation: S3 with conditional GETs (core/aws/rules-store.ts, `RulesStore`), built
+ * Implementation: S3 with conditional GETs (core/analytics/s3/rules-store.ts, `RulesStore`), built
  * by composition roots only.
  */
 import type { RulesView } from './commit-events.ts';

@@ -3,10 +3,10 @@
  * 12: a frame's record is the source of truth for late versus duplicate). Every read is
  * strongly consistent. No SDK here.
  *
- * Implementation: DynamoDB (core/aws/results-reader.ts, `DynamoDbRecords`), built by
+ * Implementation: DynamoDB (core/commit/dynamodb/results-reader.ts, `DynamoDbRecords`), built by
  * composition roots only; the same adapter runs over the lease table's twin in tests.
  */
-import type { FrameResultItem } from '../results.ts';
+import type { FrameResultItem } from './results.ts';
 
 export interface RecordReader {
   /** One frame's record; undefined when it has none. */

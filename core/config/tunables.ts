@@ -11,14 +11,14 @@
  * context key, the environment variable and the stack's validation follow.
  */
 import { ConfigError, defaultsOf, rangeProblems, settingsMarkdownTable, type SettingsOf, type SettingsTable } from './settings.ts';
-import { INGEST_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS, ingestOutageRideOutSeconds } from '../ingest-retry.ts';
+import { INGEST_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS, ingestOutageRideOutSeconds } from '../ingest/ingest-retry.ts';
 
 /**
  * Upper bound of `reorderBufferFrames`: the buffer is part of the checkpoint, which lives
  * in one DynamoDB item (400 KB) and is budgeted at 300,000 bytes. A reference costs up to
  * ~310 bytes (128-character video id, 15-digit frame, 63-character bucket), so 500 of
  * them, plus the frames one receive adds after the buffer fills, leave the tracker at
- * least 120 KB (test/core/checkpoint-size.test.ts).
+ * least 120 KB (test/core/commit/checkpoint-size.test.ts).
  */
 export const MAX_REORDER_BUFFER_FRAMES = 500;
 
@@ -122,7 +122,7 @@ export const TUNABLES = {
   receiveConcurrency: { kind: 'integer', default: 16, min: 1, max: 64, unit: 'receives', meaning: 'Most receives in flight at once behind a backlog (extra receives only after a full one, one per idle video, at most half the owned videos: two cohorts; decisions 30, 38)' },
   /**
    * Frames past a full receive's last one fetched by predicted key before their messages
-   * can be received (gpu-worker/runtime/read-ahead.ts, decision 39). Behind a backlog a
+   * can be received (gpu-worker/runtime/ahead/read-ahead.ts, decision 39). Behind a backlog a
    * video's next messages wait for its last commit's deletes, and then for the slowest of
    * their GETs: reading them ahead takes the GETs off that cycle. Only after a receive of
    * 10 consecutive frames of one video, the first predicted key alone before the rest, and
@@ -146,7 +146,7 @@ export const TUNABLES = {
   },
   /**
    * A frame GET slower than this is sent once more, the first answer used
-   * (gpu-worker/runtime/hedged-fetch.ts). On by default since decision 38: a round waits for
+   * (gpu-worker/runtime/ahead/hedged-fetch.ts). On by default since decision 38: a round waits for
    * its slowest GET, so S3's tail (p99 in the hundreds of ms against a median of tens)
    * idles the GPU more than anything else behind a backlog; at 100 ms about 9% of GETs
    * are sent twice under the latency model (lab/aws/latency-model.ts).
@@ -195,7 +195,7 @@ export const TUNABLES = {
    * Receives before an ingest message goes to the ingest DLQ. Sized with the two outage
    * backoffs below so an outage of DynamoDB or SQS is ridden out for about 5.9 days before
    * anything is dead-lettered, under the ingest queue's 7-day retention (arithmetic in
-   * core/ingest-retry.ts, `ingestOutageRideOutSeconds`; a named check).
+   * core/ingest/ingest-retry.ts, `ingestOutageRideOutSeconds`; a named check).
    */
   ingestMaxReceiveCount: { kind: 'integer', default: 576, min: 1, max: 1000, unit: 'receives', meaning: 'Receives before an ingest message goes to the ingest DLQ; with the outage backoffs it rides out ~5.9 days of outage' },
   /** First backoff of an ingest record that failed with an outage-like error (throttling, 5xx, timeout, network): its visibility is set to this × 2^(receive count − 1). */

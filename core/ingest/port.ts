@@ -2,12 +2,12 @@
  * The ingest port: the slot queues frames travel through (router -> worker), and the frame
  * source the worker reads bytes and listings from. No SDK here.
  *
- * Implementations: SQS FIFO (core/aws/slot-queues.ts) and S3 (core/aws/frame-store.ts),
+ * Implementations: SQS FIFO (core/ingest/sqs/slot-queues.ts) and S3 (core/ingest/s3/frame-store.ts),
  * built by composition roots only; in tests the same adapters run over the in-memory SQS
  * FIFO model and S3 twin in core/ingest/memory/.
  */
-import type { SlotMessage } from '../messages.ts';
-import type { FrameRef } from '../sequencer.ts';
+import type { SlotMessage } from './messages.ts';
+import type { FrameRef } from '../ordering/sequencer.ts';
 
 // ---------------------------------------------------------------------------- slot queue
 

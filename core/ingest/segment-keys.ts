@@ -27,7 +27,7 @@
  * ranges relate; the sequencer keeps working on frame numbers.
  */
 import { END_MARKER_NAME, FRAME_PREFIX } from '../config.ts';
-import { parseFrameKey, VIDEO_ID_PATTERN, type RejectReason } from '../keys.ts';
+import { parseFrameKey, VIDEO_ID_PATTERN, type RejectReason } from './keys.ts';
 
 /** What holds the frames: one image, or a video container FFmpeg demuxes. */
 export type SourceContainer = 'image' | 'mp4' | 'mpegts' | 'matroska';

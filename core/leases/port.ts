@@ -14,18 +14,18 @@
  * Launch grants ({@link LaunchGrants}) live on the slot items too: one launch per slot per
  * grace window, withdrawn when the launch did not happen.
  *
- * Implementations: the DynamoDB adapter (core/aws/lease-store.ts, run by composition roots
+ * Implementations: the DynamoDB adapter (core/leases/dynamodb/lease-store.ts, run by composition roots
  * only) and the same adapter over the in-memory table twin (core/leases/memory/). Consumers
  * take the narrowest of these interfaces they need, as type imports.
  */
-import type { VideoCheckpoint } from '../checkpoint.ts';
-import type { StoredDecision, UnitOutcome } from '../commit-outcome.ts';
-import type { CommitUnit } from '../commit-packing.ts';
-import type { LivenessOptions, SlotRecord } from '../lease-logic.ts';
+import type { VideoCheckpoint } from '../commit/checkpoint.ts';
+import type { StoredDecision, UnitOutcome } from '../commit/commit-outcome.ts';
+import type { CommitUnit } from '../commit/commit-packing.ts';
+import type { LivenessOptions, SlotRecord } from './lease-logic.ts';
 
-export type { SlotRecord, LivenessOptions } from '../lease-logic.ts';
-export type { CommitUnit } from '../commit-packing.ts';
-export type { StoredDecision, UnitOutcome } from '../commit-outcome.ts';
+export type { SlotRecord, LivenessOptions } from './lease-logic.ts';
+export type { CommitUnit } from '../commit/commit-packing.ts';
+export type { StoredDecision, UnitOutcome } from '../commit/commit-outcome.ts';
 
 // ---------------------------------------------------------------------------- types
 

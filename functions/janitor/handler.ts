@@ -1,10 +1,10 @@
 /**
  * Janitor Lambda: runs on a schedule (every slot) and on ECS task-stopped events
- * (EventBridge), where it handles the stopped task's slot only (core/janitor.ts).
+ * (EventBridge), where it handles the stopped task's slot only (core/fleet/janitor.ts).
  */
 import type { Context } from 'aws-lambda';
-import { JANITOR_TIMEOUT_SECONDS, Janitor, stoppedSlotOf, type JanitorReport } from '../../core/janitor.ts';
-import { JanitorRunLock } from '../../core/aws/janitor-run-lock.ts';
+import { JANITOR_TIMEOUT_SECONDS, Janitor, stoppedSlotOf, type JanitorReport } from '../../core/fleet/janitor.ts';
+import { JanitorRunLock } from '../../core/fleet/dynamodb/janitor-run-lock.ts';
 import { functionContext, perEnvironment } from '../shared/context.ts';
 import { createPowertools } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';

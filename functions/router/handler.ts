@@ -2,13 +2,13 @@
  * Router Lambda: consumes batches of S3 notifications from the ingest queue, pins each
  * video to a worker slot and forwards its frames to that slot's FIFO queue. Reports
  * partial batch failures so only the records that failed are retried; records that failed
- * on an outage are backed off first (core/ingest-failures.ts), so an outage pauses
+ * on an outage are backed off first (core/ingest/ingest-failures.ts), so an outage pauses
  * routing instead of walking records into the DLQ.
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { settleIngestFailures, type IngestFailurePorts } from '../../core/ingest-failures.ts';
-import { FrameRouter, type RejectedEvent } from '../../core/router.ts';
-import { changeVisibilityInBatches, sendInBatches, type SendOutcome } from '../../core/aws/slot-queues.ts';
+import { settleIngestFailures, type IngestFailurePorts } from '../../core/ingest/ingest-failures.ts';
+import { FrameRouter, type RejectedEvent } from '../../core/fleet/router.ts';
+import { changeVisibilityInBatches, sendInBatches, type SendOutcome } from '../../core/ingest/sqs/slot-queues.ts';
 import { functionContext, perEnvironment, type FunctionContext } from '../shared/context.ts';
 import { createPowertools } from '../shared/powertools.ts';
 import { resolveTaskLauncher } from '../shared/launcher.ts';

@@ -6,8 +6,8 @@
 import { DEFAULT_TUNABLES, WIRING_ENV, envNameOf, tunablesFromEnv, wiringFromEnv, type Tunables, type Wiring } from '../../core/config.ts';
 import { createAwsClients, type AwsClients, type CallerRole } from '../../core/aws/clients.ts';
 import { instrumentAwsClients } from '../../core/aws/instrumentation.ts';
-import { LeaseStore } from '../../core/aws/lease-store.ts';
-import { SlotQueues } from '../../core/aws/slot-queues.ts';
+import { LeaseStore } from '../../core/leases/dynamodb/lease-store.ts';
+import { SlotQueues } from '../../core/ingest/sqs/slot-queues.ts';
 
 export interface FunctionContext {
   readonly wiring: Wiring;

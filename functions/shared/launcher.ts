@@ -3,9 +3,9 @@
  * registers one that spawns worker processes), else ECS RunTask when the stack's
  * environment names a cluster.
  */
-import { getTaskLauncher } from '../../core/launcher-registry.ts';
+import { getTaskLauncher } from '../../core/fleet/launcher-registry.ts';
 import type { TaskLauncher } from '../../core/ports.ts';
-import { ecsTaskLauncherFromEnv } from '../../core/aws/ecs-task-launcher.ts';
+import { ecsTaskLauncherFromEnv } from '../../core/fleet/ecs/ecs-task-launcher.ts';
 
 let ecs: TaskLauncher | undefined | null = null;
 

@@ -3,11 +3,11 @@
  * per frame, the counts, the checkpoint that covers them and the summary. Pure: the
  * worker hands it the state, the store writes what it returns in one fenced transaction.
  */
-import { newCommitId, summaryOf, type StallEvidence, type VideoCheckpoint } from '../../core/checkpoint.ts';
-import type { CommitUnit } from '../../core/commit-packing.ts';
+import { newCommitId, summaryOf, type StallEvidence, type VideoCheckpoint } from '../../core/commit/checkpoint.ts';
+import type { CommitUnit } from '../../core/commit/commit-packing.ts';
 import type { FrameOutcome } from '../../core/ports.ts';
-import type { FrameResultItem } from '../../core/results.ts';
-import type { SequencedStep, SequencerState } from '../../core/sequencer.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
+import type { SequencedStep, SequencerState } from '../../core/ordering/sequencer.ts';
 import type { Detection } from '../../core/ports.ts';
 import { commitEvents, type RulesView, type SourceEvent } from '../../core/analytics/commit-events.ts';
 import type { SourceWatch } from '../../core/ingest/source-watch.ts';

@@ -7,7 +7,7 @@
  *
  * Pure: the worker carries the actions out.
  */
-import { decideStoredOutcome } from '../../core/commit-outcome.ts';
+import { decideStoredOutcome } from '../../core/commit/commit-outcome.ts';
 import type { CommitOutcome, SlotFence, UnitOutcome, VideoRecord } from '../../core/leases/port.ts';
 import type { RoundUnit } from './round-builder.ts';
 
@@ -50,7 +50,7 @@ function fateOf(o: UnitOutcome | undefined): UnitFate {
 }
 
 /**
- * Settles a unit in doubt from a fresh read of its video's lease (core/commit-outcome.ts
+ * Settles a unit in doubt from a fresh read of its video's lease (core/commit/commit-outcome.ts
  * decides): it landed only if the stored checkpoint carries that unit's own commit id. A
  * lease still ours at the unit's previous checkpoint means it did not land (roll back and
  * retry); anything else means the lease moved (fenced). `landed-moved`: it landed, and the

@@ -18,8 +18,8 @@ import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts'
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink, NeighbourFrame } from '../../core/ports.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
-import type { FrameRef, LateFrame, SequencedStep } from '../../core/sequencer.ts';
-import type { FramePrefetch } from './frame-prefetch.ts';
+import type { FrameRef, LateFrame, SequencedStep } from '../../core/ordering/sequencer.ts';
+import type { FramePrefetch } from './ahead/frame-prefetch.ts';
 import { SegmentReader } from '../video/segment-reader.ts';
 import { errorText } from '../../core/errors.ts';
 

@@ -7,14 +7,14 @@
  */
 import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
-import type { VideoCheckpoint } from '../../core/checkpoint.ts';
+import type { VideoCheckpoint } from '../../core/commit/checkpoint.ts';
 import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts';
-import { parseEndMarkerBody } from '../../core/keys.ts';
-import type { FrameMessage, SlotMessage } from '../../core/messages.ts';
+import { parseEndMarkerBody } from '../../core/ingest/keys.ts';
+import type { FrameMessage, SlotMessage } from '../../core/ingest/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
-import type { FrameRef } from '../../core/sequencer.ts';
+import type { FrameRef } from '../../core/ordering/sequencer.ts';
 import { SegmentReader } from '../video/segment-reader.ts';
 import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import { errorCode } from './frame-runner.ts';

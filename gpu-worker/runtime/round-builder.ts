@@ -4,14 +4,14 @@
  * video's outcomes into a commit unit (commit-builder.ts). A video whose frames failed
  * comes back as a failure to roll back; the others are unaffected.
  */
-import { estimatedBytes, MAX_CHECKPOINT_BYTES, MAX_TRANSACT_ITEMS, unitFits, type CommitUnit } from '../../core/commit-packing.ts';
+import { estimatedBytes, MAX_CHECKPOINT_BYTES, MAX_TRANSACT_ITEMS, unitFits, type CommitUnit } from '../../core/commit/commit-packing.ts';
 import type { RulesSource } from '../../core/analytics/port.ts';
 import type { RulesView } from '../../core/analytics/commit-events.ts';
 import type { SlotFence } from '../../core/leases/port.ts';
 import type { FrameProcessor, LogSink } from '../../core/ports.ts';
 import { buildCommit } from './commit-builder.ts';
 import type { FrameRunner } from './frame-runner.ts';
-import { markerStall } from './crash-breaker.ts';
+import { markerStall } from './crash/crash-breaker.ts';
 import { MARKER_PLAN, type SessionPlan, type VideoSession } from './video-session.ts';
 
 /** One video's share of a round, built while the round ran, committed after it. */

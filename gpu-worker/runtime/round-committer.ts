@@ -7,11 +7,11 @@
  */
 import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
-import { estimatedBytes } from '../../core/commit-packing.ts';
+import { estimatedBytes } from '../../core/commit/commit-packing.ts';
 import type { CommitOutcome, FencedCommit, VideoLeases } from '../../core/leases/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
-import type { FrameResultItem } from '../../core/results.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
 import { commitActions, settleInDoubt } from './commit-pipeline.ts';
 import type { RoundFailure, RoundUnit } from './round-builder.ts';
 import type { SlotInbox } from './slot-inbox.ts';

@@ -19,14 +19,14 @@
  */
 import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
-import { parseSlotMessage, type FrameMessage, type SlotMessage } from '../../core/messages.ts';
+import { parseSlotMessage, type FrameMessage, type SlotMessage } from '../../core/ingest/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { ReceivedMessage, SlotQueue } from '../../core/ingest/port.ts';
-import type { FramePrefetch } from './frame-prefetch.ts';
+import type { FramePrefetch } from './ahead/frame-prefetch.ts';
 import { sleep } from '../../core/async.ts';
 import { extraReceives } from './receive-fanout.ts';
-import { readAheadPlans } from './read-ahead.ts';
+import { readAheadPlans } from './ahead/read-ahead.ts';
 
 /** Most messages one receive brings (SQS's limit). */
 const RECEIVE_MAX_MESSAGES = 10;

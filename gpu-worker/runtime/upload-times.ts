@@ -13,7 +13,7 @@
  * (one buffered in a predecessor's checkpoint) has no upload time here and gives no
  * sample; nor does an operator's replay (`affinity replay`), whose upload is long past.
  */
-import type { FrameResultItem } from '../../core/results.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
 
 /** `eventTime` as epoch ms, or undefined when it is not a date. */
 export function eventTimeMs(eventTime: string): number | undefined {

@@ -8,12 +8,12 @@
 import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
-import type { VideoCheckpoint } from '../../core/checkpoint.ts';
+import type { VideoCheckpoint } from '../../core/commit/checkpoint.ts';
 import type { VideoLeases } from '../../core/leases/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import { VideoSession } from './video-session.ts';
-import { handoverOf, type Handover } from './crash-breaker.ts';
+import { handoverOf, type Handover } from './crash/crash-breaker.ts';
 
 export interface VideoRegistryDeps {
   readonly tunables: Tunables;

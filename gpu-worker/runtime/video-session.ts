@@ -12,14 +12,14 @@
  * going back to the queue: a retry never costs a receive, and an outage of any length
  * cannot walk a message into the DLQ by redrive (receives are what redrive counts).
  */
-import type { VideoCheckpoint } from '../../core/checkpoint.ts';
-import type { CommitUnit } from '../../core/commit-packing.ts';
-import { padWidthOf } from '../../core/keys.ts';
+import type { VideoCheckpoint } from '../../core/commit/checkpoint.ts';
+import type { CommitUnit } from '../../core/commit/commit-packing.ts';
+import { padWidthOf } from '../../core/ingest/keys.ts';
 import { UploadTimes } from './upload-times.ts';
-import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, isolationStep, type Handover } from './crash-breaker.ts';
+import { breakerVerdict, CRASHED_WORKER_REASON, isolatedRoundFull, isolationStep, type Handover } from './crash/crash-breaker.ts';
 import type { SourceEvent } from '../../core/analytics/commit-events.ts';
 import { markStalled, noteSegment, stallDueAtMs, type SourceWatch } from '../../core/ingest/source-watch.ts';
-import { VideoSequencer, type FrameRef, type ListingLesson, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/sequencer.ts';
+import { VideoSequencer, type FrameRef, type ListingLesson, type OfferResult, type SequencedStep, type SequencerOptions } from '../../core/ordering/sequencer.ts';
 
 /** Most result items one video commits per round (a transaction holds 100 items). */
 export const MAX_RESULT_ITEMS_PER_COMMIT = 80;

@@ -5,7 +5,7 @@ import type { LeaseTable } from '../../core/leases/port.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
 import type { RulesSource } from '../../core/analytics/port.ts';
-import type { FrameProbe } from './frame-probe.ts';
+import type { FrameProbe } from './crash/frame-probe.ts';
 
 export type WorkerLog = LogSink;
 

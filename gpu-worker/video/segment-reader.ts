@@ -26,7 +26,7 @@ import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts'
 import { declaredFrameCount, parseSourceKey, type FrameCountSource, type SourceContainer } from '../../core/ingest/segment-keys.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { DecodedPixels, FrameOutcome, LogSink, MetricSink } from '../../core/ports.ts';
-import type { FrameRef } from '../../core/sequencer.ts';
+import type { FrameRef } from '../../core/ordering/sequencer.ts';
 import { countSegmentFrames, decodeSegment, readAhead, type DecodedFrame, type FrameSize, type HardwarePreference, type SegmentEnd, type SegmentItem } from './segment-decoder.ts';
 
 /** Frames decoded ahead of the caller per open segment. */

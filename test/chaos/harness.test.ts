@@ -14,7 +14,7 @@ import { runUploads } from '../../bench/harness/uploader.ts';
 import { busiestFirst, killBusiest, watchUntilSettled, type Outcome, type Progress, type SettleRules } from '../../bench/harness/watch.ts';
 import { FRAME_FAULTS, NOTIFICATION_FAULTS, TIMED_FAULTS } from '../../bench/chaos/faults.ts';
 import { CRASH_FRAME_KIND, DEFAULTS, makePlan, plannedCounts } from '../../bench/chaos/plan.ts';
-import type { VideoSummaryItem } from '../../core/results.ts';
+import type { VideoSummaryItem } from '../../core/commit/results.ts';
 
 const quiet = () => {};
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkInvariants, type VideoOutcome } from '../../bench/harness/invariants.ts';
-import type { FrameResultItem, FrameStatus, VideoSummaryItem } from '../../core/results.ts';
+import type { FrameResultItem, FrameStatus, VideoSummaryItem } from '../../core/commit/results.ts';
 
 const W1 = 'w1';
 const W2 = 'w2';

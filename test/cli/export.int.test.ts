@@ -15,7 +15,7 @@ import { main } from '../../cli/main.ts';
 import { frameRecordPages, type FrameRecord } from '../../cli/read.ts';
 import type { Target } from '../../cli/target.ts';
 import { RESULTS_TABLE } from '../../core/resources.ts';
-import { SUMMARY_FRAME, type FrameResultItem } from '../../core/results.ts';
+import { SUMMARY_FRAME, type FrameResultItem } from '../../core/commit/results.ts';
 import { LOCAL_CREDENTIALS, startDynamoDbLocal } from '../../local/emulators.ts';
 import { createTableInput } from '../../local/resources.ts';
 

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
-import type { FrameResultItem } from '../../core/results.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
 import { planFrameNumbers } from '../../cli/commands/upload.ts';
 import { keptBefore } from '../../cli/commands/replay.ts';
 import { problemsOf } from '../../cli/commands/video.ts';

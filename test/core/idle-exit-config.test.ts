@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_TUNABLES, EXIT_DONE, tunablesFromEnv, tunablesToEnv, validateTunables } from '../../core/config.ts';
-import { WORKER_EXITS_WITHOUT_LEASE } from '../../core/janitor.ts';
+import { WORKER_EXITS_WITHOUT_LEASE } from '../../core/fleet/janitor.ts';
 
 describe('workerIdleExitSeconds', () => {
   it('defaults to 10 minutes and reaches the worker as WORKER_IDLE_EXIT_SECONDS', () => {

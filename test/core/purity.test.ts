@@ -1,9 +1,11 @@
 /**
- * The purity line of core/: pure decisions live at core/'s root and below it, adapters
- * that talk to AWS live under core/aws/, and in-memory twins of AWS APIs (which speak the
- * SDK's command shapes and throw its error classes) under a wing's `memory/` folder. A
- * file elsewhere that imports the AWS SDK (`@aws-sdk/*`) or its Smithy runtime
- * (`@smithy/*`), even for types only, fails here.
+ * The purity line of core/, per wing (core/ordering, leases, commit, ingest, fleet,
+ * analytics; docs/decisions.md 54): a wing's port and pure rules sit in its folder, its
+ * adapters in a technology sub-folder (`dynamodb/`, `sqs/`, `s3/`, `ecs/`), its in-memory
+ * twin of the AWS API under it (which speaks the SDK's command shapes and throws its error
+ * classes) in `memory/`; core/aws/ holds only client plumbing. A file outside those
+ * folders that imports the AWS SDK (`@aws-sdk/*`) or its Smithy runtime (`@smithy/*`),
+ * even for types only, fails here.
  *
  * The port line: the router, the janitor and the worker runtime take ports
  * (core/leases/port.ts, core/ingest/port.ts), never an adapter or a twin; only composition
@@ -19,6 +21,11 @@ const CORE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../c
 // Static imports and re-exports (`… from '…'`, `import '…'`), dynamic `import('…')` and `require('…')`.
 const SPECIFIER = /(?:\bfrom\s*|^\s*import\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)(['"])([^'"\n]+)\1/gm;
 const AWS_PACKAGE = /^@(?:aws-sdk|smithy)\//;
+/** Where a file under core/ may speak AWS: client plumbing, a wing's adapter folder, a wing's twin. */
+const ADAPTER_FOLDER = /^(?:aws\/|[^/]+\/(?:dynamodb|sqs|s3|ecs)\/)/;
+const TWIN_FOLDER = /^[^/]+\/memory\//;
+/** The wings, each a concept with its port, rules, adapters and twin. */
+const WINGS = ['ordering', 'leases', 'commit', 'ingest', 'fleet', 'analytics'];
 
 /** Every module specifier a source text imports (types included), comments stripped first. */
 function importsOf(source: string): string[] {
@@ -63,9 +70,14 @@ describe('core/ purity line', () => {
     expect(files).toContain('aws/clients.ts');
   });
 
-  it('no file under core/ outside core/aws/ and the twins (core/*/memory/) imports @aws-sdk or @smithy', () => {
+  it('has its wings, and core/aws/ holds only client plumbing', () => {
+    for (const wing of WINGS) expect(files.some((f) => f.startsWith(`${wing}/`)), wing).toBe(true);
+    expect(files.filter((f) => f.startsWith('aws/')).sort()).toEqual(['aws/clients.ts', 'aws/instrumentation.ts']);
+  });
+
+  it('no file under core/ outside an adapter folder or a twin imports @aws-sdk or @smithy', () => {
     const offenders = files
-      .filter((f) => !f.startsWith('aws/') && !/^[^/]+\/memory\//.test(f))
+      .filter((f) => !ADAPTER_FOLDER.test(f) && !TWIN_FOLDER.test(f))
       .flatMap((f) => awsImports(readFileSync(path.join(CORE, f), 'utf8')).map((spec) => `core/${f} imports ${spec}`));
     expect(offenders).toEqual([]);
   });
@@ -73,14 +85,14 @@ describe('core/ purity line', () => {
 
 describe('the port line', () => {
   const ROOT = path.resolve(CORE, '..');
-  const consumers = ['core/router.ts', 'core/janitor.ts', 'core/task-launch.ts', ...tsFiles(path.join(ROOT, 'gpu-worker/runtime')).map((f) => path.relative(ROOT, f).split(path.sep).join('/'))];
+  const consumers = ['core/fleet/router.ts', 'core/fleet/janitor.ts', 'core/fleet/task-launch.ts', ...tsFiles(path.join(ROOT, 'gpu-worker/runtime')).map((f) => path.relative(ROOT, f).split(path.sep).join('/'))];
 
   it('the router, the janitor and the worker runtime import no adapter and no twin', () => {
     const offenders = consumers.flatMap((f) =>
       importsOf(readFileSync(path.join(ROOT, f), 'utf8'))
         .filter((spec) => spec.startsWith('.'))
         .map((spec) => path.relative(ROOT, path.resolve(path.dirname(path.join(ROOT, f)), spec)).split(path.sep).join('/'))
-        .filter((target) => (target.startsWith('core/aws/') || /^core\/[^/]+\/memory\//.test(target)))
+        .filter((target) => target.startsWith('core/') && (ADAPTER_FOLDER.test(target.slice(5)) || TWIN_FOLDER.test(target.slice(5))))
         .map((target) => `${f} imports ${target}`),
     );
     expect(consumers).toContain('gpu-worker/runtime/worker.ts');

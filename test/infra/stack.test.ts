@@ -8,7 +8,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { DEFAULT_TUNABLES, WIRING_ENV, resourceNames, routerMaxConcurrencyOf } from '../../core/config.ts';
 import { LEASES_TABLE } from '../../core/resources.ts';
 import { STACK_OUTPUT_KEYS } from '../../core/stack-outputs.ts';
-import { ECS_LAUNCHER_ENV } from '../../core/aws/ecs-task-launcher.ts';
+import { ECS_LAUNCHER_ENV } from '../../core/fleet/ecs/ecs-task-launcher.ts';
 import type { FrameAffinityStack } from '../../infra/stack.ts';
 import { allStatements, asList, removeSynthOutdirs, synth, synthDefault, type Resources } from '../support/stack-synth.ts';
 

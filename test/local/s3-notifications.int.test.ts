@@ -9,7 +9,7 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { decodeS3EventKey } from '../../core/keys.ts';
+import { decodeS3EventKey } from '../../core/ingest/keys.ts';
 import { startFauxqsEmulator, type FauxqsHandle } from '../../local/emulators.ts';
 import { S3Notifier, encodeS3EventKey, objectCreatedEventName, type NotificationFault } from '../../local/s3-notifications.ts';
 import { startTestStack, type TestStack } from '../support/pipeline.ts';

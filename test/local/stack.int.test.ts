@@ -7,7 +7,7 @@ import { HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s
 import { GetQueueAttributesCommand, ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { slotQueueUrl } from '../../core/config.ts';
-import { getTaskLauncher } from '../../core/launcher-registry.ts';
+import { getTaskLauncher } from '../../core/fleet/launcher-registry.ts';
 import { clientConfig, startLocalStack, type LocalStack, type StackFile } from '../../local/stack.ts';
 import { isProcessAlive, waitFor } from './helpers.ts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';

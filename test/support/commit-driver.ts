@@ -1,11 +1,11 @@
 /**
  * The video driver shared by the randomized commit tests on DynamoDB Local
- * (test/core/aws/commit-outcomes-random.int.test.ts, commit-outbox-random.int.test.ts):
+ * (test/core/commit/dynamodb/commit-outcomes-random.int.test.ts, commit-outbox-random.int.test.ts):
  * a video as the driver last knew it, its re-adoption through the faulty client, and a
  * lease moved under it as an operator or the janitor would.
  */
-import type { CommitUnit, LeaseStore, SlotFence } from '../../core/aws/lease-store.ts';
-import type { VideoCheckpoint } from '../../core/checkpoint.ts';
+import type { CommitUnit, LeaseStore, SlotFence } from '../../core/leases/dynamodb/lease-store.ts';
+import type { VideoCheckpoint } from '../../core/commit/checkpoint.ts';
 
 export interface DrivenVideo {
   readonly videoId: string;

@@ -3,7 +3,7 @@
  * run in the background, with the log lines and metrics it produced kept for assertions.
  */
 import type { Tunables } from '../../core/config.ts';
-import type { FrameStore } from '../../core/aws/frame-store.ts';
+import type { FrameStore } from '../../core/ingest/s3/frame-store.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { ExitReason, Worker } from '../../gpu-worker/runtime/worker.ts';
 import type { ProcessGate } from './process-gate.ts';

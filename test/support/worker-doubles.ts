@@ -5,7 +5,7 @@
  */
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
-import { FrameStore } from '../../core/aws/frame-store.ts';
+import { FrameStore } from '../../core/ingest/s3/frame-store.ts';
 import type { FrameInput, FrameProcessor } from '../../core/ports.ts';
 import { SimulatedGpuProcessor } from '../../lab/worker/simulated-gpu.ts';
 

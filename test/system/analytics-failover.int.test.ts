@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ensureDemoModel, generateClip } from '../../gpu-worker/vision/index.ts';
-import { frameKey } from '../../core/keys.ts';
-import { allEvents } from '../../core/aws/events-reader.ts';
-import { DEFAULT_RULES_KEY, rulesKey } from '../../core/aws/rules-store.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
+import { allEvents } from '../../core/analytics/dynamodb/events-reader.ts';
+import { DEFAULT_RULES_KEY, rulesKey } from '../../core/analytics/s3/rules-store.ts';
 import type { EventItem } from '../../core/analytics/event-schema.ts';
 import { put, results, startTestStack, summary, waitFor, type TestStack } from '../support/pipeline.ts';
 import { dirname } from 'node:path';

@@ -17,7 +17,7 @@
  * other videos committed again) are printed, not asserted against a time.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { frameKey } from '../../core/keys.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
 import { results, startTestStack, summary, type TestStack } from '../support/pipeline.ts';
 import { CRASH_LOOP, runCrashLoop, type CrashLoopFigures } from '../support/crash-loop.ts';
 

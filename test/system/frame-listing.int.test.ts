@@ -5,9 +5,9 @@
  */
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FrameStore } from '../../core/aws/frame-store.ts';
-import { frameStem } from '../../core/listing-coverage.ts';
-import { VideoSequencer } from '../../core/sequencer.ts';
+import { FrameStore } from '../../core/ingest/s3/frame-store.ts';
+import { frameStem } from '../../core/ordering/listing-coverage.ts';
+import { VideoSequencer } from '../../core/ordering/sequencer.ts';
 import { LOCAL_CREDENTIALS, startFauxqsEmulator, type FauxqsHandle } from '../../local/emulators.ts';
 
 const region = 'us-east-1';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_PROCESSOR_FAILED } from '../../core/config.ts';
-import { frameKey } from '../../core/keys.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
 import { ensureDemoModel, generateClip } from '../../gpu-worker/vision/index.ts';
 import { put, results, startTestStack, summary, waitFor, type TestStack } from '../support/pipeline.ts';
 

@@ -19,7 +19,7 @@
  * Now a video whose commit is in doubt takes no message until a read settles it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseStore } from '../../core/aws/lease-store.ts';
+import { LeaseStore } from '../../core/leases/dynamodb/lease-store.ts';
 import { overriding } from '../../core/overriding.ts';
 import { injectedError } from '../../lab/aws/fault-injection.ts';
 import { sleep } from '../../core/async.ts';

@@ -5,8 +5,8 @@
  * several reorder waits, a stray frame far ahead, a video numbered from 1.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { frameKey } from '../../core/keys.ts';
-import type { FrameResultItem } from '../../core/results.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
 import { FAST_TUNABLES, put, jpeg, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
 import { sleep } from '../../core/async.ts';
 

@@ -19,13 +19,13 @@ import { DescribeTasksCommand, ECSClient, RunTaskCommand, type RunTaskCommandOut
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalStack, type LocalStack } from '../../local/stack.ts';
 import { sharedStackOptions } from '../support/shared-dynamodb.ts';
-import { LeaseStore } from '../../core/aws/lease-store.ts';
-import { SlotQueues } from '../../core/aws/slot-queues.ts';
-import { Janitor } from '../../core/janitor.ts';
+import { LeaseStore } from '../../core/leases/dynamodb/lease-store.ts';
+import { SlotQueues } from '../../core/ingest/sqs/slot-queues.ts';
+import { Janitor } from '../../core/fleet/janitor.ts';
 import { DEFAULT_TUNABLES, type Tunables } from '../../core/config.ts';
-import { EcsTaskLauncher } from '../../core/aws/ecs-task-launcher.ts';
+import { EcsTaskLauncher } from '../../core/fleet/ecs/ecs-task-launcher.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import { launchSlot } from '../../core/task-launch.ts';
+import { launchSlot } from '../../core/fleet/task-launch.ts';
 import type { LogSink, MetricSink, TaskLauncher } from '../../core/ports.ts';
 
 const SLOTS = 24;

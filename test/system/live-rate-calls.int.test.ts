@@ -12,8 +12,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { frameKey } from '../../core/keys.ts';
-import type { FrameResultItem } from '../../core/results.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
 import { jpeg, put, results, startTestStack, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
 
 const VIDEOS = 6;

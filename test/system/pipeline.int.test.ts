@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { frameKey } from '../../core/keys.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
 import {
   assertNoOverlappingTenure,
   drainQueue,

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import { SlotQueues } from '../../core/aws/slot-queues.ts';
+import { SlotQueues } from '../../core/ingest/sqs/slot-queues.ts';
 import { drainQueue, startTestStack, waitFor, type TestStack } from '../support/pipeline.ts';
 
 const SLOTS = 2;

@@ -13,8 +13,8 @@ import { segmentKey } from '../../core/ingest/segment-keys.ts';
 import { findUnreconciled, reconcileCommand } from '../../cli/commands/reconcile.ts';
 import { main } from '../../cli/main.ts';
 import { loadLocalTarget, type Target } from '../../cli/target.ts';
-import { frameKey } from '../../core/keys.ts';
-import type { FrameResultItem } from '../../core/results.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
 import { jpeg, put, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
 
 let stack: TestStack;

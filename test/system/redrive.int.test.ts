@@ -12,10 +12,10 @@ import { SendMessageBatchCommand, SendMessageCommand, type Message } from '@aws-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryIo } from '../../cli/io.ts';
 import { main } from '../../cli/main.ts';
-import { isUnsupportedOperation, queueMessageCount, redriveEntry } from '../../core/aws/dlq-redrive.ts';
-import { frameKey } from '../../core/keys.ts';
-import { dedupId, type SlotMessage } from '../../core/messages.ts';
-import { buildObjectCreatedEvent } from '../../core/s3-event-shapes.ts';
+import { isUnsupportedOperation, queueMessageCount, redriveEntry } from '../../core/ingest/sqs/dlq-redrive.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
+import { dedupId, type SlotMessage } from '../../core/ingest/messages.ts';
+import { buildObjectCreatedEvent } from '../../core/ingest/s3-event-shapes.ts';
 import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
 
 /** Objects whose S3 notification is dropped: they exist, but only the DLQ knows them. */

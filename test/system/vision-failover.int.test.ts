@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ensureDemoModel, evaluateMot, generateClip } from '../../gpu-worker/vision/index.ts';
-import { frameKey } from '../../core/keys.ts';
-import type { FrameResultItem } from '../../core/results.ts';
+import { frameKey } from '../../core/ingest/keys.ts';
+import type { FrameResultItem } from '../../core/commit/results.ts';
 import { put, results, startTestStack, summary, waitFor, type TestStack } from '../support/pipeline.ts';
 
 let stack: TestStack;

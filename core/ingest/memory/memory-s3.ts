@@ -1,6 +1,6 @@
 /**
  * An in-memory twin of the S3 calls the frame source makes, at the level of the SDK's
- * commands: the production FrameStore (core/aws/frame-store.ts) runs on it unchanged, as
+ * commands: the production FrameStore (core/ingest/s3/frame-store.ts) runs on it unchanged, as
  * SlotQueues runs on the SQS FIFO model. What it answers, as S3 does:
  *  - PutObject (ETag = MD5 of the body, quoted), GetObject with `IfMatch` (412
  *    `PreconditionFailed`) and `IfNoneMatch` (304 `NotModified`), a missing key as

@@ -106,7 +106,7 @@ export class SqsFifoModel {
 
   /**
    * Creates the project's slot queues: `${prefix}${slot}.fifo`, each with its DLQ
-   * `${prefix}${slot}-dlq.fifo` (see core/aws/slot-queues.ts). Returns the queue URLs.
+   * `${prefix}${slot}-dlq.fifo` (see core/ingest/sqs/slot-queues.ts). Returns the queue URLs.
    */
   createSlotQueues(prefix: string, slots: number, options: { visibilityTimeoutSeconds: number; maxReceiveCount?: number }): string[] {
     const urls: string[] = [];

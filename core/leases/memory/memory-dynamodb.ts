@@ -1,6 +1,6 @@
 /**
  * An in-memory twin of DynamoDB at the level of the document client's commands: the real
- * lease adapter (core/aws/lease-store.ts), the results reader and any other code that
+ * lease adapter (core/leases/dynamodb/lease-store.ts), the results reader and any other code that
  * `send`s `@aws-sdk/lib-dynamodb` commands run on it unchanged. Twinning the API rather
  * than the port means one implementation of the lease protocol (the adapter's conditions)
  * is exercised on both backends, so the twin cannot drift from production logic; what the

@@ -10,7 +10,7 @@
  */
 import { resourceNames } from '../../config.ts';
 import { EVENTS_TABLE, LEASES_TABLE, RESULTS_TABLE } from '../../resources.ts';
-import { LeaseStore } from '../../aws/lease-store.ts';
+import { LeaseStore } from '../dynamodb/lease-store.ts';
 import { MemoryDynamoDb } from './memory-dynamodb.ts';
 
 /** The table names and index of one twin (a subset of the deployment's wiring). */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { emptyCheckpoint, summaryOf, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../../../core/checkpoint.ts';
+import { emptyCheckpoint, summaryOf, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
 import { emptyAnalytics, runRules, withRules, type AnalyticsState } from '../../../core/analytics/rule-engine.ts';
 import { validateRules } from '../../../core/analytics/rules.ts';
-import { estimatedBytes, MAX_CHECKPOINT_BYTES } from '../../../core/commit-packing.ts';
+import { estimatedBytes, MAX_CHECKPOINT_BYTES } from '../../../core/commit/commit-packing.ts';
 
 const doc = validateRules({
   lines: Array.from({ length: 5 }, (_, i) => ({ id: `line-${i}`, a: [0, 100 * (i + 1)], b: [1280, 100 * (i + 1)] })),

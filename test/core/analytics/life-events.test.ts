@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyCheckpoint, type VideoCheckpoint } from '../../../core/checkpoint.ts';
+import { emptyCheckpoint, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
 import { takeOverEvent, type TakeOverHandover } from '../../../core/analytics/life-events.ts';
 
 const owned = (): VideoCheckpoint => ({ ...emptyCheckpoint(0), owners: [{ worker: 'w-old', token: 4, sinceMs: 1, fromFrame: 0 }] });

@@ -7,10 +7,10 @@ import 'aws-sdk-client-mock-vitest/extend';
 import { ConditionalCheckFailedException, DynamoDBClient, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { LeaseStore, UnconfirmedError, type CommitOutcome, type CommitUnit } from '../../../core/aws/lease-store.ts';
-import { emptyCheckpoint, summaryOf } from '../../../core/checkpoint.ts';
-import { FrameRouter } from '../../../core/router.ts';
-import { SlotQueues } from '../../../core/aws/slot-queues.ts';
+import { LeaseStore, UnconfirmedError, type CommitOutcome, type CommitUnit } from '../../../core/leases/dynamodb/lease-store.ts';
+import { emptyCheckpoint, summaryOf } from '../../../core/commit/checkpoint.ts';
+import { FrameRouter } from '../../../core/fleet/router.ts';
+import { SlotQueues } from '../../../core/ingest/sqs/slot-queues.ts';
 import { DEFAULT_TUNABLES } from '../../../core/config.ts';
 import { nullMetrics, type LogSink, type MetricSink } from '../../../core/ports.ts';
 

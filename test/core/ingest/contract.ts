@@ -1,17 +1,17 @@
 /**
- * The ingest port's contract: the slot queue (SlotQueues, core/aws/slot-queues.ts) and the
- * frame source (FrameStore, core/aws/frame-store.ts), each the production adapter, run on
+ * The ingest port's contract: the slot queue (SlotQueues, core/ingest/sqs/slot-queues.ts) and the
+ * frame source (FrameStore, core/ingest/s3/frame-store.ts), each the production adapter, run on
  * the in-memory twins (contract.test.ts: the SQS FIFO model and MemoryS3) and on fauxqs
  * (contract.int.test.ts). Where fauxqs departs from SQS, the case asserts what each backend
  * really does, so the suite shows the divergence (see `kind` in those cases).
  */
 import { describe, expect, it } from 'vitest';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { FrameStore } from '../../../core/aws/frame-store.ts';
-import { SlotQueues } from '../../../core/aws/slot-queues.ts';
+import { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
+import { SlotQueues } from '../../../core/ingest/sqs/slot-queues.ts';
 import { ObjectMissingError, type FrameSource, type SlotQueue } from '../../../core/ingest/port.ts';
-import { frameKey } from '../../../core/keys.ts';
-import type { FrameMessage } from '../../../core/messages.ts';
+import { frameKey } from '../../../core/ingest/keys.ts';
+import type { FrameMessage } from '../../../core/ingest/messages.ts';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 
 /** Where the suite runs. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseFrameKey } from '../../../core/keys.ts';
+import { parseFrameKey } from '../../../core/ingest/keys.ts';
 import {
   compareRanges,
   declaredFrameCount,

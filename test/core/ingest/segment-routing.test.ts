@@ -4,11 +4,11 @@
  * checkpoint's packed form of a segment's buffered frames.
  */
 import { describe, expect, it } from 'vitest';
-import { parseIngestBody } from '../../../core/s3-events.ts';
-import { FrameStore } from '../../../core/aws/frame-store.ts';
+import { parseIngestBody } from '../../../core/ingest/s3-events.ts';
+import { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
 import { MemoryS3 } from '../../../core/ingest/memory/memory-s3.ts';
 import { FRAMES_METADATA_KEY } from '../../../core/ingest/segment-keys.ts';
-import { emptySequencerState, packSequencerState, upgradeSequencerState, VideoSequencer, type SequencerState } from '../../../core/sequencer.ts';
+import { emptySequencerState, packSequencerState, upgradeSequencerState, VideoSequencer, type SequencerState } from '../../../core/ordering/sequencer.ts';
 
 const event = (key: string, size = 1000) =>
   JSON.stringify({ Records: [{ eventSource: 'aws:s3', eventName: 'ObjectCreated:Put', eventTime: '2026-11-27T00:00:00.000Z', s3: { bucket: { name: 'b' }, object: { key, size, eTag: 'e1' } } }] });

@@ -10,10 +10,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { LeaseStore } from '../../../core/aws/lease-store.ts';
-import { newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/checkpoint.ts';
+import { LeaseStore } from '../../../core/leases/dynamodb/lease-store.ts';
+import { newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
 import type { CommitOutcome, CommitUnit, LeaseTable, SlotFence } from '../../../core/leases/port.ts';
-import type { FrameResultItem } from '../../../core/results.ts';
+import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { leaseStoreCases } from './store-cases.ts';
 
 /** Where the suite runs. */

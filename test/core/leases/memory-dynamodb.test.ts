@@ -9,7 +9,7 @@ import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } 
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { MemoryDynamoDb } from '../../../core/leases/memory/memory-dynamodb.ts';
 import { MemoryLeaseTable } from '../../../core/leases/memory/memory-lease-table.ts';
-import { countResults, nearestProcessed } from '../../../core/aws/results-reader.ts';
+import { countResults, nearestProcessed } from '../../../core/commit/dynamodb/results-reader.ts';
 import { LEASES_TABLE } from '../../../core/resources.ts';
 
 describe('MemoryDynamoDb', () => {

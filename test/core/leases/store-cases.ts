@@ -9,9 +9,9 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { LeaseStore, type CommitOutcome, type CommitUnit, type SlotFence } from '../../../core/aws/lease-store.ts';
-import { legacyCommitId, newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/checkpoint.ts';
-import type { FrameResultItem } from '../../../core/results.ts';
+import { LeaseStore, type CommitOutcome, type CommitUnit, type SlotFence } from '../../../core/leases/dynamodb/lease-store.ts';
+import { legacyCommitId, newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
+import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { DEFAULT_TUNABLES } from '../../../core/config.ts';
 import type { LeaseContractBackend } from './contract.ts';
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { emptyCheckpoint, type VideoCheckpoint } from '../../../core/checkpoint.ts';
-import { emptySequencerState, type SequencedStep } from '../../../core/sequencer.ts';
+import { emptyCheckpoint, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
+import { emptySequencerState, type SequencedStep } from '../../../core/ordering/sequencer.ts';
 import type { FrameOutcome } from '../../../core/ports.ts';
 import { validateRules } from '../../../core/analytics/rules.ts';
 import type { RulesView } from '../../../core/analytics/commit-events.ts';
 import { eventId } from '../../../core/analytics/event-schema.ts';
-import { unitCost, unitFits } from '../../../core/commit-packing.ts';
+import { unitCost, unitFits } from '../../../core/commit/commit-packing.ts';
 import { buildCommit } from '../../../gpu-worker/runtime/commit-builder.ts';
 
 const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${frame}.jpg`, sizeBytes: 10 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { emptyCheckpoint } from '../../../core/checkpoint.ts';
-import { emptySequencerState, type SequencedStep } from '../../../core/sequencer.ts';
+import { emptyCheckpoint } from '../../../core/commit/checkpoint.ts';
+import { emptySequencerState, type SequencedStep } from '../../../core/ordering/sequencer.ts';
 import type { FrameOutcome } from '../../../core/ports.ts';
 import { buildCommit } from '../../../gpu-worker/runtime/commit-builder.ts';
 

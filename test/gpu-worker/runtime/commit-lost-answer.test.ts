@@ -12,7 +12,7 @@
  * draws such faults at random on DynamoDB Local.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseStore } from '../../../core/aws/lease-store.ts';
+import { LeaseStore } from '../../../core/leases/dynamodb/lease-store.ts';
 import { DdbCommitFaults } from '../../support/ddb-commit-faults.ts';
 import { WorkerHarness } from '../../support/worker-harness.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { emptyCheckpoint } from '../../../core/checkpoint.ts';
-import type { CommitOutcome, UnitOutcome, VideoRecord } from '../../../core/aws/lease-store.ts';
+import { emptyCheckpoint } from '../../../core/commit/checkpoint.ts';
+import type { CommitOutcome, UnitOutcome, VideoRecord } from '../../../core/leases/dynamodb/lease-store.ts';
 import { commitActions, settleInDoubt } from '../../../gpu-worker/runtime/commit-pipeline.ts';
 import type { RoundUnit } from '../../../gpu-worker/runtime/round-builder.ts';
 

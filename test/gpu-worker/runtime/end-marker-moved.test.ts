@@ -7,7 +7,7 @@
  * complete), and the warning names the replay that processes them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { endMarkerKey } from '../../../core/keys.ts';
+import { endMarkerKey } from '../../../core/ingest/keys.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import { WorkerHarness } from '../../support/worker-harness.ts';
 import { waitFor } from '../../support/wait.ts';

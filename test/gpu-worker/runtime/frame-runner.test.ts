@@ -3,17 +3,17 @@
  * an archived object (InvalidObjectState), throttling that persists, a processor that
  * throws. One bad frame costs one record; one bad video costs that video's round only.
  */
-import { DynamoDbRecords } from '../../../core/aws/results-reader.ts';
+import { DynamoDbRecords } from '../../../core/commit/dynamodb/results-reader.ts';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
 import { GetObjectCommand, InvalidObjectState, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { FrameStore } from '../../../core/aws/frame-store.ts';
+import { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
 import { FrameRunner, isTransient, type VideoPlan } from '../../../gpu-worker/runtime/frame-runner.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink } from '../../../core/ports.ts';
 import { nullMetrics } from '../../../core/ports.ts';
-import type { SequencedStep } from '../../../core/sequencer.ts';
+import type { SequencedStep } from '../../../core/ordering/sequencer.ts';
 
 const s3 = new S3Client({ region: 'us-east-1' });
 const s3Mock = mockClient(S3Client);

@@ -9,7 +9,7 @@
  * DynamoDB Local does instead, is the lease contract's: test/core/leases/contract*.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseStore, type CommitOutcome } from '../../../core/aws/lease-store.ts';
+import { LeaseStore, type CommitOutcome } from '../../../core/leases/dynamodb/lease-store.ts';
 import { overriding } from '../../../core/overriding.ts';
 import { MAX_VIDEO_FAILURES } from '../../../gpu-worker/runtime/video-session.ts';
 import { WorkerHarness } from '../../support/worker-harness.ts';

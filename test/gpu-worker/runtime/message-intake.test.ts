@@ -6,9 +6,9 @@
  * (test/system/frame-listing.int.test.ts covers that against the emulator).
  */
 import { describe, expect, it } from 'vitest';
-import { emptyCheckpoint } from '../../../core/checkpoint.ts';
-import { ObjectMissingError } from '../../../core/aws/frame-store.ts';
-import type { FrameRef } from '../../../core/sequencer.ts';
+import { emptyCheckpoint } from '../../../core/commit/checkpoint.ts';
+import { ObjectMissingError } from '../../../core/ingest/s3/frame-store.ts';
+import type { FrameRef } from '../../../core/ordering/sequencer.ts';
 import { nullMetrics, type LogSink } from '../../../core/ports.ts';
 import { MessageIntake } from '../../../gpu-worker/runtime/message-intake.ts';
 import { VideoSession } from '../../../gpu-worker/runtime/video-session.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { emptyCheckpoint } from '../../../core/checkpoint.ts';
+import { emptyCheckpoint } from '../../../core/commit/checkpoint.ts';
 import { emptyAnalytics, withRules } from '../../../core/analytics/rule-engine.ts';
 import { validateRules } from '../../../core/analytics/rules.ts';
-import { estimatedBytes, MAX_CHECKPOINT_BYTES, unitFits } from '../../../core/commit-packing.ts';
+import { estimatedBytes, MAX_CHECKPOINT_BYTES, unitFits } from '../../../core/commit/commit-packing.ts';
 import type { FrameOutcome, LogSink } from '../../../core/ports.ts';
 import { buildRound } from '../../../gpu-worker/runtime/round-builder.ts';
 import type { VideoPlan, VideoRun } from '../../../gpu-worker/runtime/frame-runner.ts';

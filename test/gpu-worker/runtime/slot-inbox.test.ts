@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { FrameStore } from '../../../core/aws/frame-store.ts';
+import type { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
 import { nullMetrics, type LogSink } from '../../../core/ports.ts';
-import type { ReceivedMessage } from '../../../core/aws/slot-queues.ts';
-import { FramePrefetch } from '../../../gpu-worker/runtime/frame-prefetch.ts';
+import type { ReceivedMessage } from '../../../core/ingest/sqs/slot-queues.ts';
+import { FramePrefetch } from '../../../gpu-worker/runtime/ahead/frame-prefetch.ts';
 import { SlotInbox } from '../../../gpu-worker/runtime/slot-inbox.ts';
 
 const quiet: LogSink = { debug() {}, info() {}, warn() {}, error() {} };

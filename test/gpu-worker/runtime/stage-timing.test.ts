@@ -1,8 +1,8 @@
 /** timeStages (gpu-worker/runtime/stage-timing.ts): the worker's dependencies timed, their own behaviour untouched. */
 import { describe, expect, it } from 'vitest';
-import type { FrameStore } from '../../../core/aws/frame-store.ts';
-import type { LeaseStore } from '../../../core/aws/lease-store.ts';
-import type { SlotQueues } from '../../../core/aws/slot-queues.ts';
+import type { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
+import type { LeaseStore } from '../../../core/leases/dynamodb/lease-store.ts';
+import type { SlotQueues } from '../../../core/ingest/sqs/slot-queues.ts';
 import type { FrameProcessor } from '../../../core/ports.ts';
 import { StageClock } from '../../../gpu-worker/runtime/stage-clock.ts';
 import { timeStages } from '../../../gpu-worker/runtime/stage-timing.ts';

@@ -14,8 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../../support/wait.ts';
 import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../../support/worker-harness.ts';
-import { frameKey } from '../../../core/keys.ts';
-import { ProcessProbe } from '../../../gpu-worker/runtime/probe-process.ts';
+import { frameKey } from '../../../core/ingest/keys.ts';
+import { ProcessProbe } from '../../../gpu-worker/runtime/crash/probe-process.ts';
 import type { FrameInput } from '../../../core/ports.ts';
 
 const PROBE_ENTRY = fileURLToPath(new URL('../../../lab/probe-main.ts', import.meta.url));

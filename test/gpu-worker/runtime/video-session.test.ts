@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { emptyCheckpoint, type VideoCheckpoint } from '../../../core/checkpoint.ts';
-import type { CommitUnit } from '../../../core/commit-packing.ts';
-import type { SequencedStep } from '../../../core/sequencer.ts';
+import { emptyCheckpoint, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
+import type { CommitUnit } from '../../../core/commit/commit-packing.ts';
+import type { SequencedStep } from '../../../core/ordering/sequencer.ts';
 import { MARKER_PLAN, MAX_VIDEO_FAILURES, oneStepPerFrame, RETRY_MAX_MS, VideoSession } from '../../../gpu-worker/runtime/video-session.ts';
 
 const OPTIONS = { reorderWaitMs: 5_000, reorderBufferFrames: 64, firstFrameNumber: 0 };

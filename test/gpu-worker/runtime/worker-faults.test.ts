@@ -7,10 +7,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { LeaseStore } from '../../../core/aws/lease-store.ts';
+import { LeaseStore } from '../../../core/leases/dynamodb/lease-store.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
-import { parseSlotMessage } from '../../../core/messages.ts';
-import { FrameStore } from '../../../core/aws/frame-store.ts';
+import { parseSlotMessage } from '../../../core/ingest/messages.ts';
+import { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
 import { throttled, type SqsFifoModel } from '../../../core/ingest/memory/sqs-fifo-model.ts';
 import { s3Error, WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
 import { waitFor } from '../../support/wait.ts';

@@ -5,7 +5,7 @@
  * worker-fifo-model.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FrameResultItem } from '../../../core/results.ts';
+import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { shuffledWithinWindows, WorkerHarness } from '../../support/worker-harness.ts';
 
 const FRAMES = 30;

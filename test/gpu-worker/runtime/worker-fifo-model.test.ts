@@ -6,9 +6,9 @@
  * worker-fifo-model.int.test.ts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { FrameResultItem } from '../../../core/results.ts';
+import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
-import { parseSlotMessage } from '../../../core/messages.ts';
+import { parseSlotMessage } from '../../../core/ingest/messages.ts';
 import type { SqsFifoModel } from '../../../core/ingest/memory/sqs-fifo-model.ts';
 import { shuffledWithinWindows, WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
 import { waitFor } from '../../support/wait.ts';

@@ -7,7 +7,7 @@
  * and deleted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SlotQueues } from '../../../core/aws/slot-queues.ts';
+import { SlotQueues } from '../../../core/ingest/sqs/slot-queues.ts';
 import { WorkerHarness } from '../../support/worker-harness.ts';
 
 const VIDEOS = 5;

@@ -6,8 +6,8 @@
  * luck of timing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseStore } from '../../../core/aws/lease-store.ts';
-import type { FrameResultItem } from '../../../core/results.ts';
+import { LeaseStore } from '../../../core/leases/dynamodb/lease-store.ts';
+import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../../support/worker-harness.ts';
 
 const FRAMES = 30;

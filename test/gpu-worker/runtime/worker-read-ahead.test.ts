@@ -7,7 +7,7 @@
  * every frame still gets exactly one record, in order.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FrameResultItem } from '../../../core/results.ts';
+import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
 import { CountingFrameStore, inOrderTrackIds, testJpeg, trackIds } from '../../support/worker-doubles.ts';
 import { waitFor } from '../../support/wait.ts';

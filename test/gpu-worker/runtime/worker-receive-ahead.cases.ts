@@ -8,7 +8,7 @@
  * last long enough to receive during them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FrameResultItem } from '../../../core/results.ts';
+import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { WorkerHarness, wrapProcessor, type HarnessWorker, type WorkerHarnessOptions } from '../../support/worker-harness.ts';
 import { CountingFrameStore } from '../../support/worker-doubles.ts';
 

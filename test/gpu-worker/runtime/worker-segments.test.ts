@@ -10,8 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
-import type { FrameResultItem } from '../../../core/results.ts';
-import { allEvents } from '../../../core/aws/events-reader.ts';
+import type { FrameResultItem } from '../../../core/commit/results.ts';
+import { allEvents } from '../../../core/analytics/dynamodb/events-reader.ts';
 import { WorkerHarness } from '../../support/worker-harness.ts';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'video', 'fixtures');

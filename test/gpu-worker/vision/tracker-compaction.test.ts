@@ -4,7 +4,7 @@
  * score first), in memory as well as in the snapshot, and never moves its ID counter back.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MAX_CHECKPOINT_BYTES } from '../../../core/commit-packing.ts';
+import { MAX_CHECKPOINT_BYTES } from '../../../core/commit/commit-packing.ts';
 import { createVisionProcessor } from '../../../gpu-worker/vision/index.ts';
 import type { Box } from '../../../gpu-worker/vision/postprocess.ts';
 import { ByteTracker, type TrackerInput } from '../../../gpu-worker/vision/tracker.ts';

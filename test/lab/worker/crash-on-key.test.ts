@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { FrameStore } from '../../../core/aws/frame-store.ts';
+import type { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
 import type { FrameInput, FrameProcessor } from '../../../core/ports.ts';
 import { crashOnKey } from '../../../lab/worker/crash-on-key.ts';
 

@@ -1,5 +1,5 @@
 /**
- * A crash probe child that hangs on every frame (test/gpu-worker/runtime/probe-process.int.test.ts):
+ * A crash probe child that hangs on every frame (test/gpu-worker/runtime/crash/probe-process.int.test.ts):
  * it says ready, then never answers, as a decoder or model stuck on a frame would.
  */
 process.on('disconnect', () => process.exit(0));

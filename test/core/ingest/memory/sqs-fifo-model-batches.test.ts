@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsFifoModel, throttled } from '../../../../core/ingest/memory/sqs-fifo-model.ts';
 import { deleteBatch, receive, rejection, sendAll, setup, URL } from './sqs-fifo-model-fixtures.ts';
-import { SlotQueues } from '../../../../core/aws/slot-queues.ts';
-import type { FrameMessage } from '../../../../core/messages.ts';
+import { SlotQueues } from '../../../../core/ingest/sqs/slot-queues.ts';
+import type { FrameMessage } from '../../../../core/ingest/messages.ts';
 
 describe('batches and faults', () => {
   it('fails chosen entries of a DeleteMessageBatch and leaves their messages in flight', async () => {
@@ -139,7 +139,7 @@ describe('batches and faults', () => {
     expect([tooMany.name, tooLong.name]).toEqual(['InvalidParameterValue', 'InvalidParameterValue']);
   });
 
-  // Production code under the model's limits: a valid video id (up to 128 characters, core/keys.ts)
+  // Production code under the model's limits: a valid video id (up to 128 characters, core/ingest/keys.ts)
   // must give a valid dedup id (README: "hashed when too long for SQS's 128 characters").
   it('accepts what SlotQueues sends for a video id of 128 characters (dedup id within 128 characters)', async () => {
     // Prepare

@@ -1,0 +1,171 @@
+/**
+ * A video's durable state: everything a new owner needs to continue exactly where
+ * the last commit left off. Stored inside the video's lease item and written in the
+ * same transaction as the results it covers.
+ */
+import { randomUUID } from 'node:crypto';
+import { emptySequencerState, upgradeSequencerState, type SequencerState } from '../ordering/sequencer.ts';
+import type { VideoSummaryItem } from './results.ts';
+import type { AnalyticsState } from '../analytics/rule-engine.ts';
+import type { SourceWatch } from '../ingest/source-watch.ts';
+
+export interface OwnerRecord {
+  readonly worker: string;
+  readonly token: number;
+  readonly sinceMs: number;
+  readonly fromFrame?: number;
+}
+
+export interface VideoCheckpoint {
+  /** Grows by one on every commit; commits are conditional on it (optimistic concurrency). */
+  readonly seq: number;
+  /**
+   * Unique per write of the checkpoint ({@link newCommitId}): every commit, adoption and
+   * reset writes a fresh one. Whether a commit landed is decided by finding its own id in
+   * the stored checkpoint, never by comparing `seq` (a counter can match by chance after a
+   * rollback: an ABA). Checkpoints written before commit ids existed get
+   * {@link legacyCommitId} when they are read ({@link upgradeCheckpoint}).
+   */
+  readonly commitId: string;
+  readonly sequencer: SequencerState;
+  /** Opaque FrameProcessor snapshot (tracker state). */
+  readonly processor?: string;
+  readonly framesOk: number;
+  readonly framesLate: number;
+  readonly framesFailed: number;
+  readonly framesGap: number;
+  readonly firstFrame?: number;
+  readonly lastFrame?: number;
+  readonly complete: boolean;
+  /** Most recent owners, oldest first (bounded). */
+  readonly owners: readonly OwnerRecord[];
+  readonly ownerChanges: number;
+  /**
+   * Crash-loop evidence (decision 28), absent on the normal path: every commit of frames
+   * clears it, every adoption counts in it. So `adoptions` is the number of adoptions since
+   * the video last made progress, and `trying` the frame a suspect video was running alone
+   * (written just before) with `tries` the adoptions since: a process died running it.
+   */
+  readonly stall?: StallEvidence;
+  /** A live video's source watch (core/ingest/source-watch.ts): absent for videos of images. */
+  readonly source?: SourceWatch;
+  /**
+   * The video's rule state (issue 22, decision 35): the rules version in effect and its
+   * rules, each live track's side of each line, zone memberships with entry frames, dwell
+   * flags and the totals per rule and class. Absent while the video never had rules.
+   * Committed with the frames that changed it, so a successor continues it exactly.
+   */
+  readonly analytics?: AnalyticsState;
+  /**
+   * An operator's replay in progress (`affinity replay --from`, decision 46): the video was
+   * rewound to its first frame with a fresh tracker and fresh rule state, and frames in
+   * order below `silentBelow` are re-run only to rebuild that state. Their records and
+   * events exist already and are not written again; from `silentBelow` on, frames are
+   * recorded as usual, with the track ids, event ids and totals of an uninterrupted run.
+   */
+  readonly replay?: { readonly silentBelow: number };
+}
+
+/** See {@link VideoCheckpoint.stall}. */
+export interface StallEvidence {
+  /** Adoptions since the video's last commit of frames. */
+  readonly adoptions: number;
+  /** The frame a suspect video committed it was about to run alone (a marker). */
+  readonly trying?: number;
+  /** Adoptions since `trying` was written: each means the process running it alone died. */
+  readonly tries?: number;
+}
+
+export const MAX_OWNER_HISTORY = 50;
+
+/** A fresh commit id: a random UUID, so two writes never share one (unlike a counter). */
+export function newCommitId(): string {
+  return randomUUID();
+}
+
+/**
+ * The id a checkpoint written before commit ids existed is read with: derived from its
+ * seq, so every reader of the same stored checkpoint derives the same id. Only the first
+ * commit after an upgrade can see one; it writes a fresh id.
+ */
+export function legacyCommitId(seq: number): string {
+  return `legacy-seq-${seq}`;
+}
+
+export function emptyCheckpoint(firstFrameNumber = -1): VideoCheckpoint {
+  return {
+    seq: 0,
+    commitId: legacyCommitId(0),
+    sequencer: emptySequencerState(firstFrameNumber),
+    framesOk: 0,
+    framesLate: 0,
+    framesFailed: 0,
+    framesGap: 0,
+    complete: false,
+    owners: [],
+    ownerChanges: 0,
+  };
+}
+
+/**
+ * Fills fields a checkpoint written by an older version lacks; `storedSeq` is the item's
+ * `ckSeq` when the caller has it (it wins over the checkpoint's own seq).
+ */
+export function upgradeCheckpoint(ck: Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string }, storedSeq?: number): VideoCheckpoint {
+  const seq = storedSeq ?? ck.seq ?? 0;
+  return {
+    ...ck,
+    seq,
+    commitId: typeof ck.commitId === 'string' && ck.commitId.length > 0 ? ck.commitId : legacyCommitId(seq),
+    framesLate: ck.framesLate ?? 0,
+    sequencer: upgradeSequencerState(ck.sequencer),
+  };
+}
+
+/**
+ * The checkpoint after a change of owner. The adoption is also the crash-loop breaker's
+ * counter (decision 28): it costs no extra write, since the adoption writes the checkpoint anyway.
+ * `counted` false for a clean handover (the previous owner released the slot, decision 29):
+ * nobody died, so the evidence stays as it was.
+ */
+export function withNewOwner(ck: VideoCheckpoint, owner: OwnerRecord, counted = true): VideoCheckpoint {
+  const owners = [...ck.owners, owner].slice(-MAX_OWNER_HISTORY);
+  if (!counted) return { ...ck, owners, ownerChanges: ck.ownerChanges + 1 };
+  return { ...ck, owners, ownerChanges: ck.ownerChanges + 1, stall: stallAfterAdoption(ck.stall) };
+}
+
+/** The stall evidence after one more adoption: adoptions + 1, and tries + 1 while a frame was being tried. */
+export function stallAfterAdoption(stall: StallEvidence | undefined): StallEvidence {
+  const adoptions = (stall?.adoptions ?? 0) + 1;
+  if (stall?.trying === undefined) return { adoptions };
+  return { adoptions, trying: stall.trying, tries: (stall.tries ?? 0) + 1 };
+}
+
+/** Derives the summary item the results table exposes from a checkpoint. */
+export function summaryOf(
+  videoId: string,
+  ck: VideoCheckpoint,
+  lease: { readonly token: number; readonly worker: string; readonly slot: number },
+  nowMs: number,
+): VideoSummaryItem {
+  return {
+    videoId,
+    frame: -1,
+    kind: 'summary',
+    status: ck.complete ? 'complete' : 'active',
+    framesOk: ck.framesOk,
+    framesLate: ck.framesLate,
+    framesFailed: ck.framesFailed,
+    framesGap: ck.framesGap,
+    ...(ck.firstFrame !== undefined ? { firstFrame: ck.firstFrame } : {}),
+    ...(ck.lastFrame !== undefined ? { lastFrame: ck.lastFrame } : {}),
+    ...(ck.sequencer.endFrame !== null ? { endFrame: ck.sequencer.endFrame } : {}),
+    ownerChanges: ck.ownerChanges,
+    ...(ck.analytics && (Object.keys(ck.analytics.totals.lines).length > 0 || Object.keys(ck.analytics.totals.zones).length > 0) ? { ruleTotals: ck.analytics.totals } : {}),
+    token: lease.token,
+    worker: lease.worker,
+    slot: lease.slot,
+    updatedAtMs: nowMs,
+    owners: ck.owners,
+  };
+}

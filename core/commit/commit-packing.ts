@@ -1,0 +1,110 @@
+/**
+ * Sizing of fenced commits against DynamoDB's limits: an item is at most 400 KB, and a
+ * transaction at most 100 items and 4 MB. Sizes are estimated as the UTF-8 length of the
+ * item's JSON, which is at least DynamoDB's own count (attribute names and values) for
+ * the shapes we store, so the caps below keep a margin.
+ */
+import type { VideoCheckpoint } from './checkpoint.ts';
+import type { FrameResultItem, VideoSummaryItem } from './results.ts';
+import type { EventItem } from '../analytics/event-schema.ts';
+
+/** Items one TransactWriteItems may hold (the first is the slot's ConditionCheck). */
+export const MAX_TRANSACT_ITEMS = 100;
+/** Bytes one transaction may carry, with a margin under DynamoDB's 4 MB. */
+export const MAX_TRANSACTION_BYTES = 3_000_000;
+/**
+ * Largest checkpoint a video item may hold, with room under the 400 KB item limit for the
+ * item's other attributes. The worker compacts tracker state to stay under it.
+ */
+export const MAX_CHECKPOINT_BYTES = 300_000;
+
+/** Everything one video commits at once: results, the checkpoint that covers them, the summary. */
+export interface CommitUnit {
+  readonly videoId: string;
+  readonly token: number;
+  /** The checkpoint's `seq` before this commit; the new checkpoint has seq + 1. */
+  readonly expectedSeq: number;
+  /**
+   * The `commitId` of the checkpoint this commit replaces (the last committed one). The
+   * unit's own id is `checkpoint.commitId`: the unit landed iff the stored checkpoint
+   * carries it; a stored checkpoint still carrying `expectedCommitId` proves it did not.
+   */
+  readonly expectedCommitId: string;
+  readonly checkpoint: VideoCheckpoint;
+  readonly results: readonly FrameResultItem[];
+  /** Frames whose result may replace an existing `gap` record (late frames); every other result is create-only. */
+  readonly replacesGap?: readonly number[];
+  readonly summary: VideoSummaryItem;
+  /**
+   * Outbox items (issue 22): the events these results and this checkpoint cause, written
+   * in the same transaction so that an event exists iff its commit landed.
+   */
+  readonly events?: readonly EventItem[];
+}
+
+/** Estimated stored size of a value, in bytes. */
+export function estimatedBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
+}
+
+/** Items and bytes a unit adds to a transaction: the checkpoint update, its results, the summary, its events. */
+export function unitCost(u: CommitUnit): { items: number; bytes: number } {
+  const events = u.events ?? [];
+  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + u.results.reduce((n, r) => n + estimatedBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0);
+  return { items: u.results.length + 2 + events.length, bytes };
+}
+
+/**
+ * Whether a unit fits one transaction by itself (with the slot's ConditionCheck). A unit
+ * whose frames raised more events than fit is not committed: the round is rolled back and
+ * re-run with fewer frames (round-builder.ts), so a frame and its events are never split.
+ */
+export function unitFits(u: CommitUnit, maxItems = MAX_TRANSACT_ITEMS - 1, maxBytes = MAX_TRANSACTION_BYTES): boolean {
+  const cost = unitCost(u);
+  return cost.items <= maxItems && cost.bytes <= maxBytes;
+}
+
+/**
+ * What makes a unit malformed for DynamoDB before anything is sent, or undefined: a
+ * transaction may name each item once (two operations on one item are a
+ * ValidationException in DynamoDB; DynamoDB Local reports a condition failure instead,
+ * which hid this), so a unit may carry one result per frame and one event per id. The
+ * video item and the summary are one each by construction.
+ */
+export function unitProblem(u: CommitUnit): string | undefined {
+  const frames = new Set<number>();
+  for (const r of u.results) {
+    if (frames.has(r.frame)) return `two results for frame ${r.frame}`;
+    frames.add(r.frame);
+  }
+  const ids = new Set<string>();
+  for (const e of u.events ?? []) {
+    if (ids.has(e.eventId)) return `two events with id ${e.eventId}`;
+    ids.add(e.eventId);
+  }
+  return undefined;
+}
+
+/** Packs commit units, in order, into groups that fit one transaction by item count and by size. */
+export function packUnits(units: readonly CommitUnit[], maxItems = MAX_TRANSACT_ITEMS - 1, maxBytes = MAX_TRANSACTION_BYTES): CommitUnit[][] {
+  const groups: CommitUnit[][] = [];
+  let current: CommitUnit[] = [];
+  let items = 0;
+  let bytes = 0;
+  for (const u of units) {
+    const cost = unitCost(u);
+    if (cost.items > maxItems) throw new Error(`commit unit for ${u.videoId} has ${cost.items} items; split it before committing`);
+    if (cost.bytes > maxBytes) throw new Error(`commit unit for ${u.videoId} is ${cost.bytes} bytes; split it before committing`);
+    if ((items + cost.items > maxItems || bytes + cost.bytes > maxBytes) && current.length > 0) {
+      groups.push(current);
+      current = [];
+      items = 0;
+      bytes = 0;
+    }
+    current.push(u);
+    items += cost.items;
+    bytes += cost.bytes;
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
+}

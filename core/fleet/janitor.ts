@@ -1,0 +1,446 @@
+/**
+ * The janitor: relaunches tasks for slots that have work and no live owner, checks
+ * launches still starting (a grant whose task stopped before its first heartbeat is void),
+ * repairs slot video counts from the pinned-slot index, and publishes fleet metrics.
+ * Runs on a schedule over every slot, and on each ECS task-stopped event over that slot
+ * alone. Launches go through task-launch.ts (shared with the router): a launch that did
+ * not happen is counted with its Reason and its grant withdrawn, never held for
+ * `taskStartGraceSeconds`.
+ *
+ * Its cost per scheduled run is bounded, not one call per slot: one BatchGetItem per 100
+ * slots, one Scan of the keys-only pinned-slot index (one request per MB of pins), at most
+ * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads, one DescribeTasks per 100
+ * launches still starting, as many slot-DLQ depth reads plus one per recently owned slot, and its launches, `janitorLaunchConcurrency` at a time within
+ * `maxProvisioningTasks` (bench/janitor-calls.ts).
+ */
+import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from '../config.ts';
+import { isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
+import type { LeaseTable } from '../leases/port.ts';
+import type { LaunchedTaskState, LogSink, MetricSink, TaskLauncher } from '../ports.ts';
+import type { SlotQueue } from '../ingest/port.ts';
+import { METRIC_NAMES } from '../metric-names.ts';
+import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaunchDeps } from './task-launch.ts';
+
+export type JanitorLog = LogSink;
+
+/**
+ * Single flight for scheduled runs (issue 35, item 1): `acquire` returns a token when no
+ * other scheduled run holds the lock, `release` gives it back. Optional: without it (or
+ * when it fails) runs overlap, which is safe, every write being conditional.
+ */
+export interface RunLock {
+  acquire(nowMs: number): Promise<string | undefined>;
+  release(token: string): Promise<void>;
+}
+
+/**
+ * The janitor Lambda's timeout: a scheduled run never lasts longer, so its run lock holds
+ * at most this long (or one janitor period, if shorter) when the run cannot give it back.
+ */
+export const JANITOR_TIMEOUT_SECONDS = 60;
+
+export interface JanitorDeps {
+  readonly tunables: Tunables;
+  /** Single flight of scheduled runs; task-stopped runs (one slot each) never wait for it. @default none */
+  readonly runLock?: RunLock;
+  readonly leases: LeaseTable;
+  readonly queues: Pick<SlotQueue, 'depth' | 'dlqDepth'>;
+  readonly launcher: () => TaskLauncher | undefined;
+  readonly metrics: MetricSink;
+  readonly log: JanitorLog;
+  readonly now?: () => number;
+}
+
+/**
+ * What triggered a run: the schedule, or a worker task that stopped (its slot, when, and
+ * where the report says so, its worker id and its container's exit code).
+ */
+export type JanitorTrigger = { readonly kind: 'schedule' } | ({ readonly kind: 'task-stopped' } & StoppedTask);
+
+export interface StoppedTask {
+  readonly slot: number;
+  readonly stoppedAtMs: number;
+  /** The stopped task's worker id (its `WORKER_ID`), when the report carries it. */
+  readonly workerId?: string;
+  /** The worker container's exit code, when known. */
+  readonly exitCode?: number;
+}
+
+/**
+ * Exit codes of a worker that was not holding its slot when it stopped: 0 (drained and
+ * released the slot, or never claimed one) and 3 (lease lost; gpu-worker/main.ts's
+ * EXIT_LEASE_LOST). Their stop says nothing about the slot's current owner.
+ */
+export const WORKER_EXITS_WITHOUT_LEASE: readonly number[] = [0, EXIT_LEASE_LOST];
+
+/** Re-exported from task-launch.ts, where the router and the janitor share it. */
+export { startTimedOut } from './task-launch.ts';
+
+export interface JanitorReport {
+  readonly liveSlots: number;
+  readonly slotsWithWorkNoOwner: number[];
+  readonly pinnedVideos: number;
+  readonly launched: number[];
+  readonly countsRepaired: number[];
+  /** Slots whose queue depth this run read. */
+  readonly queuesChecked: number[];
+  /** Slots whose launch did not happen this run (counted in TaskLaunchFailures; grant withdrawn). */
+  readonly launchFailed: number[];
+  /** Slots whose granted launch was found void (task stopped before its first heartbeat, or never recorded) and withdrawn. */
+  readonly grantsVoided: number[];
+  /** Slots that needed a launch but were left for a later run by the PROVISIONING budget (`maxProvisioningTasks`). */
+  readonly launchesDeferred: number[];
+  /** A scheduled run that did nothing because another one held the run lock. */
+  readonly skipped?: true;
+}
+
+/** A slot with work that the run considers launching for. */
+interface Candidate {
+  s: SlotRecord;
+  /** The task reported stopped held this slot: launch even though the lease may look live. */
+  readonly stoppedHere: boolean;
+}
+
+/**
+ * Most slot queues one run looks into among slots that have no live owner and no pinned
+ * video. Such a slot has work only if its queue holds messages nobody pinned there (a
+ * frame routed on a stale pin, or forwarded by a worker), which the video's own worker
+ * also finds through its S3 listing; so these queues are swept in turns rather than all
+ * at every run. Up to this many slots, every queue is read at every run, as before;
+ * beyond it, each is read once every ceil(slotCount / this) runs (10 minutes at 1,000
+ * slots with the default one-minute schedule).
+ */
+export const QUEUE_SWEEP_SLOTS_PER_RUN = 100;
+
+/**
+ * Janitor runs one full queue sweep takes: every slot's queue (and DLQ) is read once in
+ * this many runs ({@link inQueueSweep}). 1 up to {@link QUEUE_SWEEP_SLOTS_PER_RUN} slots.
+ * An alarm on a gauge fed by the sweep must look at this many periods (plus one for the
+ * runs' jitter against the metric periods), or it clears between two reads of the same
+ * DLQ (issue 35, item 3).
+ */
+export function queueSweepRuns(slotCount: number, perRun: number = QUEUE_SWEEP_SLOTS_PER_RUN): number {
+  return Math.max(1, Math.ceil(slotCount / perRun));
+}
+
+/**
+ * Whether an ownerless slot without pinned videos has its queue read in the run at
+ * `nowMs`: slots are split into ceil(slotCount / perRun) groups (slot mod groups), and
+ * each janitor period (`janitorIntervalSeconds`) takes the next group, so every slot's
+ * turn comes once in that many periods without any state kept between runs.
+ */
+export function inQueueSweep(
+  slot: number,
+  nowMs: number,
+  t: Pick<Tunables, 'slotCount' | 'janitorIntervalSeconds'>,
+  perRun: number = QUEUE_SWEEP_SLOTS_PER_RUN,
+): boolean {
+  const groups = queueSweepRuns(t.slotCount, perRun);
+  if (groups <= 1) return true;
+  return slot % groups === Math.floor(nowMs / (t.janitorIntervalSeconds * 1000)) % groups;
+}
+
+export class Janitor {
+  private readonly d: JanitorDeps;
+  private readonly now: () => number;
+
+  constructor(deps: JanitorDeps) {
+    this.d = deps;
+    this.now = deps.now ?? Date.now;
+  }
+
+  /**
+   * One run. On the schedule: every slot (the fleet gauges come from here). On a
+   * task-stopped event: only the stopped slot (one read of it, one Query of its pins, at
+   * most one queue depth), so a fleet exiting at once costs one small run per task, not
+   * one fleet sweep per task.
+   */
+  async run(trigger: JanitorTrigger = { kind: 'schedule' }): Promise<JanitorReport> {
+    return trigger.kind === 'task-stopped' ? this.runStopped(trigger) : this.runScheduleOnce();
+  }
+
+  /**
+   * A scheduled run under the run lock, when there is one: a run that finds it held skips
+   * (the holder is doing the same sweep; the next period runs anyway). A lock that cannot
+   * be read or written does not stop the run: overlapping runs are safe, only the
+   * PROVISIONING budget is then per run rather than shared.
+   */
+  private async runScheduleOnce(): Promise<JanitorReport> {
+    const lock = this.d.runLock;
+    if (!lock) return this.runSchedule();
+    let token: string | undefined;
+    try {
+      token = await lock.acquire(this.now());
+    } catch (e) {
+      this.d.log.warn('could not take the janitor run lock; running without it', { error: String(e) });
+      return this.runSchedule();
+    }
+    if (token === undefined) {
+      this.d.log.info('another scheduled janitor run holds the run lock; this one is skipped');
+      return { liveSlots: 0, slotsWithWorkNoOwner: [], pinnedVideos: 0, launched: [], countsRepaired: [], queuesChecked: [], launchFailed: [], grantsVoided: [], launchesDeferred: [], skipped: true };
+    }
+    try {
+      return await this.runSchedule();
+    } finally {
+      await lock.release(token).catch((e: unknown) => this.d.log.warn('could not give the janitor run lock back; it expires on its own', { error: String(e) }));
+    }
+  }
+
+  private async runSchedule(): Promise<JanitorReport> {
+    const t = this.d.tunables;
+    const now = this.now();
+    const slots = await this.d.leases.getSlots(t.slotCount);
+    // One Scan of the pinned-slot index for every slot, not one Query per slot.
+    const pinnedBySlot = await this.d.leases.listPinnedBySlot();
+    const countsRepaired: number[] = [];
+    const queuesChecked: number[] = [];
+    const candidates: Candidate[] = [];
+    let pinnedVideos = 0;
+    for (const s of slots) {
+      const pinned = pinnedBySlot.get(s.slot) ?? [];
+      pinnedVideos += pinned.length;
+      if (pinned.length !== s.videoCount) {
+        await this.d.leases.setVideoCount(s.slot, s.videoCount, pinned.length);
+        countsRepaired.push(s.slot);
+      }
+      if (await this.hasWorkToLaunchFor(s, pinned.length, now, false, queuesChecked)) candidates.push({ s, stoppedHere: false });
+    }
+    const acted = await this.act(candidates, slots, now);
+    const liveSlots = slots.filter((s) => isSlotLive(s, now)).length;
+    this.d.metrics.count(METRIC_NAMES.janitor.liveSlots, liveSlots);
+    this.d.metrics.count(METRIC_NAMES.janitor.slotsWithWorkNoOwner, acted.slotsWithWorkNoOwner.length);
+    this.d.metrics.count(METRIC_NAMES.janitor.pinnedVideos, pinnedVideos);
+    this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, acted.launched.length);
+    this.d.metrics.count(METRIC_NAMES.janitor.launchesDeferred, acted.launchesDeferred.length);
+    this.d.metrics.count(METRIC_NAMES.janitor.slotDlqMessages, await this.slotDlqMessages(slots, now));
+    return this.logged({ liveSlots, pinnedVideos, countsRepaired, queuesChecked, ...acted }, 'schedule');
+  }
+
+  private async runStopped(trigger: StoppedTask): Promise<JanitorReport> {
+    // A stopped task cannot renew its lease: end it now so the replacement launched below
+    // claims at once instead of waiting for the TTL.
+    const expiry = await this.expireStoppedOwner(trigger);
+    const now = this.now();
+    const s = await this.d.leases.getSlot(trigger.slot);
+    const pinned = await this.d.leases.listPinned(trigger.slot);
+    const countsRepaired: number[] = [];
+    if (pinned.length !== s.videoCount) {
+      await this.d.leases.setVideoCount(s.slot, s.videoCount, pinned.length);
+      countsRepaired.push(s.slot);
+    }
+    // The stopped task held this slot: its lease is expired now (or, if that write
+    // failed, its owner has not heartbeated since the stop). A slot still live after a
+    // refused expiry has another owner: nothing to replace.
+    const stoppedHere = !isSlotLive(s, now) || (expiry === 'failed' && !(s.heartbeatAtMs > trigger.stoppedAtMs));
+    const queuesChecked: number[] = [];
+    const candidates = (await this.hasWorkToLaunchFor(s, pinned.length, now, stoppedHere, queuesChecked)) ? [{ s, stoppedHere }] : [];
+    const acted = await this.act(candidates, undefined, now);
+    this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, acted.launched.length);
+    return this.logged({ liveSlots: isSlotLive(s, now) ? 1 : 0, pinnedVideos: pinned.length, countsRepaired, queuesChecked, ...acted }, 'task-stopped');
+  }
+
+  /**
+   * Whether slot `s` has work and no owner that counts as alive (lapsed beyond the skew
+   * tolerance, suspect, or known stopped). Pinned videos are work whatever the queue
+   * holds. Without them, the queue decides: read at once for a slot whose task stopped or
+   * missed heartbeats, in turn for the rest (see QUEUE_SWEEP_SLOTS_PER_RUN).
+   */
+  private async hasWorkToLaunchFor(s: SlotRecord, pinned: number, now: number, stoppedHere: boolean, queuesChecked: number[]): Promise<boolean> {
+    const t = this.d.tunables;
+    const suspect = isSlotSuspect(s, now, t);
+    if (!isSlotLapsed(s, now, t) && !suspect && !stoppedHere) return false;
+    if (pinned > 0) return true;
+    if (!(suspect || stoppedHere || inQueueSweep(s.slot, now, t))) return false;
+    const depth = await this.d.queues.depth(s.slot);
+    queuesChecked.push(s.slot);
+    return depth.visible + depth.inFlight > 0;
+  }
+
+  /**
+   * Checks the grants still in grace, then launches where needed. A grant whose task the
+   * launcher reports stopped (or that recorded no task within one janitor period) is void:
+   * withdrawn and counted, never waited out for `taskStartGraceSeconds`. Launches run
+   * `janitorLaunchConcurrency` at a time, at most `maxProvisioningTasks` minus the
+   * launches still starting (`fleet`, when the run read every slot).
+   */
+  private async act(candidates: Candidate[], fleet: readonly SlotRecord[] | undefined, now: number) {
+    const t = this.d.tunables;
+    const launcher = this.d.launcher();
+    const grantsVoided = launcher ? await this.voidDeadGrants(launcher, candidates, now) : [];
+    const slotsWithWorkNoOwner = candidates.filter((c) => (isSlotLapsed(c.s, now, t) || c.stoppedHere) && !isSlotLaunching(c.s, now, t)).map((c) => c.s.slot);
+    const due = candidates
+      .filter((c) => c.stoppedHere || needsLaunch(c.s, now, t))
+      .sort((a, b) => Number(b.stoppedHere) - Number(a.stoppedHere) || a.s.slot - b.s.slot);
+    const launched: number[] = [];
+    const launchFailed: number[] = [];
+    if (due.length > 0 && !launcher) {
+      this.d.log.warn('slots need a task but no launcher is configured', { slots: due.map((c) => c.s.slot) });
+      return { slotsWithWorkNoOwner, launched, launchFailed, grantsVoided, launchesDeferred: [] as number[] };
+    }
+    const voided = new Set(grantsVoided);
+    const starting = fleet ? fleet.filter((s) => !voided.has(s.slot) && isSlotLaunching(s, now, t)).length : 0;
+    const budget = Math.max(0, t.maxProvisioningTasks - starting);
+    const launchesDeferred = due.slice(budget).map((c) => c.s.slot);
+    if (launchesDeferred.length > 0) {
+      this.d.log.warn('launches deferred: PROVISIONING budget reached', { starting, maxProvisioningTasks: t.maxProvisioningTasks, deferred: launchesDeferred.length });
+    }
+    const deps = this.launchDeps(launcher!);
+    await mapBounded(due.slice(0, budget), t.janitorLaunchConcurrency, async (c) => {
+      const reason = c.stoppedHere ? 'worker task stopped' : isSlotLapsed(c.s, now, t) ? 'slot has work and no live owner' : 'owner missed heartbeats';
+      try {
+        const r = await launchSlot(deps, c.s, c.stoppedHere ? 'force' : 'if-dead', reason);
+        if (r.kind === 'launched') launched.push(c.s.slot);
+        if (r.kind === 'failed') launchFailed.push(c.s.slot);
+      } catch (e) {
+        // The grant could not be written: nothing was launched, the next run retries.
+        this.d.log.error('task launch failed', { slot: c.s.slot, error: String(e) });
+        countLaunchFailure(this.d.metrics, METRIC_NAMES.janitor.taskLaunchFailures, 'error');
+        launchFailed.push(c.s.slot);
+      }
+    });
+    const bySlot = (a: number, b: number) => a - b;
+    return { slotsWithWorkNoOwner, launched: launched.sort(bySlot), launchFailed: launchFailed.sort(bySlot), grantsVoided, launchesDeferred };
+  }
+
+  /**
+   * For candidates whose launch is still in grace: asks the launcher (one call for all)
+   * about the tasks their grants started. `gone` voids the grant; so does a grant with no
+   * task recorded after one janitor period (its launcher never answered: a caller that
+   * died between grant and RunTask). Updates the candidates in place; returns the slots voided.
+   */
+  private async voidDeadGrants(launcher: TaskLauncher, candidates: Candidate[], now: number): Promise<number[]> {
+    const t = this.d.tunables;
+    const inGrace = candidates.filter((c) => isSlotLaunching(c.s, now, t));
+    if (inGrace.length === 0) return [];
+    const ids = inGrace.map((c) => c.s.launchTaskId).filter((id): id is string => id !== undefined);
+    let states: ReadonlyMap<string, LaunchedTaskState> = new Map();
+    if (ids.length > 0 && launcher.describe) {
+      try {
+        states = await launcher.describe(ids);
+      } catch (e) {
+        this.d.log.warn('could not ask the launcher about starting tasks; the grace rule decides', { error: String(e) });
+      }
+    }
+    const deps = this.launchDeps(launcher);
+    const voided: number[] = [];
+    for (const c of inGrace) {
+      const id = c.s.launchTaskId;
+      const state = id !== undefined ? states.get(id) : undefined;
+      const unrecorded = id === undefined && now - c.s.launchRequestedAtMs > t.janitorIntervalSeconds * 1000;
+      if (state?.state !== 'gone' && !unrecorded) continue;
+      const detail = unrecorded ? 'launch grant recorded no task within one janitor period' : `task ${id}: ${state!.detail ?? 'gone'}`;
+      // The first void of a row relaunches in this same run; repeats (a task that keeps
+      // failing to start) back off.
+      const retryAtMs = c.s.launchFailures === 0 ? now : undefined;
+      const r = await failedLaunch(deps, c.s, c.s.launchSeq, unrecorded ? 'no-task' : 'stopped-before-start', detail, retryAtMs);
+      if (!r.withdrawn) continue;
+      c.s = { ...c.s, launchRequestedAtMs: 0, launchRetryAtMs: r.retryAtMs, launchFailures: c.s.launchFailures + 1 };
+      delete (c.s as { launchTaskId?: string }).launchTaskId;
+      voided.push(c.s.slot);
+    }
+    return voided;
+  }
+
+  private launchDeps(launcher: TaskLauncher): SlotLaunchDeps {
+    return {
+      leases: this.d.leases,
+      launcher,
+      tunables: this.d.tunables,
+      metrics: this.d.metrics,
+      log: this.d.log,
+      now: this.now,
+      names: METRIC_NAMES.janitor,
+    };
+  }
+
+  private logged(report: JanitorReport, trigger: JanitorTrigger['kind']): JanitorReport {
+    if (report.launched.length > 0 || report.countsRepaired.length > 0 || report.launchFailed.length > 0 || report.grantsVoided.length > 0) {
+      const { queuesChecked, ...acted } = report;
+      this.d.log.info('janitor acted', { ...acted, queuesChecked: queuesChecked.length, trigger });
+    }
+    return report;
+  }
+
+  /**
+   * Expires the slot lease of a task reported stopped, if that task still held it: the
+   * owner must have claimed before the stop (and be the stopped worker, when the report
+   * names it). A task that exited without its lease (drained, or lease lost) is skipped.
+   */
+  private async expireStoppedOwner(stopped: StoppedTask): Promise<'expired' | 'not-held' | 'failed'> {
+    if (stopped.exitCode !== undefined && WORKER_EXITS_WITHOUT_LEASE.includes(stopped.exitCode)) return 'not-held';
+    try {
+      const expired = await this.d.leases.expireStoppedOwner(stopped.slot, stopped.stoppedAtMs, this.now(), stopped.workerId);
+      if (expired) this.d.log.info('slot lease of stopped task expired', { slot: stopped.slot, stoppedAtMs: stopped.stoppedAtMs, workerId: stopped.workerId });
+      return expired ? 'expired' : 'not-held';
+    } catch (e) {
+      // The TTL still ends the lease: failover is slower, not wrong.
+      this.d.log.warn('could not expire the slot lease of a stopped task', { slot: stopped.slot, error: String(e) });
+      return 'failed';
+    }
+  }
+
+  /**
+   * Messages visible in the slot DLQs read this run: those of slots owned within the last
+   * two janitor periods plus a lease TTL (a slot DLQ gains messages only while a worker
+   * receives from its slot, or parks a malformed message, so every arrival is seen at
+   * once), and those of the slots in this run's queue sweep ({@link inQueueSweep}), so a
+   * message left in the DLQ of a slot that went idle keeps being counted: at every run up
+   * to {@link QUEUE_SWEEP_SLOTS_PER_RUN} slots (every DLQ is read each run, the gauge never
+   * clears while a message is there), once every ceil(slotCount / 100) runs beyond (an
+   * alarm on the gauge's Maximum over that many periods stays up). One gauge for the fleet,
+   * so one alarm covers every slot DLQ; its way back is `affinity redrive`. At most
+   * {@link QUEUE_SWEEP_SLOTS_PER_RUN} reads per run besides the recently owned slots'.
+   * A failed read counts as 0 for this run.
+   */
+  private async slotDlqMessages(slots: readonly SlotRecord[], nowMs: number): Promise<number> {
+    const t = this.d.tunables;
+    const lookbackMs = (2 * t.janitorIntervalSeconds + t.slotLeaseTtlSeconds) * 1000;
+    const toRead = slots.filter((s) => (s.heartbeatAtMs > 0 && nowMs - s.heartbeatAtMs <= lookbackMs) || inQueueSweep(s.slot, nowMs, t));
+    const depths = await Promise.all(
+      toRead.map(async (s) => {
+        try {
+          return await this.d.queues.dlqDepth(s.slot);
+        } catch (e) {
+          this.d.log.warn('could not read a slot DLQ depth', { slot: s.slot, error: String(e) });
+          return 0;
+        }
+      }),
+    );
+    return depths.reduce((sum, n) => sum + n, 0);
+  }
+}
+
+interface EcsTaskStateChange {
+  'detail-type'?: string;
+  time?: string;
+  detail?: {
+    lastStatus?: string;
+    startedBy?: string;
+    stoppedAt?: string;
+    executionStoppedAt?: string;
+    containers?: { exitCode?: number }[];
+    overrides?: { containerOverrides?: { environment?: { name?: string; value?: string }[] }[] };
+  };
+}
+
+/**
+ * Reads an ECS "Task State Change" event for a stopped worker task (startedBy = slot-N):
+ * its slot; when it stopped (`executionStoppedAt`, when the container stopped, else
+ * `stoppedAt`, else the event time); and, where present, the worker's exit code and its
+ * `WORKER_ID` from the container overrides.
+ */
+export function stoppedSlotOf(event: unknown): StoppedTask | undefined {
+  const e = event as EcsTaskStateChange;
+  if (e?.['detail-type'] !== 'ECS Task State Change' || e.detail?.lastStatus !== 'STOPPED') return undefined;
+  const m = /^slot-(\d+)$/.exec(e.detail.startedBy ?? '');
+  if (!m) return undefined;
+  const times = [e.detail.executionStoppedAt, e.detail.stoppedAt, e.time].map((x) => Date.parse(x ?? '')).filter(Number.isFinite);
+  const exitCodes = (e.detail.containers ?? []).map((c) => c.exitCode).filter((c): c is number => typeof c === 'number');
+  const workerIds = (e.detail.overrides?.containerOverrides ?? []).flatMap((c) => c.environment ?? []).filter((v) => v.name === WORKER_ENV.workerId && v.value);
+  return {
+    slot: Number(m[1]),
+    stoppedAtMs: times[0] ?? Date.now(),
+    ...(exitCodes.length === 1 ? { exitCode: exitCodes[0]! } : {}),
+    ...(workerIds.length === 1 ? { workerId: workerIds[0]!.value! } : {}),
+  };
+}
