@@ -1,6 +1,7 @@
 /**
  * Turns one video's sequenced steps and their outcomes into a commit unit: one result
- * per frame, the counts, the checkpoint that covers them and the summary. Pure: the
+ * per frame (with its TTL when `resultsRetentionDays` is set), the counts, the checkpoint
+ * that covers them and the summary (which never expires). Pure: the
  * worker hands it the state, the store writes what it returns in one fenced transaction.
  */
 import { newCommitId, summaryOf, type StallEvidence, type VideoCheckpoint } from '../../core/checkpoint.ts';
@@ -39,6 +40,13 @@ export interface CommitInput {
   readonly rules?: RulesView;
   /** Frames recorded as parked in this unit (their events are `frame.parked`, not `frame.failed`). */
   readonly parked?: ReadonlyMap<number, string>;
+  /** `resultsRetentionDays`: the unit's frame records expire this long after `nowMs`; 0 or absent, never. */
+  readonly resultsRetentionDays?: number;
+}
+
+/** The TTL attribute of a frame record committed at `nowMs` (none when `retentionDays` is 0 or absent: never expires). */
+export function resultExpiry(nowMs: number, retentionDays: number | undefined): { ttlEpochSeconds?: number } {
+  return retentionDays ? { ttlEpochSeconds: Math.floor(nowMs / 1000) + retentionDays * 86_400 } : {};
 }
 
 export interface BuiltCommit {
@@ -55,7 +63,7 @@ export function buildCommit(input: CommitInput): BuiltCommit {
   let { framesOk, framesLate, framesFailed, framesGap, firstFrame, lastFrame } = prev;
   // Rules see the in-order tracker stream only: `frame` steps that came out ok (never late frames).
   const inOrder: { frame: number; detections: readonly Detection[]; ptsMs?: number }[] = [];
-  const base = { videoId: input.videoId, token: input.token, worker: input.workerId, committedAtMs: input.nowMs };
+  const base = { videoId: input.videoId, token: input.token, worker: input.workerId, committedAtMs: input.nowMs, ...resultExpiry(input.nowMs, input.resultsRetentionDays) };
   const note = (frame: number) => {
     firstFrame = firstFrame === undefined ? frame : Math.min(firstFrame, frame);
     lastFrame = lastFrame === undefined ? frame : Math.max(lastFrame, frame);
