@@ -188,6 +188,11 @@ export function validateStackConfig(config: StackConfig): StackConfig {
     const plan = workloadSubnetPlan(config);
     if (plan.problem) problems.push(plan.problem);
   }
+  // Results retention (docs/decisions.md 55): a frame's object must leave S3 before its record may,
+  // or `affinity reconcile` would find an object with no record and process the frame a second time.
+  if (config.resultsRetentionDays > 0 && config.resultsRetentionDays <= config.frameRetentionDays) {
+    problems.push(`resultsRetentionDays (${config.resultsRetentionDays}) must be 0 (never expire) or more than frameRetentionDays (${config.frameRetentionDays}): a frame's object must leave S3 before its record may`);
+  }
   if (routerTimeoutSeconds(config) * 6 > config.ingestVisibilitySeconds) {
     problems.push(`ingestVisibilitySeconds (${config.ingestVisibilitySeconds}) must be at least 60 (six router timeouts of 10 s)`);
   }

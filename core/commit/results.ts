@@ -42,6 +42,12 @@ export interface FrameResultItem {
   readonly key?: string;
   /** The frame's presentation time in its stream, ms: frames of encoded segments whose stream carries timestamps. */
   readonly ptsMs?: number;
+  /**
+   * When DynamoDB's TTL may delete the record, epoch seconds: commit time +
+   * `resultsRetentionDays`. Absent when that is 0 (never expires) and in records written
+   * before the setting existed.
+   */
+  readonly ttlEpochSeconds?: number;
 }
 
 export type VideoStatus = 'active' | 'complete';

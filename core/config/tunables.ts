@@ -259,6 +259,21 @@ export const TUNABLES = {
   routerPinCacheSeconds: { kind: 'integer', default: 30, min: 1, max: 3600, unit: 's', meaning: 'How long the router trusts a cached video → slot pin' },
   /** How long the router may trust its cached view of slot liveness and load. */
   routerSlotCacheSeconds: { kind: 'integer', default: 2, min: 1, max: 3600, unit: 's', meaning: 'How long the router trusts cached slot liveness and load' },
+  /**
+   * How long a per-frame result item is kept (issue 34): its commit writes
+   * `ttlEpochSeconds` = commit time + this many days, and DynamoDB's TTL deletes it
+   * some time after that (typically within a few days; it reads until then). 0 writes no
+   * TTL: records never expire, as before this setting. The summary item (frame -1) and
+   * the events never get one here. While kept, a frame has exactly one record; what an
+   * expired record means for duplicates, late frames and `affinity reconcile` is the
+   * results contract's rule (README, docs/decisions.md 55): the stack requires it to be
+   * 0 or longer than `frameRetentionDays`, so a frame's object leaves S3 before its record
+   * may.
+   */
+  resultsRetentionDays: {
+    kind: 'integer', default: 0, min: 0, max: 36_500, off: { value: 0, meaning: 'never expire' }, unit: 'days',
+    meaning: 'TTL of per-frame result items, from their commit (0 = never expire); more than `frameRetentionDays` (docs/deploy.md §8 prices it)',
+  },
   /** How long released video records (lease + checkpoint) are kept before TTL may collect them. */
   releasedVideoRetentionDays: { kind: 'integer', default: 30, min: 1, max: 3650, unit: 'days', meaning: 'TTL horizon of released video records (lease + checkpoint)' },
   /** Janitor period. */

@@ -1,6 +1,7 @@
 /**
  * Turns one video's sequenced steps and their outcomes into a commit unit: one result
- * per frame, the counts, the checkpoint that covers them and the summary. Pure: the
+ * per frame (with its TTL when `resultsRetentionDays` is set), the counts, the checkpoint
+ * that covers them and the summary (which never expires). Pure: the
  * worker hands it the state, the store writes what it returns in one fenced transaction.
  */
 import { newCommitId, summaryOf, type StallEvidence, type VideoCheckpoint } from '../../core/commit/checkpoint.ts';
@@ -42,6 +43,13 @@ export interface CommitInput {
   readonly parked?: ReadonlyMap<number, string>;
   /** The video's source watch to checkpoint, and its stall events to raise with this unit. */
   readonly source?: { readonly watch: SourceWatch | undefined; readonly events: readonly SourceEvent[] };
+  /** `resultsRetentionDays`: the unit's frame records expire this long after `nowMs`; 0 or absent, never. */
+  readonly resultsRetentionDays?: number;
+}
+
+/** The TTL attribute of a frame record committed at `nowMs` (none when `retentionDays` is 0 or absent: never expires). */
+export function resultExpiry(nowMs: number, retentionDays: number | undefined): { ttlEpochSeconds?: number } {
+  return retentionDays ? { ttlEpochSeconds: Math.floor(nowMs / 1000) + retentionDays * 86_400 } : {};
 }
 
 export interface BuiltCommit {
@@ -58,7 +66,7 @@ export function buildCommit(input: CommitInput): BuiltCommit {
   let { framesOk, framesLate, framesFailed, framesGap, firstFrame, lastFrame } = prev;
   // Rules see the in-order tracker stream only: `frame` steps that came out ok (never late frames).
   const inOrder: { frame: number; detections: readonly Detection[]; ptsMs?: number }[] = [];
-  const base = { videoId: input.videoId, token: input.token, worker: input.workerId, committedAtMs: input.nowMs };
+  const base = { videoId: input.videoId, token: input.token, worker: input.workerId, committedAtMs: input.nowMs, ...resultExpiry(input.nowMs, input.resultsRetentionDays) };
   const note = (frame: number) => {
     firstFrame = firstFrame === undefined ? frame : Math.min(firstFrame, frame);
     lastFrame = lastFrame === undefined ? frame : Math.max(lastFrame, frame);

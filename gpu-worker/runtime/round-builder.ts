@@ -39,6 +39,8 @@ export interface RoundBuilderDeps {
   readonly log: LogSink;
   /** Videos' rules (issue 22); without it, the rules in each checkpoint stay in effect (none for a new video). */
   readonly rules?: RulesSource;
+  /** `resultsRetentionDays`: frame records expire this long after their commit; 0 or absent, never. */
+  readonly resultsRetentionDays?: number;
 }
 
 export async function buildRound(
@@ -90,6 +92,7 @@ export async function buildPlannedRound(
       ...(rules[i] ? { rules: rules[i] } : {}),
       parked: plan.parked,
       ...(plan.source ? { source: plan.source } : {}),
+      resultsRetentionDays: d.resultsRetentionDays,
     });
     let built = build(processorSnapshot(d, session));
     // The rule state may have grown in this round (new tracks): the tracker makes room for it.

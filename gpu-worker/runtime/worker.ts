@@ -124,7 +124,7 @@ export class Worker {
       now: this.now,
     });
     this.runner = runnerFor(deps.processor);
-    this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log, ...(deps.rules ? { rules: deps.rules } : {}) };
+    this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log, ...(deps.rules ? { rules: deps.rules } : {}), resultsRetentionDays: deps.tunables.resultsRetentionDays };
     // Isolated videos' frames are tried in the crash probe's child first (decision 41).
     const deathsToPark = deps.tunables.crashProbeDeaths;
     const probe = deathsToPark > 0 ? deps.probe : undefined;

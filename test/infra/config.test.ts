@@ -121,3 +121,23 @@ describe('derived settings', () => {
     expect(routerTimeoutSeconds({ ingestVisibilitySeconds: 43_200 })).toBe(900);
   });
 });
+
+describe('resultsRetentionDays (docs/decisions.md 55)', () => {
+  // frameRetentionDays defaults to 30: a frame's object must leave S3 before its record may.
+  it.each([
+    ['the default: never expire', {}, 0],
+    ['0: never expire', { resultsRetentionDays: '0' }, 0],
+    ['longer than the frames', { resultsRetentionDays: '31' }, 31],
+    ['a year, frames kept 7 days', { resultsRetentionDays: '365', frameRetentionDays: '7' }, 365],
+  ])('accepts %s', (_name, context, days) => {
+    expect(stackConfigFromContext(contextOf(context)).resultsRetentionDays).toBe(days);
+  });
+
+  it.each([
+    ['as long as the frames', { resultsRetentionDays: '30' }, /resultsRetentionDays \(30\) must be 0 \(never expire\) or more than frameRetentionDays \(30\)/],
+    ['shorter than the frames', { resultsRetentionDays: '7', frameRetentionDays: '14' }, /resultsRetentionDays \(7\) must be 0 .* more than frameRetentionDays \(14\)/],
+    ['negative', { resultsRetentionDays: '-1' }, /resultsRetentionDays must be 0 \(never expire\) or an integer between 1 and 36500 \(got -1\)/],
+  ])('refuses %s', (_name, context, message) => {
+    expect(() => stackConfigFromContext(contextOf(context))).toThrow(message);
+  });
+});

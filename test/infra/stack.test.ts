@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { DEFAULT_TUNABLES, WIRING_ENV, resourceNames, routerMaxConcurrencyOf } from '../../core/config.ts';
-import { LEASES_TABLE } from '../../core/resources.ts';
+import { LEASES_TABLE, RESULTS_TABLE } from '../../core/resources.ts';
 import { STACK_OUTPUT_KEYS } from '../../core/stack-outputs.ts';
 import { ECS_LAUNCHER_ENV } from '../../core/fleet/ecs/ecs-task-launcher.ts';
 import type { FrameAffinityStack } from '../../infra/stack.ts';
@@ -78,6 +78,26 @@ describe('queues', () => {
     for (const p of policies) {
       expect(JSON.stringify(p.Properties)).toContain('"aws:SecureTransport":"false"');
     }
+  });
+
+  it('hands resultsRetentionDays to the worker, which writes the results table\'s TTL attribute with it', () => {
+    // Act
+    const { stack: kept } = synth({ resultsRetentionDays: '90', 'aws:cdk:bundling-stacks': [] });
+    const [taskDef] = Object.values(Template.fromStack(kept).findResources('AWS::ECS::TaskDefinition'));
+    const [container] = taskDef!.Properties!.ContainerDefinitions as { Environment: { Name: string; Value: unknown }[] }[];
+    const env = Object.fromEntries(container!.Environment.map((e) => [e.Name, e.Value]));
+
+    // Assess: the setting reaches the worker; the default (0) writes no TTL, and the table's TTL attribute is the one the worker writes
+    expect(env).toHaveProperty('RESULTS_RETENTION_DAYS', '90');
+    expect(DEFAULT_TUNABLES.resultsRetentionDays).toBe(0);
+    expect(RESULTS_TABLE.ttlAttribute).toBe('ttlEpochSeconds');
+    Template.fromStack(kept).hasResourceProperties('AWS::DynamoDB::Table', {
+      TimeToLiveSpecification: { AttributeName: 'ttlEpochSeconds', Enabled: true },
+      KeySchema: [
+        { AttributeName: 'videoId', KeyType: 'HASH' },
+        { AttributeName: 'frame', KeyType: 'RANGE' },
+      ],
+    });
   });
 
   it('honours slotCount from context', () => {

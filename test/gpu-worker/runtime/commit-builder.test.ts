@@ -2,13 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { emptyCheckpoint } from '../../../core/commit/checkpoint.ts';
 import { emptySequencerState, type SequencedStep } from '../../../core/ordering/sequencer.ts';
 import type { FrameOutcome } from '../../../core/ports.ts';
-import { buildCommit } from '../../../gpu-worker/runtime/commit-builder.ts';
+import { buildCommit, resultExpiry } from '../../../gpu-worker/runtime/commit-builder.ts';
 
 const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${frame}.jpg`, sizeBytes: 10 });
 const ok = (trackId: number): FrameOutcome => ({ status: 'ok', detections: [{ trackId, label: 'car', score: 0.9, box: [0, 0, 1, 1] }] });
 
-function build(steps: SequencedStep[], outcomes: [number, FrameOutcome][], committed = emptyCheckpoint(0)) {
+function build(steps: SequencedStep[], outcomes: [number, FrameOutcome][], committed = emptyCheckpoint(0), resultsRetentionDays?: number) {
   return buildCommit({
+    ...(resultsRetentionDays !== undefined ? { resultsRetentionDays } : {}),
     videoId: 'v',
     token: 4,
     workerId: 'w',
@@ -106,5 +107,50 @@ describe('buildCommit during an operator replay (decision 46)', () => {
     expect(unit.checkpoint).toMatchObject({ framesOk: 5, framesLate: 1, framesFailed: 0, replay: { silentBelow: 3 } });
     expect((unit.events ?? []).filter((e) => e.frame >= 0 && e.frame < 3 && e.kind !== 'frame.failed')).toEqual([]);
     expect((unit.events ?? []).some((e) => e.kind === 'frame.failed')).toBe(false);
+  });
+});
+
+describe('resultsRetentionDays: the TTL of frame records', () => {
+  // nowMs 1000 in build(): commit time 1 s after the epoch.
+  it.each([
+    ['absent: never expires (records as before the setting)', undefined, undefined],
+    ['0: never expires', 0, undefined],
+    ['1 day', 1, 1 + 86_400],
+    ['30 days', 30, 1 + 30 * 86_400],
+    ['36,500 days (the maximum)', 36_500, 1 + 36_500 * 86_400],
+  ])('%s', (_name, days, ttl) => {
+    const { unit } = build(
+      [
+        { type: 'frame', ref: ref(0) },
+        { type: 'gap', frame: 1, reason: 'missing-frame' },
+        { type: 'frame', ref: ref(2) },
+        { type: 'reject', ref: ref(9), reason: 'after-end-of-stream' },
+      ],
+      [
+        [0, ok(1)],
+        [2, { status: 'failed', reason: 'corrupt-image' }],
+      ],
+      emptyCheckpoint(0),
+      days,
+    );
+    // Every frame record, whatever its status, carries the same expiry; the summary and the checkpoint none.
+    expect(unit.results.map((r) => r.ttlEpochSeconds)).toEqual([ttl, ttl, ttl, ttl]);
+    expect(unit.results.every((r) => ('ttlEpochSeconds' in r) === (ttl !== undefined))).toBe(true);
+    expect('ttlEpochSeconds' in unit.summary).toBe(false);
+    expect('ttlEpochSeconds' in unit.checkpoint).toBe(false);
+  });
+
+  it('gives a late frame that replaces a gap its own expiry, from its own commit', () => {
+    const before = { ...emptyCheckpoint(0), seq: 7, framesOk: 10, framesGap: 1, firstFrame: 0, lastFrame: 10 };
+    const { unit } = build([{ type: 'late', ref: { ...ref(4), replacesGap: true } }], [[4, ok(3)]], before, 7);
+    expect(unit.results).toMatchObject([{ frame: 4, status: 'late', ttlEpochSeconds: 1 + 7 * 86_400 }]);
+  });
+
+  it.each([
+    [0, 0, {}],
+    [1_764_201_600_999, 0, {}],
+    [1_764_201_600_999, 90, { ttlEpochSeconds: 1_764_201_600 + 90 * 86_400 }],
+  ])('resultExpiry(%d, %d)', (nowMs, days, attr) => {
+    expect(resultExpiry(nowMs, days)).toEqual(attr);
   });
 });
