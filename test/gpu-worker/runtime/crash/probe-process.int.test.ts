@@ -9,8 +9,8 @@ import { ProcessProbe, type ProcessProbeOptions } from '../../../../gpu-worker/r
 import type { FrameInput } from '../../../../core/ports.ts';
 import sharp from 'sharp';
 
-const ENTRY = fileURLToPath(new URL('../../../lab/probe-main.ts', import.meta.url));
-const HUNG = fileURLToPath(new URL('../../support/probe/hung-child.ts', import.meta.url));
+const ENTRY = fileURLToPath(new URL('../../../../lab/probe-main.ts', import.meta.url));
+const HUNG = fileURLToPath(new URL('../../../support/probe/hung-child.ts', import.meta.url));
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 let probe: ProcessProbe | undefined;
