@@ -36,6 +36,7 @@ import { join } from 'node:path';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES, type Tunables } from '../core/config.ts';
 import { frameKey } from '../core/ingest/keys.ts';
+import { segmentKey } from '../core/ingest/segment-keys.ts';
 import { rng } from '../core/random.ts';
 import { COMMIT_FAULT_NAMES } from '../lab/aws/fault-injection.ts';
 import type { LocalStack } from '../local/stack.ts';
@@ -49,7 +50,9 @@ import { startBenchStack, withStack } from './harness/stack.ts';
 import { endMarkers, putObject, runUploads, waitUntil } from './harness/uploader.ts';
 import { every, watchUntilSettled } from './harness/watch.ts';
 import { DOUBT_WAIT_MS, DOUBT_WAIT_SHARE, DOUBT_WINDOW_KIND, DOUBT_WINDOW_READS, FRAME_FAULTS, TIMED_FAULTS, type FaultContext } from './chaos/faults.ts';
-import { DEFAULTS, jpegs, makePlan, plannedCounts, type ChaosOptions } from './chaos/plan.ts';
+import { DEFAULTS, jpegs, makePlan, neverUploaded, plannedCounts, withSegments, type ChaosOptions } from './chaos/plan.ts';
+import { makeSegmentPlan, putPlannedSegment } from './chaos/segments.ts';
+import type { PlannedUpload } from './chaos/faults.ts';
 import { report, type AppliedFault } from './chaos/report.ts';
 import { parseFlags, type Flag } from './harness/options.ts';
 
@@ -71,6 +74,9 @@ const CHAOS_FLAGS = {
   'later-group-rate': { num: [DEFAULTS.laterGroupRate, 0, 1] },
   outages: { num: [DEFAULTS.outages, 0, 10], int: true },
   'crash-frames': { num: [DEFAULTS.crashFrames, 0, 1], int: true },
+  'segment-videos': { num: [DEFAULTS.segmentVideos, 0, 32], int: true },
+  'segment-seconds': { num: [DEFAULTS.segmentSeconds, 0.5, 30] },
+  'segment-faults-each': { num: [DEFAULTS.segmentFaultsEach, 0, 20], int: true },
   'default-tunables': { switch: true },
   'timeout-s': { num: [DEFAULTS.timeoutMs / 1000, 10, 86_400] },
   out: { text: undefined },
@@ -90,7 +96,7 @@ export function parseOptions(args: readonly string[]): ChaosOptions | undefined 
 export function chaosTunables(o: ChaosOptions): Partial<Tunables> {
   // The router packs a slot up to videosPerSlot first: spread the videos so that every slot
   // has a worker to kill or freeze.
-  const spread = { slotCount: o.slotCount, videosPerSlot: Math.max(1, Math.ceil(o.videos / o.slotCount)) };
+  const spread = { slotCount: o.slotCount, videosPerSlot: Math.max(1, Math.ceil((o.videos + o.segmentVideos) / o.slotCount)) };
   return o.defaultTunables ? spread : { ...FAST_TUNABLES, ...spread };
 }
 
@@ -115,12 +121,16 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
   // windows go into the workers' environment), against the tunables the stack will validate.
   const tunables = chaosTunables(o);
   const t0 = { ...DEFAULT_TUNABLES, ...tunables };
-  const plan = makePlan({
+  const planContext = {
     o,
     reorderWaitMs: t0.reorderWaitMs,
     slotLeaseMs: t0.slotLeaseTtlSeconds * 1000,
     redriveWindowMs: t0.slotQueueMaxReceiveCount * t0.slotQueueVisibilitySeconds * 1000,
-  });
+  };
+  // The segment videos are drawn on a sequence of their own: the JPEG videos' plan of a seed is as before.
+  const plan = withSegments(makePlan(planContext), o.segmentVideos > 0 ? await makeSegmentPlan(planContext, o.videos) : undefined);
+  const segmentOf = (videoId: string, frame: number) => plan.segments?.segments.get(videoId)?.get(frame);
+  const keyOf = (u: PlannedUpload) => (u.segment ? segmentKey(u.videoId, u.frame, 'mpegts') : frameKey(u.videoId, u.frame));
   const doubtWindows = plan.uploads.filter((u) => u.frameFault === DOUBT_WINDOW_KIND).map((u) => ({ videoId: u.videoId, frame: u.frame, reads: DOUBT_WINDOW_READS }));
   const faultEnv =
     o.awsFaultRate > 0 || o.lostAnswerRate > 0 || o.laterGroupRate > 0 || doubtWindows.length > 0
@@ -169,9 +179,9 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
     return await withStack(started, bench, async (stack) => {
       // Plan.
       const t = stack.tunables;
-      notificationFaults = new Map(plan.uploads.filter((u) => u.notification).map((u) => [frameKey(u.videoId, u.frame), u.notification!]));
+      notificationFaults = new Map(plan.uploads.filter((u) => u.notification).map((u) => [keyOf(u), u.notification!]));
       say(
-        `${clock()}  stack up: ${o.videos} videos x ${o.frames} frames at ${o.fps} fps, ${t.slotCount} slots, stats processor; ` +
+        `${clock()}  stack up: ${o.videos} videos x ${o.frames} frames at ${o.fps} fps${o.segmentVideos > 0 ? ` + ${o.segmentVideos} videos in ${o.segmentSeconds}-s H.264 segments` : ''}, ${t.slotCount} slots, stats processor; ` +
           `lease ${t.slotLeaseTtlSeconds} s, reorderWaitMs ${t.reorderWaitMs}, slot-queue visibility ${t.slotQueueVisibilitySeconds} s; AWS fault rate ${o.awsFaultRate}`,
       );
       say(`${clock()}  planned: ${Object.entries(plannedCounts(plan)).map(([k, n]) => `${k} ${n}`).join(', ')}; ${plan.timedFaults.map((f) => `${f.kind} @${(f.atMs / 1000).toFixed(1)} s`).join(', ')}`);
@@ -181,11 +191,22 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
       const applied: AppliedFault[] = [];
       const uploaded = new Map<string, Set<number>>(plan.videoIds.map((id) => [id, new Set<number>()]));
       const pending: Promise<unknown>[] = [];
-      const afterLast = endMarkers(stack, plan.uploads, o.frames);
+      const afterLast = endMarkers(stack, plan.uploads, (videoId) => plan.segments?.lastFrame.get(videoId) ?? o.frames);
+      const puts = new Map<string, number>();
+      const plannedFrames = plan.uploads.reduce((n, u) => n + (u.segment?.frames ?? 1), 0);
       const uploads = runUploads(
         plan.uploads,
         o.uploaders,
         async (u) => {
+          if (u.segment) {
+            // A segment: its frames are uploaded with it.
+            const seg = segmentOf(u.videoId, u.frame)!;
+            await putPlannedSegment(stack, u, seg, t.reorderWaitMs, pending);
+            for (let f = u.frame; f < u.frame + seg.frames; f++) uploaded.get(u.videoId)!.add(f);
+            puts.set(u.videoId, (puts.get(u.videoId) ?? 0) + 1);
+            await afterLast(u.videoId);
+            return;
+          }
           const fault = FRAME_FAULTS.find((k) => k.kind === u.frameFault);
           const key = frameKey(u.videoId, u.frame);
           // Put when its window opens (below), not by the uploader.
@@ -251,13 +272,13 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
           // failed read): a video's last summary stands, so progress does not read as 0.
           const read = await readSummaries(source, plan.videoIds);
           summaries = read.map((x, i) => x ?? summaries[i]);
-          return { records: totalRecords(summaries), done: completeCount(summaries) === o.videos };
+          return { records: totalRecords(summaries), done: completeCount(summaries) === plan.videoIds.length };
         },
         (p) => {
           if (!tick()) return;
           const ws = stack.launcher.workers();
           say(
-            `${clock()}  uploaded ${[...uploaded.values()].reduce((n, s) => n + s.size, 0)}/${plan.uploads.length}  records ${p.records}  complete ${completeCount(summaries)}/${o.videos}  ` +
+            `${clock()}  uploaded ${[...uploaded.values()].reduce((n, s) => n + s.size, 0)}/${plannedFrames} frames  records ${p.records}  complete ${completeCount(summaries)}/${plan.videoIds.length}  ` +
               `workers alive ${ws.filter((w) => w.alive).length} (paused ${ws.filter((w) => w.alive && w.paused).length}, started ${ws.length})`,
           );
         },
@@ -270,12 +291,24 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
       await sleep(2 * t.reorderWaitMs);
 
       // Report.
-      const left = (await collectVideos(stack, plan.videoIds)).map((v) => ({ ...v, uploaded: uploaded.get(v.videoId)! }));
+      // A segment's object covers its frames: S3 holds every frame of a segment whose key it lists.
+      const left = (await collectVideos(stack, plan.videoIds)).map((v) => ({ ...v, inS3: coveredFrames(v.inS3, (n) => segmentOf(v.videoId, n)?.frames), uploaded: uploaded.get(v.videoId)! }));
       const dlqs = await dlqMessages(stack);
       // A video's end marker is put right after its last planned upload (an interrupted run may not get there).
       const planned = (videoId: string) => plan.uploads.filter((u) => u.videoId === videoId).length;
+      const segmentsPut = (videoId: string) => new Set(plan.uploads.filter((u) => u.videoId === videoId && u.segment && uploaded.get(videoId)!.has(u.frame)).map((u) => u.frame));
       const invariants = checkInvariants(
-        left.map((v) => ({ ...v, neverUploaded: plan.lost.get(v.videoId)!, endMarked: v.uploaded.size === planned(v.videoId) })),
+        left.map((v) => {
+          const segs = plan.segments?.segments.get(v.videoId);
+          if (!segs) return { ...v, neverUploaded: neverUploaded(plan, v.videoId), endMarked: v.uploaded.size === planned(v.videoId) };
+          const put = segmentsPut(v.videoId);
+          return {
+            ...v,
+            neverUploaded: neverUploaded(plan, v.videoId),
+            endMarked: (puts.get(v.videoId) ?? 0) === planned(v.videoId),
+            segments: [...segs].filter(([first]) => put.has(first)).map(([first, s]) => ({ firstFrame: first, frames: s.frames, yields: s.yields })),
+          };
+        }),
         dlqs,
       );
       const finishedS = (finishedMs - uploads.clockMs) / 1000;
@@ -285,6 +318,13 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
     if (savedFaultEnv === undefined) delete process.env.AWS_FAULT_INJECTION;
     else process.env.AWS_FAULT_INJECTION = savedFaultEnv;
   }
+}
+
+/** Frames S3 holds: an image's frame, or every frame of a segment whose first frame is listed (`framesOf` gives a segment's count). */
+function coveredFrames(listed: ReadonlySet<number>, framesOf: (first: number) => number | undefined): Set<number> {
+  const out = new Set<number>();
+  for (const n of listed) for (let f = n; f < n + (framesOf(n) ?? 1); f++) out.add(f);
+  return out;
 }
 
 /**

@@ -37,6 +37,8 @@ export interface PlannedUpload {
   readonly frameFault?: string;
   /** Values the frame fault drew (e.g. `deleteAfterMs`). */
   readonly detail?: Readonly<Record<string, number>>;
+  /** An encoded segment covering `[frame, frame + segment.frames)` (bench/chaos/segments.ts), not a JPEG. */
+  readonly segment?: { readonly frames: number };
   /** Its due time was swapped with a neighbour's (a shuffled window). */
   readonly shuffled?: boolean;
   /** The {@link NotificationFaultKind} drawn for it, by kind, and what the notifier does. */

@@ -7,9 +7,10 @@ import sharp from 'sharp';
 import { rng } from '../../core/random.ts';
 import { normal } from '../support.ts';
 import { FRAME_FAULTS, NOTIFICATION_FAULTS, TIMED_FAULTS, type PlanContext, type PlannedUpload } from './faults.ts';
+import { SEGMENT_FAULTS, type SegmentOptions, type SegmentPlan } from './segments.ts';
 
 /** What one chaos run does; every share is of the frames (frame 1 of each video is left alone). */
-export interface ChaosOptions {
+export interface ChaosOptions extends SegmentOptions {
   readonly seed: number;
   readonly videos: number;
   readonly frames: number;
@@ -91,6 +92,10 @@ export const DEFAULTS: Omit<ChaosOptions, 'seed' | 'out'> = {
   crashFrames: 1,
   defaultTunables: false,
   slotCount: 3,
+  // Segment videos beside the JPEG cameras (bench/chaos/segments.ts); 0 runs the JPEG-only plan of before.
+  segmentVideos: 2,
+  segmentSeconds: 2,
+  segmentFaultsEach: 2,
   timeoutMs: 220_000,
   quietMs: 40_000,
 };
@@ -115,6 +120,19 @@ export interface ChaosPlan {
   readonly timedFaults: readonly PlannedTimedFault[];
   /** The frame that crashes the worker, when `crashFrames` is 1. */
   readonly crashFrame?: { readonly videoId: string; readonly frame: number };
+  /** The segment videos (their ids and uploads are in `videoIds` and `uploads` too; their lost frames only here). */
+  readonly segments?: SegmentPlan;
+}
+
+/** The plan with the segment videos added (their uploads merged in due order). */
+export function withSegments(plan: ChaosPlan, segments: SegmentPlan | undefined): ChaosPlan {
+  if (!segments) return plan;
+  return { ...plan, videoIds: [...plan.videoIds, ...segments.videoIds], uploads: [...plan.uploads, ...segments.uploads].sort((a, b) => a.dueMs - b.dueMs), segments };
+}
+
+/** Frames never uploaded of a video, JPEG or segment. */
+export function neverUploaded(plan: ChaosPlan, videoId: string): ReadonlySet<number> {
+  return plan.lost.get(videoId) ?? plan.segments?.lost.get(videoId) ?? new Set();
 }
 
 /** Draws the plan of a run from its seed. */
@@ -207,12 +225,25 @@ function shuffleWindows(due: number[], o: ChaosOptions, rand: () => number): Set
 /** Planned counts by fault kind (frame and notification faults, shuffled uploads, frames never uploaded). */
 export function plannedCounts(plan: ChaosPlan): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const k of NOTIFICATION_FAULTS) out[k.kind] = plan.uploads.filter((u) => u.notificationFault === k.kind).length;
+  for (const k of NOTIFICATION_FAULTS) out[k.kind] = plan.uploads.filter((u) => !u.segment && u.notificationFault === k.kind).length;
   out['upload shuffled'] = plan.uploads.filter((u) => u.shuffled).length;
   for (const k of FRAME_FAULTS)
     out[k.kind] = k.neverUploaded ? [...plan.lost.values()].reduce((n, l) => n + l.size, 0) : plan.uploads.filter((u) => u.frameFault === k.kind).length;
   if (plan.crashFrame) out[CRASH_FRAME_KIND] = 1;
+  if (plan.segments) {
+    out['segments'] = [...plan.segments.segments.values()].reduce((n, m) => n + m.size, 0);
+    for (const k of NOTIFICATION_FAULTS) out[`segment ${k.kind}`] = plan.uploads.filter((u) => u.segment && u.notificationFault === k.kind).length;
+    for (const k of SEGMENT_FAULTS)
+      out[k.kind] = k.neverUploaded ? countMissing(plan.segments) : plan.uploads.filter((u) => u.segment && u.frameFault === k.kind).length;
+  }
   return out;
+}
+
+/** Segments never uploaded: the planned segments whose first frame is lost. */
+function countMissing(s: SegmentPlan): number {
+  let n = 0;
+  for (const [videoId, segs] of s.segments) for (const first of segs.keys()) if (s.lost.get(videoId)?.has(first)) n++;
+  return n;
 }
 
 /** A few distinct small JPEGs (the stats processor only decodes them). */

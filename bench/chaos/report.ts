@@ -12,6 +12,7 @@ import { machine, writeResult, type Bench } from '../harness/main.ts';
 import type { Outcome } from '../harness/watch.ts';
 import { FRAME_FAULTS, NOTIFICATION_FAULTS, TIMED_FAULTS, type AppliedDetail, type PlannedUpload } from './faults.ts';
 import { CRASH_FRAME_KIND, plannedCounts, type ChaosOptions, type ChaosPlan } from './plan.ts';
+import { SEGMENT_FAULTS, SEGMENT_MISSING } from './segments.ts';
 
 /** A timed fault as it was applied. */
 export type AppliedFault = AppliedDetail & { readonly kind: string; readonly atS: number };
@@ -60,8 +61,22 @@ export function report(f: ChaosFacts, bench: Bench) {
       return r ? `${r.status}${r.reason ? ` ${r.reason}` : ''}` : 'none';
     });
   const faultedFrames: Record<string, Record<string, number>> = {};
-  for (const k of FRAME_FAULTS) if (!k.neverUploaded) faultedFrames[k.kind] = endedAs(plan.uploads.filter((u) => u.frameFault === k.kind));
-  faultedFrames[NOTIFICATION_FAULTS[0]!.kind] = endedAs(plan.uploads.filter((u) => u.notification?.kind === 'drop'));
+  for (const k of FRAME_FAULTS) if (!k.neverUploaded) faultedFrames[k.kind] = endedAs(plan.uploads.filter((u) => !u.segment && u.frameFault === k.kind));
+  faultedFrames[NOTIFICATION_FAULTS[0]!.kind] = endedAs(plan.uploads.filter((u) => !u.segment && u.notification?.kind === 'drop'));
+  if (plan.segments) {
+    // A segment's frames, each as the frame it covers.
+    const framesOf = (uploads: readonly PlannedUpload[]) => uploads.flatMap((u) => Array.from({ length: u.segment!.frames }, (_, i) => ({ ...u, frame: u.frame + i })));
+    const segmentUploads = plan.uploads.filter((u) => u.segment);
+    faultedFrames['segment frames, all'] = endedAs(framesOf(segmentUploads));
+    for (const k of SEGMENT_FAULTS) {
+      if (!k.neverUploaded) faultedFrames[`${k.kind} (its frames)`] = endedAs(framesOf(segmentUploads.filter((u) => u.frameFault === k.kind)));
+    }
+    for (const k of NOTIFICATION_FAULTS) faultedFrames[`segment ${k.kind} (its frames)`] = endedAs(framesOf(segmentUploads.filter((u) => u.notificationFault === k.kind)));
+    faultedFrames[`${SEGMENT_MISSING} (its frames)`] = countBy(
+      [...plan.segments.lost.entries()].flatMap(([videoId, frames]) => [...frames].map((frame) => ({ videoId, frame }))),
+      (x) => recordOf(x.videoId, x.frame)?.status ?? 'none',
+    );
+  }
   faultedFrames['frame never uploaded'] = countBy(
     [...plan.lost.entries()].flatMap(([videoId, frames]) => [...frames].map((frame) => ({ videoId, frame }))),
     (x) => recordOf(x.videoId, x.frame)?.status ?? 'none',
@@ -98,7 +113,7 @@ export function report(f: ChaosFacts, bench: Bench) {
   say(`violations: ${violations} (target 0); seed ${o.seed}`);
 
   const result = {
-    command: `npx node bench/chaos.ts --seed ${o.seed}${o.defaultTunables ? ' --default-tunables' : ''}`,
+    command: `npx node bench/chaos.ts --seed ${o.seed}${o.defaultTunables ? ' --default-tunables' : ''}${o.segmentVideos !== 2 ? ` --segment-videos ${o.segmentVideos}` : ''}${o.timeoutMs !== 220_000 ? ` --timeout-s ${o.timeoutMs / 1000}` : ''}`,
     date: new Date().toISOString(),
     machine: machine(),
     seed: o.seed,
@@ -123,6 +138,7 @@ export function report(f: ChaosFacts, bench: Bench) {
     videos: f.left.map((v) => ({
       videoId: v.videoId,
       uploaded: v.uploaded.size,
+      ...(plan.segments?.segments.has(v.videoId) ? { segments: [...plan.segments.segments.get(v.videoId)!].map(([firstFrame, s]) => ({ firstFrame, frames: s.frames, yields: s.yields, fault: plan.uploads.find((u) => u.videoId === v.videoId && u.frame === firstFrame && u.segment)?.frameFault ?? (plan.segments!.lost.get(v.videoId)?.has(firstFrame) ? SEGMENT_MISSING : null) })) } : {}),
       records: v.records.length,
       summary: v.summary
         ? {

@@ -14,7 +14,10 @@
  *  6. track IDs equal an uninterrupted run's on frames processed in order (`ok`), with the
  *     `stats` processor, whose track ID counts the frames a video's state has seen;
  *  7. every video whose end marker was put ends `complete`;
- *  8. no message is left in any DLQ (ingest or slot): nothing ends there without a record.
+ *  8. no message is left in any DLQ (ingest or slot): nothing ends there without a record;
+ *  9. the frames of each uploaded encoded segment (issue 34; 1 covers them as uploaded
+ *     frames, 2 as objects in S3): `ok` or `late` for each frame its bytes decode to, and
+ *     `failed` with the decoder's reason for each frame of a truncated segment past them.
  */
 import { MAX_OWNER_HISTORY } from '../../core/commit/checkpoint.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../../core/commit/results.ts';
@@ -60,6 +63,12 @@ export interface VideoOutcome {
   readonly inS3: ReadonlySet<number>;
   /** Its `_end` marker was put (the video must complete). */
   readonly endMarked?: boolean;
+  /**
+   * The encoded segments uploaded for the video: each covers `[firstFrame, firstFrame +
+   * frames)` and its bytes decode to its first `yields` frames (fewer than `frames` when
+   * truncated).
+   */
+  readonly segments?: readonly { readonly firstFrame: number; readonly frames: number; readonly yields: number }[];
 }
 
 /**
@@ -75,6 +84,7 @@ export function checkInvariants(videos: readonly VideoOutcome[], dlqMessages?: R
   const tracks = new Tally("track IDs equal an uninterrupted run's on frames processed in order");
   const complete = new Tally('every video with an end marker completes');
   const dlqs = new Tally('no message in any DLQ');
+  const segmentFrames = new Tally("segment frames: ok or late where the segment decodes, failed with the decoder's reason past it");
   for (const [queue, n] of Object.entries(dlqMessages ?? {})) dlqs.check(n === 0, () => `${queue}: ${n} message(s)`);
   for (const v of videos) {
     const perFrame = new Map<number, number>();
@@ -145,8 +155,21 @@ export function checkInvariants(videos: readonly VideoOutcome[], dlqMessages?: R
       tracks.check(id === k, () => `${v.videoId}/${r.frame}: track ID ${id}, an in-order run gives ${k} (token ${r.token}, ${r.worker})`);
     }
 
+    const byFrame = new Map(v.records.map((r) => [r.frame, r]));
+    for (const seg of v.segments ?? []) {
+      for (let f = seg.firstFrame; f < seg.firstFrame + seg.frames; f++) {
+        const r = byFrame.get(f);
+        const decodes = f < seg.firstFrame + seg.yields;
+        const status = r ? `${r.status}${r.reason ? ` ${r.reason}` : ''}` : 'no record';
+        segmentFrames.check(
+          decodes ? r?.status === 'ok' || r?.status === 'late' : r?.status === 'failed' && !!r.reason && r.reason !== 'order-violation',
+          () => `${v.videoId}/${f} (segment ${seg.firstFrame} of ${seg.frames} frames, decodes ${seg.yields}): ${status}, want ${decodes ? 'ok or late' : "failed with the decoder's reason"}`,
+        );
+      }
+    }
+
     if (v.endMarked) complete.check(v.summary?.status === 'complete', () => `${v.videoId}: end marker put, summary ${v.summary?.status ?? 'missing'}`);
   }
-  return [once, gapButExists, tokenAtWrite, tenures, summaries, tracks, complete, dlqs].map((t) => t.result());
+  return [once, gapButExists, tokenAtWrite, tenures, summaries, tracks, complete, dlqs, segmentFrames].map((t) => t.result());
 }
 

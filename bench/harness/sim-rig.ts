@@ -25,6 +25,7 @@ import type { Tunables } from '../../core/config.ts';
 import { packUnits } from '../../core/commit/commit-packing.ts';
 import type { UnitOutcome } from '../../core/commit/commit-outcome.ts';
 import { frameKey } from '../../core/ingest/keys.ts';
+import { FRAMES_METADATA_KEY, segmentKey } from '../../core/ingest/segment-keys.ts';
 import { StageClock } from '../../gpu-worker/runtime/stage-clock.ts';
 import { timeStages } from '../../gpu-worker/runtime/stage-timing.ts';
 import { SimulatedGpuProcessor, type SimulatedGpuOptions } from '../../lab/worker/simulated-gpu.ts';
@@ -33,6 +34,8 @@ import { WorkerHarness, type HarnessWorker } from '../../test/support/worker-har
 /** S3 in memory: `get` waits a draw of the latency model, then returns the bytes put. */
 class MemoryFrameStore extends FrameStore {
   readonly objects = new Map<string, Uint8Array>();
+  /** User metadata of the objects that have some (a segment's declared frame count). */
+  readonly metadata = new Map<string, Record<string, string>>();
   private readonly latency: LatencyModel;
 
   constructor(s3: ConstructorParameters<typeof FrameStore>[0], latency: LatencyModel) {
@@ -51,6 +54,14 @@ class MemoryFrameStore extends FrameStore {
     // A copy, as each GET of S3 is: the processors key work done ahead by the byte array (decision 42).
     if (b) return { bytes: b.slice(), eTag: SIM_ETAG };
     return super.getVersion(bucket, key);
+  }
+
+  /** A HEAD (a segment's `x-amz-meta-frames`, read once per segment by the worker), behind the latency model. */
+  override async head(bucket: string, key: string): Promise<Awaited<ReturnType<FrameStore['head']>>> {
+    await new Promise((r) => setTimeout(r, this.latency.delayMs('s3', 'HeadObject')));
+    const b = this.objects.get(`${bucket}/${key}`);
+    if (b) return { sizeBytes: b.byteLength, eTag: SIM_ETAG, metadata: this.metadata.get(`${bucket}/${key}`) ?? {} };
+    return super.head(bucket, key);
   }
 }
 
@@ -164,6 +175,26 @@ export class SimRig {
   /** Puts frames into the in-memory S3 (instant: an upload is not the worker's cost). */
   putFrames(videoId: string, frames: readonly number[]): void {
     for (const f of frames) this.store.objects.set(`${this.h.bucket}/${frameKey(videoId, f)}`, this.image);
+  }
+
+  /**
+   * Puts an encoded segment covering frames `[firstFrame, firstFrame + frames)` into the
+   * in-memory S3 (MPEG-TS, `x-amz-meta-frames` declared, as the CLI and the edge segmenter
+   * upload); returns its key.
+   */
+  putSegment(videoId: string, firstFrame: number, bytes: Uint8Array, frames: number): string {
+    const key = segmentKey(videoId, firstFrame, 'mpegts');
+    this.store.objects.set(`${this.h.bucket}/${key}`, bytes);
+    this.store.metadata.set(`${this.h.bucket}/${key}`, { [FRAMES_METADATA_KEY]: String(frames) });
+    return key;
+  }
+
+  /** Sends the message the router sends for a segment (one frame message for its first frame, with the segment's key). */
+  async sendSegment(videoId: string, firstFrame: number, sizeBytes: number): Promise<void> {
+    const key = segmentKey(videoId, firstFrame, 'mpegts');
+    const outcomes = await this.sender.send(0, [{ message: { ...this.h.frameMessage(videoId, firstFrame, sizeBytes), key, eTag: SIM_ETAG } }]);
+    const bad = outcomes.find((o) => !o.ok);
+    if (bad && !bad.ok) throw new Error(`send failed: ${bad.error}`);
   }
 
   /** Sends frame messages to slot 0 as the router would (through the latency model). */

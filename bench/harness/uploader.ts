@@ -6,6 +6,7 @@
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { endMarkerKey } from '../../core/ingest/keys.ts';
+import { FRAMES_METADATA_KEY, segmentKey } from '../../core/ingest/segment-keys.ts';
 import type { LocalStack } from '../../local/stack.ts';
 import { sleep } from './main.ts';
 
@@ -78,18 +79,25 @@ export async function putObject(stack: LocalStack, key: string, body: Uint8Array
   await stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: key, Body: body, ...(contentType ? { ContentType: contentType } : {}) }));
 }
 
+/** PUTs an MPEG-TS segment covering frames `[firstFrame, firstFrame + frames)`, its count declared (`x-amz-meta-frames`) as the CLI does; returns its key. */
+export async function putSegmentObject(stack: LocalStack, videoId: string, firstFrame: number, body: Uint8Array, frames: number): Promise<string> {
+  const key = segmentKey(videoId, firstFrame, 'mpegts');
+  await stack.clients.s3.send(new PutObjectCommand({ Bucket: stack.wiring.bucket, Key: key, Body: body, ContentType: 'video/mp2t', Metadata: { [FRAMES_METADATA_KEY]: String(frames) } }));
+  return key;
+}
+
 /**
  * Counts a plan's uploads per video down; after a video's last one, PUTs its `_end`
  * marker (body: `endFrame`). Call the returned function after each upload.
  */
-export function endMarkers(stack: LocalStack, plan: readonly { readonly videoId: string }[], endFrame: number, onPut?: (videoId: string) => void): (videoId: string) => Promise<void> {
+export function endMarkers(stack: LocalStack, plan: readonly { readonly videoId: string }[], endFrame: number | ((videoId: string) => number), onPut?: (videoId: string) => void): (videoId: string) => Promise<void> {
   const remaining = new Map<string, number>();
   for (const u of plan) remaining.set(u.videoId, (remaining.get(u.videoId) ?? 0) + 1);
   return async (videoId) => {
     const left = remaining.get(videoId)! - 1;
     remaining.set(videoId, left);
     if (left !== 0) return;
-    await putObject(stack, endMarkerKey(videoId), String(endFrame));
+    await putObject(stack, endMarkerKey(videoId), String(typeof endFrame === 'number' ? endFrame : endFrame(videoId)));
     onPut?.(videoId);
   };
 }

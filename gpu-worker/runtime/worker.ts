@@ -337,6 +337,11 @@ export class Worker {
       this.aheadSkips = aheadSkipsAfter(messages.length);
       if (messages.length > 0) return messages;
     }
+    // A video of the commit in flight that already holds its next frames (a segment's: its
+    // message stays in flight, blocking its group, until the segment's last frame is
+    // committed) can run as soon as that commit lands. Wait for the commit, not for a long
+    // poll that nothing will answer while every video holding work is in it.
+    if (this.pendingCommit && this.registry!.all().some((s) => this.committing.has(s.videoId) && (s.sequencer.nextDeadlineMs() ?? Infinity) <= this.now())) await this.settleCommit();
     const wake = this.registry!.all().map((s) => (this.committing.has(s.videoId) ? undefined : s.nextWakeMs(this.now())));
     await this.gather(wake);
     return this.inbox!.receive(pollWaitSeconds(wake, this.now(), idle), () => this.ending);

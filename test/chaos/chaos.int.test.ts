@@ -3,7 +3,7 @@
  * kills, pauses past the lease, dropped and duplicated notifications, shuffled and late
  * uploads, corrupt and zero-byte frames, injected AWS throttling and 5xx, commits applied
  * with their answer lost or failing in a later group, a DynamoDB outage past the redrive
- * window, a frame that crashes the worker and skipped janitor runs, then its eight invariants. Without CHAOS=1 the default suite skips it,
+ * window, a frame that crashes the worker and skipped janitor runs, then its nine invariants. Without CHAOS=1 the default suite skips it,
  * saying so. `CHAOS_SEED=N` replays a seed; otherwise a fresh one is drawn and printed.
  *
  *   CHAOS=1 npx vitest run test/chaos/chaos.int.test.ts
@@ -38,7 +38,7 @@ describe.skipIf(!enabled)('chaos run on the local stack', () => {
     };
     expect(report.outcome, `seed ${seed}`).toBe('complete');
     expect(report.faultTotal).toBeGreaterThanOrEqual(50);
-    expect(report.invariants).toHaveLength(8);
+    expect(report.invariants).toHaveLength(9);
     for (const i of report.invariants) {
       expect(i.checked, i.name).toBeGreaterThan(0);
       expect(i.violations, `${i.name} (seed ${seed}): ${i.examples.join('; ')}`).toBe(0);

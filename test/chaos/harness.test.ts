@@ -13,7 +13,8 @@ import { REPO_ROOT, RESULTS_DIR, writeResult } from '../../bench/harness/main.ts
 import { runUploads } from '../../bench/harness/uploader.ts';
 import { busiestFirst, killBusiest, watchUntilSettled, type Outcome, type Progress, type SettleRules } from '../../bench/harness/watch.ts';
 import { FRAME_FAULTS, NOTIFICATION_FAULTS, TIMED_FAULTS } from '../../bench/chaos/faults.ts';
-import { CRASH_FRAME_KIND, DEFAULTS, makePlan, plannedCounts } from '../../bench/chaos/plan.ts';
+import { CRASH_FRAME_KIND, DEFAULTS, makePlan, plannedCounts, withSegments } from '../../bench/chaos/plan.ts';
+import { makeSegmentPlan, SEGMENT_FAULTS, SEGMENT_TRUNCATED } from '../../bench/chaos/segments.ts';
 import type { VideoSummaryItem } from '../../core/commit/results.ts';
 
 const quiet = () => {};
@@ -166,5 +167,33 @@ describe('the chaos plan', () => {
     const frameOnes = plan.uploads.filter((u) => u.frame === 1);
     expect(frameOnes.every((u) => u.frameFault === undefined && u.notification === undefined)).toBe(true);
   });
-});
 
+  it('adds segment videos on a sequence of their own: contiguous segments, each fault kind on its segments, truncated ones decoding short, the JPEG plan unchanged', async () => {
+    const jpeg = makePlan(ctx);
+    const seg = await makeSegmentPlan(ctx, ctx.o.videos);
+    const plan = withSegments(jpeg, seg);
+    // The JPEG videos' uploads and timed faults are those of the plan without segments.
+    expect(plan.uploads.filter((u) => !u.segment)).toEqual(jpeg.uploads);
+    expect(plan.timedFaults).toEqual(jpeg.timedFaults);
+    expect(seg.videoIds).toHaveLength(ctx.o.segmentVideos);
+    for (const videoId of seg.videoIds) {
+      const segs = [...seg.segments.get(videoId)!].sort(([a], [b]) => a - b);
+      // Frames 1..frames, each covered once.
+      let next = 1;
+      for (const [first, s] of segs) {
+        expect(first).toBe(next);
+        next += s.frames;
+      }
+      expect(next - 1).toBe(ctx.o.frames);
+    }
+    const counts = plannedCounts(plan);
+    for (const k of SEGMENT_FAULTS) expect(counts[k.kind], k.kind).toBe(ctx.o.segmentFaultsEach);
+    const truncated = seg.uploads.filter((u) => u.frameFault === SEGMENT_TRUNCATED).map((u) => seg.segments.get(u.videoId)!.get(u.frame)!);
+    for (const t of truncated) expect(t.yields).toBeLessThan(t.frames);
+    // A missing segment's frames are lost, and it is not uploaded; the first segment of a video has no fault.
+    const lost = [...seg.lost.values()].reduce((n, l) => n + l.size, 0);
+    expect(lost).toBeGreaterThan(0);
+    expect(seg.uploads.filter((u) => u.frame === 1).every((u) => u.frameFault === undefined && u.notification === undefined)).toBe(true);
+    expect(seg.uploads.some((u) => seg.lost.get(u.videoId)!.has(u.frame))).toBe(false);
+  }, 60_000);
+});

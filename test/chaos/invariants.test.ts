@@ -55,7 +55,9 @@ function clean(): VideoOutcome & { records: FrameResultItem[]; summary: VideoSum
       { worker: W2, token: 2, sinceMs: 1_500, fromFrame: 4 },
     ],
   };
-  return { videoId: 'v', uploaded: new Set([1, 2, 3, 4, 5, 6]), neverUploaded: new Set([7]), records, summary, inS3: new Set([1, 2, 3, 4, 5, 6]), endMarked: true };
+  // Frames 1-3 came as one encoded segment, which decodes whole.
+  const segments = [{ firstFrame: 1, frames: 3, yields: 3 }];
+  return { videoId: 'v', uploaded: new Set([1, 2, 3, 4, 5, 6]), neverUploaded: new Set([7]), records, summary, inS3: new Set([1, 2, 3, 4, 5, 6]), endMarked: true, segments };
 }
 
 const violations = (v: VideoOutcome) => Object.fromEntries(checkInvariants([v]).map((i) => [i.name, i.violations]));
@@ -63,7 +65,7 @@ const violations = (v: VideoOutcome) => Object.fromEntries(checkInvariants([v]).
 describe('chaos invariants', () => {
   it('find nothing wrong with a clean failover, a late frame and a corrupt one', () => {
     const results = checkInvariants([clean()], { 'ingest DLQ': 0, 'slot 0 DLQ': 0 });
-    expect(results).toHaveLength(8);
+    expect(results).toHaveLength(9);
     for (const r of results) {
       expect(r.violations, r.name).toBe(0);
       expect(r.checked, r.name).toBeGreaterThan(0);
@@ -125,6 +127,20 @@ describe('chaos invariants', () => {
     const v = { ...clean(), summary: { ...clean().summary!, status: 'active' as const } };
     expect(violations(v)['every video with an end marker completes']).toBe(1);
     expect(violations({ ...v, endMarked: false })['every video with an end marker completes']).toBe(0);
+  });
+
+  it("count a truncated segment's frames that are not failed past where it decodes, or ok before it, or failed without a reason", () => {
+    const name = "segment frames: ok or late where the segment decodes, failed with the decoder's reason past it";
+    const v = clean();
+    v.records[4] = { ...record(5, 'failed', 2, W2), reason: 'truncated' };
+    // Frames 4-6 as a segment that decodes to its first frame only: 4 ok and 5 failed are right, 6 ok is not.
+    expect(violations({ ...v, segments: [{ firstFrame: 4, frames: 3, yields: 1 }] })[name]).toBe(1);
+    expect(violations({ ...v, segments: [{ firstFrame: 4, frames: 2, yields: 1 }] })[name]).toBe(0);
+    // Decodes whole, yet frame 5 failed.
+    expect(violations({ ...v, segments: [{ firstFrame: 4, frames: 2, yields: 2 }] })[name]).toBe(1);
+    // Failed without the decoder's reason.
+    v.records[4] = record(5, 'failed', 2, W2);
+    expect(violations({ ...v, segments: [{ firstFrame: 4, frames: 2, yields: 1 }] })[name]).toBe(1);
   });
 
   it('count every DLQ that still holds messages', () => {
