@@ -84,7 +84,7 @@ class LongFirstSequencer extends BaseSequencer {
  *   tests on DynamoDB Local and fauxqs and those that start processes (workers, the CLI,
  *   the crash probe's child). The two lanes run together, after the unit lane, with
  *   WAITING_LANES_WORKERS files at a time, the long ones first (LONG_FIRST). Each lane's
- *   files share one DynamoDB Local (test/support/shared-dynamodb.ts), each stack with a
+ *   files share one DynamoDB Local (harness/shared-dynamodb.ts), each stack with a
  *   database of its own.
  *
  * Groups run by `sequence.groupOrder`; projects in one group must have the same
@@ -128,7 +128,7 @@ export default defineConfig({
           exclude: DEFAULTS_LANE,
           maxWorkers: WAITING_LANES_WORKERS,
           sequence: { groupOrder: 1 },
-          // One DynamoDB Local for the lane, one database per stack or harness (test/support/shared-dynamodb.ts).
+          // One DynamoDB Local for the lane, one database per stack or harness (harness/shared-dynamodb.ts).
           globalSetup: ['test/support/shared-dynamodb-setup.ts'],
         },
       },

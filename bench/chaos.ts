@@ -9,7 +9,7 @@
  * numbered from 1, each video a camera at `--fps` (default 5), uploaded by a pool of
  * parallel uploaders, with the `_end` marker after each video's last upload. Workers run
  * the `stats` processor, whose track ID is the number of frames the video's state has
- * seen in order. Short leases (test/support/pipeline.ts FAST_TUNABLES) so that failovers
+ * seen in order. Short leases (harness/pipeline.ts FAST_TUNABLES) so that failovers
  * happen in seconds; `--default-tunables` runs at the tunables users get instead (slot
  * lease 15 s, heartbeat 5 s, slot-queue visibility 5 s, launch grace 900 s, the janitor
  * every 60 s).
@@ -42,7 +42,7 @@ import { COMMIT_FAULT_NAMES } from '../lab/aws/fault-injection.ts';
 import type { LocalStack } from '../local/stack.ts';
 import type { ScheduledHandler } from '../local/event-source.ts';
 import type { NotificationFault } from '../local/stack.ts';
-import { FAST_TUNABLES } from '../test/support/pipeline.ts';
+import { FAST_TUNABLES } from '../harness/pipeline.ts';
 import { collectVideos, completeCount, readSummaries, resultsSource, totalRecords } from './harness/collect.ts';
 import { checkInvariants } from './harness/invariants.ts';
 import { benchMain, createBench, freshStateDir, RESULTS_DIR, sleep, type Bench } from './harness/main.ts';

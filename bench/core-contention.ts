@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { BARE_SESSION_OPTIONS, withInferenceThreads } from '../gpu-worker/vision/model.ts';
 import { medianRunMs } from './model-timing.ts';
-import { YOLOV8N_PATH } from './yolo-fixtures.ts';
+import { YOLOV8N_PATH } from '../harness/yolo-fixtures.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const RUNS = 30;

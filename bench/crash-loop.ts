@@ -13,8 +13,8 @@
  */
 import { join } from 'node:path';
 import { benchMain, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
-import { startTestStack } from '../test/support/pipeline.ts';
-import { CRASH_LOOP, runCrashLoop } from '../test/support/crash-loop.ts';
+import { startTestStack } from '../harness/pipeline.ts';
+import { CRASH_LOOP, runCrashLoop } from '../harness/crash-loop.ts';
 import { parseFlags } from './harness/options.ts';
 
 export async function runCrashLoopBench(bench: Bench, crashProbeDeaths?: number): Promise<number> {

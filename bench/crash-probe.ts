@@ -19,7 +19,7 @@ import sharp from 'sharp';
 import { benchMain, machine, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
 import { parseFlags } from './harness/options.ts';
 import { ProcessProbe } from '../gpu-worker/runtime/crash/probe-process.ts';
-import { YOLO11N_PATH, YOLOV8N_PATH } from './yolo-fixtures.ts';
+import { YOLO11N_PATH, YOLOV8N_PATH } from '../harness/yolo-fixtures.ts';
 
 const ENTRY = fileURLToPath(new URL('../lab/probe-main.ts', import.meta.url));
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };

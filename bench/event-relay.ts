@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { EventRelay } from '../local/event-relay.ts';
-import { drainBusQueue, sampleEvents, startEventEmulators, writeEvents } from '../test/support/event-fixtures.ts';
+import { drainBusQueue, sampleEvents, startEventEmulators, writeEvents } from '../harness/event-fixtures.ts';
 import { benchMain, commandLine, machine, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
 import { numberOption, percentile } from './support.ts';
 

@@ -55,7 +55,7 @@ import { ModelRecording } from './harness/replay-session.ts';
 import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { parseProcStat, TICKS_PER_SECOND } from './cpu-accounting.ts';
 import { numberOption } from './support.ts';
-import { RANDOM_WEIGHT_PROCESSOR_OPTIONS, YOLOV8N_PATH } from './yolo-fixtures.ts';
+import { RANDOM_WEIGHT_PROCESSOR_OPTIONS, YOLOV8N_PATH } from '../harness/yolo-fixtures.ts';
 
 const VIDEOS = 8;
 const CHUNK_FRAMES = 2;

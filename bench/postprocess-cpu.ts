@@ -8,7 +8,7 @@
  * Synthetic outputs of 8,400 anchors (YOLOv8n at 640), `--candidates` of them above the
  * score threshold, boxes 10-110 px spread over the frame, `--classes` classes. A trained
  * model on a busy scene with ByteTrack's low threshold (0.1) passes tens to hundreds; the
- * random-weight fixture at the benches' thresholds passes about 400 (bench/yolo-fixtures.ts).
+ * random-weight fixture at the benches' thresholds passes about 400 (harness/yolo-fixtures.ts).
  *
  * Run: npx node bench/postprocess-cpu.ts [--candidates 50,400,1000] [--classes 1,3] [--iterations 2000] [--out bench/results/postprocess-cpu.json]
  */

@@ -23,7 +23,7 @@ import type { FrameInput } from '../core/ports.ts';
 import { createVisionProcessor, type VisionProcessorOptions } from '../gpu-worker/vision/index.ts';
 import { bareModelFps } from './model-timing.ts';
 import { percentile } from './support.ts';
-import { RANDOM_WEIGHT_PROCESSOR_OPTIONS, YOLOV8N_PATH as YOLO_PATH } from './yolo-fixtures.ts';
+import { RANDOM_WEIGHT_PROCESSOR_OPTIONS, YOLOV8N_PATH as YOLO_PATH } from '../harness/yolo-fixtures.ts';
 import { ensureDemoModel } from '../gpu-worker/vision/demo-model/build-model.ts';
 import { generateClip, type Clip } from '../gpu-worker/vision/synthetic/generate.ts';
 

@@ -45,7 +45,7 @@ import { generateClip } from '../gpu-worker/vision/synthetic/generate.ts';
 import { startLocalStack } from '../local/stack.ts';
 import { CpuSampler } from './cpu-accounting.ts';
 import { bareModelFps } from './model-timing.ts';
-import { RANDOM_WEIGHT_THRESHOLDS, YOLOV8N_PATH as YOLO_PATH } from './yolo-fixtures.ts';
+import { RANDOM_WEIGHT_THRESHOLDS, YOLOV8N_PATH as YOLO_PATH } from '../harness/yolo-fixtures.ts';
 import { sleep } from './harness/main.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -85,7 +85,7 @@ export interface DynamoDbLocalOptions {
  * access key and region, so a client with different credentials (a user's AWS CLI
  * profile) would silently see an empty database. The tests turn it off on purpose, to
  * share one DynamoDB Local between files with one access key each
- * (test/support/shared-dynamodb.ts).
+ * (harness/shared-dynamodb.ts).
  */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise<DynamoDbLocalHandle> {
   // DynamoDB Local does not exit when its port is taken: it would sit there while our

@@ -77,7 +77,7 @@ export interface LocalStackOptions {
   /**
    * A DynamoDB Local already running, used instead of starting one: the stack neither
    * starts nor stops it (the integration tests share one, started without `-sharedDb`, with
-   * one access key per stack: test/support/shared-dynamodb.ts). `ports.dynamodb` is then
+   * one access key per stack: harness/shared-dynamodb.ts). `ports.dynamodb` is then
    * ignored. @default a DynamoDB Local of the stack's own
    */
   readonly dynamodb?: { readonly endpoint: string; readonly pid: number };

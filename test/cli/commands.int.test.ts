@@ -16,7 +16,7 @@ import { memoryIo, type Io } from '../../cli/io.ts';
 import { main } from '../../cli/main.ts';
 import { deleteResultsUpTo, replayCommand } from '../../cli/commands/replay.ts';
 import { loadLocalTarget } from '../../cli/target.ts';
-import { jpeg, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
+import { jpeg, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 const run = promisify(execFile);
 

@@ -14,8 +14,8 @@ import { memoryIo } from '../../cli/io.ts';
 import { main } from '../../cli/main.ts';
 import type { Target } from '../../cli/target.ts';
 import { EventRelay } from '../../local/event-relay.ts';
-import { drainBusQueue, sampleEvents, startEventEmulators, writeEvents, type EventEmulators } from '../support/event-fixtures.ts';
-import { waitFor } from '../support/wait.ts';
+import { drainBusQueue, sampleEvents, startEventEmulators, writeEvents, type EventEmulators } from '../../harness/event-fixtures.ts';
+import { waitFor } from '../../harness/wait.ts';
 
 let emu: EventEmulators;
 let target: Target;

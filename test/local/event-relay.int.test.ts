@@ -14,8 +14,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { EVENT_SOURCE, type EventItem } from '../../core/analytics/event-schema.ts';
 import { REDELIVERY_ATTRIBUTE, eventItemOf, type BusEvent } from '../../core/analytics/event-delivery.ts';
 import { EventRelay, fileCheckpoint, memoryCheckpoint, type EventRelayOptions } from '../../local/event-relay.ts';
-import { drainBusQueue, sampleEvents, startEventEmulators, writeEvents, type EventEmulators } from '../support/event-fixtures.ts';
-import { waitFor } from '../support/wait.ts';
+import { drainBusQueue, sampleEvents, startEventEmulators, writeEvents, type EventEmulators } from '../../harness/event-fixtures.ts';
+import { waitFor } from '../../harness/wait.ts';
 
 let emu: EventEmulators;
 let streams: DynamoDBStreamsClient;

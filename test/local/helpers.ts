@@ -22,4 +22,4 @@ export function processState(pid: number): string | undefined {
   }
 }
 
-export { waitFor } from '../support/wait.ts';
+export { waitFor } from '../../harness/wait.ts';

@@ -12,7 +12,7 @@ import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SQSCli
 import { decodeS3EventKey } from '../../core/ingest/keys.ts';
 import { startFauxqsEmulator, type FauxqsHandle } from '../../local/emulators.ts';
 import { S3Notifier, encodeS3EventKey, objectCreatedEventName, type NotificationFault } from '../../local/s3-notifications.ts';
-import { startTestStack, type TestStack } from '../support/pipeline.ts';
+import { startTestStack, type TestStack } from '../../harness/pipeline.ts';
 
 const region = 'eu-central-1';
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };

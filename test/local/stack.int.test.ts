@@ -12,7 +12,7 @@ import { clientConfig, startLocalStack, type LocalStack, type StackFile } from '
 import { isProcessAlive, waitFor } from './helpers.ts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { eventItemOf } from '../../core/analytics/event-delivery.ts';
-import { drainBusQueue, sampleEvents } from '../support/event-fixtures.ts';
+import { drainBusQueue, sampleEvents } from '../../harness/event-fixtures.ts';
 
 describe('startLocalStack', () => {
   let stack: LocalStack;

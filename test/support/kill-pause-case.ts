@@ -10,7 +10,7 @@
  * of one video, and never reads ahead (decision 39). Here it does both, while uploads go
  * on: a worker is killed mid-stream (kill -9), its successor is paused past its lease
  * (SIGSTOP) and resumed after a third worker took over. Every AWS call of a killed or
- * paused worker waits at a gate (test/support/process-gate.ts), so nothing it sends
+ * paused worker waits at a gate (harness/process-gate.ts), so nothing it sends
  * reaches a service at the wrong time except what was already on its way.
  *
  * After it all: every frame has exactly one `ok` record, every video completes, and each
@@ -24,10 +24,10 @@
  * ByteTrack gives, across both handovers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WorkerHarness, type HarnessWorker } from './worker-harness.ts';
-import { ProcessGate } from './process-gate.ts';
-import { waitFor } from './wait.ts';
-import { inOrderTrackIds, trackIds } from './worker-doubles.ts';
+import { WorkerHarness, type HarnessWorker } from '../../harness/worker-harness.ts';
+import { ProcessGate } from '../../harness/process-gate.ts';
+import { waitFor } from '../../harness/wait.ts';
+import { inOrderTrackIds, trackIds } from '../../harness/worker-doubles.ts';
 import type { FrameProcessor } from '../../core/ports.ts';
 import { SimulatedGpuProcessor } from '../../lab/worker/simulated-gpu.ts';
 

@@ -31,7 +31,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNABLES } from '../../core/config.ts';
 import { sleep } from '../../core/async.ts';
 import { outageProxies, type OutageProxies, type OutageService } from './outage-proxy.ts';
-import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from './pipeline.ts';
+import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 /** How long each outage lasts: past the redrive window (10 receives × 5 s) at the defaults. */
 const OUTAGE_MS = 65_000;

@@ -6,7 +6,7 @@
 import type { TestProject } from 'vitest/node';
 import { startDynamoDbLocal } from '../../local/emulators.ts';
 // Types only: the runtime module imports vitest's `inject`, which a globalSetup may not.
-import type { SharedDynamoDb } from './shared-dynamodb.ts';
+import type { SharedDynamoDb } from '../../harness/shared-dynamodb.ts';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dynamo = await startDynamoDbLocal({ region: 'us-east-1', sharedDb: false });

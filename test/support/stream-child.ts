@@ -10,7 +10,7 @@ import { expect } from 'vitest';
 import { decodeSegment } from '../../gpu-worker/video/segment-decoder.ts';
 import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import type { S3Stack } from './s3-stack.ts';
-import { waitFor } from './wait.ts';
+import { waitFor } from '../../harness/wait.ts';
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '../..');
 

@@ -13,7 +13,7 @@ import { frameKey } from '../../core/ingest/keys.ts';
 import { allEvents } from '../../core/analytics/dynamodb/events-reader.ts';
 import { DEFAULT_RULES_KEY, rulesKey } from '../../core/analytics/s3/rules-store.ts';
 import type { EventItem } from '../../core/analytics/event-schema.ts';
-import { put, results, startTestStack, summary, waitFor, type TestStack } from '../support/pipeline.ts';
+import { put, results, startTestStack, summary, waitFor, type TestStack } from '../../harness/pipeline.ts';
 import { dirname } from 'node:path';
 import { loadLocalTarget } from '../../cli/target.ts';
 import { memoryIo } from '../../cli/io.ts';

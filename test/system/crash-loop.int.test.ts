@@ -18,8 +18,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { frameKey } from '../../core/ingest/keys.ts';
-import { results, startTestStack, summary, type TestStack } from '../support/pipeline.ts';
-import { CRASH_LOOP, runCrashLoop, type CrashLoopFigures } from '../support/crash-loop.ts';
+import { results, startTestStack, summary, type TestStack } from '../../harness/pipeline.ts';
+import { CRASH_LOOP, runCrashLoop, type CrashLoopFigures } from '../../harness/crash-loop.ts';
 
 let stack: TestStack | undefined;
 

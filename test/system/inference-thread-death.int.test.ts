@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_PROCESSOR_FAILED } from '../../core/config.ts';
 import { frameKey } from '../../core/ingest/keys.ts';
 import { ensureDemoModel, generateClip } from '../../gpu-worker/vision/index.ts';
-import { put, results, startTestStack, summary, waitFor, type TestStack } from '../support/pipeline.ts';
+import { put, results, startTestStack, summary, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 let stack: TestStack;
 const onceFile = join(mkdtempSync(join(tmpdir(), 'thread-fault-')), 'fault-once');

@@ -23,8 +23,8 @@ import { LeaseStore } from '../../core/leases/dynamodb/lease-store.ts';
 import { overriding } from '../../core/overriding.ts';
 import { injectedError } from '../../lab/aws/fault-injection.ts';
 import { sleep } from '../../core/async.ts';
-import { WorkerHarness } from '../support/worker-harness.ts';
-import { waitFor } from '../support/wait.ts';
+import { WorkerHarness } from '../../harness/worker-harness.ts';
+import { waitFor } from '../../harness/wait.ts';
 
 let h: WorkerHarness;
 

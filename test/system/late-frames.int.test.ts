@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { frameKey } from '../../core/ingest/keys.ts';
 import type { FrameResultItem } from '../../core/commit/results.ts';
-import { FAST_TUNABLES, put, jpeg, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
+import { FAST_TUNABLES, put, jpeg, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../../harness/pipeline.ts';
 import { sleep } from '../../core/async.ts';
 
 const WAIT_MS = FAST_TUNABLES.reorderWaitMs!;

@@ -18,7 +18,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { DescribeTasksCommand, ECSClient, RunTaskCommand, type RunTaskCommandOutput } from '@aws-sdk/client-ecs';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalStack, type LocalStack } from '../../local/stack.ts';
-import { sharedStackOptions } from '../support/shared-dynamodb.ts';
+import { sharedStackOptions } from '../../harness/shared-dynamodb.ts';
 import { LeaseStore } from '../../core/leases/dynamodb/lease-store.ts';
 import { SlotQueues } from '../../core/ingest/sqs/slot-queues.ts';
 import { Janitor } from '../../core/fleet/janitor.ts';

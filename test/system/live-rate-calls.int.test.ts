@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { frameKey } from '../../core/ingest/keys.ts';
 import type { FrameResultItem } from '../../core/commit/results.ts';
-import { jpeg, put, results, startTestStack, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
+import { jpeg, put, results, startTestStack, uploadFrames, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 const VIDEOS = 6;
 const FRAMES = 8;

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_TUNABLES, type Tunables } from '../../core/config.ts';
 import { frameKey } from '../../core/ingest/keys.ts';
 import { sleep } from '../../core/async.ts';
-import { FAST_TUNABLES, assertNoOverlappingTenure, jpeg, put, results, startTestStack, summary, waitFor, type TestStack } from '../support/pipeline.ts';
+import { FAST_TUNABLES, assertNoOverlappingTenure, jpeg, put, results, startTestStack, summary, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 let stack: TestStack | undefined;
 

@@ -21,7 +21,7 @@ import {
   waitFor,
   waitForFrames,
   type TestStack,
-} from '../support/pipeline.ts';
+} from '../../harness/pipeline.ts';
 
 let stack: TestStack;
 

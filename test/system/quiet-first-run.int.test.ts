@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { SlotQueues } from '../../core/ingest/sqs/slot-queues.ts';
-import { drainQueue, startTestStack, waitFor, type TestStack } from '../support/pipeline.ts';
+import { drainQueue, startTestStack, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 const SLOTS = 2;
 const stdout: string[] = [];

@@ -15,7 +15,7 @@ import { main } from '../../cli/main.ts';
 import { loadLocalTarget, type Target } from '../../cli/target.ts';
 import { frameKey } from '../../core/ingest/keys.ts';
 import type { FrameResultItem } from '../../core/commit/results.ts';
-import { jpeg, put, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
+import { jpeg, put, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 let stack: TestStack;
 let target: Target;

@@ -16,7 +16,7 @@ import { isUnsupportedOperation, queueMessageCount, redriveEntry } from '../../c
 import { frameKey } from '../../core/ingest/keys.ts';
 import { dedupId, type SlotMessage } from '../../core/ingest/messages.ts';
 import { buildObjectCreatedEvent } from '../../core/ingest/s3-event-shapes.ts';
-import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
+import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 /** Objects whose S3 notification is dropped: they exist, but only the DLQ knows them. */
 const silent = new Set<string>();

@@ -23,7 +23,7 @@ import type { InitializeMiddleware, DeserializeMiddleware, MetadataBearer } from
 import { DEFAULT_TUNABLES } from '../../core/config.ts';
 import { injectedError } from '../../lab/aws/fault-injection.ts';
 import { functionContext, type FunctionContext } from '../../functions/shared/context.ts';
-import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
+import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 /** The visibility unit is shrunk this much (see the header). */
 const VISIBILITY_SCALE = 60;

@@ -16,7 +16,7 @@ import { loadLocalTarget } from '../../cli/target.ts';
 import { replayCommand } from '../../cli/commands/replay.ts';
 import { reconcileCommand } from '../../cli/commands/reconcile.ts';
 import { uploadVideoFile } from '../../cli/video/segment-upload.ts';
-import { results, startTestStack, summary, waitFor, type TestStack } from '../support/pipeline.ts';
+import { results, startTestStack, summary, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', 'gpu-worker', 'video', 'fixtures', 'bframes-45.mp4');
 

@@ -8,7 +8,7 @@
  * counted in the first video's time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../support/pipeline.ts';
+import { results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 const REORDER_WAIT_MS = 30_000;
 /** Long enough that the old rule would have produced its records, so a failure says which rule ran. */

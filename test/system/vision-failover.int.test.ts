@@ -9,7 +9,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ensureDemoModel, evaluateMot, generateClip } from '../../gpu-worker/vision/index.ts';
 import { frameKey } from '../../core/ingest/keys.ts';
 import type { FrameResultItem } from '../../core/commit/results.ts';
-import { put, results, startTestStack, summary, waitFor, type TestStack } from '../support/pipeline.ts';
+import { put, results, startTestStack, summary, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
 let stack: TestStack;
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { dynamoDbForFile, type FileDynamoDb } from '../../support/shared-dynamodb.ts';
+import { dynamoDbForFile, type FileDynamoDb } from '../../../harness/shared-dynamodb.ts';
 import { BaselineLockClient } from '../../../bench/baseline/lock.ts';
 
 const TABLE = 'baseline-locks';

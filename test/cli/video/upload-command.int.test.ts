@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../../cli/main.ts';
 import { memoryIo } from '../../../cli/io.ts';
 import { decodeSegment } from '../../../gpu-worker/video/segment-decoder.ts';
-import { jpeg } from '../../support/pipeline.ts';
+import { jpeg } from '../../../harness/pipeline.ts';
 import { makeH264 } from '../../support/make-video.ts';
 import { startS3Stack, type S3Stack } from '../../support/s3-stack.ts';
 

@@ -10,7 +10,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { resourceNames } from '../../../core/config.ts';
 import { LEASES_TABLE, RESULTS_TABLE } from '../../../core/resources.ts';
 import { createTableInput } from '../../../local/resources.ts';
-import { dynamoDbForFile, type FileDynamoDb } from '../../support/shared-dynamodb.ts';
+import { dynamoDbForFile, type FileDynamoDb } from '../../../harness/shared-dynamodb.ts';
 import { leaseContract, type LeaseContractBackend } from './contract.ts';
 
 let dynamo: FileDynamoDb | undefined;

@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseStore } from '../../../core/leases/dynamodb/lease-store.ts';
 import { DdbCommitFaults } from '../../support/ddb-commit-faults.ts';
-import { WorkerHarness } from '../../support/worker-harness.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
 
 let h: WorkerHarness;
 

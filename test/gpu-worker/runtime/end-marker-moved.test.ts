@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endMarkerKey } from '../../../core/ingest/keys.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
-import { WorkerHarness } from '../../support/worker-harness.ts';
-import { waitFor } from '../../support/wait.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
+import { waitFor } from '../../../harness/wait.ts';
 
 describe('worker: an end marker corrected after frames past the old end were recorded', () => {
   let h: WorkerHarness;

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { results, startTestStack, uploadFrames, waitFor, waitForFrames, type TestStack } from '../../support/pipeline.ts';
+import { results, startTestStack, uploadFrames, waitFor, waitForFrames, type TestStack } from '../../../harness/pipeline.ts';
 import type { WorkerInfo } from '../../../local/local-task-launcher.ts';
 
 describe('local stack: the fleet drains to zero when idle and comes back for new frames', () => {

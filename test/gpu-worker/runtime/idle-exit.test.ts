@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { LeaseStore } from '../../../core/leases/dynamodb/lease-store.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
-import { WorkerHarness } from '../../support/worker-harness.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
 
 describe('worker idle exit (worker harness)', () => {
   let h: WorkerHarness;

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseStore, type CommitOutcome } from '../../../core/leases/dynamodb/lease-store.ts';
 import { overriding } from '../../../core/overriding.ts';
 import { MAX_VIDEO_FAILURES } from '../../../gpu-worker/runtime/video-session.ts';
-import { WorkerHarness } from '../../support/worker-harness.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
 
 let h: WorkerHarness;
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getSummary } from '../../../core/commit/dynamodb/results-reader.ts';
-import { WorkerHarness } from '../../support/worker-harness.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
 
 const DAYS = 45;
 let h: WorkerHarness;

@@ -12,8 +12,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from '../../support/wait.ts';
-import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../../support/worker-harness.ts';
+import { waitFor } from '../../../harness/wait.ts';
+import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../../../harness/worker-harness.ts';
 import { frameKey } from '../../../core/ingest/keys.ts';
 import { ProcessProbe } from '../../../gpu-worker/runtime/crash/probe-process.ts';
 import type { FrameInput } from '../../../core/ports.ts';

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
-import { WorkerHarness } from '../../support/worker-harness.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
 
 let h: WorkerHarness;
 

@@ -12,8 +12,8 @@ import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import { parseSlotMessage } from '../../../core/ingest/messages.ts';
 import { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
 import { throttled, type SqsFifoModel } from '../../../core/ingest/memory/sqs-fifo-model.ts';
-import { s3Error, WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
-import { waitFor } from '../../support/wait.ts';
+import { s3Error, WorkerHarness, wrapProcessor } from '../../../harness/worker-harness.ts';
+import { waitFor } from '../../../harness/wait.ts';
 
 let h: WorkerHarness;
 let model: SqsFifoModel;

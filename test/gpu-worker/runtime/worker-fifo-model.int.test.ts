@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
-import { shuffledWithinWindows, WorkerHarness } from '../../support/worker-harness.ts';
+import { shuffledWithinWindows, WorkerHarness } from '../../../harness/worker-harness.ts';
 
 const FRAMES = 30;
 const WINDOW = 5;

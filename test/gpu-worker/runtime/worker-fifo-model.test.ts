@@ -10,8 +10,8 @@ import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import { parseSlotMessage } from '../../../core/ingest/messages.ts';
 import type { SqsFifoModel } from '../../../core/ingest/memory/sqs-fifo-model.ts';
-import { shuffledWithinWindows, WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
-import { waitFor } from '../../support/wait.ts';
+import { shuffledWithinWindows, WorkerHarness, wrapProcessor } from '../../../harness/worker-harness.ts';
+import { waitFor } from '../../../harness/wait.ts';
 
 const FRAMES = 30;
 const WINDOW = 5;

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SlotQueues } from '../../../core/ingest/sqs/slot-queues.ts';
-import { WorkerHarness } from '../../support/worker-harness.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
 
 const VIDEOS = 5;
 const FRAMES = 7;

@@ -3,7 +3,7 @@
  * at the default tunables users get (slot lease 15 s, heartbeat 5 s, visibility 5 s): the
  * real worker on the in-memory twins (SQS FIFO model, lease table twin, S3 twin), real
  * H.264 segments of two lengths and containers decoded by FFmpeg. Every AWS call of a
- * killed or paused worker waits at a gate (test/support/process-gate.ts).
+ * killed or paused worker waits at a gate (harness/process-gate.ts).
  *
  * A round commits at most 80 frames of a video, so behind a backlog of 45- and 30-frame
  * segments its commits end inside segments: the kill and the pause land while a segment
@@ -18,9 +18,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WorkerHarness, type HarnessWorker } from '../../support/worker-harness.ts';
-import { ProcessGate } from '../../support/process-gate.ts';
-import { waitFor } from '../../support/wait.ts';
+import { WorkerHarness, type HarnessWorker } from '../../../harness/worker-harness.ts';
+import { ProcessGate } from '../../../harness/process-gate.ts';
+import { waitFor } from '../../../harness/wait.ts';
 import type { SourceContainer } from '../../../core/ingest/segment-keys.ts';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'video', 'fixtures');

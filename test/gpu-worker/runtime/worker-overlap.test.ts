@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseStore } from '../../../core/leases/dynamodb/lease-store.ts';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
-import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../../support/worker-harness.ts';
+import { WorkerHarness, wrapProcessor, type HarnessWorker } from '../../../harness/worker-harness.ts';
 
 const FRAMES = 30;
 const COMMIT_DELAY_MS = 300;

@@ -8,9 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
-import { WorkerHarness, wrapProcessor } from '../../support/worker-harness.ts';
-import { CountingFrameStore, inOrderTrackIds, testJpeg, trackIds } from '../../support/worker-doubles.ts';
-import { waitFor } from '../../support/wait.ts';
+import { WorkerHarness, wrapProcessor } from '../../../harness/worker-harness.ts';
+import { CountingFrameStore, inOrderTrackIds, testJpeg, trackIds } from '../../../harness/worker-doubles.ts';
+import { waitFor } from '../../../harness/wait.ts';
 import { SimulatedGpuProcessor } from '../../../lab/worker/simulated-gpu.ts';
 
 const FRAMES = 45;

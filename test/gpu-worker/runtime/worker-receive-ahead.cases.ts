@@ -9,8 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
-import { WorkerHarness, wrapProcessor, type HarnessWorker, type WorkerHarnessOptions } from '../../support/worker-harness.ts';
-import { CountingFrameStore } from '../../support/worker-doubles.ts';
+import { WorkerHarness, wrapProcessor, type HarnessWorker, type WorkerHarnessOptions } from '../../../harness/worker-harness.ts';
+import { CountingFrameStore } from '../../../harness/worker-doubles.ts';
 
 const VIDEOS = 12;
 const FRAMES = 8;

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { allEvents } from '../../../core/analytics/dynamodb/events-reader.ts';
-import { WorkerHarness } from '../../support/worker-harness.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'video', 'fixtures');
 const fixture = (name: string): Uint8Array => new Uint8Array(readFileSync(path.join(FIXTURES, name)));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MicroBatcher } from '../../../gpu-worker/vision/batcher.ts';
-import { deferred } from '../../support/wait.ts';
+import { deferred } from '../../../harness/wait.ts';
 
 /** A batcher whose run records each batch as "stream:item" strings and echoes the inputs. */
 function recordingBatcher(batchSize: number, maxBatchWaitMs: number, gate?: () => Promise<void>) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DetectedAhead } from '../../../gpu-worker/vision/detected-ahead.ts';
-import { deferred } from '../../support/wait.ts';
+import { deferred } from '../../../harness/wait.ts';
 
 /** A run function whose calls wait until released, recorded by image. */
 function gatedRuns() {

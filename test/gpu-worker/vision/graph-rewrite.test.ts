@@ -15,7 +15,7 @@ import type { onnx as OnnxTypes } from 'onnx-proto';
 import ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SHARED_MODELS_DIR, YOLO11N_PATH, YOLOV8N_PATH } from '../../../bench/yolo-fixtures.ts';
+import { SHARED_MODELS_DIR, YOLO11N_PATH, YOLOV8N_PATH } from '../../../harness/yolo-fixtures.ts';
 import { BEST_CLASS_ROWS, rewriteForUint8Input, UINT8_INPUT_NAME } from '../../../gpu-worker/vision/graph-rewrite.ts';
 import { loadModel } from '../../../gpu-worker/vision/model.ts';
 import { decodeBestClass, decodeYolo } from '../../../gpu-worker/vision/postprocess.ts';

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { tunablesFromEnv } from '../../../core/config.ts';
 import { createVisionProcessor, visionOptionsFromTunables, type VisionProcessor } from '../../../gpu-worker/vision/index.ts';
 import { generateClip } from '../../../gpu-worker/vision/synthetic/generate.ts';
-import { RANDOM_WEIGHT_PROCESSOR_OPTIONS as RANDOM_WEIGHTS, SHARED_MODELS_DIR as MODELS_DIR, YOLO11N_PATH, YOLOV8N_PATH } from '../../../bench/yolo-fixtures.ts';
+import { RANDOM_WEIGHT_PROCESSOR_OPTIONS as RANDOM_WEIGHTS, SHARED_MODELS_DIR as MODELS_DIR, YOLO11N_PATH, YOLOV8N_PATH } from '../../../harness/yolo-fixtures.ts';
 
 const GRAPHS = [YOLOV8N_PATH, YOLO11N_PATH];
 const present = GRAPHS.every((g) => existsSync(g));

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { startLocalStack, type LocalStack } from '../../../../local/stack.ts';
-import { sharedStackOptions } from '../../../support/shared-dynamodb.ts';
+import { sharedStackOptions } from '../../../../harness/shared-dynamodb.ts';
 import { DEFAULT_RULES_KEY, RulesStore, rulesKey } from '../../../../core/analytics/s3/rules-store.ts';
 import { METRIC_NAMES } from '../../../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../../../core/ports.ts';

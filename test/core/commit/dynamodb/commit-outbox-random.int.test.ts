@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalStack, type LocalStack } from '../../../../local/stack.ts';
-import { sharedStackOptions } from '../../../support/shared-dynamodb.ts';
+import { sharedStackOptions } from '../../../../harness/shared-dynamodb.ts';
 import { createAwsClientsFrom } from '../../../../core/aws/clients.ts';
 import { LeaseStore, type CommitUnit, type SlotFence } from '../../../../core/leases/dynamodb/lease-store.ts';
 import { newCommitId, summaryOf, type VideoCheckpoint } from '../../../../core/commit/checkpoint.ts';

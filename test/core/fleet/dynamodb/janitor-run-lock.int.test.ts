@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { dynamoDbForFile, type FileDynamoDb } from '../../../support/shared-dynamodb.ts';
+import { dynamoDbForFile, type FileDynamoDb } from '../../../../harness/shared-dynamodb.ts';
 import { JANITOR_RUN_LOCK_KEY, JanitorRunLock } from '../../../../core/fleet/dynamodb/janitor-run-lock.ts';
 import { LEASE_ATTR } from '../../../../core/resources.ts';
 

@@ -4,12 +4,12 @@
 import { waitFor } from './wait.ts';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { allResults, getSummary } from '../../core/commit/dynamodb/results-reader.ts';
+import { allResults, getSummary } from '../core/commit/dynamodb/results-reader.ts';
 import sharp from 'sharp';
-import { frameKey } from '../../core/ingest/keys.ts';
-import type { Tunables } from '../../core/config.ts';
-import type { FrameResultItem, VideoSummaryItem } from '../../core/commit/results.ts';
-import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack.ts';
+import { frameKey } from '../core/ingest/keys.ts';
+import type { Tunables } from '../core/config.ts';
+import type { FrameResultItem, VideoSummaryItem } from '../core/commit/results.ts';
+import { startLocalStack, type LocalStack, type LocalStackOptions } from '../local/stack.ts';
 import { sharedStackOptions } from './shared-dynamodb.ts';
 
 /** Short leases and waits so failover and gaps happen in seconds. */

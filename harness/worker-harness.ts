@@ -1,7 +1,7 @@
 /**
  * Runs the real worker (gpu-worker/runtime/worker.ts) in this process, against:
  *  - the real LeaseStore on DynamoDB Local (tables made by local/resources.ts), with
- *    DynamoDB's own rules that it gets wrong added (test/support/dynamodb-rules.ts), or
+ *    DynamoDB's own rules that it gets wrong added (harness/dynamodb-rules.ts), or
  *    with `backend: 'memory'` on the lease table's twin (core/leases/memory/), which
  *    enforces them itself,
  *  - SlotQueues over the SQS FIFO model (core/ingest/memory/sqs-fifo-model.ts), or over fauxqs,
@@ -10,7 +10,7 @@
  *  - the StatsProcessor (trackId = frames the video's state has seen), optionally wrapped.
  *
  * The memory backend starts no process, so its tests need not end in `.int.test.ts`; with
- * `clock: 'fake'` time runs as fast as the worker can go (see test/support/fake-time.ts),
+ * `clock: 'fake'` time runs as fast as the worker can go (see harness/fake-time.ts),
  * so a minute of idle release takes a fraction of a second.
  *
  * It only uses the worker's public surface (`WorkerDeps`, `run`, `requestStop`), so it
@@ -29,27 +29,27 @@
 // background worker and what it logged); both are re-exported here, the path importers use.
 import { randomBytes } from 'node:crypto';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { DEFAULT_TUNABLES, validateTunables, type Tunables, type Wiring } from '../../core/config.ts';
-import { createAwsClientsFrom, type AwsClients } from '../../core/aws/clients.ts';
-import { LeaseStore } from '../../core/leases/dynamodb/lease-store.ts';
-import { SlotQueues } from '../../core/ingest/sqs/slot-queues.ts';
-import { FrameStore } from '../../core/ingest/s3/frame-store.ts';
-import { endMarkerKey, frameKey } from '../../core/ingest/keys.ts';
-import { FRAMES_METADATA_KEY, segmentKey, type SourceContainer } from '../../core/ingest/segment-keys.ts';
-import type { EndMessage, FrameMessage } from '../../core/ingest/messages.ts';
-import type { FrameProcessor } from '../../core/ports.ts';
-import { allResults, DynamoDbRecords, getSummary, type ResultsSource } from '../../core/commit/dynamodb/results-reader.ts';
-import type { FrameResultItem, VideoSummaryItem } from '../../core/commit/results.ts';
-import { Worker, type WorkerDeps } from '../../gpu-worker/runtime/worker.ts';
-import { StatsProcessor } from '../../lab/worker/stats-processor.ts';
-import { LOCAL_CREDENTIALS, startDynamoDbLocal, startFauxqsEmulator } from '../../local/emulators.ts';
-import { OrphanGuard } from '../../local/orphan-guard.ts';
-import { createLocalResources, type LocalResources } from '../../local/resources.ts';
-import { S3Notifier } from '../../local/s3-notifications.ts';
-import { SqsFifoModel, type SqsFifoModelOptions } from '../../core/ingest/memory/sqs-fifo-model.ts';
-import { MemoryS3 } from '../../core/ingest/memory/memory-s3.ts';
-import { MemoryLeaseTable } from '../../core/leases/memory/memory-lease-table.ts';
-import { resourceNames } from '../../core/config.ts';
+import { DEFAULT_TUNABLES, validateTunables, type Tunables, type Wiring } from '../core/config.ts';
+import { createAwsClientsFrom, type AwsClients } from '../core/aws/clients.ts';
+import { LeaseStore } from '../core/leases/dynamodb/lease-store.ts';
+import { SlotQueues } from '../core/ingest/sqs/slot-queues.ts';
+import { FrameStore } from '../core/ingest/s3/frame-store.ts';
+import { endMarkerKey, frameKey } from '../core/ingest/keys.ts';
+import { FRAMES_METADATA_KEY, segmentKey, type SourceContainer } from '../core/ingest/segment-keys.ts';
+import type { EndMessage, FrameMessage } from '../core/ingest/messages.ts';
+import type { FrameProcessor } from '../core/ports.ts';
+import { allResults, DynamoDbRecords, getSummary, type ResultsSource } from '../core/commit/dynamodb/results-reader.ts';
+import type { FrameResultItem, VideoSummaryItem } from '../core/commit/results.ts';
+import { Worker, type WorkerDeps } from '../gpu-worker/runtime/worker.ts';
+import { StatsProcessor } from '../lab/worker/stats-processor.ts';
+import { LOCAL_CREDENTIALS, startDynamoDbLocal, startFauxqsEmulator } from '../local/emulators.ts';
+import { OrphanGuard } from '../local/orphan-guard.ts';
+import { createLocalResources, type LocalResources } from '../local/resources.ts';
+import { S3Notifier } from '../local/s3-notifications.ts';
+import { SqsFifoModel, type SqsFifoModelOptions } from '../core/ingest/memory/sqs-fifo-model.ts';
+import { MemoryS3 } from '../core/ingest/memory/memory-s3.ts';
+import { MemoryLeaseTable } from '../core/leases/memory/memory-lease-table.ts';
+import { resourceNames } from '../core/config.ts';
 import { FakeTime } from './fake-time.ts';
 import { waitFor } from './wait.ts';
 import { installDynamoDbRules, projectKeySchemas } from './dynamodb-rules.ts';
@@ -79,7 +79,7 @@ export interface WorkerHarnessOptions {
   readonly backend?: HarnessBackend;
   /**
    * `fake` (memory backend only): vitest's fake timers and Date, advanced by the harness
-   * whenever the program waits (test/support/fake-time.ts); the harness's and the test's
+   * whenever the program waits (harness/fake-time.ts); the harness's and the test's
    * own waits run on it too. @default 'real'
    */
   readonly clock?: 'real' | 'fake';

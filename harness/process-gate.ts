@@ -11,7 +11,7 @@
  * What this cannot stop is the worker's JavaScript between calls (its timers still fire
  * during the pause); every effect outside the process is a call, so every effect waits.
  */
-import { overriding } from '../../core/overriding.ts';
+import { overriding } from '../core/overriding.ts';
 
 /** The gate one worker's calls pass. */
 export class ProcessGate {

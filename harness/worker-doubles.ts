@@ -1,13 +1,13 @@
 /**
- * Test doubles and inputs for the worker harness (test/support/worker-harness.ts, which
+ * Test doubles and inputs for the worker harness (harness/worker-harness.ts, which
  * re-exports them): a FrameStore that fails chosen keys, one that counts reads, S3-shaped errors, a processor
  * wrapper, a bounded shuffle of arrival order, and a small JPEG to upload as a frame.
  */
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
-import { FrameStore } from '../../core/ingest/s3/frame-store.ts';
-import type { FrameInput, FrameProcessor } from '../../core/ports.ts';
-import { SimulatedGpuProcessor } from '../../lab/worker/simulated-gpu.ts';
+import { FrameStore } from '../core/ingest/s3/frame-store.ts';
+import type { FrameInput, FrameProcessor } from '../core/ports.ts';
+import { SimulatedGpuProcessor } from '../lab/worker/simulated-gpu.ts';
 
 /** A FrameStore that counts every read of each key: GETs and reads ahead by predicted key (decision 39) alike. */
 export class CountingFrameStore extends FrameStore {

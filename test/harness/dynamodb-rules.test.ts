@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { installDynamoDbRules, itemsNamedTwice } from './dynamodb-rules.ts';
+import { installDynamoDbRules, itemsNamedTwice } from '../../harness/dynamodb-rules.ts';
 
 const KEYS = { leases: ['pk'], results: ['videoId', 'frame'] };
 

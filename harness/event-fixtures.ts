@@ -8,14 +8,14 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamsClientConfig } from '@aws-sdk/client-dynamodb-streams';
-import { DETAIL_TYPE, eventId, type EventItem, type EventKind } from '../../core/analytics/event-schema.ts';
-import type { BusEvent } from '../../core/analytics/event-delivery.ts';
-import { EVENTS_TABLE } from '../../core/resources.ts';
-import { resourceNames } from '../../core/config.ts';
-import { startFauxqsEmulator } from '../../local/emulators.ts';
+import { DETAIL_TYPE, eventId, type EventItem, type EventKind } from '../core/analytics/event-schema.ts';
+import type { BusEvent } from '../core/analytics/event-delivery.ts';
+import { EVENTS_TABLE } from '../core/resources.ts';
+import { resourceNames } from '../core/config.ts';
+import { startFauxqsEmulator } from '../local/emulators.ts';
 import { dynamoDbForFile } from './shared-dynamodb.ts';
-import { ensureBusQueue } from '../../local/event-relay.ts';
-import { createTableInput } from '../../local/resources.ts';
+import { ensureBusQueue } from '../local/event-relay.ts';
+import { createTableInput } from '../local/resources.ts';
 
 export interface EventEmulators {
   readonly dynamodb: DynamoDBClient;

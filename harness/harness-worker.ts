@@ -1,11 +1,11 @@
 /**
- * One worker of the worker harness (test/support/worker-harness.ts, which re-exports it),
+ * One worker of the worker harness (harness/worker-harness.ts, which re-exports it),
  * run in the background, with the log lines and metrics it produced kept for assertions.
  */
-import type { Tunables } from '../../core/config.ts';
-import type { FrameStore } from '../../core/ingest/s3/frame-store.ts';
-import type { LogSink, MetricSink } from '../../core/ports.ts';
-import type { ExitReason, Worker } from '../../gpu-worker/runtime/worker.ts';
+import type { Tunables } from '../core/config.ts';
+import type { FrameStore } from '../core/ingest/s3/frame-store.ts';
+import type { LogSink, MetricSink } from '../core/ports.ts';
+import type { ExitReason, Worker } from '../gpu-worker/runtime/worker.ts';
 import type { ProcessGate } from './process-gate.ts';
 import { waitFor } from './wait.ts';
 

@@ -17,7 +17,7 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
-import { EVENTS_TABLE, LEASES_TABLE, RESULTS_TABLE, type TableShape } from '../../core/resources.ts';
+import { EVENTS_TABLE, LEASES_TABLE, RESULTS_TABLE, type TableShape } from '../core/resources.ts';
 
 /** Key attribute names per table name. */
 export type KeySchemas = Readonly<Record<string, readonly string[]>>;

@@ -13,8 +13,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { inject, type ProvidedContext } from 'vitest';
-import type { LocalCredentials } from '../../core/stack-file.ts';
-import { LOCAL_CREDENTIALS, startDynamoDbLocal } from '../../local/emulators.ts';
+import type { LocalCredentials } from '../core/stack-file.ts';
+import { LOCAL_CREDENTIALS, startDynamoDbLocal } from '../local/emulators.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -7,8 +7,8 @@
  * (1 = the first successor, decisions 29 and 41), until the poison frame's record landed,
  * and the crash probe's deaths.
  */
-import { frameKey } from '../../core/ingest/keys.ts';
-import type { WorkerInfo } from '../../local/local-task-launcher.ts';
+import { frameKey } from '../core/ingest/keys.ts';
+import type { WorkerInfo } from '../local/local-task-launcher.ts';
 import { jpeg, put, results, summary, waitFor, type TestStack } from './pipeline.ts';
 
 const FRAMES = 30;
