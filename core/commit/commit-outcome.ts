@@ -41,8 +41,12 @@ export interface StoredCommitState {
   readonly checkpoint: { readonly commitId: string; readonly seq: number };
 }
 
-/** What a stored item says about a unit: `at-expected` = the unit did not land and may be retried as is. */
-export type StoredDecision = 'landed' | 'at-expected' | 'fenced' | 'stale';
+/**
+ * What a stored item says about a unit, in the same words ({@link UnitOutcome}): `landed`,
+ * `not-landed` (the stored checkpoint is the one the unit replaces and the lease is ours:
+ * retry as is), `fenced` or `stale`. A read decides nothing else.
+ */
+export type StoredDecision = Extract<UnitOutcome, 'landed' | 'not-landed' | 'fenced' | 'stale'>;
 
 /** The parts of a unit the decision needs. */
 export type UnitIdentity = Pick<CommitUnit, 'videoId' | 'token' | 'expectedCommitId'> & { readonly checkpoint: { readonly commitId: string } };
@@ -55,7 +59,7 @@ export interface FenceIdentity {
 
 /**
  * Decides a unit's outcome from the stored video item (undefined: no item). Landed only by
- * the unit's own commit id, whoever holds the lease now; otherwise `at-expected` when the
+ * the unit's own commit id, whoever holds the lease now; otherwise `not-landed` when the
  * lease is still ours (owner, token, pin) and the stored checkpoint is the one the unit
  * replaces, `stale` when it is still ours but the checkpoint is another, `fenced` when the
  * lease moved.
@@ -63,7 +67,7 @@ export interface FenceIdentity {
 export function decideStoredOutcome(stored: StoredCommitState | undefined, unit: UnitIdentity, fence: FenceIdentity): StoredDecision {
   if (stored && stored.checkpoint.commitId === unit.checkpoint.commitId) return 'landed';
   if (!stored || stored.owner !== fence.workerId || stored.token !== unit.token || stored.pinnedSlot !== fence.slot) return 'fenced';
-  return stored.checkpoint.commitId === unit.expectedCommitId ? 'at-expected' : 'stale';
+  return stored.checkpoint.commitId === unit.expectedCommitId ? 'not-landed' : 'stale';
 }
 
 /** One entry of a TransactionCanceledException's CancellationReasons, its Item unmarshalled. */
@@ -131,9 +135,9 @@ export function decideCancellation(
         continue;
       }
       const d = decideStoredOutcome(stored, unit, fence);
-      // `at-expected` cannot fail the condition; an item that looks so anyway (e.g. one whose
+      // `not-landed` cannot fail the condition; an item that looks so anyway (e.g. one whose
       // ckSeq and checkpoint disagree) is treated as moved: drop and re-adopt is always safe.
-      settled.set(owner.videoId, d === 'at-expected' ? 'stale' : d);
+      settled.set(owner.videoId, d === 'not-landed' ? 'stale' : d);
     }
   }
   return { kind: 'videos', settled, backoff };

@@ -55,13 +55,13 @@ export class RoundCommitter {
     for (const [videoId, unit] of [...this.inDoubtUnits]) {
       const stored = await this.d.leases.getVideo(videoId);
       this.inDoubtUnits.delete(videoId);
-      const verdict = settleInDoubt(stored, unit, this.d.slot.fence);
-      this.d.log.info('commit in doubt settled', { videoId, verdict });
-      if (verdict === 'landed' || verdict === 'landed-moved') {
+      const { outcome, leaseMoved } = settleInDoubt(stored, unit, this.d.slot.fence);
+      this.d.log.info('commit in doubt settled', { videoId, outcome, leaseMoved });
+      if (outcome === 'landed') {
         await this.d.inbox.delete(this.applyLanded(unit));
-        if (verdict === 'landed-moved') await this.dropVideo(unit.session);
+        if (leaseMoved) await this.dropVideo(unit.session);
         else if (unit.unit.checkpoint.complete) await this.d.registry.release(unit.session, 'end-of-stream');
-      } else if (verdict === 'not-landed') {
+      } else if (outcome === 'not-landed') {
         this.rollback({ session: unit.session, reason: 'commit-unknown', detail: 'the commit did not land', blamed: [], transient: true }, this.d.slot.now());
       } else {
         await this.dropVideo(unit.session);
@@ -71,51 +71,52 @@ export class RoundCommitter {
 
   /** Commits a round's units and carries out what the answer means; true when anything landed. */
   async commit(units: readonly RoundUnit[], now: number): Promise<boolean> {
-    let outcome: CommitOutcome | 'threw';
+    let answer: CommitOutcome | 'threw';
     try {
-      outcome = await this.d.leases.commit(this.d.slot.fence, units.map((u) => u.unit), now);
+      answer = await this.d.leases.commit(this.d.slot.fence, units.map((u) => u.unit), now);
     } catch (e) {
       this.d.log.warn('commit outcome unknown; will re-read before deciding', { videos: units.map((u) => u.session.videoId), error: errorText(e) });
-      outcome = 'threw';
+      answer = 'threw';
     }
-    const actions = commitActions(outcome, units);
+    const actions = commitActions(answer, units);
     if (actions.slotLost) {
       this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
-      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.d.slot.fence.slot, epoch: this.d.slot.fence.epoch, landed: actions.fates.length });
+      this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.d.slot.fence.slot, epoch: this.d.slot.fence.epoch, landed: actions.outcomes.length });
       this.d.slot.lose('commit fenced by the store');
       // What landed before the slot was lost is durable: its messages are deleted all the same.
-      await this.d.inbox.delete(actions.fates.flatMap(({ unit }) => this.applyLanded(unit)));
+      await this.d.inbox.delete(actions.outcomes.flatMap(({ unit }) => this.applyLanded(unit)));
       return false;
     }
     const toDelete: string[] = [];
     const complete: VideoSession[] = [];
     let landed = false;
-    for (const { unit, fate } of actions.fates) {
+    for (const { unit, outcome } of actions.outcomes) {
       const s = unit.session;
-      if (fate.kind === 'landed') {
+      if (outcome === 'landed') {
         toDelete.push(...this.applyLanded(unit));
         if (unit.unit.checkpoint.complete) complete.push(s);
         landed = true;
-      } else if (fate.kind === 'conflict') {
+      } else if (typeof outcome === 'object' && 'conflict' in outcome) {
         // A record this commit would create already exists, so the frame is settled: the
         // retry leaves it out (the existing record stands) and the rest goes through, at
         // once: a backoff per such frame made a corrected end marker over N frames already
         // recorded after-end-of-stream take N growing backoffs (up to 30 s each).
-        const r = s.settleExisting(fate.frame);
+        const r = s.settleExisting(outcome.conflict);
         this.d.registry.restoreProcessor(s, r.restoreProcessor);
         this.d.metrics.count(METRIC_NAMES.worker.videoRollbacks, 1, { Reason: 'record-exists' });
-        this.d.log.info('a frame of this round already has a record; it stands, and the round is retried without it', { videoId: s.videoId, frame: fate.frame });
-      } else if (fate.kind === 'invalid') {
+        this.d.log.info('a frame of this round already has a record; it stands, and the round is retried without it', { videoId: s.videoId, frame: outcome.conflict });
+      } else if (typeof outcome === 'object') {
         // A bug, not an outage: counted (and alarmed), and the video is rolled back as a
         // counted failure blaming the unit's frames, so after MAX_VIDEO_FAILURES rounds
         // they are parked as `failed` records and the video goes on; nothing else waits.
         // No dimension: the alarm reads the metric itself; the reason is in the log line.
         this.d.metrics.count(METRIC_NAMES.worker.commitsInvalid, 1);
-        this.d.log.error('commit unit refused as malformed: rolled back, its frames blamed', { videoId: s.videoId, reason: fate.reason });
-        this.rollback({ session: s, reason: 'invalid-commit', detail: fate.reason, blamed: unit.unit.results.map((r) => r.frame), transient: false }, now);
-      } else if (fate.kind === 'not-landed') {
+        this.d.log.error('commit unit refused as malformed: rolled back, its frames blamed', { videoId: s.videoId, reason: outcome.invalid });
+        this.rollback({ session: s, reason: 'invalid-commit', detail: outcome.invalid, blamed: unit.unit.results.map((r) => r.frame), transient: false }, now);
+      } else if (outcome === 'not-landed') {
         this.rollback({ session: s, reason: 'commit-not-landed', detail: 'the store did not take the commit (retries ran out)', blamed: [], transient: true }, now);
-      } else if (fate.kind === 'fenced') {
+      } else if (outcome === 'fenced' || outcome === 'stale') {
+        // Stale: still our token, but the checkpoint moved under us: dropped and re-adopted, as fenced.
         this.d.metrics.count(METRIC_NAMES.worker.commitsFenced);
         this.d.log.warn('commit rejected for video: lease moved (fenced)', { videoId: s.videoId, token: s.token });
         await this.dropVideo(s);

@@ -150,7 +150,7 @@ export class VideoCommitter {
           continue;
         }
         const d = decideStoredOutcome(stored, u, fence);
-        if (d === 'at-expected') next.push(u);
+        if (d === 'not-landed') next.push(u);
         else outcomes.set(u.videoId, d);
       }
       pending = next;

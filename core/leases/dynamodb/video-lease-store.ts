@@ -264,7 +264,7 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
 
   /**
    * Decides a unit whose commit outcome was `unknown` by re-reading its video
-   * ({@link decideStoredOutcome}): `landed` (apply it as committed), `at-expected` (it did
+   * ({@link decideStoredOutcome}): `landed` (apply it as committed), `not-landed` (it did
    * not land and the lease is still ours: roll back and retry), `fenced` or `stale` (drop
    * the video). Throws when the read fails.
    */

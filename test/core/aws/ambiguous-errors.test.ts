@@ -135,7 +135,7 @@ describe('commit with an ambiguous error', () => {
     storedVideo('v', 1, 'unit-v');
     expect(await store.resolveUnit(fence, unit)).toBe('landed');
     storedVideo('v', 0, ck.commitId);
-    expect(await store.resolveUnit(fence, unit)).toBe('at-expected');
+    expect(await store.resolveUnit(fence, unit)).toBe('not-landed');
     ddbMock.on(GetCommand, { Key: { pk: 'video#v' } }).resolves({ Item: { pk: 'video#v', owner: 'B', token: 3, pinnedSlot: 0, ckSeq: 2, checkpoint: { ...ck, seq: 2, commitId: 'adopted' } } });
     expect(await store.resolveUnit(fence, unit)).toBe('fenced');
     ddbMock.on(GetCommand).rejects(networkError());

@@ -21,7 +21,7 @@ describe('decideStoredOutcome (a re-read after an unknown outcome)', () => {
     { row: 'stored checkpoint carries the unit id', item: stored({ commitId: 'mine', seq: 5 }), expected: 'landed' },
     { row: 'landed, then another owner took over (new token, new id)', item: stored({ commitId: 'adoption', seq: 6, token: 8, owner: 'X' }), expected: 'fenced' },
     { row: 'landed, and the lease moved since without a new checkpoint id', item: stored({ commitId: 'mine', seq: 5, token: 8, owner: 'X' }), expected: 'landed' },
-    { row: 'still the expected previous commit, lease ours', item: stored(), expected: 'at-expected' },
+    { row: 'still the expected previous commit, lease ours', item: stored(), expected: 'not-landed' },
     { row: 'ABA: stored seq equals the unit seq, another commit id', item: stored({ commitId: 'rolled-back-twin', seq: 5 }), expected: 'stale' },
     { row: 'lease ours, checkpoint moved to an unknown commit', item: stored({ commitId: 'other', seq: 9 }), expected: 'stale' },
     { row: 'token moved', item: stored({ token: 8 }), expected: 'fenced' },

@@ -236,7 +236,7 @@ export function leaseContract(backend: () => LeaseContractBackend): void {
       const { fence, video: v } = await owned(store(), 'A', freshSlot(), video, t0);
       const failing = storeOver(failingBefore(backend().ddb, (c) => c instanceof TransactWriteCommand, 1));
       const u = unit(video, v.token, v.checkpoint, 0, fence, t0);
-      expect(await store().resolveUnit(fence, u)).toBe('at-expected');
+      expect(await store().resolveUnit(fence, u)).toBe('not-landed');
       expect(outcomeOf(await failing.commit(fence, [u], t0))).toEqual({ kind: 'settled', units: { [video]: 'landed' }, ambiguousRetries: 1 });
     });
   });

@@ -20,10 +20,10 @@ const settled = (kind: CommitOutcome['kind'], entries: [string, UnitOutcome][]):
 
 describe('commitActions', () => {
   const units = [unit('a'), unit('b'), unit('c'), unit('d'), unit('e')];
-  const fates = (o: CommitOutcome | 'threw') => commitActions(o, units).fates.map((f) => [f.unit.unit.videoId, f.fate.kind === 'conflict' ? `conflict ${f.fate.frame}` : f.fate.kind]);
+  const fates = (o: CommitOutcome | 'threw') => commitActions(o, units).outcomes.map((f) => [f.unit.unit.videoId, typeof f.outcome === 'string' ? f.outcome : 'conflict' in f.outcome ? `conflict ${f.outcome.conflict}` : 'invalid']);
   it.each<[string, CommitOutcome | 'threw', string[][]]>([
     [
-      'every store outcome maps to one fate; stale is handled as fenced',
+      'every store outcome is the unit\'s outcome, in the same words (stale is carried out as fenced by the committer)',
       settled('settled', [
         ['a', 'landed'],
         ['b', 'fenced'],
@@ -31,7 +31,7 @@ describe('commitActions', () => {
         ['d', { conflict: 4 }],
         ['e', 'not-landed'],
       ]),
-      [['a', 'landed'], ['b', 'fenced'], ['c', 'fenced'], ['d', 'conflict 4'], ['e', 'not-landed']],
+      [['a', 'landed'], ['b', 'fenced'], ['c', 'stale'], ['d', 'conflict 4'], ['e', 'not-landed']],
     ],
     [
       'a malformed unit is invalid (a bug to count and park), never in doubt nor retried as is',
@@ -44,14 +44,14 @@ describe('commitActions', () => {
       ]),
       [['a', 'invalid'], ['b', 'landed'], ['c', 'landed'], ['d', 'landed'], ['e', 'landed']],
     ],
-    ['the call threw: every unit in doubt, none rolled back', 'threw', [['a', 'in-doubt'], ['b', 'in-doubt'], ['c', 'in-doubt'], ['d', 'in-doubt'], ['e', 'in-doubt']]],
+    ['the call threw: every unit in doubt (unknown), none rolled back', 'threw', [['a', 'unknown'], ['b', 'unknown'], ['c', 'unknown'], ['d', 'unknown'], ['e', 'unknown']]],
     [
       'an unknown answer, or a unit the answer does not name, is in doubt, never landed nor rolled back',
       settled('settled', [
         ['a', 'unknown'],
         ['b', 'landed'],
       ]),
-      [['a', 'in-doubt'], ['b', 'landed'], ['c', 'in-doubt'], ['d', 'in-doubt'], ['e', 'in-doubt']],
+      [['a', 'unknown'], ['b', 'landed'], ['c', 'unknown'], ['d', 'unknown'], ['e', 'unknown']],
     ],
   ])('%s', (_name, outcome, expected) => {
     expect(fates(outcome)).toEqual(expected);
@@ -60,7 +60,7 @@ describe('commitActions', () => {
   it('a lost slot applies only what landed, and leaves the rest alone', () => {
     const actions = commitActions(settled('slot-lost', [['a', 'landed'], ['b', 'unknown'], ['c', 'fenced']]), units);
     expect(actions.slotLost).toBe(true);
-    expect(actions.fates.map((f) => [f.unit.unit.videoId, f.fate.kind])).toEqual([['a', 'landed']]);
+    expect(actions.outcomes.map((f) => [f.unit.unit.videoId, f.outcome])).toEqual([['a', 'landed']]);
   });
 });
 
@@ -69,14 +69,15 @@ describe('settleInDoubt', () => {
     const { seq, commitId, ...rest } = over;
     return { videoId: 'a', pinnedSlot: 2, token: 3, owner: 'w1', ownerEpoch: 7, state: 'pinned', checkpoint: { ...emptyCheckpoint(0), seq, commitId }, ...rest };
   };
-  it.each<[string, VideoRecord, ReturnType<typeof settleInDoubt>]>([
+  it.each<[string, VideoRecord, string]>([
     ["the stored checkpoint is this unit's (by commit id): landed", stored({ seq: 6, commitId: 'c-a-6' }), 'landed'],
     ['ABA: the same seq under another commit id is not this unit', stored({ seq: 6, commitId: 'c-other' }), 'fenced'],
     ['still at the previous checkpoint, lease ours: did not land', stored({ seq: 5, commitId: 'c-a-5' }), 'not-landed'],
-    ['landed, then the lease moved on (adopted by a successor)', stored({ seq: 6, commitId: 'c-a-6', token: 4, owner: 'w2' }), 'landed-moved'],
+    ['landed, then the lease moved on (adopted by a successor)', stored({ seq: 6, commitId: 'c-a-6', token: 4, owner: 'w2' }), 'landed, lease moved'],
     ['at the previous checkpoint but the token moved: fenced', stored({ seq: 5, commitId: 'c-a-5', token: 4 }), 'fenced'],
     ['at the previous checkpoint but our slot epoch moved: fenced', stored({ seq: 5, commitId: 'c-a-5', ownerEpoch: 8 }), 'fenced'],
   ])('%s', (_name, record, expected) => {
-    expect(settleInDoubt(record, unit('a'), fence)).toBe(expected);
+    const { outcome, leaseMoved } = settleInDoubt(record, unit('a'), fence);
+    expect(outcome === 'landed' && leaseMoved ? 'landed, lease moved' : outcome).toBe(expected);
   });
 });

@@ -139,7 +139,7 @@ async function drive(seed: number, slot: number): Promise<{ stats: RunStats; vid
         } else if (decision === 'fenced' || decision === 'stale') {
           await readopt(store, v, fence);
         }
-        delete v.unknown; // at-expected: it did not land; the committed checkpoint stands
+        delete v.unknown; // not-landed: it did not land; the committed checkpoint stands
         continue;
       }
       const left = TARGET_FRAMES - v.committed.sequencer.nextFrame;
