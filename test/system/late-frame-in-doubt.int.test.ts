@@ -8,7 +8,8 @@
  *  2. V's overdue listing finds no frame 3: V's unit is `gap 3, frame 4, frame 5`.
  *  3. While that commit is on its way, frame 3 is uploaded and notified.
  *  4. The commit fails before reaching DynamoDB (a 5xx): V's unit is in doubt.
- *  5. The next receive brings frame 3 before a read settles V.
+ *  5. The next receive brings frame 3 before a read settles V (the settle read fails, an
+ *     outage, until it has: whatever order the loop takes its receives and settles in).
  *  6. The read then says the commit did not land, and V is rolled back.
  *
  * Before the fix the worker accepted frame 3 as `late` from V's in-doubt state (3 was below
@@ -92,7 +93,18 @@ async function once(): Promise<boolean> {
         }
         return base.commit(fence, units, nowMs);
       },
+      // The read that settles V fails (an outage of the settle read) until V's frame 3 has
+      // been received and held, for at most 10 s: a receive then comes while V's commit is
+      // still in doubt, however the loop orders its receives and its settles.
+      getVideo: async (videoId) => {
+        if (videoId === v && held === 1 && !worker.metricTotal('MessagesHeldInDoubt') && Date.now() - frame3SentAtMs < 10_000) {
+          settleReadsFailed++;
+          throw injectedError('dynamodb', '5xx');
+        }
+        return base.getVideo(videoId);
+      },
     });
+    let settleReadsFailed = 0;
     const worker = h.createWorker(0, { extraDeps: { leases }, statsDelayMs: 5 }).start();
     try {
       // Act: V's frames 0-2, then 4-5 and its end marker (buffered, messages deleted)
@@ -121,7 +133,7 @@ async function once(): Promise<boolean> {
       expect((await h.frameResults(w)).filter((r) => r.status === 'ok')).toHaveLength(wFrames.length);
       // The in-doubt window was really hit: the worker held V's message until a read settled it.
       const hit = windowSetUp && worker.logsMatching(/commit outcome unknown/).length > 0 && worker.metricTotal('MessagesHeldInDoubt') > 0;
-      if (!hit) console.warn(`in-doubt window missed (gap commits deferred: ${deferred}, set up: ${windowSetUp}); trying again`);
+      if (!hit) console.warn(`in-doubt window missed (gap commits deferred: ${deferred}, set up: ${windowSetUp}, settle reads failed: ${settleReadsFailed}); trying again`);
       return hit;
     } finally {
       // A try that missed the window hands the slot on to the next one.
