@@ -14,7 +14,7 @@
  * imports of its old path are still rewritten, so the same mapping can be run again after
  * a merge brings files into the old places or new imports of the old paths. After a merge:
  * `node scripts/move-modules.ts core-aws`.
- * Builtin mapping: `core-aws` (the adapter modules into core/aws/).
+ * Builtin mapping: `core-aws` (the adapter modules once at core/'s root, to their wings).
  *
  * Rewritten: `import … from '…'`, `export … from '…'`, `import '…'`, `import('…')`,
  * `vi.mock('…')`, `vi.importActual('…')`, and `new URL('…', import.meta.url)`, whenever the
@@ -28,7 +28,11 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The adapter modules that import the AWS SDK, moved under core/aws/ (issue 21, item 2). */
+/**
+ * The adapter modules once at core/'s root (issue 21 moved them under core/aws/, decision 54
+ * into their wings' adapter folders): a re-run rewrites imports of those old root paths to
+ * where the modules live now.
+ */
 export const CORE_AWS_MAPPING: Readonly<Record<string, string>> = {
   'core/lease-store.ts': 'core/leases/dynamodb/lease-store.ts',
   'core/slot-lease-store.ts': 'core/leases/dynamodb/slot-lease-store.ts',
