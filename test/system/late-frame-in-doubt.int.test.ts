@@ -94,10 +94,10 @@ async function once(): Promise<boolean> {
         return base.commit(fence, units, nowMs);
       },
       // The read that settles V fails (an outage of the settle read) until V's frame 3 has
-      // been received and held (behind the backlog video's messages), for at most 60 s: a receive then comes while V's commit is
+      // been received and held, for at most 10 s: a receive then comes while V's commit is
       // still in doubt, however the loop orders its receives and its settles.
       getVideo: async (videoId) => {
-        if (videoId === v && held === 1 && !worker.metricTotal('MessagesHeldInDoubt') && Date.now() - frame3SentAtMs < 60_000) {
+        if (videoId === v && held === 1 && !worker.metricTotal('MessagesHeldInDoubt') && Date.now() - frame3SentAtMs < 10_000) {
           settleReadsFailed++;
           throw injectedError('dynamodb', '5xx');
         }
