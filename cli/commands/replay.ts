@@ -45,14 +45,16 @@ export interface KeptCounts {
 }
 
 /**
- * Counts what stays when replaying from `fromFrame`. A gap run that straddles
- * `fromFrame` cannot be split, so the replay starts at the run's first frame instead
- * (`effectiveFrom`). Pure.
+ * Counts what stays when replaying from `fromFrame`. A stored run that straddles
+ * `fromFrame` cannot be split (a gap run written before gaps were per frame, or a
+ * segment's packed records, decision 56), so the replay starts at the run's first frame
+ * instead (`effectiveFrom`). Pure.
  */
 export function keptBefore(items: readonly FrameResultItem[], fromFrame: number): { kept: KeptCounts; effectiveFrom: number } {
   let effectiveFrom = fromFrame;
   for (const r of items) {
-    if (r.status === 'gap' && r.throughFrame !== undefined && r.frame < effectiveFrom && r.throughFrame >= effectiveFrom) effectiveFrom = r.frame;
+    const run = r.packed ? { first: r.packed.first, last: r.packed.first + r.packed.count - 1 } : r.status === 'gap' && r.throughFrame !== undefined ? { first: r.frame, last: r.throughFrame } : undefined;
+    if (run && run.first < effectiveFrom && run.last >= effectiveFrom) effectiveFrom = run.first;
   }
   const kept: KeptCounts = { framesOk: 0, framesFailed: 0, framesGap: 0 };
   for (const r of items) {
@@ -94,7 +96,7 @@ export async function replayCommand(target: Target, o: { videoId: string; fromFr
   const before: FrameResultItem[] = [];
   for await (const page of queryResults(target, o.videoId, { beforeFrame: o.fromFrame })) before.push(...page);
   const { kept, effectiveFrom } = keptBefore(before, o.fromFrame);
-  if (effectiveFrom !== o.fromFrame) io.err(`frame ${o.fromFrame} lies inside a gap run starting at ${effectiveFrom}; replaying from ${effectiveFrom}`);
+  if (effectiveFrom !== o.fromFrame) io.err(`frame ${o.fromFrame} lies inside a stored run (a gap run, or a segment's packed records) starting at ${effectiveFrom}; replaying from ${effectiveFrom}`);
 
   // Images and segments, each with the frames it covers (a segment is re-sent whole: its
   // frames below `from` are among those re-run silently).
@@ -217,7 +219,9 @@ export async function deleteResultsUpTo(
 ): Promise<{ deleted: number; keptNewer: number }> {
   let deleted = 0;
   let keptNewer = 0;
-  const deleteOne = async (frame: number): Promise<void> => {
+  // A segment's packed records are one item (decision 56): deleted once, counted per frame.
+  const items = new Set<number>();
+  const deleteOne = async (frame: number, frames: number): Promise<void> => {
     try {
       const r = await target.clients.ddb.send(
         new DeleteCommand({
@@ -229,15 +233,23 @@ export async function deleteResultsUpTo(
           ReturnValues: 'ALL_OLD',
         }),
       );
-      if (r.Attributes) deleted++;
+      if (r.Attributes) deleted += frames;
     } catch (e) {
       if (!(e instanceof ConditionalCheckFailedException)) throw e;
-      keptNewer++;
+      keptNewer += frames;
     }
   };
   for await (const page of queryResults(target, videoId, { fromFrame })) {
     for (let i = 0; i < page.length; i += DELETE_CONCURRENCY) {
-      await Promise.all(page.slice(i, i + DELETE_CONCURRENCY).map((r) => deleteOne(r.frame)));
+      const batch: Promise<void>[] = [];
+      for (const r of page.slice(i, i + DELETE_CONCURRENCY)) {
+        const key = r.packed?.first ?? r.frame;
+        if (key < fromFrame) throw new Error(`frame ${fromFrame} of ${videoId} lies inside the packed records from frame ${key}: delete from ${key}`);
+        if (items.has(key)) continue;
+        items.add(key);
+        batch.push(deleteOne(key, r.packed?.count ?? 1));
+      }
+      await Promise.all(batch);
     }
   }
   return { deleted, keptNewer };

@@ -21,8 +21,9 @@ import type { CommitUnit } from './commit-packing.ts';
  *   video; a later message re-adopts it from the stored checkpoint.
  * - `stale`: not written; still our token, but the stored checkpoint is neither ours nor
  *   the expected one (it moved under us). Drop and re-adopt, as for `fenced`.
- * - `{ conflict: frame }`: not written; a result it carried met an existing record for
- *   `frame`. The frame is settled; retry without it.
+ * - `{ conflict: frame, alsoRecorded? }`: not written; a result it carried met an existing
+ *   record for `frame` (and for the frames of `alsoRecorded`, when a read before the write
+ *   found several: decision 56). Those frames are settled; retry without them.
  * - `unknown`: the answer was lost and the re-read failed too. It may have landed: never
  *   roll it back before a later re-read ({@link decideStoredOutcome}) says it did not.
  * - `{ invalid: reason }`: not written, and never will be as it is: the unit names one item
@@ -30,7 +31,7 @@ import type { CommitUnit } from './commit-packing.ts';
  *   condition failure), or DynamoDB refused it as malformed. A bug, not an outage: it is
  *   not retried as is; the other units of the transaction are committed without it.
  */
-export type UnitOutcome = 'landed' | 'not-landed' | 'fenced' | 'stale' | 'unknown' | { readonly conflict: number } | { readonly invalid: string };
+export type UnitOutcome = 'landed' | 'not-landed' | 'fenced' | 'stale' | 'unknown' | { readonly conflict: number; readonly alsoRecorded?: readonly number[] } | { readonly invalid: string };
 
 /** What a consistent read of a video's lease item says, as far as commit outcomes go. */
 export interface StoredCommitState {

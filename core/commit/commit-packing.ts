@@ -7,6 +7,7 @@
 import type { VideoCheckpoint } from './checkpoint.ts';
 import type { FrameResultItem, VideoSummaryItem } from './results.ts';
 import type { EventItem } from '../analytics/event-schema.ts';
+import { storedItems } from './record-packing.ts';
 
 /** Items one TransactWriteItems may hold (the first is the slot's ConditionCheck). */
 export const MAX_TRANSACT_ITEMS = 100;
@@ -47,11 +48,15 @@ export function estimatedBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value));
 }
 
-/** Items and bytes a unit adds to a transaction: the checkpoint update, its results, the summary, its events. */
+/**
+ * Items and bytes a unit adds to a transaction: the checkpoint update, its results as
+ * stored (a segment's run packed into one item: record-packing.ts), the summary, its events.
+ */
 export function unitCost(u: CommitUnit): { items: number; bytes: number } {
   const events = u.events ?? [];
-  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + u.results.reduce((n, r) => n + estimatedBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0);
-  return { items: u.results.length + 2 + events.length, bytes };
+  const stored = storedItems(u.results, u.replacesGap);
+  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + stored.reduce((n, r) => n + estimatedBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0);
+  return { items: stored.length + 2 + events.length, bytes };
 }
 
 /**

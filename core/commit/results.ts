@@ -3,6 +3,9 @@
  *
  * Results table: partition key `videoId` (S), sort key `frame` (N).
  *   - one item per frame (frame >= 0) with `status` ok | late | failed | gap;
+ *   - or, for consecutive frames of one encoded segment committed together, one packed
+ *     item at the first frame's key with `status` packed (record-packing.ts); the results
+ *     reader expands it, so readers see one record per frame either way;
  *   - one summary item per video at frame = {@link SUMMARY_FRAME} (-1), readable with one GetItem.
  */
 import type { Detection } from '../ports.ts';
@@ -48,6 +51,12 @@ export interface FrameResultItem {
    * before the setting existed.
    */
   readonly ttlEpochSeconds?: number;
+  /**
+   * Set on records read from a packed item (a segment's frames stored as one item,
+   * core/commit/record-packing.ts): that item's first frame and how many frames it holds.
+   * Never written: the reader adds it. A replay or delete acts on the whole item.
+   */
+  readonly packed?: { readonly first: number; readonly count: number };
 }
 
 export type VideoStatus = 'active' | 'complete';

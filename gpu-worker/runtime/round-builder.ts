@@ -4,7 +4,7 @@
  * video's outcomes into a commit unit (commit-builder.ts). A video whose frames failed
  * comes back as a failure to roll back; the others are unaffected.
  */
-import { estimatedBytes, MAX_CHECKPOINT_BYTES, MAX_TRANSACT_ITEMS, unitFits, type CommitUnit } from '../../core/commit/commit-packing.ts';
+import { estimatedBytes, MAX_CHECKPOINT_BYTES, MAX_TRANSACT_ITEMS, unitCost, unitFits, type CommitUnit } from '../../core/commit/commit-packing.ts';
 import type { RulesSource } from '../../core/analytics/port.ts';
 import type { RulesView } from '../../core/analytics/commit-events.ts';
 import type { SlotFence } from '../../core/leases/port.ts';
@@ -148,7 +148,8 @@ export function buildMarker(session: VideoSession, fence: SlotFence, frame: numb
  */
 function trimmedEvents(d: RoundBuilderDeps, unit: CommitUnit): CommitUnit {
   const events = unit.events ?? [];
-  const room = MAX_TRANSACT_ITEMS - 1 - unit.results.length - 2;
+  // Room left by the unit's other items: its results as stored (packed), checkpoint and summary.
+  const room = MAX_TRANSACT_ITEMS - 1 - (unitCost(unit).items - events.length);
   const life = events.filter((e) => !e.kind.startsWith('line.') && !e.kind.startsWith('zone.'));
   const kept = [...life, ...events.filter((e) => !life.includes(e)).slice(0, Math.max(0, room - life.length))];
   d.log.error('one frame raised more events than one transaction holds: rule events beyond the limit not written', { videoId: unit.videoId, events: events.length, written: kept.length });

@@ -101,10 +101,11 @@ export class RoundCommitter {
         // retry leaves it out (the existing record stands) and the rest goes through, at
         // once: a backoff per such frame made a corrected end marker over N frames already
         // recorded after-end-of-stream take N growing backoffs (up to 30 s each).
-        const r = s.settleExisting(outcome.conflict);
+        let r = s.settleExisting(outcome.conflict);
+        for (const frame of outcome.alsoRecorded ?? []) r = s.settleExisting(frame);
         this.d.registry.restoreProcessor(s, r.restoreProcessor);
         this.d.metrics.count(METRIC_NAMES.worker.videoRollbacks, 1, { Reason: 'record-exists' });
-        this.d.log.info('a frame of this round already has a record; it stands, and the round is retried without it', { videoId: s.videoId, frame: outcome.conflict });
+        this.d.log.info('a frame of this round already has a record; it stands, and the round is retried without it', { videoId: s.videoId, frame: outcome.conflict, ...(outcome.alsoRecorded ? { alsoRecorded: outcome.alsoRecorded } : {}) });
       } else if (typeof outcome === 'object') {
         // A bug, not an outage: counted (and alarmed), and the video is rolled back as a
         // counted failure blaming the unit's frames, so after MAX_VIDEO_FAILURES rounds

@@ -1,7 +1,8 @@
-/** Reads the results contract (core/commit/results.ts): per-frame items in frame order and the summary. */
+/** Reads the results contract (core/commit/results.ts): frame records in frame order (packed runs expanded) and the summary. */
 import type { RecordReader } from '../port.ts';
 import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SUMMARY_FRAME, type FrameResultItem, type VideoSummaryItem } from '../results.ts';
+import { expandStored, isPacked, type PackedRecordsItem, type StoredResultItem } from '../record-packing.ts';
 
 /** Where the results table is. */
 export interface ResultsSource {
@@ -10,15 +11,50 @@ export interface ResultsSource {
 }
 
 /**
+ * The packed item whose run covers `frame` from below (its key is under `frame`), if any:
+ * one Query for the nearest item below, which is that item when a run covers `frame`
+ * (frames inside a run have no item of their own).
+ */
+async function packCovering(source: ResultsSource, videoId: string, frame: number): Promise<PackedRecordsItem | undefined> {
+  if (frame <= 0) return undefined;
+  const r = await source.ddb.send(
+    new QueryCommand({
+      TableName: source.resultsTable,
+      KeyConditionExpression: 'videoId = :v AND #f BETWEEN :zero AND :below',
+      ExpressionAttributeNames: { '#f': 'frame' },
+      ExpressionAttributeValues: { ':v': videoId, ':zero': 0, ':below': frame - 1 },
+      ScanIndexForward: false,
+      Limit: 1,
+      ConsistentRead: true,
+    }),
+  );
+  const item = r.Items?.[0] as StoredResultItem | undefined;
+  return item && isPacked(item) && item.frame + item.packedCount > frame ? item : undefined;
+}
+
+/**
  * Streams a video's per-frame results in frame order, one page at a time (the summary
- * item at frame -1 is excluded by the key condition). `nonOkOnly` filters server-side;
- * `pageSize` caps the items a page reads (DynamoDB's `Limit`; default: up to 1 MB a page).
+ * item at frame -1 is excluded by the key condition), packed items expanded into their
+ * frames (record-packing.ts) and clipped to the range: a run that starts below
+ * `fromFrame` and covers it is found by one more Query. `nonOkOnly` filters server-side
+ * (packed items pass the filter and are filtered once expanded); `pageSize` caps the
+ * items a page reads (DynamoDB's `Limit`; default: up to 1 MB a page).
  */
 export async function* queryResults(
   source: ResultsSource,
   videoId: string,
   options: { fromFrame?: number; beforeFrame?: number; nonOkOnly?: boolean; pageSize?: number } = {},
 ): AsyncGenerator<FrameResultItem[]> {
+  const from = Math.max(0, options.fromFrame ?? 0);
+  const to = options.beforeFrame !== undefined ? options.beforeFrame - 1 : Number.POSITIVE_INFINITY;
+  // DynamoDB rejects a BETWEEN whose bounds are reversed: an empty range reads nothing.
+  if (to < from) return;
+  const wanted = (r: FrameResultItem) => !options.nonOkOnly || r.status !== 'ok';
+  const covering = await packCovering(source, videoId, from);
+  if (covering) {
+    const records = expandStored(covering, from, to).filter(wanted);
+    if (records.length > 0) yield records;
+  }
   let start: Record<string, unknown> | undefined;
   const range = options.beforeFrame !== undefined ? '#f BETWEEN :from AND :to' : '#f >= :from';
   do {
@@ -30,8 +66,8 @@ export async function* queryResults(
         ExpressionAttributeNames: { '#f': 'frame', ...(options.nonOkOnly ? { '#s': 'status' } : {}) },
         ExpressionAttributeValues: {
           ':v': videoId,
-          ':from': Math.max(0, options.fromFrame ?? 0),
-          ...(options.beforeFrame !== undefined ? { ':to': options.beforeFrame - 1 } : {}),
+          ':from': from,
+          ...(options.beforeFrame !== undefined ? { ':to': to } : {}),
           ...(options.nonOkOnly ? { ':ok': 'ok' } : {}),
         },
         ConsistentRead: true,
@@ -39,8 +75,8 @@ export async function* queryResults(
         ExclusiveStartKey: start,
       }),
     );
-    const items = (r.Items ?? []) as FrameResultItem[];
-    if (items.length > 0) yield items;
+    const records = ((r.Items ?? []) as StoredResultItem[]).flatMap((item) => expandStored(item, from, to)).filter(wanted);
+    if (records.length > 0) yield records;
     start = r.LastEvaluatedKey;
   } while (start);
 }
@@ -58,7 +94,7 @@ export async function getSummary(source: ResultsSource, videoId: string): Promis
   return r.Item as VideoSummaryItem | undefined;
 }
 
-/** How many per-frame results a video has (summary excluded); reads no item bodies. */
+/** How many frame records a video has (summary excluded; a packed item counts its frames); reads two attributes per item. */
 export async function countResults(source: ResultsSource, videoId: string): Promise<number> {
   let n = 0;
   let start: Record<string, unknown> | undefined;
@@ -67,28 +103,44 @@ export async function countResults(source: ResultsSource, videoId: string): Prom
       new QueryCommand({
         TableName: source.resultsTable,
         KeyConditionExpression: 'videoId = :v AND #f >= :zero',
-        ExpressionAttributeNames: { '#f': 'frame' },
+        ProjectionExpression: '#s, packedCount',
+        ExpressionAttributeNames: { '#f': 'frame', '#s': 'status' },
         ExpressionAttributeValues: { ':v': videoId, ':zero': 0 },
-        Select: 'COUNT',
         ExclusiveStartKey: start,
       }),
     );
-    n += r.Count ?? 0;
+    for (const item of r.Items ?? []) n += isPacked(item) ? Number(item.packedCount) : 1;
     start = r.LastEvaluatedKey;
   } while (start);
   return n;
 }
 
-/** One frame's record, read consistently (the source of truth for late vs. duplicate). */
+/**
+ * One frame's record, read consistently (the source of truth for late vs. duplicate): one
+ * Query for the nearest item at or below the frame, which is the frame's own item or the
+ * packed run that covers it.
+ */
 export async function getFrameResult(source: ResultsSource, videoId: string, frame: number): Promise<FrameResultItem | undefined> {
-  const r = await source.ddb.send(new GetCommand({ TableName: source.resultsTable, Key: { videoId, frame }, ConsistentRead: true }));
-  return r.Item as FrameResultItem | undefined;
+  if (frame < 0) return undefined;
+  const r = await source.ddb.send(
+    new QueryCommand({
+      TableName: source.resultsTable,
+      KeyConditionExpression: 'videoId = :v AND #f BETWEEN :zero AND :frame',
+      ExpressionAttributeNames: { '#f': 'frame' },
+      ExpressionAttributeValues: { ':v': videoId, ':zero': 0, ':frame': frame },
+      ScanIndexForward: false,
+      Limit: 1,
+      ConsistentRead: true,
+    }),
+  );
+  const item = r.Items?.[0] as StoredResultItem | undefined;
+  return item ? expandStored(item, frame, frame)[0] : undefined;
 }
 
 /**
  * The nearest processed record (`ok` or `late`, so with detections) below or above
  * `frame`, looking at most `maxDistance` frames away: the neighbours a late frame's track
- * IDs are associated from. One Query (a page of up to `maxDistance` items).
+ * IDs are associated from. Reads the records of that window (packed runs expanded).
  */
 export async function nearestProcessed(
   source: ResultsSource,
@@ -100,23 +152,10 @@ export async function nearestProcessed(
   const before = direction === 'before';
   const lo = before ? Math.max(0, frame - maxDistance) : frame + 1;
   const hi = before ? frame - 1 : frame + maxDistance;
-  // Nothing comes before frame 0; DynamoDB rejects a BETWEEN whose bounds are reversed.
   if (hi < lo) return undefined;
-  const r = await source.ddb.send(
-    new QueryCommand({
-      TableName: source.resultsTable,
-      KeyConditionExpression: 'videoId = :v AND #f BETWEEN :lo AND :hi',
-      ExpressionAttributeNames: { '#f': 'frame' },
-      ExpressionAttributeValues: {
-        ':v': videoId,
-        ':lo': lo,
-        ':hi': hi,
-      },
-      ScanIndexForward: !before,
-      ConsistentRead: true,
-    }),
-  );
-  return ((r.Items ?? []) as FrameResultItem[]).find((it) => it.status === 'ok' || it.status === 'late');
+  const processed: FrameResultItem[] = [];
+  for await (const page of queryResults(source, videoId, { fromFrame: lo, beforeFrame: hi + 1 })) processed.push(...page.filter((it) => it.status === 'ok' || it.status === 'late'));
+  return before ? processed[processed.length - 1] : processed[0];
 }
 
 /** The records port (core/commit/port.ts) on the results table. */

@@ -9,6 +9,8 @@ import { TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCo
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredCommitState, type UnitOutcome } from '../commit-outcome.ts';
 import { packUnits, unitProblem, type CommitUnit } from '../commit-packing.ts';
+import { framesToCheck, storedItems } from '../record-packing.ts';
+import { queryResults } from './results-reader.ts';
 import type { CommitOutcome, SlotFence } from '../../leases/port.ts';
 import { slotKey, videoKey } from '../../leases/dynamodb/lease-table.ts';
 
@@ -70,6 +72,16 @@ export class VideoCommitter {
       if (problem) outcomes.set(u.videoId, { invalid: problem });
       else sendable.push(u);
     }
+    // Records already standing among a unit's segment frames settle those frames, as a
+    // per-frame condition would (record-packing.ts, framesToCheck); a failed read leaves
+    // the unit unsent (not landed: retried later).
+    const checked = await Promise.all(sendable.map(async (u) => ({ u, recorded: await this.recordedAmong(u).catch(() => undefined) })));
+    sendable.length = 0;
+    for (const { u, recorded } of checked) {
+      if (recorded === undefined) outcomes.set(u.videoId, 'not-landed');
+      else if (recorded.length > 0) outcomes.set(u.videoId, { conflict: recorded[0]!, ...(recorded.length > 1 ? { alsoRecorded: recorded.slice(1) } : {}) });
+      else sendable.push(u);
+    }
     const groups = packUnits(sendable); // throws only before anything was sent (a unit that cannot fit)
     if (this.d.eventsTableName === undefined && units.some((u) => (u.events?.length ?? 0) > 0)) throw new Error('commit units carry events but no events table is wired');
     for (let g = 0; g < groups.length; g++) {
@@ -83,6 +95,19 @@ export class VideoCommitter {
       }
     }
     return { kind: 'settled', outcomes, ambiguousRetries };
+  }
+
+  /** The unit's segment frames that already have a record, ascending (one range read; none when it has no segment frames). */
+  private async recordedAmong(u: CommitUnit): Promise<number[]> {
+    const frames = framesToCheck(u.results, u.replacesGap);
+    if (frames.length === 0) return [];
+    const wanted = new Set(frames);
+    const recorded: number[] = [];
+    const source = { ddb: this.d.ddb, resultsTable: this.d.resultsTableName };
+    for await (const page of queryResults(source, u.videoId, { fromFrame: Math.min(...frames), beforeFrame: Math.max(...frames) + 1 })) {
+      for (const r of page) if (wanted.has(r.frame)) recorded.push(r.frame);
+    }
+    return recorded;
   }
 
   private async commitGroup(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): Promise<{ outcomes: Map<string, UnitOutcome>; slotLost: boolean; ambiguousRetries: number }> {
@@ -199,7 +224,9 @@ export class VideoCommitter {
         },
       });
       const replaceable = new Set(u.replacesGap ?? []);
-      for (const r of u.results) {
+      // A segment's run is one packed item (record-packing.ts), create-only like a frame's:
+      // the checkpoint's fence above is what keeps its frames from being written twice.
+      for (const r of storedItems(u.results, u.replacesGap)) {
         owners.push({ role: 'result', videoId: u.videoId, frame: r.frame });
         items.push({
           Put: {

@@ -8,7 +8,8 @@
  * local stack alone.)
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { allResults } from '../../../core/commit/dynamodb/results-reader.ts';
 import { LeaseStore, type CommitOutcome, type CommitUnit, type SlotFence } from '../../../core/leases/dynamodb/lease-store.ts';
 import { legacyCommitId, newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
@@ -202,6 +203,69 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       expect(outcomeOf(outcome)).toEqual({ kind: 'settled', units: { clash: { conflict: 0 }, calm: 'landed' } });
       expect(await record('calm', 0)).toMatchObject({ status: 'ok' });
       expect((await store.getVideo('clash')).checkpoint.seq).toBe(clashCk.seq);
+    });
+  });
+
+  describe("a segment's records packed in one item (decision 56)", () => {
+    const seg = (videoId: string, first: number) => `frames/${videoId}/${String(first).padStart(6, '0')}.mp4`;
+
+    /** A unit committing `frames` of one segment (starting at `first`) with the given status. */
+    function segmentUnit(videoId: string, token: number, prev: VideoCheckpoint, first: number, frames: readonly number[], status: FrameResultItem['status'], fence: SlotFence): CommitUnit {
+      const now = Date.now();
+      const base = unit(videoId, token, prev, Math.max(...frames), fence.workerId, fence.slot, now);
+      return { ...base, results: frames.map((frame) => ({ videoId, frame, status, detections: [], token, worker: fence.workerId, committedAtMs: now, key: seg(videoId, first) })) };
+    }
+
+    async function ownedVideo(slot: number, videoId: string) {
+      const t0 = Date.now();
+      const a = await store.claimSlot(slot, `W${slot}`, t0, TTL_MS);
+      const fence: SlotFence = { slot, workerId: `W${slot}`, epoch: a!.epoch };
+      await store.pinVideo(videoId, slot, t0);
+      const v = await store.adoptVideo(videoId, fence, t0);
+      if (typeof v === 'string') throw new Error(v);
+      return { fence, token: v.token, ck: async () => (await store.getVideo(videoId)).checkpoint };
+    }
+
+    const stored = async (videoId: string) =>
+      (await backend().ddb.send(new QueryCommand({ TableName: backend().resultsTable, KeyConditionExpression: 'videoId = :v AND #f >= :zero', ExpressionAttributeNames: { '#f': 'frame' }, ExpressionAttributeValues: { ':v': videoId, ':zero': 0 }, ConsistentRead: true }))).Items ?? [];
+
+    it('writes a run of segment frames as one item that reads back as one record per frame', async () => {
+      const { fence, token, ck } = await ownedVideo(70, 'pk');
+      const outcome = await store.commit(fence, [segmentUnit('pk', token, await ck(), 0, [0, 1, 2, 3, 4], 'ok', fence)], Date.now());
+      expect(outcomeOf(outcome).units).toEqual({ pk: 'landed' });
+      const items = await stored('pk');
+      expect(items.map((i) => [i.frame, i.status, i.packedCount])).toEqual([[0, 'packed', 5]]);
+      const records = await allResults({ ddb: backend().ddb, resultsTable: backend().resultsTable }, 'pk');
+      expect(records.map((r) => `${r.frame}:${r.status}`)).toEqual(['0:ok', '1:ok', '2:ok', '3:ok', '4:ok']);
+    });
+
+    it('treats records standing inside a run as conflicts, all of them, and writes nothing', async () => {
+      // Prepare: frames 3 and 4 recorded one item each (as after-end-of-stream records are)
+      const { fence, token, ck } = await ownedVideo(71, 'pin');
+      for (const frame of [3, 4]) {
+        const u = segmentUnit('pin', token, await ck(), 0, [frame], 'failed', fence);
+        expect(outcomeOf(await store.commit(fence, [u], Date.now())).units).toEqual({ pin: 'landed' });
+      }
+      const before = await ck();
+      // Act: a run 0-5 of the same segment, whose one packed item's key (0) is free
+      const outcome = await store.commit(fence, [segmentUnit('pin', token, before, 0, [0, 1, 2, 3, 4, 5], 'ok', fence)], Date.now());
+      // Assess: both standing records settle; nothing was written
+      expect(outcomeOf(outcome).units).toEqual({ pin: { conflict: 3, alsoRecorded: [4] } });
+      expect((await stored('pin')).map((i) => i.frame)).toEqual([3, 4]);
+      expect((await store.getVideo('pin')).checkpoint.commitId).toBe(before.commitId);
+    });
+
+    it('treats a packed run standing over a frame as a conflict for a record of that frame alone', async () => {
+      // Prepare: frames 0-5 packed
+      const { fence, token, ck } = await ownedVideo(72, 'pover');
+      expect(outcomeOf(await store.commit(fence, [segmentUnit('pover', token, await ck(), 0, [0, 1, 2, 3, 4, 5], 'ok', fence)], Date.now())).units).toEqual({ pover: 'landed' });
+      // Act: frame 4 alone (its own key is free), then frames 4-7 (key 4 is free too)
+      const alone = await store.commit(fence, [segmentUnit('pover', token, await ck(), 0, [4], 'ok', fence)], Date.now());
+      const run = await store.commit(fence, [segmentUnit('pover', token, await ck(), 0, [4, 5, 6, 7], 'ok', fence)], Date.now());
+      // Assess
+      expect(outcomeOf(alone).units).toEqual({ pover: { conflict: 4 } });
+      expect(outcomeOf(run).units).toEqual({ pover: { conflict: 4, alsoRecorded: [5] } });
+      expect((await stored('pover')).map((i) => i.frame)).toEqual([0]);
     });
   });
 

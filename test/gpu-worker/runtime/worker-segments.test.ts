@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { allEvents } from '../../../core/analytics/dynamodb/events-reader.ts';
@@ -58,6 +59,14 @@ describe('worker: encoded segments', () => {
     items.slice(0, 45).forEach((r, i) => expect(r.ptsMs).toBeCloseTo((i * 1000) / 30, 2));
     expect(items[45]!.ptsMs).toBeGreaterThan(1000); // MPEG-TS starts its time line at 1.4 s
     expect(new Set(items.map((r) => r.key))).toEqual(new Set([`frames/${v}/000000.mp4`, `frames/${v}/000045.ts`, `frames/${v}/000075.mp4`]));
+    // Stored per segment, not per frame (decision 56): each unit's run of a segment is one
+    // packed item, so the table holds far fewer items than records, and none repeats a frame.
+    const stored = (await h.results.ddb.send(new QueryCommand({ TableName: h.results.resultsTable, KeyConditionExpression: 'videoId = :v AND #f >= :zero', ExpressionAttributeNames: { '#f': 'frame' }, ExpressionAttributeValues: { ':v': v, ':zero': 0 }, ConsistentRead: true }))).Items ?? [];
+    const packed = stored.filter((i) => i.status === 'packed');
+    expect(packed.length).toBeGreaterThan(0);
+    expect(stored.length).toBeLessThanOrEqual(120 / 4);
+    expect(stored.reduce((n, i) => n + (i.status === 'packed' ? Number(i.packedCount) : 1), 0)).toBe(120);
+    expect(items.filter((r) => r.packed).length).toBeGreaterThan(100);
     expect(worker.metricTotal(METRIC_NAMES.worker.segmentsDescribed)).toBe(3);
     expect(worker.metricTotal(METRIC_NAMES.worker.segmentFramesDecoded)).toBe(120);
     // Which decoder runs is said once.

@@ -1,0 +1,183 @@
+/**
+ * How a commit unit's frame records are stored (issue 34 part 3, decision 56): the frames
+ * of one encoded segment that a unit commits in order are one *packed* item, not one item
+ * per frame. A packed item sits at its first frame's sort key and covers
+ * `frame .. frame + packedCount - 1`; its `packedRecords` is the JSON of each frame's own
+ * fields in frame order. Everything else (a JPEG's record, a gap, a late frame that
+ * replaces a gap, a segment frame alone in its unit) stays one item per frame.
+ *
+ * Readers never see the packed shape: the results reader expands it into the same
+ * {@link FrameResultItem}s, each carrying `packed` (its item's first frame and count) so
+ * that tools which delete or replay know the unit they act on. Pure.
+ */
+import type { Detection } from '../ports.ts';
+import { parseSourceKey } from '../ingest/segment-keys.ts';
+import type { FrameResultItem, FrameStatus } from './results.ts';
+
+/** The `status` of a packed item: never a frame's status, so a `status <> ok` filter keeps it for the reader to expand. */
+export const PACKED_STATUS = 'packed';
+
+/**
+ * Most bytes of `packedRecords` in one item: well under DynamoDB's 400 KB item limit (the
+ * item's other attributes are small), and a bound on what one read of a frame costs
+ * (a strongly consistent read of a 96 KB item is 24 read units). Longer runs split.
+ */
+export const MAX_PACKED_RECORDS_BYTES = 96_000;
+
+/** One frame's own fields inside a packed item (the frame number is its position). */
+export interface PackedFrame {
+  readonly status: FrameStatus;
+  readonly detections: readonly Detection[];
+  readonly reason?: string;
+  readonly detail?: string;
+  readonly ptsMs?: number;
+}
+
+/** A run of one segment's frame records stored as one item of the results table. */
+export interface PackedRecordsItem {
+  readonly videoId: string;
+  /** The first frame it covers (the item's sort key). */
+  readonly frame: number;
+  readonly status: typeof PACKED_STATUS;
+  /** Frames covered: `frame .. frame + packedCount - 1`. */
+  readonly packedCount: number;
+  /** JSON of {@link PackedFrame}[], in frame order. */
+  readonly packedRecords: string;
+  readonly token: number;
+  readonly worker: string;
+  readonly committedAtMs: number;
+  /** The segment's S3 key (every frame of the run shares it). */
+  readonly key: string;
+  readonly ttlEpochSeconds?: number;
+}
+
+/** An item as the results table holds it: one frame's record or a packed run. */
+export type StoredResultItem = FrameResultItem | PackedRecordsItem;
+
+export function isPacked(item: { readonly status?: unknown }): item is PackedRecordsItem {
+  return item.status === PACKED_STATUS;
+}
+
+/** The fields a frame's record shares with its packed run's item. */
+function frameOwnFields(r: FrameResultItem): PackedFrame {
+  return {
+    status: r.status,
+    detections: r.detections,
+    ...(r.reason !== undefined ? { reason: r.reason } : {}),
+    ...(r.detail !== undefined ? { detail: r.detail } : {}),
+    ...(r.ptsMs !== undefined ? { ptsMs: r.ptsMs } : {}),
+  };
+}
+
+/** Whether `next` may join the run that ends with `last`: the next frame, of the same source object, written the same way. */
+function joins(last: FrameResultItem, next: FrameResultItem): boolean {
+  return (
+    next.frame === last.frame + 1 &&
+    next.key !== undefined &&
+    next.key === last.key &&
+    next.token === last.token &&
+    next.worker === last.worker &&
+    next.committedAtMs === last.committedAtMs &&
+    next.ttlEpochSeconds === last.ttlEpochSeconds
+  );
+}
+
+function packedItem(run: readonly FrameResultItem[]): PackedRecordsItem {
+  const first = run[0]!;
+  return {
+    videoId: first.videoId,
+    frame: first.frame,
+    status: PACKED_STATUS,
+    packedCount: run.length,
+    packedRecords: JSON.stringify(run.map(frameOwnFields)),
+    token: first.token,
+    worker: first.worker,
+    committedAtMs: first.committedAtMs,
+    key: first.key!,
+    ...(first.ttlEpochSeconds !== undefined ? { ttlEpochSeconds: first.ttlEpochSeconds } : {}),
+  };
+}
+
+/**
+ * The items a unit's results are written as, in order. Consecutive frames of one source
+ * object (so of one segment: a JPEG covers one frame) become one packed item, split where
+ * `packedRecords` would pass `maxBytes`; a result that may replace a gap record
+ * (`replacesGap`) keeps its own item, since its write is conditional on that frame's
+ * record alone; gaps have no source object and stay single. A run of one stays a plain
+ * record: packing it saves nothing.
+ */
+export function storedItems(results: readonly FrameResultItem[], replacesGap: readonly number[] = [], maxBytes = MAX_PACKED_RECORDS_BYTES): StoredResultItem[] {
+  const replaceable = new Set(replacesGap);
+  const out: StoredResultItem[] = [];
+  let run: FrameResultItem[] = [];
+  let runBytes = 0;
+  const flush = () => {
+    if (run.length === 1) out.push(run[0]!);
+    else if (run.length > 1) out.push(packedItem(run));
+    run = [];
+    runBytes = 0;
+  };
+  for (const r of results) {
+    if (replaceable.has(r.frame) || r.key === undefined) {
+      flush();
+      out.push(r);
+      continue;
+    }
+    // JSON of the run: brackets, commas, and each frame's own fields.
+    const bytes = Buffer.byteLength(JSON.stringify(frameOwnFields(r))) + 1;
+    if (run.length > 0 && (!joins(run[run.length - 1]!, r) || runBytes + bytes + 1 > maxBytes)) flush();
+    run.push(r);
+    runBytes += bytes;
+  }
+  flush();
+  return out;
+}
+
+/**
+ * The frame records a stored item holds, in frame order, clipped to `from..to` when given.
+ * A packed item's records carry `packed` (its first frame and count). Throws on a packed
+ * item whose records do not parse or disagree with its count: a corrupt item is not
+ * silently read as fewer records.
+ */
+export function expandStored(item: StoredResultItem, from = Number.NEGATIVE_INFINITY, to = Number.POSITIVE_INFINITY): FrameResultItem[] {
+  if (!isPacked(item)) return item.frame >= from && item.frame <= to ? [item] : [];
+  const frames = JSON.parse(item.packedRecords) as PackedFrame[];
+  if (!Array.isArray(frames) || frames.length !== item.packedCount) throw new Error(`packed records of ${item.videoId} at frame ${item.frame}: ${Array.isArray(frames) ? frames.length : 'no'} records for a count of ${item.packedCount}`);
+  const packed = { first: item.frame, count: item.packedCount };
+  const out: FrameResultItem[] = [];
+  for (let i = Math.max(0, from - item.frame); i < frames.length && item.frame + i <= to; i++) {
+    out.push({
+      videoId: item.videoId,
+      frame: item.frame + i,
+      ...frames[i]!,
+      token: item.token,
+      worker: item.worker,
+      committedAtMs: item.committedAtMs,
+      key: item.key,
+      ...(item.ttlEpochSeconds !== undefined ? { ttlEpochSeconds: item.ttlEpochSeconds } : {}),
+      packed,
+    });
+  }
+  return out;
+}
+
+
+/**
+ * The frames of a unit whose record must be checked for before it is written: its
+ * create-only records of encoded segments. A packed item's condition covers only its own
+ * key, so a record already standing for a frame inside the run (or a run standing over
+ * one of its frames) would not fail it: the committer reads these frames' records first
+ * and treats any it finds as a conflict, as a per-frame condition would have (decision 56).
+ * Such records exist only in rare paths: frames recorded `after-end-of-stream` before the
+ * end marker moved later, and the race of an operator's replay.
+ */
+export function framesToCheck(results: readonly FrameResultItem[], replacesGap: readonly number[] = []): number[] {
+  const replaceable = new Set(replacesGap);
+  const out: number[] = [];
+  for (const r of results) {
+    if (replaceable.has(r.frame) || r.key === undefined) continue;
+    const parsed = parseSourceKey(r.key);
+    if (parsed.kind === 'source' && parsed.container !== 'image') out.push(r.frame);
+  }
+  return out;
+}
