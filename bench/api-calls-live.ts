@@ -47,7 +47,7 @@ import { videoKey } from '../core/leases/dynamodb/lease-table.ts';
 import sharp from 'sharp';
 import { endMarkerKey, frameKey } from '../core/ingest/keys.ts';
 import { FRAMES_METADATA_KEY, segmentKey } from '../core/ingest/segment-keys.ts';
-import { allResults, countResults, getSummary } from '../core/commit/dynamodb/results-reader.ts';
+import { allResults, countResults, getSummary, storedResultItems } from '../core/commit/dynamodb/results-reader.ts';
 import { DEFAULT_TUNABLES } from '../core/config.ts';
 import type { LocalStack } from '../local/stack.ts';
 import { benchMain, commandLine, freshCallLog, freshStateDir, machine, RESULTS_DIR, sleep, writeResult, type Bench } from './harness/main.ts';
@@ -184,10 +184,25 @@ async function runRate(stack: LocalStack, callLog: string, c: { fps: number; gat
     for (const r of await allResults(source, id)) {
       if (r.frame < 1 + k) continue;
       statuses[r.status] = (statuses[r.status] ?? 0) + 1;
-      resultBytes += ddbItemBytes(r);
+      const { packed: _readerAdded, ...record } = r;
+      resultBytes += ddbItemBytes(record);
       // A frame's upload is its object's: the segment's PUT for each frame it covers.
       const put = putDone.get(`${id}:${r.frame - ((r.frame - 1) % k)}`);
       if (r.status === 'ok' && put !== undefined) latencies.push(r.committedAtMs - put);
+    }
+  }
+  // The result items as stored (a segment's run packed in one item, decision 56): their
+  // size as DynamoDB counts it, and the write units their transactional puts cost (2 per KB each).
+  let storedItems = 0;
+  let storedBytes = 0;
+  let storedWriteUnits = 0;
+  for (const id of ids) {
+    for (const item of await storedResultItems(source, id)) {
+      if (item.frame < 1 + k) continue;
+      const bytes = ddbItemBytes(item);
+      storedItems++;
+      storedBytes += bytes;
+      storedWriteUnits += 2 * Math.max(1, Math.ceil(bytes / 1024));
     }
   }
   latencies.sort((a, b) => a - b);
@@ -229,6 +244,10 @@ async function runRate(stack: LocalStack, callLog: string, c: { fps: number; gat
     readUnitsPerFrame: round3(((units['router.rcu'] ?? 0) + (units['worker.rcu'] ?? 0)) / frames),
     // The result items' size as DynamoDB counts it (names + values), mean per frame.
     resultItemBytes: round3(resultBytes / Math.max(1, Object.values(statuses).reduce((a, b) => a + b, 0))),
+    // As stored: items per frame (1 for one item per frame; ~1/k for packed segments), their bytes per frame, and their write units per frame.
+    resultItemsPerFrame: round3(storedItems / Math.max(1, Object.values(statuses).reduce((a, b) => a + b, 0))),
+    storedResultBytesPerFrame: round3(storedBytes / Math.max(1, Object.values(statuses).reduce((a, b) => a + b, 0))),
+    resultWriteUnitsPerFrame: round3(storedWriteUnits / Math.max(1, Object.values(statuses).reduce((a, b) => a + b, 0))),
     // The video lease item (checkpoint) each commit rewrites, mean over the videos at the end of counting.
     videoLeaseItemBytes: Math.round(leaseBytes / ids.length),
     janitorCalls: sum(calls, 'janitor.'),

@@ -14,14 +14,16 @@
  *   router's and worker's SQS FIFO requests, the standard ingest queue (one S3 notification
  *   per object, the event source's receive and delete per router invocation), the router
  *   Lambda (invocations ≈ the router's SendMessageBatch calls: one slot), DynamoDB write and
- *   read units as the call log reported them (split into the result items, 2 units each,
- *   and the rest: the live-rate checkpoint and summary rewrites, the slot check, heartbeats),
+ *   read units as the call log reported them (split into the result items as stored, 2
+ *   units per KB of each: one item per frame, or one packed item per segment's run
+ *   (decision 56), and the rest: the live-rate checkpoint and summary rewrites, the slot
+ *   check, heartbeats),
  *   CloudWatch Logs (the worker's measured bytes and the router's REPORT lines);
  * - storage, steady state: a month's frames or segments kept `frameRetentionDays`, a
- *   month's result items kept `resultsRetentionDays` (each item + DynamoDB's 100 bytes).
+ *   month's result items kept `resultsRetentionDays` (each item as stored + DynamoDB's 100 bytes).
  *
- * Packed per-segment results (issue 34, part 3: not built) are priced beside: one item
- * per segment holding its k frames' results, instead of k items.
+ * Runs measured before results were packed (no `resultWriteUnitsPerFrame`) are priced
+ * with one item per frame of `resultItemBytes`.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -63,10 +65,6 @@ export const ASSUMPTIONS = {
   routerMemoryGb: 0.5,
   routerReportBytesPerInvocation: 300, // Lambda's START / END / REPORT lines
   ddbItemOverheadBytes: 100, // DynamoDB bills 100 bytes of overhead per item stored
-  /** Packed results: what one frame adds to a segment's item (frame, status, ptsMs, an empty detection list: the stats processor's). */
-  packedBytesPerFrame: 48,
-  /** Packed results: what one segment's item holds once (videoId, frame, token, worker, key, committedAtMs). */
-  packedBytesPerItem: 200,
   retentionProfiles: [
     { name: 'frames 7 d, results 30 d', frameDays: 7, resultsDays: 30 },
     { name: 'frames 30 d (stack default), results 90 d', frameDays: 30, resultsDays: 90 },
@@ -88,6 +86,10 @@ interface LiveRun {
   readonly writeUnitsPerFrame: number;
   readonly readUnitsPerFrame: number;
   readonly resultItemBytes: number;
+  /** As stored (runs since decision 56): items, bytes and transactional write units per frame. */
+  readonly resultItemsPerFrame?: number;
+  readonly storedResultBytesPerFrame?: number;
+  readonly resultWriteUnitsPerFrame?: number;
   readonly workerLogBytesPerFrame: number;
   readonly latencyMs: { readonly p50: number };
   readonly operations: Readonly<Record<string, number>>;
@@ -104,7 +106,8 @@ export function cameraMonth(run: LiveRun, o: { jpegBytes: number; h264BitsPerSec
   const perFrame = (prefix: string) => Object.entries(run.operations).filter(([op]) => op.startsWith(prefix)).reduce((a, [, n]) => a + n, 0) / run.framesUploaded;
   const month = (perFrameCount: number, pricePerMillion: number) => (perFrameCount * framesPerMonth * pricePerMillion) / 1e6;
   const invocationsPerFrame = perFrame('router.sqs.SendMessageBatchCommand');
-  const resultUnitsPerFrame = 2 * Math.max(1, Math.ceil(run.resultItemBytes / 1024));
+  const resultUnitsPerFrame = run.resultWriteUnitsPerFrame ?? 2 * Math.max(1, Math.ceil(run.resultItemBytes / 1024));
+  const storedBytesPerFrame = run.storedResultBytesPerFrame !== undefined ? run.storedResultBytesPerFrame + (run.resultItemsPerFrame ?? 1) * ASSUMPTIONS.ddbItemOverheadBytes : run.resultItemBytes + ASSUMPTIONS.ddbItemOverheadBytes;
   const lines = {
     uploaderPut: (objectsPerMonth * PRICES.s3PutPerMillion) / 1e6,
     s3GetHead: month(perFrame('worker.s3.GetObjectCommand') + perFrame('worker.s3.HeadObjectCommand') + perFrame('router.s3.'), PRICES.s3GetPerMillion),
@@ -121,22 +124,15 @@ export function cameraMonth(run: LiveRun, o: { jpegBytes: number; h264BitsPerSec
   // Storage, steady state: a month's volume kept N days is N / 30 of it, all month.
   const bytesPerMonth = segments ? (o.h264BitsPerSecond / 8) * ASSUMPTIONS.secondsPerMonth : o.jpegBytes * framesPerMonth;
   const framesStoragePerDay = ((bytesPerMonth / GB) * PRICES.s3StoragePerGbMonth) / 30;
-  const resultsStoragePerDay = (((run.resultItemBytes + ASSUMPTIONS.ddbItemOverheadBytes) * framesPerMonth) / GB) * PRICES.ddbStoragePerGbMonth / 30;
-  // Packed per-segment results (not built): one transactional put of one item per segment.
-  const packedItemBytes = ASSUMPTIONS.packedBytesPerItem + k * ASSUMPTIONS.packedBytesPerFrame;
-  const packedUnitsPerFrame = (2 * Math.max(1, Math.ceil(packedItemBytes / 1024))) / k;
-  const packedResultsStoragePerDay = (((packedItemBytes + ASSUMPTIONS.ddbItemOverheadBytes) * objectsPerMonth) / GB) * PRICES.ddbStoragePerGbMonth / 30;
-  const packedWrites = month(packedUnitsPerFrame, PRICES.ddbWriteUnitPerMillion);
+  const resultsStoragePerDay = ((storedBytesPerFrame * framesPerMonth) / GB) * PRICES.ddbStoragePerGbMonth / 30;
   const profiles = ASSUMPTIONS.retentionProfiles.map((p) => {
     const frames = framesStoragePerDay * p.frameDays;
     const results = resultsStoragePerDay * p.resultsDays;
-    const packedResults = packedResultsStoragePerDay * p.resultsDays;
     return {
       profile: p.name,
       framesStorage: money(frames),
       resultsStorage: money(results),
       total: money(requests + frames + results),
-      ...(segments ? { packedResultsStorage: money(packedResults), totalWithPackedResults: money(requests - lines.ddbWritesResults + packedWrites + frames + packedResults) } : {}),
     };
   });
   return {
@@ -150,6 +146,7 @@ export function cameraMonth(run: LiveRun, o: { jpegBytes: number; h264BitsPerSec
       resultUnitsPerFrame,
       readUnitsPerFrame: run.readUnitsPerFrame,
       resultItemBytes: run.resultItemBytes,
+      ...(run.resultItemsPerFrame !== undefined ? { resultItemsPerFrame: run.resultItemsPerFrame } : {}),
       routerInvocationsPerFrame: Math.round(invocationsPerFrame * 1000) / 1000,
       complete: run.complete,
       latencyP50Ms: run.latencyMs.p50,
@@ -157,7 +154,6 @@ export function cameraMonth(run: LiveRun, o: { jpegBytes: number; h264BitsPerSec
     lines: Object.fromEntries(Object.entries(lines).map(([key, v]) => [key, money(v)])),
     requestsTotal: money(requests),
     storagePerDayKept: { frames: Math.round(framesStoragePerDay * 1000) / 1000, results: Math.round(resultsStoragePerDay * 1000) / 1000 },
-    ...(segments ? { packedResults: { itemBytes: packedItemBytes, writeUnitsPerFrame: Math.round(packedUnitsPerFrame * 1000) / 1000, ddbWritesResults: money(packedWrites), saves: money(lines.ddbWritesResults - packedWrites) } } : {}),
     profiles,
   };
 }
@@ -197,9 +193,6 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     );
   }
   bench.say('retention profiles: ' + ASSUMPTIONS.retentionProfiles.map((p, i) => `${i + 1} = ${p.name}`).join('; '));
-  for (const r of rows.filter((x) => x.packedResults)) {
-    bench.say(`packed results, segments ${r.segmentSeconds} s at ${r.fps} fps: ${r.packedResults!.writeUnitsPerFrame} result WCU/frame instead of ${r.measured.resultUnitsPerFrame}, saves $${r.packedResults!.saves}/camera-month of writes; totals ${r.profiles.map((p) => `$${p.totalWithPackedResults}`).join(' / ')}`);
-  }
   writeResult(o.out, {
     command: commandLine('cost-model.ts', args),
     date: new Date().toISOString(),

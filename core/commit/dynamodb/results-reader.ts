@@ -81,6 +81,31 @@ export async function* queryResults(
   } while (start);
 }
 
+/**
+ * A video's result items as the table stores them (per-frame records and packed runs, not
+ * expanded; summary excluded), in key order: for measuring what storage costs, and for
+ * tests of the stored shape. Readers of records use {@link queryResults}.
+ */
+export async function storedResultItems(source: ResultsSource, videoId: string): Promise<StoredResultItem[]> {
+  const out: StoredResultItem[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = await source.ddb.send(
+      new QueryCommand({
+        TableName: source.resultsTable,
+        KeyConditionExpression: 'videoId = :v AND #f >= :zero',
+        ExpressionAttributeNames: { '#f': 'frame' },
+        ExpressionAttributeValues: { ':v': videoId, ':zero': 0 },
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
+    );
+    out.push(...((r.Items ?? []) as StoredResultItem[]));
+    start = r.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
 /** All results of a video in frame order. */
 export async function allResults(source: ResultsSource, videoId: string): Promise<FrameResultItem[]> {
   const out: FrameResultItem[] = [];

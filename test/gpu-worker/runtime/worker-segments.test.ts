@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { storedResultItems } from '../../../core/commit/dynamodb/results-reader.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { allEvents } from '../../../core/analytics/dynamodb/events-reader.ts';
@@ -61,7 +61,7 @@ describe('worker: encoded segments', () => {
     expect(new Set(items.map((r) => r.key))).toEqual(new Set([`frames/${v}/000000.mp4`, `frames/${v}/000045.ts`, `frames/${v}/000075.mp4`]));
     // Stored per segment, not per frame (decision 56): each unit's run of a segment is one
     // packed item, so the table holds far fewer items than records, and none repeats a frame.
-    const stored = (await h.results.ddb.send(new QueryCommand({ TableName: h.results.resultsTable, KeyConditionExpression: 'videoId = :v AND #f >= :zero', ExpressionAttributeNames: { '#f': 'frame' }, ExpressionAttributeValues: { ':v': v, ':zero': 0 }, ConsistentRead: true }))).Items ?? [];
+    const stored = await storedResultItems(h.results, v);
     const packed = stored.filter((i) => i.status === 'packed');
     expect(packed.length).toBeGreaterThan(0);
     expect(stored.length).toBeLessThanOrEqual(120 / 4);
