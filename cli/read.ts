@@ -29,11 +29,9 @@ export type FrameRecordPages = (videoId: string) => AsyncIterable<readonly Frame
 export type FrameRecord = FrameResultItem & { readonly ptsMs?: number };
 
 /**
- * Where frame records come from: today the per-frame items of the results table, one
- * Query page at a time (`pageSize` items, default up to 1 MB). This function is the one
- * seam for another storage shape (a segment's records as one S3 object or packed item,
- * referenced by the fenced commit): such a reader yields the same pages, each unit
- * expanded into its frames in frame order, and its callers do not change.
+ * Where frame records come from: the results table, one Query page at a time (`pageSize`
+ * items, default up to 1 MB), a segment's packed item expanded into its frames in frame
+ * order (decision 56), so callers see one record per frame whichever shape stored it.
  */
 export function frameRecordPages(target: ResultsTarget, options: { pageSize?: number } = {}): FrameRecordPages {
   return (videoId) => coreQuery(sourceOf(target), videoId, options);

@@ -439,9 +439,10 @@ export class WorkerHarness {
   }
 
   /** Sends the end-of-stream message of a video. */
-  async sendEnd(slot: number, videoId: string): Promise<void> {
+  /** Sends the end marker's message; `replayTag` gives it a fresh FIFO dedup id (a marker written again within SQS's 5-minute dedup window). */
+  async sendEnd(slot: number, videoId: string, options: { replayTag?: string } = {}): Promise<void> {
     const msg: EndMessage = { kind: 'end', videoId, bucket: this.bucket, key: endMarkerKey(videoId), eventTime: new Date().toISOString() };
-    const [outcome] = await this.queues.send(slot, [{ message: msg }]);
+    const [outcome] = await this.queues.send(slot, [{ message: msg, ...(options.replayTag ? { replayTag: options.replayTag } : {}) }]);
     if (!outcome?.ok) throw new Error(`end message not accepted: ${outcome && !outcome.ok ? outcome.error : 'no outcome'}`);
   }
 

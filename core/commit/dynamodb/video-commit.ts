@@ -97,15 +97,21 @@ export class VideoCommitter {
     return { kind: 'settled', outcomes, ambiguousRetries };
   }
 
-  /** The unit's segment frames that already have a record, ascending (one range read; none when it has no segment frames). */
+  /**
+   * The unit's segment frames that already have a record, ascending: one range read per
+   * run of consecutive frames (a unit's segment frames are usually one or two runs; a late
+   * frame far below them is read alone, not with every record between). None to read
+   * when the unit has no segment frames.
+   */
   private async recordedAmong(u: CommitUnit): Promise<number[]> {
-    const frames = framesToCheck(u.results, u.replacesGap);
-    if (frames.length === 0) return [];
-    const wanted = new Set(frames);
+    const frames = [...framesToCheck(u.results, u.replacesGap)].sort((a, b) => a - b);
     const recorded: number[] = [];
     const source = { ddb: this.d.ddb, resultsTable: this.d.resultsTableName };
-    for await (const page of queryResults(source, u.videoId, { fromFrame: Math.min(...frames), beforeFrame: Math.max(...frames) + 1 })) {
-      for (const r of page) if (wanted.has(r.frame)) recorded.push(r.frame);
+    for (let i = 0; i < frames.length; ) {
+      let j = i;
+      while (j + 1 < frames.length && frames[j + 1]! <= frames[j]! + 1) j++;
+      for await (const page of queryResults(source, u.videoId, { fromFrame: frames[i]!, beforeFrame: frames[j]! + 1 })) recorded.push(...page.map((r) => r.frame));
+      i = j + 1;
     }
     return recorded;
   }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storedResultItems } from '../../../core/commit/dynamodb/results-reader.ts';
+import { expandStored } from '../../../core/commit/record-packing.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { allEvents } from '../../../core/analytics/dynamodb/events-reader.ts';
@@ -101,6 +102,37 @@ describe('worker: encoded segments', () => {
     expect(statusRows(items)).toEqual([...range(0, 45).map((f) => `${f}:ok`), ...range(45, 45).map((f) => `${f}:late`), ...range(90, 45).map((f) => `${f}:ok`)]);
     const summary = await h.summary(v);
     expect(summary).toMatchObject({ status: 'complete', framesOk: 90, framesLate: 45, framesGap: 0 });
+  });
+
+  it('keeps one record per frame when an end marker moves later over frames recorded after-end-of-stream and their segment comes again', async () => {
+    // Prepare: segment 0 (45 frames) under an end marker at 29: 30-44 are recorded after-end-of-stream
+    const v = h.videoId('seg-end-moves');
+    await h.pinVideo(v, 0);
+    await h.putSegment(v, 0, MP4_45, { frames: 45 });
+    await h.putEnd(v, 29);
+    // The marker first, so that the worker knows the end before it reaches frame 30.
+    await h.sendEnd(0, v);
+    await h.sendSegment(0, v, 0);
+    const worker = h.createWorker(0).start();
+    await h.waitForResults(v, 45);
+    expect(statusRows(await h.frameResults(v))).toEqual([...range(0, 30).map((f) => `${f}:ok`), ...range(30, 15).map((f) => `${f}:failed:after-end-of-stream`)]);
+
+    // Act: the end moves to 89, the next segment comes, and segment 0's notification comes again
+    await h.putSegment(v, 45, MP4_45, { frames: 45 });
+    await h.putEnd(v, 89);
+    await h.sendEnd(0, v, { replayTag: 'moved' });
+    await h.sendSegment(0, v, 45);
+    await h.queues.send(0, [{ message: { ...h.frameMessage(v, 0), key: `frames/${v}/000000.mp4` }, replayTag: 'again' }]);
+    await h.waitForSummary(v, (s) => s.status === 'complete' && s.endFrame === 89 && (s.lastFrame ?? 0) >= 89);
+    await new Promise((r) => setTimeout(r, 1_000));
+    await worker.stop();
+
+    // Assess: as stored, every frame 0-89 once; 30-44 keep their record (segment 0's frames
+    // came in order again: the read before the write found their records, decision 56)
+    const frames = (await storedResultItems(h.results, v)).flatMap((i) => expandStored(i)).map((r) => r.frame);
+    expect(frames).toEqual(range(0, 90));
+    expect(statusRows(await h.frameResults(v))).toEqual([...range(0, 30).map((f) => `${f}:ok`), ...range(30, 15).map((f) => `${f}:failed:after-end-of-stream`), ...range(45, 45).map((f) => `${f}:ok`)]);
+    expect(await h.summary(v)).toMatchObject({ framesOk: 75, framesFailed: 15, framesGap: 0 });
   });
 
   it('gives the frames a truncated segment cannot yield failed records with the decoder reason, and goes on with the next segment', async () => {
