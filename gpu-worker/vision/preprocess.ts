@@ -346,7 +346,7 @@ async function checkedSize(
  * to the header check. A JPEG at least twice the resized size per axis is decoded at 1/2,
  * 1/4 or 1/8 scale by libjpeg's DCT scaling before the linear resize (sharp's
  * `fastShrinkOnLoad`, its default, stated here because the 1080p figure depends on it:
- * bench/vision.md); the output size is exact either way, since both sides are given.
+ * decision 40); the output size is exact either way, since both sides are given.
  */
 async function decode(image: Uint8Array, width: number, height: number, g: LetterboxGeometry, maxSourcePixels: number): Promise<Buffer> {
   try {
