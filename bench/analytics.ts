@@ -167,7 +167,7 @@ export async function runAnalytics(o: { pure: boolean; clips: number }, bench: B
   const pure = pureFigures();
   bench.say(JSON.stringify(pure, null, 2));
   const clips = o.pure ? undefined : await clipFigures(bench, o.clips);
-  const result = { command: commandLine('bench/analytics.ts'), machine: machine(), ...pure, ...(clips ? { clips } : {}) };
+  const result = { command: commandLine('analytics.ts'), machine: machine(), ...pure, ...(clips ? { clips } : {}) };
   writeResult(join(RESULTS_DIR, o.pure ? 'analytics-pure.json' : 'analytics.json'), result, bench.say);
   return result;
 }

@@ -9,7 +9,8 @@
  *   npx node bench/crash-loop.ts [--crash-probe-deaths 0]
  *
  * `--crash-probe-deaths 0` turns the crash probe off (decision 41), for decision 29 alone;
- * its result goes to `results/crash-loop-no-probe.json`.
+ * its result goes to `bench/results/crash-loop-no-probe.json` (not committed: decision 41 keeps that
+ * run's figures).
  */
 import { join } from 'node:path';
 import { benchMain, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';

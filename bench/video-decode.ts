@@ -14,7 +14,7 @@
  *   with shrink-on-load, as gpu-worker/vision/preprocess.ts does). At 640x480 nothing is
  *   scaled, so they repeat the first pair.
  *
- * The frames are the bench's synthetic clip (bench/decode-settings.ts: coloured squares on
+ * The frames are the bench's synthetic clip (gpu-worker/vision/synthetic/generate.ts: coloured squares on
  * a slightly noisy background, seed 500, 6 objects) at 640x480 and 1920x1080, encoded once
  * per run by the `ffmpeg` binary with libx264 (`-preset veryfast -g 30 -bf 2`, so B-frames),
  * at two rates: `crf23` (what x264 needs for this simple picture: 0.2-0.8 Mbit/s) and

@@ -5,7 +5,7 @@
  * Why: V8 counts every ArrayBuffer's bytes as external memory, and a few MB of it per
  * frame start a full mark-compact every ~10 frames even though the JS heap itself is
  * ~15 MB; on the 2-core bench machine that garbage collection was 2-3 core-ms of every
- * 640x480 frame, as much as its JPEG decode (bench/vision.md, decision 37). A buffer also
+ * 640x480 frame, as much as its JPEG decode (decision 37). A buffer also
  * costs its page faults each time it is new.
  *
  * The rule that keeps it safe: a buffer is handed out only from the free list, and only

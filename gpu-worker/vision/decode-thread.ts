@@ -1,7 +1,7 @@
 /**
  * JPEG/PNG decode and letterbox in a thread of their own (`decodeInThread`, the uint8 path:
  * decision 37; off by default since decision 40, which frees sharp's output at once and
- * so took away what the thread saved: `bench/decode-placement.ts` now measures the main
+ * so took away what the thread saved: the decode-placement bench then measured the main
  * thread 0.1-0.4 core-ms per frame cheaper, with a small heap or 2 million live objects).
  *
  * Why: sharp returns each frame's pixels as a new Buffer (0.9 MB for 640x480). The pool
@@ -9,9 +9,9 @@
  * thread called sharp, and V8 starts major collections over it, whose cost grows with
  * that heap. Here the Buffer is garbage in this thread's heap, which holds little else,
  * and the letterbox travels to the main thread in a pooled buffer that is moved, not
- * copied. `bench/decode-placement.ts` measured it apart from the processor: 0.3-0.4
- * core-ms per frame more with a small main heap, 2.5-2.8 less with 2 million live
- * objects on it (bench/vision.md).
+ * copied. Measured apart from the processor (decision 37: the decode-placement bench, in
+ * git history): 0.3-0.4 core-ms per frame more with a small main heap, 2.5-2.8 less with
+ * 2 million live objects on it.
  *
  * Errors keep their meaning: a frame the thread cannot decode rejects with the same
  * {@link ImageDecodeError} and reason as on the main thread. If the thread dies, every

@@ -19,7 +19,7 @@
  *
  * The letterbox itself (resize + grey borders) stays in sharp: every frame of a batch
  * must reach the graph at one size, and a uint8 resize and border in libvips cost far
- * less than the float conversion did (bench/vision.md, pipeline CPU).
+ * less than the float conversion did (decision 32; bench/pipeline-cpu.ts).
  *
  * A model that does not fit (input not float `[B, 3, H, W]`, several inputs or outputs,
  * an opset below 13) is not rewritten: {@link rewriteForUint8Input} says why, and the

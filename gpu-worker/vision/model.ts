@@ -151,7 +151,7 @@ export const BARE_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = Object.
  * each run, which a lone `session.run` does not mind but the worker does: its decodes,
  * NMS, tracking and AWS calls need those cores between and beside the runs. On the
  * 2-core bench machine the model ran 55 ms per YOLOv8n frame inside the worker without
- * spinning against 72 ms with it (bench/README.md, worker throughput).
+ * spinning against 72 ms with it (decision 20).
  */
 export const WORKER_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = Object.freeze({
   ...BARE_SESSION_OPTIONS,

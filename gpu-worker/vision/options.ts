@@ -60,7 +60,7 @@ export interface VisionProcessorOptions {
    * Decode and letterbox in a thread of their own, on the uint8 path (decision 37,
    * decode-thread.ts). Default off (decision 40): since sharp's output is freed as soon as
    * it is copied, the thread no longer saves the main heap's collections, and it costs
-   * 0.1-0.4 core-ms per frame more (bench/decode-placement.ts); on a CPU model it also took
+   * 0.1-0.4 core-ms per frame more (decision 40); on a CPU model it also took
    * cores from the model's threads. False decodes on this thread's libuv pool.
    */
   readonly decodeInThread?: boolean;

@@ -261,7 +261,7 @@ async function pixelsForLetterbox(p: DecodedPixels, inputWidth: number, inputHei
  * collections also pause the event loop that carries heartbeats and commits. Detached at
  * once, the frames never count: with main-thread decoding, 1-4 major collections per 160
  * frames instead of 12-17, and 1.1-2.7 core-ms less per 640x480 frame in
- * bench/pipeline-cpu.ts; 0.4 less in bench/decode-settings.ts' near-empty heap.
+ * bench/pipeline-cpu.ts; 0.4 less in a near-empty heap (decision 40).
  *
  * Only a buffer that is the whole of its ArrayBuffer is detached: a view into a larger
  * one (Node's pool for small Buffers) shares it with others. Anything that cannot be
@@ -346,7 +346,7 @@ async function checkedSize(
  * to the header check. A JPEG at least twice the resized size per axis is decoded at 1/2,
  * 1/4 or 1/8 scale by libjpeg's DCT scaling before the linear resize (sharp's
  * `fastShrinkOnLoad`, its default, stated here because the 1080p figure depends on it:
- * bench/vision.md); the output size is exact either way, since both sides are given.
+ * decision 40); the output size is exact either way, since both sides are given.
  */
 async function decode(image: Uint8Array, width: number, height: number, g: LetterboxGeometry, maxSourcePixels: number): Promise<Buffer> {
   try {

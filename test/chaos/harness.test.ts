@@ -127,7 +127,7 @@ describe('the chaos plan', () => {
   const ctx = { o: { ...DEFAULTS, seed: 627231800, out: '' }, reorderWaitMs: 1_500, slotLeaseMs: 6_000, redriveWindowMs: 60_000 };
 
   it('replays the documented seed: the same planned fault counts as before the fault tables', () => {
-    // bench/README.md, seed 627231800, and its committed bench/results/chaos-627231800.json
+    // bench/README.md, seed 627231800 (its run: bench/results/chaos-627231800.json, in git history at af136e9)
     expect(plannedCounts(makePlan(ctx))).toEqual({
       'notification dropped': 21,
       'notification duplicated': 26,
