@@ -7,7 +7,7 @@
 import type { VideoCheckpoint } from './checkpoint.ts';
 import type { FrameResultItem, VideoSummaryItem } from './results.ts';
 import type { EventItem } from '../analytics/event-schema.ts';
-import { storedItems } from './record-packing.ts';
+import { storedItemBytes, storedItems } from './record-packing.ts';
 
 /** Items one TransactWriteItems may hold (the first is the slot's ConditionCheck). */
 export const MAX_TRANSACT_ITEMS = 100;
@@ -55,7 +55,7 @@ export function estimatedBytes(value: unknown): number {
 export function unitCost(u: CommitUnit): { items: number; bytes: number } {
   const events = u.events ?? [];
   const stored = storedItems(u.results, u.replacesGap);
-  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + stored.reduce((n, r) => n + estimatedBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0);
+  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + stored.reduce((n, r) => n + storedItemBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0);
   return { items: stored.length + 2 + events.length, bytes };
 }
 

@@ -10,6 +10,7 @@
  * {@link FrameResultItem}s, each carrying `packed` (its item's first frame and count) so
  * that tools which delete or replay know the unit they act on. Pure.
  */
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Detection } from '../ports.ts';
 import { parseSourceKey } from '../ingest/segment-keys.ts';
 import type { FrameResultItem, FrameStatus } from './results.ts';
@@ -18,11 +19,12 @@ import type { FrameResultItem, FrameStatus } from './results.ts';
 export const PACKED_STATUS = 'packed';
 
 /**
- * Most bytes of `packedRecords` in one item: well under DynamoDB's 400 KB item limit (the
- * item's other attributes are small), and a bound on what one read of a frame costs
- * (a strongly consistent read of a 96 KB item is 24 read units). Longer runs split.
+ * Most bytes of a packed item's records before compression (their JSON). DEFLATE never
+ * grows data by more than a few bytes per 16 KB block, so the item stays under DynamoDB's
+ * 400 KB item limit whatever the detections; typical records compress 3-9 times, so an
+ * item is a few KB and a consistent read of a frame a few read units. Longer runs split.
  */
-export const MAX_PACKED_RECORDS_BYTES = 96_000;
+export const MAX_PACKED_RECORDS_BYTES = 240_000;
 
 /** One frame's own fields inside a packed item (the frame number is its position). */
 export interface PackedFrame {
@@ -41,8 +43,8 @@ export interface PackedRecordsItem {
   readonly status: typeof PACKED_STATUS;
   /** Frames covered: `frame .. frame + packedCount - 1`. */
   readonly packedCount: number;
-  /** JSON of {@link PackedFrame}[], in frame order. */
-  readonly packedRecords: string;
+  /** {@link PackedFrame}[] in frame order, as JSON compressed with raw DEFLATE. */
+  readonly packedRecords: Uint8Array;
   readonly token: number;
   readonly worker: string;
   readonly committedAtMs: number;
@@ -58,14 +60,18 @@ export function isPacked(item: { readonly status?: unknown }): item is PackedRec
   return item.status === PACKED_STATUS;
 }
 
-/** The fields a frame's record shares with its packed run's item. */
+const round = (x: number, step: number) => Math.round(x / step) * step;
+const r2 = (x: number) => Number(round(x, 0.01).toFixed(2));
+const r4 = (x: number) => Number(round(x, 0.0001).toFixed(4));
+
+/** A frame's own fields, as a packed item keeps them (boxes to 0.01 px, scores to 1e-4, pts to 0.01 ms). */
 function frameOwnFields(r: FrameResultItem): PackedFrame {
   return {
     status: r.status,
-    detections: r.detections,
+    detections: r.detections.map((d) => ({ ...d, box: [r2(d.box[0]), r2(d.box[1]), r2(d.box[2]), r2(d.box[3])] as const, score: r4(d.score) })),
     ...(r.reason !== undefined ? { reason: r.reason } : {}),
     ...(r.detail !== undefined ? { detail: r.detail } : {}),
-    ...(r.ptsMs !== undefined ? { ptsMs: r.ptsMs } : {}),
+    ...(r.ptsMs !== undefined ? { ptsMs: r2(r.ptsMs) } : {}),
   };
 }
 
@@ -89,7 +95,7 @@ function packedItem(run: readonly FrameResultItem[]): PackedRecordsItem {
     frame: first.frame,
     status: PACKED_STATUS,
     packedCount: run.length,
-    packedRecords: JSON.stringify(run.map(frameOwnFields)),
+    packedRecords: new Uint8Array(deflateRawSync(JSON.stringify(run.map(frameOwnFields)))),
     token: first.token,
     worker: first.worker,
     committedAtMs: first.committedAtMs,
@@ -98,10 +104,17 @@ function packedItem(run: readonly FrameResultItem[]): PackedRecordsItem {
   };
 }
 
+/** A stored item's size for the transaction's 4 MB cap: its JSON, with the binary records counted as their bytes. */
+export function storedItemBytes(item: StoredResultItem): number {
+  if (!isPacked(item)) return Buffer.byteLength(JSON.stringify(item));
+  const { packedRecords, ...rest } = item;
+  return Buffer.byteLength(JSON.stringify(rest)) + packedRecords.byteLength;
+}
+
 /**
  * The items a unit's results are written as, in order. Consecutive frames of one source
  * object (so of one segment: a JPEG covers one frame) become one packed item, split where
- * `packedRecords` would pass `maxBytes`; a result that may replace a gap record
+ * its records' JSON would pass `maxBytes`; a result that may replace a gap record
  * (`replacesGap`) keeps its own item, since its write is conditional on that frame's
  * record alone; gaps have no source object and stay single. A run of one stays a plain
  * record: packing it saves nothing.
@@ -141,7 +154,7 @@ export function storedItems(results: readonly FrameResultItem[], replacesGap: re
  */
 export function expandStored(item: StoredResultItem, from = Number.NEGATIVE_INFINITY, to = Number.POSITIVE_INFINITY): FrameResultItem[] {
   if (!isPacked(item)) return item.frame >= from && item.frame <= to ? [item] : [];
-  const frames = JSON.parse(item.packedRecords) as PackedFrame[];
+  const frames = JSON.parse(inflateRawSync(item.packedRecords).toString('utf8')) as PackedFrame[];
   if (!Array.isArray(frames) || frames.length !== item.packedCount) throw new Error(`packed records of ${item.videoId} at frame ${item.frame}: ${Array.isArray(frames) ? frames.length : 'no'} records for a count of ${item.packedCount}`);
   const packed = { first: item.frame, count: item.packedCount };
   const out: FrameResultItem[] = [];
