@@ -176,6 +176,7 @@ async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Rec
       bound: boundingStage(report),
       stages: report.stages,
       readAhead: rig.worker.worker.prefetchedFrames.readAhead,
+      ...(seg ? { segmentsReadAhead: rig.worker.worker.prefetchedFrames.segments } : {}),
       detectedAhead: { ...rig.gpu.detectedAhead, gpuFramesRun: rig.gpu.framesRun, framesTracked: rig.gpu.framesTracked },
       benchProcessCoreMsPerFrame: (cpu.user + cpu.system) / 1000 / done,
       cpu: window,
@@ -186,6 +187,7 @@ async function backlog(o: Options, batchSize: number, bench: Bench): Promise<Rec
     bench.say(`${bench.clock()} backlog batch ${batchSize}: ${fps.toFixed(0)} frames/s of ${capacity.toFixed(0)} (${(row.ratio * 100).toFixed(0)}%), mean batch ${meanBatch.toFixed(1)}, GPU idle ${(row.gpuIdleShare * 100).toFixed(0)}%, bound: ${row.bound.stage} (${row.bound.why})`);
     for (const l of stageLines(report)) bench.say(`      ${l}`);
     bench.say(`      read ahead: ${row.readAhead.started} GETs, ${row.readAhead.used} used, ${row.readAhead.missed} missed; GETs per frame ${(row.stages.fetch.ops / Math.max(1, row.stages.track.items)).toFixed(3)}`);
+    if (row.segmentsReadAhead) bench.say(`      segments read ahead: ${row.segmentsReadAhead.started} GETs, ${row.segmentsReadAhead.used} used, ${row.segmentsReadAhead.failed} failed, ${row.segmentsReadAhead.dropped} dropped`);
     bench.say(`      detected ahead: ${row.detectedAhead.started} started, ${row.detectedAhead.used} used, ${row.detectedAhead.takenQueued} taken before their turn, ${row.detectedAhead.dropped} dropped, ${row.detectedAhead.held} held; GPU ran ${row.detectedAhead.gpuFramesRun} frames for ${row.detectedAhead.framesTracked} tracked`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine; load average ${loadAverage.map((l) => l.toFixed(2)).join(' ')}`);
     if (seg) sayDecodeCpu(bench, decodeCpuFacts(seg, fps, capacity, window));
@@ -297,6 +299,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
       bound: boundingStage(report),
       stages: report.stages,
       readAhead: rig.worker.worker.prefetchedFrames.readAhead,
+      ...(seg ? { segmentsReadAhead: rig.worker.worker.prefetchedFrames.segments } : {}),
       detectedAhead: { ...rig.gpu.detectedAhead, gpuFramesRun: rig.gpu.framesRun, framesTracked: rig.gpu.framesTracked },
       benchProcessCoreMsPerFrame: (cpu.user + cpu.system) / 1000 / Math.max(1, report.stages.track.items),
       cpu: window,
@@ -309,6 +312,7 @@ async function live(o: Options, bench: Bench): Promise<Record<string, unknown>> 
     );
     for (const l of stageLines(report)) bench.say(`      ${l}`);
     bench.say(`      read ahead: ${row.readAhead.started} GETs, ${row.readAhead.used} used, ${row.readAhead.missed} missed; GETs per frame ${(row.stages.fetch.ops / Math.max(1, row.stages.track.items)).toFixed(3)}`);
+    if (row.segmentsReadAhead) bench.say(`      segments read ahead: ${row.segmentsReadAhead.started} GETs, ${row.segmentsReadAhead.used} used, ${row.segmentsReadAhead.failed} failed, ${row.segmentsReadAhead.dropped} dropped`);
     bench.say(`      detected ahead: ${row.detectedAhead.started} started, ${row.detectedAhead.used} used, ${row.detectedAhead.takenQueued} taken before their turn, ${row.detectedAhead.dropped} dropped, ${row.detectedAhead.held} held; GPU ran ${row.detectedAhead.gpuFramesRun} frames for ${row.detectedAhead.framesTracked} tracked`);
     bench.say(`      worker's UploadToRecordMs: p50 ${row.workerUploadToRecordP50Ms.toFixed(0)} ms, p99 ${row.workerUploadToRecordP99Ms.toFixed(0)} ms over ${row.workerUploadToRecordSamples} samples`);
     bench.say(`      bench process ${row.benchProcessCoreMsPerFrame.toFixed(2)} core-ms/frame; DynamoDB Local ${(row.dynamodbLocalShareOfMachine * 100).toFixed(0)}% of the machine; load average ${row.loadAverageAtEnd.map((l) => l.toFixed(2)).join(' ')}`);

@@ -94,6 +94,26 @@ export const TUNABLES = {
     kind: 'text', default: 'auto', pattern: /^(auto|cpu|cuda)$/, rule: 'be auto, cpu or cuda',
     meaning: 'Where H.264/H.265 segments decode: `auto` (NVDEC when a CUDA device opens, else CPU), `cpu`, or `cuda` (falls back to CPU, logged)',
   },
+  /**
+   * Segments read ahead across rounds (decision 51; gpu-worker/video/segment-reader.ts
+   * `readAhead`): while a video's current segment decodes, the GETs of the next ones its
+   * held messages name start, so a round that crosses into a new segment does not wait
+   * for its GET with the GPU idle. Counted past the segment decoding now (or about to);
+   * the bytes are held until its decoder opens, within `segmentReadAheadBytes`.
+   */
+  segmentReadAheadSegments: {
+    kind: 'integer', default: 2, min: 0, max: 8, off: { value: 0, meaning: 'off' }, unit: 'segments',
+    meaning: "A video's next segments fetched into memory while its current one decodes, at most this many past it per video (decision 51)",
+  },
+  /**
+   * The worker's budget for segments read ahead (all videos): 16 videos × 2 segments of
+   * 2-s 1080p H.264 (1-3 MB) fit 64 MiB; a segment that does not fit is fetched by its
+   * round, as without reading ahead.
+   */
+  segmentReadAheadBytes: {
+    kind: 'integer', default: 64 * 1024 * 1024, min: 1, max: 4 * 1024 * 1024 * 1024, unit: 'bytes',
+    meaning: 'Most bytes of segments read ahead held at once per worker; one that does not fit is fetched by its round (default 64 MiB)',
+  },
   /** Frames per inference call (cross-video micro-batch). */
   inferenceBatchSize: { kind: 'integer', default: 8, min: 1, max: 256, unit: 'frames', meaning: 'Frames per inference call (cross-video micro-batch)' },
   /** Longest a partial inference batch waits for more frames. */

@@ -87,6 +87,11 @@ export class VideoSequencer {
     return this.state.buffered.length;
   }
 
+  /** The buffered frames, ascending (a view, not a copy: for reading ahead, never to change). */
+  get buffered(): readonly FrameRef[] {
+    return this.state.buffered;
+  }
+
   /**
    * Offers a frame. `duplicate` means it is already buffered or queued as late (a
    * duplicate notification or a redelivery) and must change nothing.

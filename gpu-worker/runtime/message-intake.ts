@@ -45,8 +45,11 @@ export interface MessageIntakeDeps {
    * decided from (a frame taken as late for a gap that did not land).
    */
   readonly inDoubt: (videoId: string) => boolean;
-  /** Says how many frames an encoded segment covers (gpu-worker/video/segment-reader.ts). */
-  readonly segments: Pick<SegmentReader, 'describe'>;
+  /**
+   * Says how many frames an encoded segment covers (gpu-worker/video/segment-reader.ts),
+   * and reads a video's next segments ahead once its new ones are taken (decision 51).
+   */
+  readonly segments: Pick<SegmentReader, 'describe'> & Partial<Pick<SegmentReader, 'readAhead'>>;
 }
 
 export class MessageIntake {
@@ -195,6 +198,8 @@ export class MessageIntake {
     // New frames from the source (a replay's re-send is not the source producing).
     if (accepted + late > 0 && msg.replayTag === undefined) s.noteSegment(refs[0]!.frame, now);
     if (duplicates > 0) this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate, duplicates);
+    // Its GET starts now, beside the HEADs of the receive's other segments, when it is within the video's read-ahead window.
+    if (accepted + late > 0) this.d.segments.readAhead?.(s.videoId, s.upcoming());
     this.d.log.info('segment taken', { videoId: s.videoId, key: msg.key, firstFrame: refs[0]?.frame, frames: refs.length, accepted, duplicates, late });
   }
 

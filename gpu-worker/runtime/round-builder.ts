@@ -41,6 +41,8 @@ export interface RoundBuilderDeps {
   readonly rules?: RulesSource;
   /** `resultsRetentionDays`: frame records expire this long after their commit; 0 or absent, never. */
   readonly resultsRetentionDays?: number;
+  /** Told each video's plan before its frames run: the worker reads its next segments ahead (decision 51). */
+  readonly beforeRun?: (session: VideoSession, plan: SessionPlan) => void;
 }
 
 export async function buildRound(
@@ -65,6 +67,7 @@ export async function buildPlannedRound(
   nowMs: number,
 ): Promise<{ units: RoundUnit[]; failures: RoundFailure[] }> {
   if (plans.length === 0) return { units: [], failures: [] };
+  for (const { session, plan } of plans) d.beforeRun?.(session, plan);
   // Rules are (re)read while the frames run: a refresh, when one is due, adds no latency to the round.
   const views = Promise.all(plans.map(({ session }) => rulesView(d, session, nowMs)));
   const runs = await d.runner.run(plans.map(({ session, plan }) => ({ videoId: session.videoId, steps: plan.steps, parked: plan.parked })));

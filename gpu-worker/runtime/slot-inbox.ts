@@ -27,6 +27,13 @@ import type { FramePrefetch } from './ahead/frame-prefetch.ts';
 import { sleep } from '../../core/async.ts';
 import { extraReceives } from './receive-fanout.ts';
 import { readAheadPlans } from './ahead/read-ahead.ts';
+import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
+
+/** Whether a key names an encoded segment (not an image). */
+function isSegmentKey(key: string): boolean {
+  const p = parseSourceKey(key);
+  return p.kind === 'source' && p.container !== 'image';
+}
 
 /** Most messages one receive brings (SQS's limit). */
 const RECEIVE_MAX_MESSAGES = 10;
@@ -213,7 +220,8 @@ export class SlotInbox {
     this.ahead = after
       .then(() => (cancelled() ? [] : this.receiveBacklog(cancelled)))
       .then((messages) => {
-        this.d.prefetch.prefetch(messages.flatMap((m) => (m.msg?.kind === 'frame' && m.msg.sizeBytes <= this.d.tunables.maxFrameBytes && willRun(m.msg) ? [m.msg] : [])));
+        // Images only: segments are read ahead by the segment reader once their HEAD has described them (decision 51).
+        this.d.prefetch.prefetch(messages.flatMap((m) => (m.msg?.kind === 'frame' && m.msg.sizeBytes <= this.d.tunables.maxFrameBytes && !isSegmentKey(m.msg.key) && willRun(m.msg) ? [m.msg] : [])));
         return messages;
       })
       .catch(() => []);

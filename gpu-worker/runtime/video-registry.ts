@@ -27,6 +27,8 @@ export interface VideoRegistryDeps {
    * that never released it (videos taken from an owner then run isolated, decision 29).
    */
   readonly slot: SlotContext;
+  /** Told when a video is let go (released, or its lease moved): what was fetched ahead for it is dropped. */
+  readonly onClose?: (videoId: string) => void;
 }
 
 /** Where a video's messages go: its session here, another slot, nowhere (slot lost), or dropped as old news. */
@@ -129,6 +131,7 @@ export class VideoRegistry {
   private close(s: VideoSession): void {
     this.d.processor.closeVideo(s.videoId);
     this.sessions.delete(s.videoId);
+    this.d.onClose?.(s.videoId);
   }
 
   private open(videoId: string, token: number, ck: VideoCheckpoint, handover: Handover): VideoSession {

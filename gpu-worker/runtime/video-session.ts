@@ -270,6 +270,15 @@ export class VideoSession {
   }
 
   /**
+   * The frames this video runs next, in order: `plan`'s (the round about to run), then
+   * those buffered behind it. What the worker reads segments ahead from (decision 51).
+   */
+  *upcoming(plan?: SessionPlan): Generator<FrameRef> {
+    for (const st of plan?.steps ?? []) if (st.type === 'frame' || st.type === 'late') yield st.ref;
+    yield* this.sequencer.buffered;
+  }
+
+  /**
    * A new segment of this video arrived (its frames were taken, not all duplicates): the
    * source watch learns it, and a stalled source raises `source.resumed` with the next commit.
    */

@@ -104,6 +104,10 @@ export class Worker {
       metrics: deps.metrics,
       maxSegmentBytes: deps.tunables.maxSegmentBytes,
       hardware: deps.tunables.videoDecoder as HardwarePreference,
+      // A video's next segments are fetched while its current one decodes (decision 51).
+      ahead: this.prefetch,
+      segmentsAhead: deps.tunables.segmentReadAheadSegments,
+      aheadBudgetBytes: deps.tunables.segmentReadAheadBytes,
       // Straight to the letterbox's size: a 1080p frame never exists as full-size RGB.
       resizeFor: (w, h) => {
         const input = deps.processor.inputSize;
@@ -124,7 +128,8 @@ export class Worker {
       now: this.now,
     });
     this.runner = runnerFor(deps.processor);
-    this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log, ...(deps.rules ? { rules: deps.rules } : {}), resultsRetentionDays: deps.tunables.resultsRetentionDays };
+    const beforeRun: RoundBuilderDeps['beforeRun'] = (session, plan) => void this.segments.readAhead(session.videoId, session.upcoming(plan));
+    this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log, ...(deps.rules ? { rules: deps.rules } : {}), resultsRetentionDays: deps.tunables.resultsRetentionDays, beforeRun };
     // Isolated videos' frames are tried in the crash probe's child first (decision 41).
     const deathsToPark = deps.tunables.crashProbeDeaths;
     const probe = deathsToPark > 0 ? deps.probe : undefined;
@@ -142,9 +147,20 @@ export class Worker {
   }
 
   /** Frames fetched ahead of their round, and how many of them a round used. */
-  get prefetchedFrames(): { readonly started: number; readonly used: number; readonly readAhead: { readonly started: number; readonly used: number; readonly missed: number } } {
+  get prefetchedFrames(): {
+    readonly started: number;
+    readonly used: number;
+    readonly readAhead: { readonly started: number; readonly used: number; readonly missed: number };
+    /** Segments read ahead (decision 51): GETs started, taken by a decoder, failed, dropped unused. */
+    readonly segments: { readonly started: number; readonly used: number; readonly failed: number; readonly dropped: number };
+  } {
     const p = this.prefetch;
-    return { started: p.started, used: p.used, readAhead: { started: p.readAheadStarted, used: p.readAheadUsed, missed: p.readAheadMissed } };
+    return {
+      started: p.started,
+      used: p.used,
+      readAhead: { started: p.readAheadStarted, used: p.readAheadUsed, missed: p.readAheadMissed },
+      segments: { started: p.segmentsStarted, used: p.segmentsUsed, failed: p.segmentsFailed, dropped: p.segmentsDropped },
+    };
   }
 
   /** Asks the loop to drain: finish the current batch, commit, release the slot. */
@@ -207,6 +223,11 @@ export class Worker {
       metrics: this.d.metrics,
       log: this.d.log,
       slot,
+      // What was fetched or decoded ahead for a video let go is dropped (decision 51).
+      onClose: (videoId) => {
+        this.prefetch.dropVideo(videoId);
+        void this.segments.closeVideo(videoId).catch(() => undefined);
+      },
     });
     this.inbox = inbox;
     this.registry = registry;

@@ -12,25 +12,50 @@
  * - **{@link SegmentReader.frame}** yields frame `n + i` of the segment. One decoder per
  *   segment stays open between calls, so a segment's frames, asked for in order across
  *   rounds, are decoded once each; a frame asked for below the decoder's position (a
- *   round re-run after a rollback) reopens it. Decoding runs a few frames ahead of the
- *   caller ({@link readAhead}), so it overlaps the model; memory is bounded by that depth
- *   per open segment and by {@link SegmentReaderDeps.maxOpenSegments}.
+ *   round re-run after a rollback) reopens it. Decoding runs {@link DECODE_AHEAD_FRAMES}
+ *   frames ahead of the caller ({@link readAhead}), so it overlaps the model, and goes on
+ *   after a round's last frame: the next round's first frames decode while the round
+ *   commits (the GPU's idle time). Memory is bounded by that depth per open segment and by
+ *   {@link SegmentReaderDeps.maxOpenSegments}.
  * - **Failures are records, never stalls.** A frame the decoder cannot yield (corrupt,
  *   truncated, another codec) gets `failed` with the decoder's reason; an S3 error is
  *   thrown to the caller, which retries or fails the round as for an image.
+ * - **{@link SegmentReader.readAhead}** fetches a video's next segments while its current
+ *   one decodes (decision 51): given the video's upcoming frames in order (a round's plan,
+ *   then the frames its held messages brought), the GETs of the first segments without an
+ *   open decoder start, up to `segmentsAhead` past the first of them, within the worker's
+ *   byte budget, into the worker's prefetch (gpu-worker/runtime/ahead/frame-prefetch.ts).
+ *   Opening a segment's decoder takes those bytes when they are there, and GETs as before
+ *   otherwise: a GET that failed ahead is forgotten, and the reader's own GET fails (or
+ *   not) as it always has, so faults keep their meaning. When a segment's last frame has
+ *   been decoded, the next one of its video's window, if its bytes were read ahead, opens
+ *   and starts decoding at once (the first frames of the next round, decoded during the
+ *   commit).
  * - **A re-upload** (other bytes under the same key) changes no count: `k` stays what the
  *   first look decided, the frames not yet recorded decode from the bytes there now, and
- *   the change is logged with the replay command that re-runs the recorded ones.
+ *   the change is logged with the replay command that re-runs the recorded ones. A
+ *   segment read ahead is fetched under the ETag its HEAD gave, so its bytes are the
+ *   version described; one re-uploaded before that GET is fetched again when it opens.
  */
 import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts';
 import { declaredFrameCount, parseSourceKey, type FrameCountSource, type SourceContainer } from '../../core/ingest/segment-keys.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { DecodedPixels, FrameOutcome, LogSink, MetricSink } from '../../core/ports.ts';
 import type { FrameRef } from '../../core/ordering/sequencer.ts';
+import type { FramePrefetch } from '../runtime/ahead/frame-prefetch.ts';
 import { countSegmentFrames, decodeSegment, readAhead, type DecodedFrame, type FrameSize, type HardwarePreference, type SegmentEnd, type SegmentItem } from './segment-decoder.ts';
 
-/** Frames decoded ahead of the caller per open segment. */
-const DECODE_AHEAD_FRAMES = 4;
+/**
+ * Frames decoded ahead of the caller per open segment: one call of the frame runner's
+ * (DECODED_FRAMES_PER_CALL in gpu-worker/runtime/frame-runner.ts), so a round's first call
+ * finds its frames decoded during the previous round's commit. At a 640-px letterbox,
+ * 16 decoded 1080p frames are about 11 MB per video decoding.
+ */
+export const DECODE_AHEAD_FRAMES = 16;
+/** A video's upcoming segments remembered (in run order) for reading ahead as its decoder moves on. */
+const ORDER_KEPT = 32;
+/** Videos whose upcoming segments are remembered (the least recently told is forgotten beyond). */
+const ORDERS_KEPT = 1_024;
 /** Segment descriptions remembered (a listing or a redelivery of one needs no HEAD). */
 const DESCRIPTIONS_KEPT = 4_096;
 
@@ -54,14 +79,26 @@ export interface SegmentReaderDeps {
   readonly resizeFor?: (sourceWidth: number, sourceHeight: number) => FrameSize | undefined;
   /** Segments with an open decoder at once; the least recently used is closed beyond. @default 32 */
   readonly maxOpenSegments?: number;
+  /**
+   * Where segments read ahead are held (the worker's prefetch); absent: nothing is read
+   * ahead, and each segment is fetched when its decoder opens.
+   */
+  readonly ahead?: Pick<FramePrefetch, 'prefetchSegments' | 'take' | 'holds'>;
+  /** `segmentReadAheadSegments`: segments past the first one without a decoder read ahead per video; 0: none. @default 0 */
+  readonly segmentsAhead?: number;
+  /** `segmentReadAheadBytes`: most bytes of segments read ahead held at once (all videos). @default 0 */
+  readonly aheadBudgetBytes?: number;
 }
 
 /** One open segment: its decoder, positioned at frame index `position`. */
 interface Cursor {
+  readonly key: string;
   readonly eTag: string | undefined;
   readonly items: AsyncGenerator<SegmentItem, void, undefined>;
   /** Index of the next frame `items` yields. */
   position: number;
+  /** Opened ahead: `items`' first item, asked for already so that decoding has begun. */
+  primed?: Promise<IteratorResult<SegmentItem, void>>;
   /** The end item, once reached. */
   end?: SegmentEnd;
 }
@@ -76,6 +113,8 @@ export class SegmentReader {
   /** The last call in line per segment key. */
   private readonly turns = new Map<string, Promise<unknown>>();
   private lastDecoder: string | undefined;
+  /** Per video, the segments it runs next, in order (from the last {@link readAhead}). */
+  private readonly orders = new Map<string, readonly { readonly bucket: string; readonly key: string }[]>();
 
   constructor(deps: SegmentReaderDeps) {
     this.d = deps;
@@ -146,16 +185,21 @@ export class SegmentReader {
    * errors, for the caller's retry.
    */
   frame(ref: FrameRef): Promise<SegmentFrame> {
+    return this.inTurn(ref.key, () => this.frameInTurn(ref));
+  }
+
+  /** Runs `fn` once every call on segment `key` before it has settled: one segment's calls one at a time, in call order. */
+  private inTurn<T>(key: string, fn: () => Promise<T>): Promise<T> {
     // One segment's frames are asked for concurrently by a round: one at a time, in call order.
-    const prev = this.turns.get(ref.key) ?? Promise.resolve();
-    const run = prev.then(() => this.frameInTurn(ref));
+    const prev = this.turns.get(key) ?? Promise.resolve();
+    const run = prev.then(fn);
     const tail = run.then(
       () => undefined,
       () => undefined,
     );
-    this.turns.set(ref.key, tail);
+    this.turns.set(key, tail);
     void tail.then(() => {
-      if (this.turns.get(ref.key) === tail) this.turns.delete(ref.key);
+      if (this.turns.get(key) === tail) this.turns.delete(key);
     });
     return run;
   }
@@ -187,13 +231,103 @@ export class SegmentReader {
     return this.advance(cursor, index, d.frameCount);
   }
 
+  /**
+   * Reads ahead the segments of a video's `upcoming` frames (in the order they will run:
+   * a round's plan, then its buffered frames): the first of them (the one decoding now, or
+   * next) and up to `segmentsAhead` after it, those without an open decoder, each once,
+   * within the byte budget. The order is remembered: each time a decoder opens on one of
+   * them, the window moves on with it (so the video keeps `segmentsAhead` segments past
+   * the one decoding), and the next one opens ahead when it ends ({@link openNext}). Only
+   * segments already described (their HEAD gave the version to fetch) and within
+   * `maxSegmentBytes`. Returns the GETs started.
+   */
+  readAhead(videoId: string, upcoming: Iterable<FrameRef>): number {
+    if (!this.d.ahead || (this.d.segmentsAhead ?? 0) <= 0) return 0;
+    const order: { bucket: string; key: string }[] = [];
+    const seen = new Set<string>();
+    for (const ref of upcoming) {
+      if (seen.has(ref.key) || !SegmentReader.isSegment(ref.key)) continue;
+      if (order.length >= ORDER_KEPT) break;
+      seen.add(ref.key);
+      order.push({ bucket: ref.bucket, key: ref.key });
+    }
+    this.orders.delete(videoId);
+    this.orders.set(videoId, order);
+    if (this.orders.size > ORDERS_KEPT) this.orders.delete(this.orders.keys().next().value!);
+    return this.fetchWindow(videoId, order, 0);
+  }
+
+  /** Starts the GETs of `order[from]` and the `segmentsAhead` after it that are not open or held. */
+  private fetchWindow(videoId: string, order: readonly { readonly bucket: string; readonly key: string }[], from: number): number {
+    const ahead = this.d.ahead;
+    if (!ahead) return 0;
+    const wanted: { bucket: string; key: string; sizeBytes: number; eTag: string; videoId: string }[] = [];
+    for (const { bucket, key } of order.slice(from, from + (this.d.segmentsAhead ?? 0) + 1)) {
+      // Open: its bytes are in its decoder already.
+      if (this.open.has(key) || ahead.holds(bucket, key)) continue;
+      const d = this.described.get(key);
+      if (!d || d.eTag === undefined || d.sizeBytes <= 0 || d.sizeBytes > this.d.maxSegmentBytes) continue;
+      wanted.push({ bucket, key, sizeBytes: d.sizeBytes, eTag: d.eTag, videoId });
+    }
+    return wanted.length > 0 ? ahead.prefetchSegments(wanted, this.d.aheadBudgetBytes ?? 0) : 0;
+  }
+
+  /** A decoder opened on `key`: its video's window moves on to it. */
+  private movedTo(key: string): void {
+    const p = parseSourceKey(key);
+    if (p.kind !== 'source') return;
+    const order = this.orders.get(p.videoId);
+    const at = order?.findIndex((o) => o.key === key) ?? -1;
+    if (order && at >= 0) this.fetchWindow(p.videoId, order, at);
+  }
+
+  /**
+   * Opens the segment that follows `key` in its video's order, if its bytes were read
+   * ahead, and starts decoding it: its first frames are decoded by the time they are
+   * asked for (the next round's, during this one's commit). Nothing else: without bytes
+   * held (not read ahead, failed, dropped) it stays closed, and its frames open it as
+   * they always have.
+   */
+  private openNext(key: string): void {
+    const p = parseSourceKey(key);
+    if (p.kind !== 'source') return;
+    const order = this.orders.get(p.videoId);
+    const at = order?.findIndex((o) => o.key === key) ?? -1;
+    const next = order && at >= 0 ? order[at + 1] : undefined;
+    if (!next || this.open.has(next.key) || !this.d.ahead?.holds(next.bucket, next.key)) return;
+    void this.inTurn(next.key, async () => {
+      const parsed = parseSourceKey(next.key);
+      const d = this.described.get(next.key);
+      if (this.open.has(next.key) || !d || parsed.kind !== 'source' || parsed.container === 'image') return;
+      const cursor = await this.openCursor(next.bucket, next.key, parsed.firstFrame, parsed.container, d);
+      cursor.primed = cursor.items.next();
+      // Consumed (or closed) later; a failure here is the frame's to report when it is asked for.
+      cursor.primed.catch(() => undefined);
+    }).catch(() => undefined);
+  }
+
+  /**
+   * Closes the decoders of a video the worker let go (its lease moved, or it was
+   * released), except one a call is decoding from, and forgets its order: its decoded
+   * frames are no one's now.
+   */
+  async closeVideo(videoId: string): Promise<void> {
+    this.orders.delete(videoId);
+    for (const key of [...this.open.keys()]) {
+      const p = parseSourceKey(key);
+      if (p.kind === 'source' && p.videoId === videoId && !this.turns.has(key)) await this.close(key);
+    }
+  }
+
   /** Closes every open decoder (the worker stops, or a test ends). */
   async closeAll(): Promise<void> {
     for (const key of [...this.open.keys()]) await this.close(key);
   }
 
   private async openCursor(bucket: string, key: string, firstFrame: number, container: Exclude<SourceContainer, 'image'>, d: SegmentDescription): Promise<Cursor> {
-    const { bytes, eTag } = await this.d.frames.getVersion(bucket, key);
+    // Read ahead (under the described ETag, so the version described), else fetched now.
+    const early = await this.d.ahead?.take(bucket, key);
+    const { bytes, eTag } = early ? { bytes: early, eTag: d.eTag } : await this.d.frames.getVersion(bucket, key);
     if (d.eTag !== undefined && eTag !== undefined && eTag !== d.eTag) this.reuploaded(key, d);
     const items = readAhead(
       decodeSegment(bytes, {
@@ -205,8 +339,9 @@ export class SegmentReader {
       }),
       DECODE_AHEAD_FRAMES,
     );
-    const cursor: Cursor = { eTag, items, position: 0 };
+    const cursor: Cursor = { key, eTag, items, position: 0 };
     this.open.set(key, cursor);
+    this.movedTo(key);
     // Close the least recently used beyond the bound, but never one a call is decoding from.
     const max = this.d.maxOpenSegments ?? 32;
     for (const other of [...this.open.keys()]) {
@@ -218,7 +353,7 @@ export class SegmentReader {
 
   /** Moves the cursor to frame `index` and yields it, or the record it gets instead. */
   private async finish(c: Cursor): Promise<void> {
-    const r = await c.items.next();
+    const r = await this.nextItem(c);
     if (!r.done && r.value.kind === 'end') this.ended(c, r.value);
   }
 
@@ -230,7 +365,7 @@ export class SegmentReader {
 
   private async advance(c: Cursor, index: number, frameCount: number): Promise<SegmentFrame> {
     while (!c.end && c.position <= index) {
-      const r = await c.items.next();
+      const r = await this.nextItem(c);
       if (r.done) break;
       const item = r.value;
       if (item.kind === 'end') {
@@ -239,8 +374,12 @@ export class SegmentReader {
       }
       c.position = item.index + 1;
       if (item.index === index) {
-        // The segment's last frame: take its end item now (decoded ahead already), so the decoder closes and is reported.
-        if (index === frameCount - 1) await this.finish(c);
+        // The segment's last frame: take its end item now (decoded ahead already), so the decoder closes and is reported,
+        // and start decoding the video's next segment.
+        if (index === frameCount - 1) {
+          await this.finish(c);
+          this.openNext(c.key);
+        }
         return { pixels: pixelsOf(item) };
       }
     }
@@ -248,6 +387,14 @@ export class SegmentReader {
     const failure = end?.failure;
     if (failure) return { failed: { status: 'failed', reason: failure.reason, detail: failure.detail.slice(0, 300) } };
     return { failed: { status: 'failed', reason: 'truncated', detail: `the segment yielded ${end?.decoded ?? c.position} frames; frame index ${index} is not among them` } };
+  }
+
+  /** The cursor's next item: the one asked for when it was opened ahead, then its decoder's. */
+  private nextItem(c: Cursor): Promise<IteratorResult<SegmentItem, void>> {
+    const primed = c.primed;
+    if (!primed) return c.items.next();
+    c.primed = undefined;
+    return primed;
   }
 
   private noteDecoder(decoder: string): void {

@@ -18,6 +18,15 @@
  * Such an entry is invisible to `take` until `confirm` sees its message: with the same
  * ETag its bytes are used; otherwise (another version, or a message without an ETag) the
  * frame is fetched again under the message's ETag, as any prefetch.
+ *
+ * Segments read ahead (decision 51, gpu-worker/video/segment-reader.ts `readAhead`):
+ * `prefetchSegments` fetches encoded segments a video will decode next, under the ETag
+ * their HEAD gave, within a byte budget of their own (`segmentReadAheadBytes`): they
+ * neither evict frames nor are evicted by them, nor go to `onFetched` (they are no
+ * images), nor are hedged (a segment's GET is not a frame's). The segment reader takes
+ * them when it opens the segment's decoder; a failed one is forgotten, and the reader's
+ * own GET reports it as it always has. `dropVideo` forgets a video's entries when the
+ * worker lets the video go (its lease moved, or it was released).
  */
 import type { FrameSource } from '../../../core/ingest/port.ts';
 import { hedge } from './hedged-fetch.ts';
@@ -26,6 +35,12 @@ import { hedge } from './hedged-fetch.ts';
 export const PREFETCH_MAX_BYTES = 64 * 1024 * 1024;
 /** Entries older than this are not used: a frame held back that long is fetched afresh. */
 export const PREFETCH_MAX_AGE_MS = 10_000;
+/**
+ * The same for a segment read ahead: it waits for the segments before it to be decoded
+ * (two 10-s segments of a backlog are a few rounds), and its GET was conditional on the
+ * version described, so only memory is at stake, within its budget.
+ */
+export const SEGMENT_AHEAD_MAX_AGE_MS = 60_000;
 
 interface Entry {
   readonly bytes: Promise<Uint8Array | undefined>;
@@ -40,6 +55,10 @@ interface Entry {
   announced: boolean;
   /** Read ahead by predicted key and not yet confirmed by a message: the version S3 answered. */
   readonly predicted?: Promise<Version | undefined>;
+  /** An encoded segment read ahead (`prefetchSegments`): counted in its own budget, never announced nor hedged. */
+  readonly segment?: boolean;
+  /** The video it belongs to, when the caller said (`dropVideo`). */
+  readonly videoId?: string;
 }
 
 type Version = { readonly bytes: Uint8Array; readonly eTag: string | undefined };
@@ -73,6 +92,8 @@ export interface PrefetchRef {
    * fetches the frame itself).
    */
   readonly eTag?: string;
+  /** The video it belongs to: its entry is forgotten by `dropVideo`. */
+  readonly videoId?: string;
 }
 
 export class FramePrefetch {
@@ -84,6 +105,8 @@ export class FramePrefetch {
   /** Insertion order is age order: the oldest entry is evicted first. */
   private readonly entries = new Map<string, Entry>();
   private heldBytes = 0;
+  /** Bytes of segments read ahead held (their own budget, `prefetchSegments`). */
+  private segmentBytes = 0;
   /** GETs started, and entries used (for tests and the benchmark). */
   started = 0;
   used = 0;
@@ -112,9 +135,63 @@ export class FramePrefetch {
         continue;
       }
       if (ref.sizeBytes <= 0 || ref.sizeBytes > PREFETCH_MAX_BYTES) continue;
-      const entry = this.add(id, ref.sizeBytes, ref.eTag, this.frames.get(ref.bucket, ref.key, ref.eTag).catch(() => undefined), this.now());
+      const entry = this.add(id, ref.sizeBytes, ref.eTag, this.frames.get(ref.bucket, ref.key, ref.eTag).catch(() => undefined), this.now(), undefined, ref.videoId);
       this.announce(entry);
       this.started++;
+    }
+  }
+
+  /**
+   * Starts the GETs of segments read ahead (decision 51), in the order given, while their
+   * bytes fit `budgetBytes` with those already held; a ref already held (a segment or
+   * not) is left as it is, one that does not fit is skipped (its round fetches it). Each
+   * GET is conditional on the ref's ETag, the version its HEAD described: an entry never
+   * holds other bytes. A failed GET is forgotten, not reported. Returns the GETs started.
+   */
+  prefetchSegments(refs: readonly PrefetchRef[], budgetBytes: number): number {
+    this.dropExpired();
+    let started = 0;
+    for (const ref of refs) {
+      const id = idOf(ref.bucket, ref.key);
+      if (this.entries.has(id) || ref.sizeBytes <= 0 || this.segmentBytes + ref.sizeBytes > budgetBytes) continue;
+      const bytes = this.frames.get(ref.bucket, ref.key, ref.eTag).catch(() => {
+        this.segmentsFailed++;
+        return undefined;
+      });
+      this.add(id, ref.sizeBytes, ref.eTag, bytes, this.now(), undefined, ref.videoId, true);
+      this.segmentsStarted++;
+      started++;
+    }
+    return started;
+  }
+
+  /** Segments read ahead: GETs started, taken by the reader, failed, and dropped unused (expired, or their video let go). */
+  segmentsStarted = 0;
+  segmentsUsed = 0;
+  segmentsFailed = 0;
+  segmentsDropped = 0;
+
+  /** Whether an entry (of any kind) is held for the object. */
+  holds(bucket: string, key: string): boolean {
+    return this.entries.has(idOf(bucket, key));
+  }
+
+  /** Bytes of segments read ahead held now. */
+  get segmentBytesHeld(): number {
+    return this.segmentBytes;
+  }
+
+  /**
+   * Forgets every entry of a video the worker let go (its lease moved, or it was
+   * released): their bytes are not worth holding, and nothing of them may reach a round.
+   */
+  dropVideo(videoId: string): void {
+    for (const [id, entry] of this.entries) {
+      if (entry.videoId !== videoId) continue;
+      if (entry.predicted) this.readAheadMissed++;
+      if (entry.segment) this.segmentsDropped++;
+      entry.dropped = true;
+      this.remove(id, entry);
     }
   }
 
@@ -189,20 +266,50 @@ export class FramePrefetch {
   readAheadUsed = 0;
   readAheadMissed = 0;
 
-  private add(id: string, sizeBytes: number, eTag: string | undefined, bytes: Promise<Uint8Array | undefined>, startedAtMs: number, predicted?: Promise<Version | undefined>): Entry {
-    while (this.heldBytes + sizeBytes > PREFETCH_MAX_BYTES && this.entries.size > 0) this.evictOldest();
-    const entry: Entry = { bytes, eTag, sizeBytes, startedAtMs, dropped: false, settled: false, announced: false, ...(predicted ? { predicted } : {}) };
+  private add(
+    id: string,
+    sizeBytes: number,
+    eTag: string | undefined,
+    bytes: Promise<Uint8Array | undefined>,
+    startedAtMs: number,
+    predicted?: Promise<Version | undefined>,
+    videoId?: string,
+    segment = false,
+  ): Entry {
+    // Segments have their own budget, checked by the caller: they neither evict frames nor are evicted for them.
+    while (!segment && this.heldBytes + sizeBytes > PREFETCH_MAX_BYTES && this.frameEntries() > 0) this.evictOldest();
+    const entry: Entry = {
+      bytes,
+      eTag,
+      sizeBytes,
+      startedAtMs,
+      dropped: false,
+      settled: false,
+      announced: false,
+      ...(predicted ? { predicted } : {}),
+      ...(videoId !== undefined ? { videoId } : {}),
+      ...(segment ? { segment } : {}),
+    };
     void bytes.then(() => {
       entry.settled = true;
     });
     this.entries.set(id, entry);
-    this.heldBytes += sizeBytes;
+    if (segment) this.segmentBytes += sizeBytes;
+    else this.heldBytes += sizeBytes;
     return entry;
+  }
+
+  /** Entries that are not segments (those the frame budget evicts). */
+  private frameEntries(): number {
+    if (this.segmentBytes === 0) return this.entries.size;
+    let n = 0;
+    for (const e of this.entries.values()) if (!e.segment) n++;
+    return n;
   }
 
   /** Hands the entry's bytes to `onFetched` once they arrive, unless it is dropped first. */
   private announce(entry: Entry): void {
-    if (entry.announced || entry.predicted) return;
+    if (entry.announced || entry.predicted || entry.segment) return;
     entry.announced = true;
     // Attached before any take() awaits the bytes, so it runs first even for an entry taken in flight.
     // A hint must never fail the worker, whatever the callback does.
@@ -220,9 +327,13 @@ export class FramePrefetch {
     // A read ahead nobody confirmed is not this message's version yet.
     if (!entry || entry.predicted) return undefined;
     this.remove(id, entry);
-    if (this.expired(entry)) return undefined;
-    const bytes = entry.settled || this.hedgeAfterMs <= 0 ? await entry.bytes : await this.hedged(bucket, key, entry);
-    if (bytes) this.used++;
+    if (this.expired(entry)) {
+      if (entry.segment) this.segmentsDropped++;
+      return undefined;
+    }
+    const bytes = entry.settled || entry.segment || this.hedgeAfterMs <= 0 ? await entry.bytes : await this.hedged(bucket, key, entry);
+    if (bytes && entry.segment) this.segmentsUsed++;
+    else if (bytes) this.used++;
     return bytes;
   }
 
@@ -259,26 +370,31 @@ export class FramePrefetch {
     for (const [id, entry] of this.entries) {
       if (!this.expired(entry)) continue;
       if (entry.predicted) this.readAheadMissed++;
+      if (entry.segment) this.segmentsDropped++;
       entry.dropped = true;
       this.remove(id, entry);
     }
   }
 
   private expired(entry: Entry): boolean {
-    return this.now() - entry.startedAtMs > PREFETCH_MAX_AGE_MS;
+    return this.now() - entry.startedAtMs > (entry.segment ? SEGMENT_AHEAD_MAX_AGE_MS : PREFETCH_MAX_AGE_MS);
   }
 
-  /** Only called while bytes are held, so there is an entry to evict. */
+  /** The oldest entry that is not a segment; only called while one is held. */
   private evictOldest(): void {
-    const [id, entry] = this.entries.entries().next().value!;
-    if (entry.predicted) this.readAheadMissed++;
-    entry.dropped = true;
-    this.remove(id, entry);
+    for (const [id, entry] of this.entries) {
+      if (entry.segment) continue;
+      if (entry.predicted) this.readAheadMissed++;
+      entry.dropped = true;
+      this.remove(id, entry);
+      return;
+    }
   }
 
   private remove(id: string, entry: Entry): void {
     this.entries.delete(id);
-    this.heldBytes -= entry.sizeBytes;
+    if (entry.segment) this.segmentBytes -= entry.sizeBytes;
+    else this.heldBytes -= entry.sizeBytes;
   }
 }
 
