@@ -72,11 +72,31 @@ export class MessageIntake {
       if (list) list.push(m as ReadyMessage);
       else byVideo.set(m.msg.videoId, [m as ReadyMessage]);
     }
+    await this.describeSegments(byVideo);
     for (const [videoId, items] of byVideo) {
       if (this.d.slot.lost) break;
       waiting.push(...(await this.acceptVideo(videoId, items, now)));
     }
     return waiting;
+  }
+
+  /**
+   * The HEADs of a receive's new segments, side by side: the videos are then placed one
+   * after another (their sessions change), and each finds its segment described (the
+   * reader remembers it per key). One round trip per receive instead of one per video:
+   * at a live rate a receive brings several cameras' segments. Only for videos this worker
+   * holds and whose commit is not in doubt (others may not be ours to read). A failed HEAD
+   * here is forgotten: the video's own describe tries again and reports it as before.
+   */
+  private async describeSegments(byVideo: ReadonlyMap<string, readonly ReadyMessage[]>): Promise<void> {
+    const keys = new Map<string, string>();
+    const held = new Set(this.d.registry.all().map((s) => s.videoId));
+    for (const [videoId, items] of byVideo) {
+      if (!held.has(videoId) || this.d.inDoubt(videoId)) continue;
+      for (const { msg } of items) if (msg.kind !== 'end' && SegmentReader.isSegment(msg.key)) keys.set(msg.key, msg.bucket);
+    }
+    if (keys.size < 2) return;
+    await Promise.all([...keys].map(([key, bucket]) => this.d.segments.describe(bucket, key).catch(() => undefined)));
   }
 
   /** One video's messages of a receive; those the store cannot take now wait, held, for the next try. */

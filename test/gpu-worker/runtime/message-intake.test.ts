@@ -220,3 +220,42 @@ describe('MessageIntake: a video whose last commit is in doubt', () => {
     expect(counted).toContain('MessagesHeldInDoubt');
   });
 });
+
+describe("MessageIntake: a receive's segments", () => {
+  it("describes the new segments of the videos it holds side by side, then places each video in turn", async () => {
+    // Prepare: three held videos, one segment message each; each HEAD takes 20 ms
+    const sessions = ['a', 'b', 'c'].map((v) => new VideoSession(v, 1, emptyCheckpoint(0), { reorderWaitMs: WAIT_MS, reorderBufferFrames: 64, firstFrameNumber: 0 }, 0));
+    let inFlight = 0;
+    let most = 0;
+    const described: string[] = [];
+    const intake = new MessageIntake({
+      inbox: { deadLetter: async () => true, park: async () => true, delete: async () => undefined, forward: async () => true },
+      registry: { place: async (id) => sessions.find((s) => s.videoId === id)!, all: () => sessions },
+      frames: { getText: async () => '', listFrames: async () => ({ frames: [], complete: true, coveredThrough: 0, requests: 1 }) },
+      bucket: 'b',
+      records: NO_RECORDS,
+      metrics: nullMetrics,
+      log: quiet,
+      slot: { lost: false },
+      inDoubt: (id) => id === 'c',
+      segments: {
+        describe: async (_bucket, key) => {
+          described.push(key);
+          most = Math.max(most, ++inFlight);
+          await new Promise((r) => setTimeout(r, 20));
+          inFlight--;
+          return { frameCount: 30, source: 'declared' as const, sizeBytes: 100, eTag: 'e' };
+        },
+      },
+    });
+    const message = (v: string) => ({ handle: `h-${v}`, body: '{}', msg: { kind: 'frame' as const, videoId: v, frame: 0, bucket: 'b', key: `frames/${v}/000000.mp4`, sizeBytes: 100, eventTime: '2026-01-01T00:00:00Z', eTag: 'e' } });
+    // Act
+    const waiting = await intake.accept(['a', 'b', 'c'].map(message), 0);
+    // Assess: a and b were described at once (c, in doubt, is held and not read); then each once more, placed in turn
+    expect(most).toBe(2);
+    expect(described.slice(0, 2).sort()).toEqual(['frames/a/000000.mp4', 'frames/b/000000.mp4']);
+    expect(waiting.map((m) => m.handle)).toEqual(['h-c']);
+    expect(sessions[0]!.sequencer.lastBufferedFrame).toBe(29);
+    expect(sessions[1]!.sequencer.lastBufferedFrame).toBe(29);
+  });
+});
