@@ -389,6 +389,7 @@ export class Worker {
       aheadSkips: this.aheadSkips,
       ending: this.ending,
       storeDown: this.waiting.length > 0 || this.committer!.inDoubtCount > 0,
+      segments: messages.some((m) => m.msg?.kind === 'frame' && SegmentReader.isSegment(m.msg.key)),
     });
     this.aheadSkips = decision.aheadSkips;
     let committed = false;

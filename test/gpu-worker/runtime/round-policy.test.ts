@@ -26,6 +26,9 @@ describe('decideRound', () => {
     ['skips count down only behind a backlog', { received: 2, aheadSkips: 3 }, { backlog: false, receiveAhead: false, aheadSkips: 3, commit: 'await' }],
     ['draining or lease lost: nothing received ahead', { received: 10, ending: true }, { backlog: true, receiveAhead: false, aheadSkips: 0, commit: 'overlap' }],
     ['store unreachable: nothing received ahead, commits awaited', { received: 10, storeDown: true }, { backlog: true, receiveAhead: false, aheadSkips: 0, commit: 'await' }],
+    ['segments at a live rate: the commit overlaps the next round; no receive ahead', { received: 3, segments: true }, { backlog: false, receiveAhead: false, aheadSkips: 0, commit: 'overlap' }],
+    ['segments with the store unreachable: awaited', { received: 3, segments: true, storeDown: true }, { backlog: false, receiveAhead: false, aheadSkips: 0, commit: 'await' }],
+    ['segments behind a backlog: as a backlog', { received: 10, segments: true }, { backlog: true, receiveAhead: true, aheadSkips: 0, commit: 'overlap' }],
   ];
   it.each(rows)('%s', (_name, over, expected) => {
     expect(decideRound(facts(over))).toEqual(expected);
