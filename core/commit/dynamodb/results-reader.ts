@@ -81,28 +81,33 @@ export async function* queryResults(
   } while (start);
 }
 
-/**
- * A video's result items as the table stores them (per-frame records and packed runs, not
- * expanded; summary excluded), in key order: for measuring what storage costs, and for
- * tests of the stored shape. Readers of records use {@link queryResults}.
- */
-export async function storedResultItems(source: ResultsSource, videoId: string): Promise<StoredResultItem[]> {
-  const out: StoredResultItem[] = [];
+/** A video's stored result items (summary excluded), page by page in key order; `projection` names the attributes to read. */
+async function* storedPages(source: ResultsSource, videoId: string, projection?: { expression: string; names: Record<string, string> }): AsyncGenerator<StoredResultItem[]> {
   let start: Record<string, unknown> | undefined;
   do {
     const r = await source.ddb.send(
       new QueryCommand({
         TableName: source.resultsTable,
         KeyConditionExpression: 'videoId = :v AND #f >= :zero',
-        ExpressionAttributeNames: { '#f': 'frame' },
+        ExpressionAttributeNames: { '#f': 'frame', ...projection?.names },
         ExpressionAttributeValues: { ':v': videoId, ':zero': 0 },
-        ConsistentRead: true,
+        ...(projection ? { ProjectionExpression: projection.expression } : { ConsistentRead: true }),
         ExclusiveStartKey: start,
       }),
     );
-    out.push(...((r.Items ?? []) as StoredResultItem[]));
+    yield (r.Items ?? []) as StoredResultItem[];
     start = r.LastEvaluatedKey;
   } while (start);
+}
+
+/**
+ * A video's result items as the table stores them (per-frame records and packed runs, not
+ * expanded; summary excluded), in key order, read consistently: for measuring what storage
+ * costs, and for tests of the stored shape. Readers of records use {@link queryResults}.
+ */
+export async function storedResultItems(source: ResultsSource, videoId: string): Promise<StoredResultItem[]> {
+  const out: StoredResultItem[] = [];
+  for await (const page of storedPages(source, videoId)) out.push(...page);
   return out;
 }
 
@@ -122,21 +127,9 @@ export async function getSummary(source: ResultsSource, videoId: string): Promis
 /** How many frame records a video has (summary excluded; a packed item counts its frames); reads two attributes per item. */
 export async function countResults(source: ResultsSource, videoId: string): Promise<number> {
   let n = 0;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await source.ddb.send(
-      new QueryCommand({
-        TableName: source.resultsTable,
-        KeyConditionExpression: 'videoId = :v AND #f >= :zero',
-        ProjectionExpression: '#s, packedCount',
-        ExpressionAttributeNames: { '#f': 'frame', '#s': 'status' },
-        ExpressionAttributeValues: { ':v': videoId, ':zero': 0 },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of r.Items ?? []) n += isPacked(item) ? Number(item.packedCount) : 1;
-    start = r.LastEvaluatedKey;
-  } while (start);
+  for await (const page of storedPages(source, videoId, { expression: '#s, packedCount', names: { '#s': 'status' } })) {
+    for (const item of page) n += isPacked(item) ? item.packedCount : 1;
+  }
   return n;
 }
 

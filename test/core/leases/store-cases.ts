@@ -33,6 +33,17 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
     return { videoId, token, expectedSeq: prev.seq, expectedCommitId: prev.commitId, checkpoint, results: [result], summary: summaryOf(videoId, checkpoint, { token, worker, slot }, now) };
   }
 
+  /** Slot `slot` claimed by worker `W{slot}`, and `videoId` pinned to it and adopted. */
+  async function owned(slot: number, videoId: string): Promise<{ fence: SlotFence; token: number; ck: () => Promise<VideoCheckpoint> }> {
+    const t0 = Date.now();
+    const a = await store.claimSlot(slot, `W${slot}`, t0, TTL_MS);
+    const fence: SlotFence = { slot, workerId: `W${slot}`, epoch: a!.epoch };
+    await store.pinVideo(videoId, slot, t0);
+    const v = await store.adoptVideo(videoId, fence, t0);
+    if (typeof v === 'string') throw new Error(v);
+    return { fence, token: v.token, ck: async () => (await store.getVideo(videoId)).checkpoint };
+  }
+
   /** The outcome of each unit of a commit, as a plain object (videoId -> outcome), with the kind. */
   function outcomeOf(o: CommitOutcome): { kind: string; units: Record<string, unknown> } {
     return { kind: o.kind, units: Object.fromEntries(o.outcomes) };
@@ -162,15 +173,6 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       return { ...base, results: [{ ...base.results[0]!, status }], ...(replacesGap ? { replacesGap: [frame] } : {}) };
     }
 
-    async function owned(slot: number, videoId: string): Promise<{ fence: SlotFence; token: number; ck: () => Promise<VideoCheckpoint> }> {
-      const t0 = Date.now();
-      const a = await store.claimSlot(slot, `W${slot}`, t0, TTL_MS);
-      const fence: SlotFence = { slot, workerId: `W${slot}`, epoch: a!.epoch };
-      await store.pinVideo(videoId, slot, t0);
-      const v = await store.adoptVideo(videoId, fence, t0);
-      if (typeof v === 'string') throw new Error(v);
-      return { fence, token: v.token, ck: async () => (await store.getVideo(videoId)).checkpoint };
-    }
 
     const record = async (videoId: string, frame: number) =>
       (await backend().ddb.send(new GetCommand({ TableName: backend().resultsTable, Key: { videoId, frame }, ConsistentRead: true }))).Item;
@@ -216,21 +218,12 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       return { ...base, results: frames.map((frame) => ({ videoId, frame, status, detections: [], token, worker: fence.workerId, committedAtMs: now, key: seg(videoId, first) })) };
     }
 
-    async function ownedVideo(slot: number, videoId: string) {
-      const t0 = Date.now();
-      const a = await store.claimSlot(slot, `W${slot}`, t0, TTL_MS);
-      const fence: SlotFence = { slot, workerId: `W${slot}`, epoch: a!.epoch };
-      await store.pinVideo(videoId, slot, t0);
-      const v = await store.adoptVideo(videoId, fence, t0);
-      if (typeof v === 'string') throw new Error(v);
-      return { fence, token: v.token, ck: async () => (await store.getVideo(videoId)).checkpoint };
-    }
 
     const stored = async (videoId: string) =>
       (await backend().ddb.send(new QueryCommand({ TableName: backend().resultsTable, KeyConditionExpression: 'videoId = :v AND #f >= :zero', ExpressionAttributeNames: { '#f': 'frame' }, ExpressionAttributeValues: { ':v': videoId, ':zero': 0 }, ConsistentRead: true }))).Items ?? [];
 
     it('writes a run of segment frames as one item that reads back as one record per frame', async () => {
-      const { fence, token, ck } = await ownedVideo(70, 'pk');
+      const { fence, token, ck } = await owned(70, 'pk');
       const outcome = await store.commit(fence, [segmentUnit('pk', token, await ck(), 0, [0, 1, 2, 3, 4], 'ok', fence)], Date.now());
       expect(outcomeOf(outcome).units).toEqual({ pk: 'landed' });
       const items = await stored('pk');
@@ -241,7 +234,7 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
 
     it('treats records standing inside a run as conflicts, all of them, and writes nothing', async () => {
       // Prepare: frames 3 and 4 recorded one item each (as after-end-of-stream records are)
-      const { fence, token, ck } = await ownedVideo(71, 'pin');
+      const { fence, token, ck } = await owned(71, 'pin');
       for (const frame of [3, 4]) {
         const u = segmentUnit('pin', token, await ck(), 0, [frame], 'failed', fence);
         expect(outcomeOf(await store.commit(fence, [u], Date.now())).units).toEqual({ pin: 'landed' });
@@ -257,7 +250,7 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
 
     it('treats a packed run standing over a frame as a conflict for a record of that frame alone', async () => {
       // Prepare: frames 0-5 packed
-      const { fence, token, ck } = await ownedVideo(72, 'pover');
+      const { fence, token, ck } = await owned(72, 'pover');
       expect(outcomeOf(await store.commit(fence, [segmentUnit('pover', token, await ck(), 0, [0, 1, 2, 3, 4, 5], 'ok', fence)], Date.now())).units).toEqual({ pover: 'landed' });
       // Act: frame 4 alone (its own key is free), then frames 4-7 (key 4 is free too)
       const alone = await store.commit(fence, [segmentUnit('pover', token, await ck(), 0, [4], 'ok', fence)], Date.now());
