@@ -48,6 +48,7 @@ import sharp from 'sharp';
 import { endMarkerKey, frameKey } from '../core/ingest/keys.ts';
 import { FRAMES_METADATA_KEY, segmentKey } from '../core/ingest/segment-keys.ts';
 import { allResults, countResults, getSummary, storedResultItems } from '../core/commit/dynamodb/results-reader.ts';
+import { itemBytes as documentItemBytes } from '../core/leases/memory/memory-dynamodb.ts';
 import { DEFAULT_TUNABLES } from '../core/config.ts';
 import type { LocalStack } from '../local/stack.ts';
 import { benchMain, commandLine, freshCallLog, freshStateDir, machine, RESULTS_DIR, sleep, writeResult, type Bench } from './harness/main.ts';
@@ -91,22 +92,8 @@ function tally(callLog: string): { calls: Tally; units: Tally } {
   return { calls, units };
 }
 
-/**
- * An item's size as DynamoDB counts it (developer guide, "Item sizes"): each attribute's
- * name (UTF-8) plus its value: a string's UTF-8 bytes, a number's (significant digits / 2) + 1,
- * 1 for a boolean or null, a list or map 3 bytes plus 1 per element plus its elements.
- */
-function ddbItemBytes(item: object): number {
-  const value = (v: unknown): number => {
-    if (v === null || v === undefined || typeof v === 'boolean') return 1;
-    if (typeof v === 'string') return Buffer.byteLength(v);
-    if (typeof v === 'number') return Math.ceil(String(Math.abs(v)).replace(/[.e+-]/g, '').replace(/^0+/, '').length / 2) + 1;
-    if (v instanceof Uint8Array) return v.length;
-    if (Array.isArray(v)) return 3 + v.reduce((a: number, x) => a + 1 + value(x), 0);
-    return 3 + Object.entries(v as object).reduce((a, [k, x]) => a + 1 + Buffer.byteLength(k) + value(x), 0);
-  };
-  return Object.entries(item).reduce((a, [k, v]) => a + Buffer.byteLength(k) + value(v), 0);
-}
+/** An item's size as DynamoDB counts it (the twin's rule, in document form). */
+const ddbItemBytes = (item: object): number => documentItemBytes(item as Parameters<typeof documentItemBytes>[0]);
 
 /** What a camera uploads: one image per frame, or one H.264 segment of `k` frames every `segmentSeconds`. */
 type Source = { kind: 'frames'; image: Buffer } | { kind: 'segments'; segmentSeconds: number; k: number; body: Buffer };

@@ -7,7 +7,7 @@
 import type { VideoCheckpoint } from './checkpoint.ts';
 import type { FrameResultItem, VideoSummaryItem } from './results.ts';
 import type { EventItem } from '../analytics/event-schema.ts';
-import { storedItemBytes, storedItems } from './record-packing.ts';
+import { storedItemBytes, storedItems, type StoredResultItem } from './record-packing.ts';
 
 /** Items one TransactWriteItems may hold (the first is the slot's ConditionCheck). */
 export const MAX_TRANSACT_ITEMS = 100;
@@ -43,6 +43,22 @@ export interface CommitUnit {
   readonly events?: readonly EventItem[];
 }
 
+const storedShapes = new WeakMap<CommitUnit, readonly StoredResultItem[]>();
+
+/**
+ * A unit's results as they are written (record-packing.ts), built once per unit: packing
+ * compresses, and a unit is sized for its round, packed into groups and sent (perhaps more
+ * than once). Units are immutable; a changed unit is a new object.
+ */
+export function storedItemsOf(u: CommitUnit): readonly StoredResultItem[] {
+  let stored = storedShapes.get(u);
+  if (!stored) {
+    stored = storedItems(u.results, u.replacesGap);
+    storedShapes.set(u, stored);
+  }
+  return stored;
+}
+
 /** Estimated stored size of a value, in bytes. */
 export function estimatedBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value));
@@ -54,7 +70,7 @@ export function estimatedBytes(value: unknown): number {
  */
 export function unitCost(u: CommitUnit): { items: number; bytes: number } {
   const events = u.events ?? [];
-  const stored = storedItems(u.results, u.replacesGap);
+  const stored = storedItemsOf(u);
   const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + stored.reduce((n, r) => n + storedItemBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0);
   return { items: stored.length + 2 + events.length, bytes };
 }

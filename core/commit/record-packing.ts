@@ -88,14 +88,15 @@ function joins(last: FrameResultItem, next: FrameResultItem): boolean {
   );
 }
 
-function packedItem(run: readonly FrameResultItem[]): PackedRecordsItem {
+/** A run's records as one item: `own` is each record's own fields' JSON, in frame order. */
+function packedItem(run: readonly FrameResultItem[], own: readonly string[]): PackedRecordsItem {
   const first = run[0]!;
   return {
     videoId: first.videoId,
     frame: first.frame,
     status: PACKED_STATUS,
     packedCount: run.length,
-    packedRecords: new Uint8Array(deflateRawSync(JSON.stringify(run.map(frameOwnFields)))),
+    packedRecords: new Uint8Array(deflateRawSync(`[${own.join(',')}]`)),
     token: first.token,
     worker: first.worker,
     committedAtMs: first.committedAtMs,
@@ -123,11 +124,13 @@ export function storedItems(results: readonly FrameResultItem[], replacesGap: re
   const replaceable = new Set(replacesGap);
   const out: StoredResultItem[] = [];
   let run: FrameResultItem[] = [];
+  let own: string[] = [];
   let runBytes = 0;
   const flush = () => {
     if (run.length === 1) out.push(run[0]!);
-    else if (run.length > 1) out.push(packedItem(run));
+    else if (run.length > 1) out.push(packedItem(run, own));
     run = [];
+    own = [];
     runBytes = 0;
   };
   for (const r of results) {
@@ -137,9 +140,11 @@ export function storedItems(results: readonly FrameResultItem[], replacesGap: re
       continue;
     }
     // JSON of the run: brackets, commas, and each frame's own fields.
-    const bytes = Buffer.byteLength(JSON.stringify(frameOwnFields(r))) + 1;
+    const json = JSON.stringify(frameOwnFields(r));
+    const bytes = Buffer.byteLength(json) + 1;
     if (run.length > 0 && (!joins(run[run.length - 1]!, r) || runBytes + bytes + 1 > maxBytes)) flush();
     run.push(r);
+    own.push(json);
     runBytes += bytes;
   }
   flush();
@@ -186,11 +191,18 @@ export function expandStored(item: StoredResultItem, from = Number.NEGATIVE_INFI
  */
 export function framesToCheck(results: readonly FrameResultItem[], replacesGap: readonly number[] = []): number[] {
   const replaceable = new Set(replacesGap);
+  // A segment's frames share its key: each key is parsed once.
+  const isSegment = new Map<string, boolean>();
   const out: number[] = [];
   for (const r of results) {
     if (replaceable.has(r.frame) || r.key === undefined) continue;
-    const parsed = parseSourceKey(r.key);
-    if (parsed.kind === 'source' && parsed.container !== 'image') out.push(r.frame);
+    let segment = isSegment.get(r.key);
+    if (segment === undefined) {
+      const parsed = parseSourceKey(r.key);
+      segment = parsed.kind === 'source' && parsed.container !== 'image';
+      isSegment.set(r.key, segment);
+    }
+    if (segment) out.push(r.frame);
   }
   return out;
 }

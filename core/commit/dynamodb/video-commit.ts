@@ -8,8 +8,8 @@
 import { TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredCommitState, type UnitOutcome } from '../commit-outcome.ts';
-import { packUnits, unitProblem, type CommitUnit } from '../commit-packing.ts';
-import { framesToCheck, storedItems } from '../record-packing.ts';
+import { packUnits, storedItemsOf, unitProblem, type CommitUnit } from '../commit-packing.ts';
+import { framesToCheck } from '../record-packing.ts';
 import { queryResults } from './results-reader.ts';
 import type { CommitOutcome, SlotFence } from '../../leases/port.ts';
 import { slotKey, videoKey } from '../../leases/dynamodb/lease-table.ts';
@@ -232,7 +232,7 @@ export class VideoCommitter {
       const replaceable = new Set(u.replacesGap ?? []);
       // A segment's run is one packed item (record-packing.ts), create-only like a frame's:
       // the checkpoint's fence above is what keeps its frames from being written twice.
-      for (const r of storedItems(u.results, u.replacesGap)) {
+      for (const r of storedItemsOf(u)) {
         owners.push({ role: 'result', videoId: u.videoId, frame: r.frame });
         items.push({
           Put: {

@@ -460,9 +460,10 @@ function checkItemSize(item: Item): void {
 }
 
 /**
- * An item's size as DynamoDB counts it (approximately): attribute names and values in
- * UTF-8, numbers by significant digits, 1 byte per boolean/null, 3 bytes per list or map
- * plus 1 per element.
+ * An item's size as DynamoDB counts it (developer guide, "Item sizes"), in document form:
+ * attribute names and values in UTF-8, numbers 1 byte per 2 significant digits + 1, binary
+ * by its bytes, 1 byte per boolean/null, 3 bytes per list or map plus 1 per element (and
+ * a map element's name). The benches size stored items with it too.
  */
 export function itemBytes(item: Item): number {
   let n = 0;
@@ -472,7 +473,8 @@ export function itemBytes(item: Item): number {
 
 function valueBytes(v: DocValue): number {
   if (typeof v === 'string') return Buffer.byteLength(v);
-  if (typeof v === 'number' || typeof v === 'bigint') return Math.ceil(String(v).replace(/[-.]|e.*$/g, '').replace(/^0+/, '').length / 2) + 1;
+  // Significant digits: leading and trailing zeros trimmed (DynamoDB's rule).
+  if (typeof v === 'number' || typeof v === 'bigint') return Math.ceil(Math.max(1, String(v).replace(/[-.]|e.*$/g, '').replace(/^0+/, '').replace(/0+$/, '').length) / 2) + 1;
   if (typeof v === 'boolean' || v === null || v === undefined) return 1;
   if (v instanceof Uint8Array) return v.byteLength;
   if (Array.isArray(v)) return 3 + v.reduce((n: number, x) => n + 1 + valueBytes(x), 0);
