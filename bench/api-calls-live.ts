@@ -48,7 +48,7 @@ import sharp from 'sharp';
 import { endMarkerKey, frameKey } from '../core/ingest/keys.ts';
 import { FRAMES_METADATA_KEY, segmentKey } from '../core/ingest/segment-keys.ts';
 import { allResults, countResults, getSummary, storedResultItems } from '../core/commit/dynamodb/results-reader.ts';
-import { itemBytes as documentItemBytes } from '../core/leases/memory/memory-dynamodb.ts';
+import { itemBytes as documentItemBytes } from '../core/leases/memory/item-values.ts';
 import { DEFAULT_TUNABLES } from '../core/config.ts';
 import type { LocalStack } from '../local/stack.ts';
 import { benchMain, commandLine, freshCallLog, freshStateDir, machine, RESULTS_DIR, sleep, writeResult, type Bench } from './harness/main.ts';
