@@ -1,7 +1,7 @@
 /** Read helpers over the results table, shared by the commands and the demo. */
 import { allResults as coreAll, getSummary as coreSummary, queryResults as coreQuery, type ResultsSource } from '../core/commit/dynamodb/results-reader.ts';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { FRAME_PREFIX } from '../core/config.ts';
+import { S3VideoObjects } from '../core/ingest/s3/video-objects.ts';
+import type { StoredObject } from '../core/ingest/port.ts';
 import { LeaseStore } from '../core/leases/dynamodb/lease-store.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../core/commit/results.ts';
 import type { Target } from './target.ts';
@@ -50,21 +50,9 @@ export function leaseStore(target: Target): LeaseStore {
   return LeaseStore.forWiring(target.clients.ddb, target, target);
 }
 
-/** An object stored under a video's prefix. */
-export interface StoredObject {
-  readonly key: string;
-  readonly sizeBytes: number;
-  readonly eTag: string;
-}
+export type { StoredObject } from '../core/ingest/port.ts';
 
 /** Every object under `frames/{videoId}/` (frames and the end marker), paginated. */
-export async function listVideoObjects(target: Pick<Target, 'clients' | 'bucket'>, videoId: string): Promise<StoredObject[]> {
-  const out: StoredObject[] = [];
-  let token: string | undefined;
-  do {
-    const r = await target.clients.s3.send(new ListObjectsV2Command({ Bucket: target.bucket, Prefix: `${FRAME_PREFIX}${videoId}/`, ContinuationToken: token }));
-    for (const o of r.Contents ?? []) if (o.Key) out.push({ key: o.Key, sizeBytes: Number(o.Size ?? 0), eTag: (o.ETag ?? '').replace(/"/g, '') });
-    token = r.IsTruncated ? r.NextContinuationToken : undefined;
-  } while (token);
-  return out;
+export function listVideoObjects(target: Pick<Target, 'clients' | 'bucket'>, videoId: string): Promise<StoredObject[]> {
+  return new S3VideoObjects(target.clients.s3, target.bucket).list(videoId);
 }

@@ -63,7 +63,14 @@ export interface VideoCheckpoint {
    * events exist already and are not written again; from `silentBelow` on, frames are
    * recorded as usual, with the track ids, event ids and totals of an uninterrupted run.
    */
-  readonly replay?: { readonly silentBelow: number };
+  readonly replay?: {
+    readonly silentBelow: number;
+    /**
+     * The token the replay fenced: its records from `silentBelow` on with this token or an
+     * older one are being deleted (absent in checkpoints written before it was kept).
+     */
+    readonly fencedToken?: number;
+  };
 }
 
 /** See {@link VideoCheckpoint.stall}. */

@@ -114,3 +114,39 @@ export interface FrameSource {
    */
   listFrames(bucket: string, videoId: string, fromFrame: number, padWidth?: number, maxPages?: number, throughFrame?: number): Promise<FrameListing>;
 }
+
+// ---------------------------------------------------------------------------- operator operations
+
+/** An object stored under a video's prefix (a frame, a segment, the end marker). */
+export interface StoredObject {
+  readonly key: string;
+  readonly sizeBytes: number;
+  /** Quotes removed. */
+  readonly eTag: string;
+}
+
+/**
+ * A video's objects as the operator operations (core/commit/operations/) see them: the
+ * bucket is the truth (S3 LIST is strongly consistent). Implementation: S3
+ * (core/ingest/s3/video-objects.ts), over S3 or its twin.
+ */
+export interface VideoObjects {
+  /** Every object under `frames/{videoId}/`, frames and the end marker, in key order. */
+  list(videoId: string): Promise<StoredObject[]>;
+  /** A segment's declared frame count (`x-amz-meta-frames`); undefined when it declares none. */
+  declaredFrames(key: string): Promise<number | undefined>;
+}
+
+/**
+ * Sends stored objects through the pipeline again as if uploaded: S3 ObjectCreated events
+ * on the ingest queue, tagged with a replay tag so FIFO deduplication (queue-wide, 5
+ * minutes) keeps them and the router writes the tag into the slot messages. Implementation:
+ * SQS (core/ingest/sqs/upload-resender.ts).
+ */
+export interface UploadResender {
+  /**
+   * Sends `objects` in order; `sent` counts those the queue took before the first refusal,
+   * `failure` says why it stopped (absent when all went).
+   */
+  resend(objects: readonly StoredObject[], replayTag: string, configurationId: string): Promise<{ readonly sent: number; readonly failure?: string }>;
+}

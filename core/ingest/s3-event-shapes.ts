@@ -1,7 +1,7 @@
 /**
  * The AWS shapes of S3 event notifications (ObjectCreated records, the s3:TestEvent) and
  * which request creates an object, as the local notifier (local/s3-notifications.ts) and the
- * operator CLI's re-send (cli/resend.ts) build them. Pure: no emulator, no SDK; in core/
+ * operator operations' re-send (core/ingest/sqs/upload-resender.ts) build them. Pure: no emulator, no SDK; in core/
  * so that the CLI builds them without loading local/.
  */
 import { randomBytes } from 'node:crypto';

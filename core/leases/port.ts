@@ -174,5 +174,34 @@ export interface FencedCommit {
   resolveUnit(fence: SlotFence, unit: CommitUnit): Promise<StoredDecision>;
 }
 
+/** The counts of the records a replay keeps (those below its first redone frame): the rewound checkpoint starts from them. */
+export interface ReplayKept {
+  readonly framesOk: number;
+  /** Present when any kept frame was processed late. */
+  readonly framesLate?: number;
+  readonly framesFailed: number;
+  readonly framesGap: number;
+  readonly firstFrame?: number;
+  readonly lastFrame?: number;
+}
+
+/**
+ * The operator's overrides of a video lease (core/commit/operations/): each conditional on
+ * the token read a moment before, and each bumps it, so a worker still holding the video
+ * is fenced from then on.
+ */
+export interface VideoOverrides {
+  /** One video's lease, read consistently; a video never seen reads as `new` with token 0. */
+  getVideo(videoId: string): Promise<VideoRecord>;
+  /**
+   * Rewinds the video to its first frame with fresh processor and rule state, frames below
+   * `fromFrame` re-run silently (decision 46), token + 1, unpinned. `token-moved` when the
+   * token is no longer `expectedToken` (nothing changed).
+   */
+  resetForReplay(videoId: string, fromFrame: number, expectedToken: number, kept: ReplayKept, nowMs: number): Promise<{ token: number } | 'token-moved'>;
+  /** Unpins the video, token + 1; false when the token is no longer `expectedToken` (nothing changed). */
+  forceReleaseVideo(videoId: string, expectedToken: number, nowMs: number, retentionDays: number): Promise<boolean>;
+}
+
 /** The whole lease table as the router, the janitor and the worker see it. */
 export interface LeaseTable extends SlotLeases, LaunchGrants, VideoLeases, FencedCommit {}

@@ -14,7 +14,9 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryIo, type Io } from '../../cli/io.ts';
 import { main } from '../../cli/main.ts';
-import { deleteResultsUpTo, replayCommand } from '../../cli/commands/replay.ts';
+import { replayCommand } from '../../cli/commands/replay.ts';
+import { deleteResultsFrom } from '../../core/commit/operations/replay.ts';
+import { DynamoDbResultsAdmin } from '../../core/commit/dynamodb/results-admin.ts';
 import { loadLocalTarget } from '../../cli/target.ts';
 import { jpeg, results, startTestStack, summary, uploadFrames, waitFor, type TestStack } from '../../harness/pipeline.ts';
 
@@ -263,12 +265,12 @@ describe('affinity CLI on the local stack', () => {
 
   it('replay deletes results only up to the old token, in frame order', async () => {
     // Prepare: results of a video nobody processes, old (token 3) and newer (token 4)
-    const target = { clients: stack.clients, resultsTable: stack.wiring.resultsTable };
+    const admin = new DynamoDbResultsAdmin({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable, eventsTable: stack.wiring.eventsTable });
     const put = (frame: number, token: number) =>
       stack.clients.ddb.send(new PutCommand({ TableName: stack.wiring.resultsTable, Item: { videoId: 'tokens', frame, status: 'ok', detections: [], token, worker: 'w', committedAtMs: 1 } }));
     for (const [frame, token] of [[0, 3], [1, 3], [2, 3], [3, 4], [4, 3], [5, 4]] as const) await put(frame, token);
     // Act
-    const r = await deleteResultsUpTo(target, 'tokens', 1, 3);
+    const r = await deleteResultsFrom(admin, 'tokens', 1, 3);
     const left = await results(stack, 'tokens');
     // Assess
     expect(r).toEqual({ deleted: 3, keptNewer: 2 });

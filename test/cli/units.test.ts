@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
 import type { FrameResultItem } from '../../core/commit/results.ts';
 import { planFrameNumbers } from '../../cli/commands/upload.ts';
-import { keptBefore } from '../../cli/commands/replay.ts';
 import { problemsOf } from '../../cli/commands/video.ts';
 import { CSV_HEADER, formatResult } from '../../cli/commands/results.ts';
 import { cameraSchedule, failoverSeconds, scoreVideo, summaryTable } from '../../cli/demo-lib.ts';
@@ -191,32 +190,7 @@ describe('demo schedule, failover and score', () => {
   });
 });
 
-describe('replay and video bookkeeping', () => {
-  it('counts what a replay keeps and widens it to the start of a straddling gap run', () => {
-    // Prepare
-    const items = [item(0), item(1, { status: 'failed', reason: 'corrupt-image' }), item(2, { status: 'gap', throughFrame: 5 }), item(6)];
-    // Act
-    const at6 = keptBefore(items, 6);
-    const at4 = keptBefore(items, 4);
-    // Assess
-    expect(at6).toEqual({ effectiveFrom: 6, kept: { framesOk: 1, framesFailed: 1, framesGap: 4, firstFrame: 0, lastFrame: 5 } });
-    expect(at4).toEqual({ effectiveFrom: 2, kept: { framesOk: 1, framesFailed: 1, framesGap: 0, firstFrame: 0, lastFrame: 1 } });
-  });
-
-  it("widens a replay to the start of a segment's packed records that straddle its frame", () => {
-    // Prepare: frames 0-1 one item each, 2-5 one segment's packed records (as the reader gives them), 6 a JPEG
-    const packed = { first: 2, count: 4 };
-    const items = [item(0), item(1), item(2, { packed }), item(3, { packed }), item(4, { packed, status: 'failed', reason: 'decode-error' }), item(5, { packed }), item(6)];
-    // Act
-    const at4 = keptBefore(items.filter((r) => r.frame < 4), 4);
-    const at2 = keptBefore(items.filter((r) => r.frame < 2), 2);
-    const at6 = keptBefore(items.filter((r) => r.frame < 6), 6);
-    // Assess
-    expect(at4).toEqual({ effectiveFrom: 2, kept: { framesOk: 2, framesFailed: 0, framesGap: 0, firstFrame: 0, lastFrame: 1 } });
-    expect(at2).toEqual(at4);
-    expect(at6).toEqual({ effectiveFrom: 6, kept: { framesOk: 5, framesFailed: 1, framesGap: 0, firstFrame: 0, lastFrame: 5 } });
-  });
-
+describe('video bookkeeping', () => {
   it('merges per-frame gap items into runs and lists failures with reasons', () => {
     // Prepare
     const items = [item(3, { status: 'gap', reason: 'missing-frame' }), item(4, { status: 'gap', reason: 'missing-frame' }), item(9, { status: 'failed', reason: 'oversized', detail: 'too big' }), item(7, { status: 'gap', throughFrame: 8, reason: 'missing-frame' })];

@@ -8,9 +8,7 @@ import { dirname } from 'node:path';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryIo } from '../../cli/io.ts';
-import { objectRanges } from '../../cli/video/object-ranges.ts';
-import { segmentKey } from '../../core/ingest/segment-keys.ts';
-import { findUnreconciled, reconcileCommand } from '../../cli/commands/reconcile.ts';
+import { reconcileCommand } from '../../cli/commands/reconcile.ts';
 import { main } from '../../cli/main.ts';
 import { loadLocalTarget, type Target } from '../../cli/target.ts';
 import { frameKey } from '../../core/ingest/keys.ts';
@@ -108,31 +106,5 @@ describe('gaps re-checked against S3', () => {
     const rec = await waitFor('frame 5 recorded', async () => recordsOf(await results(stack, videoId), 5)[0], 60_000);
     expect(rec.status).toBe('ok');
     expect(await results(stack, videoId)).toHaveLength(6);
-  });
-});
-
-describe('findUnreconciled', () => {
-  const ob = (frame: number) => ({ key: frameKey('v', frame), sizeBytes: 1, eTag: 'e' });
-  const rec = (frame: number, status: FrameResultItem['status'], throughFrame?: number) =>
-    ({ videoId: 'v', frame, status, detections: [], token: 1, worker: 'w', committedAtMs: 0, ...(throughFrame !== undefined ? { throughFrame } : {}) }) as FrameResultItem;
-  const okRun = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => rec(from + i, 'ok'));
-  const cases: { name: string; objects: number[]; segments?: [number, number | undefined][]; records: FrameResultItem[]; held?: number[]; want: [number, string][] }[] = [
-    { name: 'a segment recorded whole is settled', objects: [], segments: [[10, 45]], records: okRun(10, 55), want: [] },
-    { name: 'a segment recorded in part is sent again, named by its first frame without a record', objects: [], segments: [[10, 45]], records: okRun(10, 30), want: [[30, 'no-record']] },
-    { name: 'a segment with a gap inside is sent again', objects: [], segments: [[10, 45]], records: [...okRun(10, 20), rec(20, 'gap'), ...okRun(21, 55)], want: [[20, 'gap-with-object']] },
-    { name: 'an undeclared segment covers up to the next object', objects: [30], segments: [[10, undefined]], records: [...okRun(10, 29), rec(30, 'ok')], want: [[29, 'no-record']] },
-    { name: 'a segment held by the checkpoint is not lost', objects: [], segments: [[0, 3]], records: [rec(0, 'ok')], held: [1, 2], want: [] },
-    { name: 'a gap with an object', objects: [0, 1], records: [rec(0, 'ok'), rec(1, 'gap')], want: [[1, 'gap-with-object']] },
-    { name: 'an old gap run with an object inside', objects: [0, 4], records: [rec(0, 'ok'), rec(2, 'gap', 5)], want: [[4, 'gap-with-object']] },
-    { name: 'ok, late and failed records are settled', objects: [0, 1, 2], records: [rec(0, 'ok'), rec(1, 'late'), rec(2, 'failed')], want: [] },
-    { name: 'no record, not held', objects: [0, 1], records: [rec(0, 'ok')], want: [[1, 'no-record']] },
-    { name: 'no record but held by the checkpoint', objects: [0, 1], records: [rec(0, 'ok')], held: [1], want: [] },
-    { name: 'a gap without an object stays', objects: [0], records: [rec(0, 'ok'), rec(1, 'gap')], want: [] },
-  ];
-  it.each(cases)('$name', async ({ objects, segments, records, held, want }) => {
-    const declared = new Map((segments ?? []).map(([n, k]) => [segmentKey('v', n), k]));
-    const stored = [...objects.map(ob), ...(segments ?? []).map(([n]) => ({ key: segmentKey('v', n), sizeBytes: 1, eTag: 'e' })), { key: 'frames/v/_end', sizeBytes: 1, eTag: 'e' }];
-    const found = findUnreconciled(await objectRanges(stored, async (key) => declared.get(key)), records, new Set(held ?? []));
-    expect(found.map((f) => [f.frame, f.why])).toEqual(want);
   });
 });

@@ -17,7 +17,7 @@ import { slotFenceCheck, VideoCommitter, type TransactItem } from '../../commit/
 import { emptySequencerState } from '../../ordering/sequencer.ts';
 import type { CommitUnit } from '../../commit/commit-packing.ts';
 import { takeOverEvent } from '../../analytics/life-events.ts';
-import type { AdoptedVideo, CommitOutcome, FencedCommit, SlotFence, VideoLeases, VideoPin, VideoRecord } from '../port.ts';
+import type { AdoptedVideo, CommitOutcome, FencedCommit, SlotFence, VideoLeases, ReplayKept, VideoPin, VideoRecord } from '../port.ts';
 import { slotKey, videoKey, type LeaseTableAccess, type LeaseTableOptions } from './lease-table.ts';
 
 /** The options of the whole lease adapter. */
@@ -311,7 +311,7 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
     videoId: string,
     fromFrame: number,
     expectedToken: number,
-    kept: { framesOk: number; framesLate?: number; framesFailed: number; framesGap: number; firstFrame?: number; lastFrame?: number },
+    kept: ReplayKept,
     nowMs: number,
   ): Promise<{ token: number } | 'token-moved'> {
     const v = await this.getVideo(videoId);
@@ -325,7 +325,10 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
       seq: ck.seq + 1,
       commitId: newCommitId(),
       sequencer: { ...emptySequencerState(start), endFrame: ck.sequencer.endFrame },
-      ...(fromFrame > start ? { replay: { silentBelow: fromFrame } } : {}),
+      // `fencedToken`: the records from `fromFrame` on under this token or older are the
+      // replay's to delete; a replay started before those deletes land must not count them
+      // as records that stay (core/commit/operations/replay.ts).
+      replay: { silentBelow: fromFrame, fencedToken: expectedToken },
       framesOk: kept.framesOk,
       framesLate: kept.framesLate ?? 0,
       framesFailed: kept.framesFailed,

@@ -1,0 +1,50 @@
+/**
+ * Builds {@link OperatorPorts} from SDK-shaped clients: the production clients (the CLI),
+ * or the in-memory twins' (core/leases/memory, core/ingest/memory), which answer the same
+ * commands. A composition root for the operator operations.
+ */
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { LeaseStore } from '../../leases/dynamodb/lease-store.ts';
+import { DynamoDbResultsAdmin } from '../dynamodb/results-admin.ts';
+import { S3VideoObjects } from '../../ingest/s3/video-objects.ts';
+import { SqsUploadResender } from '../../ingest/sqs/upload-resender.ts';
+import type { OperatorPorts } from './ports.ts';
+
+/** Where the resources are (a subset of {@link import('../../config/wiring.ts').Wiring}). */
+export interface OperatorWiring {
+  readonly region: string;
+  readonly bucket: string;
+  readonly leasesTable: string;
+  readonly resultsTable: string;
+  readonly eventsTable: string;
+  readonly pinnedSlotIndex: string;
+  readonly ingestQueueUrl: string;
+}
+
+export interface OperatorClients {
+  readonly ddb: DynamoDBDocumentClient;
+  readonly s3: Pick<S3Client, 'send'>;
+  readonly sqs: Pick<SQSClient, 'send'>;
+}
+
+export function operatorPorts(
+  clients: OperatorClients,
+  wiring: OperatorWiring,
+  tunables: { readonly firstFrameNumber: number },
+  options: { readonly where?: string; readonly now?: () => number; readonly newTag?: (prefix: string) => string } = {},
+): OperatorPorts {
+  const now = options.now ?? (() => Date.now());
+  return {
+    leases: LeaseStore.forWiring(clients.ddb, wiring, tunables),
+    results: new DynamoDbResultsAdmin({ ddb: clients.ddb, resultsTable: wiring.resultsTable, eventsTable: wiring.eventsTable }),
+    objects: new S3VideoObjects(clients.s3, wiring.bucket),
+    ingest: new SqsUploadResender(clients.sqs, { ingestQueueUrl: wiring.ingestQueueUrl, region: wiring.region, bucket: wiring.bucket, now }),
+    now,
+    newTag: options.newTag ?? ((prefix) => `${prefix}-${now().toString(36)}-${randomUUID().slice(0, 8)}`),
+    where: options.where ?? `the table ${wiring.leasesTable}`,
+    bucket: wiring.bucket,
+  };
+}
