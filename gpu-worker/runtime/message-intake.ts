@@ -169,6 +169,8 @@ export class MessageIntake {
     }
     if (SegmentReader.isSegment(msg.key)) return this.offerSegment(s, msg, now);
     const ref = { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes };
+    // A replay re-sends frames whose records it deleted: decided by their records again.
+    if (msg.replayTag !== undefined) s.forgetRecorded([msg.frame]);
     const offered = s.offerFrame(ref, now);
     if (offered.kind === 'accepted') return noteUpload(s, msg);
     if (offered.kind === 'duplicate') {
@@ -192,6 +194,7 @@ export class MessageIntake {
    */
   private async offerSegment(s: VideoSession, msg: FrameMessage, now: number): Promise<void> {
     const refs = await this.segmentFrames(s, msg.bucket, msg.key, msg.sizeBytes, msg.eTag);
+    if (msg.replayTag !== undefined) s.forgetRecorded(refs.map((r) => r.frame));
     const undecided: { ref: FrameRef; offered: Extract<ReturnType<VideoSession['offerFrame']>, { kind: 'needs-record' }> }[] = [];
     let accepted = 0;
     let duplicates = 0;

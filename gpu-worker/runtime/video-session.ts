@@ -99,7 +99,7 @@ export class VideoSession {
   readonly blamed = new Map<number, string>();
   /** Frames this worker committed a final record for, most recent last. Bounded. */
   readonly settled = new Set<number>();
-  /** Frames a commit found already recorded: left out of later rounds. */
+  /** Frames a commit found already recorded: left out of later rounds (until a replay re-sends them: {@link forgetRecorded}). */
   readonly recorded = new Set<number>();
   /**
    * Since when this video runs isolated (crash-breaker.ts): taken over from an owner that
@@ -371,6 +371,21 @@ export class VideoSession {
     this.uploads.forget(frame);
     this.restore();
     return { restoreProcessor: this.committed.processor, backoffMs: 0, counted: false };
+  }
+
+  /**
+   * An operator's deliberate re-send of `frames` (a message with a replay tag): what this
+   * session remembers about their records (settled by its own commit, or found recorded by
+   * a commit) may no longer hold, since a replay deletes records before it re-sends their
+   * frames. Forgotten, each frame is decided by its record again (issue 40, defect 2: a new
+   * owner that met a replay's old records before the replay deleted them left the re-sent
+   * frames out of every plan, and they ended with no record).
+   */
+  forgetRecorded(frames: Iterable<number>): void {
+    for (const f of frames) {
+      this.recorded.delete(f);
+      this.settled.delete(f);
+    }
   }
 
   /** Rebuilds the sequencer from the committed checkpoint and replays the log on it. */

@@ -106,6 +106,23 @@ describe('VideoSession', () => {
     expect(frames(retry.steps)).toEqual(frames(first.steps).filter((f) => f !== 'frame 1'));
   });
 
+  it('forgets what it remembered about a frame\'s record when a replay re-sends it: settled or found recorded, it is decided by its record again and runs late (issue 40, defect 2)', () => {
+    // Prepare: frame 1 found recorded by a commit, frame 0 settled by this session's own commit.
+    const s = session();
+    receive(s, 0, 0, 1, 2);
+    s.settleExisting(1);
+    const plan = s.plan(0)!;
+    s.applyCommitted(unitFor(s, plan.steps), plan);
+    expect(s.offerFrame(ref(0), 0)).toEqual({ kind: 'duplicate' });
+    // Act: a replay deleted both records and re-sent the frames.
+    s.forgetRecorded([0, 1]);
+    const offered = [0, 1].map((f) => s.offerFrame(ref(f), 0));
+    const decided = offered.map((o, f) => (o.kind === 'needs-record' ? s.resolveWithRecord(ref(f), o, undefined) : o.kind));
+    // Assess: both run late, and the plan keeps them.
+    expect(decided).toEqual(['late', 'late']);
+    expect(frames(s.plan(0)!.steps)).toEqual(['late 0', 'late 1']);
+  });
+
   it('backs off longer with each failed round, outages included, up to the cap', () => {
     const s = session();
     receive(s, 0, 0);

@@ -1,0 +1,108 @@
+/**
+ * An operator's replay racing live work (issue 40, defects 2 and 3), on the real worker
+ * and the real replay operation (core/commit/operations/replay.ts) over the in-memory twins
+ * on a fake clock; the router is stood in for by harness/operator-harness.ts.
+ *
+ * - Defect 2: the camera's next frame arrives after the replay's reset and before its
+ *   first delete. The new owner meets the old records from `--from` on, still standing,
+ *   and settles them as recorded; the replay then deletes them and re-sends the frames.
+ *   The re-sent frames (tagged) must be decided by their records again, and recorded.
+ * - Defect 3: frames below `--from` without a record yet (late, not yet uploaded) are not
+ *   re-run silently: the replay starts at the lowest of them, says so, and each gets its
+ *   record when it arrives.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replay } from '../../../core/commit/operations/replay.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
+import { harnessOperatorPorts } from '../../../harness/operator-harness.ts';
+import { waitFor } from '../../../harness/wait.ts';
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe('replay racing live frames', () => {
+  let h: WorkerHarness;
+
+  beforeAll(async () => {
+    h = await WorkerHarness.start({ backend: 'memory', clock: 'fake', slots: 1, tunables: { firstFrameNumber: 0 } });
+  });
+
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  it('a live frame arriving between the reset and the deletes leaves no frame without a record (defect 2)', async () => {
+    // Prepare: a live video (no end marker) with frames 0-9 recorded. Its owner keeps it
+    // (a long idle release: a live camera's frames keep coming), so the owner that adopts
+    // it after the reset is the one that meets the replay's re-sent frames.
+    const slot = 0;
+    const v = h.videoId('race');
+    await h.pinVideo(v, slot);
+    await h.putFrames(v, range(0, 9));
+    await h.sendFrames(slot, v, range(0, 9));
+    const worker = h.createWorker(slot, { tunables: { videoIdleReleaseSeconds: 3_600 } }).start();
+    await h.waitForResults(v, 10);
+    const before = await h.frameResults(v);
+    // The camera's next frame arrives after the reset, before the first delete: the new
+    // owner lists S3, runs 0-4 silently, meets the old records of 5-9 and settles them,
+    // then records 10. Only then do the deletes go on.
+    const ports = harnessOperatorPorts(h, {
+      slot,
+      beforeFirstDelete: async () => {
+        await h.putFrames(v, [10]);
+        if ((await h.leases.getVideo(v)).pinnedSlot === undefined) await h.pinVideo(v, slot);
+        await h.sendFrames(slot, v, [10]);
+        await waitFor('frame 10 recorded by the new owner', async () => (await h.frameResults(v)).some((r) => r.frame === 10), 300_000);
+      },
+    });
+
+    // Act
+    const r = await replay(ports, { videoId: v, fromFrame: 5 });
+    await waitFor('the re-sent frames taken and nothing left to run', async () => {
+      const lease = await h.leases.getVideo(v);
+      const sq = lease.checkpoint.sequencer;
+      return worker.logsMatching(/^late frame accepted$/).length >= 5 && sq.late.length === 0 && sq.buffered.length === 0 ? true : undefined;
+    }, 600_000);
+    await worker.stop();
+
+    // Assess: the race happened (the new owner found 5-9 recorded before the deletes) ...
+    const met = worker.logsMatching(/^a frame of this round already has a record/).flatMap((l) => [Number(l.fields?.frame), ...((l.fields?.alsoRecorded as number[] | undefined) ?? [])]);
+    expect(new Set(met)).toEqual(new Set(range(5, 9)));
+    // ... and every frame has exactly one record; 5-9 were deleted and recorded again.
+    const after = await h.frameResults(v);
+    // (Frame 10 came after the replay listed S3 and read the records: neither re-sent nor deleted.)
+    expect(r).toMatchObject({ fromFrame: 5, deleted: 5, keptNewer: 0, resent: 5, rebuilt: 5 });
+    expect(after.map((x) => x.frame)).toEqual(range(0, 10));
+    expect(after.slice(0, 5)).toEqual(before.slice(0, 5));
+    for (const rec of after.filter((x) => x.frame >= 5 && x.frame <= 9)) expect(rec.token).toBeGreaterThan(r.previousToken);
+    const summary = await h.summary(v);
+    expect((summary?.framesOk ?? 0) + (summary?.framesLate ?? 0)).toBe(11);
+  });
+
+  it('frames below --from without a record yet are redone, not silenced: each gets its record when it arrives (defect 3)', async () => {
+    // Prepare: frames 0-4 recorded, 5-9 late (not uploaded yet), 10 waiting in the reorder
+    // buffer (a long reorder wait: no gap is decided while the test acts).
+    const slot = 0;
+    const v = h.videoId('hole');
+    await h.pinVideo(v, slot);
+    await h.putFrames(v, [...range(0, 4), 10]);
+    await h.sendFrames(slot, v, [...range(0, 4), 10]);
+    const worker = h.createWorker(slot, { tunables: { reorderWaitMs: 3_600_000 } }).start();
+    await h.waitForResults(v, 5);
+    await waitFor('frame 10 buffered', async () => (await h.leases.getVideo(v)).checkpoint.sequencer.buffered.some((b) => b.frame === 10), 60_000);
+    const ports = harnessOperatorPorts(h, { slot });
+
+    // Act: the operator replays from 10; then the late frames arrive.
+    const r = await replay(ports, { videoId: v, fromFrame: 10 });
+    await h.putFrames(v, range(5, 9));
+    await h.sendFrames(slot, v, range(5, 9));
+    await waitFor('frame 10 recorded', async () => (await h.frameResults(v)).some((x) => x.frame === 10), 600_000);
+    await worker.stop();
+
+    // Assess: every frame has its record; the replay started at 5 and said why.
+    const after = await h.frameResults(v);
+    expect(after.map((x) => [x.frame, x.status])).toEqual(range(0, 10).map((f) => [f, 'ok']));
+    expect((await h.summary(v))?.framesOk).toBe(11);
+    expect(r.fromFrame).toBe(5);
+    expect(r.widened).toEqual([{ why: 'unrecorded', from: 5, through: 9 }]);
+  });
+});
