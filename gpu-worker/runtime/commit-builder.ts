@@ -45,6 +45,12 @@ export interface CommitInput {
   readonly source?: { readonly watch: SourceWatch | undefined; readonly events: readonly SourceEvent[] };
   /** `resultsRetentionDays`: the unit's frame records expire this long after `nowMs`; 0 or absent, never. */
   readonly resultsRetentionDays?: number;
+  /**
+   * Frames below an operator's replay's `silentBelow` that have no record (round-builder.ts
+   * reads them): recorded as usual instead of re-run silently, since nothing else would
+   * ever record them (issue 40, defect 3).
+   */
+  readonly unrecordedBelowSilent?: ReadonlySet<number>;
 }
 
 /** The TTL attribute of a frame record committed at `nowMs` (none when `retentionDays` is 0 or absent: never expires). */
@@ -77,10 +83,12 @@ export function buildCommit(input: CommitInput): BuiltCommit {
   };
   // An operator's replay re-runs the frames below `silentBelow` in order only to rebuild the
   // tracker and the rules (decision 46): their records and events exist already.
+  // A frame below it without a record is recorded as usual: silent, it would never get one.
   const silentBelow = prev.replay?.silentBelow ?? -1;
+  const silent = (frame: number) => frame < silentBelow && !input.unrecordedBelowSilent?.has(frame);
   for (const step of input.steps) {
-    if (step.type === 'gap' && step.frame < silentBelow) continue;
-    if (step.type === 'frame' && step.ref.frame < silentBelow) {
+    if (step.type === 'gap' && silent(step.frame)) continue;
+    if (step.type === 'frame' && silent(step.ref.frame)) {
       const outcome = input.outcomes.get(step.ref.frame);
       if (outcome?.status === 'ok') inOrder.push({ frame: step.ref.frame, detections: outcome.detections, ...(outcome.ptsMs !== undefined ? { ptsMs: outcome.ptsMs } : {}) });
       continue;

@@ -12,7 +12,8 @@ import type { FrameProcessor, LogSink } from '../../core/ports.ts';
 import { buildCommit } from './commit-builder.ts';
 import type { FrameRunner } from './frame-runner.ts';
 import { markerStall } from './crash/crash-breaker.ts';
-import { MARKER_PLAN, type SessionPlan, type VideoSession } from './video-session.ts';
+import { MARKER_PLAN, stepFrame, type SessionPlan, type VideoSession } from './video-session.ts';
+import type { RecordReader } from '../../core/commit/port.ts';
 
 /** One video's share of a round, built while the round ran, committed after it. */
 export interface RoundUnit {
@@ -43,6 +44,12 @@ export interface RoundBuilderDeps {
   readonly resultsRetentionDays?: number;
   /** Told each video's plan before its frames run: the worker reads its next segments ahead (decision 51). */
   readonly beforeRun?: (session: VideoSession, plan: SessionPlan) => void;
+  /**
+   * The videos' records: a plan that re-runs frames below an operator's replay's
+   * `silentBelow` reads theirs, and a frame without one is recorded instead of silenced
+   * ({@link unrecordedBelowSilent}). Absent: every such frame is silenced.
+   */
+  readonly records?: Pick<RecordReader, 'range'>;
 }
 
 export async function buildRound(
@@ -67,13 +74,27 @@ export async function buildPlannedRound(
   nowMs: number,
 ): Promise<{ units: RoundUnit[]; failures: RoundFailure[] }> {
   if (plans.length === 0) return { units: [], failures: [] };
+  const failures: RoundFailure[] = [];
+  // Only while an operator's replay re-runs frames silently: one read per such plan.
+  const unrecorded = new Map<VideoSession, ReadonlySet<number>>();
+  const ready: { readonly session: VideoSession; readonly plan: SessionPlan }[] = [];
+  for (const p of plans) {
+    try {
+      const missing = await unrecordedBelowSilent(d, p.session, p.plan);
+      if (missing) unrecorded.set(p.session, missing);
+      ready.push(p);
+    } catch (e) {
+      failures.push({ session: p.session, reason: 'records-read', detail: String(e), blamed: [], transient: true });
+    }
+  }
+  plans = ready;
+  if (plans.length === 0) return { units: [], failures };
   for (const { session, plan } of plans) d.beforeRun?.(session, plan);
   // Rules are (re)read while the frames run: a refresh, when one is due, adds no latency to the round.
   const views = Promise.all(plans.map(({ session }) => rulesView(d, session, nowMs)));
   const runs = await d.runner.run(plans.map(({ session, plan }) => ({ videoId: session.videoId, steps: plan.steps, parked: plan.parked })));
   const rules = await views;
   const units: RoundUnit[] = [];
-  const failures: RoundFailure[] = [];
   for (const [i, { session, plan }] of plans.entries()) {
     const run = runs.get(session.videoId)!;
     if (!run.ok) {
@@ -96,6 +117,7 @@ export async function buildPlannedRound(
       parked: plan.parked,
       ...(plan.source ? { source: plan.source } : {}),
       resultsRetentionDays: d.resultsRetentionDays,
+      ...(unrecorded.has(session) ? { unrecordedBelowSilent: unrecorded.get(session)! } : {}),
     });
     let built = build(processorSnapshot(d, session));
     // The rule state may have grown in this round (new tracks): the tracker makes room for it.
@@ -119,6 +141,25 @@ export async function buildPlannedRound(
     units.push({ session, plan, unit, parked: session.parkedIn(plan) });
   }
   return { units, failures };
+}
+
+/**
+ * The frames of `plan` below its video's replay `silentBelow` (decision 46) that have no
+ * record: re-run silently, they would never get one (a replay whose `--from` left a frame
+ * below it unrecorded: one waiting, late, or never uploaded; issue 40, defect 3). Undefined
+ * when the plan re-runs no such frame (no read then) or each has its record.
+ */
+async function unrecordedBelowSilent(d: RoundBuilderDeps, s: VideoSession, plan: SessionPlan): Promise<ReadonlySet<number> | undefined> {
+  const silentBelow = s.committed.replay?.silentBelow;
+  if (silentBelow === undefined || !d.records) return undefined;
+  const silent = plan.steps.filter((st) => (st.type === 'frame' || st.type === 'gap') && stepFrame(st) < silentBelow).map(stepFrame);
+  if (silent.length === 0) return undefined;
+  const have = new Set<number>();
+  for (const r of await d.records.range(s.videoId, Math.min(...silent), Math.max(...silent))) {
+    for (let f = r.frame; f <= (r.throughFrame ?? r.frame); f++) have.add(f);
+  }
+  const missing = silent.filter((f) => !have.has(f));
+  return missing.length > 0 ? new Set(missing) : undefined;
 }
 
 /**

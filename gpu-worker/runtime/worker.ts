@@ -129,7 +129,7 @@ export class Worker {
     });
     this.runner = runnerFor(deps.processor);
     const beforeRun: RoundBuilderDeps['beforeRun'] = (session, plan) => void this.segments.readAhead(session.videoId, session.upcoming(plan));
-    this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log, ...(deps.rules ? { rules: deps.rules } : {}), resultsRetentionDays: deps.tunables.resultsRetentionDays, beforeRun };
+    this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log, ...(deps.rules ? { rules: deps.rules } : {}), resultsRetentionDays: deps.tunables.resultsRetentionDays, beforeRun, records: deps.records };
     // Isolated videos' frames are tried in the crash probe's child first (decision 41).
     const deathsToPark = deps.tunables.crashProbeDeaths;
     const probe = deathsToPark > 0 ? deps.probe : undefined;

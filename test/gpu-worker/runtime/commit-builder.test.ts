@@ -7,9 +7,10 @@ import { buildCommit, resultExpiry } from '../../../gpu-worker/runtime/commit-bu
 const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${frame}.jpg`, sizeBytes: 10 });
 const ok = (trackId: number): FrameOutcome => ({ status: 'ok', detections: [{ trackId, label: 'car', score: 0.9, box: [0, 0, 1, 1] }] });
 
-function build(steps: SequencedStep[], outcomes: [number, FrameOutcome][], committed = emptyCheckpoint(0), resultsRetentionDays?: number) {
+function build(steps: SequencedStep[], outcomes: [number, FrameOutcome][], committed = emptyCheckpoint(0), resultsRetentionDays?: number, unrecordedBelowSilent?: ReadonlySet<number>) {
   return buildCommit({
     ...(resultsRetentionDays !== undefined ? { resultsRetentionDays } : {}),
+    ...(unrecordedBelowSilent ? { unrecordedBelowSilent } : {}),
     videoId: 'v',
     token: 4,
     workerId: 'w',
@@ -107,6 +108,26 @@ describe('buildCommit during an operator replay (decision 46)', () => {
     expect(unit.checkpoint).toMatchObject({ framesOk: 5, framesLate: 1, framesFailed: 0, replay: { silentBelow: 3 } });
     expect((unit.events ?? []).filter((e) => e.frame >= 0 && e.frame < 3 && e.kind !== 'frame.failed')).toEqual([]);
     expect((unit.events ?? []).some((e) => e.kind === 'frame.failed')).toBe(false);
+  });
+
+  it('a frame or gap below silentBelow that has no record is recorded as usual (issue 40, defect 3)', () => {
+    // Prepare: replaying from 5, frames 0-1 recorded; 2 arrived, 3 never did, neither has a record.
+    const committed = { ...emptyCheckpoint(0), framesOk: 2, firstFrame: 0, lastFrame: 1, replay: { silentBelow: 5 } };
+    const steps: SequencedStep[] = [
+      { type: 'frame', ref: ref(0) },
+      { type: 'frame', ref: ref(1) },
+      { type: 'frame', ref: ref(2) },
+      { type: 'gap', frame: 3, reason: 'missing-frame' },
+      { type: 'frame', ref: ref(4) },
+    ];
+    const outcomes: [number, FrameOutcome][] = [0, 1, 2, 4].map((f) => [f, ok(1)]);
+    // Act
+    const { unit } = build(steps, outcomes, committed, undefined, new Set([2, 3]));
+    const silenced = build(steps, outcomes, committed);
+    // Assess
+    expect(unit.results.map((r) => `${r.frame}:${r.status}`)).toEqual(['2:ok', '3:gap']);
+    expect(unit.checkpoint).toMatchObject({ framesOk: 3, framesGap: 1 });
+    expect(silenced.unit.results).toEqual([]);
   });
 });
 

@@ -105,4 +105,32 @@ describe('replay racing live frames', () => {
     expect(r.fromFrame).toBe(5);
     expect(r.widened).toEqual([{ why: 'unrecorded', from: 5, through: 9 }]);
   });
+
+  it('a lease reset that silences frames without a record (a replay from before the fix, or one racing another): the worker records each, and gaps the one that never comes (defect 3)', async () => {
+    // Prepare: as above, frames 0-4 recorded, 5-9 not uploaded yet, 10 buffered.
+    const slot = 0;
+    const v = h.videoId('silenced');
+    await h.pinVideo(v, slot);
+    await h.putFrames(v, [...range(0, 4), 10]);
+    await h.sendFrames(slot, v, [...range(0, 4), 10]);
+    const worker = h.createWorker(slot, { tunables: { reorderWaitMs: 60_000 } }).start();
+    await h.waitForResults(v, 5);
+    await waitFor('frame 10 buffered', async () => (await h.leases.getVideo(v)).checkpoint.sequencer.buffered.some((b) => b.frame === 10), 60_000);
+
+    // Act: the lease is rewound with frames below 10 silent, the frames re-sent; then 5-7
+    // and 9 arrive, 8 never does.
+    const lease = await h.leases.getVideo(v);
+    expect(await h.leases.resetForReplay(v, 10, lease.token, { framesOk: 5, framesFailed: 0, framesGap: 0, firstFrame: 0, lastFrame: 4 }, Date.now())).toEqual({ token: lease.token + 1 });
+    await h.pinVideo(v, slot);
+    await h.sendFrames(slot, v, [...range(0, 4), 10], { replayTag: 'replay-silenced' });
+    await h.putFrames(v, [5, 6, 7, 9]);
+    await h.sendFrames(slot, v, [5, 6, 7, 9]);
+    await waitFor('frame 10 recorded', async () => (await h.frameResults(v)).some((x) => x.frame === 10), 3_600_000);
+    await worker.stop();
+
+    // Assess: each frame below 10 without a record got one: its result, or a gap.
+    const after = await h.frameResults(v);
+    expect(after.map((x) => [x.frame, x.status])).toEqual(range(0, 10).map((f) => [f, f === 8 ? 'gap' : 'ok']));
+    expect(await h.summary(v)).toMatchObject({ framesOk: 10, framesGap: 1 });
+  });
 });
