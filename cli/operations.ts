@@ -2,7 +2,7 @@
  * The operator operations (core/commit/operations/) on a CLI {@link Target}: their ports
  * over the target's clients, and their refusals as {@link CliError}s.
  */
-import { operatorPorts } from '../core/commit/operations/aws.ts';
+import { operatorPorts } from '../core/commit/operations/compose.ts';
 import { OperatorError, type OperatorPorts } from '../core/commit/operations/ports.ts';
 import { CliError } from './io.ts';
 import type { Target } from './target.ts';

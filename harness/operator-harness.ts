@@ -7,7 +7,7 @@
  * middle of an operation (before a replay's first delete lands).
  */
 import type { EndMessage, FrameMessage, SlotMessage } from '../core/ingest/messages.ts';
-import { operatorPorts } from '../core/commit/operations/aws.ts';
+import { operatorPorts } from '../core/commit/operations/compose.ts';
 import type { OperatorPorts } from '../core/commit/operations/ports.ts';
 import type { ResultsAdmin } from '../core/commit/port.ts';
 import type { StoredObject, UploadResender } from '../core/ingest/port.ts';

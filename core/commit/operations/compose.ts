@@ -1,12 +1,9 @@
 /**
  * Builds {@link OperatorPorts} from SDK-shaped clients: the production clients (the CLI),
  * or the in-memory twins' (core/leases/memory, core/ingest/memory), which answer the same
- * commands. A composition root for the operator operations.
+ * commands. A composition root for the operator operations; it names no SDK type itself.
  */
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { S3Client } from '@aws-sdk/client-s3';
-import type { SQSClient } from '@aws-sdk/client-sqs';
 import { LeaseStore } from '../../leases/dynamodb/lease-store.ts';
 import { DynamoDbResultsAdmin } from '../dynamodb/results-admin.ts';
 import { S3VideoObjects } from '../../ingest/s3/video-objects.ts';
@@ -24,10 +21,11 @@ export interface OperatorWiring {
   readonly ingestQueueUrl: string;
 }
 
+/** The SDK clients (DynamoDB document client, S3, SQS), typed through the adapters that take them: no SDK import here (test/core/purity.test.ts). */
 export interface OperatorClients {
-  readonly ddb: DynamoDBDocumentClient;
-  readonly s3: Pick<S3Client, 'send'>;
-  readonly sqs: Pick<SQSClient, 'send'>;
+  readonly ddb: Parameters<typeof LeaseStore.forWiring>[0];
+  readonly s3: ConstructorParameters<typeof S3VideoObjects>[0];
+  readonly sqs: ConstructorParameters<typeof SqsUploadResender>[0];
 }
 
 export function operatorPorts(
