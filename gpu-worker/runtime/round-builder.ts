@@ -81,7 +81,10 @@ export async function buildPlannedRound(
   for (const p of plans) {
     try {
       const missing = await unrecordedBelowSilent(d, p.session, p.plan);
-      if (missing) unrecorded.set(p.session, missing);
+      if (missing) {
+        unrecorded.set(p.session, missing);
+        d.log.warn('frames below a replay\'s --from have no record: recorded instead of re-run silently', { videoId: p.session.videoId, frames: [...missing].slice(0, 20), count: missing.size });
+      }
       ready.push(p);
     } catch (e) {
       failures.push({ session: p.session, reason: 'records-read', detail: String(e), blamed: [], transient: true });

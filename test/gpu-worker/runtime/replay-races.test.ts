@@ -132,5 +132,7 @@ describe('replay racing live frames', () => {
     const after = await h.frameResults(v);
     expect(after.map((x) => [x.frame, x.status])).toEqual(range(0, 10).map((f) => [f, f === 8 ? 'gap' : 'ok']));
     expect(await h.summary(v)).toMatchObject({ framesOk: 10, framesGap: 1 });
+    const warned = worker.logsMatching(/^frames below a replay's --from have no record/, ['warn']).flatMap((l) => l.fields?.frames as number[]);
+    expect(new Set(warned)).toEqual(new Set([5, 6, 7, 8, 9]));
   });
 });
