@@ -290,9 +290,11 @@ the current owner can no longer write for it. The next frame is admitted afresh.
   replay: {
     usage: 'replay <id> --from <frame>',
     summary: 'reprocess a video from a frame on, from the frames in S3',
-    details: `Rewinds the video's checkpoint to <frame> with a fresh tracker (bumping its token, which fences
-the current owner), deletes the results from <frame> on, and re-sends the frames (and the end marker if still needed)
-to the ingest queue with a fresh replay tag so FIFO deduplication does not drop them.
+    details: `Rewinds the video's checkpoint to its first frame with a fresh tracker and rules (bumping its token,
+which fences the current owner), deletes the results from <frame> on, and re-sends the frames (and the end marker
+if still needed) to the ingest queue with a fresh replay tag so FIFO deduplication does not drop them. Frames
+below <frame> are re-run only to rebuild the tracker; when some of them have no record yet, the replay starts
+at the lowest of them and says so.
 
   --from N   first frame to reprocess (required)`,
     positionals: ['id'],
