@@ -69,6 +69,13 @@ export interface VideoOutcome {
    * truncated).
    */
   readonly segments?: readonly { readonly firstFrame: number; readonly frames: number; readonly yields: number }[];
+  /**
+   * An operator's `replay` kept the records below this frame (the lowest effective
+   * `--from` of the run): they were written under a tenure before the replay's, whose
+   * adopter then took the video over from its first frame again. Their token need only be
+   * one of the video's owners'.
+   */
+  readonly keptByReplayBelow?: number;
 }
 
 /**
@@ -107,8 +114,9 @@ export function checkInvariants(videos: readonly VideoOutcome[], dlqMessages?: R
       // The tenure covering frame r.frame: the last owner that took the video at or below it.
       let holder = owners[0];
       for (const o of owners) if ((o.fromFrame ?? Number.NEGATIVE_INFINITY) <= r.frame) holder = o;
+      const keptByReplay = v.keptByReplayBelow !== undefined && r.frame < v.keptByReplayBelow;
       tokenAtWrite.check(
-        holder !== undefined && r.token >= holder.token && (!historyComplete || ownerTokens.has(r.token)),
+        holder !== undefined && (keptByReplay || r.token >= holder.token) && (!historyComplete || ownerTokens.has(r.token)),
         () => `${v.videoId}/${r.frame} (${r.status}): token ${r.token} by ${r.worker}; lease holder for this frame: ${holder ? `${holder.worker} token ${holder.token} from frame ${holder.fromFrame}` : 'none'}`,
       );
     }
