@@ -7,7 +7,7 @@
  * Fault kinds (each counted for the bench's coverage):
  * - uploads: JPEG frames never uploaded or corrupt; segments truncated, damaged, without
  *   a declared count, re-uploaded with other bytes; uploads late and out of order;
- * - notifications lost, duplicated, late;
+ * - notifications duplicated and late (S3's are at least once: never lost);
  * - end markers moved earlier then corrected, or never put;
  * - kill -9 and SIGSTOP of a worker, shorter and longer than its lease;
  * - AWS errors: DynamoDB throttles and commits whose answer is lost, S3 read errors;
@@ -33,6 +33,8 @@ export interface SimVideo {
   /** Frames 0..lastFrame are due (the final end marker says lastFrame). */
   readonly lastFrame: number;
   readonly endMarked: boolean;
+  /** The first end marker said this frame; a later one moved it to `lastFrame`. */
+  readonly endMovedFrom?: number;
   /** JPEG frames never uploaded. */
   readonly neverUploaded: readonly number[];
   readonly segments: readonly { readonly firstFrame: number; readonly frames: number; readonly yields: number }[];
@@ -77,7 +79,10 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
   const slots = int(draw, 1, 3);
   let horizon = 0;
 
-  const notifyFault = (): NotifyFault => (chance('notification-lost', 0.03) ? 'lost' : chance('notification-duplicated', 0.1) ? 'duplicated' : chance('notification-late', 0.06) ? 'late' : undefined);
+  // S3 delivers notifications at least once (never lost, by its documentation): a lost
+  // one is a chaos fault only where something else reveals the object, which the plan
+  // cannot know. `lost` stays a kind for plans built by hand (an operator's reconcile).
+  const notifyFault = (): NotifyFault => (chance('notification-duplicated', 0.1) ? 'duplicated' : chance('notification-late', 0.08) ? 'late' : undefined);
 
   for (let v = 0; v < nVideos; v++) {
     const videoId = `v${v}`;
@@ -153,10 +158,12 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
     }
     const endAt = Math.max(...events.filter((e) => e.kind === 'upload' && e.videoId === videoId).map((e) => e.atMs)) + int(draw, 0, 2_000);
     const endMarked = !chance('end-never-put', 0.05);
+    let endMovedFrom: number | undefined;
     if (endMarked) {
       if (lastFrame > 1 && chance('end-moved', 0.1)) {
         // The uploader first says an earlier end, then corrects it.
         const early = int(draw, 0, lastFrame - 1);
+        endMovedFrom = early;
         const correctedAt = endAt + int(draw, 500, 30_000);
         events.push({ atMs: endAt, kind: 'end', videoId, lastFrame: early, notify: notifyFault(), faults: ['end-moved'] });
         events.push({ atMs: correctedAt, kind: 'end', videoId, lastFrame, notify: undefined, faults: ['end-moved'] });
@@ -168,7 +175,7 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
     } else {
       horizon = Math.max(horizon, endAt);
     }
-    videos.push({ videoId, kind, lastFrame, endMarked, neverUploaded, segments });
+    videos.push({ videoId, kind, lastFrame, endMarked, ...(endMovedFrom !== undefined ? { endMovedFrom } : {}), neverUploaded, segments });
   }
 
   const processWindow = horizon + 30_000;

@@ -16,7 +16,6 @@ import { createHash } from 'node:crypto';
 import { allResults, getSummary } from '../../core/commit/dynamodb/results-reader.ts';
 import { rng } from '../../core/random.ts';
 import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
-import { injectedError } from '../aws/fault-injection.ts';
 import { checkInvariants, type InvariantResult, type VideoOutcome } from '../../bench/harness/invariants.ts';
 import { SimClock } from './clock.ts';
 import { runOperator } from './operator.ts';
@@ -58,8 +57,7 @@ export async function runPlan(plan: SimPlan, o: SimRunOptions = {}): Promise<Sim
 
 async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promise<SimResult> {
   const worldDraw = rng(plan.seed * 31 + 7);
-  const world = new SimWorld({ draw: worldDraw, slots: plan.slots, tunables: { firstFrameNumber: 0 } });
-  installAwsFaults(world, plan, rng(plan.seed * 17 + 3));
+  const world = new SimWorld({ draw: worldDraw, slots: plan.slots, tunables: { firstFrameNumber: 0 }, faults: plan.aws, faultDraw: rng(plan.seed * 17 + 3) });
   world.startJanitor();
   const faults: Record<string, number> = {};
   let fired = 0;
@@ -71,15 +69,16 @@ async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promi
     }, e.atMs);
   }
 
-  // Settled: every event fired, the ingest queue empty, every end-marked video complete
-  // and no slot message waiting. Checked every 5 s of simulated time.
+  // Settled: every event fired, the ingest queue empty, every end-marked video complete,
+  // every other one with as many records as frames due, and no slot message waiting.
+  // Checked every 5 s of simulated time.
   let settled = false;
-  const endMarked = plan.videos.filter((v) => v.endMarked).map((v) => v.videoId);
   const checker = setInterval(() => {
     void (async () => {
-      if (fired < plan.events.length || world.ingest.length > 0) return;
-      const summaries = await Promise.all(endMarked.map((id) => getSummary({ ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable }, id)));
-      if (!summaries.every((s) => s?.status === 'complete')) return;
+      if (fired < plan.events.length || world.ingest.length > 0 || world.notificationsInFlight > 0) return;
+      const summaries = await Promise.all(plan.videos.map((v) => getSummary({ ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable }, v.videoId)));
+      const records = (s: (typeof summaries)[number]) => (s ? s.framesOk + (s.framesLate ?? 0) + s.framesFailed + s.framesGap : 0);
+      if (!plan.videos.every((v, i) => (v.endMarked ? summaries[i]?.status === 'complete' : records(summaries[i]) >= v.lastFrame + 1))) return;
       const depths = await Promise.all(Array.from({ length: plan.slots }, (_, s) => world.queues.depth(s).catch(() => ({ visible: 1, inFlight: 0 }))));
       if (depths.some((d) => d.visible + d.inFlight > 0)) return;
       settled = true;
@@ -91,8 +90,6 @@ async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promi
   await clock.drive(world.stop());
   // Let running workers drain (a minute of simulated time at most; a killed one never ends).
   await clock.runUntil(() => world.runningTasks().every((t) => t.worker === undefined), Date.now() + 60_000);
-  world.leasesTwin.db.intercept = undefined;
-  world.s3.intercept = undefined;
 
   const violations = await clock.drive(judge(world, plan));
   const digestOf = await clock.drive(digest(world, plan));
@@ -148,25 +145,6 @@ async function apply(world: SimWorld, e: SimEvent): Promise<void> {
   }
 }
 
-/** AWS errors at the plan's rates: throttles before a DynamoDB call applies, transactions applied with their answer lost, S3 reads failing. */
-function installAwsFaults(world: SimWorld, plan: SimPlan, draw: () => number): void {
-  const { ddbThrottle, ddbLostAnswer, s3Error } = plan.aws;
-  if (ddbThrottle + ddbLostAnswer > 0) {
-    world.leasesTwin.db.intercept = async (operation, _input, run) => {
-      if (draw() < ddbThrottle) throw injectedError('dynamodb', 'throttle');
-      const answer = await run();
-      if (operation === 'TransactWriteItems' && draw() < ddbLostAnswer) throw injectedError('dynamodb', '5xx');
-      return answer;
-    };
-  }
-  if (s3Error > 0) {
-    world.s3.intercept = async (operation, _input, run) => {
-      if ((operation === 'GetObject' || operation === 'HeadObject') && draw() < s3Error) throw injectedError('s3', '5xx');
-      return run();
-    };
-  }
-}
-
 async function judge(world: SimWorld, plan: SimPlan): Promise<InvariantResult[]> {
   const source = { ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable };
   const keys = world.s3.keys(world.bucket);
@@ -201,6 +179,7 @@ async function judge(world: SimWorld, plan: SimPlan): Promise<InvariantResult[]>
       inS3,
       endMarked: v.endMarked,
       segments: v.segments.filter((s) => inS3.has(s.firstFrame)),
+      ...(v.endMovedFrom !== undefined ? { endMovedFrom: v.endMovedFrom } : {}),
       ...(world.replayedBelow.has(v.videoId) ? { keptByReplayBelow: world.replayedBelow.get(v.videoId)! } : {}),
     });
   }

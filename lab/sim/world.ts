@@ -32,7 +32,10 @@ import { resourceNames, validateTunables, DEFAULT_TUNABLES, type Tunables, type 
 import type { LaunchedTaskState, LaunchRequest, LaunchResult, LogSink, MetricSink, TaskLauncher } from '../../core/ports.ts';
 import { Worker } from '../../gpu-worker/runtime/worker.ts';
 import { gatedClient, ProcessGate } from '../../harness/process-gate.ts';
+import { overriding } from '../../core/overriding.ts';
+import { injectedError } from '../aws/fault-injection.ts';
 import { SIM_SEGMENT_CODEC, SimProcessor } from './media.ts';
+import type { AwsFaultRates } from './plan.ts';
 
 /** Latencies of what AWS does by itself, in ms (drawn per event from these ranges). */
 export interface SimLatencies {
@@ -97,6 +100,8 @@ export class SimWorld {
   private readonly startMs: number;
   private readonly draw: () => number;
   private readonly latencies: SimLatencies;
+  /** Notifications on their way to the ingest queue. */
+  notificationsInFlight = 0;
   private ingestSeq = 0;
   private sequencer = 0;
   private pollerArmed = false;
@@ -104,8 +109,13 @@ export class SimWorld {
   private readonly launched = new Map<string, string>();
   private janitorTimer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number }) {
+  private readonly faults: AwsFaultRates | undefined;
+  private readonly faultDraw: () => number;
+
+  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number }) {
     this.draw = o.draw;
+    this.faults = o.faults;
+    this.faultDraw = o.faultDraw ?? o.draw;
     this.latencies = o.latencies ?? DEFAULT_LATENCIES;
     this.startMs = Date.now();
     const slots = o.slots ?? 2;
@@ -135,8 +145,11 @@ export class SimWorld {
     this.queues = new SlotQueues(this.sqs.asClient(), this.wiring.slotQueueUrlPrefix);
     const launcher = this.launcher();
     const log = this.logSink('router');
-    this.router = new FrameRouter({ bucket, tunables: this.tunables, leases: this.leases, queues: this.queues, deadLetter: async (events) => this.deadLetter(events), launcher: () => launcher, metrics: nullMetrics, log });
-    this.janitor = new Janitor({ tunables: this.tunables, leases: this.leases, queues: this.queues, launcher: () => launcher, metrics: nullMetrics, log: this.logSink('janitor') });
+    // The product's processes meet AWS's errors; the operator's CLI and the oracle do not
+    // (the SDK's own retries stand for them).
+    const fleetLeases = LeaseStore.forWiring(this.faulty(this.leasesTwin.ddb, 'dynamodb'), this.wiring, this.tunables);
+    this.router = new FrameRouter({ bucket, tunables: this.tunables, leases: fleetLeases, queues: this.queues, deadLetter: async (events) => this.deadLetter(events), launcher: () => launcher, metrics: nullMetrics, log });
+    this.janitor = new Janitor({ tunables: this.tunables, leases: fleetLeases, queues: this.queues, launcher: () => launcher, metrics: nullMetrics, log: this.logSink('janitor') });
   }
 
   get bucket(): string {
@@ -164,6 +177,32 @@ export class SimWorld {
     return { ...quietLog, warn: keep('warn'), error: keep('error') };
   }
 
+  /**
+   * `client` as a process of the product meets AWS: throttles before a DynamoDB call
+   * applies, transactions applied with their answer lost, S3 reads failing with a 5xx, at
+   * the plan's rates.
+   */
+  private faulty<C extends { send: (...args: never[]) => Promise<unknown> }>(client: C, service: 'dynamodb' | 's3'): C {
+    const f = this.faults;
+    if (!f || f.ddbThrottle + f.ddbLostAnswer + f.s3Error === 0) return client;
+    const send = (client.send as (...a: unknown[]) => Promise<unknown>).bind(client);
+    const draw = this.faultDraw;
+    const faulty = async (...args: unknown[]) => {
+      const name = (args[0] as { constructor: { name: string } }).constructor.name;
+      if (service === 'dynamodb') {
+        if (draw() < f.ddbThrottle) throw injectedError('dynamodb', 'throttle');
+        const answer = await send(...args);
+        if (name === 'TransactWriteCommand' || name === 'TransactWriteItemsCommand') {
+          if (draw() < f.ddbLostAnswer) throw injectedError('dynamodb', '5xx');
+        }
+        return answer;
+      }
+      if ((name === 'GetObjectCommand' || name === 'HeadObjectCommand') && draw() < f.s3Error) throw injectedError('s3', '5xx');
+      return send(...args);
+    };
+    return overriding(client, { send: faulty as unknown as C['send'] } as Partial<C>);
+  }
+
   // ------------------------------------------------------------------ S3 and its notifications
 
   /** An uploader's PUT: stores the object now; its notification follows (see {@link notify}). Returns the ETag. */
@@ -181,7 +220,11 @@ export class SimWorld {
     const body = JSON.stringify(
       buildObjectCreatedEvent({ region: 'us-east-1', bucket: this.bucket, key, sizeBytes: size, eTag, eventName: 'ObjectCreated:Put', eventTime: new Date(), sequencer: this.sequencer.toString(16).padStart(16, '0'), configurationId: 'sim' }),
     );
-    setTimeout(() => this.enqueueIngest(body, o.replayTag), delayMs);
+    this.notificationsInFlight++;
+    setTimeout(() => {
+      this.notificationsInFlight--;
+      this.enqueueIngest(body, o.replayTag);
+    }, delayMs);
   }
 
   /** A message lands in the ingest queue (a notification, or an operator's re-send). */
@@ -299,8 +342,8 @@ export class SimWorld {
         return;
       }
       task.state = 'running';
-      const ddb = gatedClient(this.leasesTwin.ddb, task.gate);
-      const s3 = gatedClient(this.s3.asClient(), task.gate);
+      const ddb = gatedClient(this.faulty(this.leasesTwin.ddb, 'dynamodb'), task.gate);
+      const s3 = gatedClient(this.faulty(this.s3.asClient(), 's3'), task.gate);
       const worker = new Worker({
         workerId: taskId,
         slot,
