@@ -20,8 +20,8 @@ import { simFrameBytes, simSegmentBytes, type SimSegmentBody } from './media.ts'
 export type NotifyFault = 'lost' | 'duplicated' | 'late' | undefined;
 
 export type SimEvent =
-  | { readonly atMs: number; readonly kind: 'upload'; readonly videoId: string; readonly key: string; readonly body: string; readonly metadata?: Record<string, string>; readonly notify: NotifyFault; readonly faults: readonly string[] }
-  | { readonly atMs: number; readonly kind: 'end'; readonly videoId: string; readonly lastFrame: number; readonly notify: NotifyFault; readonly faults: readonly string[] }
+  | { readonly atMs: number; readonly kind: 'upload'; readonly videoId: string; readonly key: string; readonly body: string; readonly metadata?: Record<string, string>; readonly notify?: NotifyFault; readonly faults: readonly string[] }
+  | { readonly atMs: number; readonly kind: 'end'; readonly videoId: string; readonly lastFrame: number; readonly notify?: NotifyFault; readonly faults: readonly string[] }
   | { readonly atMs: number; readonly kind: 'kill' | 'pause'; readonly forMs?: number; readonly pick: number; readonly faults: readonly string[] }
   | { readonly atMs: number; readonly kind: 'replay'; readonly videoId: string; readonly fromFrame: number; readonly faults: readonly string[] }
   | { readonly atMs: number; readonly kind: 'reconcile' | 'release'; readonly videoId: string; readonly faults: readonly string[] };
