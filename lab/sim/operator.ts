@@ -9,12 +9,14 @@ import type { Target } from '../../cli/target.ts';
 import { replayCommand } from '../../cli/commands/replay.ts';
 import { reconcileCommand } from '../../cli/commands/reconcile.ts';
 import { releaseCommand } from '../../cli/commands/release.ts';
+import { redriveCommand } from '../../cli/commands/redrive.ts';
 import type { SimWorld } from './world.ts';
 
 export type OperatorCommand =
   | { readonly kind: 'replay'; readonly videoId: string; readonly fromFrame: number }
   | { readonly kind: 'reconcile'; readonly videoId: string }
-  | { readonly kind: 'release'; readonly videoId: string };
+  | { readonly kind: 'release'; readonly videoId: string }
+  | { readonly kind: 'redrive' };
 
 /** A CLI target whose clients are the twins', and whose ingest queue is the world's. */
 export function simTarget(world: SimWorld): Target {
@@ -69,6 +71,11 @@ export async function runOperator(world: SimWorld, c: OperatorCommand): Promise<
     let replayedFrom: number | undefined;
     if (c.kind === 'replay') replayedFrom = (await replayCommand(target, { videoId: c.videoId, fromFrame: c.fromFrame }, io)).fromFrame;
     else if (c.kind === 'reconcile') await reconcileCommand(target, { videoId: c.videoId }, io);
+    else if (c.kind === 'redrive') {
+      // The slot DLQs through the command (by hand: the model has no move task); the ingest DLQ is the world's own queue.
+      await redriveCommand(target, { queue: 'slot', byHand: true }, io);
+      io.out(`ingest DLQ: ${world.redriveIngestDlq()} message(s) moved back`);
+    }
     else await releaseCommand(target, { videoId: c.videoId, force: true, yes: true }, io);
     return { said: [...io.lines, ...io.errors].join(' | ') || 'done', ...(replayedFrom !== undefined ? { replayedFrom } : {}) };
   } catch (e) {

@@ -24,7 +24,8 @@ export type SimEvent =
   | { readonly atMs: number; readonly kind: 'end'; readonly videoId: string; readonly lastFrame: number; readonly notify?: NotifyFault; readonly faults: readonly string[] }
   | { readonly atMs: number; readonly kind: 'kill' | 'pause'; readonly forMs?: number; readonly pick: number; readonly faults: readonly string[] }
   | { readonly atMs: number; readonly kind: 'replay'; readonly videoId: string; readonly fromFrame: number; readonly faults: readonly string[] }
-  | { readonly atMs: number; readonly kind: 'reconcile' | 'release'; readonly videoId: string; readonly faults: readonly string[] };
+  | { readonly atMs: number; readonly kind: 'reconcile' | 'release'; readonly videoId: string; readonly faults: readonly string[] }
+  | { readonly atMs: number; readonly kind: 'redrive'; readonly faults: readonly string[] };
 
 /** What the oracle needs to know of a video. */
 export interface SimVideo {
@@ -47,7 +48,11 @@ export interface AwsFaultRates {
   readonly ddbLostAnswer: number;
   /** Share of S3 GETs and HEADs that fail with a 5xx. */
   readonly s3Error: number;
+  /** Share of SQS calls (sends, receives, deletes, visibility changes) throttled or failing with a 5xx. */
+  readonly sqsError?: number;
 }
+
+export const NO_AWS_FAULTS: AwsFaultRates = { ddbThrottle: 0, ddbLostAnswer: 0, s3Error: 0, sqsError: 0 };
 
 export interface SimPlan {
   readonly seed: number;
@@ -160,7 +165,16 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
     const endMarked = !chance('end-never-put', 0.05);
     let endMovedFrom: number | undefined;
     if (endMarked) {
-      if (lastFrame > 1 && chance('end-moved', 0.1)) {
+      if (lastFrame > 1 && chance('end-moved-earlier', 0.04)) {
+        // The uploader says the true end, then moves it earlier (a clip cut short).
+        const early = int(draw, 0, lastFrame - 1);
+        const correctedAt = endAt + int(draw, 500, 30_000);
+        events.push({ atMs: endAt, kind: 'end', videoId, lastFrame, notify: notifyFault(), faults: ['end-moved-earlier'] });
+        events.push({ atMs: correctedAt, kind: 'end', videoId, lastFrame: early, notify: undefined, faults: ['end-moved-earlier'] });
+        endMovedFrom = early;
+        lastFrame = early;
+        horizon = Math.max(horizon, correctedAt);
+      } else if (lastFrame > 1 && chance('end-moved', 0.1)) {
         // The uploader first says an earlier end, then corrects it.
         const early = int(draw, 0, lastFrame - 1);
         endMovedFrom = early;
@@ -192,8 +206,9 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
     if (chance('reconcile', 0.15)) events.push({ atMs: int(draw, 0, processWindow), kind: 'reconcile', videoId: v.videoId, faults: ['reconcile'] });
     if (chance('release-force', 0.08)) events.push({ atMs: int(draw, 0, processWindow), kind: 'release', videoId: v.videoId, faults: ['release-force'] });
   }
+  if (chance('redrive', 0.1)) events.push({ atMs: int(draw, 0, processWindow), kind: 'redrive', faults: ['redrive'] });
   const faulty = chance('aws-errors', 0.3);
-  const aws: AwsFaultRates = faulty ? { ddbThrottle: draw() * 0.04, ddbLostAnswer: draw() * 0.05, s3Error: draw() * 0.04 } : { ddbThrottle: 0, ddbLostAnswer: 0, s3Error: 0 };
+  const aws: AwsFaultRates = faulty ? { ddbThrottle: draw() * 0.04, ddbLostAnswer: draw() * 0.05, s3Error: draw() * 0.04, sqsError: draw() * 0.03 } : NO_AWS_FAULTS;
   events.sort((a, b) => a.atMs - b.atMs);
   return { seed, slots, videos, events, aws, lastEventMs: Math.max(0, ...events.map((e) => e.atMs)) };
 }
@@ -208,7 +223,7 @@ export const endKey = endMarkerKey;
  */
 export function shrinkCandidates(plan: SimPlan): SimPlan[] {
   const out: SimPlan[] = [];
-  if (plan.aws.ddbThrottle + plan.aws.ddbLostAnswer + plan.aws.s3Error > 0) out.push({ ...plan, aws: { ddbThrottle: 0, ddbLostAnswer: 0, s3Error: 0 } });
+  if (plan.aws.ddbThrottle + plan.aws.ddbLostAnswer + plan.aws.s3Error + (plan.aws.sqsError ?? 0) > 0) out.push({ ...plan, aws: NO_AWS_FAULTS });
   for (let i = 0; i < plan.events.length; i++) {
     const e = plan.events[i]!;
     // Uploads and end markers define the videos; faults and commands can go, and fault marks on uploads can be cleared.

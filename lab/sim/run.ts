@@ -136,6 +136,12 @@ async function apply(world: SimWorld, e: SimEvent): Promise<void> {
       else world.pause(task, e.forMs ?? 5_000);
       return;
     }
+    case 'redrive': {
+      world.note('operator: redrive');
+      const out = await runOperator(world, { kind: 'redrive' });
+      world.note(`operator: redrive: ${out.said.slice(0, 300)}`);
+      return;
+    }
     default: {
       world.note(`operator: ${e.kind} ${e.videoId}${e.kind === 'replay' ? ` --from ${e.fromFrame}` : ''}`);
       const out = await runOperator(world, e.kind === 'replay' ? { kind: 'replay', videoId: e.videoId, fromFrame: e.fromFrame } : { kind: e.kind, videoId: e.videoId });

@@ -57,6 +57,8 @@ export function describeEvent(e: SimEvent): string {
       return `${at} affinity reconcile ${e.videoId}`;
     case 'release':
       return `${at} affinity release ${e.videoId} --force --yes`;
+    case 'redrive':
+      return `${at} affinity redrive`;
   }
 }
 
@@ -64,8 +66,8 @@ export function describeEvent(e: SimEvent): string {
 export function describePlan(plan: SimPlan, result?: SimResult): string {
   const lines = [`seed ${plan.seed}: ${plan.slots} slot(s), ${plan.videos.length} video(s)`];
   const aws = plan.aws;
-  if (aws.ddbThrottle + aws.ddbLostAnswer + aws.s3Error > 0) {
-    lines.push(`AWS errors: DynamoDB throttles ${(aws.ddbThrottle * 100).toFixed(1)} %, commit answers lost ${(aws.ddbLostAnswer * 100).toFixed(1)} %, S3 reads ${(aws.s3Error * 100).toFixed(1)} %`);
+  if (aws.ddbThrottle + aws.ddbLostAnswer + aws.s3Error + (aws.sqsError ?? 0) > 0) {
+    lines.push(`AWS errors: DynamoDB throttles ${(aws.ddbThrottle * 100).toFixed(1)} %, commit answers lost ${(aws.ddbLostAnswer * 100).toFixed(1)} %, S3 reads ${(aws.s3Error * 100).toFixed(1)} %, SQS calls ${((aws.sqsError ?? 0) * 100).toFixed(1)} %`);
   }
   plan.events.forEach((e, i) => lines.push(`${String(i + 1).padStart(3)}. ${describeEvent(e)}`));
   for (const v of result?.violations ?? []) lines.push(`VIOLATED ${v.name}: ${v.violations}, e.g. ${v.examples.slice(0, 3).join('; ')}`);

@@ -148,7 +148,8 @@ export class SimWorld {
     // The product's processes meet AWS's errors; the operator's CLI and the oracle do not
     // (the SDK's own retries stand for them).
     const fleetLeases = LeaseStore.forWiring(this.faulty(this.leasesTwin.ddb, 'dynamodb'), this.wiring, this.tunables);
-    this.router = new FrameRouter({ bucket, tunables: this.tunables, leases: fleetLeases, queues: this.queues, deadLetter: async (events) => this.deadLetter(events), launcher: () => launcher, metrics: nullMetrics, log });
+    const fleetQueues = new SlotQueues(this.faulty(this.sqs.asClient(), 'sqs'), this.wiring.slotQueueUrlPrefix);
+    this.router = new FrameRouter({ bucket, tunables: this.tunables, leases: fleetLeases, queues: fleetQueues, deadLetter: async (events) => this.deadLetter(events), launcher: () => launcher, metrics: nullMetrics, log });
     this.janitor = new Janitor({ tunables: this.tunables, leases: fleetLeases, queues: this.queues, launcher: () => launcher, metrics: nullMetrics, log: this.logSink('janitor') });
   }
 
@@ -182,9 +183,9 @@ export class SimWorld {
    * applies, transactions applied with their answer lost, S3 reads failing with a 5xx, at
    * the plan's rates.
    */
-  private faulty<C extends { send: (...args: never[]) => Promise<unknown> }>(client: C, service: 'dynamodb' | 's3'): C {
+  private faulty<C extends { send: (...args: never[]) => Promise<unknown> }>(client: C, service: 'dynamodb' | 's3' | 'sqs'): C {
     const f = this.faults;
-    if (!f || f.ddbThrottle + f.ddbLostAnswer + f.s3Error === 0) return client;
+    if (!f || f.ddbThrottle + f.ddbLostAnswer + f.s3Error + (f.sqsError ?? 0) === 0) return client;
     const send = (client.send as (...a: unknown[]) => Promise<unknown>).bind(client);
     const draw = this.faultDraw;
     const faulty = async (...args: unknown[]) => {
@@ -196,6 +197,10 @@ export class SimWorld {
           if (draw() < f.ddbLostAnswer) throw injectedError('dynamodb', '5xx');
         }
         return answer;
+      }
+      if (service === 'sqs') {
+        if (draw() < (f.sqsError ?? 0)) throw injectedError('sqs', draw() < 0.5 ? 'throttle' : '5xx');
+        return send(...args);
       }
       if ((name === 'GetObjectCommand' || name === 'HeadObjectCommand') && draw() < f.s3Error) throw injectedError('s3', '5xx');
       return send(...args);
@@ -306,6 +311,13 @@ export class SimWorld {
     return events.map(() => true);
   }
 
+  /** The operator's redrive of the ingest DLQ: its messages go back to the ingest queue. */
+  redriveIngestDlq(): number {
+    const moved = this.ingestDlq.splice(0);
+    for (const m of moved) this.enqueueIngest(m.body);
+    return moved.length;
+  }
+
   // ------------------------------------------------------------------ ECS
 
   private launcher(): TaskLauncher {
@@ -349,7 +361,7 @@ export class SimWorld {
         slot,
         tunables: this.tunables,
         leases: LeaseStore.forWiring(ddb, this.wiring, this.tunables),
-        queues: new SlotQueues(gatedClient(this.sqs.asClient(), task.gate), this.wiring.slotQueueUrlPrefix),
+        queues: new SlotQueues(gatedClient(this.faulty(this.sqs.asClient(), 'sqs'), task.gate), this.wiring.slotQueueUrlPrefix),
         frames: new FrameStore(s3),
         bucket: this.bucket,
         records: new DynamoDbRecords({ ddb, resultsTable: this.wiring.resultsTable }),
