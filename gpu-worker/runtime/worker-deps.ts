@@ -6,6 +6,7 @@ import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
 import type { RulesSource } from '../../core/analytics/port.ts';
 import type { FrameProbe } from './crash/frame-probe.ts';
+import type { SegmentCodec } from '../video/segment-reader.ts';
 
 export type WorkerLog = LogSink;
 
@@ -33,6 +34,8 @@ export interface WorkerDeps {
   readonly metrics: MetricSink;
   readonly log: WorkerLog;
   readonly now?: () => number;
+  /** Counts and decodes segments; absent: FFmpeg (node-av). The simulation's is thread-free (lab/sim/). */
+  readonly segmentCodec?: SegmentCodec;
   /** Called on every confirmed heartbeat (health file for the container health check). */
   readonly onHeartbeat?: () => void;
   /** Called the moment the slot lease is lost or cannot be confirmed; the run loop ends within one poll. */

@@ -108,6 +108,7 @@ export class Worker {
       ahead: this.prefetch,
       segmentsAhead: deps.tunables.segmentReadAheadSegments,
       aheadBudgetBytes: deps.tunables.segmentReadAheadBytes,
+      ...(deps.segmentCodec ? { codec: deps.segmentCodec } : {}),
       // Straight to the letterbox's size: a 1080p frame never exists as full-size RGB.
       resizeFor: (w, h) => {
         const input = deps.processor.inputSize;

@@ -88,7 +88,22 @@ export interface SegmentReaderDeps {
   readonly segmentsAhead?: number;
   /** `segmentReadAheadBytes`: most bytes of segments read ahead held at once (all videos). @default 0 */
   readonly aheadBudgetBytes?: number;
+  /**
+   * What counts and decodes a segment's bytes. @default FFmpeg through node-av
+   * ({@link FFMPEG_SEGMENT_CODEC}); the deterministic simulation (lab/sim/) gives one
+   * that runs without threads, so that a seed replays event for event.
+   */
+  readonly codec?: SegmentCodec;
 }
+
+/** Counts and decodes a segment's bytes (segment-decoder.ts's contract). */
+export interface SegmentCodec {
+  readonly decode: typeof decodeSegment;
+  readonly count: typeof countSegmentFrames;
+}
+
+/** The product's codec: FFmpeg, through node-av. */
+export const FFMPEG_SEGMENT_CODEC: SegmentCodec = { decode: decodeSegment, count: countSegmentFrames };
 
 /** One open segment: its decoder, positioned at frame index `position`. */
 interface Cursor {
@@ -162,7 +177,7 @@ export class SegmentReader {
       if (e instanceof ObjectMissingError) return { frameCount: 1, source: 'unknown', sizeBytes: 0, eTag: undefined };
       throw e;
     }
-    const counted = await countSegmentFrames(bytes);
+    const counted = await (this.d.codec ?? FFMPEG_SEGMENT_CODEC).count(bytes);
     if (counted === undefined) return { frameCount: 1, source: 'unknown', sizeBytes: head.sizeBytes, eTag: head.eTag };
     // MP4 states its count (the sample table); MPEG-TS and Matroska are counted packet by packet.
     return { frameCount: counted, source: containerOf(key) === 'mp4' ? 'container' : 'decoded', sizeBytes: head.sizeBytes, eTag: head.eTag };
@@ -330,7 +345,7 @@ export class SegmentReader {
     const { bytes, eTag } = early ? { bytes: early, eTag: d.eTag } : await this.d.frames.getVersion(bucket, key);
     if (d.eTag !== undefined && eTag !== undefined && eTag !== d.eTag) this.reuploaded(key, d);
     const items = readAhead(
-      decodeSegment(bytes, {
+      (this.d.codec ?? FFMPEG_SEGMENT_CODEC).decode(bytes, {
         firstFrame,
         container,
         declaredFrames: d.frameCount,

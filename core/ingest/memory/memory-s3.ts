@@ -56,6 +56,11 @@ export class MemoryS3 {
     return this as unknown as S3Client;
   }
 
+  /** Every key of a bucket, in S3's order (for a test's or the simulation's oracle). */
+  keys(bucket: string): string[] {
+    return [...this.bucket(bucket).keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  }
+
   /** Stores an object directly (what a PutObject does), returning its ETag without quotes. */
   putObject(bucket: string, key: string, body: Uint8Array | string, metadata?: Readonly<Record<string, string>>): string {
     const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : new Uint8Array(body);

@@ -1,0 +1,84 @@
+/**
+ * The operator in the simulated world (lab/sim/): `replay`, `reconcile` and
+ * `release --force` run as the CLI runs them, against the twins. Their re-sends reach the
+ * simulated ingest queue (the notifications' queue), as they reach SQS in AWS.
+ */
+import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { memoryIo } from '../../cli/io.ts';
+import type { Target } from '../../cli/target.ts';
+import { replayCommand } from '../../cli/commands/replay.ts';
+import { reconcileCommand } from '../../cli/commands/reconcile.ts';
+import { releaseCommand } from '../../cli/commands/release.ts';
+import { redriveCommand } from '../../cli/commands/redrive.ts';
+import type { SimWorld } from './world.ts';
+
+export type OperatorCommand =
+  | { readonly kind: 'replay'; readonly videoId: string; readonly fromFrame: number }
+  | { readonly kind: 'reconcile'; readonly videoId: string }
+  | { readonly kind: 'release'; readonly videoId: string }
+  | { readonly kind: 'redrive' };
+
+/** A CLI target whose clients are the twins', and whose ingest queue is the world's. */
+export function simTarget(world: SimWorld): Target {
+  const slotSqs = world.sqs.asClient();
+  const sqs = {
+    send: async (command: unknown) => {
+      const input = (command as { input: Record<string, unknown> }).input;
+      if (input.QueueUrl === world.wiring.ingestQueueUrl) {
+        type Entry = { Id?: string; MessageBody?: string; MessageAttributes?: Record<string, { StringValue?: string }> };
+        const entries: Entry[] = command instanceof SendMessageBatchCommand ? ((input.Entries as Entry[]) ?? []) : command instanceof SendMessageCommand ? [input as Entry] : [];
+        for (const e of entries) world.enqueueIngest(e.MessageBody ?? '', e.MessageAttributes?.replayTag?.StringValue);
+        return { Successful: entries.map((e) => ({ Id: e.Id })), Failed: [], $metadata: {} };
+      }
+      return slotSqs.send(command as never);
+    },
+    destroy() {},
+  } as unknown as SQSClient;
+  const slots = world.tunables.slotCount;
+  return {
+    description: 'the simulated world',
+    kind: 'local',
+    region: 'us-east-1',
+    bucket: world.bucket,
+    leasesTable: world.wiring.leasesTable,
+    resultsTable: world.wiring.resultsTable,
+    eventsTable: world.wiring.eventsTable,
+    pinnedSlotIndex: world.wiring.pinnedSlotIndex,
+    ingestQueueUrl: world.wiring.ingestQueueUrl,
+    ingestDlqUrl: world.wiring.ingestDlqUrl,
+    slotCount: slots,
+    slotQueueUrls: Array.from({ length: slots }, (_, i) => `${world.wiring.slotQueueUrlPrefix}${i}.fifo`),
+    slotDlqUrls: Array.from({ length: slots }, (_, i) => `${world.wiring.slotQueueUrlPrefix}${i}-dlq.fifo`),
+    releasedVideoRetentionDays: world.tunables.releasedVideoRetentionDays,
+    firstFrameNumber: world.tunables.firstFrameNumber,
+    slotLeaseTtlSeconds: world.tunables.slotLeaseTtlSeconds,
+    clients: { s3: world.s3.asClient(), sqs, ddb: world.leasesTwin.ddb },
+    close() {},
+  };
+}
+
+/** What an operator command did: what it printed (or why it refused), and where a replay really started. */
+export interface OperatorOutcome {
+  readonly said: string;
+  readonly replayedFrom?: number;
+}
+
+/** Runs one operator command as the CLI would. */
+export async function runOperator(world: SimWorld, c: OperatorCommand): Promise<OperatorOutcome> {
+  const target = simTarget(world);
+  const io = memoryIo({ interactive: false });
+  try {
+    let replayedFrom: number | undefined;
+    if (c.kind === 'replay') replayedFrom = (await replayCommand(target, { videoId: c.videoId, fromFrame: c.fromFrame }, io)).fromFrame;
+    else if (c.kind === 'reconcile') await reconcileCommand(target, { videoId: c.videoId }, io);
+    else if (c.kind === 'redrive') {
+      // The slot DLQs through the command (by hand: the model has no move task); the ingest DLQ is the world's own queue.
+      await redriveCommand(target, { queue: 'slot', byHand: true }, io);
+      io.out(`ingest DLQ: ${world.redriveIngestDlq()} message(s) moved back`);
+    }
+    else await releaseCommand(target, { videoId: c.videoId, force: true, yes: true }, io);
+    return { said: [...io.lines, ...io.errors].join(' | ') || 'done', ...(replayedFrom !== undefined ? { replayedFrom } : {}) };
+  } catch (e) {
+    return { said: `refused: ${e instanceof Error ? e.message : String(e)}` };
+  }
+}

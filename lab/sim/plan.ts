@@ -1,0 +1,242 @@
+/**
+ * A seed's plan (lab/sim/): the videos, what is uploaded when, and every fault, each an
+ * event at a simulated time that the scheduler places. Drawn from the seed alone, so a
+ * seed names one plan; {@link shrinkCandidates} gives smaller plans for shrinking a
+ * failing one.
+ *
+ * Fault kinds (each counted for the bench's coverage):
+ * - uploads: JPEG frames never uploaded or corrupt; segments truncated, damaged, without
+ *   a declared count, re-uploaded with other bytes; uploads late and out of order;
+ * - notifications duplicated and late (S3's are at least once: never lost);
+ * - end markers moved earlier then corrected, or never put;
+ * - kill -9 and SIGSTOP of a worker, shorter and longer than its lease;
+ * - AWS errors: DynamoDB throttles and commits whose answer is lost, S3 read errors;
+ * - operator commands at any point: replay --from, reconcile, release --force.
+ */
+import { frameKey, endMarkerKey } from '../../core/ingest/keys.ts';
+import { FRAMES_METADATA_KEY, segmentKey } from '../../core/ingest/segment-keys.ts';
+import { simFrameBytes, simSegmentBytes, type SimSegmentBody } from './media.ts';
+
+export type NotifyFault = 'lost' | 'duplicated' | 'late' | undefined;
+
+export type SimEvent =
+  | { readonly atMs: number; readonly kind: 'upload'; readonly videoId: string; readonly key: string; readonly body: string; readonly metadata?: Record<string, string>; readonly notify?: NotifyFault; readonly faults: readonly string[] }
+  | { readonly atMs: number; readonly kind: 'end'; readonly videoId: string; readonly lastFrame: number; readonly notify?: NotifyFault; readonly faults: readonly string[] }
+  | { readonly atMs: number; readonly kind: 'kill' | 'pause'; readonly forMs?: number; readonly pick: number; readonly faults: readonly string[] }
+  | { readonly atMs: number; readonly kind: 'replay'; readonly videoId: string; readonly fromFrame: number; readonly faults: readonly string[] }
+  | { readonly atMs: number; readonly kind: 'reconcile' | 'release'; readonly videoId: string; readonly faults: readonly string[] }
+  | { readonly atMs: number; readonly kind: 'redrive'; readonly faults: readonly string[] };
+
+/** What the oracle needs to know of a video. */
+export interface SimVideo {
+  readonly videoId: string;
+  readonly kind: 'jpeg' | 'segments';
+  /** Frames 0..lastFrame are due (the final end marker says lastFrame). */
+  readonly lastFrame: number;
+  readonly endMarked: boolean;
+  /** The first end marker said this frame; a later one moved it to `lastFrame`. */
+  readonly endMovedFrom?: number;
+  /** JPEG frames never uploaded. */
+  readonly neverUploaded: readonly number[];
+  readonly segments: readonly { readonly firstFrame: number; readonly frames: number; readonly yields: number }[];
+}
+
+export interface AwsFaultRates {
+  /** Share of DynamoDB calls throttled before they apply. */
+  readonly ddbThrottle: number;
+  /** Share of DynamoDB transactions applied whose answer is lost. */
+  readonly ddbLostAnswer: number;
+  /** Share of S3 GETs and HEADs that fail with a 5xx. */
+  readonly s3Error: number;
+  /** Share of SQS calls (sends, receives, deletes, visibility changes) throttled or failing with a 5xx. */
+  readonly sqsError?: number;
+}
+
+export const NO_AWS_FAULTS: AwsFaultRates = { ddbThrottle: 0, ddbLostAnswer: 0, s3Error: 0, sqsError: 0 };
+
+export interface SimPlan {
+  readonly seed: number;
+  readonly slots: number;
+  readonly videos: readonly SimVideo[];
+  readonly events: readonly SimEvent[];
+  readonly aws: AwsFaultRates;
+  /** When the last planned event fires. */
+  readonly lastEventMs: number;
+}
+
+export interface PlanOptions {
+  /** Scale of the world (videos and frames); 1 is the CI lane's. @default 1 */
+  readonly scale?: number;
+  /** Fault kinds switched off (by label), e.g. to measure one kind alone. */
+  readonly without?: readonly string[];
+}
+
+const pick = <T>(draw: () => number, xs: readonly T[]): T => xs[Math.floor(draw() * xs.length)]!;
+const int = (draw: () => number, lo: number, hi: number): number => lo + Math.floor(draw() * (hi - lo + 1));
+
+export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}): SimPlan {
+  const off = new Set(o.without ?? []);
+  const chance = (label: string, p: number) => !off.has(label) && draw() < p;
+  const scale = o.scale ?? 1;
+  const events: SimEvent[] = [];
+  const videos: SimVideo[] = [];
+  const nVideos = int(draw, 1, Math.max(1, Math.round(3 * scale)));
+  const slots = int(draw, 1, 3);
+  let horizon = 0;
+
+  // S3 delivers notifications at least once (never lost, by its documentation): a lost
+  // one is a chaos fault only where something else reveals the object, which the plan
+  // cannot know. `lost` stays a kind for plans built by hand (an operator's reconcile).
+  const notifyFault = (): NotifyFault => (chance('notification-duplicated', 0.1) ? 'duplicated' : chance('notification-late', 0.08) ? 'late' : undefined);
+
+  for (let v = 0; v < nVideos; v++) {
+    const videoId = `v${v}`;
+    const startMs = int(draw, 0, 20_000);
+    const kind = draw() < 0.6 ? 'segments' : 'jpeg';
+    const neverUploaded: number[] = [];
+    const segments: { firstFrame: number; frames: number; yields: number }[] = [];
+    let lastFrame: number;
+    if (kind === 'jpeg') {
+      const n = int(draw, 6, Math.round(24 * scale));
+      lastFrame = n - 1;
+      for (let f = 0; f < n; f++) {
+        const faults: string[] = [];
+        // The first frame always comes (where a video starts is another story, decision 24).
+        if (f > 0 && f < n - 1 && chance('frame-never-uploaded', 0.05)) {
+          neverUploaded.push(f);
+          continue;
+        }
+        const corrupt = chance('frame-corrupt', 0.04);
+        if (corrupt) faults.push('frame-corrupt');
+        let atMs = startMs + f * 100;
+        if (chance('upload-late', 0.05)) {
+          atMs += int(draw, 1_000, 40_000);
+          faults.push('upload-late');
+        }
+        const notify = notifyFault();
+        if (notify) faults.push(`notification-${notify}`);
+        events.push({ atMs, kind: 'upload', videoId, key: frameKey(videoId, f), body: corrupt ? 'not an image' : Buffer.from(simFrameBytes(videoId, f)).toString('latin1'), notify, faults });
+        horizon = Math.max(horizon, atMs);
+      }
+    } else {
+      const nSeg = int(draw, 2, Math.max(2, Math.round(5 * scale)));
+      let first = 0;
+      for (let s = 0; s < nSeg; s++) {
+        const k = int(draw, 3, 15);
+        const faults: string[] = [];
+        let holds = k;
+        const damaged: number[] = [];
+        if (chance('segment-truncated', 0.08)) {
+          holds = int(draw, 1, k - 1);
+          faults.push('segment-truncated');
+        } else if (chance('segment-damaged', 0.05)) {
+          damaged.push(int(draw, 0, k - 1));
+          faults.push('segment-damaged');
+        }
+        const undeclared = chance('segment-undeclared', 0.12);
+        if (undeclared) faults.push('segment-undeclared');
+        const container = undeclared ? pick(draw, ['mp4', 'ts'] as const) : pick(draw, ['mp4', 'ts', 'mkv'] as const);
+        const key = segmentKey(videoId, first, container === 'ts' ? 'mpegts' : container === 'mkv' ? 'matroska' : 'mp4');
+        const body: SimSegmentBody = { holds, ...(damaged.length ? { damaged } : {}), version: 0 };
+        // Undeclared, the frame count is the container's (MP4) or the frames decoded: what the bytes hold.
+        const frames = undeclared ? holds : k;
+        const yields = damaged.length ? damaged[0]! : holds;
+        segments.push({ firstFrame: first, frames, yields });
+        let atMs = startMs + (first + k) * 100;
+        if (chance('upload-late', 0.05)) {
+          atMs += int(draw, 1_000, 40_000);
+          faults.push('upload-late');
+        }
+        const notify = notifyFault();
+        if (notify) faults.push(`notification-${notify}`);
+        const metadata = undeclared ? undefined : { [FRAMES_METADATA_KEY]: String(k) };
+        events.push({ atMs, kind: 'upload', videoId, key, body: Buffer.from(simSegmentBytes(body)).toString('latin1'), ...(metadata ? { metadata } : {}), notify, faults });
+        if (chance('segment-reuploaded', 0.06)) {
+          const again = atMs + int(draw, 500, 60_000);
+          events.push({ atMs: again, kind: 'upload', videoId, key, body: Buffer.from(simSegmentBytes({ ...body, version: 1 })).toString('latin1'), ...(metadata ? { metadata } : {}), notify: undefined, faults: ['segment-reuploaded'] });
+          horizon = Math.max(horizon, again);
+        }
+        horizon = Math.max(horizon, atMs);
+        first += frames;
+      }
+      lastFrame = first - 1;
+    }
+    const endAt = Math.max(...events.filter((e) => e.kind === 'upload' && e.videoId === videoId).map((e) => e.atMs)) + int(draw, 0, 2_000);
+    const endMarked = !chance('end-never-put', 0.05);
+    let endMovedFrom: number | undefined;
+    if (endMarked) {
+      if (lastFrame > 1 && chance('end-moved-earlier', 0.04)) {
+        // The uploader says the true end, then moves it earlier (a clip cut short).
+        const early = int(draw, 0, lastFrame - 1);
+        const correctedAt = endAt + int(draw, 500, 30_000);
+        events.push({ atMs: endAt, kind: 'end', videoId, lastFrame, notify: notifyFault(), faults: ['end-moved-earlier'] });
+        events.push({ atMs: correctedAt, kind: 'end', videoId, lastFrame: early, notify: undefined, faults: ['end-moved-earlier'] });
+        endMovedFrom = early;
+        lastFrame = early;
+        horizon = Math.max(horizon, correctedAt);
+      } else if (lastFrame > 1 && chance('end-moved', 0.1)) {
+        // The uploader first says an earlier end, then corrects it.
+        const early = int(draw, 0, lastFrame - 1);
+        endMovedFrom = early;
+        const correctedAt = endAt + int(draw, 500, 30_000);
+        events.push({ atMs: endAt, kind: 'end', videoId, lastFrame: early, notify: notifyFault(), faults: ['end-moved'] });
+        events.push({ atMs: correctedAt, kind: 'end', videoId, lastFrame, notify: undefined, faults: ['end-moved'] });
+        horizon = Math.max(horizon, correctedAt);
+      } else {
+        events.push({ atMs: endAt, kind: 'end', videoId, lastFrame, notify: notifyFault(), faults: [] });
+        horizon = Math.max(horizon, endAt);
+      }
+    } else {
+      horizon = Math.max(horizon, endAt);
+    }
+    videos.push({ videoId, kind, lastFrame, endMarked, ...(endMovedFrom !== undefined ? { endMovedFrom } : {}), neverUploaded, segments });
+  }
+
+  const processWindow = horizon + 30_000;
+  const nProcess = int(draw, 0, 3);
+  for (let i = 0; i < nProcess; i++) {
+    const atMs = int(draw, 0, processWindow);
+    const r = draw();
+    if (r < 0.4 && !off.has('kill')) events.push({ atMs, kind: 'kill', pick: draw(), faults: ['kill'] });
+    else if (r < 0.7 && !off.has('pause-short')) events.push({ atMs, kind: 'pause', forMs: int(draw, 1_000, 10_000), pick: draw(), faults: ['pause-short'] });
+    else if (!off.has('pause-long')) events.push({ atMs, kind: 'pause', forMs: int(draw, 20_000, 60_000), pick: draw(), faults: ['pause-long'] });
+  }
+  for (const v of videos) {
+    if (chance('replay', 0.2)) events.push({ atMs: int(draw, 0, processWindow), kind: 'replay', videoId: v.videoId, fromFrame: int(draw, 0, v.lastFrame), faults: ['replay'] });
+    if (chance('reconcile', 0.15)) events.push({ atMs: int(draw, 0, processWindow), kind: 'reconcile', videoId: v.videoId, faults: ['reconcile'] });
+    if (chance('release-force', 0.08)) events.push({ atMs: int(draw, 0, processWindow), kind: 'release', videoId: v.videoId, faults: ['release-force'] });
+  }
+  if (chance('redrive', 0.1)) events.push({ atMs: int(draw, 0, processWindow), kind: 'redrive', faults: ['redrive'] });
+  const faulty = chance('aws-errors', 0.3);
+  const aws: AwsFaultRates = faulty ? { ddbThrottle: draw() * 0.04, ddbLostAnswer: draw() * 0.05, s3Error: draw() * 0.04, sqsError: draw() * 0.03 } : NO_AWS_FAULTS;
+  events.sort((a, b) => a.atMs - b.atMs);
+  return { seed, slots, videos, events, aws, lastEventMs: Math.max(0, ...events.map((e) => e.atMs)) };
+}
+
+/** The keys of a plan's end marker. */
+export const endKey = endMarkerKey;
+
+/**
+ * Smaller plans than `plan`, for shrinking: without each event in turn (its video kept),
+ * and without all AWS errors. The oracle of each is the plan's own (a dropped upload
+ * makes its frames never uploaded).
+ */
+export function shrinkCandidates(plan: SimPlan): SimPlan[] {
+  const out: SimPlan[] = [];
+  if (plan.aws.ddbThrottle + plan.aws.ddbLostAnswer + plan.aws.s3Error + (plan.aws.sqsError ?? 0) > 0) out.push({ ...plan, aws: NO_AWS_FAULTS });
+  for (let i = 0; i < plan.events.length; i++) {
+    const e = plan.events[i]!;
+    // Uploads and end markers define the videos; faults and commands can go, and fault marks on uploads can be cleared.
+    if (e.kind === 'upload' || e.kind === 'end') {
+      if (e.notify) out.push({ ...plan, events: plan.events.map((x, j) => (j === i ? { ...e, notify: undefined } : x)) });
+      continue;
+    }
+    out.push({ ...plan, events: plan.events.filter((_, j) => j !== i) });
+  }
+  // Whole videos, last first.
+  for (const v of [...plan.videos].reverse()) {
+    if (plan.videos.length <= 1) break;
+    out.push({ ...plan, videos: plan.videos.filter((x) => x !== v), events: plan.events.filter((e) => !('videoId' in e) || e.videoId !== v.videoId) });
+  }
+  return out;
+}

@@ -1,0 +1,207 @@
+/**
+ * Runs one plan in the simulated world and checks it (lab/sim/): the deterministic
+ * simulation of the whole pipeline. `runSeed(seed)` draws the plan from the seed;
+ * `runPlan(plan)` runs a given (e.g. shrunk) plan. The same seed gives the same trace,
+ * event for event.
+ *
+ * The oracle (bench/harness/invariants.ts, the chaos run's, checked at quiescence):
+ * every due frame has exactly one record; no frame that exists ends as a gap; tokens
+ * grow and no two tenures overlap; summaries equal their records; track IDs equal an
+ * uninterrupted run's; every video with an end marker completes; no message ends in a
+ * DLQ; each segment's frames are ok where its bytes decode and failed with the decoder's
+ * reason past that. The lease twin's own check (a token or epoch that went down) is a
+ * violation too.
+ */
+import { createHash } from 'node:crypto';
+import { allResults, getSummary } from '../../core/commit/dynamodb/results-reader.ts';
+import { rng } from '../../core/random.ts';
+import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
+import { checkInvariants, type InvariantResult, type VideoOutcome } from '../../bench/harness/invariants.ts';
+import { SimClock } from './clock.ts';
+import { runOperator } from './operator.ts';
+import { makePlan, type PlanOptions, type SimEvent, type SimPlan } from './plan.ts';
+import { SimWorld, type TraceLine } from './world.ts';
+
+export interface SimResult {
+  readonly seed: number;
+  readonly plan: SimPlan;
+  readonly violations: readonly InvariantResult[];
+  readonly trace: readonly TraceLine[];
+  /** Why the run ended: all settled, or its simulated deadline. */
+  readonly ended: 'settled' | 'deadline' | 'quiescent';
+  readonly simulatedMs: number;
+  readonly steps: number;
+  /** Fault kinds the plan applied, by label. */
+  readonly faults: Readonly<Record<string, number>>;
+  /** A digest of the final records, summaries and trace: equal digests, equal runs. */
+  readonly digest: string;
+}
+
+export interface SimRunOptions extends PlanOptions {
+  /** Simulated time allowed after the last planned event for everything to settle. @default 15 min */
+  readonly settleMs?: number;
+}
+
+export async function runSeed(seed: number, o: SimRunOptions = {}): Promise<SimResult> {
+  return runPlan(makePlan(seed, rng(seed), o), o);
+}
+
+export async function runPlan(plan: SimPlan, o: SimRunOptions = {}): Promise<SimResult> {
+  const clock = SimClock.install(plan.seed);
+  try {
+    return await simulate(plan, clock, o);
+  } finally {
+    clock.uninstall();
+  }
+}
+
+async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promise<SimResult> {
+  const worldDraw = rng(plan.seed * 31 + 7);
+  const world = new SimWorld({ draw: worldDraw, slots: plan.slots, tunables: { firstFrameNumber: 0 }, faults: plan.aws, faultDraw: rng(plan.seed * 17 + 3) });
+  world.startJanitor();
+  const faults: Record<string, number> = {};
+  let fired = 0;
+  for (const e of plan.events) {
+    setTimeout(() => {
+      fired++;
+      for (const f of e.faults) faults[f] = (faults[f] ?? 0) + 1;
+      void apply(world, e);
+    }, e.atMs);
+  }
+
+  // Settled: every event fired, the ingest queue empty, every end-marked video complete,
+  // every other one with as many records as frames due, and no slot message waiting.
+  // Checked every 5 s of simulated time.
+  let settled = false;
+  const checker = setInterval(() => {
+    void (async () => {
+      if (fired < plan.events.length || world.ingest.length > 0 || world.notificationsInFlight > 0) return;
+      const summaries = await Promise.all(plan.videos.map((v) => getSummary({ ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable }, v.videoId)));
+      const records = (s: (typeof summaries)[number]) => (s ? s.framesOk + (s.framesLate ?? 0) + s.framesFailed + s.framesGap : 0);
+      if (!plan.videos.every((v, i) => (v.endMarked ? summaries[i]?.status === 'complete' : records(summaries[i]) >= v.lastFrame + 1))) return;
+      const depths = await Promise.all(Array.from({ length: plan.slots }, (_, s) => world.queues.depth(s).catch(() => ({ visible: 1, inFlight: 0 }))));
+      if (depths.some((d) => d.visible + d.inFlight > 0)) return;
+      settled = true;
+    })().catch(() => undefined);
+  }, 5_000);
+  const deadline = Date.now() + plan.lastEventMs + (o.settleMs ?? 15 * 60_000);
+  const why = await clock.runUntil(() => settled, deadline);
+  clearInterval(checker);
+  await clock.drive(world.stop());
+  // Let running workers drain (a minute of simulated time at most; a killed one never ends).
+  await clock.runUntil(() => world.runningTasks().every((t) => t.worker === undefined), Date.now() + 60_000);
+
+  const violations = await clock.drive(judge(world, plan));
+  const digestOf = await clock.drive(digest(world, plan));
+  if (process.env.SIM_DEBUG === '1') process.stderr.write(`sim: seed ${plan.seed} ended ${why} at ${world.elapsedMs} ms\n`);
+  return {
+    seed: plan.seed,
+    plan,
+    violations: violations.filter((v) => v.violations > 0),
+    trace: world.trace,
+    ended: why === 'done' ? 'settled' : why,
+    simulatedMs: world.elapsedMs,
+    steps: clock.steps,
+    faults,
+    digest: digestOf,
+  };
+}
+
+async function apply(world: SimWorld, e: SimEvent): Promise<void> {
+  switch (e.kind) {
+    case 'upload': {
+      const { eTag, size } = world.put(e.key, Buffer.from(e.body, 'latin1'), e.metadata);
+      if (e.notify === 'lost') world.note(`notification of ${e.key} lost`);
+      else world.notify(e.key, eTag, size, e.notify === 'late' ? { delayMs: 5_000 + Math.floor(Math.random() * 85_000) } : {});
+      if (e.notify === 'duplicated') world.notify(e.key, eTag, size);
+      return;
+    }
+    case 'end': {
+      const key = `frames/${e.videoId}/_end`;
+      const { eTag, size } = world.put(key, String(e.lastFrame));
+      if (e.notify === 'lost') world.note(`notification of ${key} lost`);
+      else world.notify(key, eTag, size, e.notify === 'late' ? { delayMs: 5_000 + Math.floor(Math.random() * 85_000) } : {});
+      if (e.notify === 'duplicated') world.notify(key, eTag, size);
+      return;
+    }
+    case 'kill':
+    case 'pause': {
+      const running = world.runningTasks();
+      if (running.length === 0) {
+        world.note(`${e.kind}: no task running`);
+        return;
+      }
+      const task = running[Math.floor(e.pick * running.length)]!;
+      if (e.kind === 'kill') world.kill(task);
+      else world.pause(task, e.forMs ?? 5_000);
+      return;
+    }
+    case 'redrive': {
+      world.note('operator: redrive');
+      const out = await runOperator(world, { kind: 'redrive' });
+      world.note(`operator: redrive: ${out.said.slice(0, 300)}`);
+      return;
+    }
+    default: {
+      world.note(`operator: ${e.kind} ${e.videoId}${e.kind === 'replay' ? ` --from ${e.fromFrame}` : ''}`);
+      const out = await runOperator(world, e.kind === 'replay' ? { kind: 'replay', videoId: e.videoId, fromFrame: e.fromFrame } : { kind: e.kind, videoId: e.videoId });
+      if (out.replayedFrom !== undefined) world.replayedBelow.set(e.videoId, Math.min(world.replayedBelow.get(e.videoId) ?? Infinity, out.replayedFrom));
+      world.note(`operator: ${e.kind} ${e.videoId}: ${out.said.slice(0, 300)}`);
+    }
+  }
+}
+
+async function judge(world: SimWorld, plan: SimPlan): Promise<InvariantResult[]> {
+  const source = { ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable };
+  const keys = world.s3.keys(world.bucket);
+  const outcomes: VideoOutcome[] = [];
+  for (const v of plan.videos) {
+    const uploaded = new Set<number>();
+    const inS3 = new Set<number>();
+    for (const key of keys) {
+      const p = parseSourceKey(key);
+      if (p.kind !== 'source' || p.videoId !== v.videoId) continue;
+      inS3.add(p.firstFrame);
+    }
+    if (v.kind === 'jpeg') {
+      for (const f of inS3) uploaded.add(f);
+    } else {
+      for (const s of v.segments) {
+        if (!inS3.has(s.firstFrame)) continue;
+        for (let f = s.firstFrame; f < s.firstFrame + s.frames; f++) {
+          uploaded.add(f);
+          inS3.add(f);
+        }
+      }
+    }
+    const neverUploaded = new Set<number>();
+    for (let f = 0; f <= v.lastFrame; f++) if (!uploaded.has(f)) neverUploaded.add(f);
+    outcomes.push({
+      videoId: v.videoId,
+      uploaded,
+      neverUploaded,
+      records: await allResults(source, v.videoId),
+      summary: await getSummary(source, v.videoId),
+      inS3,
+      endMarked: v.endMarked,
+      segments: v.segments.filter((s) => inS3.has(s.firstFrame)),
+      ...(v.endMovedFrom !== undefined ? { endMovedFrom: v.endMovedFrom } : {}),
+      ...(world.replayedBelow.has(v.videoId) ? { keptByReplayBelow: world.replayedBelow.get(v.videoId)! } : {}),
+    });
+  }
+  const dlq: Record<string, number> = { ingest: world.ingestDlq.length };
+  for (let s = 0; s < plan.slots; s++) dlq[`slot-${s}`] = await world.queues.dlqDepth(s);
+  const results = checkInvariants(outcomes, dlq);
+  const twin = world.leasesTwin.violations;
+  results.push({ name: 'tokens and epochs only grow (the lease twin)', checked: 1, violations: twin.length, examples: twin.slice(0, 10) });
+  return results;
+}
+
+async function digest(world: SimWorld, plan: SimPlan): Promise<string> {
+
+  const h = createHash('sha256');
+  const source = { ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable };
+  for (const v of plan.videos) h.update(JSON.stringify(await allResults(source, v.videoId)));
+  for (const t of world.trace) h.update(`${t.atMs} ${t.what}\n`);
+  return h.digest('hex').slice(0, 16);
+}

@@ -1,0 +1,441 @@
+/**
+ * The simulated world (lab/sim/): the product's real router, janitor, workers and
+ * operator commands on the twins (DynamoDB: core/leases/memory; S3: core/ingest/memory;
+ * SQS FIFO: the FIFO model), around them what AWS does on its own schedule, modelled:
+ *
+ * - **S3 notifications** reach a standard ingest queue, at least once and unordered; the
+ *   Lambda event source hands them to the router in batches of up to 10 and applies the
+ *   router's partial batch failures (visibility, backoff, the ingest DLQ), as
+ *   functions/router/handler.ts does.
+ * - **ECS**: a launch starts a worker task after a start-up time; a task that stops (its
+ *   run loop ended, or it was killed) is reported to the janitor by a task-stopped event
+ *   after a delay; `describe` says where each task stands.
+ * - **Processes**: each task's AWS calls pass a gate (harness/process-gate.ts): kill -9
+ *   closes it for good, SIGSTOP holds every call and answer until SIGCONT.
+ * - **The janitor** runs on its schedule.
+ *
+ * Everything runs on the simulation's clock (lab/sim/clock.ts): nothing here waits for
+ * real time.
+ */
+import { buildObjectCreatedEvent } from '../../core/ingest/s3-event-shapes.ts';
+import { FrameRouter, type IngestRecord, type RejectedEvent } from '../../core/fleet/router.ts';
+import { Janitor, type JanitorTrigger } from '../../core/fleet/janitor.ts';
+import { settleIngestFailures } from '../../core/ingest/ingest-failures.ts';
+import { LeaseStore } from '../../core/leases/dynamodb/lease-store.ts';
+import { MemoryLeaseTable } from '../../core/leases/memory/memory-lease-table.ts';
+import { MemoryS3 } from '../../core/ingest/memory/memory-s3.ts';
+import { SqsFifoModel } from '../../core/ingest/memory/sqs-fifo-model.ts';
+import { SlotQueues } from '../../core/ingest/sqs/slot-queues.ts';
+import { FrameStore } from '../../core/ingest/s3/frame-store.ts';
+import { DynamoDbRecords } from '../../core/commit/dynamodb/results-reader.ts';
+import { resourceNames, validateTunables, DEFAULT_TUNABLES, type Tunables, type Wiring } from '../../core/config.ts';
+import type { LaunchedTaskState, LaunchRequest, LaunchResult, LogSink, MetricSink, TaskLauncher } from '../../core/ports.ts';
+import { Worker } from '../../gpu-worker/runtime/worker.ts';
+import { gatedClient, ProcessGate } from '../../harness/process-gate.ts';
+import { overriding } from '../../core/overriding.ts';
+import { injectedError } from '../aws/fault-injection.ts';
+import { SIM_SEGMENT_CODEC, SimProcessor } from './media.ts';
+import type { AwsFaultRates } from './plan.ts';
+
+/** Latencies of what AWS does by itself, in ms (drawn per event from these ranges). */
+export interface SimLatencies {
+  /** S3 PUT to the notification's arrival in the ingest queue. */
+  readonly notifyMs: readonly [number, number];
+  /** ECS RunTask to the worker's first line of code (image cached, ENI attached). */
+  readonly taskStartMs: readonly [number, number];
+  /** A task's stop to the janitor's task-stopped event. */
+  readonly stoppedEventMs: readonly [number, number];
+}
+
+export const DEFAULT_LATENCIES: SimLatencies = { notifyMs: [20, 400], taskStartMs: [2_000, 8_000], stoppedEventMs: [500, 3_000] };
+
+/** One line of the trace: what happened, when (simulated ms since the start). */
+export interface TraceLine {
+  readonly atMs: number;
+  readonly what: string;
+}
+
+interface PendingIngest {
+  readonly id: string;
+  readonly body: string;
+  readonly replayTag?: string;
+  receiveCount: number;
+  visibleAtMs: number;
+}
+
+/** A worker task: its gate, its worker, and how it ended. */
+export interface SimTask {
+  readonly taskId: string;
+  readonly slot: number;
+  readonly gate: ProcessGate;
+  worker?: Worker;
+  state: 'starting' | 'running' | 'stopped';
+  /** How it stopped: its run loop's exit reason, `killed`, or a thrown error. */
+  exit?: string;
+}
+
+const quietLog: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
+const nullMetrics: MetricSink = { count() {}, milliseconds() {} };
+
+export class SimWorld {
+  readonly tunables: Tunables;
+  readonly wiring: Wiring;
+  readonly leasesTwin: MemoryLeaseTable;
+  readonly s3: MemoryS3;
+  readonly sqs: SqsFifoModel;
+  readonly leases: LeaseStore;
+  readonly queues: SlotQueues;
+  readonly router: FrameRouter;
+  readonly janitor: Janitor;
+  readonly tasks = new Map<string, SimTask>();
+  readonly trace: TraceLine[] = [];
+  /** Notifications waiting in the ingest queue (or in flight to the router). */
+  readonly ingest: PendingIngest[] = [];
+  /** What reached the ingest DLQ, with its reason. */
+  readonly ingestDlq: { body: string; reason: string }[] = [];
+  /** Per video, the lowest frame an operator's replay started from (the oracle's {@link VideoOutcome.keptByReplayBelow}). */
+  readonly replayedBelow = new Map<string, number>();
+  /** Warnings and errors the product logged, by message (what a person would see). */
+  readonly warnings = new Map<string, number>();
+  private readonly startMs: number;
+  private readonly draw: () => number;
+  private readonly latencies: SimLatencies;
+  /** Notifications on their way to the ingest queue. */
+  notificationsInFlight = 0;
+  private ingestSeq = 0;
+  private sequencer = 0;
+  private pollerArmed = false;
+  private stopping = false;
+  private readonly launched = new Map<string, string>();
+  private janitorTimer: ReturnType<typeof setInterval> | undefined;
+
+  private readonly faults: AwsFaultRates | undefined;
+  private readonly faultDraw: () => number;
+
+  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number }) {
+    this.draw = o.draw;
+    this.faults = o.faults;
+    this.faultDraw = o.faultDraw ?? o.draw;
+    this.latencies = o.latencies ?? DEFAULT_LATENCIES;
+    this.startMs = Date.now();
+    const slots = o.slots ?? 2;
+    this.tunables = validateTunables({ ...DEFAULT_TUNABLES, slotCount: slots, ...o.tunables });
+    const prefix = 'Sim';
+    const names = resourceNames(prefix);
+    const sqsBase = 'https://sqs.us-east-1.amazonaws.com/000000000000/';
+    this.leasesTwin = new MemoryLeaseTable({ prefix });
+    const bucket = 'sim-frames';
+    this.s3 = new MemoryS3().createBucket(bucket);
+    // Long polls wake on a send; the poll interval only bounds how often an idle one looks.
+    this.sqs = new SqsFifoModel({ pollIntervalMs: 5_000 });
+    this.wiring = {
+      region: 'us-east-1',
+      bucket,
+      leasesTable: this.leasesTwin.wiring.leasesTable,
+      resultsTable: this.leasesTwin.wiring.resultsTable,
+      eventsTable: this.leasesTwin.wiring.eventsTable,
+      ingestQueueUrl: `${sqsBase}${names.ingestQueue}`,
+      ingestDlqUrl: `${sqsBase}${names.ingestDlq}`,
+      slotQueueUrlPrefix: `${sqsBase}${names.slotQueuePrefix}`,
+      pinnedSlotIndex: this.leasesTwin.wiring.pinnedSlotIndex,
+      metricsNamespace: names.metricsNamespace,
+    };
+    this.sqs.createSlotQueues(this.wiring.slotQueueUrlPrefix, slots, { visibilityTimeoutSeconds: this.tunables.slotQueueVisibilitySeconds, maxReceiveCount: this.tunables.slotQueueMaxReceiveCount });
+    this.leases = LeaseStore.forWiring(this.leasesTwin.ddb, this.wiring, this.tunables);
+    this.queues = new SlotQueues(this.sqs.asClient(), this.wiring.slotQueueUrlPrefix);
+    const launcher = this.launcher();
+    const log = this.logSink('router');
+    // The product's processes meet AWS's errors; the operator's CLI and the oracle do not
+    // (the SDK's own retries stand for them).
+    const fleetLeases = LeaseStore.forWiring(this.faulty(this.leasesTwin.ddb, 'dynamodb'), this.wiring, this.tunables);
+    const fleetQueues = new SlotQueues(this.faulty(this.sqs.asClient(), 'sqs'), this.wiring.slotQueueUrlPrefix);
+    this.router = new FrameRouter({ bucket, tunables: this.tunables, leases: fleetLeases, queues: fleetQueues, deadLetter: async (events) => this.deadLetter(events), launcher: () => launcher, metrics: nullMetrics, log });
+    this.janitor = new Janitor({ tunables: this.tunables, leases: fleetLeases, queues: this.queues, launcher: () => launcher, metrics: nullMetrics, log: this.logSink('janitor') });
+  }
+
+  get bucket(): string {
+    return this.wiring.bucket;
+  }
+
+  /** Simulated ms since the world began. */
+  get elapsedMs(): number {
+    return Date.now() - this.startMs;
+  }
+
+  note(what: string): void {
+    this.trace.push({ atMs: this.elapsedMs, what });
+  }
+
+  private between([lo, hi]: readonly [number, number]): number {
+    return Math.round(lo + this.draw() * (hi - lo));
+  }
+
+  private logSink(who: string): LogSink {
+    const keep = (level: string) => (message: string) => {
+      const k = `${level} ${who.replace(/-\d+$/, '')}: ${message}`;
+      this.warnings.set(k, (this.warnings.get(k) ?? 0) + 1);
+    };
+    return { ...quietLog, warn: keep('warn'), error: keep('error') };
+  }
+
+  /**
+   * `client` as a process of the product meets AWS: throttles before a DynamoDB call
+   * applies, transactions applied with their answer lost, S3 reads failing with a 5xx, at
+   * the plan's rates.
+   */
+  private faulty<C extends { send: (...args: never[]) => Promise<unknown> }>(client: C, service: 'dynamodb' | 's3' | 'sqs'): C {
+    const f = this.faults;
+    if (!f || f.ddbThrottle + f.ddbLostAnswer + f.s3Error + (f.sqsError ?? 0) === 0) return client;
+    const send = (client.send as (...a: unknown[]) => Promise<unknown>).bind(client);
+    const draw = this.faultDraw;
+    const faulty = async (...args: unknown[]) => {
+      const name = (args[0] as { constructor: { name: string } }).constructor.name;
+      if (service === 'dynamodb') {
+        if (draw() < f.ddbThrottle) throw injectedError('dynamodb', 'throttle');
+        const answer = await send(...args);
+        if (name === 'TransactWriteCommand' || name === 'TransactWriteItemsCommand') {
+          if (draw() < f.ddbLostAnswer) throw injectedError('dynamodb', '5xx');
+        }
+        return answer;
+      }
+      if (service === 'sqs') {
+        if (draw() < (f.sqsError ?? 0)) throw injectedError('sqs', draw() < 0.5 ? 'throttle' : '5xx');
+        return send(...args);
+      }
+      if ((name === 'GetObjectCommand' || name === 'HeadObjectCommand') && draw() < f.s3Error) throw injectedError('s3', '5xx');
+      return send(...args);
+    };
+    return overriding(client, { send: faulty as unknown as C['send'] } as Partial<C>);
+  }
+
+  // ------------------------------------------------------------------ S3 and its notifications
+
+  /** An uploader's PUT: stores the object now; its notification follows (see {@link notify}). Returns the ETag. */
+  put(key: string, body: Uint8Array | string, metadata?: Record<string, string>): { eTag: string; size: number } {
+    const eTag = this.s3.putObject(this.bucket, key, body, metadata);
+    const size = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    this.note(`put ${key} (${size} B${metadata?.frames ? `, frames=${metadata.frames}` : ''})`);
+    return { eTag, size };
+  }
+
+  /** S3's notification of a PUT reaches the ingest queue after `delayMs` (drawn when absent). */
+  notify(key: string, eTag: string, size: number, o: { delayMs?: number; replayTag?: string } = {}): void {
+    const delayMs = o.delayMs ?? this.between(this.latencies.notifyMs);
+    this.sequencer++;
+    const body = JSON.stringify(
+      buildObjectCreatedEvent({ region: 'us-east-1', bucket: this.bucket, key, sizeBytes: size, eTag, eventName: 'ObjectCreated:Put', eventTime: new Date(), sequencer: this.sequencer.toString(16).padStart(16, '0'), configurationId: 'sim' }),
+    );
+    this.notificationsInFlight++;
+    setTimeout(() => {
+      this.notificationsInFlight--;
+      this.enqueueIngest(body, o.replayTag);
+    }, delayMs);
+  }
+
+  /** A message lands in the ingest queue (a notification, or an operator's re-send). */
+  enqueueIngest(body: string, replayTag?: string): void {
+    this.ingestSeq++;
+    this.ingest.push({ id: `m${this.ingestSeq}`, body, ...(replayTag ? { replayTag } : {}), receiveCount: 0, visibleAtMs: Date.now() });
+    this.armPoller(0);
+  }
+
+  /** The Lambda event source: polls while messages wait, hands batches of up to 10 visible ones to the router. */
+  private armPoller(inMs: number): void {
+    if (this.pollerArmed || this.stopping) return;
+    this.pollerArmed = true;
+    setTimeout(() => void this.poll(), inMs);
+  }
+
+  private async poll(): Promise<void> {
+    this.pollerArmed = false;
+    const now = Date.now();
+    const batch = this.ingest.filter((m) => m.visibleAtMs <= now).slice(0, 10);
+    if (batch.length > 0) {
+      const visibilityMs = this.tunables.ingestVisibilitySeconds * 1000;
+      for (const m of batch) {
+        m.receiveCount++;
+        m.visibleAtMs = now + visibilityMs;
+      }
+      let failed = new Set<string>(batch.map((m) => m.id));
+      try {
+        const records: IngestRecord[] = batch.map((m) => ({ id: m.id, body: m.body, ...(m.replayTag ? { replayTag: m.replayTag } : {}) }));
+        const outcomes = await this.router.route(records);
+        const settled = await settleIngestFailures(
+          batch.map((m) => ({ id: m.id, body: m.body, receiptHandle: m.id, receiveCount: m.receiveCount })),
+          outcomes,
+          {
+            tunables: this.tunables,
+            changeVisibility: async (changes) => {
+              for (const c of changes) {
+                const m = this.ingest.find((x) => x.id === c.receiptHandle);
+                if (m) m.visibleAtMs = Date.now() + c.visibilitySeconds * 1000;
+              }
+              return { failed: 0 };
+            },
+            deadLetter: async (events) => this.deadLetter(events),
+            metrics: nullMetrics,
+            log: this.logSink('router'),
+          },
+        );
+        failed = settled.failedIds;
+      } catch (e) {
+        this.note(`router invocation failed: ${String(e)}`);
+      }
+      for (const m of batch) {
+        if (failed.has(m.id)) {
+          if (m.receiveCount >= this.tunables.ingestMaxReceiveCount) {
+            this.remove(m);
+            this.ingestDlq.push({ body: m.body, reason: 'max-receives' });
+          }
+          continue;
+        }
+        this.remove(m);
+      }
+    }
+    if (this.ingest.length > 0) {
+      const next = Math.min(...this.ingest.map((m) => m.visibleAtMs));
+      this.armPoller(Math.max(batch.length > 0 ? 0 : 20, next - Date.now()));
+    }
+  }
+
+  private remove(m: PendingIngest): void {
+    const i = this.ingest.indexOf(m);
+    if (i >= 0) this.ingest.splice(i, 1);
+  }
+
+  private async deadLetter(events: readonly RejectedEvent[]): Promise<boolean[]> {
+    for (const e of events) {
+      this.ingestDlq.push({ body: e.body, reason: e.reason });
+      this.note(`ingest DLQ: ${e.reason} (${e.detail})`);
+    }
+    return events.map(() => true);
+  }
+
+  /** The operator's redrive of the ingest DLQ: its messages go back to the ingest queue. */
+  redriveIngestDlq(): number {
+    const moved = this.ingestDlq.splice(0);
+    for (const m of moved) this.enqueueIngest(m.body);
+    return moved.length;
+  }
+
+  // ------------------------------------------------------------------ ECS
+
+  private launcher(): TaskLauncher {
+    return {
+      launch: async (r: LaunchRequest): Promise<LaunchResult> => {
+        // Idempotent per (slot, launchSeq), as RunTask's clientToken makes it.
+        const key = `${r.slot}:${r.launchSeq}`;
+        const known = this.launched.get(key);
+        if (known) return { launched: true, taskId: known };
+        const taskId = `t${r.slot}-${r.launchSeq}`;
+        this.launched.set(key, taskId);
+        this.startTask(taskId, r.slot, this.between(this.latencies.taskStartMs), r.reason);
+        return { launched: true, taskId };
+      },
+      describe: async (ids) => {
+        const out = new Map<string, LaunchedTaskState>();
+        for (const id of ids) {
+          const t = this.tasks.get(id);
+          out.set(id, { state: !t ? 'unknown' : t.state === 'stopped' ? 'gone' : 'coming' });
+        }
+        return out;
+      },
+    };
+  }
+
+  private startTask(taskId: string, slot: number, afterMs: number, reason: string): void {
+    const task: SimTask = { taskId, slot, gate: new ProcessGate(), state: 'starting' };
+    this.tasks.set(taskId, task);
+    this.note(`launch ${taskId} for slot ${slot} (${reason}); starts in ${afterMs} ms`);
+    setTimeout(() => {
+      if (task.state !== 'starting') return;
+      if (this.stopping) {
+        task.state = 'stopped';
+        return;
+      }
+      task.state = 'running';
+      const ddb = gatedClient(this.faulty(this.leasesTwin.ddb, 'dynamodb'), task.gate);
+      const s3 = gatedClient(this.faulty(this.s3.asClient(), 's3'), task.gate);
+      const worker = new Worker({
+        workerId: taskId,
+        slot,
+        tunables: this.tunables,
+        leases: LeaseStore.forWiring(ddb, this.wiring, this.tunables),
+        queues: new SlotQueues(gatedClient(this.faulty(this.sqs.asClient(), 'sqs'), task.gate), this.wiring.slotQueueUrlPrefix),
+        frames: new FrameStore(s3),
+        bucket: this.bucket,
+        records: new DynamoDbRecords({ ddb, resultsTable: this.wiring.resultsTable }),
+        processor: new SimProcessor(),
+        metrics: nullMetrics,
+        log: this.logSink(`worker-${taskId}`),
+        segmentCodec: SIM_SEGMENT_CODEC,
+      });
+      task.worker = worker;
+      this.note(`${taskId} runs`);
+      worker.run().then(
+        (reason) => this.taskStopped(task, reason, reason === 'drained' || reason === 'idle' ? 0 : 1),
+        (e) => this.taskStopped(task, `error: ${e instanceof Error ? e.message : String(e)}`, 1),
+      );
+    }, afterMs);
+  }
+
+  private taskStopped(task: SimTask, exit: string, exitCode: number): void {
+    if (task.state === 'stopped') return;
+    task.state = 'stopped';
+    task.exit = exit;
+    this.note(`${task.taskId} stopped: ${exit}`);
+    if (this.stopping) return;
+    const stoppedAtMs = Date.now();
+    setTimeout(() => void this.runJanitor({ kind: 'task-stopped', slot: task.slot, stoppedAtMs, workerId: task.taskId, exitCode }), this.between(this.latencies.stoppedEventMs));
+  }
+
+  /** kill -9 of a running task: its calls never return; ECS reports it stopped (exit 137). */
+  kill(task: SimTask): void {
+    if (task.state !== 'running') return;
+    task.gate.kill();
+    this.note(`kill -9 ${task.taskId}`);
+    this.taskStopped(task, 'killed', 137);
+  }
+
+  /** SIGSTOP for `forMs`, then SIGCONT. */
+  pause(task: SimTask, forMs: number): void {
+    if (task.state !== 'running') return;
+    task.gate.pause();
+    this.note(`SIGSTOP ${task.taskId} for ${forMs} ms`);
+    setTimeout(() => {
+      task.gate.resume();
+      this.note(`SIGCONT ${task.taskId}`);
+    }, forMs);
+  }
+
+  runningTasks(): SimTask[] {
+    return [...this.tasks.values()].filter((t) => t.state === 'running' && !t.gate.killed);
+  }
+
+  // ------------------------------------------------------------------ the janitor
+
+  startJanitor(): void {
+    this.janitorTimer = setInterval(() => void this.runJanitor({ kind: 'schedule' }), this.tunables.janitorIntervalSeconds * 1000);
+  }
+
+  private async runJanitor(trigger: JanitorTrigger): Promise<void> {
+    if (this.stopping) return;
+    try {
+      await this.janitor.run(trigger);
+    } catch (e) {
+      this.note(`janitor failed: ${String(e)}`);
+    }
+  }
+
+  /** Ends the world: no more polls, launches or janitor runs; running workers drain (a paused one is resumed first). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.janitorTimer) clearInterval(this.janitorTimer);
+    for (const t of this.tasks.values()) {
+      if (t.state === 'running' && !t.gate.killed) {
+        t.gate.resume();
+        t.worker?.requestStop();
+      }
+    }
+  }
+}
