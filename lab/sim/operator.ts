@@ -1,14 +1,15 @@
 /**
  * The operator in the simulated world (lab/sim/): `replay`, `reconcile` and
- * `release --force` run as the CLI runs them, against the twins. Their re-sends reach the
+ * `release --force` run as the core operations the CLI calls, against the twins. Their re-sends reach the
  * simulated ingest queue (the notifications' queue), as they reach SQS in AWS.
  */
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { memoryIo } from '../../cli/io.ts';
 import type { Target } from '../../cli/target.ts';
-import { replayCommand } from '../../cli/commands/replay.ts';
-import { reconcileCommand } from '../../cli/commands/reconcile.ts';
-import { releaseCommand } from '../../cli/commands/release.ts';
+import { operatorPorts } from '../../core/commit/operations/compose.ts';
+import { replay } from '../../core/commit/operations/replay.ts';
+import { reconcile } from '../../core/commit/operations/reconcile.ts';
+import { forceRelease } from '../../core/commit/operations/release.ts';
 import { redriveCommand } from '../../cli/commands/redrive.ts';
 import type { SimWorld } from './world.ts';
 
@@ -57,27 +58,41 @@ export function simTarget(world: SimWorld): Target {
   };
 }
 
-/** What an operator command did: what it printed (or why it refused), and where a replay really started. */
+/** What an operator command did: what it said (or why it refused), and where a replay really started. */
 export interface OperatorOutcome {
   readonly said: string;
   readonly replayedFrom?: number;
 }
 
-/** Runs one operator command as the CLI would. */
+/**
+ * Runs one operator command as a core operation (core/commit/operations/), with the ports
+ * built from the twins' clients, as the CLI builds them from the SDK's. Redrive is the
+ * CLI's command (its SQS work is in core/ingest/sqs/dlq-redrive.ts).
+ */
 export async function runOperator(world: SimWorld, c: OperatorCommand): Promise<OperatorOutcome> {
   const target = simTarget(world);
-  const io = memoryIo({ interactive: false });
+  const ports = operatorPorts(target.clients, world.wiring, world.tunables, { where: 'the simulated world' });
   try {
-    let replayedFrom: number | undefined;
-    if (c.kind === 'replay') replayedFrom = (await replayCommand(target, { videoId: c.videoId, fromFrame: c.fromFrame }, io)).fromFrame;
-    else if (c.kind === 'reconcile') await reconcileCommand(target, { videoId: c.videoId }, io);
-    else if (c.kind === 'redrive') {
-      // The slot DLQs through the command (by hand: the model has no move task); the ingest DLQ is the world's own queue.
-      await redriveCommand(target, { queue: 'slot', byHand: true }, io);
-      io.out(`ingest DLQ: ${world.redriveIngestDlq()} message(s) moved back`);
+    switch (c.kind) {
+      case 'replay': {
+        const r = await replay(ports, { videoId: c.videoId, fromFrame: c.fromFrame });
+        return { said: `replayed from ${r.fromFrame}${r.fromFrame !== r.askedFrom ? ` (asked ${r.askedFrom})` : ''}: token ${r.previousToken} -> ${r.token}, deleted ${r.deleted}, re-sent ${r.resent}, rebuilt ${r.rebuilt} from ${r.rebuiltFrom}`, replayedFrom: r.fromFrame };
+      }
+      case 'reconcile': {
+        const r = await reconcile(ports, { videoId: c.videoId });
+        return { said: `${r.findings.length} finding(s), re-sent ${r.resent}` };
+      }
+      case 'release': {
+        const r = await forceRelease(ports, { videoId: c.videoId, retentionDays: world.tunables.releasedVideoRetentionDays });
+        return { said: `released from slot ${r.slot}: token ${r.previousToken} -> ${r.token}` };
+      }
+      case 'redrive': {
+        // The slot DLQs through the command (by hand: the model has no move task); the ingest DLQ is the world's own queue.
+        const io = memoryIo({ interactive: false });
+        const r = await redriveCommand(target, { queue: 'slot', byHand: true }, io);
+        return { said: `slot DLQs: ${r.moved} moved; ingest DLQ: ${world.redriveIngestDlq()} moved` };
+      }
     }
-    else await releaseCommand(target, { videoId: c.videoId, force: true, yes: true }, io);
-    return { said: [...io.lines, ...io.errors].join(' | ') || 'done', ...(replayedFrom !== undefined ? { replayedFrom } : {}) };
   } catch (e) {
     return { said: `refused: ${e instanceof Error ? e.message : String(e)}` };
   }
