@@ -268,6 +268,26 @@ export class MessageIntake {
     return { frames, coveredThrough: covered };
   }
 
+  /**
+   * The segment that starts below `frame` and covers it, when the object that held the
+   * frame before it does (issue 40): a listing names a segment by its first frame, so one
+   * from `frame` cannot see a segment begun below it, and would prove its frames absent.
+   * That happens when a segment's tail was recorded past an end marker that then moved
+   * later, or when a gap lies inside a segment whose count is known only now. The record
+   * of `frame - 1` names its object (one read, made only when the listing did not find
+   * `frame` itself); the object's description says whether it reaches `frame`.
+   */
+  private async segmentCovering(s: VideoSession, frame: number): Promise<FrameRef | undefined> {
+    if (frame <= 0) return undefined;
+    const key = (await this.d.records.get(s.videoId, frame - 1))?.key;
+    if (key === undefined || !SegmentReader.isSegment(key)) return undefined;
+    const parsed = parseSourceKey(key);
+    if (parsed.kind !== 'source' || parsed.firstFrame >= frame) return undefined;
+    const d = await this.d.segments.describe(this.d.bucket, key);
+    if (d.source === 'unknown' || parsed.firstFrame + d.frameCount <= frame) return undefined;
+    return { frame: parsed.firstFrame, bucket: this.d.bucket, key, sizeBytes: d.sizeBytes };
+  }
+
   /** The statuses of a video's records from `from` to `to`, one query. */
   private async recordStatuses(videoId: string, from: number, to: number): Promise<Map<number, string>> {
     const out = new Map<number, string>();
@@ -378,11 +398,12 @@ export class MessageIntake {
   private async list(s: VideoSession, fromFrame: number, throughFrame: number | undefined, why: string, now: number): Promise<boolean> {
     const pages = s.padWidth !== undefined ? 1 : MAX_UNPADDED_LISTING_PAGES;
     const listing = await this.d.frames.listFrames(this.d.bucket, s.videoId, fromFrame, s.padWidth, pages, throughFrame);
-    const { frames, coveredThrough } = await this.expandSegments(s, listing.frames, listing.coveredThrough, now);
+    const below = listing.frames.some((r) => r.frame === fromFrame) ? undefined : await this.segmentCovering(s, fromFrame);
+    const { frames, coveredThrough } = await this.expandSegments(s, below ? [below, ...listing.frames] : listing.frames, listing.coveredThrough, now);
     const lesson = s.learnListing(fromFrame, frames, coveredThrough, now);
     for (const ref of lesson.verify) s.resolveListedGap(ref, (await this.d.records.get(s.videoId, ref.frame))?.status);
     this.d.metrics.count(METRIC_NAMES.worker.framesListed, listing.requests, { Why: why });
-    this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame, why, found: listing.frames.length, coveredThrough: listing.coveredThrough, late: lesson.lateFrames });
+    this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame, why, found: listing.frames.length, coveredThrough: listing.coveredThrough, late: lesson.lateFrames, ...(below ? { coveringSegment: below.key } : {}) });
     return lesson.recheckDone;
   }
 }
