@@ -171,11 +171,12 @@ export class SegmentReader {
   private reuploaded(key: string, known: SegmentDescription): void {
     const p = parseSourceKey(key);
     const from = p.kind === 'source' ? p.firstFrame : 0;
+    const videoId = p.kind === 'source' ? p.videoId : '<video>';
     this.d.metrics.count(METRIC_NAMES.worker.segmentsReuploaded, 1);
     this.d.log.warn('segment re-uploaded with other bytes: its frame count stands, recorded frames keep their records', {
       key,
       frameCount: known.frameCount,
-      command: `affinity replay <video> --from ${from}`,
+      command: `affinity replay ${videoId} --from ${from}`,
     });
   }
 
