@@ -223,16 +223,22 @@ export class MessageIntake {
     this.d.log.info('segment taken', { videoId: s.videoId, key: msg.key, firstFrame: refs[0]?.frame, frames: refs.length, accepted, duplicates, late });
   }
 
-  /** The frames a segment covers, as references (its key and size on each). */
-  private async segmentFrames(s: VideoSession, bucket: string, key: string, sizeBytes: number, eTag?: string): Promise<FrameRef[]> {
+  /**
+   * The frames a segment covers, as references (its key and size on each). An object
+   * nothing could count (`unknown`: unreadable, gone, oversized, empty) covers its first
+   * frame, and, once a listing says where the next object starts (`spanEnd`, exclusive),
+   * every frame up to it: each fails with the object's reason (decision 58), never `gap`.
+   */
+  private async segmentFrames(s: VideoSession, bucket: string, key: string, sizeBytes: number, eTag?: string, spanEnd?: number): Promise<FrameRef[]> {
     const parsed = parseSourceKey(key);
     const first = parsed.kind === 'source' ? parsed.firstFrame : 0;
     const d = await this.d.segments.describe(bucket, key, eTag);
-    if (d.source === 'unknown') {
-      this.d.log.warn('segment frame count unknown: its first frame is recorded with the reason, the frames after it are missing until the next object', { videoId: s.videoId, key });
+    if (d.source === 'unknown' && spanEnd === undefined) {
+      this.d.log.warn('segment frame count unknown: its frames up to the next object are recorded failed with its reason', { videoId: s.videoId, key });
     }
+    const count = d.source === 'unknown' && spanEnd !== undefined ? Math.max(d.frameCount, spanEnd - first) : d.frameCount;
     const size = sizeBytes > 0 ? sizeBytes : d.sizeBytes;
-    return Array.from({ length: d.frameCount }, (_, i) => ({ frame: first + i, bucket, key, sizeBytes: size }));
+    return Array.from({ length: count }, (_, i) => ({ frame: first + i, bucket, key, sizeBytes: size }));
   }
 
   /**
@@ -251,7 +257,8 @@ export class MessageIntake {
     const reach = q.firstFrame === null ? sorted[0]!.frame : Math.max(q.nextFrame, q.lastBufferedFrame ?? -1, q.endFrame ?? -1);
     const frames: FrameRef[] = [];
     let covered = coveredThrough;
-    for (const ref of sorted) {
+    for (let i = 0; i < sorted.length; i++) {
+      const ref = sorted[i]!;
       if (!SegmentReader.isSegment(ref.key)) {
         frames.push(ref);
         continue;
@@ -260,7 +267,9 @@ export class MessageIntake {
         covered = Math.min(covered, ref.frame - 1);
         break;
       }
-      for (const r of await this.segmentFrames(s, ref.bucket, ref.key, ref.sizeBytes)) {
+      // Where the next listed object starts (else past the end marker): the span of an object nothing could count.
+      const next = sorted.slice(i + 1).find((r) => r.frame > ref.frame)?.frame ?? (q.endFrame !== null ? q.endFrame + 1 : undefined);
+      for (const r of await this.segmentFrames(s, ref.bucket, ref.key, ref.sizeBytes, undefined, next)) {
         frames.push(r);
         if (q.firstFrame === null || r.frame >= q.nextFrame) s.offerFrame(r, now);
       }
@@ -284,7 +293,8 @@ export class MessageIntake {
     const parsed = parseSourceKey(key);
     if (parsed.kind !== 'source' || parsed.firstFrame >= frame) return undefined;
     const d = await this.d.segments.describe(this.d.bucket, key);
-    if (d.source === 'unknown' || parsed.firstFrame + d.frameCount <= frame) return undefined;
+    // An object nothing could count reaches the next object (decision 58): the expansion decides how far.
+    if (d.source !== 'unknown' && parsed.firstFrame + d.frameCount <= frame) return undefined;
     return { frame: parsed.firstFrame, bucket: this.d.bucket, key, sizeBytes: d.sizeBytes };
   }
 
