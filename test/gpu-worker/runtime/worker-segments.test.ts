@@ -118,6 +118,8 @@ describe('worker: encoded segments', () => {
     expect(statusRows(await h.frameResults(v))).toEqual([...range(0, 30).map((f) => `${f}:ok`), ...range(30, 15).map((f) => `${f}:failed:after-end-of-stream`)]);
 
     // Act: the end moves to 89, the next segment comes, and segment 0's notification comes again
+    // (without that notification the listing from 30 must find segment 0 itself:
+    // end-marker-moved-segments.test.ts)
     await h.putSegment(v, 45, MP4_45, { frames: 45 });
     await h.putEnd(v, 89);
     await h.sendEnd(0, v, { replayTag: 'moved' });
