@@ -87,3 +87,37 @@ describe('worker: segments that promise the same frames', () => {
     expect(summary).toMatchObject({ framesOk: 85, framesFailed: 0, framesGap: 0 });
   });
 });
+
+describe('worker: an over-declaring segment whose next segment is in S3 but not yet notified', () => {
+  let h: WorkerHarness;
+
+  beforeAll(async () => {
+    h = await WorkerHarness.start({ backend: 'memory', clock: 'fake', slots: 1, tunables: { firstFrameNumber: 0, reorderWaitMs: 300 } });
+  });
+
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  it('reads the frames it cannot yield from the segment that starts at the true frame, and that one\'s notification later changes nothing', async () => {
+    // Prepare: segment 0 declares 45 frames and holds 30; segment 30 is uploaded, its notification not yet come
+    const v = h.videoId('seg-tail-elsewhere');
+    await h.pinVideo(v, 0);
+    await h.putSegment(v, 0, TS_30, { frames: 45, container: 'mpegts' });
+    await h.putSegment(v, 30, MP4_45, { frames: 45 });
+    await h.putEnd(v, 74);
+    const worker = h.createWorker(0).start();
+    // Act: segment 0 alone runs 0-44; then segment 30's notification and the end
+    await h.sendSegment(0, v, 0, 'mpegts');
+    await h.waitForResults(v, 45, FAKE_PATIENCE_MS);
+    await h.sendSegment(0, v, 30);
+    await h.sendEnd(0, v);
+    await h.waitForSummary(v, (s) => s.status === 'complete', FAKE_PATIENCE_MS);
+    await worker.stop();
+    // Assess: 30-44 came from segment 30 (ok, its key), each frame once
+    const stored = (await storedResultItems(h.results, v)).flatMap((i) => expandStored(i)).map((r) => r.frame);
+    expect(stored).toEqual(range(0, 75));
+    expect(rows(await h.frameResults(v))).toEqual([...range(0, 30).map((f) => `${f}:ok@000000.ts`), ...range(30, 45).map((f) => `${f}:ok@000030.mp4`)]);
+    expect(await h.summary(v)).toMatchObject({ framesOk: 75, framesFailed: 0, framesGap: 0, framesLate: 0 });
+  });
+});
