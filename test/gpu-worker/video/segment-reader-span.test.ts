@@ -28,7 +28,7 @@ describe('SegmentReader: the span of an object whose frame count is unknown', ()
     const r = new SegmentReader({ frames, log: quiet, metrics: nullMetrics, maxSegmentBytes: 1 << 20, hardware: 'cpu' });
     // Act
     const d = await r.describe('b', KEY);
-    const out = [];
+    const out: SegmentFrame[] = [];
     for (let f = 0; f < 5; f++) out.push(await r.frame({ frame: f, bucket: 'b', key: KEY, sizeBytes: GARBAGE.byteLength }));
     await r.closeAll();
     // Assess: one count (unknown, 1) and the reason of frame 0 on each; the detail names the frame
