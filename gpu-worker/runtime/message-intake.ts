@@ -267,8 +267,11 @@ export class MessageIntake {
         covered = Math.min(covered, ref.frame - 1);
         break;
       }
-      // Where the next listed object starts (else past the end marker): the span of an object nothing could count.
-      const next = sorted.slice(i + 1).find((r) => r.frame > ref.frame)?.frame ?? (q.endFrame !== null ? q.endFrame + 1 : undefined);
+      // The span of an object nothing could count: up to the next listed object; else up to
+      // the next frame known otherwise (buffered, or past the end marker), as far as the
+      // listing covered. With nothing known after it, nothing bounds it yet: its frames wait.
+      const known = Math.min([...q.buffered].find((b) => b.frame > ref.frame && b.key !== ref.key)?.frame ?? Infinity, q.endFrame !== null ? q.endFrame + 1 : Infinity);
+      const next = sorted.slice(i + 1).find((r) => r.frame > ref.frame)?.frame ?? (Number.isFinite(known) ? Math.min(known, covered + 1) : undefined);
       for (const r of await this.segmentFrames(s, ref.bucket, ref.key, ref.sizeBytes, undefined, next)) {
         frames.push(r);
         if (q.firstFrame === null || r.frame >= q.nextFrame) s.offerFrame(r, now);

@@ -326,3 +326,51 @@ describe('MessageIntake: a listing whose first frame lies inside a segment that 
     expect(listed.recordReads).toEqual([]);
   });
 });
+
+describe('MessageIntake: the span of an object nothing could count (decision 58)', () => {
+  const garbage: FrameRef = { frame: 0, bucket: 'b', key: 'frames/v/000000.mp4', sizeBytes: 19 };
+
+  /** A video at frame 1 after the garbage object at 0 ran; S3 lists `later` from any frame above 0. */
+  function setup(endFrame: number | null, later: FrameRef[], coveredThrough = 999_999) {
+    const base = emptyCheckpoint(0);
+    const session = new VideoSession('v', 1, { ...base, sequencer: { ...base.sequencer, firstFrame: 0, nextFrame: 1, endFrame, buffered: later.map((r) => ({ ...r, seenAtMs: 0 })), lastArrivalMs: 0 } }, { reorderWaitMs: WAIT_MS, reorderBufferFrames: 64, firstFrameNumber: 0 }, 0);
+    const intake = new MessageIntake({
+      inbox: { deadLetter: async () => true, park: async () => true, delete: async () => undefined, forward: async () => true },
+      registry: { place: async () => session, all: () => [session] },
+      frames: { getText: async () => '', listFrames: async () => ({ frames: later, complete: true, coveredThrough, requests: 1 }) },
+      bucket: 'b',
+      records: { get: async (_v: string, frame: number) => (frame === 0 ? { videoId: 'v', frame, status: 'failed' as const, reason: 'unreadable-container', detections: [], token: 1, worker: 'w', committedAtMs: 0, key: garbage.key } : undefined), range: async () => [] },
+      metrics: nullMetrics,
+      log: quiet,
+      slot: { lost: false },
+      inDoubt: () => false,
+      segments: { describe: async (_b, key) => (key === garbage.key ? { frameCount: 1, source: 'unknown' as const, sizeBytes: 19, eTag: 'g' } : { frameCount: 45, source: 'declared' as const, sizeBytes: 100, eTag: 's' }) },
+    });
+    return { session, intake };
+  }
+  /** Past any wait, a lone stray's included. */
+  const LATER = 20 * WAIT_MS;
+  const taken = (session: VideoSession) => session.sequencer.take(LATER, 200).map((s) => (s.type === 'frame' ? `${s.ref.frame}@${s.ref.key.slice(-10)}` : `${s.type}`));
+
+  it('reaches the next object S3 lists: its frames run from the object (to fail with its reason), none is a gap', async () => {
+    const { session, intake } = setup(null, [{ frame: 10, bucket: 'b', key: 'frames/v/000010.mp4', sizeBytes: 100 }]);
+    await intake.listWhereNeeded(LATER, () => false);
+    expect(taken(session).slice(0, 10)).toEqual([...Array.from({ length: 9 }, (_, i) => `${i + 1}@000000.mp4`), '10@000010.mp4']);
+  });
+
+  it('with nothing after it, reaches the end marker within what the listing covered', async () => {
+    const { session, intake } = setup(20, [], 999_999);
+    await intake.listWhereNeeded(LATER, () => false);
+    expect(taken(session)).toEqual(Array.from({ length: 20 }, (_, i) => `${i + 1}@000000.mp4`));
+  });
+
+  it('with a later frame known but not listed (the listing covered less), reaches as far as the listing covered', async () => {
+    // Prepare: an image at 100 is buffered (not listed: the listing covered through 50 only)
+    const { session, intake } = setup(null, [], 50);
+    session.offerFrame({ frame: 100, bucket: 'b', key: 'frames/v/000100.jpg', sizeBytes: 10 }, 0);
+    // Act
+    await intake.listWhereNeeded(LATER, () => false);
+    // Assess: 1-50 from the object; nothing is said of 51-99 yet
+    expect(taken(session)).toEqual(Array.from({ length: 50 }, (_, i) => `${i + 1}@000000.mp4`));
+  });
+});
