@@ -67,6 +67,11 @@ export type FrameOutcome =
       readonly detections: readonly Detection[];
       /** The frame's presentation time in its stream, ms (frames of segments that carry timestamps). */
       readonly ptsMs?: number;
+      /**
+       * The object the frame was read from, when not the one its step named: a segment that
+       * could not yield a frame it declared, which a later-starting object holds (decision 59).
+       */
+      readonly sourceKey?: string;
     }
   /** A frame that could not be used (corrupt image, undecodable): reason is a short machine-readable code. */
   | { readonly status: 'failed'; readonly reason: string; readonly detail?: string };

@@ -188,6 +188,11 @@ export function expandStored(item: StoredResultItem, from = Number.NEGATIVE_INFI
  * and treats any it finds as a conflict, as a per-frame condition would have (decision 56).
  * Such records exist only in rare paths: frames recorded `after-end-of-stream` before the
  * end marker moved later, and the race of an operator's replay.
+ *
+ * A gap is checked too: its own condition covers only its own key, and a packed run
+ * stored over it (a segment's tail recorded past an end marker that moved later, whose
+ * segment starts below the listing that declared the gap) would get a second record
+ * beside it (issue 40). Gaps are rare, so the read costs little.
  */
 export function framesToCheck(results: readonly FrameResultItem[], replacesGap: readonly number[] = []): number[] {
   const replaceable = new Set(replacesGap);
@@ -195,7 +200,12 @@ export function framesToCheck(results: readonly FrameResultItem[], replacesGap: 
   const isSegment = new Map<string, boolean>();
   const out: number[] = [];
   for (const r of results) {
-    if (replaceable.has(r.frame) || r.key === undefined) continue;
+    if (replaceable.has(r.frame)) continue;
+    if (r.status === 'gap') {
+      out.push(r.frame);
+      continue;
+    }
+    if (r.key === undefined) continue;
     let segment = isSegment.get(r.key);
     if (segment === undefined) {
       const parsed = parseSourceKey(r.key);

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { VIDEO_ID_PATTERN } from './keys.ts';
+import { parseSourceKey } from './segment-keys.ts';
 
 export interface FrameMessage {
   readonly kind: 'frame';
@@ -18,6 +19,11 @@ export interface FrameMessage {
   /**
    * The object's ETag from the S3 event, when it gave one: frames fetched ahead are kept
    * under it, so bytes of an object overwritten since are never taken for this upload.
+   * For an encoded segment it is also part of the deduplication id (as an end marker's
+   * is): a segment re-uploaded with other bytes is a new message, which the worker warns
+   * about (`SegmentsReuploaded`, with the replay command), while a duplicated notification
+   * of the same upload is still dropped. An image's is not: an overwritten frame is a
+   * duplicate, told apart by its record.
    */
   readonly eTag?: string;
   /**
@@ -56,8 +62,10 @@ const SHA256_HEX_LENGTH = 64;
 
 /**
  * FIFO deduplication id of a message: `{videoId}:{frame}` (`{videoId}:end` for the end
- * marker), plus `:{replayTag}` for a deliberate re-send (`replayTag` argument, else the
- * message's own `replayTag`).
+ * marker), with `~{ETag}` after the position for an end marker or a segment that carries
+ * its ETag (`cam-1:45~9b2c...`: one id per upload, so a re-upload is not swallowed),
+ * plus `:{replayTag}` for a deliberate re-send (`replayTag` argument, else the message's
+ * own `replayTag`).
  *
  * Always a valid SQS id (1-128 characters of `[\x21-\x7e]`). When the readable form does
  * not fit (a video id of up to 128 characters leaves no room for `:frame`; a long or
@@ -69,9 +77,11 @@ const SHA256_HEX_LENGTH = 64;
  */
 export function dedupId(m: SlotMessage, replayTag?: string): string {
   const tag = replayTag || m.replayTag || undefined;
-  // An end marker's version (its ETag's letters and digits) is part of its position: see EndMessage.eTag.
-  const version = m.kind === 'end' && m.eTag ? m.eTag.replace(/[^A-Za-z0-9-]/g, '') : '';
-  const position = m.kind === 'frame' ? String(m.frame) : version ? `end~${version}` : 'end';
+  // An end marker's and a segment's version (the ETag's letters and digits) is part of its
+  // position: see EndMessage.eTag and FrameMessage.eTag. An image's is not.
+  const version = m.eTag && (m.kind === 'end' || isSegmentKey(m.key)) ? m.eTag.replace(/[^A-Za-z0-9-]/g, '') : '';
+  const at = m.kind === 'frame' ? String(m.frame) : 'end';
+  const position = version ? `${at}~${version}` : at;
   const readable = tag ? `${m.videoId}:${position}:${tag}` : `${m.videoId}:${position}`;
   if (readable.length <= SQS_MAX_ID_LENGTH && VIDEO_ID_PATTERN.test(m.videoId) && (tag === undefined || SQS_ID_PATTERN.test(tag))) {
     return readable;
@@ -83,6 +93,12 @@ export function dedupId(m: SlotMessage, replayTag?: string): string {
   const room = Math.max(0, SQS_MAX_ID_LENGTH - SHA256_HEX_LENGTH - position.length - 2);
   const prefix = m.videoId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, room);
   return `${prefix}:${position}#${digest}`.slice(-SQS_MAX_ID_LENGTH);
+}
+
+/** Whether a key names an encoded segment (not an image): its version is part of its message's deduplication id. */
+function isSegmentKey(key: string): boolean {
+  const p = parseSourceKey(key);
+  return p.kind === 'source' && p.container !== 'image';
 }
 
 /** Parses a slot-queue body; returns undefined for anything that is not a well-formed message. */

@@ -20,8 +20,9 @@
  * with its reason (`failed` records, not gaps). The next segment of a video should start
  * at `n + k`; when it does not, the frame-number logic of today decides, frame by frame
  * ({@link compareRanges}): frames of a hole are missing frames (a gap after the S3
- * listing says so, `late` if they come after all), and frames covered twice are
- * duplicates of a frame that already has a record (processed once).
+ * listing says so, `late` if they come after all), and a frame covered twice is taken
+ * from the object whose first frame is the nearer one below it ({@link holdsInstead},
+ * decision 59), once: a copy offered after the frame has a record is a duplicate.
  *
  * This module is pure: no S3, no decoder. It parses and names keys, and says how two
  * ranges relate; the sequencer keeps working on frame numbers.
@@ -165,4 +166,22 @@ export function compareRanges(previous: FrameRange, next: FrameRange): RangeRela
   if (next.first === end) return { kind: 'contiguous' };
   if (next.first > end) return { kind: 'hole', from: end, to: next.first };
   return { kind: 'overlap', from: Math.max(next.first, previous.first), to: Math.min(end, next.first + next.count) };
+}
+
+/**
+ * Whether object `candidate` holds a frame that object `current` also covers, instead of
+ * `current` (overlapping objects, issue 40; docs/decisions.md 58): the object whose first
+ * frame is the nearer one below the frame (the higher `n`) holds it, since a next object
+ * starts at the true frame while an earlier one may have declared more than it holds; at
+ * one `n` (two containers under one number), the key that sorts first. A rule on keys
+ * alone, so the same copy stands whatever order the notifications come in. Keys that are
+ * not source objects never take over.
+ */
+export function holdsInstead(candidate: string, current: string): boolean {
+  if (candidate === current) return false;
+  const a = parseSourceKey(candidate);
+  const b = parseSourceKey(current);
+  if (a.kind !== 'source' || b.kind !== 'source') return false;
+  if (a.firstFrame !== b.firstFrame) return a.firstFrame > b.firstFrame;
+  return candidate < current;
 }

@@ -20,6 +20,7 @@
  * blocked while any of its messages is in flight), and a new owner re-fetches from S3.
  */
 
+import { holdsInstead } from '../ingest/segment-keys.ts';
 import { addGap, advanceRecheck, gapKind, recheckSpan, removeGap, type GapRange } from './gap-ranges.ts';
 import { startDueMs, startFromListing, startListing, startListingFailed } from './sequencer-start.ts';
 import {
@@ -99,7 +100,15 @@ export class VideoSequencer {
   offer(ref: FrameRef, nowMs: number): OfferResult {
     const s = this.state;
     if (s.late.some((l) => l.frame === ref.frame)) return 'duplicate';
-    if (s.buffered.some((b) => b.frame === ref.frame)) return 'duplicate';
+    const held = s.buffered.findIndex((b) => b.frame === ref.frame);
+    if (held !== -1) {
+      // Two objects cover this frame: the one that starts nearer below it holds it
+      // (segment-keys.ts holdsInstead), whichever was offered first.
+      const was = s.buffered[held]!;
+      if (!holdsInstead(ref.key, was.key)) return 'duplicate';
+      s.buffered[held] = { frame: ref.frame, bucket: ref.bucket, key: ref.key, sizeBytes: ref.sizeBytes, seenAtMs: was.seenAtMs };
+      return 'accepted';
+    }
     if (s.firstFrame !== null) {
       if (ref.frame < s.firstFrame && this.options.firstFrameNumber >= 0) return 'before-first';
       if (ref.frame < s.nextFrame) return 'below';

@@ -116,7 +116,7 @@ export function buildCommit(input: CommitInput): BuiltCommit {
           framesOk++;
           inOrder.push({ frame, detections: outcome.detections, ...(outcome.ptsMs !== undefined ? { ptsMs: outcome.ptsMs } : {}) });
         }
-        results.push({ ...base, frame, status: late ? 'late' : 'ok', detections: outcome.detections, key: step.ref.key, ...(outcome.ptsMs !== undefined ? { ptsMs: outcome.ptsMs } : {}) });
+        results.push({ ...base, frame, status: late ? 'late' : 'ok', detections: outcome.detections, key: outcome.sourceKey ?? step.ref.key, ...(outcome.ptsMs !== undefined ? { ptsMs: outcome.ptsMs } : {}) });
       } else {
         framesFailed++;
         results.push(failed(frame, outcome.reason, outcome.detail, step.ref.key));

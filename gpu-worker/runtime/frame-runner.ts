@@ -22,6 +22,8 @@ import type { FrameRef, LateFrame, SequencedStep } from '../../core/ordering/seq
 import type { FramePrefetch } from './ahead/frame-prefetch.ts';
 import { SegmentReader } from '../video/segment-reader.ts';
 import { errorText } from '../../core/errors.ts';
+import { padWidthOf } from '../../core/ingest/keys.ts';
+import { holdsInstead, parseSourceKey } from '../../core/ingest/segment-keys.ts';
 
 /** Concurrent S3 GETs per round when `fetchConcurrency` is not given. */
 const FETCH_CONCURRENCY = 8;
@@ -34,6 +36,10 @@ const FETCH_RETRY_BASE_MS = 200;
  * video's decoded frames at once (80 at 1080p would be 500 MB).
  */
 const DECODED_FRAMES_PER_CALL = 16;
+/** Truncated segments whose listing is remembered ({@link FrameRunner.heldElsewhere}). */
+const TAIL_LISTINGS_KEPT = 64;
+/** How long such a listing answers for the segment's other frames (one round's worth): a later round lists again. */
+const TAIL_LISTING_FRESH_MS = 5_000;
 /** How far a late frame looks for committed neighbours, frames. */
 const NEIGHBOUR_DISTANCE_FRAMES = 30;
 
@@ -87,6 +93,8 @@ class VideoRoundError extends Error {
 
 export class FrameRunner {
   private readonly d: FrameRunnerDeps;
+  /** Per truncated segment, the objects listed after its first frame ({@link heldElsewhere}). */
+  private readonly tailListings = new Map<string, { readonly atMs: number; readonly frames: Promise<FrameRef[]> }>();
 
   constructor(deps: FrameRunnerDeps) {
     this.d = deps;
@@ -123,13 +131,23 @@ export class FrameRunner {
       else if (s.type === 'late') late.push(s.ref);
       else inOrder.push(s.ref);
     }
+    /** Frames read from another object than their step's (decision 59): their records name it. */
+    const movedTo = new Map<number, string>();
     const fetched = async (ref: FrameRef): Promise<FrameInput | undefined> => {
       const got = await this.fetch(plan.videoId, ref, fetchSlots);
       if ('failed' in got) {
         outcomes.set(ref.frame, got.failed);
         return undefined;
       }
+      if (got.input.key !== undefined && got.input.key !== ref.key) movedTo.set(ref.frame, got.input.key);
       return got.input;
+    };
+    const named = () => {
+      for (const [frame, key] of movedTo) {
+        const o = outcomes.get(frame);
+        if (o?.status === 'ok') outcomes.set(frame, { ...o, sourceKey: key });
+      }
+      return outcomes;
     };
     const lateInput = async (ref: LateFrame): Promise<LateFrameInput | undefined> => {
       const [input, neighbours] = await Promise.all([fetched(ref), this.neighbours(plan.videoId, ref.frame)]);
@@ -140,7 +158,7 @@ export class FrameRunner {
       // decoding while these run; in order first, then the late ones.
       await inChunks(inOrder, (chunk) => settleAll(chunk.map(fetched)), (inputs) => this.processInOrder(inputs, outcomes));
       await inChunks(late, (chunk) => settleAll(chunk.map(lateInput)), (inputs) => this.processLateFrames(inputs, outcomes));
-      return outcomes;
+      return named();
     }
     const [inputs, lateInputs] = await Promise.all([
       settleAll(inOrder.map(fetched)),
@@ -157,7 +175,7 @@ export class FrameRunner {
     if (processed > 0) this.d.metrics.milliseconds(METRIC_NAMES.worker.inferenceLatencyMs, (this.d.now() - started) / processed);
     present.forEach((input, i) => outcomes.set(input.frame, withStreamTime(results[i]!, input)));
     presentLate.forEach((input, i) => outcomes.set(input.frame, withStreamTime(lateResults[i]!, input)));
-    return outcomes;
+    return named();
   }
 
   /** Runs in-order frames already fetched, in one call, and notes their outcomes. */
@@ -200,7 +218,7 @@ export class FrameRunner {
         if (segment) {
           if (!this.d.segments) return { failed: { status: 'failed', reason: 'unsupported-source', detail: 'this worker decodes no segments' } };
           const got = await this.d.segments.frame(ref);
-          if ('failed' in got) return got;
+          if ('failed' in got) return (got.failed.status === 'failed' && got.failed.reason === 'truncated' && (await this.heldElsewhere(videoId, ref))) || got;
           return { input: { videoId, frame: ref.frame, image: got.pixels.data, key: ref.key, pixels: got.pixels } };
         }
         const image = await fetchSlots.run(() => this.d.frames.get(ref.bucket, ref.key));
@@ -217,6 +235,47 @@ export class FrameRunner {
         await new Promise((r) => setTimeout(r, FETCH_RETRY_BASE_MS * 4 ** attempt * (0.5 + Math.random())));
       }
     }
+  }
+
+  /**
+   * A frame its segment declared but could not yield (`truncated`), read from the object
+   * that holds it instead, if S3 has one (decision 59): the object whose first frame is the
+   * nearest above the segment's and not above the frame (a next segment that starts at the
+   * true frame after an over-declared count). One listing per segment, remembered for its
+   * other frames. Undefined when none holds it or it cannot yield it either: the frame keeps
+   * its `truncated` record. A transient listing error fails the round (retried); any other
+   * leaves the frame to its record.
+   */
+  private async heldElsewhere(videoId: string, ref: FrameRef): Promise<{ input: FrameInput } | undefined> {
+    const parsed = parseSourceKey(ref.key);
+    if (parsed.kind !== 'source') return undefined;
+    const now = this.d.now();
+    const kept = this.tailListings.get(ref.key);
+    let listed = kept && now - kept.atMs < TAIL_LISTING_FRESH_MS ? kept.frames : undefined;
+    if (!listed) {
+      listed = this.d.frames.listFrames(ref.bucket, videoId, parsed.firstFrame + 1, padWidthOf(ref.key), 1, ref.frame).then((l) => l.frames);
+      this.tailListings.delete(ref.key);
+      this.tailListings.set(ref.key, { atMs: now, frames: listed });
+      listed.catch(() => this.tailListings.delete(ref.key));
+      if (this.tailListings.size > TAIL_LISTINGS_KEPT) this.tailListings.delete(this.tailListings.keys().next().value!);
+    }
+    let frames: FrameRef[];
+    try {
+      frames = await listed;
+    } catch (e) {
+      if (isTransient(e)) throw e;
+      return undefined;
+    }
+    const holder = frames.filter((r) => r.frame > parsed.firstFrame && r.frame <= ref.frame && holdsInstead(r.key, ref.key)).at(-1);
+    if (!holder) return undefined;
+    if (SegmentReader.isSegment(holder.key)) {
+      const got = await this.d.segments!.frame({ frame: ref.frame, bucket: holder.bucket, key: holder.key, sizeBytes: holder.sizeBytes });
+      if ('failed' in got) return undefined;
+      return { input: { videoId, frame: ref.frame, image: got.pixels.data, key: holder.key, pixels: got.pixels } };
+    }
+    if (holder.frame !== ref.frame) return undefined;
+    const image = await this.d.frames.get(holder.bucket, holder.key);
+    return { input: { videoId, frame: ref.frame, image, key: holder.key } };
   }
 
   private async neighbours(videoId: string, frame: number): Promise<{ before?: NeighbourFrame; after?: NeighbourFrame }> {

@@ -226,16 +226,22 @@ export class MessageIntake {
     this.d.log.info('segment taken', { videoId: s.videoId, key: msg.key, firstFrame: refs[0]?.frame, frames: refs.length, accepted, duplicates, late });
   }
 
-  /** The frames a segment covers, as references (its key and size on each). */
-  private async segmentFrames(s: VideoSession, bucket: string, key: string, sizeBytes: number, eTag?: string): Promise<FrameRef[]> {
+  /**
+   * The frames a segment covers, as references (its key and size on each). An object
+   * nothing could count (`unknown`: unreadable, gone, oversized, empty) covers its first
+   * frame, and, once a listing says where the next object starts (`spanEnd`, exclusive),
+   * every frame up to it: each fails with the object's reason (decision 59), never `gap`.
+   */
+  private async segmentFrames(s: VideoSession, bucket: string, key: string, sizeBytes: number, eTag?: string, spanEnd?: number): Promise<FrameRef[]> {
     const parsed = parseSourceKey(key);
     const first = parsed.kind === 'source' ? parsed.firstFrame : 0;
     const d = await this.d.segments.describe(bucket, key, eTag);
-    if (d.source === 'unknown') {
-      this.d.log.warn('segment frame count unknown: its first frame is recorded with the reason, the frames after it are missing until the next object', { videoId: s.videoId, key });
+    if (d.source === 'unknown' && spanEnd === undefined) {
+      this.d.log.warn('segment frame count unknown: its frames up to the next object are recorded failed with its reason', { videoId: s.videoId, key });
     }
+    const count = d.source === 'unknown' && spanEnd !== undefined ? Math.max(d.frameCount, spanEnd - first) : d.frameCount;
     const size = sizeBytes > 0 ? sizeBytes : d.sizeBytes;
-    return Array.from({ length: d.frameCount }, (_, i) => ({ frame: first + i, bucket, key, sizeBytes: size }));
+    return Array.from({ length: count }, (_, i) => ({ frame: first + i, bucket, key, sizeBytes: size }));
   }
 
   /**
@@ -254,7 +260,8 @@ export class MessageIntake {
     const reach = q.firstFrame === null ? sorted[0]!.frame : Math.max(q.nextFrame, q.lastBufferedFrame ?? -1, q.endFrame ?? -1);
     const frames: FrameRef[] = [];
     let covered = coveredThrough;
-    for (const ref of sorted) {
+    for (let i = 0; i < sorted.length; i++) {
+      const ref = sorted[i]!;
       if (!SegmentReader.isSegment(ref.key)) {
         frames.push(ref);
         continue;
@@ -263,12 +270,38 @@ export class MessageIntake {
         covered = Math.min(covered, ref.frame - 1);
         break;
       }
-      for (const r of await this.segmentFrames(s, ref.bucket, ref.key, ref.sizeBytes)) {
+      // The span of an object nothing could count: up to the next listed object; else up to
+      // the next frame known otherwise (buffered, or past the end marker), as far as the
+      // listing covered. With nothing known after it, nothing bounds it yet: its frames wait.
+      const known = Math.min([...q.buffered].find((b) => b.frame > ref.frame && b.key !== ref.key)?.frame ?? Infinity, q.endFrame !== null ? q.endFrame + 1 : Infinity);
+      const next = sorted.slice(i + 1).find((r) => r.frame > ref.frame)?.frame ?? (Number.isFinite(known) ? Math.min(known, covered + 1) : undefined);
+      for (const r of await this.segmentFrames(s, ref.bucket, ref.key, ref.sizeBytes, undefined, next)) {
         frames.push(r);
         if (q.firstFrame === null || r.frame >= q.nextFrame) s.offerFrame(r, now);
       }
     }
     return { frames, coveredThrough: covered };
+  }
+
+  /**
+   * The segment that starts below `frame` and covers it, when the object that held the
+   * frame before it does (issue 40): a listing names a segment by its first frame, so one
+   * from `frame` cannot see a segment begun below it, and would prove its frames absent.
+   * That happens when a segment's tail was recorded past an end marker that then moved
+   * later, or when a gap lies inside a segment whose count is known only now. The record
+   * of `frame - 1` names its object (one read, made only when the listing did not find
+   * `frame` itself); the object's description says whether it reaches `frame`.
+   */
+  private async segmentCovering(s: VideoSession, frame: number): Promise<FrameRef | undefined> {
+    if (frame <= 0) return undefined;
+    const key = (await this.d.records.get(s.videoId, frame - 1))?.key;
+    if (key === undefined || !SegmentReader.isSegment(key)) return undefined;
+    const parsed = parseSourceKey(key);
+    if (parsed.kind !== 'source' || parsed.firstFrame >= frame) return undefined;
+    const d = await this.d.segments.describe(this.d.bucket, key);
+    // An object nothing could count reaches the next object (decision 59): the expansion decides how far.
+    if (d.source !== 'unknown' && parsed.firstFrame + d.frameCount <= frame) return undefined;
+    return { frame: parsed.firstFrame, bucket: this.d.bucket, key, sizeBytes: d.sizeBytes };
   }
 
   /** The statuses of a video's records from `from` to `to`, one query. */
@@ -381,11 +414,12 @@ export class MessageIntake {
   private async list(s: VideoSession, fromFrame: number, throughFrame: number | undefined, why: string, now: number): Promise<boolean> {
     const pages = s.padWidth !== undefined ? 1 : MAX_UNPADDED_LISTING_PAGES;
     const listing = await this.d.frames.listFrames(this.d.bucket, s.videoId, fromFrame, s.padWidth, pages, throughFrame);
-    const { frames, coveredThrough } = await this.expandSegments(s, listing.frames, listing.coveredThrough, now);
+    const below = listing.frames.some((r) => r.frame === fromFrame) ? undefined : await this.segmentCovering(s, fromFrame);
+    const { frames, coveredThrough } = await this.expandSegments(s, below ? [below, ...listing.frames] : listing.frames, listing.coveredThrough, now);
     const lesson = s.learnListing(fromFrame, frames, coveredThrough, now);
     for (const ref of lesson.verify) s.resolveListedGap(ref, (await this.d.records.get(s.videoId, ref.frame))?.status);
     this.d.metrics.count(METRIC_NAMES.worker.framesListed, listing.requests, { Why: why });
-    this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame, why, found: listing.frames.length, coveredThrough: listing.coveredThrough, late: lesson.lateFrames });
+    this.d.log.debug('listed frames', { videoId: s.videoId, fromFrame, why, found: listing.frames.length, coveredThrough: listing.coveredThrough, late: lesson.lateFrames, ...(below ? { coveringSegment: below.key } : {}) });
     return lesson.recheckDone;
   }
 }

@@ -7,8 +7,9 @@
  *   (`x-amz-meta-frames`, which the CLI and the edge segmenter always set); without one
  *   the object is fetched and its frames counted by the demuxer, without decoding. An
  *   object that is gone, over `maxSegmentBytes`, or not a readable video covers one frame
- *   unless declared otherwise: that frame's record says why, and the frames up to the next
- *   object are missing frames (gaps, after the S3 listing says so).
+ *   unless declared otherwise (`unknown`), until a listing says where the next object
+ *   starts: then it covers its span up to there, and each of those frames fails as its
+ *   first frame does, with the same reason (decision 59).
  * - **{@link SegmentReader.frame}** yields frame `n + i` of the segment. One decoder per
  *   segment stays open between calls, so a segment's frames, asked for in order across
  *   rounds, are decoded once each; a frame asked for below the decoder's position (a
@@ -186,11 +187,12 @@ export class SegmentReader {
   private reuploaded(key: string, known: SegmentDescription): void {
     const p = parseSourceKey(key);
     const from = p.kind === 'source' ? p.firstFrame : 0;
+    const videoId = p.kind === 'source' ? p.videoId : '<video>';
     this.d.metrics.count(METRIC_NAMES.worker.segmentsReuploaded, 1);
     this.d.log.warn('segment re-uploaded with other bytes: its frame count stands, recorded frames keep their records', {
       key,
       frameCount: known.frameCount,
-      command: `affinity replay <video> --from ${from}`,
+      command: `affinity replay ${videoId} --from ${from}`,
     });
   }
 
@@ -224,6 +226,15 @@ export class SegmentReader {
     if (parsed.kind !== 'source' || parsed.container === 'image') throw new Error(`${ref.key} is not a segment`);
     const index = ref.frame - parsed.firstFrame;
     const d = await this.describe(ref.bucket, ref.key);
+    if (d.source === 'unknown' && index >= 1) {
+      // An object nothing could count covers its span up to the next object (decision 59):
+      // each of those frames fails as its first frame does, with the same reason.
+      const first = await this.frameInTurn({ ...ref, frame: parsed.firstFrame });
+      if ('failed' in first && first.failed.status === 'failed') {
+        const { reason, detail } = first.failed;
+        return { failed: { status: 'failed', reason, detail: `frame ${ref.frame} of an object whose frame count is unknown: ${detail ?? reason}`.slice(0, 300) } };
+      }
+    }
     if (index < 0 || index >= d.frameCount) {
       return { failed: { status: 'failed', reason: 'outside-segment', detail: `frame ${ref.frame} is not in [${parsed.firstFrame}, ${parsed.firstFrame + d.frameCount})` } };
     }

@@ -57,6 +57,28 @@ describe('dedupId', () => {
     expect(dedupId(frame('cam-1', 7, { eTag: '"a"' }))).toBe(dedupId(frame('cam-1', 7, { eTag: '"b"' })));
   });
 
+  it('tells segment uploads apart by their ETag (issue 40): a re-upload is a new message, a duplicated notification is not', () => {
+    const segment = (videoId: string, eTag: string, extra: Partial<FrameMessage> = {}) => frame(videoId, 45, { key: `frames/${videoId}/000045.mp4`, eTag, ...extra });
+    const first = segment('cam-1', '"d41d8cd98f00b204e9800998ecf8427e"');
+    const again = segment('cam-1', '"6512bd43d9caa6e02c990b0a82652dca"');
+    expect(dedupId(first)).toBe('cam-1:45~d41d8cd98f00b204e9800998ecf8427e');
+    expect(dedupId(again)).not.toBe(dedupId(first));
+    // The same upload notified twice (or routed twice, or forwarded) keeps one id.
+    expect(dedupId({ ...first, eventTime: '2026-01-01T00:00:09.000Z' })).toBe(dedupId(first));
+    // Every container; a segment without an ETag keeps the plain id.
+    for (const ext of ['ts', 'mkv', 'm4v']) expect(dedupId(segment('cam-1', '"ab"', { key: `frames/cam-1/000045.${ext}` }))).toBe('cam-1:45~ab');
+    expect(dedupId(frame('cam-1', 45, { key: 'frames/cam-1/000045.mp4' }))).toBe('cam-1:45');
+    // A replay tag still follows; a version never collides with a tag or another frame.
+    expect(dedupId(first, 'replay-1')).toBe('cam-1:45~d41d8cd98f00b204e9800998ecf8427e:replay-1');
+    // The longest video id: hashed, valid, within 128 characters, and still one id per version.
+    const long = (e: string) => dedupId(segment(LONGEST_ID, e));
+    expect(long('"6512bd43d9caa6e02c990b0a82652dca-12"').length).toBeLessThanOrEqual(128);
+    expect(long('"6512bd43d9caa6e02c990b0a82652dca-12"')).toMatch(SQS_ID);
+    expect(long('"6512bd43d9caa6e02c990b0a82652dca-12"')).toBe(long('"6512bd43d9caa6e02c990b0a82652dca-12"'));
+    expect(long('"6512bd43d9caa6e02c990b0a82652dca-12"')).not.toBe(long('"6512bd43d9caa6e02c990b0a82652dca-13"'));
+    expect(long('"6512bd43d9caa6e02c990b0a82652dca-12"')).not.toBe(dedupId(frame(LONGEST_ID, 45, { key: `frames/${LONGEST_ID}/000045.mp4` })));
+  });
+
   it('stays within 128 valid characters for a 128-character video id and a long replay tag', () => {
     // Prepare
     expect(VIDEO_ID_PATTERN.test(LONGEST_ID)).toBe(true);
@@ -239,5 +261,23 @@ describe('FrameRouter with a replayed event', () => {
     expect(entries[0]!.MessageDeduplicationId).toBe('v:3:replay-7');
     expect(parseSlotMessage(entries[1]!.MessageBody)?.replayTag).toBeUndefined();
     expect(entries[1]!.MessageDeduplicationId).toBe('v:4');
+  });
+});
+
+describe('FrameRouter with a re-uploaded segment (issue 40)', () => {
+  it("sends each upload of a segment under its own dedup id, from the S3 event's ETag, and a repeated event under the same one", async () => {
+    // Prepare: video v pinned to slot 0; segment 45 uploaded, notified twice, then uploaded again with other bytes
+    const { inputs, client } = recordingSqs();
+    const leases = { getPins: async (ids: readonly string[]) => new Map(ids.map((id) => [id, { pinnedSlot: 0, token: 1 }])) } as unknown as LeaseStore;
+    const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+    const router = new FrameRouter({ bucket: 'bkt', tunables: DEFAULT_TUNABLES, leases, queues: new SlotQueues(client, 'http://q/slot-'), deadLetter: async (events) => events.map(() => true), launcher: () => undefined, metrics: nullMetrics, log: quiet });
+    const event = (eTag: string) => JSON.stringify({ Records: [{ eventSource: 'aws:s3', eventName: 'ObjectCreated:Put', s3: { bucket: { name: 'bkt' }, object: { key: 'frames/v/000045.mp4', size: 10, eTag } } }] });
+    // Act
+    await router.route([{ id: 'r0', body: event('aaa111') }]);
+    await router.route([{ id: 'r1', body: event('aaa111') }]);
+    await router.route([{ id: 'r2', body: event('bbb222') }]);
+    // Assess
+    const ids = inputs.map((i) => (i.Entries as { MessageDeduplicationId: string }[])[0]!.MessageDeduplicationId);
+    expect(ids).toEqual(['v:45~aaa111', 'v:45~aaa111', 'v:45~bbb222']);
   });
 });

@@ -3,6 +3,7 @@ import { parseFrameKey } from '../../../core/ingest/keys.ts';
 import {
   compareRanges,
   declaredFrameCount,
+  holdsInstead,
   MAX_SEGMENT_FRAMES,
   parseSourceKey,
   segmentFrameCount,
@@ -125,5 +126,23 @@ describe('compareRanges', () => {
     [{ first: 0, count: 60 }, { first: 10, count: 5 }, { kind: 'overlap', from: 10, to: 15 }],
   ])('%j then %j is %j', (previous, next, relation) => {
     expect(compareRanges(previous, next)).toEqual(relation);
+  });
+});
+
+describe('holdsInstead: which of two objects holds a frame both cover (decision 59)', () => {
+  it.each([
+    ['a segment that starts nearer below the frame', 'frames/v/000030.mp4', 'frames/v/000000.mp4', true],
+    ['a segment that starts further below', 'frames/v/000000.mp4', 'frames/v/000030.mp4', false],
+    ['an image at the frame, over a segment covering it', 'frames/v/000031.jpg', 'frames/v/000030.mp4', true],
+    ['a segment starting below an image', 'frames/v/000030.mp4', 'frames/v/000031.jpg', false],
+    ['numbers compared as numbers, not names', 'frames/v/100.mp4', 'frames/v/99.mp4', true],
+    ['two containers under one number: the key that sorts first', 'frames/v/000030.mp4', 'frames/v/000030.ts', true],
+    ['the other of those two', 'frames/v/000030.ts', 'frames/v/000030.mp4', false],
+    ['the same key (a repeated notification)', 'frames/v/000030.mp4', 'frames/v/000030.mp4', false],
+    ['a key that is no source object', 'frames/v/_end', 'frames/v/000030.mp4', false],
+  ])('%s: %s over %s -> %s', (_what, candidate, current, expected) => {
+    expect(holdsInstead(candidate, current)).toBe(expected);
+    // The rule is a strict order: never both ways.
+    if (expected) expect(holdsInstead(current, candidate)).toBe(false);
   });
 });

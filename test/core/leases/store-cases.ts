@@ -260,6 +260,21 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       expect(outcomeOf(run).units).toEqual({ pover: { conflict: 4, alsoRecorded: [5] } });
       expect((await stored('pover')).map((i) => i.frame)).toEqual([0]);
     });
+
+    it('treats a packed run standing over a gap as a conflict, and writes no gap beside it (issue 40)', async () => {
+      // Prepare: frames 30-44 of segment 0 packed (as a tail recorded after-end-of-stream is)
+      const { fence, token, ck } = await owned(73, 'pgap');
+      expect(outcomeOf(await store.commit(fence, [segmentUnit('pgap', token, await ck(), 0, [30, 31, 32, 33, 34], 'failed', fence)], Date.now())).units).toEqual({ pgap: 'landed' });
+      // Act: gaps 31 and 35 (their own keys are free; 31 lies inside the run)
+      const before = await ck();
+      const base = unit('pgap', token, before, 35, fence.workerId, fence.slot, Date.now());
+      const gap = (frame: number): FrameResultItem => ({ videoId: 'pgap', frame, status: 'gap', reason: 'missing-frame', detections: [], token, worker: fence.workerId, committedAtMs: Date.now() });
+      const outcome = await store.commit(fence, [{ ...base, results: [gap(31), gap(35)] }], Date.now());
+      // Assess: the run's frame settles; nothing was written
+      expect(outcomeOf(outcome).units).toEqual({ pgap: { conflict: 31 } });
+      expect((await stored('pgap')).map((i) => i.frame)).toEqual([30]);
+      expect((await store.getVideo('pgap')).checkpoint.commitId).toBe(before.commitId);
+    });
   });
 
   describe('malformed commit units (issue 32)', () => {

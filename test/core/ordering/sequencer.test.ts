@@ -32,6 +32,22 @@ describe('VideoSequencer: order', () => {
     expect(seq.nextFrame).toBe(4);
   });
 
+  it.each([
+    ['earlier object first', ['frames/v/000000.mp4', 'frames/v/000003.mp4']],
+    ['later object first', ['frames/v/000003.mp4', 'frames/v/000000.mp4']],
+  ])('takes a frame two objects cover from the one that starts nearer below it, whichever was offered first (%s)', (_order, keys) => {
+    // Prepare: two segments both cover frame 3 (0 declared 4 frames or more; 3 starts there)
+    const seq = new VideoSequencer(explicit);
+    const at = (key: string, frame: number): FrameRef => ({ frame, bucket: 'b', key, sizeBytes: 10 });
+    // Act
+    const offered = keys.map((k) => seq.offer(at(k, 3), 0));
+    for (const f of [0, 1, 2]) seq.offer(at('frames/v/000000.mp4', f), 0);
+    const steps = seq.take(0);
+    // Assess: one step for frame 3, from segment 3; the second offer was a duplicate only when it lost
+    expect(steps.map((s) => (s.type === 'frame' ? `${s.ref.frame}@${s.ref.key.slice(-10)}` : s.type))).toEqual(['0@000000.mp4', '1@000000.mp4', '2@000000.mp4', '3@000003.mp4']);
+    expect(offered).toEqual(keys[0] === 'frames/v/000000.mp4' ? ['accepted', 'accepted'] : ['accepted', 'duplicate']);
+  });
+
   it('calls a redelivered buffered frame a duplicate and keeps one copy', () => {
     const seq = new VideoSequencer(explicit);
     seq.offer(ref(0), 0);

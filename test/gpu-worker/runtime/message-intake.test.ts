@@ -259,3 +259,118 @@ describe("MessageIntake: a receive's segments", () => {
     expect(sessions[1]!.sequencer.lastBufferedFrame).toBe(29);
   });
 });
+
+describe('MessageIntake: a listing whose first frame lies inside a segment that starts below it (issue 40)', () => {
+  const seg = (first: number): FrameRef => ({ frame: first, bucket: 'b', key: `frames/v/${String(first).padStart(6, '0')}.mp4`, sizeBytes: 100 });
+
+  /**
+   * A video of 45-frame segments 0 and 45, end 89. `state` shapes its sequencer; the records
+   * say frame 29 came from segment 0 and `gapRecords` are gaps; S3 lists only segment 45
+   * from any frame above 0 (a listing names a segment by its first frame).
+   */
+  function setup(state: Partial<ReturnType<typeof emptyCheckpoint>['sequencer']>, gapRecords: readonly number[] = []) {
+    const base = emptyCheckpoint(0);
+    const session = new VideoSession('v', 1, { ...base, sequencer: { ...base.sequencer, firstFrame: 0, endFrame: 89, ...state } }, { reorderWaitMs: WAIT_MS, reorderBufferFrames: 64, firstFrameNumber: 0 }, 0);
+    const recordReads: number[] = [];
+    const intake = new MessageIntake({
+      inbox: { deadLetter: async () => true, park: async () => true, delete: async () => undefined, forward: async () => true },
+      registry: { place: async () => session, all: () => [session] },
+      frames: { getText: async () => '', listFrames: async (_b, _v, fromFrame) => ({ frames: [seg(0), seg(45)].filter((r) => r.frame >= fromFrame), complete: true, coveredThrough: 999_999, requests: 1 }) },
+      bucket: 'b',
+      records: {
+        get: async (_v: string, frame: number) => {
+          recordReads.push(frame);
+          if (frame === 29) return { videoId: 'v', frame, status: 'ok' as const, detections: [], token: 1, worker: 'w', committedAtMs: 0, key: seg(0).key };
+          return gapRecords.includes(frame) ? { videoId: 'v', frame, status: 'gap' as const, reason: 'missing-frame', detections: [], token: 1, worker: 'w', committedAtMs: 0 } : undefined;
+        },
+        range: async () => [],
+      },
+      metrics: nullMetrics,
+      log: quiet,
+      slot: { lost: false },
+      inDoubt: () => false,
+      segments: { describe: async (_b, key) => ({ frameCount: 45, source: 'declared' as const, sizeBytes: 100, eTag: `e-${key}` }) },
+    });
+    return { session, intake, recordReads };
+  }
+
+  it('an overdue listing from 30 finds segment 0 covering 30-44: they are taken from it, not declared gaps', async () => {
+    // Prepare: the video waits at 30 with segment 45's frames buffered (an end moved later)
+    const buffered = Array.from({ length: 45 }, (_, i) => ({ ...seg(45), frame: 45 + i, seenAtMs: 0 }));
+    const { session, intake, recordReads } = setup({ nextFrame: 30, buffered, lastArrivalMs: 0 });
+    // Act
+    await intake.listWhereNeeded(3 * WAIT_MS, () => false);
+    // Assess: the record of frame 29 named segment 0; its frames 30-44 run next, in order, no gap
+    expect(recordReads).toEqual([29]);
+    const steps = session.sequencer.take(3 * WAIT_MS, 100);
+    expect(steps.filter((s) => s.type === 'gap')).toEqual([]);
+    expect(steps.slice(0, 15).map((s) => (s.type === 'frame' ? `${s.ref.frame}:${s.ref.key}` : s.type))).toEqual(Array.from({ length: 15 }, (_, i) => `${30 + i}:${seg(0).key}`));
+  });
+
+  it('a gap re-check from 30 finds segment 0 covering the gaps 30-44: each runs late and replaces its gap', async () => {
+    // Prepare: gaps 30-44 recorded, the video at its end, a re-check due
+    const gaps = Array.from({ length: 15 }, (_, i) => 30 + i);
+    const { session, intake } = setup({ nextFrame: 90, gaps: [[30, 44]], recheck: { fromFrame: 0, atMs: null } }, gaps);
+    // Act
+    const releasable = await intake.recheckBeforeRelease(session, 0);
+    // Assess
+    expect(releasable).toBe(false);
+    const steps = session.sequencer.take(0, 100);
+    expect(steps.map((s) => (s.type === 'late' ? `${s.ref.frame}:${s.ref.replacesGap}` : s.type))).toEqual(gaps.map((f) => `${f}:true`));
+  });
+
+  it('a listing whose first frame S3 lists needs no record read', async () => {
+    // segment 0 holds 0-44; the video waits at 45, which S3 lists: nothing to read
+    const listed = setup({ nextFrame: 45, buffered: [{ ...seg(90), frame: 90, seenAtMs: 0 }], lastArrivalMs: 0 });
+    await listed.intake.listWhereNeeded(3 * WAIT_MS, () => false);
+    expect(listed.recordReads).toEqual([]);
+  });
+});
+
+describe('MessageIntake: the span of an object nothing could count (decision 59)', () => {
+  const garbage: FrameRef = { frame: 0, bucket: 'b', key: 'frames/v/000000.mp4', sizeBytes: 19 };
+
+  /** A video at frame 1 after the garbage object at 0 ran; S3 lists `later` from any frame above 0. */
+  function setup(endFrame: number | null, later: FrameRef[], coveredThrough = 999_999) {
+    const base = emptyCheckpoint(0);
+    const session = new VideoSession('v', 1, { ...base, sequencer: { ...base.sequencer, firstFrame: 0, nextFrame: 1, endFrame, buffered: later.map((r) => ({ ...r, seenAtMs: 0 })), lastArrivalMs: 0 } }, { reorderWaitMs: WAIT_MS, reorderBufferFrames: 64, firstFrameNumber: 0 }, 0);
+    const intake = new MessageIntake({
+      inbox: { deadLetter: async () => true, park: async () => true, delete: async () => undefined, forward: async () => true },
+      registry: { place: async () => session, all: () => [session] },
+      frames: { getText: async () => '', listFrames: async () => ({ frames: later, complete: true, coveredThrough, requests: 1 }) },
+      bucket: 'b',
+      records: { get: async (_v: string, frame: number) => (frame === 0 ? { videoId: 'v', frame, status: 'failed' as const, reason: 'unreadable-container', detections: [], token: 1, worker: 'w', committedAtMs: 0, key: garbage.key } : undefined), range: async () => [] },
+      metrics: nullMetrics,
+      log: quiet,
+      slot: { lost: false },
+      inDoubt: () => false,
+      segments: { describe: async (_b, key) => (key === garbage.key ? { frameCount: 1, source: 'unknown' as const, sizeBytes: 19, eTag: 'g' } : { frameCount: 45, source: 'declared' as const, sizeBytes: 100, eTag: 's' }) },
+    });
+    return { session, intake };
+  }
+  /** Past any wait, a lone stray's included. */
+  const LATER = 20 * WAIT_MS;
+  const taken = (session: VideoSession) => session.sequencer.take(LATER, 200).map((s) => (s.type === 'frame' ? `${s.ref.frame}@${s.ref.key.slice(-10)}` : `${s.type}`));
+
+  it('reaches the next object S3 lists: its frames run from the object (to fail with its reason), none is a gap', async () => {
+    const { session, intake } = setup(null, [{ frame: 10, bucket: 'b', key: 'frames/v/000010.mp4', sizeBytes: 100 }]);
+    await intake.listWhereNeeded(LATER, () => false);
+    expect(taken(session).slice(0, 10)).toEqual([...Array.from({ length: 9 }, (_, i) => `${i + 1}@000000.mp4`), '10@000010.mp4']);
+  });
+
+  it('with nothing after it, reaches the end marker within what the listing covered', async () => {
+    const { session, intake } = setup(20, [], 999_999);
+    await intake.listWhereNeeded(LATER, () => false);
+    expect(taken(session)).toEqual(Array.from({ length: 20 }, (_, i) => `${i + 1}@000000.mp4`));
+  });
+
+  it('with a later frame known but not listed (the listing covered less), reaches as far as the listing covered', async () => {
+    // Prepare: an image at 100 is buffered (not listed: the listing covered through 50 only)
+    const { session, intake } = setup(null, [], 50);
+    session.offerFrame({ frame: 100, bucket: 'b', key: 'frames/v/000100.jpg', sizeBytes: 10 }, 0);
+    // Act
+    await intake.listWhereNeeded(LATER, () => false);
+    // Assess: 1-50 from the object; nothing is said of 51-99 yet
+    expect(taken(session)).toEqual(Array.from({ length: 50 }, (_, i) => `${i + 1}@000000.mp4`));
+  });
+});

@@ -118,6 +118,8 @@ describe('worker: encoded segments', () => {
     expect(statusRows(await h.frameResults(v))).toEqual([...range(0, 30).map((f) => `${f}:ok`), ...range(30, 15).map((f) => `${f}:failed:after-end-of-stream`)]);
 
     // Act: the end moves to 89, the next segment comes, and segment 0's notification comes again
+    // (without that notification the listing from 30 must find segment 0 itself:
+    // end-marker-moved-segments.test.ts)
     await h.putSegment(v, 45, MP4_45, { frames: 45 });
     await h.putEnd(v, 89);
     await h.sendEnd(0, v, { replayTag: 'moved' });
@@ -193,7 +195,7 @@ describe('worker: encoded segments', () => {
     expect((await kinds()).map((e) => e.kind).sort()).toEqual(['source.resumed', 'source.stalled']);
   });
 
-  it('records one failed frame for an object that is no video, and the frames up to the next segment as gaps', async () => {
+  it('records the frames of an object that is no video, up to the next segment, failed with its reason (decision 59)', async () => {
     const v = h.videoId('seg-junk');
     await h.pinVideo(v, 0);
     await h.putSegment(v, 0, new TextEncoder().encode('this is not a video'));
@@ -207,7 +209,7 @@ describe('worker: encoded segments', () => {
     await worker.stop();
 
     const items = await h.frameResults(v);
-    expect(statusRows(items)).toEqual(['0:failed:unreadable-container', ...range(1, 9).map((f) => `${f}:gap:missing-frame`), ...range(10, 45).map((f) => `${f}:ok`)]);
+    expect(statusRows(items)).toEqual([...range(0, 10).map((f) => `${f}:failed:unreadable-container`), ...range(10, 45).map((f) => `${f}:ok`)]);
     expect(worker.logsMatching(/^segment frame count unknown/, ['warn'])).toHaveLength(1);
   });
 });
