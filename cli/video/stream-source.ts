@@ -52,6 +52,8 @@ export interface CaptureOptions {
   readonly onSegment: (segment: ClosedSegment, mark: TimelineMark) => Promise<void>;
   readonly onReconnect: (e: { readonly reason: string; readonly attempt: number; readonly delayMs: number }) => void;
   readonly onConnected: (e: { readonly attempt: number; readonly codec: string }) => void;
+  /** The first frame of a connection was written: the source is up again (cli/video/stream-outage.ts). */
+  readonly onFrames?: () => void;
   readonly signal: AbortSignal;
   readonly backoff?: BackoffOptions;
   /** A live read that yields nothing this long is a dropped connection. @default 10 */
@@ -176,6 +178,7 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
             packet.dts = dts;
             packet.pts = pts;
             await muxer!.writePacket(packet, open!.outIndex);
+            if (yielded === 0) o.onFrames?.();
             open!.frames++;
             lastDts = dts;
             lastWallMs = Date.now();
