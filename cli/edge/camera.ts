@@ -28,7 +28,7 @@ import { cleanSpool, readStateFile, spoolDirOf, writeStateFile } from '../video/
 import type { SegmentContainer } from '../video/segment-file.ts';
 import type { CameraConfig } from './edge-config.ts';
 import { SpoolQueue, type SpoolDrop, type SpoolStats } from './spool-queue.ts';
-import { classifyUploadError, UPLOAD_FAILURE_HINT } from './upload-errors.ts';
+import { classifyUploadError, uploadFailureHint } from './upload-errors.ts';
 
 const CONTENT_TYPES: Readonly<Record<SegmentContainer, string>> = { mpegts: 'video/mp2t', mp4: 'video/mp4', matroska: 'video/x-matroska' };
 
@@ -62,6 +62,8 @@ export interface CameraDeps {
   /** How long a stop waits for journaled segments to land. */
   readonly drainSeconds: number;
   readonly verbose: boolean;
+  /** The AWS profile of the credentials, when the config names one (for the hints). */
+  readonly profile?: string | undefined;
   /** A console line about this camera (the fleet prefixes it). */
   readonly log: (line: string) => void;
   readonly onOutage: (e: OutageEvent, frame: number) => void;
@@ -190,6 +192,7 @@ export class Camera {
       ...(this.d.backoff ? { backoff: this.d.backoff } : {}),
       log: this.d.log,
       verbose: this.d.verbose,
+      profile: this.d.profile,
       onDropped: this.d.onDropped,
     });
     this.queue = queue;
@@ -258,7 +261,7 @@ export class Camera {
         const delay = backoffMs(attempt, this.d.backoff);
         const kind = classifyUploadError(e);
         this.error = `${(e as Error).name}: ${(e as Error).message}`;
-        this.d.log(`cannot list s3://${this.d.bucket}/frames/${this.config.video}/ (${this.error}): ${UPLOAD_FAILURE_HINT[kind]} in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1})`);
+        this.d.log(`cannot list s3://${this.d.bucket}/frames/${this.config.video}/ (${this.error}): ${uploadFailureHint(kind, this.d.profile)} in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1})`);
         await sleep(delay, signal);
         if (signal.aborted) return null;
       }

@@ -110,6 +110,7 @@ export async function edgeCommand(target: Target, o: EdgeOptions, io: Io): Promi
       ...(o.backoff ? { backoff: o.backoff } : {}),
       drainSeconds: o.drainSeconds ?? 30,
       verbose: Boolean(o.verbose),
+      profile: config.profile,
       log: (line) => say(c.video, line),
       onOutage: (e, frame) => emit(edgeEvent(c.video, e, frame)),
       onDropped: (d) => {

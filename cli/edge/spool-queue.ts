@@ -13,7 +13,7 @@ import { formatBytes } from '../format.ts';
 import { closeSegment, markUploaded, type JournalSegment, type StreamState } from '../video/stream-journal.ts';
 import { backoffMs, type BackoffOptions } from '../video/stream-segmenter.ts';
 import { dropPending, segmentsOverBound, spooledBytes } from './spool-bound.ts';
-import { classifyUploadError, UPLOAD_FAILURE_HINT, type UploadFailureKind } from './upload-errors.ts';
+import { classifyUploadError, uploadFailureHint, type UploadFailureKind } from './upload-errors.ts';
 
 export interface SpoolQueueDeps {
   readonly maxBytes: number;
@@ -27,6 +27,8 @@ export interface SpoolQueueDeps {
   readonly backoff?: BackoffOptions;
   /** One line for the console (the caller prefixes the camera). */
   readonly log: (line: string) => void;
+  /** The AWS profile the credentials come from, named in the hint of a credentials failure. */
+  readonly profile?: string | undefined;
   /** Per-segment lines ("uploaded ..."). */
   readonly verbose?: boolean;
   /** A drop happened (the caller emits its JSON event). */
@@ -173,7 +175,7 @@ export class SpoolQueue {
         const delay = backoffMs(attempt++, this.d.backoff);
         if (this.draining && this.d.now() + delay > this.drainDeadlineMs) return;
         const waiting = `${this.current.pending.length} segment(s), ${formatBytes(spooledBytes(this.current))} of ${formatBytes(this.d.maxBytes)}, wait in the spool`;
-        this.d.log(`upload of ${p.key} failed (${message}): ${UPLOAD_FAILURE_HINT[kind]} in ${(delay / 1000).toFixed(1)} s (attempt ${attempt}); ${waiting}`);
+        this.d.log(`upload of ${p.key} failed (${message}): ${uploadFailureHint(kind, this.d.profile)} in ${(delay / 1000).toFixed(1)} s (attempt ${attempt}); ${waiting}`);
         await this.d.sleep(delay, this.stopRetries.signal);
         if (this.stopRetries.signal.aborted) return;
       }

@@ -35,11 +35,23 @@ export function classifyUploadError(e: unknown): UploadFailureKind {
   return 'other';
 }
 
-/** What to check, per kind (appended to the failure's own message). */
-export const UPLOAD_FAILURE_HINT: Readonly<Record<UploadFailureKind, string>> = {
-  credentials:
-    'the AWS credentials could not be obtained or have expired: check the credential_process (or profile) the edge uses, its certificate and clock; retrying',
-  refused: "S3 refused the request: the credentials' policy must allow s3:PutObject on this camera's frames/<video>/ prefix (docs/deploy.md); retrying",
-  unreachable: 'S3 cannot be reached (network or endpoint); retrying',
-  other: 'retrying',
-};
+/**
+ * What to check, per kind (appended to the failure's own message). The SDK's chain reports a
+ * failing `credential_process` only as "Could not load credentials from any providers", so the
+ * hint names the command that shows the process's own error.
+ */
+export function uploadFailureHint(kind: UploadFailureKind, profile?: string): string {
+  switch (kind) {
+    case 'credentials':
+      return (
+        `the AWS credentials could not be obtained or have expired: check the credential_process${profile ? ` of profile ${profile}` : ' (or profile)'} the edge uses, its certificate and clock ` +
+        `(\`aws configure export-credentials${profile ? ` --profile ${profile}` : ''}\` on this box shows its own error); retrying`
+      );
+    case 'refused':
+      return "S3 refused the request: the credentials' policy must allow s3:PutObject on this camera's frames/<video>/ prefix (docs/deploy.md); retrying";
+    case 'unreachable':
+      return 'S3 cannot be reached (network or endpoint); retrying';
+    case 'other':
+      return 'retrying';
+  }
+}

@@ -42,14 +42,15 @@ describe('affinity edge with a credential_process profile', () => {
     const failFlag = path.join(work, 'fail');
     const calls = path.join(work, 'calls');
     const script = path.join(work, 'credential-process.sh');
-    // Credentials valid 303 s: the SDK renews 5 min before expiry, so it runs the process again every ~3 s.
+    // Credentials valid 5 s. The SDK renews from 5 min before expiry on, and keeps using credentials that are still
+    // valid while a renewal fails; once they have expired, a failing process fails the upload.
     writeFileSync(
       script,
       [
         '#!/bin/sh',
         `echo call >> '${calls}'`,
         `if [ -e '${failFlag}' ]; then echo "signing helper: certificate not yet valid (test)" >&2; exit 1; fi`,
-        'exp=$(date -u -d "+303 seconds" +%Y-%m-%dT%H:%M:%SZ)',
+        'exp=$(date -u -d "+5 seconds" +%Y-%m-%dT%H:%M:%SZ)',
         'printf \'{"Version":1,"AccessKeyId":"ASIAEDGETEST","SecretAccessKey":"short-lived","SessionToken":"session","Expiration":"%s"}\\n\' "$exp"',
         '',
       ].join('\n'),
@@ -88,8 +89,8 @@ describe('affinity edge with a credential_process profile', () => {
       expect(await edge.stop(), edge.lines.join('\n')).toBe(0);
     }
     const log = edge.lines.join('\n');
-    // the failing process's own words reach the log, with what to check
-    expect(failedUploads[0], log).toMatch(/certificate not yet valid \(test\).*check the credential_process .* in \d+\.\d s \(attempt 1\); \d+ segment\(s\), .* wait in the spool/);
+    // what failed, what to check (the SDK's chain hides the process's own words: the hint names the command that shows them)
+    expect(failedUploads[0], log).toMatch(/failed \(CredentialsProviderError: .*\): the AWS credentials could not be obtained or have expired: check the credential_process of profile site-a .*`aws configure export-credentials --profile site-a`.* in \d+\.\d s \(attempt 1\); \d+ segment\(s\), .* wait in the spool/);
     // the chain ran the process again and again (renewals and retries), never a long-term key
     expect(readFileSync(calls, 'utf8').trim().split('\n').length).toBeGreaterThanOrEqual(5);
     // every segment once, contiguous, nothing dropped, everything captured is in S3

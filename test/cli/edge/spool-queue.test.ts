@@ -74,7 +74,7 @@ describe('SpoolQueue', () => {
     // capped backoff: 0.5, 1, 2, 4, then 8 s: about 11 retries in the minute, not thousands
     expect(failures.length).toBeGreaterThanOrEqual(8);
     expect(failures.length).toBeLessThanOrEqual(14);
-    for (const l of failures) expect(l).toMatch(/^upload of frames\/cam\/000000\.ts failed \(CredentialsProviderError: .*certificate expired\): the AWS credentials could not be obtained or have expired: check the credential_process .*; retrying in \d+\.\d s \(attempt \d+\); \d+ segment\(s\), .* wait in the spool$/);
+    for (const l of failures) expect(l).toMatch(/^upload of frames\/cam\/000000\.ts failed \(CredentialsProviderError: .*certificate expired\): the AWS credentials could not be obtained or have expired: check the credential_process .*export-credentials.*; retrying in \d+\.\d s \(attempt \d+\); \d+ segment\(s\), .* wait in the spool$/);
     const gaps = h.putAt.slice(1).map((t, i) => t - h.putAt[i]!);
     expect(Math.max(...gaps)).toBeLessThanOrEqual(8_000);
     expect(h.logs.find((l) => l.startsWith('uploads work again'))).toMatch(/^uploads work again after (5[5-9]|6\d)\.\d s and \d+ failed attempt\(s\)/);
