@@ -154,6 +154,7 @@ export async function edgeCommand(target: Target, o: EdgeOptions, io: Io): Promi
 
   io.err(`affinity edge: ${config.cameras.length} camera(s) from ${configFile} into s3://${target.bucket}/frames/<video>/ (${target.description}); state in ${stateDir}; credentials: ${config.credentials === 'chain' ? `the AWS SDK chain${config.profile ? `, profile ${config.profile}` : ''}` : 'the target\'s'}`);
   await apply(config, true);
+  if (config.cameras.length === 0) io.err(`warning: ${configFile} lists no camera that can run; waiting for the file to change`);
 
   // the config file is polled (stat), not watched with inotify: editors and config tools replace files by rename
   let lastText = readFileSync(configFile, 'utf8');

@@ -11,7 +11,8 @@
  *
  * Every frame captured while connected is in exactly one segment in S3 (each segment
  * decodes to the frames it declares, the chain is contiguous, each key went up once, and
- * the frames in S3 are the frames the edge captured); each outage is one
+ * the frames in S3 are the frames the edge captured), and the real worker (in process, on
+ * the twins) gives each of them exactly one ok record; each outage is one
  * source.stalled / source.resumed pair; the others never restart when the file changes.
  */
 import { execFileSync } from 'node:child_process';
@@ -26,6 +27,7 @@ import type { EdgeHealth } from '../../../cli/edge/edge-command.ts';
 import { startRtspCamera, type RtspCamera } from '../../support/rtsp-camera.ts';
 import { startS3Stack, type S3Stack } from '../../support/s3-stack.ts';
 import { checkedChain, spawnAffinity } from '../../support/stream-child.ts';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
 
 let stack: S3Stack;
 let steady: RtspCamera;
@@ -154,6 +156,32 @@ describe('affinity edge: four real RTSP cameras from one process', () => {
     };
     expect(await codecOf(codecChain[0]!.key)).toBe('h264');
     expect(await codecOf(codecChain.at(-1)!.key)).toBe('hevc');
+    // ... and through the real worker (in process, on the twins), every frame captured gets exactly one record, ok
+    const h = await WorkerHarness.start({ backend: 'memory', slots: 1, tunables: { firstFrameNumber: 0, reorderWaitMs: 300 } });
+    try {
+      const worker = h.createWorker(0).start();
+      const captured: Record<string, number> = {};
+      for (const video of ['steady', 'drop', 'codec']) {
+        const chain = await checkedChain(stack, video);
+        captured[video] = chain.reduce((n, c) => n + c.frames, 0);
+        await h.pinVideo(video, 0);
+        for (const c of chain) await h.putSegment(video, c.firstFrame, await stack.body(c.key), { frames: c.frames, container: 'mpegts' });
+        await h.putEnd(video, captured[video] - 1);
+        for (const c of chain) await h.sendSegment(0, video, c.firstFrame, 'mpegts');
+        await h.sendEnd(0, video);
+      }
+      for (const video of ['steady', 'drop', 'codec']) {
+        await h.waitForSummary(video, (s) => s.status === 'complete', 90_000);
+        const records = await h.frameResults(video);
+        expect(records.map((r) => `${r.frame}:${r.status}`), video).toEqual(Array.from({ length: captured[video]! }, (_, i) => `${i}:ok`));
+      }
+      // the figures the issue asks for, in the test's output
+      const attempts = (v: string) => events().find((e) => e.videoId === v && e.kind === 'source.resumed')?.detail.attempts ?? '-';
+      console.info(`edge fleet: ${['steady', 'drop', 'codec'].map((v) => `${v} ${captured[v]} frames = ${captured[v]} ok records, outage attempts ${attempts(v)}`).join('; ')}`);
+      await worker.stop();
+    } finally {
+      await h.stop();
+    }
     const healthFile = JSON.parse(readFileSync(path.join(work, 'state', 'health.json'), 'utf8')) as EdgeHealth;
     expect(healthFile.cameras.length).toBe(3);
   });
