@@ -24,7 +24,7 @@ import { createAwsClientsFrom, type AwsClients } from '../../core/aws/clients.ts
 import { CliError, type Io } from '../io.ts';
 import type { Target } from '../target.ts';
 import type { BackoffOptions } from '../video/stream-segmenter.ts';
-import { writeStateFile } from '../video/stream-state.ts';
+import { writeJsonFile } from '../video/stream-state.ts';
 import { Camera, type CameraHealth } from './camera.ts';
 import { EdgeConfigError, parseEdgeConfig, type CameraProblem, type EdgeConfig } from './edge-config.ts';
 import { edgeEvent, eventLine, planFleet, statusLine, type EdgeEvent } from './fleet.ts';
@@ -184,7 +184,7 @@ export async function edgeCommand(target: Target, o: EdgeOptions, io: Io): Promi
     for (const c of h.cameras) io.err(statusLine(c, h.atMs, width()));
     if (o.json) io.out(JSON.stringify(h));
     try {
-      writeStateFile(healthFile, h as never); // the journal's atomic JSON write (temporary file, fsync, rename)
+      writeJsonFile(healthFile, h);
     } catch (e) {
       io.err(`warning: cannot write ${healthFile}: ${(e as Error).message}`);
     }
