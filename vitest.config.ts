@@ -43,6 +43,7 @@ export const LONG_FIRST = [
   'test/local/main.int.test.ts',
   'test/system/lifecycle.int.test.ts',
   'test/system/pipeline.int.test.ts',
+  'test/cli/edge/edge.int.test.ts',
   'test/gpu-worker/runtime/crash/probe-process.int.test.ts',
   'test/system/live-rate-calls.int.test.ts',
   'test/gpu-worker/runtime/worker-receive-ahead.int.test.ts',

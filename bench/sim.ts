@@ -1,5 +1,5 @@
 /**
- * The deterministic simulation's bench (lab/sim/, decision 60): runs a budget of seeds
+ * The deterministic simulation's bench (lab/sim/, decision 61): runs a budget of seeds
  * over the whole pipeline on the twins, prints seeds per second and each fault kind's
  * coverage, shrinks the first failing seed to readable steps, and writes
  * bench/results/sim.json.

@@ -18,6 +18,7 @@ import { statusCommand } from './commands/status.ts';
 import { uploadCommand } from './commands/upload.ts';
 import { parseContainer, parseSeconds, uploadFileCommand } from './video/upload-command.ts';
 import { streamCommand } from './video/stream-command.ts';
+import { edgeCommand } from './edge/edge-command.ts';
 import { videoCommand } from './commands/video.ts';
 import { resolveTarget, type Target } from './target.ts';
 import { VIDEO_ID_PATTERN } from '../core/ingest/keys.ts';
@@ -172,6 +173,55 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
             ...(typeof v['state-file'] === 'string' ? { stateFile: v['state-file'] } : {}),
             ...(firstFrame !== undefined ? { firstFrame } : {}),
             readTimeoutSeconds: parseSeconds('read-timeout', stringFlag(v, 'read-timeout'), 10),
+            signal: stop.signal,
+          },
+          io,
+        );
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    },
+  },
+  edge: {
+    usage: 'edge --config <cameras.yaml | cameras.json> [--json] [--status-seconds N] [--verbose] [--retry-cap-seconds N]',
+    summary: 'a fleet of cameras from one edge process: one segmenter per camera of a config file, watched',
+    details: `Runs the edge segmenter of \`stream\` for every camera the config file lists (video id, RTSP URL, segment
+length, spool bound; \${NAME} in a URL is read from the environment, never stored). Each camera reconnects on its
+own with capped backoff; its segments wait in a spool bounded in bytes (the oldest are dropped first, counted and
+reported). Each outage is one source.stalled and one source.resumed. The file is re-read when it changes: cameras
+added, changed or removed are started, restarted or stopped, the others keep running. SIGINT / SIGTERM close every
+open segment, upload what is journaled and exit. See docs/cli.md for the file's format.
+
+  --config FILE            the camera list: JSON (.json) or YAML (block mappings and lists, scalars, comments)
+  --json                   events and health as JSON lines on stdout
+  --status-seconds N       one status line per camera (stderr) and health output every N s (default 10)
+  --verbose                a line per uploaded segment
+  --retry-cap-seconds N    longest wait between reconnects and upload retries (default 30)`,
+    positionals: [],
+    options: {
+      config: { type: 'string' },
+      json: { type: 'boolean' },
+      'status-seconds': { type: 'string' },
+      verbose: { type: 'boolean' },
+      'retry-cap-seconds': { type: 'string' },
+    },
+    run: async (t, _p, v, io) => {
+      if (typeof v.config !== 'string') throw new CliError('edge needs --config <cameras.yaml | cameras.json>', 2);
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        const cap = v['retry-cap-seconds'] !== undefined ? parseSeconds('retry-cap-seconds', stringFlag(v, 'retry-cap-seconds'), 30) : undefined;
+        return await edgeCommand(
+          t,
+          {
+            configFile: v.config,
+            json: Boolean(v.json),
+            verbose: Boolean(v.verbose),
+            statusSeconds: parseSeconds('status-seconds', stringFlag(v, 'status-seconds'), 10),
+            ...(cap !== undefined ? { backoff: { capMs: cap * 1000, baseMs: Math.min(500, cap * 1000) } } : {}),
             signal: stop.signal,
           },
           io,

@@ -25,6 +25,7 @@ import { listVideoObjects } from './segment-upload.ts';
 import { closeSegment, lastFrame, markUploaded, objectEnd, resumeState, skipTo, StreamStateError, type JournalSegment, type RemoteSegment, type StreamState } from './stream-journal.ts';
 import { backoffMs, isLiveSource, redactSource, type BackoffOptions } from './stream-segmenter.ts';
 import { capture } from './stream-source.ts';
+import { initialOutageState, noteDrop, noteFrames, outageSummary } from './stream-outage.ts';
 import { cleanSpool, readStateFile, spoolDirOf, writeStateFile } from './stream-state.ts';
 
 const CONTENT_TYPES: Readonly<Record<SegmentContainer, string>> = { mpegts: 'video/mp2t', mp4: 'video/mp4', matroska: 'video/x-matroska' };
@@ -52,6 +53,9 @@ export interface StreamSummary {
   readonly segments: number;
   readonly nextFrame: number;
   readonly pending: number;
+  /** Outages of the source: one per drop, however many attempts it took (cli/video/stream-outage.ts). */
+  readonly outages: number;
+  /** Reconnect attempts in all. */
   readonly reconnects: number;
   readonly endMarker: boolean;
 }
@@ -61,7 +65,7 @@ export function defaultStateFile(videoId: string): string {
 }
 
 /** Objects under the video's prefix, with the declared frame count of the highest one (the only one whose `k` the start needs). */
-async function remoteSegments(s3: S3Client, bucket: string, videoId: string): Promise<RemoteSegment[]> {
+export async function remoteSegments(s3: S3Client, bucket: string, videoId: string): Promise<RemoteSegment[]> {
   const listed: RemoteSegment[] = await listVideoObjects(s3, bucket, videoId);
   let top: RemoteSegment | undefined;
   for (const r of listed) if ((objectEnd(r) ?? -1) > (top ? objectEnd(top)! : -1)) top = r;
@@ -160,7 +164,7 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
     }
   })();
 
-  let reconnects = 0;
+  let outage = initialOutageState();
   io.err(`streaming ${shown} as ${o.videoId} into s3://${target.bucket}/frames/${o.videoId}/ (~${o.segmentSeconds}-s segments, stream copy), from frame ${state.nextFrame}; state ${stateFile}`);
   let result: Awaited<ReturnType<typeof capture>>;
   try {
@@ -179,8 +183,9 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
       ...(o.readTimeoutSeconds !== undefined ? { readTimeoutSeconds: o.readTimeoutSeconds } : {}),
       signal,
       onConnected: (e) => io.err(e.attempt > 0 ? `reconnected to ${shown} after ${e.attempt} attempt(s)` : `connected to ${shown}`),
+      onFrames: () => void (outage = noteFrames(outage, Date.now()).state),
       onReconnect: (e) => {
-        reconnects++;
+        outage = noteDrop(outage, e.reason, Date.now()).state;
         io.err(`reconnect: ${e.reason}; attempt ${e.attempt} in ${(e.delayMs / 1000).toFixed(1)} s`);
       },
       onSegment: async (s, mark) => {
@@ -217,10 +222,10 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
     await target.clients.s3.send(new PutObjectCommand({ Bucket: target.bucket, Key: endMarkerKey(o.videoId), Body: String(last), ContentType: 'text/plain' }));
     endMarker = true;
   }
-  const summary: StreamSummary = { segments: state.uploadedSegments, nextFrame: state.nextFrame, pending, reconnects, endMarker };
+  const summary: StreamSummary = { segments: state.uploadedSegments, nextFrame: state.nextFrame, pending, outages: outage.outages, reconnects: outage.attempts, endMarker };
   io.out(
     `stream ${o.videoId} ${result.reason === 'ended' ? 'ended' : 'stopped'}: ${result.frames} frame(s) this run, ${summary.segments} segment(s) uploaded in all, next frame ${state.nextFrame}` +
-      (reconnects > 0 ? `, ${reconnects} reconnect(s)` : '') +
+      (outage.outages > 0 ? `, ${outageSummary(outage)}` : '') +
       (endMarker ? `, end marker at frame ${last}` : ''),
   );
   return summary;

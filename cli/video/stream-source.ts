@@ -13,8 +13,8 @@
 import { renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Demuxer, Muxer } from 'node-av/api';
-import { AV_LOG_WARNING, AV_NOPTS_VALUE } from 'node-av/constants';
-import { Log } from 'node-av/lib';
+import { AV_NOPTS_VALUE } from 'node-av/constants';
+import { listenFfmpegLog } from './ffmpeg-log.ts';
 import { MAX_SEGMENT_FRAMES, segmentKey } from '../../core/ingest/segment-keys.ts';
 import type { SegmentContainer } from './segment-file.ts';
 import { PARTIAL_SEGMENT } from './stream-state.ts';
@@ -52,6 +52,8 @@ export interface CaptureOptions {
   readonly onSegment: (segment: ClosedSegment, mark: TimelineMark) => Promise<void>;
   readonly onReconnect: (e: { readonly reason: string; readonly attempt: number; readonly delayMs: number }) => void;
   readonly onConnected: (e: { readonly attempt: number; readonly codec: string }) => void;
+  /** The first frame of a connection was written: the source is up again (cli/video/stream-outage.ts). */
+  readonly onFrames?: () => void;
   readonly signal: AbortSignal;
   readonly backoff?: BackoffOptions;
   /** A live read that yields nothing this long is a dropped connection. @default 10 */
@@ -89,18 +91,19 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
   let fileIndex = 0;
   let sawKeyframe = false;
   // FFmpeg's own words for why a read failed ("Failed reading RTSP data: Connection timed
-  // out", a warning to FFmpeg): kept for the reconnect's reason instead of being printed on stderr
-  let ffmpegError: string | null = null;
-  Log.setCallback((level, message) => {
-    if (level <= AV_LOG_WARNING) ffmpegError = message.trim() || ffmpegError;
-  });
-  const why = (base: string): string => (ffmpegError && !base.includes(ffmpegError) ? `${base} (${ffmpegError})` : base);
+  // out", a warning to FFmpeg): kept for the reconnect's reason instead of being printed on
+  // stderr, through the process's one shared log callback (several captures run in `affinity edge`)
+  const ffmpegLog = listenFfmpegLog(o.source);
+  const why = (base: string): string => {
+    const said = ffmpegLog.recent();
+    return said && !base.includes(said) ? `${base} (${said})` : base;
+  };
   try {
     while (!o.signal.aborted) {
       let demuxer: Demuxer | undefined;
       let reason = 'the stream ended';
       let yielded = 0;
-      ffmpegError = null;
+      ffmpegLog.clear();
       try {
         demuxer = await Demuxer.open(o.source, { options: openOptions(o.source, o.live, readTimeoutSeconds) });
         const stream = demuxer.video();
@@ -118,7 +121,7 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
         timeBase = tb;
         if (o.live && lastWallMs !== null) timeline.reconnected(BigInt(Math.round(((Date.now() - lastWallMs) / 1000) * (tb[1] / tb[0]))));
         o.onConnected({ attempt, codec: stream.codecpar.codecId.toString() });
-        ffmpegError = null; // what probing the stream said is no reason for what comes later
+        ffmpegLog.clear(); // what probing the stream said is no reason for what comes later
         const segmentTicks = secondsToTicks(o.segmentSeconds, tb) - defaultStep / 2n;
         const stop = (): void => demuxer?.interrupt();
         o.signal.addEventListener('abort', stop, { once: true });
@@ -176,6 +179,7 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
             packet.dts = dts;
             packet.pts = pts;
             await muxer!.writePacket(packet, open!.outIndex);
+            if (yielded === 0) o.onFrames?.();
             open!.frames++;
             lastDts = dts;
             lastWallMs = Date.now();
@@ -205,7 +209,7 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
     }
     return { reason: 'stopped', frames: totalFrames };
   } finally {
-    Log.resetCallback();
+    ffmpegLog.close();
   }
 }
 

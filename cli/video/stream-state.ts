@@ -22,12 +22,17 @@ export const PARTIAL_SEGMENT = 'open.part';
 
 /** Writes `state` to `file` atomically (temporary file, fsync, rename, fsync of the folder). */
 export function writeStateFile(file: string, state: StreamState): void {
+  writeJsonFile(file, state);
+}
+
+/** Writes any JSON value the way the state file is written (also `affinity edge`'s health.json). */
+export function writeJsonFile(file: string, value: unknown): void {
   const dir = path.dirname(file);
   mkdirSync(dir, { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = openSync(tmp, 'w');
   try {
-    writeSync(fd, `${JSON.stringify(state, null, 2)}\n`);
+    writeSync(fd, `${JSON.stringify(value, null, 2)}\n`);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

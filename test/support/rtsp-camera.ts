@@ -4,7 +4,8 @@
  * H.264 test pattern and sends it as MPEG-TS over UDP (test/support/make-video.ts).
  * `kill()` takes the camera off the network the hard way (SIGKILL of the server; ffmpeg
  * goes on encoding, as a camera does while its link is down) and `start()` brings it
- * back on the same port; `freeze()` makes it go silent with its connections open.
+ * back on the same port; `freeze()` makes it go silent with its connections open;
+ * `switchCodec('h265')` brings it back encoding H.265 (`codec` picks the first one).
  *
  * Missing packages fail the test with the command that installs them (`.ci/run` does),
  * never a skip.
@@ -31,7 +32,7 @@ export function requireRtspServer(python = SYSTEM_PYTHON): void {
         `Install it with: apt-get install -y --no-install-recommends ${RTSP_PACKAGES}  (.ci/run does this)`,
     );
   try {
-    execFileSync(python, ['-c', "import gi; gi.require_version('Gst','1.0'); gi.require_version('GstRtspServer','1.0'); from gi.repository import Gst, GstRtspServer; Gst.init(None); assert Gst.ElementFactory.find('tsdemux') and Gst.ElementFactory.find('rtph264pay') and Gst.ElementFactory.find('h264parse') and Gst.ElementFactory.find('udpsrc'), 'a GStreamer plugin (tsdemux, h264parse, rtph264pay or udpsrc) is missing'"], { stdio: 'pipe' });
+    execFileSync(python, ['-c', "import gi; gi.require_version('Gst','1.0'); gi.require_version('GstRtspServer','1.0'); from gi.repository import Gst, GstRtspServer; Gst.init(None); assert Gst.ElementFactory.find('tsdemux') and Gst.ElementFactory.find('rtph264pay') and Gst.ElementFactory.find('h264parse') and Gst.ElementFactory.find('udpsrc') and Gst.ElementFactory.find('h265parse') and Gst.ElementFactory.find('rtph265pay'), 'a GStreamer plugin (tsdemux, h264parse, rtph264pay, h265parse, rtph265pay or udpsrc) is missing'"], { stdio: 'pipe' });
   } catch (e) {
     throw missing(`GStreamer's RTSP server for ${python}`, e);
   }
@@ -59,18 +60,21 @@ export interface RtspCamera {
   kill(): Promise<void>;
   /** SIGSTOPs / SIGCONTs the RTSP server: connections stay open and go silent (a network that stalls). */
   freeze(frozen: boolean): void;
+  /** Takes the camera off the network, re-encodes in `codec` (a firmware update, a changed profile) and brings it back on the same URL. */
+  switchCodec(codec: 'h264' | 'h265'): Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function startRtspCamera(o: { fps: number; gop: number }): Promise<RtspCamera> {
+export async function startRtspCamera(o: { fps: number; gop: number; codec?: 'h264' | 'h265' }): Promise<RtspCamera> {
   requireRtspServer();
   const port = await freePort();
   const udpPort = await freeUdpPort();
-  const feeder = spawn('ffmpeg', liveUdpArgs(udpPort, o), { stdio: ['ignore', 'ignore', 'pipe'] });
+  let codec = o.codec ?? 'h264';
+  let feeder = spawn('ffmpeg', liveUdpArgs(udpPort, { ...o, codec }), { stdio: ['ignore', 'ignore', 'pipe'] });
   let server: ChildProcess | undefined;
   const start = async (): Promise<void> => {
     for (let tries = 0; ; tries++) {
-      const child = spawn(SYSTEM_PYTHON, [SERVER, String(port), String(udpPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(SYSTEM_PYTHON, [SERVER, String(port), String(udpPort), codec], { stdio: ['ignore', 'pipe', 'pipe'] });
       let err = '';
       child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
       const ready = await new Promise<boolean>((resolve) => {
@@ -92,19 +96,29 @@ export async function startRtspCamera(o: { fps: number; gop: number }): Promise<
     s.kill('SIGKILL');
     await once(s, 'exit');
   };
+  const stopFeeder = async (): Promise<void> => {
+    if (feeder.exitCode === null) {
+      feeder.kill('SIGKILL');
+      await once(feeder, 'exit');
+    }
+  };
   await start();
   return {
     url: `rtsp://127.0.0.1:${port}/cam`,
     start,
     kill,
+    async switchCodec(next) {
+      await kill();
+      await stopFeeder();
+      codec = next;
+      feeder = spawn('ffmpeg', liveUdpArgs(udpPort, { ...o, codec }), { stdio: ['ignore', 'ignore', 'pipe'] });
+      await start();
+    },
     freeze: (frozen) => void server?.kill(frozen ? 'SIGSTOP' : 'SIGCONT'),
     async stop() {
       server?.kill('SIGCONT');
       await kill();
-      if (feeder.exitCode === null) {
-        feeder.kill('SIGKILL');
-        await once(feeder, 'exit');
-      }
+      await stopFeeder();
     },
   };
 }

@@ -7,7 +7,7 @@ H.264 MPEG-TS stream that ffmpeg sends to udp://127.0.0.1:UDP_PORT (stream copy:
 the keyframes and frame count are ffmpeg's). One shared pipeline for every client,
 as a camera has. Prints "ready" on stdout once it listens; runs until killed.
 
-Usage: rtsp-server.py PORT UDP_PORT
+Usage: rtsp-server.py PORT UDP_PORT [h264|h265]
 """
 import sys
 
@@ -20,6 +20,9 @@ from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
 
 def main() -> None:
     port, udp_port = sys.argv[1], int(sys.argv[2])
+    codec = sys.argv[3] if len(sys.argv) > 3 else "h264"
+    if codec not in ("h264", "h265"):
+        sys.exit(f"rtsp-server: codec must be h264 or h265, not {codec}")
     Gst.init(None)
     server = GstRtspServer.RTSPServer()
     server.set_address("127.0.0.1")
@@ -27,7 +30,7 @@ def main() -> None:
     factory = GstRtspServer.RTSPMediaFactory()
     factory.set_launch(
         f"( udpsrc address=127.0.0.1 port={udp_port} caps=video/mpegts,systemstream=true "
-        "! tsdemux latency=0 ! h264parse config-interval=-1 ! queue ! rtph264pay name=pay0 pt=96 config-interval=-1 )"
+        f"! tsdemux latency=0 ! {codec}parse config-interval=-1 ! queue ! rtp{codec}pay name=pay0 pt=96 config-interval=-1 )"
     )
     factory.set_shared(True)
     server.get_mount_points().add_factory("/cam", factory)

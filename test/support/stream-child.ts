@@ -29,7 +29,12 @@ export interface StreamChild {
 }
 
 export function spawnStream(args: readonly string[]): StreamChild {
-  const child = spawn(process.execPath, ['cli/bin.ts', 'stream', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnAffinity(['stream', ...args]);
+}
+
+/** Any `affinity` command as a child process (`affinity edge`: test/cli/edge/), with an environment of its own when given. */
+export function spawnAffinity(args: readonly string[], env?: NodeJS.ProcessEnv): StreamChild {
+  const child = spawn(process.execPath, ['cli/bin.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env } : {}) });
   const lines: string[] = [];
   const collect = (d: Buffer): void => {
     for (const l of d.toString().split('\n')) if (l.trim()) lines.push(l);

@@ -60,6 +60,10 @@ describe('affinity stream <rtsp-url>', () => {
     } finally {
       expect(await s.stop(), s.lines.join('\n')).toBe(0);
     }
+    // one drop is one outage, however many attempts it took (issue 41: it was "N reconnect(s)")
+    expect(s.lines.find((l) => l.startsWith('stream cam-drop stopped')), s.lines.join('\n')).toMatch(/, 1 outage\(s\) \((\d+) reconnect attempt\(s\)\)$/);
+    const attempts = Number(/\((\d+) reconnect attempt/.exec(s.lines.find((l) => l.startsWith('stream cam-drop stopped'))!)![1]);
+    expect(attempts).toBeGreaterThanOrEqual(2);
     const reasons = s.lines.filter((l) => l.startsWith('reconnect: '));
     for (const r of reasons) expect(r).toMatch(/^reconnect: \S.*; attempt \d+ in \d+\.\d s$/);
     // FFmpeg's reason is in the line: the dropped read, then the refused connection

@@ -1,5 +1,5 @@
 /**
- * The deterministic simulation's CI lane (lab/sim/, decision 60): a fixed budget of seeds
+ * The deterministic simulation's CI lane (lab/sim/, decision 61): a fixed budget of seeds
  * over the whole pipeline on the twins, each checked by the oracle; the same seed gives
  * the same run; and the shrunk plans of defects the simulation found, kept as
  * regressions. The large budget is bench/sim.ts's.
