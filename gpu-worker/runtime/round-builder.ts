@@ -14,6 +14,7 @@ import type { FrameRunner } from './frame-runner.ts';
 import { markerStall } from './crash/crash-breaker.ts';
 import { MARKER_PLAN, stepFrame, type SessionPlan, type VideoSession } from './video-session.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
+import type { SequencedStep } from '../../core/ordering/sequencer-state.ts';
 
 /** One video's share of a round, built while the round ran, committed after it. */
 export interface RoundUnit {
@@ -47,7 +48,7 @@ export interface RoundBuilderDeps {
   /**
    * The videos' records: a plan that re-runs frames below an operator's replay's
    * `silentBelow` reads theirs, and a frame without one is recorded instead of silenced
-   * ({@link unrecordedBelowSilent}). Absent: every such frame is silenced.
+   * ({@link recordsBelowSilent}). Absent: every such frame is silenced.
    */
   readonly records?: Pick<RecordReader, 'range'>;
 }
@@ -80,12 +81,16 @@ export async function buildPlannedRound(
   const ready: { readonly session: VideoSession; readonly plan: SessionPlan }[] = [];
   for (const p of plans) {
     try {
-      const missing = await unrecordedBelowSilent(d, p.session, p.plan);
-      if (missing) {
-        unrecorded.set(p.session, missing);
-        d.log.warn('frames below a replay\'s --from have no record: recorded instead of re-run silently', { videoId: p.session.videoId, frames: [...missing].slice(0, 20), count: missing.size });
+      const below = await recordsBelowSilent(d, p.session, p.plan);
+      if (!below) {
+        ready.push(p);
+        continue;
       }
-      ready.push(p);
+      if (below.missing.size > 0) {
+        unrecorded.set(p.session, below.missing);
+        d.log.warn('frames below a replay\'s --from have no record: recorded instead of re-run silently', { videoId: p.session.videoId, frames: [...below.missing].slice(0, 20), count: below.missing.size });
+      }
+      ready.push({ session: p.session, plan: rebuildPlan(p.plan, below) });
     } catch (e) {
       failures.push({ session: p.session, reason: 'records-read', detail: String(e), blamed: [], transient: true });
     }
@@ -146,23 +151,56 @@ export async function buildPlannedRound(
   return { units, failures };
 }
 
+/** What the records say of the frames a plan re-runs below its video's replay `silentBelow`. */
+interface BelowSilent {
+  /** No record: re-run silently, they would never get one (issue 40, defect 3): recorded as usual. */
+  readonly missing: ReadonlySet<number>;
+  /**
+   * A record that is not `ok` (`late`, `failed`): the tracker of the run being rebuilt never
+   * saw the frame, so the rebuild must not feed it either, or every track ID after it moves
+   * (found by the simulation, decision 61).
+   */
+  readonly notSeen: ReadonlySet<number>;
+  /** A `gap` record whose frame now exists: recorded `late` in its place, the tracker untouched. */
+  readonly gapNowHere: ReadonlySet<number>;
+}
+
 /**
- * The frames of `plan` below its video's replay `silentBelow` (decision 46) that have no
- * record: re-run silently, they would never get one (a replay whose `--from` left a frame
- * below it unrecorded: one waiting, late, or never uploaded; issue 40, defect 3). Undefined
- * when the plan re-runs no such frame (no read then) or each has its record.
+ * Reads the records of the frames `plan` re-runs below its video's replay `silentBelow`
+ * (decision 46), one range query. Undefined when the plan re-runs no such frame (no read
+ * then).
  */
-async function unrecordedBelowSilent(d: RoundBuilderDeps, s: VideoSession, plan: SessionPlan): Promise<ReadonlySet<number> | undefined> {
+async function recordsBelowSilent(d: RoundBuilderDeps, s: VideoSession, plan: SessionPlan): Promise<BelowSilent | undefined> {
   const silentBelow = s.committed.replay?.silentBelow;
   if (silentBelow === undefined || !d.records) return undefined;
   const silent = plan.steps.filter((st) => (st.type === 'frame' || st.type === 'gap') && stepFrame(st) < silentBelow).map(stepFrame);
   if (silent.length === 0) return undefined;
-  const have = new Set<number>();
+  const status = new Map<number, string>();
   for (const r of await d.records.range(s.videoId, Math.min(...silent), Math.max(...silent))) {
-    for (let f = r.frame; f <= (r.throughFrame ?? r.frame); f++) have.add(f);
+    for (let f = r.frame; f <= (r.throughFrame ?? r.frame); f++) status.set(f, r.status);
   }
-  const missing = silent.filter((f) => !have.has(f));
-  return missing.length > 0 ? new Set(missing) : undefined;
+  const frames = new Set(plan.steps.filter((st) => st.type === 'frame' && st.ref.frame < silentBelow).map(stepFrame));
+  return {
+    missing: new Set(silent.filter((f) => !status.has(f))),
+    notSeen: new Set([...frames].filter((f) => status.has(f) && status.get(f) !== 'ok' && status.get(f) !== 'gap')),
+    gapNowHere: new Set([...frames].filter((f) => status.get(f) === 'gap')),
+  };
+}
+
+/**
+ * The plan a replay's rebuild runs: frames the rebuilt run's tracker never saw are left out
+ * (a silent gap step: nothing processed, nothing recorded), and a frame whose record is a
+ * gap is processed `late` in its place. Pure.
+ */
+export function rebuildPlan(plan: SessionPlan, below: Pick<BelowSilent, 'notSeen' | 'gapNowHere'>): SessionPlan {
+  if (below.notSeen.size === 0 && below.gapNowHere.size === 0) return plan;
+  const steps = plan.steps.map((st): SequencedStep => {
+    if (st.type !== 'frame') return st;
+    if (below.notSeen.has(st.ref.frame)) return { type: 'gap', frame: st.ref.frame, reason: 'missing-frame' };
+    if (below.gapNowHere.has(st.ref.frame)) return { type: 'late', ref: { ...st.ref, replacesGap: true } };
+    return st;
+  });
+  return { ...plan, steps };
 }
 
 /**
