@@ -34,6 +34,8 @@ export interface SimVideo {
   /** Frames 0..lastFrame are due (the final end marker says lastFrame). */
   readonly lastFrame: number;
   readonly endMarked: boolean;
+  /** The highest frame planned (above `lastFrame` when the end marker moved earlier). */
+  readonly plannedLastFrame?: number;
   /** The first end marker said this frame; a later one moved it to `lastFrame`. */
   readonly endMovedFrom?: number;
   /** JPEG frames never uploaded. */
@@ -163,6 +165,7 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
     }
     const endAt = Math.max(...events.filter((e) => e.kind === 'upload' && e.videoId === videoId).map((e) => e.atMs)) + int(draw, 0, 2_000);
     const endMarked = !chance('end-never-put', 0.05);
+    const plannedLastFrame = lastFrame;
     let endMovedFrom: number | undefined;
     if (endMarked) {
       if (lastFrame > 1 && chance('end-moved-earlier', 0.04)) {
@@ -189,7 +192,7 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
     } else {
       horizon = Math.max(horizon, endAt);
     }
-    videos.push({ videoId, kind, lastFrame, endMarked, ...(endMovedFrom !== undefined ? { endMovedFrom } : {}), neverUploaded, segments });
+    videos.push({ videoId, kind, lastFrame, plannedLastFrame, endMarked, ...(endMovedFrom !== undefined ? { endMovedFrom } : {}), neverUploaded, segments });
   }
 
   const processWindow = horizon + 30_000;

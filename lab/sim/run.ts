@@ -92,6 +92,16 @@ async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promi
   await clock.runUntil(() => world.runningTasks().every((t) => t.worker === undefined), Date.now() + 60_000);
 
   const violations = await clock.drive(judge(world, plan));
+  if (process.env.SIM_DUMP === '1') {
+    const source = { ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable };
+    for (const v of plan.videos) {
+      const recs = await clock.drive(allResults(source, v.videoId));
+      process.stderr.write(`${v.videoId}: ${recs.map((r) => `${r.frame}:${r.status}${r.reason ? `(${r.reason})` : ''}/t${r.token}`).join(' ')}\n`);
+      process.stderr.write(`${v.videoId} summary: ${JSON.stringify(await clock.drive(getSummary(source, v.videoId)))}\n`);
+      process.stderr.write(`${v.videoId} lease: ${JSON.stringify(await clock.drive(world.leases.getVideo(v.videoId)))}\n`.slice(0, 3000));
+    }
+    for (const [k, n] of world.warnings) process.stderr.write(`${n}x ${k}\n`);
+  }
   const digestOf = await clock.drive(digest(world, plan));
   if (process.env.SIM_DEBUG === '1') process.stderr.write(`sim: seed ${plan.seed} ended ${why} at ${world.elapsedMs} ms\n`);
   return {
@@ -175,7 +185,7 @@ async function judge(world: SimWorld, plan: SimPlan): Promise<InvariantResult[]>
       }
     }
     const neverUploaded = new Set<number>();
-    for (let f = 0; f <= v.lastFrame; f++) if (!uploaded.has(f)) neverUploaded.add(f);
+    for (let f = 0; f <= Math.max(v.lastFrame, v.plannedLastFrame ?? v.lastFrame); f++) if (!uploaded.has(f)) neverUploaded.add(f);
     outcomes.push({
       videoId: v.videoId,
       uploaded,
