@@ -82,6 +82,12 @@ export interface VideoOutcome {
    * believed the first marker (one record each, decision 56's test), instead of ok.
    */
   readonly endMovedFrom?: number;
+  /**
+   * Frames uploaded (or notified) after frames above them: whichever tenure holds the video
+   * when one arrives records it (late, or failed when its object is corrupt), so its token
+   * need not follow the frames' order.
+   */
+  readonly arrivedLate?: ReadonlySet<number>;
 }
 
 /**
@@ -145,7 +151,7 @@ export function checkInvariants(videos: readonly VideoOutcome[], dlqMessages?: R
       // A late record is written whenever its frame arrives, under the token of that moment;
       // so is any record written by a tenure that began after its frame (a gap replaced by a
       // frame that arrived after its video moved on, e.g. `failed object-missing`).
-      if (r.status === 'late' || pastMovedEnd(r)) continue;
+      if (r.status === 'late' || pastMovedEnd(r) || v.arrivedLate?.has(r.frame)) continue;
       const writer = owners.find((o) => o.token === r.token);
       if (writer?.fromFrame !== undefined && writer.fromFrame > r.frame) continue;
       tenures.check(r.token >= lastToken, () => `${v.videoId}/${r.frame}: in-order record under token ${r.token} after frame ${lastFrame} under token ${lastToken}`);

@@ -38,6 +38,8 @@ export interface SimVideo {
   readonly plannedLastFrame?: number;
   /** The first end marker said this frame; a later one moved it to `lastFrame`. */
   readonly endMovedFrom?: number;
+  /** Frames (a segment's first frame for segments) uploaded or notified late. */
+  readonly arrivedLate?: readonly number[];
   /** JPEG frames never uploaded. */
   readonly neverUploaded: readonly number[];
   readonly segments: readonly { readonly firstFrame: number; readonly frames: number; readonly yields: number }[];

@@ -196,6 +196,7 @@ async function judge(world: SimWorld, plan: SimPlan): Promise<InvariantResult[]>
       endMarked: v.endMarked,
       segments: v.segments.filter((s) => inS3.has(s.firstFrame)),
       ...(v.endMovedFrom !== undefined ? { endMovedFrom: v.endMovedFrom } : {}),
+      arrivedLate: arrivedLate(plan, v),
       ...(world.replayedBelow.has(v.videoId) ? { keptByReplayBelow: world.replayedBelow.get(v.videoId)! } : {}),
     });
   }
@@ -205,6 +206,20 @@ async function judge(world: SimWorld, plan: SimPlan): Promise<InvariantResult[]>
   const twin = world.leasesTwin.violations;
   results.push({ name: 'tokens and epochs only grow (the lease twin)', checked: 1, violations: twin.length, examples: twin.slice(0, 10) });
   return results;
+}
+
+/** The frames of `v` whose upload or notification the plan made late (a segment's: all it covers). */
+function arrivedLate(plan: SimPlan, v: SimPlan['videos'][number]): Set<number> {
+  const out = new Set<number>();
+  for (const e of plan.events) {
+    if (e.kind !== 'upload' || e.videoId !== v.videoId) continue;
+    if (!e.faults.includes('upload-late') && e.notify !== 'late') continue;
+    const p = parseSourceKey(e.key);
+    if (p.kind !== 'source') continue;
+    const seg = v.segments.find((s) => s.firstFrame === p.firstFrame);
+    for (let f = p.firstFrame; f < p.firstFrame + (seg?.frames ?? 1); f++) out.add(f);
+  }
+  return out;
 }
 
 async function digest(world: SimWorld, plan: SimPlan): Promise<string> {
