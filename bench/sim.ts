@@ -6,6 +6,7 @@
  *
  *   npx node bench/sim.ts [--seeds 20000] [--from 1] [--jobs 2] [--shrink] [--scale 1]
  *   npx node bench/sim.ts --seed 4711 --trace     # one seed, its plan and its trace
+ *   npx node bench/sim.ts --first-failure          # seeds in order until the first violation
  *
  * A seed replays event for event: `--seed N --trace` shows what seed N did.
  */
@@ -26,6 +27,7 @@ const FLAGS = {
   seed: { num: [undefined, 0, 2 ** 31], int: true },
   trace: { switch: true },
   shrink: { switch: true },
+  'first-failure': { switch: true },
   out: { text: join(RESULTS_DIR, 'sim.json') },
   'child-range': { text: '' },
 } as const;
@@ -48,6 +50,13 @@ async function main(): Promise<number> {
     return r.violations.length === 0 ? 0 : 1;
   }
 
+  if (o.firstFailure) {
+    // How many seeds, in order from --from, until the first violation (one process).
+    const t = await runBatch(o.from, o.seeds, { scale: o.scale, stopAfterFailures: 1 });
+    const f = t.failing[0];
+    console.log(f ? `first failing seed ${f.seed}: the ${t.seeds}th seed run (${(t.realMs / 1000).toFixed(1)} s): ${f.invariants.join('; ')} (e.g. ${f.example})` : `no failing seed in ${t.seeds} seeds (${(t.realMs / 1000).toFixed(1)} s)`);
+    return f ? 1 : 0;
+  }
   const t0 = performance.now();
   const per = Math.ceil(o.seeds / o.jobs);
   const script = fileURLToPath(import.meta.url);
