@@ -80,8 +80,20 @@ export const METRIC_NAMES = {
     framesDuplicate: 'FramesDuplicate',
     /** Encoded segments taken in, by where their frame count came from (dimension Source: declared, container, decoded, unknown). */
     segmentsDescribed: 'SegmentsDescribed',
-    /** Frames decoded from segments (dimension Decoder: e.g. `h264 cpu`, `h264 nvdec (cuda)`): which decoder is in use. */
+    /**
+     * Frames decoded from segments (dimension Decoder: `nvdec`, `cpu` or `cpu-fallback`,
+     * read off each segment's first decoded frame; gpu-worker/video/segment-decoder.ts
+     * DecoderPlacement: a fixed set, never error text).
+     */
     segmentFramesDecoded: 'SegmentFramesDecoded',
+    /**
+     * Where the worker's segments decode (dimension Decoder: `nvdec` | `cpu` |
+     * `cpu-fallback`), counted at start (the expected choice), whenever the set of its
+     * videos' placements changes, and once a minute by the GPU sampler, so its Sum per
+     * minute is the number of workers decoding each way; the `WorkerDecodingOnCpu` alarm
+     * reads Decoder=cpu-fallback (issue 43).
+     */
+    segmentDecoderInUse: 'SegmentDecoderInUse',
     /** A segment's object changed bytes (a re-upload) after its frames were counted: the count stands; logged with the replay command. */
     segmentsReuploaded: 'SegmentsReuploaded',
     /** Live videos whose segments stopped coming for several of their intervals (`source.stalled` raised; core/ingest/source-watch.ts). Alarmed. */
@@ -130,6 +142,8 @@ export const METRIC_NAMES = {
     executionProvider: 'ExecutionProvider',
     /** GPU utilisation of the task's GPU, %, from nvidia-smi once a minute (gpu-worker/runtime/gpu-sampler.ts). */
     gpuUtilizationPercent: 'GpuUtilizationPercent',
+    /** NVDEC (video decoder) utilisation of the task's GPU, %, from nvidia-smi once a minute: 0 while segments decode means NVDEC is not used. */
+    gpuDecoderUtilizationPercent: 'GpuDecoderUtilizationPercent',
     /** GPU memory in use on the task's GPU, MiB (nvidia-smi). */
     gpuMemoryUsedMiB: 'GpuMemoryUsedMiB',
     /** GPU memory in use on the task's GPU, % of its total (nvidia-smi). */

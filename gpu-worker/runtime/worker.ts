@@ -40,7 +40,7 @@ import { IsolatedRounds } from './crash/isolated-rounds.ts';
 import { aheadHooks } from './ahead/ahead-hints.ts';
 import { probedProcessor } from './crash/frame-probe.ts';
 import { SegmentReader } from '../video/segment-reader.ts';
-import type { HardwarePreference } from '../video/segment-decoder.ts';
+import type { DecoderPlacement, HardwarePreference } from '../video/segment-decoder.ts';
 import { letterboxGeometry } from '../vision/preprocess.ts';
 import { aheadSkipsAfter, decideRound, gatherWaitMs, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
@@ -104,6 +104,7 @@ export class Worker {
       metrics: deps.metrics,
       maxSegmentBytes: deps.tunables.maxSegmentBytes,
       hardware: deps.tunables.videoDecoder as HardwarePreference,
+      ...(deps.decodeDevice ? { device: deps.decodeDevice } : {}),
       // A video's next segments are fetched while its current one decodes (decision 51).
       ahead: this.prefetch,
       segmentsAhead: deps.tunables.segmentReadAheadSegments,
@@ -140,6 +141,11 @@ export class Worker {
 
   get slot(): number | undefined {
     return this.keeper.fence?.slot;
+  }
+
+  /** Where this worker's segments decode now (segment-reader.ts decodersInUse): empty before any segment decoded. */
+  get segmentDecoders(): DecoderPlacement[] {
+    return this.segments.decodersInUse;
   }
 
   get ownedVideos(): string[] {
