@@ -17,6 +17,12 @@ export const METRIC_NAMES = {
     /** Launch grants acted on. */
     taskLaunchRequested: 'TaskLaunchRequested',
     /**
+     * Launches the router left to the janitor: `maxProvisioningTasks` launches were already
+     * starting (its view of the fleet), or ECS refused for its PROVISIONING quota. Queued,
+     * never failed: the janitor starts them within the budget.
+     */
+    launchesDeferred: 'LaunchesDeferred',
+    /**
      * Launches that did not happen, each counted twice: without dimensions (what the alarm
      * reads) and with dimension Reason (throttled | access-denied | invalid-request |
      * placement | no-task | error | exception | refused; see LaunchFailureReason in
@@ -205,7 +211,7 @@ export const METRIC_NAMES = {
     taskLaunchFailures: 'TaskLaunchFailures',
     /**
      * Slots that needed a launch but were left for a later run because `maxProvisioningTasks`
-     * launches were already starting.
+     * launches were already starting, or ECS refused for its PROVISIONING quota.
      */
     launchesDeferred: 'LaunchesDeferred',
     /** As the router's: a launch granted because the previous one never produced a heartbeat within the grace. */
