@@ -103,6 +103,8 @@ export class Worker {
       log: deps.log,
       metrics: deps.metrics,
       maxSegmentBytes: deps.tunables.maxSegmentBytes,
+      // Bounded with maxSegmentBytes by the container's memory limit (core/config/worker-memory.ts, checked at synth).
+      maxOpenSegments: deps.tunables.maxOpenSegments,
       hardware: deps.tunables.videoDecoder as HardwarePreference,
       ...(deps.decodeDevice ? { device: deps.decodeDevice } : {}),
       // A video's next segments are fetched while its current one decodes (decision 51).
