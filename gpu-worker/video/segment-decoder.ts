@@ -123,7 +123,7 @@ export const DECODER_PLACEMENTS: readonly DecoderPlacement[] = ['nvdec', 'cpu', 
  */
 export interface DecodeDevice {
   /** The CUDA device NVDEC decodes on, opened once; `hw: null` with the reason when there is none. */
-  cuda(): { readonly hw: HardwareContext | null; readonly why: string };
+  cuda(): { readonly hw: HardwareContext | null; readonly why: string; readonly context?: 'primary' | 'own' };
   /** Opens a decoder for `stream` (node-av's `Decoder.create`). */
   createDecoder(stream: Stream, options: DecoderOptions): Promise<Decoder>;
 }
@@ -176,16 +176,24 @@ function quietFfmpeg(): void {
  * execution provider runs on the CUDA runtime, which uses that same primary context, so
  * decode and inference share one context instead of two that the GPU time-slices, and the
  * context's memory (a few hundred MiB) is paid once (issue 43, item 3).
+ *
+ * FFmpeg wants the primary context with CU_CTX_SCHED_BLOCKING_SYNC and refuses it ("Primary
+ * context already active with incompatible flags") when something else activated it first
+ * with other flags, as ONNX Runtime's session does. So the worker opens the device before
+ * its model loads (gpu-worker/main.ts), and {@link cudaDevice} falls back to a context of
+ * FFmpeg's own rather than lose NVDEC; `describeDecoderChoice` says which it got.
  */
 export const CUDA_DEVICE_OPTIONS: Readonly<Record<string, string>> = { primary_ctx: '1' };
 
 /** One CUDA device per process, opened at first use; `null` with the reason when there is none. */
-let cuda: { readonly hw: HardwareContext | null; readonly why: string } | undefined;
-function cudaDevice(): { readonly hw: HardwareContext | null; readonly why: string } {
+let cuda: { readonly hw: HardwareContext | null; readonly why: string; readonly context?: 'primary' | 'own' } | undefined;
+function cudaDevice(): { readonly hw: HardwareContext | null; readonly why: string; readonly context?: 'primary' | 'own' } {
   if (cuda === undefined) {
     try {
-      const hw = HardwareContext.create(AV_HWDEVICE_TYPE_CUDA, undefined, { ...CUDA_DEVICE_OPTIONS });
-      cuda = hw ? { hw, why: '' } : { hw: null, why: 'no CUDA device opened' };
+      const primary = HardwareContext.create(AV_HWDEVICE_TYPE_CUDA, undefined, { ...CUDA_DEVICE_OPTIONS });
+      // The primary context refused (active with other flags): a context of FFmpeg's own keeps NVDEC.
+      const hw = primary ?? HardwareContext.create(AV_HWDEVICE_TYPE_CUDA);
+      cuda = hw ? { hw, why: '', context: primary ? 'primary' : 'own' } : { hw: null, why: 'no CUDA device opened' };
     } catch (e) {
       cuda = { hw: null, why: `CUDA device failed: ${message(e)}` };
     }
@@ -205,7 +213,8 @@ export const nodeAvDevice: DecodeDevice = { cuda: cudaDevice, createDecoder: (st
  */
 export function describeDecoderChoice(hardware: HardwarePreference, device: DecodeDevice = nodeAvDevice): { readonly decoder: DecoderPlacement; readonly note?: string } {
   if (hardware === 'cpu') return { decoder: 'cpu' };
-  const { hw, why } = device.cuda();
+  const { hw, why, context } = device.cuda();
+  if (hw && context === 'own') return { decoder: 'nvdec', note: 'FFmpeg has a CUDA context of its own: the primary one was active with other flags (decode and inference time-slice two contexts)' };
   if (hw) return { decoder: 'nvdec' };
   // `auto` means "the CPU where there is no CUDA device": as configured, not a fallback.
   return { decoder: hardware === 'cuda' ? 'cpu-fallback' : 'cpu', note: why };
