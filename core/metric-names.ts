@@ -17,6 +17,12 @@ export const METRIC_NAMES = {
     /** Launch grants acted on. */
     taskLaunchRequested: 'TaskLaunchRequested',
     /**
+     * Launches the router left to the janitor: `maxProvisioningTasks` launches were already
+     * starting (its view of the fleet), or ECS refused for its PROVISIONING quota. Queued,
+     * never failed: the janitor starts them within the budget.
+     */
+    launchesDeferred: 'LaunchesDeferred',
+    /**
      * Launches that did not happen, each counted twice: without dimensions (what the alarm
      * reads) and with dimension Reason (throttled | access-denied | invalid-request |
      * placement | no-task | error | exception | refused; see LaunchFailureReason in
@@ -80,8 +86,20 @@ export const METRIC_NAMES = {
     framesDuplicate: 'FramesDuplicate',
     /** Encoded segments taken in, by where their frame count came from (dimension Source: declared, container, decoded, unknown). */
     segmentsDescribed: 'SegmentsDescribed',
-    /** Frames decoded from segments (dimension Decoder: e.g. `h264 cpu`, `h264 nvdec (cuda)`): which decoder is in use. */
+    /**
+     * Frames decoded from segments (dimension Decoder: `nvdec`, `cpu` or `cpu-fallback`,
+     * read off each segment's first decoded frame; gpu-worker/video/segment-decoder.ts
+     * DecoderPlacement: a fixed set, never error text).
+     */
     segmentFramesDecoded: 'SegmentFramesDecoded',
+    /**
+     * Where the worker's segments decode (dimension Decoder: `nvdec` | `cpu` |
+     * `cpu-fallback`), counted at start (the expected choice), whenever the set of its
+     * videos' placements changes, and once a minute by the GPU sampler, so its Sum per
+     * minute is the number of workers decoding each way; the `WorkerDecodingOnCpu` alarm
+     * reads Decoder=cpu-fallback (issue 43).
+     */
+    segmentDecoderInUse: 'SegmentDecoderInUse',
     /** A segment's object changed bytes (a re-upload) after its frames were counted: the count stands; logged with the replay command. */
     segmentsReuploaded: 'SegmentsReuploaded',
     /** Live videos whose segments stopped coming for several of their intervals (`source.stalled` raised; core/ingest/source-watch.ts). Alarmed. */
@@ -130,6 +148,8 @@ export const METRIC_NAMES = {
     executionProvider: 'ExecutionProvider',
     /** GPU utilisation of the task's GPU, %, from nvidia-smi once a minute (gpu-worker/runtime/gpu-sampler.ts). */
     gpuUtilizationPercent: 'GpuUtilizationPercent',
+    /** NVDEC (video decoder) utilisation of the task's GPU, %, from nvidia-smi once a minute: 0 while segments decode means NVDEC is not used. */
+    gpuDecoderUtilizationPercent: 'GpuDecoderUtilizationPercent',
     /** GPU memory in use on the task's GPU, MiB (nvidia-smi). */
     gpuMemoryUsedMiB: 'GpuMemoryUsedMiB',
     /** GPU memory in use on the task's GPU, % of its total (nvidia-smi). */
@@ -191,7 +211,7 @@ export const METRIC_NAMES = {
     taskLaunchFailures: 'TaskLaunchFailures',
     /**
      * Slots that needed a launch but were left for a later run because `maxProvisioningTasks`
-     * launches were already starting.
+     * launches were already starting, or ECS refused for its PROVISIONING quota.
      */
     launchesDeferred: 'LaunchesDeferred',
     /** As the router's: a launch granted because the previous one never produced a heartbeat within the grace. */

@@ -188,7 +188,12 @@ export interface LaunchRequest {
  * - `error`: any other error (service error, network, timeout);
  * - `exception`: the launcher threw, which the port forbids (counted all the same);
  * - `stopped-before-start`: the task was started but stopped (or vanished) before its first heartbeat;
- * - `refused`: a local launcher that is shutting down.
+ * - `refused`: a local launcher that is shutting down;
+ * - `provisioning-quota`: the cluster already holds as many tasks in PROVISIONING as its
+ *   quota allows (ECS "Tasks in the PROVISIONING state per cluster", 500 by default): not
+ *   a failure, the launch is queued (task-launch.ts: `deferred`, counted as
+ *   `LaunchesDeferred`, never as `TaskLaunchFailures`) and the janitor starts it as the
+ *   tasks ahead of it leave PROVISIONING.
  */
 export type LaunchFailureReason =
   | 'throttled'
@@ -199,7 +204,8 @@ export type LaunchFailureReason =
   | 'error'
   | 'exception'
   | 'stopped-before-start'
-  | 'refused';
+  | 'refused'
+  | 'provisioning-quota';
 
 export interface LaunchResult {
   readonly launched: boolean;

@@ -42,6 +42,8 @@ import { FrameStore } from '../core/ingest/s3/frame-store.ts';
 import { MAX_POLL_WAIT_SECONDS, Worker } from './runtime/worker.ts';
 import { EmfMetrics } from './runtime/emf-metrics.ts';
 import { GpuSampler } from './runtime/gpu-sampler.ts';
+import { describeDecoderChoice, type HardwarePreference } from './video/segment-decoder.ts';
+import { METRIC_NAMES } from '../core/metric-names.ts';
 import { StageClock, boundingStage } from './runtime/stage-clock.ts';
 import { timeStages } from './runtime/stage-timing.ts';
 import { RulesStore } from '../core/analytics/s3/rules-store.ts';
@@ -78,6 +80,16 @@ async function main(): Promise<number> {
   };
   // Per-stage accounting, always on (a few additions per call): where the time goes.
   const clock = new StageClock();
+  // Where segments will decode (issue 43), said and counted at start as the provider is: the
+  // expected choice (a CUDA device opened, or why not). Before the model loads: FFmpeg can take
+  // the GPU's primary context (shared with ONNX Runtime) only if it activates it first. The
+  // frames then tell the truth: the segment reader logs and counts every change, per video
+  // with the reason.
+  const decoderChoice = describeDecoderChoice(tunables.videoDecoder as HardwarePreference);
+  const choiceFields = { videoDecoder: tunables.videoDecoder, decoder: decoderChoice.decoder, ...(decoderChoice.note ? { note: decoderChoice.note } : {}) };
+  if (decoderChoice.decoder === 'cpu-fallback') log.warn('segment decoder choice: NVDEC asked for, no CUDA device', choiceFields);
+  else log.info('segment decoder choice', choiceFields);
+  metrics.count(METRIC_NAMES.worker.segmentDecoderInUse, 1, { Decoder: decoderChoice.decoder });
   const created = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3, metrics, onFatal, clock);
   // What an extension wraps around them (the lab's crash-on-key seam); nothing in the image.
   const plain = wrapPipeline({ frames: new FrameStore(clients.s3), processor: created }, env);
@@ -93,9 +105,18 @@ async function main(): Promise<number> {
     log.info('stage accounting', { ...report, bound: boundingStage(report), cpuUs: process.cpuUsage(), readAhead: worker?.prefetchedFrames.readAhead });
   };
   setInterval(reportStages, Number(env.STAGE_REPORT_INTERVAL_MS ?? 30_000)).unref();
-  // Once a minute: the provider in use (the WorkerOnCpu alarm) and, where nvidia-smi is
-  // there, the GPU's utilisation and memory (issue 35, item 4). Silent without nvidia-smi.
-  const gpu = new GpuSampler({ metrics, provider: () => processor.provider }).start();
+  // Once a minute: the provider in use (the WorkerOnCpu alarm), where segments decode (the
+  // WorkerDecodingOnCpu alarm: the videos' placements, or the start choice before any) and,
+  // where nvidia-smi is there, the GPU's utilisation, NVDEC utilisation and memory (issue 35,
+  // item 4). Silent without nvidia-smi.
+  const gpu = new GpuSampler({
+    metrics,
+    provider: () => processor.provider,
+    decoders: () => {
+      const inUse = worker?.segmentDecoders ?? [];
+      return inUse.length > 0 ? inUse : [decoderChoice.decoder];
+    },
+  }).start();
 
   worker = new Worker({
     workerId,

@@ -19,6 +19,8 @@ import {
 } from '../core/config.ts';
 import { INTERFACE_ENDPOINTS } from './network.ts';
 import { planWorkloadSubnets, type SubnetPlan } from './subnet-plan.ts';
+import { gpuInstanceProblem, gpuInstanceSpec, perGpuShare } from './gpu-instances.ts';
+import { workerMemoryProblems } from '../core/config/worker-memory.ts';
 
 /** CloudWatch Logs accepts only these retention values. */
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
@@ -49,7 +51,7 @@ export const DEPLOYMENT_SETTINGS = {
   instanceType: {
     kind: 'text', default: 'g5.xlarge', pattern: GPU_INSTANCE_TYPE,
     rule: 'be an NVIDIA GPU instance type such as g5.xlarge or g6.xlarge',
-    meaning: 'GPU instance type (g4dn/g5/g6/g6e/gr6/p3/p4/p5 families). `g6.xlarge` (L4) is cheaper per hour; `g5.xlarge` (A10G) faster per frame',
+    meaning: 'GPU instance type (g4dn/g5/g6/g6e/gr6/p4/p5 families; p3, V100, is refused: infra/gpu-instances.ts). `g6.xlarge` (L4) is cheaper per hour; `g5.xlarge` (A10G) faster per frame',
   },
   /** Most GPU instances the capacity provider may run. 0 means one per slot. */
   maxInstances: { kind: 'integer', default: 0, min: 0, max: 1000, unit: 'instances', meaning: 'Most GPU instances; 0 = `slotCount` (one worker per single-GPU instance)' },
@@ -57,6 +59,27 @@ export const DEPLOYMENT_SETTINGS = {
   taskCpuUnits: { kind: 'integer', default: 3072, min: 256, max: 196_608, unit: 'CPU units', meaning: 'CPU reserved per worker, 1024 = one vCPU (fits a 4-vCPU instance with the agent)' },
   /** Memory reserved by one worker task. */
   taskMemoryMiB: { kind: 'integer', default: 12288, min: 512, max: 2_097_152, unit: 'MiB', meaning: 'Memory reserved per worker (fits a 16 GiB instance)' },
+  /**
+   * The worker container's hard memory limit (`memoryLimitMiB`): past it the kernel kills
+   * the worker (exit 137) instead of the instance running out. Above `taskMemoryMiB`, below
+   * each instance type's memory per GPU less 1 GiB for the OS and the ECS agent; the
+   * segment decoders must fit it (`maxOpenSegments`, `maxSegmentBytes`: checked at synth).
+   */
+  taskMemoryLimitMiB: {
+    kind: 'integer', default: 14336, min: 1024, max: 2_097_152, unit: 'MiB',
+    meaning: 'Hard memory limit of the worker container (killed past it); above `taskMemoryMiB`, at most the instance\'s memory per GPU less 1 GiB; `maxOpenSegments` decoders of `maxSegmentBytes` must fit it',
+  },
+  /**
+   * The ECS GPU AMI, pinned: an AMI id (`ami-...`) every instance launches from. Empty: the
+   * ECS-optimized Amazon Linux 2023 GPU AMI, looked up once at synth and kept in
+   * cdk.context.json when the stack's account and region are known (an environment-agnostic
+   * synth resolves the SSM parameter at each deploy instead: a warning says so).
+   */
+  gpuAmiId: {
+    kind: 'text', default: '', pattern: /^ami-[0-9a-f]{8,17}$/, emptyMeans: 'the ECS GPU AMI, looked up once and cached in cdk.context.json',
+    rule: 'be an AMI id (ami- and 8 or 17 hex digits) or empty',
+    meaning: 'AMI of the GPU instances, pinned (an ECS GPU AMI id of the region); empty = the ECS-optimized AL2023 GPU AMI looked up at synth and kept in cdk.context.json (`cdk context --reset` to move on)',
+  },
   /** Root EBS volume of each GPU instance. */
   rootVolumeGiB: { kind: 'integer', default: 100, min: 30, max: 16_384, unit: 'GiB', meaning: 'Encrypted gp3 root volume (AMI + CUDA image layers)' },
   /** Availability zones of the VPC. */
@@ -181,7 +204,7 @@ export function validateStackConfig(config: StackConfig): StackConfig {
     problems.push(...err.message.split('\n  - ').slice(1));
   }
   problems.push(...rangeProblems(DEPLOYMENT_SETTINGS, config));
-  problems.push(...availabilityZoneProblems(config), ...instanceTypesProblems(config));
+  problems.push(...availabilityZoneProblems(config), ...instanceTypesProblems(config), ...workerFitProblems(config));
   if (config.modelSha256 !== '' && config.modelUri === '') problems.push('modelSha256 pins the model named by modelUri: set modelUri too');
   // The subnet plan reads the other settings, so it is only asked once they are in range.
   if (problems.length === 0) {
@@ -229,6 +252,41 @@ export function availabilityZoneProblems(config: Pick<DeploymentSettings, 'avail
 export function instanceTypesProblems(config: Pick<DeploymentSettings, 'instanceTypes'>): string[] {
   const types = listOf(config.instanceTypes);
   return types.length > 20 || new Set(types).size !== types.length ? [`instanceTypes must list at most 20 distinct types (got ${types.length})`] : [];
+}
+
+/**
+ * Each instance type can run the worker image (no V100), and the worker's memory fits: the
+ * hard limit above the reservation and within every type's memory per GPU, the segment
+ * decoders within the limit (issue 43, items 3 and 4).
+ */
+export function workerFitProblems(
+  config: Pick<StackConfig, 'instanceType' | 'instanceTypes' | 'taskMemoryMiB' | 'taskMemoryLimitMiB' | 'maxSegmentBytes' | 'maxOpenSegments' | 'segmentReadAheadBytes' | 'videosPerSlot'>,
+): string[] {
+  const problems: string[] = [];
+  for (const type of instanceTypesOf(config)) {
+    const problem = gpuInstanceProblem(type);
+    if (problem) {
+      problems.push(problem);
+      continue;
+    }
+    const room = perGpuShare(gpuInstanceSpec(type)!).memoryMiB - 1024;
+    if (config.taskMemoryLimitMiB > room) problems.push(`taskMemoryLimitMiB (${config.taskMemoryLimitMiB}) does not fit ${type}: at most ${room} MiB per GPU (its memory per GPU less 1 GiB for the OS and the ECS agent)`);
+  }
+  if (config.taskMemoryLimitMiB <= config.taskMemoryMiB) problems.push(`taskMemoryLimitMiB (${config.taskMemoryLimitMiB}) must be above taskMemoryMiB (${config.taskMemoryMiB}), the reservation ECS places by`);
+  problems.push(...workerMemoryProblems({ memoryLimitMiB: config.taskMemoryLimitMiB, maxSegmentBytes: config.maxSegmentBytes, segmentReadAheadBytes: config.segmentReadAheadBytes, maxOpenSegments: config.maxOpenSegments, videosPerSlot: config.videosPerSlot }));
+  return problems;
+}
+
+/**
+ * libuv's thread pool for the worker (`UV_THREADPOOL_SIZE`): node-av's decodes, sharp and
+ * DNS lookups share it, and its default of 4 threads queues 8 camera streams behind one
+ * another (on 2 cores, 8 CPU-decoded streams went from 39 to 84 frames/s with 16 threads;
+ * noisy). Four threads per vCPU of a task's share of the smallest instance type (16 on a
+ * g5.xlarge), within 8 to 256.
+ */
+export function workerThreadPoolSize(config: Pick<StackConfig, 'instanceType' | 'instanceTypes'>): number {
+  const vcpus = Math.min(...instanceTypesOf(config).map((t) => gpuInstanceSpec(t)).filter((s) => s !== undefined).map((s) => perGpuShare(s).vcpus));
+  return Number.isFinite(vcpus) ? Math.min(256, Math.max(8, 4 * vcpus)) : 16;
 }
 
 /** The GPU instance types of the group, in order of preference. */

@@ -1,4 +1,4 @@
-import { Duration, Names, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
+import { Annotations, Duration, Names, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
@@ -50,6 +50,22 @@ export interface GpuFleetProps {
    * @default 12288
    */
   readonly taskMemoryMiB?: number;
+  /**
+   * Hard memory limit of the worker container (`memoryLimitMiB`): the kernel kills the
+   * worker past it, never the instance's other tasks or its agent.
+   * @default 14336
+   */
+  readonly taskMemoryLimitMiB?: number;
+  /**
+   * libuv's thread pool in the worker (`UV_THREADPOOL_SIZE`: decodes, sharp, DNS share it).
+   * @default 16
+   */
+  readonly threadPoolSize?: number;
+  /**
+   * The GPU AMI, pinned by id; undefined: the ECS-optimized AL2023 GPU AMI, looked up once
+   * and cached in cdk.context.json when the stack's account and region are known.
+   */
+  readonly gpuAmiId?: string;
   /**
    * Root EBS volume size (the GPU AMI and CUDA image are large).
    * @default 100
@@ -155,7 +171,7 @@ export class GpuFleet extends Construct {
     );
     const instanceTypes = props.instanceTypes?.length ? props.instanceTypes : [props.instanceType ?? new ec2.InstanceType('g5.xlarge')];
     const launchTemplate = new ec2.LaunchTemplate(this, 'LaunchTemplate', {
-      machineImage: ecs.EcsOptimizedImage.amazonLinux2023(ecs.AmiHardwareType.GPU),
+      machineImage: gpuMachineImage(this, props.gpuAmiId),
       instanceType: instanceTypes[0],
       role: this.instanceRole.withoutPolicyUpdates(),
       securityGroup: instanceSecurityGroup,
@@ -265,6 +281,8 @@ export class GpuFleet extends Construct {
       linuxParameters: new ecs.LinuxParameters(this, 'WorkerLinux', { initProcessEnabled: true }),
       cpu: props.taskCpuUnits ?? 3072,
       memoryReservationMiB: props.taskMemoryMiB ?? 12288,
+      // A hard limit too: without one, segment decoders that outgrow the reservation take the instance's memory.
+      memoryLimitMiB: props.taskMemoryLimitMiB ?? 14336,
       stopTimeout: WORKER_STOP_TIMEOUT,
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.logGroup, streamPrefix: 'worker', mode: ecs.AwsLogDriverMode.NON_BLOCKING, maxBufferSize: WORKER_LOG_BUFFER }),
       environment: {
@@ -273,6 +291,8 @@ export class GpuFleet extends Construct {
         [HEALTH_ENV.maxAgeSeconds]: String(healthMaxAge.toSeconds()),
         // aws-embedded-metrics would look for a CloudWatch agent sidecar on ECS; stdout EMF via awslogs needs none.
         AWS_EMF_ENVIRONMENT: 'Local',
+        // Read by libuv when the pool first starts: before the worker's first decode.
+        UV_THREADPOOL_SIZE: String(props.threadPoolSize ?? 16),
       },
       healthCheck: {
         command: ['CMD', 'node', '-e', HEALTH_CHECK_SCRIPT],
@@ -424,4 +444,28 @@ export class GpuFleet extends Construct {
     // DiscoverPollEndpoint has no resource type: IAM only accepts "*" for it.
     role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['ecs:DiscoverPollEndpoint'], resources: ['*'] }));
   }
+}
+
+/**
+ * The GPU AMI, resolved once and kept (issue 43, item 4): an AMI id when one is pinned; else
+ * the ECS-optimized AL2023 GPU AMI's SSM parameter, looked up at synth and cached in
+ * cdk.context.json (`cachedInContext`) when the stack's account and region are known, so a
+ * redeploy launches the same AMI until `cdk context --reset` moves it on. An
+ * environment-agnostic stack cannot look up: it resolves the parameter at each deploy
+ * (a new AMI replaces the launch template's version), which a warning says.
+ */
+function gpuMachineImage(scope: Construct, gpuAmiId: string | undefined): ec2.IMachineImage {
+  if (gpuAmiId) {
+    const userData = ec2.UserData.forLinux();
+    return { getImage: () => ({ imageId: gpuAmiId, osType: ec2.OperatingSystemType.LINUX, userData }) };
+  }
+  const stack = Stack.of(scope);
+  const known = !Token.isUnresolved(stack.account) && !Token.isUnresolved(stack.region);
+  if (!known) {
+    Annotations.of(scope).addWarningV2(
+      'frame-affinity:gpu-ami-floats',
+      'The GPU AMI is resolved from its SSM parameter at every deploy (the stack has no account and region to look it up once): set -c gpuAmiId=ami-... or deploy with an account and region to pin it in cdk.context.json',
+    );
+  }
+  return ecs.EcsOptimizedImage.amazonLinux2023(ecs.AmiHardwareType.GPU, { cachedInContext: known });
 }

@@ -216,6 +216,20 @@ export class Monitoring extends Construct {
         }),
         ...atLeastOnce,
       });
+      this.#alarm('WorkerDecodingOnCpu', {
+        alarmDescription:
+          'A worker asked for NVDEC decodes video segments on the CPU (FFmpeg falls back silently when NVDEC cannot take a stream): about 8 core-ms per 1080p frame, so a few cameras use up the task\'s vCPUs. Read the worker log lines `video decoded on the CPU: NVDEC not used` (video, codec and reason: H.264 4:4:4, 4:2:2 or 10-bit, over 4096 px, or NVDEC unusable) and `segment decoder choice`; fix the camera\'s encoder settings (H.264 4:2:0 8-bit, or HEVC) or the image (NVIDIA_DRIVER_CAPABILITIES must include video), then stop the task',
+        // Workers count where their segments decode at start, on every change and once a minute
+        // (gpu-worker/runtime/gpu-sampler.ts): the alarm stays up while one decodes on the CPU.
+        metric: new cloudwatch.Metric({
+          namespace: this.#namespace,
+          metricName: METRIC_NAMES.worker.segmentDecoderInUse,
+          dimensionsMap: { [SERVICE_DIMENSION]: METRIC_SERVICE.worker, [METRIC_DIMENSIONS.SegmentDecoderInUse]: 'cpu-fallback' },
+          statistic: 'Sum',
+          period: FIVE_MINUTES,
+        }),
+        ...atLeastOnce,
+      });
     }
     this.#alarm('CommitsInvalid', {
       alarmDescription:
@@ -285,7 +299,7 @@ export class Monitoring extends Construct {
       }),
       // Beside inference latency: whether the GPUs are busy (nvidia-smi in each task, once a minute).
       new cloudwatch.GraphWidget({
-        title: 'GPU (workers): utilisation % (left), memory used % (right), average / max / min over tasks',
+        title: 'GPU (workers): utilisation and NVDEC % (left), memory used % (right), average / max / min over tasks',
         width: 8,
         leftYAxis: { min: 0, max: 100 },
         rightYAxis: { min: 0, max: 100 },
@@ -293,6 +307,8 @@ export class Monitoring extends Construct {
           m('worker', METRIC_NAMES.worker.gpuUtilizationPercent, 'Average').with({ label: 'GPU utilisation, average' }),
           m('worker', METRIC_NAMES.worker.gpuUtilizationPercent, 'Maximum').with({ label: 'GPU utilisation, max' }),
           m('worker', METRIC_NAMES.worker.gpuUtilizationPercent, 'Minimum').with({ label: 'GPU utilisation, min' }),
+          // 0 while segments decode means NVDEC is idle: the CPU decodes (WorkerDecodingOnCpu says why).
+          m('worker', METRIC_NAMES.worker.gpuDecoderUtilizationPercent, 'Average').with({ label: 'NVDEC utilisation, average' }),
         ],
         right: [
           m('worker', METRIC_NAMES.worker.gpuMemoryUsedPercent, 'Average').with({ label: 'GPU memory used, average' }),
@@ -401,12 +417,17 @@ export class Monitoring extends Construct {
         right: [props.router.metricDuration({ statistic: 'p99' })],
       }),
       new cloudwatch.GraphWidget({
-        title: 'Execution provider: workers on each (per minute; cpu on a GPU fleet raises WorkerOnCpu)',
+        title: 'Execution provider and segment decoder: workers on each (per minute; cpu raises WorkerOnCpu, cpu-fallback WorkerDecodingOnCpu)',
         width,
         left: [
           new cloudwatch.MathExpression({
             expression: `SEARCH('{${this.#namespace},${METRIC_DIMENSIONS.ExecutionProvider},${SERVICE_DIMENSION}} MetricName="${METRIC_NAMES.worker.executionProvider}"', 'Sum', 60)`,
             label: 'provider',
+            period: ONE_MINUTE,
+          }),
+          new cloudwatch.MathExpression({
+            expression: `SEARCH('{${this.#namespace},${METRIC_DIMENSIONS.SegmentDecoderInUse},${SERVICE_DIMENSION}} MetricName="${METRIC_NAMES.worker.segmentDecoderInUse}"', 'Sum', 60)`,
+            label: 'segment decoder',
             period: ONE_MINUTE,
           }),
         ],

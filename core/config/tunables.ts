@@ -83,7 +83,14 @@ export const TUNABLES = {
    * records for every frame they cover instead of being fetched: a segment's bytes are held
    * while its frames decode. 2 s of 1080p H.264 is 1-3 MB; 10 s of 4K at 40 Mbit/s is 50 MB.
    */
-  maxSegmentBytes: { kind: 'integer', default: 256 * 1024 * 1024, min: 1, max: 5 * 1024 * 1024 * 1024, unit: 'bytes', meaning: 'Larger segments get `failed: oversized` records for their frames instead of being decoded (default 256 MiB)' },
+  maxSegmentBytes: { kind: 'integer', default: 64 * 1024 * 1024, min: 1, max: 5 * 1024 * 1024 * 1024, unit: 'bytes', meaning: 'Larger segments get `failed: oversized` records for their frames instead of being decoded (default 64 MiB: 10 s of 4K at 50 Mbit/s); with `maxOpenSegments` it must fit the worker container\'s memory limit (checked at synth)' },
+  /**
+   * Segment decoders open at once in a worker (gpu-worker/video/segment-reader.ts; the least
+   * recently used is closed beyond). Each holds its segment's bytes and its frames, so this,
+   * `maxSegmentBytes` and `segmentReadAheadBytes` must fit under the container's hard memory
+   * limit `taskMemoryLimitMiB`: the stack checks it at synth (core/config/worker-memory.ts).
+   */
+  maxOpenSegments: { kind: 'integer', default: 32, min: 1, max: 1024, unit: 'decoders', meaning: 'Segment decoders open at once per worker (each holds a segment and its frames); checked at synth against taskMemoryLimitMiB with maxSegmentBytes' },
   /**
    * Where segments decode (gpu-worker/video/segment-decoder.ts): `auto` uses NVDEC when a
    * CUDA device opens and the CPU otherwise, segment by segment (a hardware failure mid-way

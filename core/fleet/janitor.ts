@@ -281,6 +281,7 @@ export class Janitor {
     const starting = fleet ? fleet.filter((s) => !voided.has(s.slot) && isSlotLaunching(s, now, t)).length : 0;
     const budget = Math.max(0, t.maxProvisioningTasks - starting);
     const launchesDeferred = due.slice(budget).map((c) => c.s.slot);
+    const refusedForQuota: number[] = [];
     if (launchesDeferred.length > 0) {
       this.d.log.warn('launches deferred: PROVISIONING budget reached', { starting, maxProvisioningTasks: t.maxProvisioningTasks, deferred: launchesDeferred.length });
     }
@@ -291,6 +292,7 @@ export class Janitor {
         const r = await launchSlot(deps, c.s, c.stoppedHere ? 'force' : 'if-dead', reason);
         if (r.kind === 'launched') launched.push(c.s.slot);
         if (r.kind === 'failed') launchFailed.push(c.s.slot);
+        if (r.kind === 'deferred') refusedForQuota.push(c.s.slot);
       } catch (e) {
         // The grant could not be written: nothing was launched, the next run retries.
         this.d.log.error('task launch failed', { slot: c.s.slot, error: String(e) });
@@ -299,7 +301,8 @@ export class Janitor {
       }
     });
     const bySlot = (a: number, b: number) => a - b;
-    return { slotsWithWorkNoOwner, launched: launched.sort(bySlot), launchFailed: launchFailed.sort(bySlot), grantsVoided, launchesDeferred };
+    if (refusedForQuota.length > 0) this.d.log.warn('launches deferred: ECS refused for its PROVISIONING quota', { deferred: refusedForQuota.length });
+    return { slotsWithWorkNoOwner, launched: launched.sort(bySlot), launchFailed: launchFailed.sort(bySlot), grantsVoided, launchesDeferred: [...launchesDeferred, ...refusedForQuota].sort(bySlot) };
   }
 
   /**

@@ -11,7 +11,7 @@
  */
 import { mapBounded } from '../async.ts';
 import type { Tunables } from '../config.ts';
-import { chooseSlot, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
+import { chooseSlot, isSlotLaunching, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
 import type { LeaseTable } from '../leases/port.ts';
 import type { SlotMessage } from '../ingest/messages.ts';
 import type { LogSink, MetricSink, TaskLauncher } from '../ports.ts';
@@ -301,7 +301,12 @@ export class FrameRouter {
   /**
    * Launches a task for each target slot that needs one (task-launch.ts's launchSlot: a
    * failed launch is counted with its Reason and its grant withdrawn, so the next batch or
-   * janitor run retries after a short jittered backoff).
+   * janitor run retries after a short jittered backoff), within the ECS PROVISIONING quota
+   * (`maxProvisioningTasks`): the launches still starting in the router's view of the fleet
+   * count against it, and the slots beyond it are left to the janitor (`LaunchesDeferred`),
+   * which launches them within the same budget as earlier tasks leave PROVISIONING. Routers
+   * running side by side may still overshoot from stale views; ECS then refuses, and that
+   * refusal is queued too (task-launch.ts `deferred`), never counted as a failure.
    */
   private async launchWhereNeeded(targetSlots: readonly number[]): Promise<void> {
     const launcher = this.d.launcher();
@@ -309,6 +314,19 @@ export class FrameRouter {
     try {
       const now = this.now();
       const slots = await this.targetSlots(targetSlots);
+      const due = targetSlots.filter((slot) => {
+        const s = slots.get(slot);
+        return s !== undefined && needsLaunch(s, now, this.d.tunables);
+      });
+      if (due.length === 0) return;
+      // The fleet as this router last read it (at most routerSlotCacheSeconds old; read now if not cached).
+      const starting = (await this.slots()).filter((s) => isSlotLaunching(s, now, this.d.tunables)).length;
+      const budget = Math.max(0, this.d.tunables.maxProvisioningTasks - starting);
+      const deferred = due.slice(budget);
+      if (deferred.length > 0) {
+        this.d.metrics.count(METRIC_NAMES.router.launchesDeferred, deferred.length);
+        this.d.log.info('launches left to the janitor: PROVISIONING budget reached', { starting, maxProvisioningTasks: this.d.tunables.maxProvisioningTasks, deferred: deferred.length });
+      }
       const deps: SlotLaunchDeps = {
         leases: this.d.leases,
         launcher,
@@ -318,14 +336,13 @@ export class FrameRouter {
         now: this.now,
         names: METRIC_NAMES.router,
       };
-      for (const slot of targetSlots) {
-        const s = slots.get(slot);
-        if (!s || !needsLaunch(s, now, this.d.tunables)) continue;
-        const r = await launchSlot(deps, s, 'if-dead', 'frames routed to a slot without a live owner');
+      for (const slot of due.slice(0, budget)) {
+        const r = await launchSlot(deps, slots.get(slot)!, 'if-dead', 'frames routed to a slot without a live owner');
         // Whatever happened, our view of this slot is stale now.
         this.slotCache = undefined;
         this.slotRecords.delete(slot);
         if (r.kind !== 'not-granted') this.d.metrics.count(METRIC_NAMES.router.taskLaunchRequested);
+        if (r.kind === 'deferred') this.d.metrics.count(METRIC_NAMES.router.launchesDeferred);
       }
     } catch (e) {
       // A grant could not be written. Frames are safely queued; the janitor retries

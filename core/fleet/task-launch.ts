@@ -41,6 +41,12 @@ export type SlotLaunchOutcome =
   /** Someone else holds a grant in grace, the slot came alive, or a backoff runs: nothing was called. */
   | { readonly kind: 'not-granted' }
   | { readonly kind: 'launched'; readonly launchSeq: number; readonly taskId?: string }
+  /**
+   * The launcher refused for the cluster's PROVISIONING quota: nothing failed, the grant is
+   * withdrawn (retryable from `retryAtMs`, one janitor period on) and the launch queued for
+   * the janitor, which starts it within `maxProvisioningTasks`.
+   */
+  | { readonly kind: 'deferred'; readonly launchSeq: number; readonly withdrawn: boolean; readonly retryAtMs: number }
   | {
       readonly kind: 'failed';
       readonly launchSeq: number;
@@ -72,6 +78,7 @@ export async function launchSlot(d: SlotLaunchDeps, s: SlotRecord, mode: 'if-dea
     }
     reason = r.reason ?? 'error';
     detail = r.detail;
+    if (reason === 'provisioning-quota') return deferLaunch(d, s, launchSeq, detail);
   } catch (e) {
     // The port forbids throwing; count it like any failed outcome all the same.
     reason = 'exception';
@@ -103,6 +110,24 @@ export async function failedLaunch(
   }
   d.log.warn('task launch failed; grant withdrawn for a retry', { slot: s.slot, launchSeq, reason, detail, withdrawn, retryInMs: retryAtMs - now });
   return { kind: 'failed', launchSeq, reason, withdrawn, retryAtMs };
+}
+
+/**
+ * A launch the cluster's PROVISIONING quota refused: queued, not failed. The grant is
+ * withdrawn so that the slot does not count as launching, retryable one janitor period on
+ * (the janitor's next run launches it within its budget; a router batch before then
+ * leaves it alone). The caller counts it as `LaunchesDeferred`, never as a failure.
+ */
+async function deferLaunch(d: SlotLaunchDeps, s: SlotRecord, launchSeq: number, detail: string | undefined): Promise<SlotLaunchOutcome & { kind: 'deferred' }> {
+  const retryAtMs = d.now() + d.tunables.janitorIntervalSeconds * 1000;
+  let withdrawn = false;
+  try {
+    withdrawn = await d.leases.withdrawLaunch(s.slot, launchSeq, retryAtMs);
+  } catch (e) {
+    d.log.error('could not withdraw the grant of a deferred launch; the janitor voids it within one period', { slot: s.slot, launchSeq, error: String(e) });
+  }
+  d.log.info('task launch deferred: the cluster is at its PROVISIONING quota; the janitor starts it later', { slot: s.slot, launchSeq, detail, withdrawn });
+  return { kind: 'deferred', launchSeq, withdrawn, retryAtMs };
 }
 
 /**

@@ -5,9 +5,14 @@
  * - `ExecutionProvider{Provider}` += 1, so a worker that fell back to CPU
  *   (microsoft/onnxruntime#23372) keeps the `WorkerOnCpu` alarm up for as long as it runs,
  *   not only at its start;
- * - when `nvidia-smi` is there, `GpuUtilizationPercent`, `GpuMemoryUsedMiB` and
- *   `GpuMemoryUsedPercent` of the GPU(s) the task sees (ECS gives a task with `gpuCount: 1`
- *   one GPU through `NVIDIA_VISIBLE_DEVICES`).
+ * - `SegmentDecoderInUse{Decoder}` += 1 for each place the worker's segments decode
+ *   (`nvdec`, `cpu`, `cpu-fallback`; issue 43), so a worker whose videos fell back to CPU
+ *   decoding keeps the `WorkerDecodingOnCpu` alarm up while it runs;
+ * - when `nvidia-smi` is there, `GpuUtilizationPercent`, `GpuDecoderUtilizationPercent`
+ *   (NVDEC), `GpuMemoryUsedMiB` and `GpuMemoryUsedPercent` of the GPU(s) the task sees
+ *   (ECS gives a task with `gpuCount: 1` one GPU through `NVIDIA_VISIBLE_DEVICES`). A driver
+ *   whose nvidia-smi does not know `utilization.decoder` fails the whole query ("is not a
+ *   valid field to query"): the sampler then asks without it from that tick on.
  *
  * `nvidia-smi` comes from the NVIDIA container runtime of the ECS GPU AMI, which mounts the
  * driver's utilities into containers whose `NVIDIA_DRIVER_CAPABILITIES` include `utility`
@@ -19,9 +24,11 @@
 import { execFile } from 'node:child_process';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 
-/** The query: one line per GPU, `utilization %, memory used MiB, memory total MiB`. */
+/** The query: one line per GPU, `utilization %, memory used MiB, memory total MiB, decoder utilization %`. */
 export const NVIDIA_SMI = 'nvidia-smi';
-export const NVIDIA_SMI_ARGS = ['--query-gpu=utilization.gpu,memory.used,memory.total', '--format=csv,noheader,nounits'] as const;
+export const NVIDIA_SMI_ARGS = ['--query-gpu=utilization.gpu,memory.used,memory.total,utilization.decoder', '--format=csv,noheader,nounits'] as const;
+/** The same without the decoder's utilisation, for an nvidia-smi that does not know the field. */
+export const NVIDIA_SMI_ARGS_NO_DECODER = ['--query-gpu=utilization.gpu,memory.used,memory.total', '--format=csv,noheader,nounits'] as const;
 
 /** Default sampling period. */
 export const GPU_SAMPLE_INTERVAL_MS = 60_000;
@@ -32,20 +39,26 @@ export interface GpuSample {
   readonly utilizationPercent: number;
   readonly memoryUsedMiB: number;
   readonly memoryTotalMiB: number;
+  /** NVDEC utilisation, %; undefined when nvidia-smi did not give it (`[N/A]`, or asked without it). */
+  readonly decoderUtilizationPercent?: number;
 }
 
+const NUMBER = /^\d+(\.\d+)?$/;
+
 /**
- * Parses `nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total
- * --format=csv,noheader,nounits` output: one GPU a line, `37, 1234, 23028`. Lines with a
- * field that is not a number (`[N/A]`, `[Not Supported]`, a warning) are left out.
+ * Parses `nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total[,utilization.decoder]
+ * --format=csv,noheader,nounits` output: one GPU a line, `37, 1234, 23028, 12`. Lines whose
+ * first three fields are not all numbers (`[N/A]`, `[Not Supported]`, a warning) are left
+ * out; a decoder field that is not a number is left out of its sample.
  */
 export function parseNvidiaSmi(stdout: string): GpuSample[] {
   const out: GpuSample[] = [];
   for (const line of stdout.split(/\r?\n/)) {
     const fields = line.split(',').map((f) => f.trim());
-    if (fields.length !== 3 || fields.some((f) => !/^\d+(\.\d+)?$/.test(f))) continue;
-    const [utilizationPercent, memoryUsedMiB, memoryTotalMiB] = fields.map(Number) as [number, number, number];
-    out.push({ utilizationPercent, memoryUsedMiB, memoryTotalMiB });
+    if ((fields.length !== 3 && fields.length !== 4) || fields.slice(0, 3).some((f) => !NUMBER.test(f))) continue;
+    const [utilizationPercent, memoryUsedMiB, memoryTotalMiB] = fields.slice(0, 3).map(Number) as [number, number, number];
+    const decoder = fields[3];
+    out.push({ utilizationPercent, memoryUsedMiB, memoryTotalMiB, ...(decoder !== undefined && NUMBER.test(decoder) ? { decoderUtilizationPercent: Number(decoder) } : {}) });
   }
   return out;
 }
@@ -55,7 +68,8 @@ export type RunProgram = (file: string, args: readonly string[], timeoutMs: numb
 
 export const runProgram: RunProgram = (file, args, timeoutMs) =>
   new Promise((resolve, reject) => {
-    execFile(file, [...args], { timeout: timeoutMs, encoding: 'utf8', windowsHide: true }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+    // A failed run keeps what it printed (nvidia-smi writes "is not a valid field to query" to stdout).
+    execFile(file, [...args], { timeout: timeoutMs, encoding: 'utf8', windowsHide: true }, (err, stdout) => (err ? reject(Object.assign(err, { stdout })) : resolve(stdout)));
   });
 
 /** What the sampler writes: counts with dimensions, and gauges with a unit. */
@@ -68,6 +82,8 @@ export interface GpuSamplerOptions {
   readonly metrics: GpuMetricSink;
   /** The execution provider in use (`cuda`, `cpu`), once the model has loaded; undefined without a model. */
   readonly provider: () => string | undefined;
+  /** Where the worker's segments decode now (`nvdec`, `cpu`, `cpu-fallback`); absent or empty: nothing counted. */
+  readonly decoders?: () => readonly string[];
   /** @default runProgram (child_process.execFile) */
   readonly run?: RunProgram;
   /** @default GPU_SAMPLE_INTERVAL_MS */
@@ -79,6 +95,8 @@ export class GpuSampler {
   #timer: NodeJS.Timeout | undefined;
   /** False once nvidia-smi turned out to be absent: it is not looked for again. */
   #smiPresent = true;
+  /** False once nvidia-smi refused the `utilization.decoder` field: asked without it from then on. */
+  #decoderField = true;
 
   constructor(options: GpuSamplerOptions) {
     this.#o = options;
@@ -105,17 +123,32 @@ export class GpuSampler {
   async sampleOnce(): Promise<readonly GpuSample[]> {
     const provider = this.#o.provider();
     if (provider) this.#o.metrics.count(METRIC_NAMES.worker.executionProvider, 1, { Provider: provider });
+    for (const decoder of this.#o.decoders?.() ?? []) this.#o.metrics.count(METRIC_NAMES.worker.segmentDecoderInUse, 1, { Decoder: decoder });
     if (!this.#smiPresent) return [];
+    const run = this.#o.run ?? runProgram;
     let stdout: string;
     try {
-      stdout = await (this.#o.run ?? runProgram)(NVIDIA_SMI, NVIDIA_SMI_ARGS, NVIDIA_SMI_TIMEOUT_MS);
+      stdout = await run(NVIDIA_SMI, this.#decoderField ? NVIDIA_SMI_ARGS : NVIDIA_SMI_ARGS_NO_DECODER, NVIDIA_SMI_TIMEOUT_MS);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') this.#smiPresent = false;
-      return [];
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.#smiPresent = false;
+        return [];
+      }
+      // Not the command line (which names the field whatever failed): what nvidia-smi said.
+      const said = `${(e as { stdout?: string }).stdout ?? ''} ${(e as { stderr?: string }).stderr ?? ''} ${String((e as Error).message).split('\n').slice(1).join(' ')}`;
+      if (!this.#decoderField || !/not a valid field/i.test(said)) return [];
+      // An older nvidia-smi: ask again without the decoder's field, now and from now on.
+      this.#decoderField = false;
+      try {
+        stdout = await run(NVIDIA_SMI, NVIDIA_SMI_ARGS_NO_DECODER, NVIDIA_SMI_TIMEOUT_MS);
+      } catch {
+        return [];
+      }
     }
     const samples = parseNvidiaSmi(stdout);
     for (const s of samples) {
       this.#o.metrics.gauge(METRIC_NAMES.worker.gpuUtilizationPercent, s.utilizationPercent, 'Percent');
+      if (s.decoderUtilizationPercent !== undefined) this.#o.metrics.gauge(METRIC_NAMES.worker.gpuDecoderUtilizationPercent, s.decoderUtilizationPercent, 'Percent');
       this.#o.metrics.gauge(METRIC_NAMES.worker.gpuMemoryUsedMiB, s.memoryUsedMiB, 'Megabytes');
       if (s.memoryTotalMiB > 0) this.#o.metrics.gauge(METRIC_NAMES.worker.gpuMemoryUsedPercent, (100 * s.memoryUsedMiB) / s.memoryTotalMiB, 'Percent');
     }

@@ -7,6 +7,7 @@ import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
 import type { RulesSource } from '../../core/analytics/port.ts';
 import type { FrameProbe } from './crash/frame-probe.ts';
 import type { SegmentCodec } from '../video/segment-reader.ts';
+import type { DecodeDevice } from '../video/segment-decoder.ts';
 
 export type WorkerLog = LogSink;
 
@@ -31,6 +32,8 @@ export interface WorkerDeps {
   readonly probe?: FrameProbe;
   /** Videos' rules documents (issue 22); absent: the rules in each checkpoint stay in effect, never re-read. */
   readonly rules?: RulesSource;
+  /** The CUDA device and decoder factory segments decode with; node-av's by default (a test simulates a GPU). */
+  readonly decodeDevice?: DecodeDevice;
   readonly metrics: MetricSink;
   readonly log: WorkerLog;
   readonly now?: () => number;

@@ -40,7 +40,7 @@ import { IsolatedRounds } from './crash/isolated-rounds.ts';
 import { aheadHooks } from './ahead/ahead-hints.ts';
 import { probedProcessor } from './crash/frame-probe.ts';
 import { SegmentReader } from '../video/segment-reader.ts';
-import type { HardwarePreference } from '../video/segment-decoder.ts';
+import type { DecoderPlacement, HardwarePreference } from '../video/segment-decoder.ts';
 import { letterboxGeometry } from '../vision/preprocess.ts';
 import { aheadSkipsAfter, decideRound, gatherWaitMs, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
@@ -103,7 +103,10 @@ export class Worker {
       log: deps.log,
       metrics: deps.metrics,
       maxSegmentBytes: deps.tunables.maxSegmentBytes,
+      // Bounded with maxSegmentBytes by the container's memory limit (core/config/worker-memory.ts, checked at synth).
+      maxOpenSegments: deps.tunables.maxOpenSegments,
       hardware: deps.tunables.videoDecoder as HardwarePreference,
+      ...(deps.decodeDevice ? { device: deps.decodeDevice } : {}),
       // A video's next segments are fetched while its current one decodes (decision 51).
       ahead: this.prefetch,
       segmentsAhead: deps.tunables.segmentReadAheadSegments,
@@ -141,6 +144,11 @@ export class Worker {
 
   get slot(): number | undefined {
     return this.keeper.fence?.slot;
+  }
+
+  /** Where this worker's segments decode now (segment-reader.ts decodersInUse): empty before any segment decoded. */
+  get segmentDecoders(): DecoderPlacement[] {
+    return this.segments.decodersInUse;
   }
 
   get ownedVideos(): string[] {

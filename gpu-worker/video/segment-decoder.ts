@@ -29,10 +29,18 @@
  *   device opens, or the hardware decoder fails before the segment's end, the segment
  *   is decoded on the CPU instead (frames already yielded are not yielded again), and
  *   `decoder` says so.
+ * - **Where frames were decoded is read off the frames** (issue 43): NVDEC initialises
+ *   while frames decode, not when the decoder opens, and when it cannot take a stream
+ *   FFmpeg quietly retries without it ("Format cuda not usable, retrying get_format()
+ *   without it") and hands out software frames. So `placement` comes from the first
+ *   decoded frame (`isHwFrame()`): `nvdec`, `cpu` (as configured: `cpu`, or `auto` where no
+ *   CUDA device opens) or `cpu-fallback` (NVDEC expected: `cuda`, or `auto` with a CUDA
+ *   device; the CPU decoded), with `fallbackReason` saying why ({@link nvdecRefusal}:
+ *   4:4:4, 4:2:2, 10-bit H.264, too large; no device; a failure mid-segment).
  */
-import { Decoder, Demuxer, HardwareContext, Scaler } from 'node-av/api';
-import { Log } from 'node-av/lib';
-import { AV_CODEC_ID_H264, AV_CODEC_ID_HEVC, AV_HWDEVICE_TYPE_CUDA, AV_LOG_FATAL, AV_NOPTS_VALUE } from 'node-av/constants';
+import { Decoder, Demuxer, HardwareContext, Scaler, type DecoderOptions } from 'node-av/api';
+import { Log, avGetPixFmtName, type Stream } from 'node-av/lib';
+import { AV_CODEC_ID_H264, AV_CODEC_ID_HEVC, AV_HWDEVICE_TYPE_CUDA, AV_LOG_FATAL, AV_NOPTS_VALUE, type AVPixelFormat } from 'node-av/constants';
 import { segmentFrameCount, type FrameCountSource, type SourceContainer } from '../../core/ingest/segment-keys.ts';
 
 /** Why a segment's frames could not all be yielded (the `failed` record's reason). */
@@ -71,8 +79,18 @@ export interface SegmentEnd {
   /** `k`: the frames `[firstFrame, firstFrame + k)` the segment covers (segment-keys.ts). */
   readonly frameCount: number;
   readonly frameCountSource: FrameCountSource;
-  /** The decoder that produced the frames, e.g. `h264 cpu` or `hevc nvdec (cuda)`; `none` when nothing opened. */
+  /** The decoder that produced the frames, for people, e.g. `h264 cpu` or `hevc nvdec (cuda)`; `none` when nothing opened. */
   readonly decoder: string;
+  /**
+   * Where the frames were decoded, read off the first decoded frame (hardware frame or
+   * not): one of a small fixed set, the `Decoder` dimension of the worker's metrics.
+   * `none` when no frame was decoded.
+   */
+  readonly placement: DecoderPlacement | 'none';
+  /** `h264` or `hevc`, once the stream was read. */
+  readonly codec?: string;
+  /** With `placement: 'cpu-fallback'`: why NVDEC was not used (no device, the stream's format, a failure mid-segment). */
+  readonly fallbackReason?: string;
   /** Frames decoded past a declared count, dropped (they would be numbered into the next segment). */
   readonly surplus: number;
   readonly failure?: {
@@ -88,6 +106,27 @@ export interface SegmentEnd {
 export type SegmentItem = DecodedFrame | SegmentEnd;
 
 export type HardwarePreference = 'cpu' | 'cuda' | 'auto';
+
+/**
+ * Where a segment's frames were decoded, the only values the `Decoder` metric dimension
+ * takes (never error text or counts: each distinct value is a CloudWatch metric of its own):
+ * `nvdec` (hardware frames), `cpu` (the CPU, as `videoDecoder: cpu` asks) and
+ * `cpu-fallback` (NVDEC was asked for and the CPU decoded: the `WorkerDecodingOnCpu` alarm).
+ */
+export type DecoderPlacement = 'nvdec' | 'cpu' | 'cpu-fallback';
+export const DECODER_PLACEMENTS: readonly DecoderPlacement[] = ['nvdec', 'cpu', 'cpu-fallback'];
+
+/**
+ * The CUDA device and the decoder factory decodeSegment uses: node-av's by default. A test
+ * swaps in a device that "opens" and a factory that ignores it, which is what FFmpeg does
+ * when NVDEC cannot take a stream (software frames from a decoder given a CUDA device).
+ */
+export interface DecodeDevice {
+  /** The CUDA device NVDEC decodes on, opened once; `hw: null` with the reason when there is none. */
+  cuda(): { readonly hw: HardwareContext | null; readonly why: string; readonly context?: 'primary' | 'own' };
+  /** Opens a decoder for `stream` (node-av's `Decoder.create`). */
+  createDecoder(stream: Stream, options: DecoderOptions): Promise<Decoder>;
+}
 
 export interface SegmentDecodeOptions {
   /** `n`, from the key. */
@@ -108,6 +147,8 @@ export interface SegmentDecodeOptions {
    * frame never exists as full-size RGB. @default the source's size
    */
   readonly resize?: FrameSize | ((sourceWidth: number, sourceHeight: number) => FrameSize | undefined);
+  /** @default {@link nodeAvDevice} */
+  readonly device?: DecodeDevice;
 }
 
 export interface FrameSize {
@@ -129,13 +170,30 @@ function quietFfmpeg(): void {
   logLevelSet = true;
 }
 
+/**
+ * FFmpeg's CUDA device options: `primary_ctx` makes FFmpeg retain the GPU's primary context
+ * (cuDevicePrimaryCtxRetain) instead of creating a context of its own. ONNX Runtime's CUDA
+ * execution provider runs on the CUDA runtime, which uses that same primary context, so
+ * decode and inference share one context instead of two that the GPU time-slices, and the
+ * context's memory (a few hundred MiB) is paid once (issue 43, item 3).
+ *
+ * FFmpeg wants the primary context with CU_CTX_SCHED_BLOCKING_SYNC and refuses it ("Primary
+ * context already active with incompatible flags") when something else activated it first
+ * with other flags, as ONNX Runtime's session does. So the worker opens the device before
+ * its model loads (gpu-worker/main.ts), and {@link cudaDevice} falls back to a context of
+ * FFmpeg's own rather than lose NVDEC; `describeDecoderChoice` says which it got.
+ */
+export const CUDA_DEVICE_OPTIONS: Readonly<Record<string, string>> = { primary_ctx: '1' };
+
 /** One CUDA device per process, opened at first use; `null` with the reason when there is none. */
-let cuda: { readonly hw: HardwareContext | null; readonly why: string } | undefined;
-function cudaDevice(): { readonly hw: HardwareContext | null; readonly why: string } {
+let cuda: { readonly hw: HardwareContext | null; readonly why: string; readonly context?: 'primary' | 'own' } | undefined;
+function cudaDevice(): { readonly hw: HardwareContext | null; readonly why: string; readonly context?: 'primary' | 'own' } {
   if (cuda === undefined) {
     try {
-      const hw = HardwareContext.create(AV_HWDEVICE_TYPE_CUDA);
-      cuda = hw ? { hw, why: '' } : { hw: null, why: 'no CUDA device opened' };
+      const primary = HardwareContext.create(AV_HWDEVICE_TYPE_CUDA, undefined, { ...CUDA_DEVICE_OPTIONS });
+      // The primary context refused (active with other flags): a context of FFmpeg's own keeps NVDEC.
+      const hw = primary ?? HardwareContext.create(AV_HWDEVICE_TYPE_CUDA);
+      cuda = hw ? { hw, why: '', context: primary ? 'primary' : 'own' } : { hw: null, why: 'no CUDA device opened' };
     } catch (e) {
       cuda = { hw: null, why: `CUDA device failed: ${message(e)}` };
     }
@@ -143,16 +201,60 @@ function cudaDevice(): { readonly hw: HardwareContext | null; readonly why: stri
   return cuda;
 }
 
+/** node-av's CUDA device (opened once per process) and `Decoder.create`. */
+export const nodeAvDevice: DecodeDevice = { cuda: cudaDevice, createDecoder: (stream, options) => Decoder.create(stream, options) };
+
 /**
- * Which decoder `hardware` gets on this machine, for the worker's start-up log and metric
- * (as the execution provider is reported): `nvdec (cuda)` or `cpu`, with the reason
- * NVDEC was not taken when it was asked for.
+ * Which decoder `hardware` is expected to get on this machine, before any frame: for the
+ * worker's start-up log and metric (as the execution provider is reported). `nvdec` when
+ * a CUDA device opened (the frames then say whether NVDEC really decodes: see
+ * `placement`), `cpu` when the CPU was asked for or `auto` found no CUDA device (with the
+ * reason), `cpu-fallback` with the reason when `cuda` was asked for and no device opened.
  */
-export function describeDecoderChoice(hardware: HardwarePreference): { readonly decoder: 'nvdec (cuda)' | 'cpu'; readonly note?: string } {
+export function describeDecoderChoice(hardware: HardwarePreference, device: DecodeDevice = nodeAvDevice): { readonly decoder: DecoderPlacement; readonly note?: string } {
   if (hardware === 'cpu') return { decoder: 'cpu' };
-  const { hw, why } = cudaDevice();
-  return hw ? { decoder: 'nvdec (cuda)' } : { decoder: 'cpu', note: why };
+  const { hw, why, context } = device.cuda();
+  if (hw && context === 'own') return { decoder: 'nvdec', note: 'FFmpeg has a CUDA context of its own: the primary one was active with other flags (decode and inference time-slice two contexts)' };
+  if (hw) return { decoder: 'nvdec' };
+  // `auto` means "the CPU where there is no CUDA device": as configured, not a fallback.
+  return { decoder: hardware === 'cuda' ? 'cpu-fallback' : 'cpu', note: why };
 }
+
+/** What {@link nvdecRefusal} reads of a stream. */
+export interface StreamFormat {
+  readonly codec: string;
+  /** FFmpeg's pixel format name (`yuv420p`, `yuv444p`, `yuv420p10le`); undefined when unknown. */
+  readonly pixelFormat: string | undefined;
+  readonly width: number;
+  readonly height: number;
+}
+
+/**
+ * Why NVDEC cannot decode a stream, from its format, or undefined when it can (as far as
+ * the format says: libnvcuvid or GPU memory may still be missing). NVIDIA's decode support
+ * matrix for the GPUs the stack allows (Turing T4, Ampere A10G/A100, Ada L4/L40S, Hopper):
+ * H.264 is 8-bit 4:2:0 only, at most 4096x4096; HEVC takes 4:2:0 and 4:4:4 at 8 to 12
+ * bits up to 8192x8192, but 4:2:2 only from Blackwell on.
+ */
+export function nvdecRefusal(f: StreamFormat): string | undefined {
+  const pf = f.pixelFormat ?? '';
+  const chroma = /444/.test(pf) ? '4:4:4' : /422/.test(pf) ? '4:2:2' : undefined;
+  const deep = /p(9|10|12|14|16)(le|be)?$/.test(pf);
+  if (f.codec === 'h264') {
+    if (chroma) return `H.264 ${chroma} (${pf}): NVDEC decodes H.264 in 4:2:0 only; encode the camera's stream as 4:2:0 (yuv420p)`;
+    if (deep) return `10-bit H.264 (${pf}): NVDEC decodes 8-bit H.264 only; encode 8-bit (High profile) or HEVC Main 10`;
+    if (f.width > 4096 || f.height > 4096) return `H.264 ${f.width}x${f.height}: NVDEC decodes H.264 up to 4096x4096; send HEVC for larger frames`;
+  }
+  if (f.codec === 'hevc') {
+    if (chroma === '4:2:2') return `HEVC 4:2:2 (${pf}): NVDEC before Blackwell decodes HEVC in 4:2:0 and 4:4:4 only`;
+    if (f.width > 8192 || f.height > 8192) return `HEVC ${f.width}x${f.height}: NVDEC decodes HEVC up to 8192x8192`;
+  }
+  return undefined;
+}
+
+/** Why FFmpeg decoded in software although a CUDA device opened, when the stream's format does not say. */
+export const SILENT_FALLBACK_REASON =
+  'FFmpeg decoded in software although a CUDA device opened: NVDEC is unusable here (libnvcuvid not mounted: NVIDIA_DRIVER_CAPABILITIES lacks video; too little GPU memory; a profile this GPU lacks)';
 
 class StopDecoding extends Error {
   readonly reason: SegmentFailureReason;
@@ -179,26 +281,51 @@ export async function* decodeSegment(input: Uint8Array | string, options: Segmen
   let surplus = 0;
   let containerFrames: number | undefined;
   let decoder = 'none';
+  let codec: string | undefined;
+  let placement: DecoderPlacement | 'none' = 'none';
+  let fallbackReason: string | undefined;
   let failure: { reason: SegmentFailureReason; detail: string } | undefined;
 
+  const device = options.device ?? nodeAvDevice;
   const wantHw = (options.hardware ?? 'cpu') !== 'cpu';
   let hwNote = '';
   let hw: HardwareContext | null = null;
+  /** Why NVDEC cannot take this stream, from its format (set when the stream is read). */
+  let refusal: string | undefined;
   if (wantHw) {
-    const device = cudaDevice();
-    hw = device.hw;
-    if (!hw) hwNote = ` (${options.hardware} asked: ${device.why})`;
+    const cudaDev = device.cuda();
+    hw = cudaDev.hw;
+    if (!hw) {
+      fallbackReason = cudaDev.why;
+      hwNote = ` (${options.hardware} asked: ${cudaDev.why})`;
+    }
   }
+
+  // NVDEC is expected where `cuda` asks for it, or `auto` found a CUDA device: CPU frames then are a fallback
+  // (alarmed). `auto` without a device decodes on the CPU as configured (the start log says why).
+  const nvdecExpected = options.hardware === 'cuda' || (options.hardware === 'auto' && hw !== null);
 
   if (typeof input !== 'string' && input.byteLength === 0) {
     failure = { reason: 'empty-object', detail: 'the object has no bytes' };
   } else {
     for (;;) {
       try {
-        for await (const item of decodeOnce(input, options, hw, decoded)) {
+        for await (const item of decodeOnce(input, options, hw, decoded, device)) {
           if (item.kind === 'opened') {
+            codec = item.codec;
+            refusal = wantHw ? nvdecRefusal(item.format) : undefined;
             decoder = `${item.codec} ${hw ? 'nvdec (cuda)' : 'cpu'}${hwNote}`;
             containerFrames = item.containerFrames;
+            continue;
+          }
+          if (item.kind === 'placed') {
+            // The truth: a CUDA frame or not. A decoder given a CUDA device may still hand out software frames.
+            placement = item.hardware ? 'nvdec' : nvdecExpected ? 'cpu-fallback' : 'cpu';
+            if (placement === 'cpu-fallback' && hw) {
+              fallbackReason = refusal ?? SILENT_FALLBACK_REASON;
+              hwNote = ` (${options.hardware} asked: ${fallbackReason})`;
+            }
+            decoder = `${item.codec} ${item.hardware ? 'nvdec (cuda)' : 'cpu'}${hwNote}`;
             continue;
           }
           if (options.declaredFrames !== undefined && decoded >= options.declaredFrames) {
@@ -211,7 +338,8 @@ export async function* decodeSegment(input: Uint8Array | string, options: Segmen
       } catch (e) {
         if (e instanceof HardwareFailed && hw) {
           // Decode the segment again on the CPU; the frames already yielded are skipped.
-          hwNote = ` (nvdec failed after ${decoded} frames: ${e.message})`;
+          fallbackReason = `nvdec failed after ${decoded} frames: ${e.message}`;
+          hwNote = ` (${fallbackReason})`;
           hw = null;
           continue;
         }
@@ -231,6 +359,9 @@ export async function* decodeSegment(input: Uint8Array | string, options: Segmen
     frameCount: Math.max(frameCount, decoded),
     frameCountSource: source,
     decoder,
+    placement,
+    ...(codec !== undefined ? { codec } : {}),
+    ...(placement === 'cpu-fallback' && fallbackReason !== undefined ? { fallbackReason } : {}),
     surplus,
     ...(failure ? { failure: { ...failure, from: n + decoded, to: n + Math.max(frameCount, decoded) } } : {}),
   };
@@ -238,11 +369,19 @@ export async function* decodeSegment(input: Uint8Array | string, options: Segmen
 }
 
 type RawItem =
-  | { readonly kind: 'opened'; readonly codec: string; readonly containerFrames: number | undefined }
+  | { readonly kind: 'opened'; readonly codec: string; readonly containerFrames: number | undefined; readonly format: StreamFormat }
+  /** The pass's first decoded frame: whether it is a hardware (CUDA) frame. */
+  | { readonly kind: 'placed'; readonly codec: string; readonly hardware: boolean }
   | Omit<DecodedFrame, 'frame' | 'index'>;
 
 /** One pass over the segment with one decoder; skips the first `skip` frames (already yielded by a failed hardware pass). */
-async function* decodeOnce(input: Uint8Array | string, options: SegmentDecodeOptions, hw: HardwareContext | null, skip: number): AsyncGenerator<RawItem, void, undefined> {
+async function* decodeOnce(
+  input: Uint8Array | string,
+  options: SegmentDecodeOptions,
+  hw: HardwareContext | null,
+  skip: number,
+  device: DecodeDevice,
+): AsyncGenerator<RawItem, void, undefined> {
   let demuxer: Demuxer;
   try {
     demuxer = await Demuxer.open(typeof input === 'string' ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength));
@@ -262,7 +401,7 @@ async function* decodeOnce(input: Uint8Array | string, options: SegmentDecodeOpt
     const nb = Number(stream.nbFrames);
     const tb = stream.timeBase;
     try {
-      dec = await Decoder.create(stream, {
+      dec = await device.createDecoder(stream, {
         hardware: hw,
         exitOnError: true,
         context: { threadCount: options.threads ?? 1 },
@@ -271,15 +410,18 @@ async function* decodeOnce(input: Uint8Array | string, options: SegmentDecodeOpt
       if (hw) throw new HardwareFailed(message(e));
       throw new StopDecoding('decode-error', message(e));
     }
-    // Not the decoder's own `rescale`: its frames come out renumbered 0, 1, 2, ... (node-av 6.1), losing the stream's time.
-    // A hardware frame is converted on the GPU and only the RGB result is downloaded.
-    scaler = new Scaler({ hardware: hw });
-    yield { kind: 'opened', codec, containerFrames: nb > 0 ? nb : undefined };
+    const pixelFormat = avGetPixFmtName(stream.codecpar.format as AVPixelFormat) ?? undefined;
+    yield { kind: 'opened', codec, containerFrames: nb > 0 ? nb : undefined, format: { codec, pixelFormat, width, height } };
     let index = 0;
     try {
       for await (const f of dec.frames(demuxer.packets(stream.index))) {
         if (!f) continue;
         try {
+          if (index === 0) yield { kind: 'placed', codec, hardware: f.isHwFrame() };
+          // Not the decoder's own `rescale`: its frames come out renumbered 0, 1, 2, ... (node-av 6.1), losing the stream's time.
+          // A hardware frame is converted on the GPU and only the RGB result is downloaded; software frames (FFmpeg's
+          // silent fallback included) go through swscale.
+          scaler ??= new Scaler({ hardware: f.isHwFrame() ? hw : null });
           if (index++ < skip) continue;
           if (f.width * f.height > maxPixels) throw new StopDecoding('frame-too-large', `${f.width}x${f.height} is over ${maxPixels} pixels`);
           const ts = f.bestEffortTimestamp !== AV_NOPTS_VALUE ? f.bestEffortTimestamp : f.pts;

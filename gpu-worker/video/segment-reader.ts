@@ -44,7 +44,19 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { DecodedPixels, FrameOutcome, LogSink, MetricSink } from '../../core/ports.ts';
 import type { FrameRef } from '../../core/ordering/sequencer.ts';
 import type { FramePrefetch } from '../runtime/ahead/frame-prefetch.ts';
-import { countSegmentFrames, decodeSegment, readAhead, type DecodedFrame, type FrameSize, type HardwarePreference, type SegmentEnd, type SegmentItem } from './segment-decoder.ts';
+import {
+  countSegmentFrames,
+  DECODER_PLACEMENTS,
+  decodeSegment,
+  readAhead,
+  type DecodeDevice,
+  type DecodedFrame,
+  type DecoderPlacement,
+  type FrameSize,
+  type HardwarePreference,
+  type SegmentEnd,
+  type SegmentItem,
+} from './segment-decoder.ts';
 
 /**
  * Frames decoded ahead of the caller per open segment: one call of the frame runner's
@@ -76,6 +88,8 @@ export interface SegmentReaderDeps {
   readonly metrics: MetricSink;
   readonly maxSegmentBytes: number;
   readonly hardware: HardwarePreference;
+  /** The CUDA device and decoder factory (segment-decoder.ts's `nodeAvDevice` by default; a test simulates a GPU). */
+  readonly device?: DecodeDevice;
   /** The size to decode each frame to (the model's letterbox), from the stream's; undefined keeps the stream's size. */
   readonly resizeFor?: (sourceWidth: number, sourceHeight: number) => FrameSize | undefined;
   /** Segments with an open decoder at once; the least recently used is closed beyond. @default 32 */
@@ -128,7 +142,10 @@ export class SegmentReader {
   private readonly open = new Map<string, Cursor>();
   /** The last call in line per segment key. */
   private readonly turns = new Map<string, Promise<unknown>>();
-  private lastDecoder: string | undefined;
+  /** Per video, where its last segment's frames were decoded; forgotten when the worker lets the video go. */
+  private readonly placements = new Map<string, DecoderPlacement>();
+  /** The placements in use last logged and counted (`nvdec`, `nvdec,cpu-fallback`); '' before any. */
+  private inUse = '';
   /** Per video, the segments it runs next, in order (from the last {@link readAhead}). */
   private readonly orders = new Map<string, readonly { readonly bucket: string; readonly key: string }[]>();
 
@@ -339,6 +356,7 @@ export class SegmentReader {
    */
   async closeVideo(videoId: string): Promise<void> {
     this.orders.delete(videoId);
+    if (this.placements.delete(videoId)) this.reportInUse();
     for (const key of [...this.open.keys()]) {
       const p = parseSourceKey(key);
       if (p.kind === 'source' && p.videoId === videoId && !this.turns.has(key)) await this.close(key);
@@ -361,6 +379,7 @@ export class SegmentReader {
         container,
         declaredFrames: d.frameCount,
         hardware: this.d.hardware,
+        ...(this.d.device ? { device: this.d.device } : {}),
         ...(this.d.resizeFor ? { resize: this.d.resizeFor } : {}),
       }),
       DECODE_AHEAD_FRAMES,
@@ -385,8 +404,8 @@ export class SegmentReader {
 
   private ended(c: Cursor, end: SegmentEnd): void {
     c.end = end;
-    this.noteDecoder(end.decoder);
-    if (end.decoded > 0) this.d.metrics.count(METRIC_NAMES.worker.segmentFramesDecoded, end.decoded, { Decoder: end.decoder });
+    this.noteDecoder(c.key, end);
+    if (end.decoded > 0 && end.placement !== 'none') this.d.metrics.count(METRIC_NAMES.worker.segmentFramesDecoded, end.decoded, { Decoder: end.placement });
   }
 
   private async advance(c: Cursor, index: number, frameCount: number): Promise<SegmentFrame> {
@@ -423,10 +442,47 @@ export class SegmentReader {
     return primed;
   }
 
-  private noteDecoder(decoder: string): void {
-    if (decoder === this.lastDecoder || decoder === 'none') return;
-    this.lastDecoder = decoder;
-    this.d.log.info('segment decoder in use', { decoder });
+  /**
+   * Where the worker's segments decode now: the placements of the videos it holds (their
+   * last segments), in a fixed order; empty before any segment decoded. The GPU sampler
+   * counts them once a minute (`SegmentDecoderInUse`, the `WorkerDecodingOnCpu` alarm).
+   */
+  get decodersInUse(): DecoderPlacement[] {
+    const seen = new Set(this.placements.values());
+    return DECODER_PLACEMENTS.filter((p) => seen.has(p));
+  }
+
+  /**
+   * A segment's placement, per video: a video that starts decoding on the CPU although
+   * NVDEC was asked for is said once (with the reason: its stream's format, no device, a
+   * failure), and again only when its placement changes; the worker's set of placements
+   * is logged and counted whenever it changes.
+   */
+  private noteDecoder(key: string, end: SegmentEnd): void {
+    if (end.placement === 'none') return;
+    const p = parseSourceKey(key);
+    if (p.kind !== 'source') return;
+    const before = this.placements.get(p.videoId);
+    // Most recently decoded last: the oldest is forgotten beyond the bound (closeVideo forgets the rest).
+    this.placements.delete(p.videoId);
+    this.placements.set(p.videoId, end.placement);
+    if (this.placements.size > ORDERS_KEPT) this.placements.delete(this.placements.keys().next().value!);
+    if (before !== end.placement && end.placement === 'cpu-fallback') {
+      this.d.log.warn('video decoded on the CPU: NVDEC not used', { videoId: p.videoId, codec: end.codec, reason: end.fallbackReason, decoder: end.decoder });
+    } else if (before === 'cpu-fallback') {
+      this.d.log.info('video decoded by NVDEC again', { videoId: p.videoId, codec: end.codec, decoder: end.decoder });
+    }
+    this.reportInUse(end.decoder);
+  }
+
+  private reportInUse(detail?: string): void {
+    const now = this.decodersInUse;
+    const text = now.join(',');
+    // No video decoding (all let go) is no change: the next segment that decodes as before is not news.
+    if (text === this.inUse || now.length === 0) return;
+    this.inUse = text;
+    this.d.log.info('segment decoder in use', { decoder: text, ...(detail !== undefined ? { detail } : {}) });
+    for (const placement of now) this.d.metrics.count(METRIC_NAMES.worker.segmentDecoderInUse, 1, { Decoder: placement });
   }
 
   private async close(key: string): Promise<void> {

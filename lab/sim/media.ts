@@ -91,6 +91,7 @@ async function* decode(input: Uint8Array | string, options: Parameters<SegmentCo
     frameCount: Math.max(frameCount, decoded),
     frameCountSource: source,
     decoder: body ? 'sim cpu' : 'none',
+    placement: body ? 'cpu' : 'none',
     surplus,
     ...(failure ? { failure: { ...failure, from: n + decoded, to: n + Math.max(frameCount, decoded) } } : {}),
   };

@@ -178,6 +178,11 @@ const GONE_STATUSES: ReadonlySet<string> = new Set(['DEACTIVATING', 'STOPPING', 
 export function classifyRunTaskError(e: { readonly name?: string; readonly message?: string }): LaunchFailureReason {
   const name = e.name ?? '';
   const message = e.message ?? '';
+  // With a managed-scaling capacity provider, RunTask over the quota of tasks in PROVISIONING
+  // per cluster raises an error (aws/aws-sdk-ruby#3047) rather than answering failures[]; its
+  // exact wording is not documented, so any error that names the PROVISIONING state is taken
+  // for it: the launch is then queued, not failed.
+  if (/provisioning/i.test(message) && !/Throttl/i.test(name)) return 'provisioning-quota';
   if (/Throttl|TooManyRequests|RequestLimitExceeded/i.test(name) || /rate exceeded/i.test(message)) return 'throttled';
   if (/AccessDenied|UnauthorizedOperation|Unrecognized|InvalidClientTokenId|ExpiredToken|KMS/i.test(name)) return 'access-denied';
   if (/InvalidParameter|ClientException|ClusterNotFound|PlatformUnknown|PlatformTaskDefinitionIncompatibility|Unsupported|Validation/i.test(name)) return 'invalid-request';

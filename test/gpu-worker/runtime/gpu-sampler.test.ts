@@ -4,7 +4,7 @@
  * (one failed spawn, then silence).
  */
 import { describe, expect, it } from 'vitest';
-import { GpuSampler, NVIDIA_SMI, NVIDIA_SMI_ARGS, parseNvidiaSmi, runProgram, type GpuMetricSink, type RunProgram } from '../../../gpu-worker/runtime/gpu-sampler.ts';
+import { GpuSampler, NVIDIA_SMI, NVIDIA_SMI_ARGS, NVIDIA_SMI_ARGS_NO_DECODER, parseNvidiaSmi, runProgram, type GpuMetricSink, type RunProgram } from '../../../gpu-worker/runtime/gpu-sampler.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 
 function recorder() {
@@ -25,6 +25,12 @@ describe('parseNvidiaSmi', () => {
     expect(parseNvidiaSmi('0, 0, 15360\r\n100, 15000, 15360\r\n')).toHaveLength(2);
   });
 
+  it('reads the decoder (NVDEC) utilization as a fourth field, and leaves it out when it is not a number', () => {
+    expect(parseNvidiaSmi('37, 1234, 23028, 12\n')).toEqual([{ utilizationPercent: 37, memoryUsedMiB: 1234, memoryTotalMiB: 23028, decoderUtilizationPercent: 12 }]);
+    expect(parseNvidiaSmi('37, 1234, 23028, [N/A]\n')).toEqual([{ utilizationPercent: 37, memoryUsedMiB: 1234, memoryTotalMiB: 23028 }]);
+    expect(parseNvidiaSmi('37, 1234, 23028, 12, 9\n')).toEqual([]);
+  });
+
   it('leaves out lines with fields that are not numbers, and empty output', () => {
     expect(parseNvidiaSmi('[N/A], 1234, 23028\n[Not Supported], [N/A], [N/A]\nNVIDIA-SMI has failed\n')).toEqual([]);
     expect(parseNvidiaSmi('')).toEqual([]);
@@ -38,20 +44,24 @@ describe('GpuSampler', () => {
     const calls: { file: string; args: readonly string[] }[] = [];
     const run: RunProgram = async (file, args) => {
       calls.push({ file, args });
-      return '50, 6000, 24000\n';
+      return '50, 6000, 24000, 35\n';
     };
     const { metrics, counts, gauges } = recorder();
 
     // Act
-    const samples = await new GpuSampler({ metrics, provider: () => 'cuda', run }).sampleOnce();
+    const samples = await new GpuSampler({ metrics, provider: () => 'cuda', decoders: () => ['nvdec'], run }).sampleOnce();
 
     // Assess
     expect(calls).toEqual([{ file: NVIDIA_SMI, args: NVIDIA_SMI_ARGS }]);
-    expect(NVIDIA_SMI_ARGS).toEqual(['--query-gpu=utilization.gpu,memory.used,memory.total', '--format=csv,noheader,nounits']);
+    expect(NVIDIA_SMI_ARGS).toEqual(['--query-gpu=utilization.gpu,memory.used,memory.total,utilization.decoder', '--format=csv,noheader,nounits']);
     expect(samples).toHaveLength(1);
-    expect(counts).toEqual([{ name: METRIC_NAMES.worker.executionProvider, value: 1, dimensions: { Provider: 'cuda' } }]);
+    expect(counts).toEqual([
+      { name: METRIC_NAMES.worker.executionProvider, value: 1, dimensions: { Provider: 'cuda' } },
+      { name: METRIC_NAMES.worker.segmentDecoderInUse, value: 1, dimensions: { Decoder: 'nvdec' } },
+    ]);
     expect(gauges).toEqual([
       { name: METRIC_NAMES.worker.gpuUtilizationPercent, value: 50, unit: 'Percent' },
+      { name: METRIC_NAMES.worker.gpuDecoderUtilizationPercent, value: 35, unit: 'Percent' },
       { name: METRIC_NAMES.worker.gpuMemoryUsedMiB, value: 6000, unit: 'Megabytes' },
       { name: METRIC_NAMES.worker.gpuMemoryUsedPercent, value: 25, unit: 'Percent' },
     ]);
@@ -98,6 +108,48 @@ describe('GpuSampler', () => {
     expect(second).toHaveLength(1);
     expect(sampler.nvidiaSmiPresent).toBe(true);
     expect(gauges.map((g) => g.name)).toContain(METRIC_NAMES.worker.gpuUtilizationPercent);
+  });
+
+  it('asks without the decoder field, at once and from then on, when nvidia-smi says it is not a valid field (an older driver)', async () => {
+    // Prepare: the failure's message names the field (the command line) whatever failed; only what nvidia-smi said counts.
+    const calls: (readonly string[])[] = [];
+    const run: RunProgram = async (_file, args) => {
+      calls.push(args);
+      if (args === NVIDIA_SMI_ARGS) throw Object.assign(new Error(`Command failed: nvidia-smi ${args.join(' ')}\n`), { code: 2, stdout: 'Field "utilization.decoder" is not a valid field to query.\n' });
+      return '20, 100, 1000\n';
+    };
+    const { metrics, gauges } = recorder();
+    const sampler = new GpuSampler({ metrics, provider: () => undefined, run });
+
+    // Act
+    const first = await sampler.sampleOnce();
+    await sampler.sampleOnce();
+
+    // Assess
+    expect(calls).toEqual([NVIDIA_SMI_ARGS, NVIDIA_SMI_ARGS_NO_DECODER, NVIDIA_SMI_ARGS_NO_DECODER]);
+    expect(first).toHaveLength(1);
+    expect(gauges.map((g) => g.name)).not.toContain(METRIC_NAMES.worker.gpuDecoderUtilizationPercent);
+  });
+
+  it('keeps asking for the decoder field after a failure that is not about the field (the command line names it)', async () => {
+    const calls: (readonly string[])[] = [];
+    const run: RunProgram = async (_file, args) => {
+      calls.push(args);
+      if (calls.length === 1) throw Object.assign(new Error(`Command failed: nvidia-smi ${args.join(' ')}\n`), { code: 9, stdout: 'Unable to determine the device handle for GPU0000:00:1E.0: Unknown Error\n' });
+      return '20, 100, 1000, 5\n';
+    };
+    const sampler = new GpuSampler({ metrics: recorder().metrics, provider: () => undefined, run });
+    await sampler.sampleOnce();
+    await sampler.sampleOnce();
+    expect(calls).toEqual([NVIDIA_SMI_ARGS, NVIDIA_SMI_ARGS]);
+  });
+
+  it('counts each place the worker decodes segments once a tick, cpu-fallback included (WorkerDecodingOnCpu), without nvidia-smi too', async () => {
+    const { metrics, counts } = recorder();
+    const sampler = new GpuSampler({ metrics, provider: () => undefined, decoders: () => ['nvdec', 'cpu-fallback'], run: async () => Promise.reject(enoent()) });
+    await sampler.sampleOnce();
+    await sampler.sampleOnce();
+    expect(counts.map((c) => `${c.name}:${c.dimensions?.Decoder}`)).toEqual(Array(2).fill([`${METRIC_NAMES.worker.segmentDecoderInUse}:nvdec`, `${METRIC_NAMES.worker.segmentDecoderInUse}:cpu-fallback`]).flat());
   });
 
   it('counts no provider before the model has loaded', async () => {

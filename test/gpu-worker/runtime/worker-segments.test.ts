@@ -70,8 +70,9 @@ describe('worker: encoded segments', () => {
     expect(items.filter((r) => r.packed).length).toBeGreaterThan(100);
     expect(worker.metricTotal(METRIC_NAMES.worker.segmentsDescribed)).toBe(3);
     expect(worker.metricTotal(METRIC_NAMES.worker.segmentFramesDecoded)).toBe(120);
-    // Which decoder runs is said once.
-    expect(worker.logsMatching(/^segment decoder in use$/).map((l) => String(l.fields?.decoder))).toEqual([expect.stringMatching(/^h264 cpu/)]);
+    // Which decoder runs is said once, as one of the fixed placements (the metric's dimension too): `auto` without a CUDA device is the CPU, as configured.
+    expect(worker.logsMatching(/^segment decoder in use$/).map((l) => [l.fields?.decoder, l.fields?.detail])).toEqual([['cpu', expect.stringMatching(/^h264 cpu/)]]);
+    expect(new Set(worker.metrics.filter((m) => m.name === METRIC_NAMES.worker.segmentFramesDecoded).map((m) => m.dimensions?.Decoder))).toEqual(new Set(['cpu']));
   });
 
   it('records a missing segment as gaps once the listing says so, then runs it late when it comes, and processes a duplicate once', async () => {

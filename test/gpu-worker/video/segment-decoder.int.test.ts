@@ -48,7 +48,7 @@ describe('decodeSegment: whole segments', () => {
     // testsrc2 moves every frame: 45 different pictures, and a frame's bytes stay its own after later frames decode
     expect(new Set(hashes).size).toBe(45);
     expect(frames.map((f) => sha(f.data))).toEqual(hashes);
-    expect(end).toEqual({ kind: 'end', decoded: 45, frameCount: 45, frameCountSource: 'container', decoder: 'h264 cpu', surplus: 0 });
+    expect(end).toEqual({ kind: 'end', decoded: 45, frameCount: 45, frameCountSource: 'container', decoder: 'h264 cpu', placement: 'cpu', codec: 'h264', surplus: 0 });
   });
 
   it('decodes MPEG-TS, whose time line starts where the muxer put it and which states no frame count', async () => {
@@ -169,11 +169,14 @@ describe('decodeSegment: decoder choice, memory', () => {
     const choice = describeDecoderChoice('cuda');
     const { frames, end } = await decodeAll(fixture('bframes-45.mp4'), { firstFrame: 0, hardware: 'cuda' });
     expect(frames).toHaveLength(45);
-    if (choice.decoder === 'cpu') {
+    if (choice.decoder === 'cpu-fallback') {
       expect(choice.note).toBeTruthy();
       expect(end.decoder).toMatch(/^h264 cpu \(cuda asked: .+\)$/);
+      expect(end).toMatchObject({ placement: 'cpu-fallback', codec: 'h264', fallbackReason: choice.note });
     } else {
-      expect(end.decoder).toMatch(/^h264 nvdec \(cuda\)/);
+      // A CUDA device opened: only the frames say whether NVDEC decoded (bench/gpu-check.sh proves it on a GPU).
+      expect(end.placement).toMatch(/^(nvdec|cpu-fallback)$/);
+      expect(end.decoder).toMatch(end.placement === 'nvdec' ? /^h264 nvdec \(cuda\)/ : /^h264 cpu \(cuda asked: /);
     }
     expect(describeDecoderChoice('cpu')).toEqual({ decoder: 'cpu' });
   });

@@ -136,6 +136,9 @@ describe('EcsTaskLauncher outcomes', () => {
     { name: 'InvalidParameterException', message: 'bad subnet', reason: 'invalid-request' },
     { name: 'ClusterNotFoundException', message: 'no cluster', reason: 'invalid-request' },
     { name: 'ServerException', message: 'internal', reason: 'error' },
+    // The PROVISIONING quota: RunTask raises (aws/aws-sdk-ruby#3047); queued by the caller, not failed.
+    { name: 'ClientException', message: 'You have reached the limit on the number of tasks in PROVISIONING state for this cluster', reason: 'provisioning-quota' },
+    { name: 'LimitExceededException', message: 'Tasks in the PROVISIONING state per cluster exceeded', reason: 'provisioning-quota' },
   ])('classifies a RunTask $name ("$message") as $reason', ({ name, message, reason }) => {
     expect(classifyRunTaskError({ name, message })).toBe(reason);
   });

@@ -1,0 +1,57 @@
+/**
+ * The worker's memory budget (issue 43, item 3): what must fit under the container's hard
+ * memory limit, so that the limit, `maxSegmentBytes` and the cap on open segment decoders
+ * (`maxOpenSegments`) are checked together at synth instead of meeting as an OOM kill.
+ *
+ * An open segment decoder holds its whole segment's bytes (decoded from memory, node-av's
+ * Demuxer over a Buffer) plus FFmpeg's reference and reorder frames and the frames decoded
+ * ahead (gpu-worker/video/segment-reader.ts DECODE_AHEAD_FRAMES at the letterbox size):
+ * {@link DECODER_OVERHEAD_MIB} covers the latter up to 4K (16 reference frames of 4K
+ * 4:2:0 are 200 MB; of 1080p, 50 MB; 16 frames ahead at a 640 letterbox, 11 MB). The rest
+ * of the process, {@link WORKER_BASE_MIB}: Node and its heap, onnxruntime's host arena and
+ * the model, sharp's cache, the reorder buffers and checkpoints.
+ */
+const MIB = 1024 * 1024;
+
+/** Memory of the worker process apart from its segment decoders and read-ahead bytes. */
+export const WORKER_BASE_MIB = 4096;
+/** Per open segment decoder, besides the segment's bytes. */
+export const DECODER_OVERHEAD_MIB = 64;
+
+export interface WorkerMemoryInputs {
+  /** The container's hard limit (`taskMemoryLimitMiB`). */
+  readonly memoryLimitMiB: number;
+  readonly maxSegmentBytes: number;
+  readonly segmentReadAheadBytes: number;
+}
+
+/** The most segment decoders that fit under the limit at once (0 when none does). */
+export function openDecoderCap(i: WorkerMemoryInputs): number {
+  const free = i.memoryLimitMiB - WORKER_BASE_MIB - i.segmentReadAheadBytes / MIB;
+  return Math.max(0, Math.floor(free / (i.maxSegmentBytes / MIB + DECODER_OVERHEAD_MIB)));
+}
+
+/**
+ * Why `maxOpenSegments` decoders of `maxSegmentBytes` each, with the read-ahead bytes, do
+ * not fit the limit, or why too few are allowed for a slot's videos (each keeps one
+ * decoder open while it runs; fewer means decoders closed and reopened, every frame
+ * decoded again from the segment's start); empty when they fit.
+ */
+export function workerMemoryProblems(i: WorkerMemoryInputs & { readonly maxOpenSegments: number; readonly videosPerSlot: number }): string[] {
+  const cap = openDecoderCap(i);
+  const problems: string[] = [];
+  if (i.maxOpenSegments > cap) {
+    const fitMiB = Math.floor((i.memoryLimitMiB - WORKER_BASE_MIB - i.segmentReadAheadBytes / MIB) / i.maxOpenSegments - DECODER_OVERHEAD_MIB);
+    problems.push(
+      `maxOpenSegments (${i.maxOpenSegments}) decoders of up to maxSegmentBytes (${Math.round(i.maxSegmentBytes / MIB)} MiB) each, plus ${DECODER_OVERHEAD_MIB} MiB of frames per decoder, ` +
+        `${Math.round(i.segmentReadAheadBytes / MIB)} MiB read ahead and ${WORKER_BASE_MIB} MiB for the rest of the worker, do not fit taskMemoryLimitMiB (${i.memoryLimitMiB}): ` +
+        `at most ${cap} fit. Lower maxOpenSegments to ${cap}` +
+        (fitMiB > 0 ? `, or maxSegmentBytes to ${fitMiB * MIB} (${fitMiB} MiB)` : '') +
+        ', or raise taskMemoryLimitMiB (a larger instance type)',
+    );
+  }
+  if (Math.min(i.maxOpenSegments, cap) < i.videosPerSlot) {
+    problems.push(`maxOpenSegments (${Math.min(i.maxOpenSegments, cap)} that fit) must be at least videosPerSlot (${i.videosPerSlot}): each video of a slot keeps a segment decoder open while it runs`);
+  }
+  return problems;
+}
