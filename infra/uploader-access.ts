@@ -14,10 +14,13 @@ export const DEFAULT_SITE_TAG = 'frameaffinity-site';
  * PutObject for frames, segments and end markers (single-part: the CLI never uses
  * multipart), GetObject because S3 authorizes HeadObject with it (`stream` HEADs the
  * highest segment at start for its frame count), ListBucket for the one listing of a
- * video's prefix at start (`upload` resumes, `stream` continues the numbering).
+ * video's prefix at start (`upload` resumes, `stream` continues the numbering), and
+ * DescribeStacks of this stack, where `--stack <name>` reads the bucket's name.
  */
 export const UPLOADER_OBJECT_ACTIONS = ['s3:PutObject', 's3:GetObject'] as const;
 export const UPLOADER_LIST_ACTION = 's3:ListBucket';
+/** `affinity --stack <name>` finds the bucket in the stack's outputs (cli/target.ts). */
+export const UPLOADER_STACK_ACTION = 'cloudformation:DescribeStacks';
 
 /**
  * Stack outputs for whoever provisions edge boxes (not the operator CLI's STACK_OUTPUT_KEYS,
@@ -30,6 +33,7 @@ export const UPLOADER_SIDS = {
   objects: 'OwnSiteObjects',
   list: 'ListOwnSitePrefixes',
   badTag: 'DenyTagThatIsNoSite',
+  stack: 'ReadThisStacksOutputs',
 } as const;
 
 export interface UploaderAccessProps {
@@ -77,6 +81,7 @@ export class UploaderAccess extends Construct {
           resources: [props.bucket.bucketArn],
           conditions: { StringLike: { 's3:prefix': ownPrefix } },
         }),
+        new iam.PolicyStatement({ sid: UPLOADER_SIDS.stack, actions: [UPLOADER_STACK_ACTION], resources: [Stack.of(this).stackId] }),
         new iam.PolicyStatement({
           sid: UPLOADER_SIDS.badTag,
           effect: iam.Effect.DENY,

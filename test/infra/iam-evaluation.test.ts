@@ -140,6 +140,8 @@ function synthAt(slots: number): Synth {
     defaultBus: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/default`,
     pipeDlq: model.arnOf(id(s.eventDelivery.deadLetterQueue)),
     pipeLogs: logStream(s.eventDelivery.logGroup, 'pipe'),
+    stack: model.refOf('AWS::StackId'),
+    otherStack: `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/someone-elses/0f0e0d0c-0b0a-0908-0706-050403020100`,
   };
   return { templates, model, roles, uploaderPolicy: id(s.uploader.policy), arn, slots };
 }
@@ -265,6 +267,7 @@ function table(a: Record<string, string>): Case[] {
     no('pipe', 'sqs:SendMessage', a.pipeDlq!, 'without TLS', [TLS], { context: noTls }),
 
     // an edge uploader tagged frameaffinity-site=store-042: cli/commands/upload.ts, cli/video/*.ts
+    ok('uploader', 'cloudformation:DescribeStacks', a.stack!, '`--stack <name>` reads the bucket from the outputs'),
     ok('uploader', 's3:PutObject', a.frame!, '`upload <dir>`: a frame'),
     ok('uploader', 's3:PutObject', a.segment!, '`upload <file>`, `stream`, `edge`: a segment'),
     ok('uploader', 's3:PutObject', a.endMarker!, '--end: the end marker'),
@@ -282,6 +285,7 @@ function table(a: Record<string, string>): Case[] {
     no('uploader', 's3:DeleteObject', a.frame!, 'deleting its own frames', [GRANT]),
     no('uploader', 's3:ListBucket', a.bucket!, 'listing every site', [{ dropCondition: 'identity', match: sid(UPLOADER_SIDS.list), what: 'the s3:prefix condition' }], { context: { 's3:prefix': 'frames/' } }),
     no('uploader', 's3:ListBucket', a.bucket!, "listing another site's camera", [{ dropCondition: 'identity', match: sid(UPLOADER_SIDS.list), what: 'the s3:prefix condition' }], { context: { 's3:prefix': 'frames/store-043.door-1/' } }),
+    no('uploader', 'cloudformation:DescribeStacks', a.otherStack!, "another stack's outputs", [widenTo('identity', sid(UPLOADER_SIDS.stack), `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/*`, 'the stack ARN')]),
     no('uploader', 'dynamodb:PutItem', a.results!, 'writing the results table', [GRANT]),
     no('uploader', 'sqs:SendMessage', a.ingest!, 'forging S3 events', [GRANT]),
     no('uploader', 's3:PutObject', a.frame!, 'without TLS', [TLS], { context: noTls }),

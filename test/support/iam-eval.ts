@@ -57,6 +57,7 @@ const PSEUDO: Readonly<Record<string, string>> = {
   'AWS::Region': REGION,
   'AWS::URLSuffix': 'amazonaws.com',
   'AWS::StackName': 'FrameAffinity',
+  'AWS::StackId': `arn:${PARTITION}:cloudformation:${REGION}:${ACCOUNT}:stack/FrameAffinity/0f0e0d0c-0b0a-0908-0706-050403020100`,
   'AWS::NoValue': '',
 };
 
