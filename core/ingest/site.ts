@@ -45,9 +45,10 @@ export function videoIdSiteProblem(videoId: string, site: string): string | unde
   if (bad) return bad;
   const prefix = `${site}${SITE_SEPARATOR}`;
   if (videoId.startsWith(prefix) && videoId.length > prefix.length && VIDEO_ID_PATTERN.test(videoId)) return undefined;
+  // A plain camera name suggests itself under the site; anything else gets a sample name.
+  const example = siteVideoId(site, !videoId.includes(SITE_SEPARATOR) && VIDEO_ID_PATTERN.test(siteVideoId(site, videoId)) ? videoId : 'door-1');
   return (
     `video id "${videoId}" is not a camera of site "${site}": this uploader's credentials may write only video ids ` +
-    `that start with "${prefix}" (for example "${siteVideoId(site, videoId.includes(SITE_SEPARATOR) ? 'door-1' : videoId || 'door-1')}"); ` +
-    `rename the video, or run with the site it belongs to`
+    `that start with "${prefix}" (for example "${example}"); rename the video, or run with the site it belongs to`
   );
 }

@@ -47,7 +47,8 @@ describe('an uploader configured for a site', () => {
     ['store-0421.door-1', 'a site whose name starts with ours', /not a camera of site "store-042"/],
     ['store-042', 'the site alone', /not a camera of site "store-042"/],
     ['store-042.', 'no camera after the separator', /not a camera of site "store-042"/],
-    ['store-042.bad id', 'a camera the key contract refuses', /not a camera of site "store-042"/],
+    ['store-042.bad id', 'a camera the key contract refuses', /not a camera of site "store-042".*"store-042\.door-1"/],
+    ['bad id', 'no site and an invalid name: a sample name is suggested', /for example "store-042\.door-1"/],
   ])('may not send %s (%s), and says what to do', (videoId, _why, message) => {
     expect(videoIdSiteProblem(videoId, 'store-042')).toMatch(message);
   });
