@@ -377,6 +377,24 @@ describe.each([4, 1000])('the stack at %i slots, evaluated', (slots) => {
     cases = table(s.arn);
   }, 600_000);
 
+  it('has every role of the stack in the table, or names it here with why it is not', () => {
+    // Prepare: roles the table does not evaluate, each with its reason
+    const outside: [RegExp, string][] = [
+      [/^FleetInstanceRole/, "the ECS agent on the instance: the agent's actions, scoped to the cluster (docs/deploy.md §13)"],
+      [/^NetworkVpcRejectedIAMRole/, 'VPC flow logs delivery: writes its own log group only'],
+      [/^FleetTeardownProviderRole/, 'the Provider framework: invokes the teardown function only'],
+      [/^BucketNotificationsHandler/, "aws-cdk-lib's deploy-time handler: PutBucketNotification on the bucket"],
+      [/^CustomVpcRestrictDefaultSG/, "aws-cdk-lib's deploy-time handler: the default security group's rules"],
+    ];
+    const roles = Object.entries(s.model.resources).filter(([, r]) => r.Type === 'AWS::IAM::Role').map(([id]) => id);
+
+    // Act
+    const unaccounted = roles.filter((id) => !Object.values(s.roles).includes(id) && !outside.some(([pattern]) => pattern.test(id)));
+
+    // Assess
+    expect(unaccounted).toEqual([]);
+  });
+
   it.each(rows.map((r, i) => [label(r), i] as const))('%s', async (_label, i) => {
     // Prepare
     const c = cases[i]!;
