@@ -55,9 +55,9 @@ export interface UploaderAccessProps {
 
 /**
  * The least privilege of an edge uploader (issue 45): a managed policy that lets a
- * principal tagged with site `S` write, HEAD and list `frames/S.*` in the frame bucket and
- * nothing else, so that one policy serves every site and a stolen box can write only its
- * own site's cameras. A tag that is no site name (empty, or holding the separator `.` or a
+ * principal tagged with site `S` write, HEAD and list `frames/S.*` in the frame bucket, and
+ * read this stack's outputs, nothing else, so that one policy serves every site and a stolen
+ * box can write only its own site's cameras. A tag that is no site name (empty, or holding the separator `.` or a
  * `/`) is denied outright: `a.b` would otherwise reach into site `a`'s cameras. With no tag
  * at all, the variable does not resolve and nothing matches.
  */
