@@ -24,6 +24,7 @@ export const LONG_FIRST = [
   'test/infra/router-event-source.test.ts',
   'test/infra/teardown-order.test.ts',
   'test/infra/scale.test.ts',
+  'test/infra/iam-evaluation.test.ts',
   'test/infra/deploy-day.test.ts',
   'test/infra/stack.test.ts',
   'test/infra/monitoring.test.ts',

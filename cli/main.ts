@@ -22,6 +22,7 @@ import { edgeCommand } from './edge/edge-command.ts';
 import { videoCommand } from './commands/video.ts';
 import { resolveTarget, type Target } from './target.ts';
 import { VIDEO_ID_PATTERN } from '../core/ingest/keys.ts';
+import { checkSiteVideoId, SITE_ENV, uploaderSite } from './site.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 type Values = Record<string, string | boolean | undefined>;
@@ -70,6 +71,15 @@ function checkVideoId(id: string): void {
   if (!VIDEO_ID_PATTERN.test(id) || id === '.' || id === '..') throw new CliError(`invalid video id "${id}": use 1-128 of A-Z a-z 0-9 . _ -`, 2);
 }
 
+/** A video id an uploader may send: valid, and a camera of its site when one is configured (cli/site.ts). */
+function checkUploadVideoId(id: string, values: Values): void {
+  checkVideoId(id);
+  checkSiteVideoId(id, uploaderSite(stringFlag(values, 'site')));
+}
+
+const SITE_HELP = `  --site SITE           this box's site: refuse a video id that is not SITE.<camera>, which the stack's
+                        uploader policy would refuse too (default: the ${SITE_ENV} environment variable; docs/deploy.md §14)`;
+
 const COMMANDS: Record<string, Command> = {
   upload: {
     usage: 'upload <dir | file> --video <id> [--end] [--concurrency N] [--first-frame N] [--segment-seconds N] [--container ts|mp4|mkv]',
@@ -89,7 +99,8 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
   --first-frame N       first frame number for images without a number, or of a video file's first frame
                         (default: the stack's firstFrameNumber; a video file starts at 0 when it is automatic)
   --segment-seconds N   video file: a segment closes at the first keyframe N s after its start (default 2)
-  --container C         video file: segment container, ts (default), mp4 or mkv`,
+  --container C         video file: segment container, ts (default), mp4 or mkv
+${SITE_HELP}`,
     positionals: ['path'],
     options: {
       video: { type: 'string' },
@@ -98,9 +109,11 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
       'first-frame': { type: 'string' },
       'segment-seconds': { type: 'string' },
       container: { type: 'string' },
+      site: { type: 'string' },
     },
     run: async (t, [input], v, io) => {
       if (typeof v.video !== 'string') throw new CliError('upload needs --video <id>', 2);
+      checkUploadVideoId(v.video, v);
       const common = {
         videoId: v.video,
         end: Boolean(v.end),
@@ -108,7 +121,6 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
         ...(v['first-frame'] !== undefined ? { firstFrame: intFlag(v, 'first-frame')! } : {}),
       };
       if (await isFile(input!)) {
-        checkVideoId(v.video);
         return uploadFileCommand(
           t,
           { ...common, file: input!, segmentSeconds: parseSeconds('segment-seconds', stringFlag(v, 'segment-seconds'), 2), container: parseContainer(stringFlag(v, 'container')) },
@@ -139,7 +151,8 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
   --end                 on a clean stop, write the end-of-stream marker frames/<id>/_end (last frame number)
   --container C         segment container: ts (default), mp4 or mkv
   --first-frame N       number of a new video's first frame (default 0)
-  --read-timeout N      a live source silent this many seconds has dropped and is reopened (default 10)`,
+  --read-timeout N      a live source silent this many seconds has dropped and is reopened (default 10)
+${SITE_HELP}`,
     positionals: ['source'],
     options: {
       video: { type: 'string' },
@@ -150,10 +163,11 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
       container: { type: 'string' },
       'first-frame': { type: 'string' },
       'read-timeout': { type: 'string' },
+      site: { type: 'string' },
     },
     run: async (t, [source], v, io) => {
       if (typeof v.video !== 'string') throw new CliError('stream needs --video <id>', 2);
-      checkVideoId(v.video);
+      checkUploadVideoId(v.video, v);
       const firstFrame = intFlag(v, 'first-frame');
       if (firstFrame !== undefined && firstFrame < 0) throw new CliError('--first-frame must be 0 or more', 2);
       const stop = new AbortController();

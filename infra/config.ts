@@ -18,6 +18,7 @@ import {
   type Tunables,
 } from '../core/config.ts';
 import { INTERFACE_ENDPOINTS } from './network.ts';
+import { DEFAULT_SITE_TAG } from './uploader-access.ts';
 import { planWorkloadSubnets, type SubnetPlan } from './subnet-plan.ts';
 import { gpuInstanceProblem, gpuInstanceSpec, perGpuShare } from './gpu-instances.ts';
 import { workerMemoryProblems } from '../core/config/worker-memory.ts';
@@ -164,6 +165,20 @@ export const DEPLOYMENT_SETTINGS = {
    * hosted outside AWS). false = only the VPC endpoints and the S3/DynamoDB prefix lists.
    */
   allowInternetEgress: { kind: 'flag', default: false, meaning: 'With `natGateways` ≥ 1: let tasks and instances reach any HTTPS address (a model hosted outside AWS). false = only the VPC endpoints and the S3/DynamoDB prefix lists (§4)' },
+  /**
+   * The principal tag whose value names an edge uploader's site: the uploader policy grants
+   * `frames/${aws:PrincipalTag/<tag>}.*` (infra/uploader-access.ts, issue 45).
+   */
+  uploaderSiteTag: {
+    kind: 'text', default: DEFAULT_SITE_TAG, pattern: /^[A-Za-z0-9_.:/=+@-]{1,128}$/, rule: 'be an IAM tag key (1-128 of letters, digits and _ . : / = + - @)',
+    meaning: 'Principal tag that names an uploader\'s site: the stack\'s uploader policy (output `UploaderPolicyArn`) lets a principal tagged `S` write only `frames/S.*`. With IAM Roles Anywhere, a certificate field such as `x509Subject/OU` (§14)',
+  },
+  /** An IAM Roles Anywhere trust anchor; set, the stack makes an uploader role for its certificates. */
+  uploaderTrustAnchorArn: {
+    kind: 'text', default: '', pattern: /^arn:aws[a-z-]*:rolesanywhere:[a-z0-9-]+:\d{12}:trust-anchor\/[0-9a-f-]{36}$/, emptyMeans: 'no uploader role: attach the policy to your own',
+    rule: 'be an IAM Roles Anywhere trust anchor ARN (arn:aws:rolesanywhere:<region>:<account>:trust-anchor/<id>) or empty',
+    meaning: 'IAM Roles Anywhere trust anchor whose certificates may take the stack\'s uploader role (output `UploaderRoleArn`): edge boxes without long-term keys (§14)',
+  },
   /** Retention of every CloudWatch log group the stack creates. */
   logRetentionDays: { kind: 'choice', default: 30, values: LOG_RETENTION_DAYS, unit: 'days', meaning: 'Retention of every log group (a value CloudWatch Logs accepts)' },
   /** Ingest queue age (seconds) above which the ingest-age alarm fires. */

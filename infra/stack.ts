@@ -28,6 +28,7 @@ import { acknowledge } from './nag.ts';
 import { Network } from './network.ts';
 import { Router } from './router.ts';
 import { WorkQueues } from './queues.ts';
+import { UPLOADER_OUTPUT_KEYS, UploaderAccess } from './uploader-access.ts';
 import { StateTables } from './tables.ts';
 import { workerImageFromEcr } from './worker-image.ts';
 
@@ -55,6 +56,8 @@ export class FrameAffinityStack extends Stack {
   /** The events outbox's stream piped onto the stack's event bus (issue 22). */
   readonly eventDelivery: EventDelivery;
   readonly frames: FrameBucket;
+  /** The edge uploaders' least privilege: a policy (and, with a Roles Anywhere trust anchor, a role) for `frames/<site>.*` (issue 45). */
+  readonly uploader: UploaderAccess;
   readonly fleet: GpuFleet;
   readonly router: Router;
   readonly janitor: Janitor;
@@ -97,6 +100,11 @@ export class FrameAffinityStack extends Stack {
       removalPolicy,
     });
     this.frames.restrictModelWrites(config.modelWriterRoleArn || undefined);
+    this.uploader = new UploaderAccess(this, 'Uploader', {
+      bucket: this.frames.bucket,
+      siteTag: config.uploaderSiteTag,
+      ...(config.uploaderTrustAnchorArn ? { trustAnchorArn: config.uploaderTrustAnchorArn } : {}),
+    });
 
     const wiring: Wiring = {
       region: this.region,
@@ -237,6 +245,8 @@ export class FrameAffinityStack extends Stack {
     out(STACK_OUTPUT_KEYS.eventsTableName, wiring.eventsTable, 'Analytics events outbox (videoId, eventId); its stream is piped to the event bus');
     out(STACK_OUTPUT_KEYS.eventBusName, this.eventDelivery.bus.eventBusName, 'EventBridge bus of the analytics events (source frame-affinity): route them with rules');
     out(STACK_OUTPUT_KEYS.eventBusArn, this.eventDelivery.bus.eventBusArn, 'ARN of the analytics event bus');
+    out(UPLOADER_OUTPUT_KEYS.policyArn, this.uploader.policy.managedPolicyArn, `Attach to an edge uploader tagged ${this.uploader.siteTag}=<site>: it may write only frames/<site>.* (docs/deploy.md §14)`);
+    if (this.uploader.role) out(UPLOADER_OUTPUT_KEYS.roleArn, this.uploader.role.roleArn, 'Edge uploader role for IAM Roles Anywhere certificates of the trust anchor (docs/deploy.md §14)');
     out('DashboardUrl', `https://${this.region}.console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`, 'CloudWatch dashboard');
   }
 

@@ -69,6 +69,10 @@ describe('argument handling', () => {
       [['stream', 'rtsp://cam/h264', '--video', 'v', '--container', 'avi'], /--container must be one of/],
       [['stream', 'rtsp://cam/h264', '--video', 'v', '--realtime'], /--realtime paces a file/],
       [['stream', 'clip.mp4', '--video', 'v', '--first-frame=-3'], /--first-frame must be 0 or more/],
+      [['stream', 'rtsp://cam/h264', '--video', 'door-1', '--site', 'store-042'], /video id "door-1" is not a camera of site "store-042".*"store-042\.door-1".*\(site from --site\)/],
+      [['upload', 'clip.mp4', '--video', 'store-043.door-1', '--site', 'store-042'], /not a camera of site "store-042"/],
+      [['upload', 'frames-dir', '--video', 'store-0421.door-1', '--site', 'store-042'], /not a camera of site "store-042"/],
+      [['stream', 'rtsp://cam/h264', '--video', 'a.b.door-1', '--site', 'a.b'], /site "a\.b" must be 1-63 of/],
     ];
     for (const [argv, message] of cases) {
       const io = memoryIo();
@@ -77,6 +81,28 @@ describe('argument handling', () => {
       // Assess
       expect(code, argv.join(' ')).toBe(2);
       expect(io.errors.join('\n'), argv.join(' ')).toMatch(message);
+    }
+  });
+
+  it('takes the site from AFFINITY_SITE: refuses another site\'s camera before any upload, lets its own through', async () => {
+    // Prepare
+    const saved = process.env.AFFINITY_SITE;
+    process.env.AFFINITY_SITE = 'store-042';
+    const fakeTarget = async () => ({ close() {}, firstFrameNumber: 0 }) as never;
+    const other = memoryIo();
+    const own = memoryIo();
+    try {
+      // Act
+      const otherCode = await main(['upload', '/nonexistent/frames', '--video', 'store-043.door-1'], other, fakeTarget);
+      const ownCode = await main(['upload', '/nonexistent/frames', '--video', 'store-042.door-1'], own, fakeTarget);
+      // Assess
+      expect(otherCode).toBe(2);
+      expect(other.errors.join('\n')).toMatch(/"store-043\.door-1" is not a camera of site "store-042".*\(site from AFFINITY_SITE\)/);
+      expect(ownCode).toBe(1);
+      expect(own.errors.join('\n')).toMatch(/cannot read directory \/nonexistent\/frames/);
+    } finally {
+      if (saved === undefined) delete process.env.AFFINITY_SITE;
+      else process.env.AFFINITY_SITE = saved;
     }
   });
 
