@@ -252,7 +252,9 @@ export class VideoSession {
     let took: SequencedStep[] = [];
     if (room > 0 && this.isolated) {
       // Isolated: steps one at a time, up to the first that runs a frame (at most one runs).
-      while (took.length < room && !isolatedRoundFull(took)) {
+      // A frame whose record stands runs nothing: it does not fill the round, or each such
+      // frame would cost a round of its own (and a marker naming a frame that never runs).
+      while (took.length < room && !isolatedRoundFull(took.filter((st) => !this.recorded.has(stepFrame(st))))) {
         const next = this.sequencer.take(nowMs, 1);
         if (next.length === 0) break;
         took.push(...next);
@@ -262,7 +264,11 @@ export class VideoSession {
     }
     const taken = oneStepPerFrame([...rejects, ...took]);
     const steps = this.recorded.size === 0 ? taken : taken.filter((st) => !this.recorded.has(stepFrame(st)));
-    if (steps.length === 0 && !this.dirty) return undefined;
+    // Taking moved the sequencer: even when every step taken was a frame whose record stands
+    // (left out), the plan commits the checkpoint that moved, or the session runs ahead of
+    // what is stored (the next rollback takes it back, an idle release hands over the old
+    // buffer, and the video never completes).
+    if (steps.length === 0 && took.length === 0 && !this.dirty) return undefined;
     const parked = new Map(this.failures >= MAX_VIDEO_FAILURES ? this.blamed : []);
     for (const [frame, reason] of this.crashParked) parked.set(frame, reason);
     const source = this.sourceWatch !== this.committed.source || this.sourceEvents.length > 0 ? { watch: this.sourceWatch, events: [...this.sourceEvents] } : undefined;

@@ -106,6 +106,34 @@ describe('VideoSession', () => {
     expect(frames(retry.steps)).toEqual(frames(first.steps).filter((f) => f !== 'frame 1'));
   });
 
+  it('a plan whose only frames were found recorded still commits: the sequencer moved past them (simulation, seed 165)', () => {
+    // Prepare: an isolated video (one frame per round) whose frames 0 and 1 were buffered;
+    // frame 0's unit landed, so nothing else is dirty.
+    const s = new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 0, 'dead-owner');
+    receive(s, 0, 0, 1);
+    const first = s.plan(0)!;
+    expect(frames(first.steps)).toEqual(['frame 0']);
+    s.applyCommitted(unitFor(s, first.steps), first);
+    expect(s.dirty).toBe(false);
+    // Act: frame 1's commit finds it recorded; the retry takes frame 1 and leaves it out.
+    expect(frames(s.plan(0)!.steps)).toEqual(['frame 1']);
+    s.settleExisting(1);
+    const retry = s.plan(0);
+    // Assess: an empty plan, not none; once it lands the checkpoint has moved past frame 1.
+    expect(retry && frames(retry.steps)).toEqual([]);
+    s.applyCommitted(unitFor(s, retry!.steps), retry!);
+    expect(s.committed.sequencer.nextFrame).toBe(2);
+    expect(s.committed.sequencer.buffered).toEqual([]);
+  });
+
+  it('an isolated plan does not spend its one frame on a frame found recorded: it takes the next frame that runs', () => {
+    const s = new VideoSession('v', 1, { ...emptyCheckpoint(0), stall: { adoptions: 1 } }, OPTIONS, 0, 'dead-owner');
+    receive(s, 0, 0, 1, 2);
+    expect(frames(s.plan(0)!.steps)).toEqual(['frame 0']);
+    s.settleExisting(0);
+    expect(frames(s.plan(0)!.steps)).toEqual(['frame 1']);
+  });
+
   it('forgets what it remembered about a frame\'s record when a replay re-sends it: settled or found recorded, it is decided by its record again and runs late (issue 40, defect 2)', () => {
     // Prepare: frame 1 found recorded by a commit, frame 0 settled by this session's own commit.
     const s = session();
