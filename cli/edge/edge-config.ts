@@ -22,6 +22,8 @@
  *     segmentSeconds: 4
  * ```
  */
+import { siteProblem, videoIdSiteProblem } from '../../core/ingest/site.ts';
+import { SITE_ENV } from '../site.ts';
 import { VIDEO_ID_PATTERN } from '../../core/ingest/keys.ts';
 import type { SegmentContainer } from '../video/segment-file.ts';
 import { MiniYamlError, parseMiniYaml } from './mini-yaml.ts';
@@ -73,7 +75,7 @@ export const EDGE_DEFAULTS = {
 } as const;
 
 const CAMERA_KEYS = ['video', 'url', 'segmentSeconds', 'container', 'spoolMaxBytes', 'readTimeoutSeconds', 'firstFrame'] as const;
-const TOP_KEYS = ['stateDir', 'credentials', 'profile', 'defaults', 'cameras'] as const;
+const TOP_KEYS = ['stateDir', 'credentials', 'profile', 'site', 'defaults', 'cameras'] as const;
 const CONTAINERS: Readonly<Record<string, SegmentContainer>> = { ts: 'mpegts', mpegts: 'mpegts', mp4: 'mp4', mkv: 'matroska', matroska: 'matroska' };
 const UNITS: Readonly<Record<string, number>> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
 
@@ -103,6 +105,12 @@ export function resolveEdgeConfig(raw: unknown, env: Readonly<Record<string, str
   const stateDir = raw.stateDir ?? EDGE_DEFAULTS.stateDir;
   if (typeof stateDir !== 'string' || stateDir === '') throw new EdgeConfigError('"stateDir" must be a folder path');
 
+  // The uploader's site (issue 45, cli/site.ts): `site:` in the file, else AFFINITY_SITE. A
+  // camera whose video id is not `<site>.<camera>` is refused on its own, as the uploader
+  // policy would refuse its writes.
+  if (raw.site !== undefined && raw.site !== null && typeof raw.site !== 'string') throw new EdgeConfigError('"site" must be the uploader\'s site name (video ids are <site>.<camera>)');
+  const site = typeof raw.site === 'string' && raw.site !== '' ? raw.site : env[SITE_ENV] || undefined;
+  if (site !== undefined && siteProblem(site)) throw new EdgeConfigError(`${siteProblem(site)} (the site from ${typeof raw.site === 'string' && raw.site !== '' ? '"site"' : SITE_ENV})`);
   const cameras: CameraConfig[] = [];
   const problems: CameraProblem[] = [];
   const seen = new Set<string>();
@@ -112,6 +120,8 @@ export function resolveEdgeConfig(raw: unknown, env: Readonly<Record<string, str
       if (!isRecord(c)) throw new EdgeConfigError('must be a mapping with "video" and "url"');
       const camera = resolveCamera({ ...defaults, ...c }, env);
       if (seen.has(camera.video)) throw new EdgeConfigError(`video id "${camera.video}" is listed twice; each camera needs its own`);
+      const offSite = site === undefined ? undefined : videoIdSiteProblem(camera.video, site);
+      if (offSite) throw new EdgeConfigError(offSite);
       seen.add(camera.video);
       cameras.push(camera);
     } catch (e) {

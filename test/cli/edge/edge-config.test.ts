@@ -96,6 +96,20 @@ describe('parseEdgeConfig', () => {
     expect(c.problems[0]!.message).toMatch(message);
   });
 
+  it('refuses, on its own, a camera whose video id is not of the uploader\'s site (issue 45), from "site" or AFFINITY_SITE', () => {
+    const cameras = [{ video: 'store-042.door-1', url: 'rtsp://h/1' }, { video: 'door-2', url: 'rtsp://h/2' }, { video: 'store-7.door-3', url: 'rtsp://h/3' }];
+    for (const [file, env] of [[{ site: 'store-042', cameras }, {}], [{ cameras }, { AFFINITY_SITE: 'store-042' }]] as const) {
+      const c = parseEdgeConfig(JSON.stringify(file), 'c.json', env);
+      expect(c.cameras.map((x) => x.video)).toEqual(['store-042.door-1']);
+      expect(c.problems.map((p) => p.camera)).toEqual(['door-2', 'store-7.door-3']);
+      expect(c.problems[0]!.message).toMatch(/not a camera of site "store-042".*"store-042\.door-2"/);
+    }
+    // Without a site, nothing is checked.
+    expect(parseEdgeConfig(JSON.stringify({ cameras }), 'c.json', {}).cameras).toHaveLength(3);
+    // A site name that cannot be one is refused for the whole file.
+    expect(() => parseEdgeConfig(JSON.stringify({ site: 'a.b', cameras }), 'c.json', {})).toThrow(EdgeConfigError);
+  });
+
   it('refuses a video id listed twice (the second one)', () => {
     const c = parseEdgeConfig(JSON.stringify({ cameras: [{ video: 'a', url: 'rtsp://h/1' }, { video: 'a', url: 'rtsp://h/2' }] }), 'c.json', {});
     expect(c.cameras.map((x) => x.url)).toEqual(['rtsp://h/1']);
