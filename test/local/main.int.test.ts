@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { YOLOV8N_PATH } from '../../harness/yolo-fixtures.ts';
 import type { StackFile } from '../../local/stack.ts';
 import { isProcessAlive, waitFor } from './helpers.ts';
 
@@ -95,5 +96,33 @@ describe('local/main.ts (npm start)', () => {
 
     // Assess
     await waitFor('children gone', () => pids.every((p) => !isProcessAlive(p)), 10_000);
+  });
+});
+
+describe('npm start: its command line and the model it is given, before anything starts', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, ['local/main.ts', ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('prints its usage for --help, and one line with no stack trace for an unknown flag', () => {
+    // Act
+    const help = run(['--help']);
+    const bogus = run(['--bogus']);
+    // Assess
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: npm start -- \[options\]/);
+    expect(help.stdout + help.stderr).not.toMatch(/TypeError|\n\s+at /);
+    expect(bogus.status).toBe(2);
+    expect(bogus.stderr.trim()).toBe("error: Unknown option '--bogus' (npm start -- --help lists the options)");
+  });
+
+  it.skipIf(!existsSync(YOLOV8N_PATH))('refuses a model whose class names do not fit its output, in one line, and starts nothing', () => {
+    // Prepare
+    const names = join(mkdtempSync(join(tmpdir(), 'names-')), 'three.txt');
+    writeFileSync(names, 'person\ncar\ntruck\n');
+    // Act
+    const r = run(['--model', YOLOV8N_PATH, '--classes', names, '--port=0', '--dynamodb-port=0']);
+    // Assess
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim()).toMatch(/^error: model .*yolov8n-random\.onnx: its output has 84 channels, which is 80 classes .* gives 3 class name\(s\); give exactly 80/);
+    expect(r.stdout).not.toContain('Local stack ready');
   });
 });
