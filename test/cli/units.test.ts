@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import type { FrameResultItem } from '../../core/commit/results.ts';
 import { planFrameNumbers } from '../../cli/commands/upload.ts';
 import { keptBefore } from '../../cli/commands/replay.ts';
-import { problemsOf } from '../../cli/commands/video.ts';
+import { failureGroupLine, failureGroups, problemsOf } from '../../cli/commands/video.ts';
 import { CSV_HEADER, formatResult } from '../../cli/commands/results.ts';
 import { cameraSchedule, failoverSeconds, scoreVideo, summaryTable } from '../../cli/demo-lib.ts';
 import { memoryIo } from '../../cli/io.ts';
@@ -228,6 +228,25 @@ describe('replay and video bookkeeping', () => {
       { frame: 7, throughFrame: 8, reason: 'missing-frame' },
     ]);
     expect(p.failures).toEqual([{ frame: 9, reason: 'oversized', detail: 'too big', worker: 'w1' }]);
+  });
+
+  it('prints failures that share a reason as one line of frame ranges with a count, not a line per frame', () => {
+    // Prepare: a damaged segment (250 frames, one reason, two workers), one oversized frame, one other decode error
+    const failures = [
+      ...Array.from({ length: 250 }, (_, i) => ({ frame: 200 + ((i * 7) % 250), reason: 'decode-error', detail: 'Invalid data found when processing input', worker: i < 100 ? 'w1' : 'w2' })),
+      { frame: 9, reason: 'oversized', detail: 'too big', worker: 'w1' },
+      { frame: 460, reason: 'decode-error', detail: 'Invalid data found when processing input', worker: 'w2' },
+      { frame: 470, reason: 'decode-error', detail: 'truncated', worker: 'w2' },
+    ];
+    // Act
+    const lines = failureGroups(failures).map(failureGroupLine);
+    // Assess
+    expect(lines).toEqual([
+      '  9  oversized: too big  (w1)',
+      '  200-449, 460 (251 frames)  decode-error: Invalid data found when processing input  (w1, w2)',
+      '  470  decode-error: truncated  (w2)',
+    ]);
+    expect(failureGroupLine({ reason: 'crashed-worker', frames: [1, 2], workers: ['a', 'b', 'c'] })).toBe('  1-2 (2 frames)  crashed-worker  (a and 2 other workers)');
   });
 
   it('formats results as text, CSV and NDJSON, one line per detection or per frame', () => {
