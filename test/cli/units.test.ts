@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
 import type { FrameResultItem } from '../../core/commit/results.ts';
-import { planFrameNumbers } from '../../cli/commands/upload.ts';
+import { planFrameNumbers, unreadableInput } from '../../cli/commands/upload.ts';
 import { keptBefore } from '../../cli/commands/replay.ts';
 import { failureGroupLine, failureGroups, problemsOf } from '../../cli/commands/video.ts';
 import { CSV_HEADER, formatResult } from '../../cli/commands/results.ts';
@@ -228,6 +228,15 @@ describe('replay and video bookkeeping', () => {
       { frame: 7, throughFrame: 8, reason: 'missing-frame' },
     ]);
     expect(p.failures).toEqual([{ frame: 9, reason: 'oversized', detail: 'too big', worker: 'w1' }]);
+  });
+
+  it.each([
+    ['ENOENT', 'clip.mp4 does not exist: give a folder of frames (.jpg, .jpeg, .png) or a video file'],
+    ['ENOTDIR', 'clip.mp4 is neither a folder of frames nor a video file'],
+    ['EACCES', 'clip.mp4 cannot be read: permission denied'],
+    ['EIO', 'cannot read clip.mp4: i/o error'],
+  ])('says in words why an upload input cannot be read (%s)', (code, message) => {
+    expect(unreadableInput('clip.mp4', { code, message: 'i/o error' })).toBe(message);
   });
 
   it('prints failures that share a reason as one line of frame ranges with a count, not a line per frame', () => {
