@@ -40,6 +40,24 @@ export function shouldEcho(line: string, quiet: boolean): boolean {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- stdout.write's overloads
+/** Fields of a structured log line that say nothing on a terminal (the line itself, or noise). */
+const QUIET_FIELDS = new Set(['level', 'message', 'msg', 'timestamp', 'service', 'sampling_rate', 'xray_trace_id']);
+
+/**
+ * A line as the terminal shows it, or undefined when it is not shown ({@link shouldEcho}). A
+ * warning or error reads as text, `WARN <message>`, its other fields after it as compact JSON,
+ * so the words a user must act on (the demo model on real video) are not buried in JSON; the
+ * log files keep the line as it was written. Pure.
+ */
+export function terminalLine(line: string, quiet: boolean): string | undefined {
+  if (!shouldEcho(line, quiet)) return undefined;
+  const json = jsonObject(line);
+  const level = String(json?.level ?? '').toUpperCase();
+  if (!json || !LOUD_LEVELS.has(level) || typeof json.message !== 'string') return line;
+  const rest = Object.fromEntries(Object.entries(json).filter(([k]) => !QUIET_FIELDS.has(k)));
+  return `${level} ${json.message}${Object.keys(rest).length > 0 ? `  ${JSON.stringify(rest)}` : ''}`;
+}
+
 type Write = (chunk: string | Uint8Array, ...rest: any[]) => boolean;
 
 /**
@@ -54,7 +72,7 @@ export function divertJsonWrites(write: Write, sink: (text: string) => void, qui
     if (!text.trimStart().startsWith('{')) return write(chunk, ...rest);
     const lines = text.split('\n').filter((l) => l !== '');
     sink(`${lines.join('\n')}\n`);
-    const shown = lines.filter((l) => shouldEcho(l, quiet));
+    const shown = lines.map((l) => terminalLine(l, quiet)).filter((l): l is string => l !== undefined);
     // The callback, if any, still fires once.
     return write(shown.length > 0 ? `${shown.join('\n')}\n` : '', ...rest);
   };

@@ -14,7 +14,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_TUNABLES, tunablesFromEnv, type Tunables } from '../core/config.ts';
 import { REAL_MODEL_HINT } from '../gpu-worker/vision/demo-model-watch.ts';
-import { divertJsonWrites, shouldEcho } from './echo-filter.ts';
+import { divertJsonWrites, terminalLine } from './echo-filter.ts';
 import type { PortRequest } from './emulators.ts';
 import { parseStartArgs, START_USAGE, StartUsageError, type StartOptions } from './start-args.ts';
 import { startLocalStack, type LocalStack } from './stack.ts';
@@ -145,7 +145,7 @@ async function main(): Promise<number> {
     janitorHandler: o.janitor ? undefined : false,
     eventRelay: o.eventRelay,
     quiet: o.quiet,
-    echoWorkerLine: (line) => shouldEcho(line, o.quiet),
+    echoWorkerLine: (line) => terminalLine(line, o.quiet),
   });
   if (stopping) {
     await stack.stop();

@@ -1,6 +1,6 @@
 /** What `npm start` shows: never the metrics JSON; with --quiet, warnings, errors and crashes only. */
 import { describe, expect, it } from 'vitest';
-import { divertJsonWrites, shouldEcho } from '../../local/echo-filter.ts';
+import { divertJsonWrites, shouldEcho, terminalLine } from '../../local/echo-filter.ts';
 
 const EMF = JSON.stringify({ _aws: { Timestamp: 1, CloudWatchMetrics: [{ Namespace: 'FrameAffinity', Metrics: [{ Name: 'FramesProcessed' }] }] }, FramesProcessed: 8 });
 const info = JSON.stringify({ level: 'INFO', message: 'processor ready' });
@@ -37,7 +37,23 @@ describe('divertJsonWrites', () => {
       write(`${info}\n${warn}\n`);
       // Assess
       expect(logged.join('')).toBe(`${EMF}\n${info}\n${warn}\n`);
-      expect(shown.join('')).toBe(quiet ? `Local stack ready.\n${warn}\n` : `Local stack ready.\n${info}\n${warn}\n`);
+      const warnText = 'WARN DEMO MODEL ON REAL VIDEO: video v1 gave boxes in 0 of its first 30 frames';
+      expect(shown.join('')).toBe(quiet ? `Local stack ready.\n${warnText}\n` : `Local stack ready.\n${info}\n${warnText}\n`);
     }
+  });
+});
+
+describe('terminalLine', () => {
+  it('shows a warning or error as its words first, the fields that matter after, and the noise dropped', () => {
+    const line = JSON.stringify({ level: 'WARN', message: 'DEMO MODEL ON REAL VIDEO: video v1 ...', timestamp: 't', service: 'worker', sampling_rate: 0, msg: 'DEMO MODEL ON REAL VIDEO: video v1 ...', videoId: 'v1', frames: 30 });
+    expect(terminalLine(line, true)).toBe('WARN DEMO MODEL ON REAL VIDEO: video v1 ...  {"videoId":"v1","frames":30}');
+    expect(terminalLine(error, false)).toBe('ERROR commit failed');
+  });
+
+  it('leaves other shown lines as they are, and hides what shouldEcho hides', () => {
+    expect(terminalLine(info, false)).toBe(info);
+    expect(terminalLine('ENV {}', true)).toBe('ENV {}');
+    expect(terminalLine(EMF, false)).toBeUndefined();
+    expect(terminalLine(info, true)).toBeUndefined();
   });
 });

@@ -106,7 +106,7 @@ describe('npm start: what its terminal shows', () => {
     const { child, stackFile, output } = await startMain({ args: ['--quiet'], env: { FAKE_WORKER_LOG_SAMPLES: '1' } });
     const log = join(dirname(stackFile), 'logs', 'slot-0.log');
     await waitFor('the workers\' sample lines logged', () => existsSync(log) && readFileSync(log, 'utf8').includes('sample warning line'), 30_000);
-    await waitFor('the warnings shown', () => (output().match(/sample warning line/g) ?? []).length === 2, 10_000);
+    await waitFor('the warnings shown, as text', () => (output().match(/\] WARN sample warning line/g) ?? []).length === 2, 10_000);
     // Assess
     expect(output()).toContain('Local stack ready');
     expect(output()).not.toContain('_aws');
