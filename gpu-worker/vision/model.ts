@@ -231,6 +231,14 @@ function tensorShape(meta: readonly ort.InferenceSession.ValueMetadata[], index:
   return m && m.isTensor ? m.shape : [];
 }
 
+/**
+ * A model whose settings do not fit it (class names, input size, output layout): the
+ * user's to fix, said in words. Never a reason to retry the model another way.
+ */
+export class ModelSettingsError extends Error {
+  override name = 'ModelSettingsError';
+}
+
 /** The `producerName` of the demo detector's graph (demo-model/build-model.ts); how a loaded model is known to be it. */
 export const DEMO_MODEL_PRODUCER = 'frame-affinity demo-model';
 
@@ -255,7 +263,7 @@ async function declaredMetadata(uri: string, bytes: Uint8Array, sidecarBytes: Ui
     try {
       sidecar = JSON.parse(new TextDecoder().decode(sidecarBytes)) as SidecarJson;
     } catch (e) {
-      throw new Error(`model ${uri}: its sidecar ${uri}.json is not JSON (${e instanceof Error ? e.message : String(e)}); fix or remove it`);
+      throw new ModelSettingsError(`model ${uri}: its sidecar ${uri}.json is not JSON (${e instanceof Error ? e.message : String(e)}); fix or remove it`);
     }
     const source = `its sidecar ${uri}.json`;
     return { inputWidth: sidecar.inputWidth, inputHeight: sidecar.inputHeight, classNames: sidecar.classNames, metadataSource: 'sidecar', classNamesSource: source, sizeSource: source, demoModel };
@@ -274,7 +282,7 @@ async function withClassesFile(declared: Declared, classesUri: string | undefine
   } catch (e) {
     throw new Error(`class names ${classesUri} cannot be read: ${e instanceof Error ? e.message : String(e)}`);
   }
-  if (!bytes) throw new Error(`class names ${classesUri} do not exist (modelClassesUri / --classes): give a file with one class name per line`);
+  if (!bytes) throw new ModelSettingsError(`class names ${classesUri} do not exist (modelClassesUri / --classes): give a file with one class name per line`);
   return { ...declared, classNames: parseClassNames(new TextDecoder().decode(bytes), classesUri), classNamesSource: `the classes file ${classesUri}` };
 }
 
@@ -286,7 +294,7 @@ async function withClassesFile(declared: Declared, classesUri: string | undefine
  */
 export async function loadModel(options: LoadModelOptions): Promise<LoadedModel> {
   const bytes = await fetchBytes(options.uri, options.s3Client, true);
-  if (!bytes) throw new Error(`model ${options.uri} does not exist (modelUri / npm start -- --model PATH)`);
+  if (!bytes) throw new ModelSettingsError(`model ${options.uri} does not exist (modelUri / npm start -- --model PATH)`);
   verifyModelSha256(options.uri, bytes, options.sha256);
   const sidecarBytes = await fetchBytes(`${options.uri}.json`, options.s3Client, true);
   const declared = await withClassesFile(await declaredMetadata(options.uri, bytes, sidecarBytes), options.classesUri, options.s3Client);
@@ -296,6 +304,8 @@ export async function loadModel(options: LoadModelOptions): Promise<LoadedModel>
     try {
       return await openModel(options, rewrite.bytes, declared, 'uint8-nhwc', `graph rewritten: uint8 NHWC in, best class out (input ${rewrite.originalInputName}, output ${rewrite.originalOutputName})`);
     } catch (error) {
+      // A model whose settings do not fit fails the same way as exported: say it once.
+      if (error instanceof ModelSettingsError) throw error;
       const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
       return openModel(options, bytes, declared, 'float32-nchw', `the rewritten graph failed to load (${message}); running the model as exported`);
     }
@@ -355,10 +365,10 @@ async function inspectAndWarm(uri: string, session: InferenceSessionLike, declar
   const inputHeight = declared.inputHeight ?? graphHeight;
   const inputWidth = declared.inputWidth ?? graphWidth;
   if (!inputWidth || !inputHeight) {
-    throw new Error(`model ${uri}: input size unknown: its input has no fixed height and width, and neither a sidecar (${uri}.json with inputWidth and inputHeight) nor its export's imgsz metadata gives one`);
+    throw new ModelSettingsError(`model ${uri}: input size unknown: its input has no fixed height and width, and neither a sidecar (${uri}.json with inputWidth and inputHeight) nor its export's imgsz metadata gives one`);
   }
   if ((graphHeight !== undefined && graphHeight !== inputHeight) || (graphWidth !== undefined && graphWidth !== inputWidth)) {
-    throw new Error(
+    throw new ModelSettingsError(
       `model ${uri}: ${declared.sizeSource} says its input is ${inputWidth}x${inputHeight} (width x height), but the graph's input is fixed at ${String(graphWidth)}x${String(graphHeight)}; ` +
         'fix the declaration, or export the model again at the size you want (yolo export ... imgsz=H,W)',
     );
@@ -379,7 +389,7 @@ async function inspectAndWarm(uri: string, session: InferenceSessionLike, declar
     dims = [...(await session.run({ [inputName]: warm }))[outputName]!.dims];
   }
   const problem = outputLayoutProblem(uri, dims, declared.classNames, declared.classNamesSource);
-  if (problem) throw new Error(problem);
+  if (problem) throw new ModelSettingsError(problem);
   const classNames = declared.classNames ?? Array.from({ length: dims[1]! - 4 }, (_, i) => `class${i}`);
   return {
     inputName,
