@@ -97,7 +97,7 @@ class SegmentFrames {
     this.wanted = wanted;
   }
 
-  async png(key: string, frame: number): Promise<Uint8Array | undefined> {
+  async image(key: string, frame: number): Promise<Uint8Array | undefined> {
     let frames = this.decoded.get(key);
     if (!frames) {
       frames = this.decode(key);
@@ -156,7 +156,7 @@ export async function renderVideo(
           let image: Uint8Array | undefined;
           if (key && r.status !== 'gap') {
             try {
-              image = isSegmentKey(key) ? await segments.png(key, r.frame) : await getObject(target, key);
+              image = isSegmentKey(key) ? await segments.image(key, r.frame) : await getObject(target, key);
               if (!image) throw new Error('frame not in its segment');
               await sharp(image).metadata();
             } catch {
