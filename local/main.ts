@@ -49,6 +49,8 @@ function tunableOverrides(o: StartOptions): Partial<Tunables> {
  */
 async function checkModel(t: Partial<Tunables>): Promise<string> {
   if (!t.modelUri) return `the demo detector (finds only the demo's coloured squares; for real video, ${REAL_MODEL_HINT})`;
+  // An s3:// model lives in the local bucket, which exists only once the stack runs: the workers check it.
+  if (t.modelUri.startsWith('s3://')) return `${t.modelUri} (in the local bucket: each worker checks it when it loads)`;
   const { loadModel } = await import('../gpu-worker/vision/model.ts');
   const m = await loadModel({ uri: t.modelUri, ...(t.modelClassesUri ? { classesUri: t.modelClassesUri } : {}), preferCuda: false, inferenceThreads: 1 });
   await m.session.release();
