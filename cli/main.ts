@@ -289,9 +289,11 @@ and renamed when complete) or to stdout.
                      frames included
   --format mot       MOTChallenge: frame,id,bb_left,bb_top,bb_width,bb_height,conf,-1,-1,-1 per tracked detection
                      of ok and late frames; failed and gap frames have no line. MOT frames are 1-based:
-                     MOT frame = frame - N + 1 with N from --first-frame (default 0, so frame 0 is MOT frame 1)
+                     MOT frame = frame - N + 1. By default N follows the video: 0 when it has a frame 0
+                     (000000.jpg is MOT frame 1), else 1 (000001.jpg is MOT frame 1); stderr says which
   --out FILE         write to FILE instead of stdout
-  --first-frame N    mot only: our frame number that becomes MOT frame 1 (frames below it are skipped)`,
+  --first-frame N    mot only: our frame number that becomes MOT frame 1, whatever the video's numbering
+                     (frames below it are skipped)`,
     positionals: ['id'],
     options: { format: { type: 'string' }, out: { type: 'string' }, 'first-frame': { type: 'string' } },
     run: (t, [id], v, io) => {

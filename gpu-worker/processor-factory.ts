@@ -61,6 +61,9 @@ export async function createProcessor(
     metrics,
     onFatal,
     logger: (line: string | object) => log.info(typeof line === 'string' ? line : 'vision', typeof line === 'string' ? {} : (line as Record<string, unknown>)),
+    // A warning's own words are its message (the demo model on real video must read as one in any log view).
+    warn: (line: string | object) =>
+      log.warn(typeof line === 'string' ? line : String((line as { msg?: unknown }).msg ?? 'vision'), typeof line === 'string' ? {} : (line as Record<string, unknown>)),
   });
 }
 

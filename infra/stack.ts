@@ -17,6 +17,7 @@ import {
   type StackConfig,
 } from './config.ts';
 import { MODEL_SHA256_ENV } from '../core/fleet/model-pin.ts';
+import { modelObjectArns } from './model-grants.ts';
 import { queueSweepRuns } from '../core/fleet/janitor.ts';
 import { EventDelivery } from './event-delivery.ts';
 import { FrameBucket } from './frame-bucket.ts';
@@ -255,12 +256,8 @@ export class FrameAffinityStack extends Stack {
     this.frames.grantReadFrames(task);
     this.frames.grantReadModels(task);
     this.frames.grantReadRules(task);
-    const model = /^s3:\/\/([^/]+)\/(.+)$/.exec(tunables.modelUri);
-    if (model) {
-      task.addToPrincipalPolicy(
-        new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [`arn:${this.partition}:s3:::${model[1]}/${model[2]}`] }),
-      );
-    }
+    const modelObjects = modelObjectArns(tunables, this.partition);
+    if (modelObjects.length > 0) task.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: modelObjects }));
     this.tables.grantLeasesReadWrite(task);
     this.tables.grantResultsReadWrite(task);
     this.tables.grantEventsReadWrite(task);

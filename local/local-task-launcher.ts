@@ -77,6 +77,8 @@ export interface LocalTaskLauncherOptions {
   readonly logDir?: string;
   /** Do not echo worker output to this process's stdout. */
   readonly quiet?: boolean;
+  /** How a worker line (without its `[slot-N pid]` prefix) is echoed, undefined = not at all; wins over `quiet` (npm start: local/echo-filter.ts). */
+  readonly echo?: (line: string) => string | undefined;
   /** Receives every worker output line, already prefixed. */
   readonly onLine?: (line: string, worker: WorkerInfo) => void;
   /** Registers children so they die with this process even on SIGKILL. */
@@ -247,7 +249,8 @@ export class LocalTaskLauncher implements TaskLauncher {
     const log = this.#logFor(request.slot);
     const emit = (line: string) => {
       const text = `${prefix} ${line}`;
-      if (!o.quiet) process.stdout.write(`${text}\n`);
+      const shown = o.echo ? o.echo(line) : o.quiet ? undefined : line;
+      if (shown !== undefined) process.stdout.write(`${prefix} ${shown}\n`);
       log?.write(`${text}\n`);
       o.onLine?.(text, { ...tracked.info, alive: !tracked.hasExited });
     };

@@ -47,6 +47,8 @@ export interface LocalStackOptions {
   readonly ports?: { readonly s3sqs?: PortRequest; readonly dynamodb?: PortRequest };
   /** Silence worker and emulator output on stdout. */
   readonly quiet?: boolean;
+  /** How a worker line (without its `[slot-N pid]` prefix) reaches stdout, undefined = not at all; wins over `quiet` for them (npm start: local/echo-filter.ts). */
+  readonly echoWorkerLine?: (line: string) => string | undefined;
   /** Receives the stack's own log lines (default: console.log unless quiet). */
   readonly log?: (line: string) => void;
   /** Receives every worker output line (prefixed `[slot-N pid]`). */

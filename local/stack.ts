@@ -144,6 +144,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       env: options.workerEnv,
       logDir: join(stateDir, 'logs'),
       quiet: options.quiet,
+      ...(options.echoWorkerLine ? { echo: options.echoWorkerLine } : {}),
       onLine: options.onWorkerLine ? (line) => options.onWorkerLine!(line) : undefined,
       guard,
       onChange: () => writeStackFile(),

@@ -6,10 +6,12 @@
  * they are counted by event id, so a redelivered or rewritten event counts once.
  */
 import type { EventItem } from '../../core/analytics/event-schema.ts';
+import { DEFAULT_RULES_KEY, rulesKey } from '../../core/analytics/s3/rules-store.ts';
 import { allEvents } from '../events-read.ts';
 import { table } from '../format.ts';
 import { CliError, type Io } from '../io.ts';
 import type { Target } from '../target.ts';
+import { readRules } from './render.ts';
 
 /** Crossings of one line by one class. */
 export interface LineCount {
@@ -64,13 +66,52 @@ export function countEvents(events: Iterable<EventItem>): VideoCounts {
   return { lines: order(lines), zones: order(zones), events: seen.size };
 }
 
-export async function countsCommand(target: Target, o: { videoId: string; json: boolean }, io: Io): Promise<VideoCounts> {
+/** What the bucket holds for a video's rules: a valid document (and its size), an invalid one, or none. */
+export type RulesStatus = { readonly kind: 'none' } | { readonly kind: 'invalid'; readonly why: string } | { readonly kind: 'valid'; readonly lines: number; readonly zones: number };
+
+/** The rules the worker would run for `videoId` (its own document, else the default), read as `render` reads them. */
+export async function rulesStatus(target: Pick<Target, 'clients' | 'bucket'>, videoId: string): Promise<RulesStatus> {
+  const problems: string[] = [];
+  const rules = await readRules(target as Target, videoId, (l) => problems.push(l));
+  if (rules) return { kind: 'valid', lines: rules.lines.length, zones: rules.zones.length };
+  return problems.length > 0 ? { kind: 'invalid', why: problems.join('; ') } : { kind: 'none' };
+}
+
+/**
+ * Why a video has no rule events, and what to do, from what the bucket holds. Counts come
+ * only from rules: without a rules document there is nothing to count. Pure.
+ */
+export function noCountsMessage(videoId: string, bucket: string, rules: RulesStatus): string {
+  const head = `no rule events for video "${videoId}"`;
+  const example = '{"lines": [{"id": "door", "a": [0, 400], "b": [640, 400]}], "zones": []}';
+  const replay = `frames processed before the rules existed are not counted: \`affinity replay ${videoId} --from 0\` counts them`;
+  if (rules.kind === 'none') {
+    return (
+      `${head}: counts come from rules, and the bucket has none for it (neither s3://${bucket}/${rulesKey(videoId)} nor s3://${bucket}/${DEFAULT_RULES_KEY}). ` +
+      `Put a rules document there, e.g. ${example} (README, "Rules and events"); workers pick it up within rulesRefreshSeconds, and ${replay}`
+    );
+  }
+  if (rules.kind === 'invalid') return `${head}: its rules document is invalid, so workers count nothing new with it (${rules.why}); fix it, then ${replay}`;
+  return (
+    `${head}: its rules (${rules.lines} line(s), ${rules.zones} zone(s)) have not been crossed or entered by any track yet. ` +
+    `If they were added after the video's frames were processed, ${replay}`
+  );
+}
+
+export async function countsCommand(
+  target: Target,
+  o: { videoId: string; json: boolean },
+  io: Io,
+  rulesOf: (videoId: string) => Promise<RulesStatus> = (v) => rulesStatus(target, v),
+): Promise<VideoCounts> {
   const counts = countEvents(await allEvents(target, o.videoId));
+  const why = counts.events === 0 ? noCountsMessage(o.videoId, target.bucket, await rulesOf(o.videoId)) : undefined;
   if (o.json) {
     io.out(JSON.stringify({ videoId: o.videoId, ...counts }));
+    if (why) io.err(why);
     return counts;
   }
-  if (counts.events === 0) throw new CliError(`no rule events for video "${o.videoId}" in ${target.description}`);
+  if (why) throw new CliError(why);
   if (counts.lines.length > 0) {
     io.out('Lines (crossings per class)');
     for (const l of table(['rule', 'class', 'in', 'out', 'total'], counts.lines.map((c) => [c.ruleId, c.label, c.in, c.out, c.in + c.out]))) io.out(l);

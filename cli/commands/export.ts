@@ -9,7 +9,10 @@
  *   mot    MOTChallenge: `frame,id,bb_left,bb_top,bb_width,bb_height,conf,-1,-1,-1`, one
  *          line per tracked detection (track id > 0) of `ok` and `late` frames; failed and
  *          gap frames have no line. MOT frames are 1-based: MOT frame = our frame -
- *          `firstFrame` + 1 (default firstFrame 0, so frame 0 is MOT frame 1; decision 50).
+ *          `firstFrame` + 1. By default firstFrame follows the video's own numbering
+ *          ({@link motFirstFrame}): a video with a frame 0 is numbered from 0 (frame 0 is MOT
+ *          frame 1), any other already counts from 1 (frame 1 is MOT frame 1), so the rows
+ *          match the image numbers of a 0- and of a 1-based folder alike (decisions 50, 57).
  *
  * Boxes are written to 0.01 px and scores to 4 decimals. The formatting is pure
  * ({@link exportLines}); the command only pages, writes and counts.
@@ -84,6 +87,27 @@ export function motLines(f: ExportFrame, firstFrame = 0): string[] {
     });
 }
 
+/**
+ * Our frame number that is MOT frame 1, from the video's lowest frame record (decision 64):
+ * 0 when the video has a frame 0 (a folder or file numbered from 0: MOT frame = frame + 1),
+ * else 1 (a folder numbered from 1, as MOT's own `img1/000001.jpg`: MOT frame = frame, so
+ * rows and image names agree; a video starting later keeps its numbers too). Pure.
+ */
+export function motFirstFrame(lowestFrame: number): number {
+  return lowestFrame === 0 ? 0 : 1;
+}
+
+/** The stderr line that says which mapping an export used. Pure. */
+export function motMappingNote(firstFrame: number, chosen: boolean): string {
+  const rule = firstFrame === 1 ? 'MOT frame = our frame' : `MOT frame = our frame ${firstFrame === 0 ? '+ 1' : `- ${firstFrame - 1}`}`;
+  const why = chosen
+    ? `--first-frame ${firstFrame}`
+    : firstFrame === 0
+      ? 'the video has a frame 0: numbered from 0'
+      : 'the video has no frame 0: numbered from 1, as MOT; --first-frame 0 shifts by one';
+  return `mot frames: ${rule} (${why})`;
+}
+
 /** The lines of one stored record in `format`. Pure. */
 export function exportLines(r: FrameRecord, format: ExportFormat, options: { firstFrame?: number } = {}): string[] {
   const frames = framesOf(r);
@@ -95,7 +119,7 @@ export interface ExportOptions {
   readonly format: ExportFormat;
   /** A file to write (through a temporary name, renamed when complete); stdout when absent. */
   readonly out?: string;
-  /** mot only: our frame number that is MOT frame 1 (default 0). */
+  /** mot only: our frame number that is MOT frame 1 (default: {@link motFirstFrame} of the video's lowest frame). */
   readonly firstFrame?: number;
 }
 
@@ -106,6 +130,8 @@ export interface ExportReport {
   readonly byStatus: Readonly<Record<FrameStatus, number>>;
   /** mot: processed frames below `firstFrame`, which have no MOT frame number. */
   readonly belowFirstFrame: number;
+  /** mot: our frame number that was MOT frame 1. */
+  readonly firstFrame?: number;
 }
 
 /** Writes one line to a stream, waiting while its buffer is full. */
@@ -120,7 +146,8 @@ async function writeLine(stream: Writable, line: string): Promise<void> {
 }
 
 export async function exportCommand(target: Target, o: ExportOptions, io: Io, pages: FrameRecordPages = frameRecordPages(target)): Promise<ExportReport> {
-  const firstFrame = o.firstFrame ?? 0;
+  // Decided by the first record read (records come in frame order), unless given.
+  let firstFrame = o.firstFrame;
   const byStatus: Record<FrameStatus, number> = { ok: 0, late: 0, failed: 0, gap: 0 };
   let frames = 0;
   let lines = 0;
@@ -137,6 +164,7 @@ export async function exportCommand(target: Target, o: ExportOptions, io: Io, pa
     for await (const page of pages(o.videoId)) {
       for (const r of page) {
         for (const f of framesOf(r)) {
+          firstFrame ??= motFirstFrame(f.frame);
           frames++;
           byStatus[f.status]++;
           if (o.format === 'mot' && f.frame < firstFrame && (f.status === 'ok' || f.status === 'late')) belowFirstFrame++;
@@ -162,6 +190,7 @@ export async function exportCommand(target: Target, o: ExportOptions, io: Io, pa
   }
   const counts = (Object.entries(byStatus) as [FrameStatus, number][]).map(([s, n]) => `${n} ${s}`).join(', ');
   io.err(`exported ${frames} frame(s) of ${o.videoId} (${counts}) as ${o.format}: ${lines} line(s)${o.out !== undefined ? ` to ${o.out}` : ''}`);
+  if (o.format === 'mot' && firstFrame !== undefined) io.err(motMappingNote(firstFrame, o.firstFrame !== undefined));
   if (belowFirstFrame > 0) io.err(`skipped ${belowFirstFrame} processed frame(s) below --first-frame ${firstFrame}: they have no MOT frame number`);
-  return { frames, lines, byStatus, belowFirstFrame };
+  return { frames, lines, byStatus, belowFirstFrame, ...(o.format === 'mot' ? { firstFrame } : {}) };
 }

@@ -15,7 +15,7 @@ import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import type { FrameResultItem } from '../../core/commit/results.ts';
 import { CliError, type Io } from '../io.ts';
 import { allResults } from '../read.ts';
-import { annotateFrame, animatedGif, contactSheet, htmlPage, sampleEvenly, summariseTracks, type RenderFrame } from '../render.ts';
+import { annotateFrame, animatedGif, contactSheet, htmlPage, renderSize, sampleEvenly, summariseTracks, type RenderFrame } from '../render.ts';
 import type { Target } from '../target.ts';
 import { existingObjects } from './upload.ts';
 
@@ -82,19 +82,22 @@ function isSegmentKey(key: string): boolean {
 }
 
 /**
- * Frames of encoded segments as PNG, for drawing: each segment is fetched and decoded once
- * (on the CPU), its frames kept until the render ends (a render samples at most a few
- * hundred frames, small ones).
+ * Frames of encoded segments as images, for drawing: each segment is fetched and decoded
+ * once (on the CPU), and only the frames the render samples are kept, as JPEG (a render
+ * draws at most a few hundred; encoding every decoded frame as PNG cost more than the
+ * decode itself).
  */
 class SegmentFrames {
   private readonly decoded = new Map<string, Promise<Map<number, Uint8Array>>>();
   private readonly target: Target;
+  private readonly wanted: ReadonlySet<number>;
 
-  constructor(target: Target) {
+  constructor(target: Target, wanted: ReadonlySet<number>) {
     this.target = target;
+    this.wanted = wanted;
   }
 
-  async png(key: string, frame: number): Promise<Uint8Array | undefined> {
+  async image(key: string, frame: number): Promise<Uint8Array | undefined> {
     let frames = this.decoded.get(key);
     if (!frames) {
       frames = this.decode(key);
@@ -110,15 +113,24 @@ class SegmentFrames {
     // FFmpeg loads only when a video has segments (the other commands never need it).
     const { decodeSegment } = await import('../../gpu-worker/video/segment-decoder.ts');
     for await (const item of decodeSegment(await getObject(this.target, key), { firstFrame: p.firstFrame, container: p.container })) {
-      if (item.kind !== 'frame') continue;
-      out.set(item.frame, await sharp(item.data, { raw: { width: item.width, height: item.height, channels: 3 } }).png().toBuffer());
+      if (item.kind !== 'frame' || !this.wanted.has(item.frame)) continue;
+      out.set(item.frame, await sharp(item.data, { raw: { width: item.width, height: item.height, channels: 3 } }).jpeg({ quality: 92 }).toBuffer());
     }
     return out;
   }
 }
 
+/** Where a render is: `stage` and, for the stages that count, how far (`done` of `total`). */
+export type RenderProgress = (stage: 'fetching' | 'drawing' | 'animating' | 'writing', done: number, total: number) => void;
+
 /** Renders from results already read (the demo calls this directly). */
-export async function renderVideo(target: Target, videoId: string, results: readonly FrameResultItem[], o: Omit<RenderOptions, 'videoId'> = {}): Promise<RenderOutput> {
+export async function renderVideo(
+  target: Target,
+  videoId: string,
+  results: readonly FrameResultItem[],
+  o: Omit<RenderOptions, 'videoId'> & { progress?: RenderProgress } = {},
+): Promise<RenderOutput> {
+  const progress = o.progress ?? (() => {});
   const outDir = resolve(o.outDir ?? join('.local', 'render', videoId));
   // Result items carry their key; list once for those that do not (older items, gaps).
   const listed = new Map<number, string>();
@@ -132,9 +144,10 @@ export async function renderVideo(target: Target, videoId: string, results: read
     results.filter((r) => r.status !== 'gap' || r.throughFrame === undefined),
     o.maxFrames ?? 300,
   );
-  const segments = new SegmentFrames(target);
+  const segments = new SegmentFrames(target, new Set(chosen.map((r) => r.frame)));
   const frames: RenderFrame[] = [];
   for (let i = 0; i < chosen.length; i += 16) {
+    progress('fetching', i, chosen.length);
     const slice = chosen.slice(i, i + 16);
     frames.push(
       ...(await Promise.all(
@@ -143,7 +156,7 @@ export async function renderVideo(target: Target, videoId: string, results: read
           let image: Uint8Array | undefined;
           if (key && r.status !== 'gap') {
             try {
-              image = isSegmentKey(key) ? await segments.png(key, r.frame) : await getObject(target, key);
+              image = isSegmentKey(key) ? await segments.image(key, r.frame) : await getObject(target, key);
               if (!image) throw new Error('frame not in its segment');
               await sharp(image).metadata();
             } catch {
@@ -159,10 +172,16 @@ export async function renderVideo(target: Target, videoId: string, results: read
   if (!withImage) throw new CliError(`no frame images of "${videoId}" could be read from s3://${target.bucket}`);
   const meta = await sharp(withImage.image!).metadata();
   const size = { width: meta.width ?? 320, height: meta.height ?? 240 };
+  const drawSize = renderSize(size);
   const annotated = [];
-  for (const f of frames) annotated.push(await annotateFrame(f, size, o.rules ? { rules: o.rules } : {}));
+  for (const f of frames) {
+    if (annotated.length % 16 === 0) progress('drawing', annotated.length, frames.length);
+    annotated.push(await annotateFrame(f, size, { ...(o.rules ? { rules: o.rules } : {}), out: drawSize }));
+  }
   const sheet = await contactSheet(sampleEvenly(annotated, o.sheetFrames ?? 24));
+  progress('animating', 0, 0);
   const gif = await animatedGif(annotated);
+  progress('writing', 0, 0);
   const tracks = summariseTracks(results);
   await mkdir(outDir, { recursive: true });
   const out: RenderOutput = {
@@ -181,13 +200,43 @@ export async function renderVideo(target: Target, videoId: string, results: read
   return out;
 }
 
+const STAGE_WORDS: Record<Parameters<RenderProgress>[0], string> = {
+  fetching: 'fetching and decoding frames',
+  drawing: 'drawing boxes',
+  animating: 'encoding the animation',
+  writing: 'writing the files',
+};
+
+/**
+ * Progress on stderr: on a terminal one line redrawn in place; elsewhere (a log, CI) a line
+ * when a stage starts and at each quarter of it, so a long render is never silent.
+ */
+export function renderProgress(io: Io, nowMs: () => number = Date.now): RenderProgress {
+  const startMs = nowMs();
+  let last = '';
+  let lastQuarter = -1;
+  return (stage, done, total) => {
+    const elapsed = `${((nowMs() - startMs) / 1000).toFixed(1)} s`;
+    const line = `render: ${STAGE_WORDS[stage]}${total > 0 ? ` ${done}/${total}` : ''} (${elapsed})`;
+    if (io.interactive) {
+      io.progress(`\r\x1b[K${line}`);
+      if (stage === 'writing') io.progress('\r\x1b[K');
+      return;
+    }
+    const quarter = total > 0 ? Math.floor((4 * done) / total) : 0;
+    if (stage !== last || quarter !== lastQuarter) io.err(line);
+    last = stage;
+    lastQuarter = quarter;
+  };
+}
+
 export async function renderCommand(target: Target, o: RenderOptions, io: Io): Promise<RenderOutput> {
   if (o.maxFrames !== undefined && (!Number.isInteger(o.maxFrames) || o.maxFrames < 1)) throw new CliError('--max-frames must be a positive integer', 2);
   const results = await allResults(target, o.videoId);
   if (results.length === 0) throw new CliError(`no results for video "${o.videoId}" in ${target.description}; nothing to render`);
   io.err(`rendering ${Math.min(results.length, o.maxFrames ?? 300)} frame(s) of ${o.videoId}...`);
   const rules = o.rules ?? (await readRules(target, o.videoId, (l) => io.err(l)));
-  const out = await renderVideo(target, o.videoId, results, { ...o, ...(rules ? { rules } : {}) });
+  const out = await renderVideo(target, o.videoId, results, { ...o, ...(rules ? { rules } : {}), progress: renderProgress(io) });
   io.out(`contact sheet  ${out.contactSheet}`);
   io.out(`animation      ${out.gif}`);
   io.out(`page           ${out.html}`);

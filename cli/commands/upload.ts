@@ -144,6 +144,24 @@ export interface UploadSummary {
   readonly endMarker: boolean;
 }
 
+/**
+ * What to tell a user whose upload input (a folder of frames or a video file) cannot be
+ * read, from the error: in words, never a bare errno. Pure.
+ */
+export function unreadableInput(path: string, e: Pick<NodeJS.ErrnoException, 'code' | 'message'>): string {
+  switch (e.code) {
+    case 'ENOENT':
+      return `${path} does not exist: give a folder of frames (.jpg, .jpeg, .png) or a video file`;
+    case 'ENOTDIR':
+      return `${path} is neither a folder of frames nor a video file`;
+    case 'EACCES':
+    case 'EPERM':
+      return `${path} cannot be read: permission denied`;
+    default:
+      return `cannot read ${path}: ${e.message}`;
+  }
+}
+
 export async function uploadCommand(target: Target, o: UploadOptions, io: Io): Promise<UploadSummary> {
   if (!VIDEO_ID_PATTERN.test(o.videoId) || o.videoId === '.' || o.videoId === '..') {
     throw new CliError(`invalid video id "${o.videoId}": use 1-128 of A-Z a-z 0-9 . _ -`, 2);
@@ -154,7 +172,7 @@ export async function uploadCommand(target: Target, o: UploadOptions, io: Io): P
   try {
     names = await readdir(o.dir);
   } catch (e) {
-    throw new CliError(`cannot read directory ${o.dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new CliError(unreadableInput(o.dir, e as NodeJS.ErrnoException));
   }
   const plan = planFrameNumbers(names, o.firstFrame ?? target.firstFrameNumber);
   if (plan.length === 0) throw new CliError(`no .jpg, .jpeg or .png files in ${o.dir}`);

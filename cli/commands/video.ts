@@ -50,6 +50,40 @@ export function problemsOf(items: readonly FrameResultItem[]): Pick<VideoReport,
   return { gaps, failures };
 }
 
+/** Failed frames that share a reason and detail: one line of `affinity video` for all of them. */
+export interface FailureGroup {
+  readonly reason?: string;
+  readonly detail?: string;
+  /** In frame order. */
+  readonly frames: readonly number[];
+  /** The workers that recorded them, in order of first appearance. */
+  readonly workers: readonly string[];
+}
+
+/**
+ * Groups failures by reason and detail, in order of each group's first frame: a damaged
+ * segment fails hundreds of frames for one reason, which reads as one line with its frame
+ * ranges and count, not hundreds of identical lines. Pure.
+ */
+export function failureGroups(failures: VideoReport['failures']): FailureGroup[] {
+  const groups = new Map<string, { reason?: string; detail?: string; frames: number[]; workers: string[] }>();
+  for (const f of [...failures].sort((a, b) => a.frame - b.frame)) {
+    const key = JSON.stringify([f.reason ?? null, f.detail ?? null]);
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { ...(f.reason !== undefined ? { reason: f.reason } : {}), ...(f.detail !== undefined ? { detail: f.detail } : {}), frames: [], workers: [] }));
+    g.frames.push(f.frame);
+    if (!g.workers.includes(f.worker)) g.workers.push(f.worker);
+  }
+  return [...groups.values()];
+}
+
+/** The line of one failure group: `frames (count)  reason: detail  (workers)`. Pure. */
+export function failureGroupLine(g: FailureGroup): string {
+  const frames = g.frames.length === 1 ? String(g.frames[0]) : `${ranges(g.frames)} (${g.frames.length} frames)`;
+  const workers = g.workers.length <= 2 ? g.workers.join(', ') : `${g.workers[0]} and ${g.workers.length - 1} other workers`;
+  return `  ${frames}  ${g.reason ?? 'unknown'}${g.detail ? `: ${g.detail}` : ''}  (${workers})`;
+}
+
 export async function collectVideo(target: Target, videoId: string): Promise<VideoReport> {
   const store = leaseStore(target);
   const [v, summary] = await Promise.all([store.getVideo(videoId), getSummary(target, videoId)]);
@@ -118,8 +152,9 @@ export function printVideo(r: VideoReport, io: Io, nowMs = Date.now()): void {
   io.out(`GAPS (${r.gaps.length})`);
   for (const g of r.gaps) io.out(`  ${g.frame === g.throughFrame ? `${g.frame}` : `${g.frame}-${g.throughFrame}`}  ${g.reason ?? ''}`.trimEnd());
   io.out('');
-  io.out(`FAILURES (${r.failures.length})`);
-  for (const f of r.failures) io.out(`  ${f.frame}  ${f.reason ?? 'unknown'}${f.detail ? `: ${f.detail}` : ''}  (${f.worker})`);
+  const groups = failureGroups(r.failures);
+  io.out(`FAILURES (${r.failures.length}${groups.length > 1 ? `, ${groups.length} reasons` : ''})`);
+  for (const g of groups) io.out(failureGroupLine(g));
 }
 
 export async function videoCommand(target: Target, o: { videoId: string; json?: boolean }, io: Io): Promise<VideoReport> {

@@ -342,6 +342,15 @@ export const TUNABLES = {
     kind: 'text', default: '', pattern: /^(s3:\/\/[^/]+\/.+\.onnx|[^:]+\.onnx)$/, rule: 'be a local .onnx path or s3://bucket/key.onnx', emptyMeans: 'the demo model baked into the image',
     meaning: 'The detector, a YOLO (Ultralytics v8/11) export. An `s3://` URI grants the task `s3:GetObject` on exactly that object; `models/*` in the frame bucket is always readable',
   },
+  /**
+   * The model's class names, in output order, from a file of their own: for an export whose
+   * embedded names are wrong or missing (a graph re-saved by another tool), without
+   * touching the graph. Checked against the model's output channels when it loads.
+   */
+  modelClassesUri: {
+    kind: 'text', default: '', pattern: /^(s3:\/\/[^/]+\/.+|[^:]+)$/, rule: 'be a local path or s3://bucket/key', emptyMeans: "the model's own: its `<modelUri>.json` sidecar, else the names its Ultralytics export embeds",
+    meaning: 'Class names of the model, one per output class in order: a text file with one name per line, a JSON array, or an Ultralytics `data.yaml` (`names:`). An `s3://` URI grants the task `s3:GetObject` on exactly that object',
+  },
   /** Detections below this score are discarded. */
   detectionScoreThreshold: { kind: 'fraction', default: 0.25, unit: 'score', meaning: 'Detections below this score are dropped' },
   /**

@@ -9,6 +9,7 @@ import { MicroBatcher } from './batcher.ts';
 import { BufferPool, inputPoolBytes } from './buffer-pool.ts';
 import { DecodeThread, DecodeThreadDiedError } from './decode-thread.ts';
 import { ensureDemoModel } from './demo-model/build-model.ts';
+import { DemoModelWatch, REAL_MODEL_HINT } from './demo-model-watch.ts';
 import { associateLateFrame } from './late-association.ts';
 import { InferenceThreadDiedError, type InferenceThreadDeath } from './inference-thread.ts';
 import type { VisionProcessorOptions } from './options.ts';
@@ -88,6 +89,8 @@ class OnnxVisionProcessor implements VisionProcessor {
   private maxSourcePixels = 0;
   /** How the inference thread died, once it has: the processor is then broken for good. */
   private death: InferenceThreadDeath | undefined;
+  /** Says when the demo detector runs on video it cannot see (demo-model-watch.ts); set in `start()`. */
+  private demoWatch = new DemoModelWatch(false);
 
   constructor(options: VisionProcessorOptions) {
     this.options = options;
@@ -144,6 +147,7 @@ class OnnxVisionProcessor implements VisionProcessor {
     const uri = this.options.modelUri ? this.options.modelUri : await ensureDemoModel(this.options.demoModelDir);
     this.model = await loadModel({
       uri,
+      classesUri: this.options.modelClassesUri || undefined,
       sha256: this.options.modelUri ? this.options.modelSha256 : undefined,
       s3Client: this.options.s3Client,
       preferCuda: this.options.preferCuda,
@@ -174,7 +178,13 @@ class OnnxVisionProcessor implements VisionProcessor {
       layout: this.model.info.layout,
       layoutReason: this.model.info.layoutReason,
       decodeInThread: this.decoder !== undefined,
+      inputSize: `${this.model.info.inputWidth}x${this.model.info.inputHeight}`,
+      classes: this.model.info.classNames.length,
+      classNames: this.model.info.classNamesSource,
+      demoModel: this.model.info.demoModel,
+      ...(this.model.info.demoModel ? { demoModelNote: `the demo detector finds only the demo's coloured squares; ${REAL_MODEL_HINT}` } : {}),
     });
+    this.demoWatch = new DemoModelWatch(this.model.info.demoModel);
     this.batcher = new MicroBatcher({
       batchSize: this.options.batchSize,
       maxBatchWaitMs: this.options.maxBatchWaitMs,
@@ -212,6 +222,7 @@ class OnnxVisionProcessor implements VisionProcessor {
 
   closeVideo(videoId: string): void {
     this.trackers.delete(videoId);
+    this.demoWatch.forget(videoId);
   }
 
   /**
@@ -303,7 +314,13 @@ class OnnxVisionProcessor implements VisionProcessor {
     const detected = await allOrThrow(
       frames.map((frame): Promise<Detected> => (this.trackers.has(frame.videoId) ? this.detectLive(batcher, frame) : Promise.resolve({ status: 'failed', reason: 'video-not-open' }))),
     );
-    return frames.map((frame, i) => this.track(frame, detected[i]!));
+    const outcomes = frames.map((frame, i) => this.track(frame, detected[i]!));
+    outcomes.forEach((o, i) => {
+      if (o.status !== 'ok') return;
+      const warning = this.demoWatch.observe(frames[i]!.videoId, o.detections.length);
+      if (warning) (this.options.warn ?? this.options.logger)?.(warning);
+    });
+    return outcomes;
   }
 
   /** A live frame's detections: those started ahead for its bytes if any, else its own batch turn. */

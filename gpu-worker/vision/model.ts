@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { verifyModelSha256 } from '../../core/fleet/model-pin.ts';
 import ort from 'onnxruntime-node';
+import { parseClassNames } from './class-names.ts';
 import { rewriteForUint8Input } from './graph-rewrite.ts';
 import { createThreadedSession, type InferenceSessionLike, type ThreadOptions } from './inference-thread.ts';
 
@@ -24,6 +25,10 @@ export interface ModelInfo {
   readonly dynamicBatch: boolean;
   /** Where the input size and class names came from. */
   readonly metadataSource: 'sidecar' | 'onnx-metadata' | 'input-shape';
+  /** Where the class names came from, in words, for messages ("the classes file names.txt"). */
+  readonly classNamesSource: string;
+  /** The project's own demo detector (it finds the demo's coloured squares only): its ONNX producer says so. */
+  readonly demoModel: boolean;
   /** What the session takes and returns (decision 32). */
   readonly layout: ModelLayout;
   /** Why that layout: the rewrite applied, or why the model runs as exported. */
@@ -56,6 +61,8 @@ export interface LoadedModel {
 export interface LoadModelOptions {
   /** Local path or s3://bucket/key.onnx. */
   readonly uri: string;
+  /** Class names from a file of their own (`modelClassesUri`; class-names.ts); wins over the sidecar and the metadata. */
+  readonly classesUri?: string;
   readonly s3Client?: S3Client;
   /** Try CUDA first (default true). */
   readonly preferCuda?: boolean;
@@ -111,12 +118,13 @@ interface SidecarJson {
  * metadata props from ONNX bytes. onnx-proto is only needed here; without it,
  * or without those props, returns undefined.
  */
-export async function readUltralyticsMetadata(bytes: Uint8Array): Promise<{ classNames?: string[]; imgsz?: [number, number] } | undefined> {
+export async function readUltralyticsMetadata(bytes: Uint8Array): Promise<{ classNames?: string[]; imgsz?: [number, number]; producerName?: string } | undefined> {
   try {
     const { default: onnxProto } = await import('onnx-proto');
     const model = onnxProto.onnx.ModelProto.decode(bytes);
     const props = new Map((model.metadataProps ?? []).map((p) => [p.key ?? '', p.value ?? '']));
-    const out: { classNames?: string[]; imgsz?: [number, number] } = {};
+    const out: { classNames?: string[]; imgsz?: [number, number]; producerName?: string } = {};
+    if (model.producerName) out.producerName = model.producerName;
     const names = props.get('names');
     if (names) {
       const pairs = [...names.matchAll(/(\d+)\s*:\s*['"]([^'"]*)['"]/g)].map((m) => [Number(m[1]), m[2]] as const);
@@ -223,22 +231,59 @@ function tensorShape(meta: readonly ort.InferenceSession.ValueMetadata[], index:
   return m && m.isTensor ? m.shape : [];
 }
 
+/**
+ * A model whose settings do not fit it (class names, input size, output layout): the
+ * user's to fix, said in words. Never a reason to retry the model another way.
+ */
+export class ModelSettingsError extends Error {
+  override name = 'ModelSettingsError';
+}
+
+/** The `producerName` of the demo detector's graph (demo-model/build-model.ts); how a loaded model is known to be it. */
+export const DEMO_MODEL_PRODUCER = 'frame-affinity demo-model';
+
 /** What the model's sidecar or ONNX metadata declares, before any session exists. */
 interface Declared {
   readonly inputWidth?: number;
   readonly inputHeight?: number;
   readonly classNames?: string[];
   readonly metadataSource: ModelInfo['metadataSource'];
+  /** Where `classNames` came from, in words. */
+  readonly classNamesSource: string;
+  /** Where the input size came from, in words. */
+  readonly sizeSource: string;
+  readonly demoModel: boolean;
 }
 
-async function declaredMetadata(bytes: Uint8Array, sidecarBytes: Uint8Array | undefined): Promise<Declared> {
-  if (sidecarBytes) {
-    const sidecar = JSON.parse(new TextDecoder().decode(sidecarBytes)) as SidecarJson;
-    return { inputWidth: sidecar.inputWidth, inputHeight: sidecar.inputHeight, classNames: sidecar.classNames, metadataSource: 'sidecar' };
-  }
+async function declaredMetadata(uri: string, bytes: Uint8Array, sidecarBytes: Uint8Array | undefined): Promise<Declared> {
   const meta = await readUltralyticsMetadata(bytes);
-  if (!meta?.classNames && !meta?.imgsz) return { metadataSource: 'input-shape' };
-  return { inputHeight: meta.imgsz?.[0], inputWidth: meta.imgsz?.[1], classNames: meta.classNames, metadataSource: 'onnx-metadata' };
+  const demoModel = meta?.producerName === DEMO_MODEL_PRODUCER;
+  if (sidecarBytes) {
+    let sidecar: SidecarJson;
+    try {
+      sidecar = JSON.parse(new TextDecoder().decode(sidecarBytes)) as SidecarJson;
+    } catch (e) {
+      throw new ModelSettingsError(`model ${uri}: its sidecar ${uri}.json is not JSON (${e instanceof Error ? e.message : String(e)}); fix or remove it`);
+    }
+    const source = `its sidecar ${uri}.json`;
+    return { inputWidth: sidecar.inputWidth, inputHeight: sidecar.inputHeight, classNames: sidecar.classNames, metadataSource: 'sidecar', classNamesSource: source, sizeSource: source, demoModel };
+  }
+  if (!meta?.classNames && !meta?.imgsz) return { metadataSource: 'input-shape', classNamesSource: 'the output channels (no names given)', sizeSource: 'its input shape', demoModel };
+  const source = 'the names its export embedded (ONNX metadata)';
+  return { inputHeight: meta.imgsz?.[0], inputWidth: meta.imgsz?.[1], classNames: meta.classNames, metadataSource: 'onnx-metadata', classNamesSource: source, sizeSource: "its export's imgsz (ONNX metadata)", demoModel };
+}
+
+/** `declared` with the class names of the classes file at `classesUri`, when one is given. */
+async function withClassesFile(declared: Declared, classesUri: string | undefined, s3Client: S3Client | undefined): Promise<Declared> {
+  if (!classesUri) return declared;
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await fetchBytes(classesUri, s3Client, true);
+  } catch (e) {
+    throw new Error(`class names ${classesUri} cannot be read: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!bytes) throw new ModelSettingsError(`class names ${classesUri} do not exist (modelClassesUri / --classes): give a file with one class name per line`);
+  return { ...declared, classNames: parseClassNames(new TextDecoder().decode(bytes), classesUri), classNamesSource: `the classes file ${classesUri}` };
 }
 
 /**
@@ -248,16 +293,19 @@ async function declaredMetadata(bytes: Uint8Array, sidecarBytes: Uint8Array | un
  * `info.layoutReason` says why (the processor logs it).
  */
 export async function loadModel(options: LoadModelOptions): Promise<LoadedModel> {
-  const bytes = (await fetchBytes(options.uri, options.s3Client, false))!;
+  const bytes = await fetchBytes(options.uri, options.s3Client, true);
+  if (!bytes) throw new ModelSettingsError(`model ${options.uri} does not exist (modelUri / npm start -- --model PATH)`);
   verifyModelSha256(options.uri, bytes, options.sha256);
   const sidecarBytes = await fetchBytes(`${options.uri}.json`, options.s3Client, true);
-  const declared = await declaredMetadata(bytes, sidecarBytes);
+  const declared = await withClassesFile(await declaredMetadata(options.uri, bytes, sidecarBytes), options.classesUri, options.s3Client);
   const size = declared.inputWidth && declared.inputHeight ? { inputWidth: declared.inputWidth, inputHeight: declared.inputHeight } : undefined;
   const rewrite = options.preprocessInGraph === false ? ({ rewritten: false, reason: 'preprocessInGraph=false' } as const) : rewriteForUint8Input(bytes, size);
   if (rewrite.rewritten) {
     try {
       return await openModel(options, rewrite.bytes, declared, 'uint8-nhwc', `graph rewritten: uint8 NHWC in, best class out (input ${rewrite.originalInputName}, output ${rewrite.originalOutputName})`);
     } catch (error) {
+      // A model whose settings do not fit fails the same way as exported: say it once.
+      if (error instanceof ModelSettingsError) throw error;
       const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
       return openModel(options, bytes, declared, 'float32-nchw', `the rewritten graph failed to load (${message}); running the model as exported`);
     }
@@ -281,38 +329,79 @@ async function openModel(options: LoadModelOptions, bytes: Uint8Array, declared:
   }
 }
 
+/**
+ * What is wrong with a model whose raw output is `dims` (`[B, channels, anchors]` for the
+ * Ultralytics v8/11 layout) given `classNames` (from `classNamesSource`), in words that say
+ * what to do; undefined when it fits. Pure.
+ */
+export function outputLayoutProblem(uri: string, dims: readonly number[], classNames: readonly string[] | undefined, classNamesSource: string): string | undefined {
+  const export8 = 'export it with Ultralytics 8 or later as it comes: `yolo export model=best.pt format=onnx` (no nms, no end2end)';
+  if (dims.length !== 3) return `model ${uri}: its output has shape [${dims.join(', ')}], not [batch, 4 + classes, anchors] (the YOLOv8/11 layout); ${export8}`;
+  const [, channels, anchors] = dims as [number, number, number];
+  if (anchors <= 7 && channels > anchors) {
+    return `model ${uri}: its output is [${dims.join(', ')}], boxes already reduced by NMS (an export with nms=True, or YOLOv10/end2end); FrameAffinity runs its own NMS on the raw output: ${export8}`;
+  }
+  if (channels > anchors) {
+    return `model ${uri}: its output is [${dims.join(', ')}], anchors before channels (a YOLOv5/v7-style or transposed export); FrameAffinity reads the YOLOv8/11 layout [batch, 4 + classes, anchors]: ${export8}`;
+  }
+  if (channels <= 4) return `model ${uri}: its output has ${channels} channels, no room for class scores after the 4 box values; ${export8}`;
+  if (classNames && channels !== 4 + classNames.length) {
+    return (
+      `model ${uri}: its output has ${channels} channels, which is ${channels - 4} classes (4 box values, then one score per class), ` +
+      `but ${classNamesSource} gives ${classNames.length} class name(s); give exactly ${channels - 4}, one per class in the order of training (modelClassesUri / npm start -- --classes FILE)`
+    );
+  }
+  return undefined;
+}
+
 async function inspectAndWarm(uri: string, session: InferenceSessionLike, declared: Declared, layout: ModelLayout, layoutReason: string): Promise<ModelInfo> {
   const inputName = session.inputNames[0]!;
   const outputName = session.outputNames[0]!;
   const inShape = tensorShape(session.inputMetadata, 0);
   const dynamicBatch = typeof inShape[0] !== 'number' || inShape[0] !== 1;
   const [hAxis, wAxis] = layout === 'uint8-nhwc' ? [1, 2] : [2, 3];
-  const inputHeight = declared.inputHeight ?? (typeof inShape[hAxis] === 'number' ? inShape[hAxis] : undefined);
-  const inputWidth = declared.inputWidth ?? (typeof inShape[wAxis] === 'number' ? inShape[wAxis] : undefined);
-  if (!inputWidth || !inputHeight) throw new Error(`model ${uri}: input size unknown (no sidecar, metadata or static input shape)`);
+  const graphHeight = typeof inShape[hAxis] === 'number' ? inShape[hAxis] : undefined;
+  const graphWidth = typeof inShape[wAxis] === 'number' ? inShape[wAxis] : undefined;
+  const inputHeight = declared.inputHeight ?? graphHeight;
+  const inputWidth = declared.inputWidth ?? graphWidth;
+  if (!inputWidth || !inputHeight) {
+    throw new ModelSettingsError(`model ${uri}: input size unknown: its input has no fixed height and width, and neither a sidecar (${uri}.json with inputWidth and inputHeight) nor its export's imgsz metadata gives one`);
+  }
+  if ((graphHeight !== undefined && graphHeight !== inputHeight) || (graphWidth !== undefined && graphWidth !== inputWidth)) {
+    throw new ModelSettingsError(
+      `model ${uri}: ${declared.sizeSource} says its input is ${inputWidth}x${inputHeight} (width x height), but the graph's input is fixed at ${String(graphWidth)}x${String(graphHeight)}; ` +
+        'fix the declaration, or export the model again at the size you want (yolo export ... imgsz=H,W)',
+    );
+  }
 
   // Warm-up: the first run allocates and plans; do it before the first real frame. The
-  // raw output's channel count (4 + C) comes from it: the rewritten graph reports the
+  // raw output's shape [B, 4 + C, N] comes from it: the rewritten graph reports the
   // shape it reduced, the exported one its output itself.
-  let channels: number | undefined;
+  let dims: number[];
   if (layout === 'uint8-nhwc') {
     const warm = new ort.Tensor('uint8', new Uint8Array(3 * inputWidth * inputHeight).fill(LETTERBOX_GREY_BYTE), [1, inputHeight, inputWidth, 3]);
     const out = await session.run({ [inputName]: warm });
     const shape = out[session.outputNames[1]!]?.data as BigInt64Array | undefined;
     if (!shape || shape.length !== 3) throw new Error(`model ${uri}: the rewritten graph did not report its raw output shape`);
-    channels = Number(shape[1]);
+    dims = [...shape].map(Number);
   } else {
     const warm = new ort.Tensor('float32', new Float32Array(3 * inputWidth * inputHeight).fill(LETTERBOX_GREY_BYTE / 255), [1, 3, inputHeight, inputWidth]);
-    const dims = (await session.run({ [inputName]: warm }))[outputName]!.dims;
-    channels = dims.length === 3 ? dims[1] : undefined;
+    dims = [...(await session.run({ [inputName]: warm }))[outputName]!.dims];
   }
-  let classNames = declared.classNames;
-  if (!classNames) {
-    if (!channels || channels <= 4) throw new Error(`model ${uri}: class names unknown (no sidecar or metadata, and the output is not [B, 4+C, N])`);
-    classNames = Array.from({ length: channels - 4 }, (_, i) => `class${i}`);
-  }
-  if (channels !== 4 + classNames.length) {
-    throw new Error(`model ${uri}: output has ${String(channels)} channels, not [B, 4+${classNames.length}, N] (YOLOv8/11 layout)`);
-  }
-  return { inputName, outputName, inputWidth, inputHeight, classNames, dynamicBatch, metadataSource: declared.metadataSource, layout, layoutReason };
+  const problem = outputLayoutProblem(uri, dims, declared.classNames, declared.classNamesSource);
+  if (problem) throw new ModelSettingsError(problem);
+  const classNames = declared.classNames ?? Array.from({ length: dims[1]! - 4 }, (_, i) => `class${i}`);
+  return {
+    inputName,
+    outputName,
+    inputWidth,
+    inputHeight,
+    classNames,
+    dynamicBatch,
+    metadataSource: declared.metadataSource,
+    classNamesSource: declared.classNamesSource,
+    demoModel: declared.demoModel,
+    layout,
+    layoutReason,
+  };
 }

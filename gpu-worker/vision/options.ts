@@ -12,6 +12,8 @@ import type { TrackerOptions } from './tracker.ts';
 export interface VisionProcessorOptions {
   /** Local path or s3://bucket/key.onnx; empty or absent = the demo model (built if missing). */
   readonly modelUri?: string;
+  /** The model's class names from a file (`modelClassesUri`; class-names.ts); empty or absent = the model's own. */
+  readonly modelClassesUri?: string;
   /** Expected SHA-256 (hex) of the `modelUri` model; the worker refuses other bytes. Absent or empty = not checked. */
   readonly modelSha256?: string;
   /** Frames per inference call (`inferenceBatchSize`). */
@@ -24,6 +26,8 @@ export interface VisionProcessorOptions {
   readonly s3Client?: S3Client;
   /** Receives the one provider line at start. */
   readonly logger?: (line: string | object) => void;
+  /** Receives warnings (the demo model on real video); `logger` when absent. */
+  readonly warn?: (line: string | object) => void;
   /** Try the CUDA execution provider first (default true). */
   readonly preferCuda?: boolean;
   /** onnxruntime intra-op threads (`inferenceThreads`); 0 or absent = its default. */
@@ -75,12 +79,13 @@ export interface VisionProcessorOptions {
 export function visionOptionsFromTunables(
   t: Pick<
     Tunables,
-    'modelUri' | 'inferenceBatchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'detectionScoreThreshold' | 'trackHighScoreThreshold' | 'trackLowScoreThreshold' | 'newTrackScoreThreshold' | 'detectAheadFrames'
+    'modelUri' | 'modelClassesUri' | 'inferenceBatchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'detectionScoreThreshold' | 'trackHighScoreThreshold' | 'trackLowScoreThreshold' | 'newTrackScoreThreshold' | 'detectAheadFrames'
   >,
-): Pick<VisionProcessorOptions, 'modelUri' | 'batchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'scoreThreshold' | 'tracker' | 'detectAheadFrames'> {
+): Pick<VisionProcessorOptions, 'modelUri' | 'modelClassesUri' | 'batchSize' | 'maxBatchWaitMs' | 'inferenceThreads' | 'scoreThreshold' | 'tracker' | 'detectAheadFrames'> {
   return {
     detectAheadFrames: t.detectAheadFrames,
     modelUri: t.modelUri,
+    modelClassesUri: t.modelClassesUri,
     batchSize: t.inferenceBatchSize,
     maxBatchWaitMs: t.maxBatchWaitMs,
     inferenceThreads: t.inferenceThreads,

@@ -81,10 +81,14 @@ describe('affinity CLI on the local stack', () => {
   it('upload: fails clearly on a missing folder and an invalid video id', async () => {
     // Act
     const missing = await cli(['upload', join(work, 'nope'), '--video', 'v']);
+    const missingFile = await cli(['upload', join(work, 'missing.mp4'), '--video', 'v']);
     const badId = await cli(['upload', work, '--video', 'bad/id']);
     // Assess
     expect(missing.code).toBe(1);
-    expect(missing.err).toMatch(/cannot read directory .*nope: ENOENT/);
+    expect(missing.err).toMatch(/nope does not exist: give a folder of frames \(\.jpg, \.jpeg, \.png\) or a video file/);
+    expect(missingFile.code).toBe(1);
+    expect(missingFile.err).toMatch(/missing\.mp4 does not exist/);
+    expect(missingFile.err).not.toMatch(/ENOENT|directory/);
     expect(badId.code).toBe(2);
     expect(badId.err).toMatch(/invalid video id "bad\/id"/);
   });

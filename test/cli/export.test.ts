@@ -117,10 +117,13 @@ describe('exportCommand over pages', () => {
     // Act
     const report = await exportCommand(target, { videoId: 'v', format }, io, pages);
     // Assess
-    expect(report).toEqual({ frames: 11, lines, byStatus: { ok: 5, late: 1, failed: 1, gap: 4 }, belowFirstFrame: 0 });
+    expect(report).toEqual({ frames: 11, lines, byStatus: { ok: 5, late: 1, failed: 1, gap: 4 }, belowFirstFrame: 0, ...(format === 'mot' ? { firstFrame: 0 } : {}) });
     expect(io.lines).toHaveLength(lines);
     expect(pulledAtLine[0]).toBe(1);
-    expect(io.errors).toEqual([`exported 11 frame(s) of v (5 ok, 1 late, 1 failed, 4 gap) as ${format}: ${lines} line(s)`]);
+    expect(io.errors).toEqual([
+      `exported 11 frame(s) of v (5 ok, 1 late, 1 failed, 4 gap) as ${format}: ${lines} line(s)`,
+      ...(format === 'mot' ? ['mot frames: MOT frame = our frame + 1 (the video has a frame 0: numbered from 0)'] : []),
+    ]);
     if (format === 'jsonl') expect(io.lines.map((l) => JSON.parse(l).frame)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     else expect(io.lines.map((l) => Number(l.split(',')[0]))).toEqual([1, 1, 3, 5, 11]);
   });
@@ -138,8 +141,25 @@ describe('exportCommand over pages', () => {
     expect(report.belowFirstFrame).toBe(2);
     expect(io.errors).toEqual([
       `exported 11 frame(s) of v (5 ok, 1 late, 1 failed, 4 gap) as mot: 3 line(s) to ${file}`,
+      'mot frames: MOT frame = our frame - 1 (--first-frame 2)',
       'skipped 2 processed frame(s) below --first-frame 2: they have no MOT frame number',
     ]);
+  });
+
+  it.each([
+    ['a folder numbered from 0 (000000.jpg first)', 0, undefined, [1, 2, 3], 'MOT frame = our frame + 1 (the video has a frame 0: numbered from 0)'],
+    ['a folder numbered from 1, as MOT\'s img1/ (000001.jpg first)', 1, undefined, [1, 2, 3], 'MOT frame = our frame (the video has no frame 0: numbered from 1, as MOT; --first-frame 0 shifts by one)'],
+    ['a video that starts later (a camera after a restart): its numbers kept', 40, undefined, [40, 41, 42], 'MOT frame = our frame (the video has no frame 0'],
+    ['a folder numbered from 1, with --first-frame 0 as before', 1, 0, [2, 3, 4], 'MOT frame = our frame + 1 (--first-frame 0)'],
+  ])('mot numbers frames of %s so that MOT frame 1 is its first image', async (_case, first, firstFrame, motFrames, note) => {
+    // Prepare: three tracked frames from `first` on.
+    const pages = pagesOf([[0, 1, 2].map((i) => rec(first + i, { detections: [det(7, [1, 2, 3, 4])] }))]);
+    const io = memoryIo();
+    // Act
+    await exportCommand(target, { videoId: 'v', format: 'mot', ...(firstFrame !== undefined ? { firstFrame } : {}) }, io, pages);
+    // Assess
+    expect(io.lines.map((l) => Number(l.split(',')[0]))).toEqual(motFrames);
+    expect(io.errors[1]).toContain(`mot frames: ${note}`);
   });
 
   it('fails without results, when reading fails or when the file cannot be opened, and leaves no file behind', async () => {

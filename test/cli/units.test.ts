@@ -5,13 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
 import type { FrameResultItem } from '../../core/commit/results.ts';
-import { planFrameNumbers } from '../../cli/commands/upload.ts';
-import { problemsOf } from '../../cli/commands/video.ts';
+import { planFrameNumbers, unreadableInput } from '../../cli/commands/upload.ts';
+import { failureGroupLine, failureGroups, problemsOf } from '../../cli/commands/video.ts';
 import { CSV_HEADER, formatResult } from '../../cli/commands/results.ts';
 import { cameraSchedule, failoverSeconds, scoreVideo, summaryTable } from '../../cli/demo-lib.ts';
 import { memoryIo } from '../../cli/io.ts';
 import { main } from '../../cli/main.ts';
-import { animatedGif, annotateFrame, bitmapText, contactSheet, overlaySvg, sampleEvenly, summariseTracks, trackColour } from '../../cli/render.ts';
+import { ANIMATION_MAX_WIDTH_PX, animatedGif, annotateFrame, bitmapText, contactSheet, overlaySvg, renderSize, sampleEvenly, summariseTracks, trackColour } from '../../cli/render.ts';
+import { renderProgress } from '../../cli/commands/render.ts';
 import { STACK_OUTPUT_KEYS, resourcesFromOutputs } from '../../cli/target.ts';
 
 const item = (frame: number, over: Partial<FrameResultItem> = {}): FrameResultItem => ({
@@ -230,6 +231,34 @@ describe('video bookkeeping', () => {
     expect(p.failures).toEqual([{ frame: 9, reason: 'oversized', detail: 'too big', worker: 'w1' }]);
   });
 
+  it.each([
+    ['ENOENT', 'clip.mp4 does not exist: give a folder of frames (.jpg, .jpeg, .png) or a video file'],
+    ['ENOTDIR', 'clip.mp4 is neither a folder of frames nor a video file'],
+    ['EACCES', 'clip.mp4 cannot be read: permission denied'],
+    ['EIO', 'cannot read clip.mp4: i/o error'],
+  ])('says in words why an upload input cannot be read (%s)', (code, message) => {
+    expect(unreadableInput('clip.mp4', { code, message: 'i/o error' })).toBe(message);
+  });
+
+  it('prints failures that share a reason as one line of frame ranges with a count, not a line per frame', () => {
+    // Prepare: a damaged segment (250 frames, one reason, two workers), one oversized frame, one other decode error
+    const failures = [
+      ...Array.from({ length: 250 }, (_, i) => ({ frame: 200 + ((i * 7) % 250), reason: 'decode-error', detail: 'Invalid data found when processing input', worker: i < 100 ? 'w1' : 'w2' })),
+      { frame: 9, reason: 'oversized', detail: 'too big', worker: 'w1' },
+      { frame: 460, reason: 'decode-error', detail: 'Invalid data found when processing input', worker: 'w2' },
+      { frame: 470, reason: 'decode-error', detail: 'truncated', worker: 'w2' },
+    ];
+    // Act
+    const lines = failureGroups(failures).map(failureGroupLine);
+    // Assess
+    expect(lines).toEqual([
+      '  9  oversized: too big  (w1)',
+      '  200-449, 460 (251 frames)  decode-error: Invalid data found when processing input  (w1, w2)',
+      '  470  decode-error: truncated  (w2)',
+    ]);
+    expect(failureGroupLine({ reason: 'crashed-worker', frames: [1, 2], workers: ['a', 'b', 'c'] })).toBe('  1-2 (2 frames)  crashed-worker  (a and 2 other workers)');
+  });
+
   it('formats results as text, CSV and NDJSON, one line per detection or per frame', () => {
     // Prepare
     const r = item(4, { detections: [{ trackId: 2, label: 'red, dark', score: 0.5, box: [1, 2, 3.33, 4] }, { trackId: 3, label: 'blue', score: 0.25, box: [5, 6, 7, 8] }] });
@@ -282,6 +311,48 @@ describe('rendering', () => {
     expect([sheetMeta.format, sheetMeta.width]).toEqual(['png', 2 * 80 + 3 * 4]);
     const gifMeta = await sharp(gif, { animated: true }).metadata();
     expect([gifMeta.format, gifMeta.pages]).toEqual(['gif', 3]);
+  });
+
+  it('draws at a smaller size with the box scaled alike, and caps the animation\'s width', async () => {
+    // Prepare: a 320x240 frame, its box in source pixels
+    const image = await sharp({ create: { width: 320, height: 240, channels: 3, background: { r: 0, g: 0, b: 0 } } }).png().toBuffer();
+    const det = { trackId: 3, label: 'red', score: 0.9, box: [80, 80, 200, 200] as [number, number, number, number] };
+    // Act
+    const half = await annotateFrame({ frame: 0, status: 'ok', image, detections: [det] }, { width: 320, height: 240 }, { out: { width: 160, height: 120 } });
+    // Assess: the left edge of the box is at source x 80, so at x 40 in the half-size frame
+    const px = (x: number, y: number) => [...half.rgb.subarray((y * 160 + x) * 3, (y * 160 + x) * 3 + 3)];
+    expect([half.width, half.height]).toEqual([160, 120]);
+    expect(px(40, 70)).not.toEqual([0, 0, 0]);
+    expect(px(70, 70)).toEqual([0, 0, 0]);
+    expect(renderSize({ width: 768, height: 576 })).toEqual({ width: ANIMATION_MAX_WIDTH_PX, height: 360 });
+    expect(renderSize({ width: 320, height: 240 })).toEqual({ width: 320, height: 240 });
+  });
+
+  it('reports render progress on stderr: a line per stage and per quarter off a terminal, one line redrawn on a terminal', () => {
+    // Prepare
+    let now = 0;
+    const io = memoryIo();
+    const tty = { ...memoryIo({ interactive: true }), drawn: [] as string[] };
+    tty.progress = (t) => void tty.drawn.push(t);
+    // Act
+    for (const p of [renderProgress(io, () => now), renderProgress(tty, () => now)]) {
+      for (let i = 0; i <= 300; i += 16) p('fetching', Math.min(i, 300), 300);
+      now = 12_000;
+      p('animating', 0, 0);
+      p('writing', 0, 0);
+    }
+    // Assess
+    expect(io.errors).toEqual([
+      'render: fetching and decoding frames 0/300 (0.0 s)',
+      'render: fetching and decoding frames 80/300 (0.0 s)',
+      'render: fetching and decoding frames 160/300 (0.0 s)',
+      'render: fetching and decoding frames 240/300 (0.0 s)',
+      'render: encoding the animation (12.0 s)',
+      'render: writing the files (12.0 s)',
+    ]);
+    expect(tty.errors).toEqual([]);
+    expect(tty.drawn.every((t) => t.startsWith('\r\x1b[K'))).toBe(true);
+    expect(tty.drawn.at(-1)).toBe('\r\x1b[K');
   });
 
   it('samples evenly and summarises tracks by first and last frame', () => {

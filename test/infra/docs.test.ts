@@ -62,3 +62,21 @@ describe('paths the docs name', () => {
     expect(missing).toEqual([]);
   });
 });
+
+describe('markdown that renders', () => {
+  /** Lines that open or close a fenced code block (``` or ~~~, indented up to 3 spaces). */
+  const fences = (doc: string) => doc.split('\n').filter((l) => /^ {0,3}(```|~~~)/.test(l));
+
+  it.each(['README.md', 'docs/cli.md', 'docs/deploy.md', 'docs/decisions.md', 'bench/README.md'])('every code block of %s is closed', (file) => {
+    // An unclosed block swallows every heading after it (docs/cli.md's redrive example once did).
+    expect(fences(read(file)).length % 2).toBe(0);
+  });
+});
+
+describe('what git keeps out', () => {
+  it('ignores the state folders the tools write: .local/ and the edge segmenter\'s .affinity-stream/', () => {
+    const ignored = read('.gitignore').split('\n').map((l) => l.trim());
+    expect(ignored).toContain('.local/');
+    expect(ignored).toContain('.affinity-stream/');
+  });
+});

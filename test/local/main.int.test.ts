@@ -1,13 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { YOLOV8N_PATH } from '../../harness/yolo-fixtures.ts';
 import type { StackFile } from '../../local/stack.ts';
 import { isProcessAlive, waitFor } from './helpers.ts';
 
 /** Starts `node local/main.ts` (what `npm start` runs) on free ports with two warm fake workers. */
-async function startMain(options: { detached?: boolean } = {}): Promise<{ child: ChildProcess; file: StackFile; stackFile: string; output: () => string }> {
+async function startMain(options: { detached?: boolean; args?: string[]; env?: Record<string, string> } = {}): Promise<{ child: ChildProcess; file: StackFile; stackFile: string; output: () => string }> {
   const stateDir = mkdtempSync(join(tmpdir(), 'local-main-'));
   const child = spawn(
     process.execPath,
@@ -20,9 +21,10 @@ async function startMain(options: { detached?: boolean } = {}): Promise<{ child:
       '--no-router',
       '--no-janitor',
       `--state-dir=${stateDir}`,
+      ...(options.args ?? []),
     ],
     {
-      env: { ...process.env, SLOT_COUNT: '2', FAKE_WORKER_DRAIN_CHECK: '1' },
+      env: { ...process.env, SLOT_COUNT: '2', FAKE_WORKER_DRAIN_CHECK: '1', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group, to send a terminal-style Ctrl-C to the whole group.
       detached: options.detached ?? false,
@@ -95,5 +97,51 @@ describe('local/main.ts (npm start)', () => {
 
     // Assess
     await waitFor('children gone', () => pids.every((p) => !isProcessAlive(p)), 10_000);
+  });
+});
+
+describe('npm start: what its terminal shows', () => {
+  it('never the metrics JSON, which goes to the log files; with --quiet only warnings, not info lines or routine starts', async () => {
+    // Prepare & Act
+    const { child, stackFile, output } = await startMain({ args: ['--quiet'], env: { FAKE_WORKER_LOG_SAMPLES: '1' } });
+    const log = join(dirname(stackFile), 'logs', 'slot-0.log');
+    await waitFor('the workers\' sample lines logged', () => existsSync(log) && readFileSync(log, 'utf8').includes('sample warning line'), 30_000);
+    await waitFor('the warnings shown, as text', () => (output().match(/\] WARN sample warning line/g) ?? []).length === 2, 10_000);
+    // Assess
+    expect(output()).toContain('Local stack ready');
+    expect(output()).not.toContain('_aws');
+    expect(output()).not.toContain('sample info line');
+    expect(output()).not.toContain('started worker');
+    expect(readFileSync(log, 'utf8')).toContain('"_aws"');
+    expect(readFileSync(log, 'utf8')).toContain('sample info line');
+    child.kill('SIGTERM');
+  });
+});
+
+describe('npm start: its command line and the model it is given, before anything starts', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, ['local/main.ts', ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('prints its usage for --help, and one line with no stack trace for an unknown flag', () => {
+    // Act
+    const help = run(['--help']);
+    const bogus = run(['--bogus']);
+    // Assess
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: npm start -- \[options\]/);
+    expect(help.stdout + help.stderr).not.toMatch(/TypeError|\n\s+at /);
+    expect(bogus.status).toBe(2);
+    expect(bogus.stderr.trim()).toBe("error: Unknown option '--bogus' (npm start -- --help lists the options)");
+  });
+
+  it.skipIf(!existsSync(YOLOV8N_PATH))('refuses a model whose class names do not fit its output, in one line, and starts nothing', () => {
+    // Prepare
+    const names = join(mkdtempSync(join(tmpdir(), 'names-')), 'three.txt');
+    writeFileSync(names, 'person\ncar\ntruck\n');
+    // Act
+    const r = run(['--model', YOLOV8N_PATH, '--classes', names, '--port=0', '--dynamodb-port=0']);
+    // Assess
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim()).toMatch(/^error: model .*yolov8n-random\.onnx: its output has 84 channels, which is 80 classes .* gives 3 class name\(s\); give exactly 80/);
+    expect(r.stdout).not.toContain('Local stack ready');
   });
 });

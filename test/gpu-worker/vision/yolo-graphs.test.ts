@@ -6,10 +6,13 @@
  * The graphs are AGPL fixtures that stay outside the repository: where the folder is
  * absent, these tests are skipped with a message saying so.
  */
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tunablesFromEnv } from '../../../core/config.ts';
 import { createVisionProcessor, visionOptionsFromTunables, type VisionProcessor } from '../../../gpu-worker/vision/index.ts';
+import { loadModel } from '../../../gpu-worker/vision/model.ts';
 import { generateClip } from '../../../gpu-worker/vision/synthetic/generate.ts';
 import { RANDOM_WEIGHT_PROCESSOR_OPTIONS as RANDOM_WEIGHTS, SHARED_MODELS_DIR as MODELS_DIR, YOLO11N_PATH, YOLOV8N_PATH } from '../../../harness/yolo-fixtures.ts';
 
@@ -71,5 +74,56 @@ describe.skipIf(!present)('tracker thresholds from the tunables', () => {
     // Assess
     expect(byDefault).toEqual([]);
     expect(tuned.length).toBeGreaterThan(0);
+  });
+});
+
+describe.skipIf(!present).each(GRAPHS)('%s: its settings, checked when it loads', (graph) => {
+  const dir = mkdtempSync(join(tmpdir(), 'yolo-settings-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const load = async (o: { uri?: string; classesUri?: string }) => {
+    const m = await loadModel({ uri: o.uri ?? graph, preferCuda: false, inferenceThreads: 1, ...(o.classesUri ? { classesUri: o.classesUri } : {}) });
+    await m.session.release();
+    return m.info;
+  };
+
+  it('takes its size and its 80 names from the export\'s metadata and runs rewritten for uint8 input; it is not the demo model', async () => {
+    const info = await load({});
+    expect(info).toMatchObject({ inputWidth: 640, inputHeight: 640, layout: 'uint8-nhwc', metadataSource: 'onnx-metadata', demoModel: false, dynamicBatch: true });
+    expect(info.classNames).toHaveLength(80);
+    // Built from the architecture's YAML without a dataset, the export names its classes '0'..'79'.
+    expect(info.classNames.slice(0, 3)).toEqual(['0', '1', '2']);
+    expect(info.classNamesSource).toMatch(/ONNX metadata/);
+  });
+
+  it('takes class names from a classes file, which wins over the metadata', async () => {
+    const names = join(dir, 'names.txt');
+    writeFileSync(names, Array.from({ length: 80 }, (_, i) => `thing-${i}`).join('\n'));
+    const info = await load({ classesUri: names });
+    expect(info.classNames[0]).toBe('thing-0');
+    expect(info.classNames).toHaveLength(80);
+    expect(info.classNamesSource).toBe(`the classes file ${names}`);
+  });
+
+  it('refuses a classes file whose count is not the output\'s class count, saying both counts and the file', async () => {
+    const names = join(dir, 'three.txt');
+    writeFileSync(names, 'person\ncar\ntruck\n');
+    await expect(load({ classesUri: names })).rejects.toThrow(/84 channels, which is 80 classes .*the classes file .*three\.txt gives 3 class name\(s\); give exactly 80/);
+  });
+
+  it('refuses a declared input size the graph does not have, naming both sizes and where the wrong one came from', async () => {
+    const copy = join(dir, 'copy.onnx');
+    copyFileSync(graph, copy);
+    writeFileSync(`${copy}.json`, JSON.stringify({ inputWidth: 320, inputHeight: 320 }));
+    try {
+      await expect(load({ uri: copy })).rejects.toThrow(/its sidecar .*copy\.onnx\.json says its input is 320x320 .*fixed at 640x640/);
+    } finally {
+      rmSync(copy);
+      rmSync(`${copy}.json`);
+    }
+  });
+
+  it('says a missing model or classes file does not exist', async () => {
+    await expect(load({ uri: join(dir, 'nope.onnx') })).rejects.toThrow(/model .*nope\.onnx does not exist/);
+    await expect(load({ classesUri: join(dir, 'nope.txt') })).rejects.toThrow(/class names .*nope\.txt do not exist/);
   });
 });
