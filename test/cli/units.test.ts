@@ -100,7 +100,7 @@ describe('argument handling', () => {
       expect(otherCode).toBe(2);
       expect(other.errors.join('\n')).toMatch(/"store-043\.door-1" is not a camera of site "store-042".*\(site from AFFINITY_SITE\)/);
       expect(ownCode).toBe(1);
-      expect(own.errors.join('\n')).toMatch(/cannot read directory \/nonexistent\/frames/);
+      expect(own.errors.join('\n')).toMatch(/\/nonexistent\/frames does not exist/);
     } finally {
       if (saved === undefined) delete process.env.AFFINITY_SITE;
       else process.env.AFFINITY_SITE = saved;
