@@ -19,7 +19,7 @@
  * not bill). `baseline` rows are the workload `bench/api-calls-live.ts` measured live (the
  * stats processor: one whole-frame detection, a 60-byte state, no rules), computed the same way.
  */
-import { deflateRawSync } from 'node:zlib';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { MemoryLeaseTable } from '../core/leases/memory/memory-lease-table.ts';
@@ -28,7 +28,7 @@ import { storedItemsOf } from '../core/commit/commit-packing.ts';
 import type { VideoCheckpoint } from '../core/commit/checkpoint.ts';
 import { VideoSequencer, type SequencedStep } from '../core/ordering/sequencer.ts';
 import { validateRules, type RulesDocument } from '../core/analytics/rules.ts';
-import { isPacked } from '../core/commit/record-packing.ts';
+import { decodeRecords, isPacked, type PackedRecordsItem } from '../core/commit/record-packing.ts';
 import { frameKey } from '../core/ingest/keys.ts';
 import { segmentKey } from '../core/ingest/segment-keys.ts';
 import type { Detection, FrameOutcome } from '../core/ports.ts';
@@ -86,10 +86,10 @@ function quantiles(xs: number[]) {
 }
 const r4 = (x: number) => Math.round(x * 10_000) / 10_000;
 
-/** Packed records with detections as arrays ([trackId, label, score, x1, y1, x2, y2]) instead of objects: a candidate (issue 44), measured only. */
-function compactRecordsBytes(frames: readonly { status: string; detections: readonly Detection[]; ptsMs?: number }[]): number {
-  const rows = frames.map((f) => [f.status, f.ptsMs ?? null, f.detections.map((d) => [d.trackId, d.label, Number(d.score.toFixed(4)), ...d.box.map((x) => Number(x.toFixed(2)))])]);
-  return deflateRawSync(JSON.stringify(rows)).byteLength;
+/** A packed item's size had its records been stored in format 1 (before issue 44: the JSON array of each frame's fields). */
+function format1ItemBytes(item: PackedRecordsItem): number {
+  const format1 = deflateRawSync(JSON.stringify(decodeRecords(inflateRawSync(item.packedRecords).toString('utf8')))).byteLength;
+  return itemBytes(item as unknown as Parameters<typeof itemBytes>[0]) - item.packedRecords.byteLength + format1;
 }
 
 async function runConfig(c: Config, seconds: number, detections: number, bench: Bench) {
@@ -121,10 +121,10 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
   const snapshotBytes: number[] = [];
   const analyticsBytes: number[] = [];
   const trackCounts: number[] = [];
-  const units = { slot: 0, checkpointStored: 0, checkpointPlain: 0, results: 0, summary: 0, events: 0 };
+  const units = { slot: 0, checkpointStored: 0, checkpointPlain: 0, results: 0, resultsFormat1: 0, summary: 0, events: 0 };
   let events = 0;
   let resultBytes = 0;
-  let compactBytes = 0;
+  let format1Bytes = 0;
   let packedItems = 0;
   let detectionsOut = 0;
   let commits = 0;
@@ -193,17 +193,18 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
       const b = itemBytes(r as unknown as Parameters<typeof itemBytes>[0]);
       units.results += txUnits(b);
       resultBytes += b;
+      const b1 = isPacked(r) ? format1ItemBytes(r) : b;
+      units.resultsFormat1 += txUnits(b1);
+      format1Bytes += b1;
       if (isPacked(r)) packedItems++;
     }
-    compactBytes += compactRecordsBytes(u.results);
     units.summary += txUnits(itemBytes(u.summary as unknown as Parameters<typeof itemBytes>[0]));
     for (const e of u.events ?? []) units.events += txUnits(itemBytes(e as unknown as Parameters<typeof itemBytes>[0]));
     events += u.events?.length ?? 0;
   }
   const frames = commits * c.k;
   const perFrame = (x: number) => r4(x / frames);
-  const commitUnits = (ck: number) => units.slot + ck + units.results + units.summary + units.events;
-  const packedRecordsBytes = packedItems > 0 ? resultBytes : 0;
+  const commitUnits = (ck: number, results = units.results) => units.slot + ck + results + units.summary + units.events;
   const row = {
     name: c.name,
     workload: c.workload,
@@ -226,22 +227,24 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
     ...(trackCounts.length > 0 ? { trackerTracks: quantiles(trackCounts) } : {}),
     checkpointBytesWrittenPerFrame: { stored: Math.round(ckStored.reduce((a, b) => a + b, 0) / frames), plain: Math.round(ckPlain.reduce((a, b) => a + b, 0) / frames) },
     resultItemBytesPerFrame: r4(resultBytes / frames),
-    ...(packedItems > 0 ? { compactDetectionsCandidate: { packedRecordsBytesPerFrame: r4(packedRecordsBytes / frames), arrayDetectionsDeflatedBytesPerFrame: r4(compactBytes / frames) } } : {}),
+    ...(packedItems > 0 ? { resultItemBytesPerFrameFormat1: r4(format1Bytes / frames) } : {}),
     writeUnitsPerFrame: {
       slotCheck: perFrame(units.slot),
       checkpoint: perFrame(units.checkpointStored),
       checkpointUncompressed: perFrame(units.checkpointPlain),
       results: perFrame(units.results),
+      resultsFormat1: perFrame(units.resultsFormat1),
       summary: perFrame(units.summary),
       events: perFrame(units.events),
       commit: perFrame(commitUnits(units.checkpointStored)),
-      commitUncompressed: perFrame(commitUnits(units.checkpointPlain)),
+      /** As the previous version wrote: the checkpoint a plain map, packed records in format 1. */
+      commitBefore: perFrame(commitUnits(units.checkpointPlain, units.resultsFormat1)),
     },
   };
   bench.say(
     `${c.name} (${c.workload}): ${commits} commits, ${row.detectionsPerFrame} det/frame, ${row.eventsPerFrame} events/frame; ` +
       `lease item p50/max ${row.checkpointBytes.leaseItemStored.p50}/${row.checkpointBytes.leaseItemStored.max} B (uncompressed ${row.checkpointBytes.leaseItemPlain.p50}/${row.checkpointBytes.leaseItemPlain.max}); ` +
-      `WCU/frame commit ${row.writeUnitsPerFrame.commit} (uncompressed ${row.writeUnitsPerFrame.commitUncompressed}): checkpoint ${row.writeUnitsPerFrame.checkpoint} (${row.writeUnitsPerFrame.checkpointUncompressed}), results ${row.writeUnitsPerFrame.results}, events ${row.writeUnitsPerFrame.events}`,
+      `WCU/frame commit ${row.writeUnitsPerFrame.commit} (before: ${row.writeUnitsPerFrame.commitBefore}): checkpoint ${row.writeUnitsPerFrame.checkpoint} (${row.writeUnitsPerFrame.checkpointUncompressed}), results ${row.writeUnitsPerFrame.results} (${row.writeUnitsPerFrame.resultsFormat1}), events ${row.writeUnitsPerFrame.events}`,
   );
   return row;
 }
@@ -267,7 +270,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     notes: [
       'In process, on the lease table\'s twin through the production adapter (LeaseStore.commit): real tracker, sequencer, commit builder, rule engine and packing. Sizes are the twin\'s (DynamoDB\'s item size rules); write units are computed from them (2 per KB of each item of the transaction, an update on the larger of before and after, the slot ConditionCheck as 1 KB): a model of the bill, not a measured one.',
       'A commit carries one segment (or one JPEG frame), as a worker that keeps up commits; a backlog commits several per transaction (fewer checkpoint writes per frame).',
-      'leaseItemStored: the video\'s lease item as now stored (checkpoint compressed, issue 44); leaseItemPlain: the same item as the previous version stored it (checkpoint a plain map).',
+      'leaseItemStored: the video\'s lease item as now stored (checkpoint compressed, issue 44); leaseItemPlain: the same item as the previous version stored it (checkpoint a plain map). results / resultsFormat1: packed records as now stored (format 2) and as before (format 1). commitBefore: both as before.',
       'baseline: the workload bench/api-calls-live.ts ran live (the stats processor: one whole-frame detection, a 60-byte state, no rules), computed the same way, so that the scene\'s extra cost can be added to the live figures.',
     ],
     rows,

@@ -122,11 +122,15 @@ export interface SceneRow {
   readonly resultItemBytesPerFrame: number;
   readonly checkpointBytes: { readonly leaseItemStored: { readonly p50: number; readonly max: number }; readonly leaseItemPlain: { readonly p50: number; readonly max: number } };
   readonly checkpointBytesWrittenPerFrame: { readonly stored: number; readonly plain: number };
-  readonly writeUnitsPerFrame: { readonly slotCheck: number; readonly checkpoint: number; readonly checkpointUncompressed: number; readonly results: number; readonly summary: number; readonly events: number };
+  readonly writeUnitsPerFrame: { readonly slotCheck: number; readonly checkpoint: number; readonly checkpointUncompressed: number; readonly results: number; readonly resultsFormat1: number; readonly summary: number; readonly events: number };
 }
 
-/** What one camera's DynamoDB writes and events are, per frame, under the scene (see the module comment). */
-export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerSlot: number, compressed = true) {
+/**
+ * What one camera's DynamoDB writes and events are, per frame, under the scene (see the
+ * module comment). `before`: as the previous version stored them (the checkpoint a plain
+ * map, packed records in format 1).
+ */
+export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerSlot: number, before = false) {
   const segments = run.source === 'segments';
   const pick = (workload: SceneRow['workload']) =>
     segments
@@ -135,8 +139,9 @@ export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerS
   const real = pick('scene');
   const base = pick('baseline');
   if (!real || !base) throw new Error(`checkpoint-scene.json has no ${segments ? `${run.fpsPerVideo} fps, ${run.framesPerSegment}-frame segments` : 'JPEG frames'} row (scene and baseline): run bench/checkpoint-scene.ts`);
-  const ck = (r: SceneRow) => (compressed ? r.writeUnitsPerFrame.checkpoint : r.writeUnitsPerFrame.checkpointUncompressed);
-  const commitSansEvents = (r: SceneRow) => r.writeUnitsPerFrame.slotCheck + ck(r) + r.writeUnitsPerFrame.results + r.writeUnitsPerFrame.summary;
+  const ck = (r: SceneRow) => (before ? r.writeUnitsPerFrame.checkpointUncompressed : r.writeUnitsPerFrame.checkpoint);
+  const res = (r: SceneRow) => (before ? r.writeUnitsPerFrame.resultsFormat1 : r.writeUnitsPerFrame.results);
+  const commitSansEvents = (r: SceneRow) => r.writeUnitsPerFrame.slotCheck + ck(r) + res(r) + r.writeUnitsPerFrame.summary;
   // Events scale with the scene's activity (events a second), not with the frame rate.
   const eventsPerSecond = Math.max(...scene.filter((r) => r.workload === 'scene').map((r) => r.eventsPerFrame * r.fps));
   const eventUnits = real.eventsPerFrame > 0 ? real.writeUnitsPerFrame.events / real.eventsPerFrame : 2;
@@ -144,13 +149,13 @@ export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerS
   let results: number;
   let checkpointEtc: number;
   if (segments) {
-    results = real.writeUnitsPerFrame.results;
+    results = res(real);
     // What the live run paid beyond the model of its own workload: heartbeats, the odd extra commit (at least the heartbeats).
     const rest = Math.max(heartbeatsPerFrame, run.writeUnitsPerFrame - commitSansEvents(base) - base.writeUnitsPerFrame.events);
     checkpointEtc = real.writeUnitsPerFrame.slotCheck + ck(real) + real.writeUnitsPerFrame.summary + rest;
   } else {
     const liveResults = run.resultWriteUnitsPerFrame ?? 2 * Math.max(1, Math.ceil(run.resultItemBytes / 1024));
-    results = liveResults + real.writeUnitsPerFrame.results - base.writeUnitsPerFrame.results;
+    results = liveResults + res(real) - res(base);
     checkpointEtc = run.writeUnitsPerFrame - liveResults + ck(real) - ck(base);
   }
   const eventsPerFrame = eventsPerSecond / run.fpsPerVideo;
@@ -158,7 +163,7 @@ export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerS
 }
 
 /** Cost lines of one camera for a month, in USD. */
-export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegBytes: number; h264BitsPerSecond: number; videosPerSlot: number; compressed?: boolean }) {
+export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegBytes: number; h264BitsPerSecond: number; videosPerSlot: number; before?: boolean }) {
   const segments = run.source === 'segments';
   const k = segments ? run.framesPerSegment! : 1;
   const framesPerMonth = run.fpsPerVideo * SECONDS_PER_MONTH;
@@ -166,7 +171,7 @@ export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegB
   const perFrame = (prefix: string) => Object.entries(run.operations).filter(([op]) => op.startsWith(prefix)).reduce((a, [, n]) => a + n, 0) / run.framesUploaded;
   const month = (perFrameCount: number, pricePerMillion: number) => (perFrameCount * framesPerMonth * pricePerMillion) / 1e6;
   const invocationsPerFrame = perFrame('router.sqs.SendMessageBatchCommand');
-  const w = sceneWrites(run, scene, o.videosPerSlot, o.compressed ?? true);
+  const w = sceneWrites(run, scene, o.videosPerSlot, o.before ?? false);
   const s3RequestsPerFrame = 1 / k + perFrame('worker.s3.') + perFrame('router.s3.');
   const lines = {
     uploaderPut: (objectsPerMonth * PRICES.s3PutPerMillion) / 1e6,
@@ -328,9 +333,9 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
   // H.264 bit rate by frame rate: --h264-mbps lists one per rate, lowest first (1080p camera presets: an assumption).
   const bitsFor = (fps: number) => (mbps[Math.min(rates.indexOf(fps), mbps.length - 1)] ?? 4) * 1e6;
   const runs = [...[...byFps.values()].sort((a, b) => a.fpsPerVideo - b.fpsPerVideo), ...segmentRuns.sort((a, b) => a.fpsPerVideo - b.fpsPerVideo)];
-  const rowOf = (r: LiveRun, compressed: boolean) => cameraMonth(r, scene, { jpegBytes: o.jpegKb * 1024, h264BitsPerSecond: bitsFor(r.fpsPerVideo), videosPerSlot, compressed });
-  const rows = runs.map((r) => rowOf(r, true));
-  const before = runs.map((r) => rowOf(r, false));
+  const rowOf = (r: LiveRun, before: boolean) => cameraMonth(r, scene, { jpegBytes: o.jpegKb * 1024, h264BitsPerSecond: bitsFor(r.fpsPerVideo), videosPerSlot, before });
+  const rows = runs.map((r) => rowOf(r, false));
+  const before = runs.map((r) => rowOf(r, true));
 
   bench.say('synthesizing the stack (default settings, then the small-fleet profile) to count its fixed-cost resources ...');
   const profiles = {
@@ -397,7 +402,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     assumptions: ASSUMPTIONS,
     notes: [
       'Per camera, month = 730 hours. Calls and read units per frame are the live runs\' (8 cameras sharing one slot, the stats processor); DynamoDB writes and rule events are the real scene\'s (bench/checkpoint-scene.ts: model, on the twin through the production adapter), see the module comment.',
-      'rows: the checkpoint stored compressed (now); rowsUncompressed: the same with the checkpoint as the previous version stored it.',
+      'rows: as now stored (the checkpoint compressed, packed records in format 2); rowsBefore: the same scene as the previous version stored it (the checkpoint a plain map, records in format 1).',
       'ruleEvents: the scene\'s 10 rules raise events at a rate set by the scene (objects crossing lines, entering and leaving zones), not by the frame rate; each is an outbox item (2 write units), an EventBridge event and a Pipes request. A deployment without rules pays none: totalWithoutRuleEvents.',
       'Storage is steady state: frames kept frameRetentionDays plus versioningExtraDays (lifecycle rounding, one non-current day), result items kept resultsRetentionDays with PITR on the same bytes, S3 access logs kept 90 days.',
       'fixed: counted from the synthesized template (interface endpoints per AZ-hour, NAT gateways, alarm metrics, dashboards, KMS keys, the pipe\'s stream polling) plus the janitor\'s metrics and the ECR image; running adds custom metrics and Container Insights while workers run around the clock (prorated by the hour otherwise).',
@@ -406,7 +411,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     ],
     fixed,
     rows,
-    rowsUncompressed: before.map((r) => ({ source: r.source, fps: r.fps, segmentSeconds: r.segmentSeconds, lines: r.lines, requestsTotal: r.requestsTotal, profiles: r.profiles })),
+    rowsBefore: before.map((r) => ({ source: r.source, fps: r.fps, segmentSeconds: r.segmentSeconds, lines: r.lines, requestsTotal: r.requestsTotal, profiles: r.profiles })),
     perCamera,
   }, bench.say);
   return 0;
