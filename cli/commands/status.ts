@@ -153,7 +153,8 @@ export async function collectStatus(target: Target, nowMs = Date.now(), costOpti
       const videos = await Promise.all(
         ids.sort().map(async (videoId) => {
           const v = await store.getVideo(videoId);
-          const a = await cameraActivity(target, videoId, v.checkpoint, nowMs);
+          // The estimate never fails the status: a read it needs that fails names the camera instead.
+          const a = await cameraActivity(target, videoId, v.checkpoint, nowMs).catch((e: unknown) => `could not read its tables: ${e instanceof Error ? e.message : String(e)}`);
           if (typeof a === 'string') skipped.push({ videoId, why: a });
           else activities.push(a);
           return { videoId, token: v.token, ...(v.owner ? { owner: v.owner } : {}) };

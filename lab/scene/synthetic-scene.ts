@@ -5,8 +5,9 @@
  * move and leave at a steady rate, and a detector that sometimes misses or doubts.
  *
  * - `lanes` = ceil(1.25 × `detections`) object lanes. Each lane repeats a cycle: an object
- *   lives `lifeSeconds` (±40 %, per cycle), then the lane is empty for a quarter of that,
- *   so about `detections` objects are in view on average, each a new track when it comes.
+ *   lives `lifeSeconds` (±40 %, per cycle), then the lane is empty for a while, sized so
+ *   that about `detections` objects are detected a frame on average, each a new track
+ *   when it comes.
  * - An object enters at a random point and walks (a person, 60-110 × 140-220 px at 1080p)
  *   or drives (a car, 180-300 × 110-170 px) on a straight line at 1-4 % of the width per
  *   second, with ±1.5 px of per-frame jitter on each edge.
@@ -52,6 +53,12 @@ function videoSeed(videoId: string): number {
   return h;
 }
 
+/** Share of an object's frames the detector misses. */
+const MISSED = 0.04;
+
+/** Object lanes for a mean of `detections` a frame. */
+const lanesFor = (detections: number) => Math.max(1, Math.ceil(1.25 * detections));
+
 /** The lane's cycle holding `frame`: its number and the frame it starts at (cycles vary in length, so walk them). */
 interface Cycle {
   readonly n: number;
@@ -63,11 +70,14 @@ interface Cycle {
 const cycleCache = new Map<string, Cycle>();
 
 function cycleAt(seed: number, lane: number, frame: number, o: SceneOptions): Cycle {
+  // Each lane is busy a share of the time such that lanes x share x (1 - 4 % missed) = the detections asked.
+  const lanes = lanesFor(o.detections);
+  const busy = Math.min(0.95, o.detections / (lanes * (1 - MISSED)));
   const lengths = (n: number) => {
     const life = Math.max(2, Math.round(o.lifeSeconds * o.fps * (0.6 + 0.8 * unit(seed, lane, n, 1))));
-    return { life, total: life + Math.max(1, Math.round(life / 4)) };
+    return { life, total: life + Math.max(1, Math.round((life * (1 - busy)) / busy)) };
   };
-  const key = `${seed}:${lane}:${o.fps}:${o.lifeSeconds}`;
+  const key = `${seed}:${lane}:${o.fps}:${o.lifeSeconds}:${o.detections}`;
   let c = cycleCache.get(key);
   // Each lane starts part-way into its first cycle, so lanes do not all begin together.
   if (!c || c.start > frame) {
@@ -88,7 +98,7 @@ function cycleAt(seed: number, lane: number, frame: number, o: SceneOptions): Cy
 export function sceneDetections(videoId: string, frame: number, options: Partial<SceneOptions> & Pick<SceneOptions, 'fps'>): TrackerInput[] {
   const o: SceneOptions = { ...DEFAULT_SCENE, ...options };
   const seed = videoSeed(videoId);
-  const lanes = Math.ceil(1.25 * o.detections);
+  const lanes = lanesFor(o.detections);
   const out: TrackerInput[] = [];
   for (let lane = 0; lane < lanes; lane++) {
     const c = cycleAt(seed, lane, frame, o);
@@ -112,7 +122,7 @@ export function sceneDetections(videoId: string, frame: number, options: Partial
     const y = reflect(y0 + Math.sin(angle) * speed * t, o.height - h);
     const jitter = (k: number) => (unit(seed, lane, frame, k) - 0.5) * 3;
     const miss = unit(seed, lane, frame, 20);
-    if (miss < 0.04) continue;
+    if (miss < MISSED) continue;
     const base = 0.55 + 0.4 * r(10);
     const score = miss < 0.1 ? 0.15 + 0.3 * unit(seed, lane, frame, 21) : Math.min(0.99, Math.max(0.5, base + (unit(seed, lane, frame, 22) - 0.5) * 0.08));
     out.push({ box: [x + jitter(11), y + jitter(12), x + w + jitter(13), y + h + jitter(14)], score, label: person ? 'person' : 'car' });
