@@ -32,6 +32,15 @@
  * first frame is sent and recorded before counting starts (a new video's own calls are
  * `bench/api-calls.ts`'s), and frames are uploaded with the videos' phases spread evenly.
  *
+ * `--processor scene` (issue 44): the worker runs the simulated GPU on the cost bench's
+ * street scene (lab/scene/synthetic-scene.ts: 5 detections a frame through the real
+ * tracker) with 10 rules (bench/checkpoint-scene.ts `tenRules`) in the bucket, so the
+ * checkpoint, the packed records and the outbox are a real scene's, billed by DynamoDB
+ * Local. One rate per run (the scene's motion is in seconds); writes
+ * `bench/results/api-calls-live-scene.json` by default.
+ *
+ *   npx node bench/api-calls-live.ts --processor scene --source segments --fps 3 --segment-seconds 10 --seconds 40
+ *
  * fauxqs returns at most one message per FIFO group per receive (SQS: up to 10 of one
  * group), so above 1 frame per video per gather the local receive brings fewer frames
  * than SQS would: the worker figures here are an upper bound of AWS's. Latencies depend
@@ -55,6 +64,8 @@ import { benchMain, commandLine, freshCallLog, freshStateDir, machine, RESULTS_D
 import { parseFlags, type Flag } from './harness/options.ts';
 import { startBenchStack } from './harness/stack.ts';
 import { putObject, runUploads } from './harness/uploader.ts';
+import { DEFAULT_RULES_KEY } from '../core/analytics/s3/rules-store.ts';
+import { tenRules } from './checkpoint-scene.ts';
 
 const FLAGS = {
   fps: { text: '1,3,10,30' },
@@ -64,6 +75,7 @@ const FLAGS = {
   'cap-s': { num: [240, 10, 3_600] },
   source: { choice: ['frames', 'segments'], fallback: 'frames' },
   'segment-seconds': { text: '2' },
+  processor: { choice: ['stats', 'scene'], fallback: 'stats' },
   out: { text: '' },
 } as const satisfies Record<string, Flag>;
 
@@ -273,7 +285,9 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     const k = Math.round(fps * segmentSeconds);
     return { kind: 'segments', segmentSeconds, k, body: makeSegment(fps, k) };
   };
-  const out = o.out || join(RESULTS_DIR, segments ? 'api-calls-live-segments.json' : 'api-calls-live.json');
+  const scene = o.processor === 'scene';
+  if (scene && rates.length !== 1) throw new Error('--processor scene runs one rate per run (--fps N): the scene moves in seconds');
+  const out = o.out || join(RESULTS_DIR, scene ? 'api-calls-live-scene.json' : segments ? 'api-calls-live-segments.json' : 'api-calls-live.json');
   const runs = [];
   const logBytes = { worker: 0 };
   for (const gatherMs of gathers) {
@@ -281,12 +295,16 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     const { stack } = await startBenchStack({
       stateDir: freshStateDir(`api-calls-live-${gatherMs}`),
       tunables: { slotCount: 1, videosPerSlot: o.videos + 1, firstFrameNumber: 1, receiveGatherMs: gatherMs },
-      workerEnv: { FRAME_PROCESSOR: 'stats', AWS_CALL_LOG: callLog },
+      workerEnv: scene
+        ? { FRAME_PROCESSOR: 'simgpu', SIMULATED_GPU: JSON.stringify({ objects: 5, sceneFps: rates[0] }), AWS_CALL_LOG: callLog }
+        : { FRAME_PROCESSOR: 'stats', AWS_CALL_LOG: callLog },
       onWorkerLine: (line) => {
         logBytes.worker += Buffer.byteLength(line) + 1;
       },
     });
     try {
+      // The scene's 10 rules, for every video (the rules store reads this key).
+      if (scene) await putObject(stack, DEFAULT_RULES_KEY, JSON.stringify(tenRules(rates[0]!)));
       // Warm-up: the worker's start is not billed to any rate.
       await putObject(stack, frameKey(`g${gatherMs}-warmup`, 1), image);
       await putObject(stack, endMarkerKey(`g${gatherMs}-warmup`), '1');
@@ -300,7 +318,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     command: commandLine('api-calls-live.ts', args),
     date: new Date().toISOString(),
     machine: machine(),
-    setup: { source: o.source, ...(segments ? { segmentSeconds: lengths } : {}), videos: o.videos, slots: 1, secondsPerRate: o.seconds, processor: 'stats', firstFrameNumber: 1 },
+    setup: { source: o.source, ...(segments ? { segmentSeconds: lengths } : {}), videos: o.videos, slots: 1, secondsPerRate: o.seconds, processor: scene ? 'simgpu on the street scene (5 detections a frame), 10 rules' : 'stats', firstFrameNumber: 1 },
     notes: [
       'callsPerFrame = (router + worker SDK calls) / frames uploaded while counting; janitor calls apart (every 5 s locally, 60 s in AWS). Uploads and the emulated Lambda event source are not counted.',
       'writeUnitsPerFrame / readUnitsPerFrame: the DynamoDB capacity units the answers of the router\'s and worker\'s calls reported (ReturnConsumedCapacity, asked by the call log; DynamoDB Local bills as the service does: 1 WCU per KB per item, 2 per KB in a transaction), per frame. resultItemBytes: mean per-frame result item size as DynamoDB sizes items (attribute names + values).',

@@ -1,70 +1,87 @@
 /**
- * Non-GPU AWS cost per camera-month (issue 34, part 5), from the calls per frame that
- * `bench/api-calls-live.ts` measured on the local stack, for frames (one JPEG per frame)
- * and segments (one H.264 object per `segmentSeconds`), at the rates those runs used.
+ * AWS cost per camera-month (issues 34 and 44): every line the stack pays, per camera and
+ * fixed, over a 730-hour month, from three measured inputs and the list prices in
+ * core/cost/prices.ts:
  *
  *   npx node bench/cost-model.ts [--frames bench/results/api-calls-live.json]
- *     [--segments bench/results/api-calls-live-segments.json] [--out bench/results/cost-model.json]
- *     [--jpeg-kb 300] [--h264-mbps 1,2,4]
+ *     [--segments bench/results/api-calls-live-segments.json] [--scene bench/results/checkpoint-scene.json]
+ *     [--out bench/results/cost-model.json] [--jpeg-kb 300] [--h264-mbps 1,2,4] [--cameras 8,16,80,800]
  *
- * Nothing here is measured: it is arithmetic over the result files and the list prices
- * and assumptions in {@link PRICES} and {@link ASSUMPTIONS}, each stated once. Per camera:
+ * - Calls per frame (S3, SQS, Lambda invocations, logs, DynamoDB reads) are the live runs'
+ *   (`bench/api-calls-live.ts` on the local stack: 8 cameras sharing one slot; the stats
+ *   processor, one whole-frame detection, no rules).
+ * - DynamoDB writes and rule events are the real scene's (`bench/checkpoint-scene.ts`: 5
+ *   detections a frame through the real tracker, 10 rules, commits on the twin through
+ *   the production adapter, one segment per commit as a live worker commits): the scene's
+ *   commit write units per frame, plus what the live run paid beyond the same model of its
+ *   own workload (heartbeats, the rare extra commit), at least the heartbeats' 720 units
+ *   per slot-hour shared by `videosPerSlot` cameras. JPEG frames (one item and, at a live
+ *   rate, one commit per frame and video) take the live figure plus the scene's extra per
+ *   commit. Rule events scale with the scene's activity, not the frame rate: the scene's
+ *   events per second, each an outbox item (2 write units), an EventBridge event and a
+ *   Pipes request.
+ * - Fixed monthly costs are counted from the synthesized template (`cdk synth` of
+ *   infra/app.ts, default settings and the small-fleet profile): interface endpoints per
+ *   AZ-hour, NAT gateways, alarms per metric, the dashboard, the KMS key, Pipes' stream
+ *   polling; custom metrics and Container Insights while the fleet runs.
  *
- * - requests: the uploader's PUTs (one per object), the worker's S3 GET / HEAD / LIST, the
- *   router's and worker's SQS FIFO requests, the standard ingest queue (one S3 notification
- *   per object, the event source's receive and delete per router invocation), the router
- *   Lambda (invocations ≈ the router's SendMessageBatch calls: one slot), DynamoDB write and
- *   read units as the call log reported them (split into the result items as stored, 2
- *   units per KB of each: one item per frame, or one packed item per segment's run
- *   (decision 56), and the rest: the live-rate checkpoint and summary rewrites, the slot
- *   check, heartbeats),
- *   CloudWatch Logs (the worker's measured bytes and the router's REPORT lines);
- * - storage, steady state: a month's frames or segments kept `frameRetentionDays`, a
- *   month's result items kept `resultsRetentionDays` (each item as stored + DynamoDB's 100 bytes).
- *
- * Runs measured before results were packed (no `resultWriteUnitsPerFrame`) are priced
- * with one item per frame of `resultItemBytes`.
+ * Nothing here is measured: it is arithmetic over the result files, the template and the
+ * prices and assumptions below, each stated once.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { HOURS_PER_MONTH, PRICES, SECONDS_PER_MONTH } from '../core/cost/prices.ts';
+import { DEFAULT_TUNABLES } from '../core/config.ts';
+import { METRIC_NAMES } from '../core/metric-names.ts';
+import { buildApp, cdkJsonContext } from '../infra/app.ts';
 import { benchMain, commandLine, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
 import { parseFlags, type Flag } from './harness/options.ts';
 
 const FLAGS = {
   frames: { text: join(RESULTS_DIR, 'api-calls-live.json') },
   segments: { text: join(RESULTS_DIR, 'api-calls-live-segments.json') },
+  scene: { text: join(RESULTS_DIR, 'checkpoint-scene.json') },
   out: { text: join(RESULTS_DIR, 'cost-model.json') },
   'jpeg-kb': { num: [300, 1, 10_000] },
   'h264-mbps': { text: '1,2,4' },
+  cameras: { text: '8,16,80,800' },
 } as const satisfies Record<string, Flag>;
 
-/**
- * us-east-1 list prices, USD (checked against the pricing pages where the search tool
- * found them; docs/deploy.md §8 cites them). One place: everything below reads these.
- */
-export const PRICES = {
-  s3PutPerMillion: 5, // PUT, COPY, POST, LIST: $0.005 per 1,000
-  s3GetPerMillion: 0.4, // GET and HEAD (and all other requests): $0.0004 per 1,000
-  s3ListPerMillion: 5, // LIST is priced as PUT
-  sqsFifoPerMillion: 0.5, // per 64 KB chunk of a request (our messages are < 2 KB: 1 chunk)
-  sqsStandardPerMillion: 0.4,
-  ddbWriteUnitPerMillion: 0.625, // on-demand WRU (1 KB; transactional writes 2 per KB)
-  ddbReadUnitPerMillion: 0.125, // on-demand RRU (4 KB strongly consistent; transactional 2)
-  lambdaRequestPerMillion: 0.2,
-  lambdaGbSecond: 0.0000133334, // arm64
-  logsIngestPerGb: 0.5,
-  eventBridgePerMillionEvents: 1,
-  s3StoragePerGbMonth: 0.023, // S3 Standard, first 50 TB
-  ddbStoragePerGbMonth: 0.25, // Standard table class, beyond the free 25 GB
-} as const;
+export { PRICES };
 
 /** What is assumed, not measured. */
 export const ASSUMPTIONS = {
-  secondsPerMonth: 30 * 86_400,
+  hoursPerMonth: HOURS_PER_MONTH,
   routerSecondsPerInvocation: 0.1, // docs/deploy.md §8
   routerMemoryGb: 0.5,
   routerReportBytesPerInvocation: 300, // Lambda's START / END / REPORT lines
   ddbItemOverheadBytes: 100, // DynamoDB bills 100 bytes of overhead per item stored
+  /**
+   * Days a frame object is stored beyond `frameRetentionDays` in the versioned frame
+   * bucket: lifecycle expiry rounds to the next midnight UTC (half a day on average), the
+   * expired object becomes a non-current version kept `NoncurrentDays` (1) more, also
+   * rounded (half a day).
+   */
+  versioningExtraDays: 2,
+  /** S3 server access log record per request, bytes (kept 90 days by the log bucket's lifecycle). */
+  accessLogBytesPerRequest: 400,
+  accessLogRetentionDays: 90,
+  /** GetRecords calls per second per stream shard by the pipe's poller (the events table's stream: one shard at this volume). */
+  pipeStreamPollsPerSecond: 4,
+  /** Custom metric series while the fleet runs (router + worker, with their Reason/Why values seen in steady state) and always (the janitor's gauges). */
+  customMetricsWhileRunning: 30,
+  customMetricsAlways: Object.keys(METRIC_NAMES.janitor).length,
+  /** Container Insights (standard) on ECS: cluster- and task-level metrics, billed as custom metrics while instances run. */
+  containerInsightsMetricsWhileRunning: 20,
+  /** GPU: one worker per g5.xlarge sustains this many frames a second at this utilisation (docs/deploy.md §8; your model decides). */
+  gpuFramesPerSecond: 100,
+  gpuUtilisation: 0.7,
+  gpuInstanceType: 'g5.xlarge',
+  /** The worker image in ECR (several GB per version kept). */
+  ecrImageGb: 5,
   retentionProfiles: [
     { name: 'frames 7 d, results 30 d', frameDays: 7, resultsDays: 30 },
     { name: 'frames 30 d (stack default), results 90 d', frameDays: 30, resultsDays: 90 },
@@ -72,6 +89,8 @@ export const ASSUMPTIONS = {
 } as const;
 
 const GB = 1024 ** 3;
+const money = (x: number) => Math.round(x * 100) / 100;
+const r4 = (x: number) => Math.round(x * 10_000) / 10_000;
 
 /** The part of a run of bench/api-calls-live.ts this model reads. */
 interface LiveRun {
@@ -81,12 +100,10 @@ interface LiveRun {
   readonly framesPerSegment?: number;
   readonly receiveGatherMs: number;
   readonly framesUploaded: number;
-  readonly objectsUploaded?: number;
   readonly complete: boolean;
   readonly writeUnitsPerFrame: number;
   readonly readUnitsPerFrame: number;
   readonly resultItemBytes: number;
-  /** As stored (runs since decision 56): items, bytes and transactional write units per frame. */
   readonly resultItemsPerFrame?: number;
   readonly storedResultBytesPerFrame?: number;
   readonly resultWriteUnitsPerFrame?: number;
@@ -95,19 +112,67 @@ interface LiveRun {
   readonly operations: Readonly<Record<string, number>>;
 }
 
-const money = (x: number) => Math.round(x * 100) / 100;
+/** The part of a row of bench/checkpoint-scene.ts this model reads. */
+export interface SceneRow {
+  readonly workload: 'scene' | 'baseline';
+  readonly source: 'segments' | 'frames';
+  readonly fps: number;
+  readonly framesPerCommit: number;
+  readonly eventsPerFrame: number;
+  readonly resultItemBytesPerFrame: number;
+  readonly checkpointBytes: { readonly leaseItemStored: { readonly p50: number; readonly max: number }; readonly leaseItemPlain: { readonly p50: number; readonly max: number } };
+  readonly checkpointBytesWrittenPerFrame: { readonly stored: number; readonly plain: number };
+  readonly writeUnitsPerFrame: { readonly slotCheck: number; readonly checkpoint: number; readonly checkpointUncompressed: number; readonly results: number; readonly resultsFormat1: number; readonly summary: number; readonly events: number };
+}
+
+/**
+ * What one camera's DynamoDB writes and events are, per frame, under the scene (see the
+ * module comment). `before`: as the previous version stored them (the checkpoint a plain
+ * map, packed records in format 1).
+ */
+export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerSlot: number, before = false) {
+  const segments = run.source === 'segments';
+  const pick = (workload: SceneRow['workload']) =>
+    segments
+      ? scene.find((r) => r.workload === workload && r.source === 'segments' && r.fps === run.fpsPerVideo && r.framesPerCommit === run.framesPerSegment)
+      : scene.find((r) => r.workload === workload && r.source === 'frames');
+  const real = pick('scene');
+  const base = pick('baseline');
+  if (!real || !base) throw new Error(`checkpoint-scene.json has no ${segments ? `${run.fpsPerVideo} fps, ${run.framesPerSegment}-frame segments` : 'JPEG frames'} row (scene and baseline): run bench/checkpoint-scene.ts`);
+  const ck = (r: SceneRow) => (before ? r.writeUnitsPerFrame.checkpointUncompressed : r.writeUnitsPerFrame.checkpoint);
+  const res = (r: SceneRow) => (before ? r.writeUnitsPerFrame.resultsFormat1 : r.writeUnitsPerFrame.results);
+  const commitSansEvents = (r: SceneRow) => r.writeUnitsPerFrame.slotCheck + ck(r) + res(r) + r.writeUnitsPerFrame.summary;
+  // Events scale with the scene's activity (events a second), not with the frame rate.
+  const eventsPerSecond = Math.max(...scene.filter((r) => r.workload === 'scene').map((r) => r.eventsPerFrame * r.fps));
+  const eventUnits = real.eventsPerFrame > 0 ? real.writeUnitsPerFrame.events / real.eventsPerFrame : 2;
+  const heartbeatsPerFrame = 3600 / DEFAULT_TUNABLES.heartbeatIntervalSeconds / videosPerSlot / (run.fpsPerVideo * 3600);
+  let results: number;
+  let checkpointEtc: number;
+  if (segments) {
+    results = res(real);
+    // What the live run paid beyond the model of its own workload: heartbeats, the odd extra commit (at least the heartbeats).
+    const rest = Math.max(heartbeatsPerFrame, run.writeUnitsPerFrame - commitSansEvents(base) - base.writeUnitsPerFrame.events);
+    checkpointEtc = real.writeUnitsPerFrame.slotCheck + ck(real) + real.writeUnitsPerFrame.summary + rest;
+  } else {
+    const liveResults = run.resultWriteUnitsPerFrame ?? 2 * Math.max(1, Math.ceil(run.resultItemBytes / 1024));
+    results = liveResults + res(real) - res(base);
+    checkpointEtc = run.writeUnitsPerFrame - liveResults + ck(real) - ck(base);
+  }
+  const eventsPerFrame = eventsPerSecond / run.fpsPerVideo;
+  return { results, checkpointEtc, events: eventsPerFrame * eventUnits, eventsPerFrame, eventsPerSecond, resultBytesPerFrame: real.resultItemBytesPerFrame, leaseItem: real.checkpointBytes.leaseItemStored };
+}
 
 /** Cost lines of one camera for a month, in USD. */
-export function cameraMonth(run: LiveRun, o: { jpegBytes: number; h264BitsPerSecond: number }) {
+export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegBytes: number; h264BitsPerSecond: number; videosPerSlot: number; before?: boolean }) {
   const segments = run.source === 'segments';
   const k = segments ? run.framesPerSegment! : 1;
-  const framesPerMonth = run.fpsPerVideo * ASSUMPTIONS.secondsPerMonth;
+  const framesPerMonth = run.fpsPerVideo * SECONDS_PER_MONTH;
   const objectsPerMonth = framesPerMonth / k;
   const perFrame = (prefix: string) => Object.entries(run.operations).filter(([op]) => op.startsWith(prefix)).reduce((a, [, n]) => a + n, 0) / run.framesUploaded;
   const month = (perFrameCount: number, pricePerMillion: number) => (perFrameCount * framesPerMonth * pricePerMillion) / 1e6;
   const invocationsPerFrame = perFrame('router.sqs.SendMessageBatchCommand');
-  const resultUnitsPerFrame = run.resultWriteUnitsPerFrame ?? 2 * Math.max(1, Math.ceil(run.resultItemBytes / 1024));
-  const storedBytesPerFrame = run.storedResultBytesPerFrame !== undefined ? run.storedResultBytesPerFrame + (run.resultItemsPerFrame ?? 1) * ASSUMPTIONS.ddbItemOverheadBytes : run.resultItemBytes + ASSUMPTIONS.ddbItemOverheadBytes;
+  const w = sceneWrites(run, scene, o.videosPerSlot, o.before ?? false);
+  const s3RequestsPerFrame = 1 / k + perFrame('worker.s3.') + perFrame('router.s3.');
   const lines = {
     uploaderPut: (objectsPerMonth * PRICES.s3PutPerMillion) / 1e6,
     s3GetHead: month(perFrame('worker.s3.GetObjectCommand') + perFrame('worker.s3.HeadObjectCommand') + perFrame('router.s3.'), PRICES.s3GetPerMillion),
@@ -115,24 +180,35 @@ export function cameraMonth(run: LiveRun, o: { jpegBytes: number; h264BitsPerSec
     sqsFifo: month(perFrame('router.sqs.') + perFrame('worker.sqs.'), PRICES.sqsFifoPerMillion),
     sqsStandard: ((objectsPerMonth + 2 * invocationsPerFrame * framesPerMonth) * PRICES.sqsStandardPerMillion) / 1e6,
     lambda: month(invocationsPerFrame, PRICES.lambdaRequestPerMillion) + invocationsPerFrame * framesPerMonth * ASSUMPTIONS.routerSecondsPerInvocation * ASSUMPTIONS.routerMemoryGb * PRICES.lambdaGbSecond,
-    ddbWritesResults: month(resultUnitsPerFrame, PRICES.ddbWriteUnitPerMillion),
-    ddbWritesCheckpointsEtc: month(Math.max(0, run.writeUnitsPerFrame - resultUnitsPerFrame), PRICES.ddbWriteUnitPerMillion),
+    ddbWritesResults: month(w.results, PRICES.ddbWriteUnitPerMillion),
+    ddbWritesCheckpointsEtc: month(w.checkpointEtc, PRICES.ddbWriteUnitPerMillion),
     ddbReads: month(run.readUnitsPerFrame, PRICES.ddbReadUnitPerMillion),
     logs: ((run.workerLogBytesPerFrame * framesPerMonth + invocationsPerFrame * framesPerMonth * ASSUMPTIONS.routerReportBytesPerInvocation) / GB) * PRICES.logsIngestPerGb,
+    ruleEvents: month(w.events, PRICES.ddbWriteUnitPerMillion) + month(w.eventsPerFrame, PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests),
   };
   const requests = Object.values(lines).reduce((a, b) => a + b, 0);
-  // Storage, steady state: a month's volume kept N days is N / 30 of it, all month.
-  const bytesPerMonth = segments ? (o.h264BitsPerSecond / 8) * ASSUMPTIONS.secondsPerMonth : o.jpegBytes * framesPerMonth;
-  const framesStoragePerDay = ((bytesPerMonth / GB) * PRICES.s3StoragePerGbMonth) / 30;
-  const resultsStoragePerDay = ((storedBytesPerFrame * framesPerMonth) / GB) * PRICES.ddbStoragePerGbMonth / 30;
+  // Storage, steady state: a month's volume kept N days is N / 30.4 of it, all month.
+  const daysPerMonth = HOURS_PER_MONTH / 24;
+  const bytesPerMonth = segments ? (o.h264BitsPerSecond / 8) * SECONDS_PER_MONTH : o.jpegBytes * framesPerMonth;
+  const framesStoragePerDay = ((bytesPerMonth / GB) * PRICES.s3StoragePerGbMonth) / daysPerMonth;
+  const storedResultBytesPerFrame = w.resultBytesPerFrame + (segments ? 1 / k : 1) * ASSUMPTIONS.ddbItemOverheadBytes;
+  const resultsGbPerDay = (storedResultBytesPerFrame * framesPerMonth) / GB / daysPerMonth;
+  const accessLogsGbMonth = (s3RequestsPerFrame * framesPerMonth * ASSUMPTIONS.accessLogBytesPerRequest * (ASSUMPTIONS.accessLogRetentionDays / daysPerMonth)) / GB;
   const profiles = ASSUMPTIONS.retentionProfiles.map((p) => {
     const frames = framesStoragePerDay * p.frameDays;
-    const results = resultsStoragePerDay * p.resultsDays;
+    const versioning = framesStoragePerDay * ASSUMPTIONS.versioningExtraDays;
+    const results = resultsGbPerDay * p.resultsDays * PRICES.ddbStoragePerGbMonth;
+    const pitr = resultsGbPerDay * p.resultsDays * PRICES.ddbPitrPerGbMonth;
+    const accessLogs = accessLogsGbMonth * PRICES.s3StoragePerGbMonth;
     return {
       profile: p.name,
       framesStorage: money(frames),
+      versioningExtraDays: money(versioning),
       resultsStorage: money(results),
-      total: money(requests + frames + results),
+      pitr: money(pitr),
+      accessLogs: money(accessLogs),
+      total: money(requests + frames + versioning + results + pitr + accessLogs),
+      totalWithoutRuleEvents: money(requests - lines.ruleEvents + frames + versioning + results + pitr + accessLogs),
     };
   });
   return {
@@ -141,21 +217,100 @@ export function cameraMonth(run: LiveRun, o: { jpegBytes: number; h264BitsPerSec
     ...(segments ? { segmentSeconds: run.segmentSeconds, framesPerSegment: k } : {}),
     framesPerMonth,
     objectsPerMonth: Math.round(objectsPerMonth),
-    measured: {
-      writeUnitsPerFrame: run.writeUnitsPerFrame,
-      resultUnitsPerFrame,
-      readUnitsPerFrame: run.readUnitsPerFrame,
-      resultItemBytes: run.resultItemBytes,
-      ...(run.resultItemsPerFrame !== undefined ? { resultItemsPerFrame: run.resultItemsPerFrame } : {}),
-      routerInvocationsPerFrame: Math.round(invocationsPerFrame * 1000) / 1000,
-      complete: run.complete,
-      latencyP50Ms: run.latencyMs.p50,
+    perFrame: {
+      writeUnitsResults: r4(w.results),
+      writeUnitsCheckpointsEtc: r4(w.checkpointEtc),
+      writeUnitsRuleEvents: r4(w.events),
+      ruleEvents: r4(w.eventsPerFrame),
+      readUnits: run.readUnitsPerFrame,
+      liveWriteUnits: run.writeUnitsPerFrame,
+      routerInvocations: r4(invocationsPerFrame),
+      resultBytes: r4(w.resultBytesPerFrame),
     },
+    leaseItemBytes: w.leaseItem,
+    liveRun: { complete: run.complete, latencyP50Ms: run.latencyMs.p50 },
     lines: Object.fromEntries(Object.entries(lines).map(([key, v]) => [key, money(v)])),
     requestsTotal: money(requests),
-    storagePerDayKept: { frames: Math.round(framesStoragePerDay * 1000) / 1000, results: Math.round(resultsStoragePerDay * 1000) / 1000 },
+    storagePerDayKept: { frames: r4(framesStoragePerDay), resultsAndPitr: r4(resultsGbPerDay * (PRICES.ddbStoragePerGbMonth + PRICES.ddbPitrPerGbMonth)) },
     profiles,
   };
+}
+
+/** What the template creates that costs money whether or not frames flow (a synthesized stack's resources). */
+export interface StackInventory {
+  readonly interfaceEndpointAzs: number;
+  readonly interfaceEndpoints: number;
+  readonly natGateways: number;
+  readonly alarmMetrics: number;
+  readonly alarms: number;
+  readonly dashboards: number;
+  readonly kmsKeys: number;
+  readonly pipes: number;
+  readonly containerInsights: boolean;
+}
+
+type Resources = Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+
+/** Counts a template's fixed-cost resources. Pure. */
+export function stackInventory(resources: Resources): StackInventory {
+  const all = Object.values(resources);
+  const of = (type: string) => all.filter((r) => r.Type === type);
+  const endpoints = of('AWS::EC2::VPCEndpoint').filter((r) => r.Properties?.VpcEndpointType === 'Interface');
+  const alarms = of('AWS::CloudWatch::Alarm');
+  return {
+    interfaceEndpoints: endpoints.length,
+    interfaceEndpointAzs: endpoints.reduce((n, r) => n + ((r.Properties?.SubnetIds as unknown[] | undefined)?.length ?? 0), 0),
+    natGateways: of('AWS::EC2::NatGateway').length,
+    alarms: alarms.length,
+    // An alarm is billed per metric it evaluates (metric math: each MetricStat; a plain alarm: one).
+    alarmMetrics: alarms.reduce((n, r) => {
+      const metrics = r.Properties?.Metrics as { MetricStat?: unknown }[] | undefined;
+      return n + (metrics ? Math.max(1, metrics.filter((m) => m.MetricStat).length) : 1);
+    }, 0),
+    dashboards: of('AWS::CloudWatch::Dashboard').length,
+    kmsKeys: of('AWS::KMS::Key').length,
+    pipes: of('AWS::Pipes::Pipe').length,
+    containerInsights: of('AWS::ECS::Cluster').some((r) => JSON.stringify(r.Properties?.ClusterSettings ?? []).includes('"enabled"') || JSON.stringify(r.Properties?.ClusterSettings ?? []).includes('"enhanced"')),
+  };
+}
+
+/** Monthly fixed costs of a deployed stack, USD: `idle` with no cameras (fleet at zero), `running` added while workers run around the clock. */
+export function fixedMonthly(inv: StackInventory) {
+  const h = HOURS_PER_MONTH;
+  const streamReads = Math.max(0, inv.pipes * ASSUMPTIONS.pipeStreamPollsPerSecond * h * 3600 - PRICES.ddbStreamReadsFreePerMonth);
+  const idle = {
+    interfaceEndpoints: inv.interfaceEndpointAzs * h * PRICES.interfaceEndpointPerAzHour,
+    natGateways: inv.natGateways * h * PRICES.natGatewayPerHour,
+    alarms: inv.alarmMetrics * PRICES.cloudWatchAlarmPerMonth,
+    dashboard: inv.dashboards * PRICES.cloudWatchDashboardPerMonth,
+    kmsKeys: inv.kmsKeys * PRICES.kmsKeyPerMonth,
+    pipeStreamPolling: (streamReads / 100_000) * PRICES.ddbStreamReadsPer100k,
+    janitorMetrics: ASSUMPTIONS.customMetricsAlways * PRICES.customMetricPerMonth,
+    ecrImage: ASSUMPTIONS.ecrImageGb * PRICES.ecrStoragePerGbMonth,
+  };
+  const running = {
+    customMetrics: ASSUMPTIONS.customMetricsWhileRunning * PRICES.customMetricPerMonth,
+    containerInsights: inv.containerInsights ? ASSUMPTIONS.containerInsightsMetricsWhileRunning * PRICES.customMetricPerMonth : 0,
+  };
+  const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
+  const round = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, money(v)]));
+  return { idle: round(idle), idleTotal: money(sum(idle)), running: round(running), runningTotal: money(sum(idle) + sum(running)) };
+}
+
+/** A camera's GPU share a month: its frames at the assumed rate and utilisation, and never less than one slot's share (`videosPerSlot` per GPU). */
+export function gpuPerCameraMonth(fps: number, videosPerSlot: number): number {
+  const share = Math.max(fps / (ASSUMPTIONS.gpuFramesPerSecond * ASSUMPTIONS.gpuUtilisation), 1 / videosPerSlot);
+  return share * HOURS_PER_MONTH * PRICES.gpuInstanceHour[ASSUMPTIONS.gpuInstanceType]!;
+}
+
+function synthInventory(context: Record<string, unknown>): StackInventory {
+  const outdir = mkdtempSync(join(tmpdir(), 'cost-model-cdk-'));
+  try {
+    const { stack } = buildApp(new App({ outdir, context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [], ...context } }));
+    return stackInventory(Template.fromStack(stack).toJSON().Resources as Resources);
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
 }
 
 function readRuns(file: string): LiveRun[] {
@@ -166,19 +321,30 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
   const o = parseFlags('cost-model.ts', FLAGS, args);
   if (!o) return 0;
   const mbps = o.h264Mbps.split(',').map(Number);
+  const cameraCounts = o.cameras.split(',').map(Number);
+  const scene = (JSON.parse(readFileSync(o.scene, 'utf8')) as { rows: SceneRow[] }).rows;
+  const videosPerSlot = DEFAULT_TUNABLES.videosPerSlot;
   const frameRuns = readRuns(o.frames).filter((r) => (r.source ?? 'frames') === 'frames');
   const segmentRuns = readRuns(o.segments).filter((r) => r.source === 'segments');
   // One frames run per rate: the default receive gather's when several were run.
   const byFps = new Map<number, LiveRun>();
-  for (const r of frameRuns) if (!byFps.has(r.fpsPerVideo) || r.receiveGatherMs === 250) byFps.set(r.fpsPerVideo, r);
+  for (const r of frameRuns) if (!byFps.has(r.fpsPerVideo) || r.receiveGatherMs === DEFAULT_TUNABLES.receiveGatherMs) byFps.set(r.fpsPerVideo, r);
   const rates = [...new Set([...byFps.keys(), ...segmentRuns.map((r) => r.fpsPerVideo)])].sort((a, b) => a - b);
   // H.264 bit rate by frame rate: --h264-mbps lists one per rate, lowest first (1080p camera presets: an assumption).
   const bitsFor = (fps: number) => (mbps[Math.min(rates.indexOf(fps), mbps.length - 1)] ?? 4) * 1e6;
-  const rows = [
-    ...[...byFps.values()].sort((a, b) => a.fpsPerVideo - b.fpsPerVideo).map((r) => cameraMonth(r, { jpegBytes: o.jpegKb * 1024, h264BitsPerSecond: bitsFor(r.fpsPerVideo) })),
-    ...segmentRuns.sort((a, b) => a.fpsPerVideo - b.fpsPerVideo).map((r) => cameraMonth(r, { jpegBytes: o.jpegKb * 1024, h264BitsPerSecond: bitsFor(r.fpsPerVideo) })),
-  ];
-  const head = ['source', 'fps', 'PUT', 'GET/HEAD', 'LIST', 'SQS FIFO', 'SQS std', 'Lambda', 'DDB results', 'DDB ckpt etc', 'DDB reads', 'logs', 'requests', ...ASSUMPTIONS.retentionProfiles.flatMap((_, i) => [`frames st.${i + 1}`, `results st.${i + 1}`, `TOTAL ${i + 1}`])];
+  const runs = [...[...byFps.values()].sort((a, b) => a.fpsPerVideo - b.fpsPerVideo), ...segmentRuns.sort((a, b) => a.fpsPerVideo - b.fpsPerVideo)];
+  const rowOf = (r: LiveRun, before: boolean) => cameraMonth(r, scene, { jpegBytes: o.jpegKb * 1024, h264BitsPerSecond: bitsFor(r.fpsPerVideo), videosPerSlot, before });
+  const rows = runs.map((r) => rowOf(r, false));
+  const before = runs.map((r) => rowOf(r, true));
+
+  bench.say('synthesizing the stack (default settings, then the small-fleet profile) to count its fixed-cost resources ...');
+  const profiles = {
+    default: { context: {}, inventory: synthInventory({}) },
+    smallFleet: { context: { natGateways: 1, interfaceEndpoints: false }, inventory: synthInventory({ natGateways: 1, interfaceEndpoints: false }) },
+  };
+  const fixed = Object.fromEntries(Object.entries(profiles).map(([name, p]) => [name, { context: p.context, inventory: p.inventory, ...fixedMonthly(p.inventory) }]));
+
+  const head = ['source', 'fps', 'PUT', 'GET/HEAD', 'LIST', 'SQS FIFO', 'SQS std', 'Lambda', 'DDB results', 'DDB ckpt etc', 'DDB reads', 'logs', 'rule events', 'requests', ...ASSUMPTIONS.retentionProfiles.flatMap((_, i) => [`frames st.${i + 1}`, `+versions`, `results+PITR ${i + 1}`, `TOTAL ${i + 1}`])];
   bench.say(head.join(' | '));
   for (const r of rows) {
     const l = r.lines as Record<string, number>;
@@ -186,26 +352,67 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
       [
         r.source === 'segments' ? `segments ${r.segmentSeconds} s` : 'frames',
         r.fps,
-        l.uploaderPut, l.s3GetHead, l.s3List, l.sqsFifo, l.sqsStandard, l.lambda, l.ddbWritesResults, l.ddbWritesCheckpointsEtc, l.ddbReads, l.logs,
+        l.uploaderPut, l.s3GetHead, l.s3List, l.sqsFifo, l.sqsStandard, l.lambda, l.ddbWritesResults, l.ddbWritesCheckpointsEtc, l.ddbReads, l.logs, l.ruleEvents,
         r.requestsTotal,
-        ...r.profiles.flatMap((p) => [p.framesStorage, p.resultsStorage, p.total]),
+        ...r.profiles.flatMap((p) => [p.framesStorage, p.versioningExtraDays, money(p.resultsStorage + p.pitr), p.total]),
       ].join(' | '),
     );
   }
-  bench.say('retention profiles: ' + ASSUMPTIONS.retentionProfiles.map((p, i) => `${i + 1} = ${p.name}`).join('; '));
+  for (const [name, f] of Object.entries(fixed)) bench.say(`fixed (${name}): idle $${f.idleTotal} a month, with the fleet running $${f.runningTotal}: ${JSON.stringify(f.idle)} + ${JSON.stringify(f.running)}`);
+
+  // Per camera-month at N cameras: the camera's own lines (frames 7 d, results 30 d) + fixed costs shared, with and without the GPU.
+  const perCamera = rows
+    .filter((r) => r.source === 'segments')
+    .map((r) => {
+      const own = r.profiles[0]!;
+      const gpu = gpuPerCameraMonth(r.fps, videosPerSlot);
+      return {
+        source: `segments ${r.segmentSeconds} s`,
+        fps: r.fps,
+        cameraOwn: own.total,
+        cameraOwnWithoutRuleEvents: own.totalWithoutRuleEvents,
+        gpu: money(gpu),
+        byCameras: cameraCounts.map((n) => {
+          const at = (f: (typeof fixed)[string]) => ({
+            nonGpu: money(own.total + f.runningTotal / n),
+            nonGpuWithoutRuleEvents: money(own.totalWithoutRuleEvents + f.runningTotal / n),
+            withGpu: money(own.total + f.runningTotal / n + gpu),
+          });
+          return { cameras: n, default: at(fixed.default!), smallFleet: at(fixed.smallFleet!) };
+        }),
+      };
+    });
+  for (const p of perCamera) {
+    bench.say(`per camera-month, ${p.source} at ${p.fps} fps (frames 7 d, results 30 d): own $${p.cameraOwn} ($${p.cameraOwnWithoutRuleEvents} without rule events), GPU share $${p.gpu}`);
+    for (const c of p.byCameras) bench.say(`  ${c.cameras} cameras: default $${c.default.nonGpu} non-GPU ($${c.default.nonGpuWithoutRuleEvents} without rule events; $${c.default.withGpu} with GPU); small-fleet $${c.smallFleet.nonGpu} ($${c.smallFleet.withGpu})`);
+  }
+
   writeResult(o.out, {
     command: commandLine('cost-model.ts', args),
     date: new Date().toISOString(),
-    inputs: { frames: o.frames.replace(/^.*bench\//, 'bench/'), segments: o.segments.replace(/^.*bench\//, 'bench/'), jpegBytes: o.jpegKb * 1024, h264Mbps: Object.fromEntries(rates.map((f) => [f, bitsFor(f) / 1e6])) },
+    inputs: {
+      frames: o.frames.replace(/^.*bench\//, 'bench/'),
+      segments: o.segments.replace(/^.*bench\//, 'bench/'),
+      scene: o.scene.replace(/^.*bench\//, 'bench/'),
+      jpegBytes: o.jpegKb * 1024,
+      h264Mbps: Object.fromEntries(rates.map((f) => [f, bitsFor(f) / 1e6])),
+      videosPerSlot,
+    },
     prices: PRICES,
     assumptions: ASSUMPTIONS,
     notes: [
-      'Per camera, month = 30 days. Calls and DynamoDB units per frame are the live-rate bench\'s (8 cameras sharing one slot); the uploader\'s PUTs, the standard ingest queue and the router\'s Lambda cost are computed per object and per router invocation (≈ router SendMessageBatch calls).',
-      'Not included: the GPU, fixed monthly costs (endpoints, alarms, dashboard, custom metrics: docs/deploy.md §8), EventBridge ($1 per million events raised: the stats processor raises none, a user\'s rules decide), data transfer.',
-      'Storage is steady state: frames (or segments) kept frameRetentionDays, result items kept resultsRetentionDays (0 = never: then the results line grows by one month\'s worth every month).',
-      'Frame sizes are assumptions (not measured: synthetic test patterns compress unlike camera footage): --jpeg-kb per 1080p JPEG, --h264-mbps per rate for 1080p H.264.',
+      'Per camera, month = 730 hours. Calls and read units per frame are the live runs\' (8 cameras sharing one slot, the stats processor); DynamoDB writes and rule events are the real scene\'s (bench/checkpoint-scene.ts: model, on the twin through the production adapter), see the module comment.',
+      'rows: as now stored (the checkpoint compressed, packed records in format 2); rowsBefore: the same scene as the previous version stored it (the checkpoint a plain map, records in format 1).',
+      'ruleEvents: the scene\'s 10 rules raise events at a rate set by the scene (objects crossing lines, entering and leaving zones), not by the frame rate; each is an outbox item (2 write units), an EventBridge event and a Pipes request. A deployment without rules pays none: totalWithoutRuleEvents.',
+      'Storage is steady state: frames kept frameRetentionDays plus versioningExtraDays (lifecycle rounding, one non-current day), result items kept resultsRetentionDays with PITR on the same bytes, S3 access logs kept 90 days.',
+      'fixed: counted from the synthesized template (interface endpoints per AZ-hour, NAT gateways, alarm metrics, dashboards, KMS keys, the pipe\'s stream polling) plus the janitor\'s metrics and the ECR image; running adds custom metrics and Container Insights while workers run around the clock (prorated by the hour otherwise).',
+      'GPU: one worker per g5.xlarge at the assumed frames a second and utilisation, at least 1 / videosPerSlot instance per camera.',
+      'Frame sizes are assumptions (--jpeg-kb per 1080p JPEG, --h264-mbps per rate for 1080p H.264), not measured.',
     ],
+    fixed,
     rows,
+    rowsBefore: before.map((r) => ({ source: r.source, fps: r.fps, segmentSeconds: r.segmentSeconds, lines: r.lines, requestsTotal: r.requestsTotal, profiles: r.profiles })),
+    perCamera,
   }, bench.say);
   return 0;
 }

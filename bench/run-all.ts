@@ -24,7 +24,9 @@ const BENCHMARKS: readonly (readonly [string, readonly string[]])[] = [
   ['api-calls.ts', []], // api-calls.json
   ['api-calls-live.ts', ['--fps', '3,10,30', '--gather-ms', '250', '--seconds', '20']], // api-calls-live.json
   ['api-calls-live.ts', ['--source', 'segments', '--fps', '3,10,30', '--segment-seconds', '10,4,2', '--gather-ms', '250', '--seconds', '40']], // api-calls-live-segments.json
-  ['cost-model.ts', []], // cost-model.json, from the two files above
+  ['checkpoint-scene.ts', []], // checkpoint-scene.json (in process, on the twin)
+  ['api-calls-live.ts', ['--processor', 'scene', '--source', 'segments', '--fps', '3', '--segment-seconds', '10', '--gather-ms', '250', '--seconds', '40']], // api-calls-live-scene.json (the scene live: the model's cross-check)
+  ['cost-model.ts', []], // cost-model.json, from the three files above and the synthesized template
   ['vision-throughput.ts', []], // vision-throughput.json
   ['pipeline-cpu.ts', ['--out', results('pipeline-cpu.json')]],
   ['worker-throughput.ts', []], // worker-throughput.json

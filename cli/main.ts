@@ -57,6 +57,13 @@ function intFlag(values: Values, name: string): number | undefined {
   return n;
 }
 
+/** A retention in days for the cost estimate: an integer, at least 0. */
+function retentionDays(values: Values, name: string): number {
+  const n = intFlag(values, name)!;
+  if (n < 0) throw new CliError(`--${name} must be 0 or more days (got ${n})`, 2);
+  return n;
+}
+
 function stringFlag(values: Values, name: string): string | undefined {
   const raw = values[name];
   return typeof raw === 'string' ? raw : undefined;
@@ -247,12 +254,24 @@ open segment, upload what is journaled and exit. See docs/cli.md for the file's 
     },
   },
   status: {
-    usage: 'status [--json]',
-    summary: 'slots, owners, heartbeats, leased videos, queue depths',
-    details: '  --json   print the report as JSON',
+    usage: 'status [--json] [--frame-days N] [--results-days N]',
+    summary: "slots, owners, heartbeats, leased videos, queue depths, this month's cost per camera",
+    details:
+      '  --json             print the report as JSON\n' +
+      "  --frame-days N     the deployment's frameRetentionDays, for the cost estimate (default 30)\n" +
+      "  --results-days N   its resultsRetentionDays (default 0 = never expire)",
     positionals: [],
-    options: { json: { type: 'boolean' } },
-    run: (t, _p, v, io) => statusCommand(t, { json: Boolean(v.json) }, io),
+    options: { json: { type: 'boolean' }, 'frame-days': { type: 'string' }, 'results-days': { type: 'string' } },
+    run: (t, _p, v, io) =>
+      statusCommand(
+        t,
+        {
+          json: Boolean(v.json),
+          ...(v['frame-days'] !== undefined ? { frameRetentionDays: retentionDays(v, 'frame-days') } : {}),
+          ...(v['results-days'] !== undefined ? { resultsRetentionDays: retentionDays(v, 'results-days') } : {}),
+        },
+        io,
+      ),
   },
   video: {
     usage: 'video <id> [--json]',

@@ -80,7 +80,7 @@ export const METRIC_NAMES = {
     workerErrors: 'WorkerErrors',
     /** S3 listings of a video's frames (dimension Why: start | overdue). */
     framesListed: 'FrameListings',
-    /** Size of each committed checkpoint, bytes (cap MAX_CHECKPOINT_BYTES). */
+    /** Size of each committed checkpoint as JSON, bytes (what MAX_CHECKPOINT_BYTES caps; stored compressed, about 40 % of it: decision 65). */
     checkpointBytes: 'CheckpointBytes',
     /** Redelivered or duplicate frames recognised and dropped. */
     framesDuplicate: 'FramesDuplicate',

@@ -87,6 +87,14 @@ export const DEPLOYMENT_SETTINGS = {
   maxAzs: { kind: 'integer', default: 2, min: 1, max: 6, unit: 'zones', meaning: 'Availability zones (the region\'s first `maxAzs`; ignored when `availabilityZones` is set)' },
   /** NAT gateways for egress; 0 keeps the subnets isolated and reaches AWS through VPC endpoints only. */
   natGateways: { kind: 'integer', default: 0, min: 0, max: 6, unit: 'gateways', meaning: 'NAT gateways, at most `maxAzs` (or the listed `availabilityZones`); 0 = isolated subnets, endpoints only (see §4)' },
+  /**
+   * The seven interface endpoints (ECS x3, ECR x2, Logs, SQS) in every zone, about $14.60
+   * a zone-month each (issue 44). false (only with `natGateways` >= 1): none; the tasks
+   * reach those APIs through the NAT, S3 and DynamoDB still through the free gateway
+   * endpoints. The small-fleet profile (docs/deploy.md §8): it gives up private
+   * connectivity and egress limited to AWS (the tasks may then reach any HTTPS address).
+   */
+  interfaceEndpoints: { kind: 'flag', default: true, meaning: 'The 7 interface endpoints (ECS x3, ECR x2, Logs, SQS) in every zone, ≈ $102 a month in 2 zones. false (needs `natGateways` ≥ 1): none, those APIs through the NAT (≈ $33 a month) and egress to any HTTPS address: the small-fleet profile (§4, §8)' },
   /** Uploaded frames under `frames/` expire after this many days. */
   frameRetentionDays: { kind: 'integer', default: 30, min: 1, max: 36_500, unit: 'days', meaning: 'Lifecycle expiry of `frames/` objects (results live in DynamoDB)' },
   /**
@@ -220,6 +228,7 @@ export function validateStackConfig(config: StackConfig): StackConfig {
   }
   problems.push(...rangeProblems(DEPLOYMENT_SETTINGS, config));
   problems.push(...availabilityZoneProblems(config), ...instanceTypesProblems(config), ...workerFitProblems(config));
+  if (!config.interfaceEndpoints && config.natGateways === 0) problems.push('interfaceEndpoints=false needs natGateways=1 or more: without endpoints or a NAT the workers cannot reach ECS, ECR, CloudWatch Logs or SQS');
   if (config.modelSha256 !== '' && config.modelUri === '') problems.push('modelSha256 pins the model named by modelUri: set modelUri too');
   // The subnet plan reads the other settings, so it is only asked once they are in range.
   if (problems.length === 0) {
@@ -322,7 +331,7 @@ export function workloadSubnetPlan(config: StackConfig): SubnetPlan {
     slotCount: config.slotCount,
     maxInstances: config.maxInstances,
     azCount: azCountOf(config),
-    interfaceEndpoints: Object.keys(INTERFACE_ENDPOINTS).length,
+    interfaceEndpoints: config.interfaceEndpoints ? Object.keys(INTERFACE_ENDPOINTS).length : 0,
     oneAzHoldsFleet: config.oneAzHoldsFleet,
     workloadSubnetMask: config.workloadSubnetMask,
     publicSubnets: config.natGateways > 0,

@@ -30,6 +30,13 @@ export interface NetworkProps {
    */
   readonly natGateways?: number;
   /**
+   * Create the interface endpoints ({@link INTERFACE_ENDPOINTS}). false needs NAT gateways:
+   * those APIs are then reached through the NAT, and the workload security groups may
+   * reach any HTTPS address (their public endpoints have no prefix list).
+   * @default true
+   */
+  readonly interfaceEndpoints?: boolean;
+  /**
    * With NAT gateways, let the task and instance security groups reach any HTTPS address
    * (a model hosted outside AWS). When false they reach only the interface endpoints and
    * the S3 and DynamoDB prefix lists (the gateway endpoints). Without NAT the subnets have
@@ -106,16 +113,22 @@ export class Network extends Construct {
 
     // open: false — instead of the default ingress from the whole VPC CIDR, only the
     // worker tasks and container instances may reach the endpoints (allowEndpointsFrom).
-    this.interfaceEndpoints = Object.entries(INTERFACE_ENDPOINTS).map(([name, service]) =>
-      this.vpc.addInterfaceEndpoint(name, { service, subnets: this.workloadSubnets, privateDnsEnabled: true, open: false }),
-    );
+    const withEndpoints = props.interfaceEndpoints ?? true;
+    if (!withEndpoints && natGateways === 0) throw new Error('Network: interfaceEndpoints=false needs natGateways >= 1 (nothing else reaches ECS, ECR, Logs or SQS)');
+    this.interfaceEndpoints = withEndpoints
+      ? Object.entries(INTERFACE_ENDPOINTS).map(([name, service]) =>
+          this.vpc.addInterfaceEndpoint(name, { service, subnets: this.workloadSubnets, privateDnsEnabled: true, open: false }),
+        )
+      : [];
 
     this.taskSecurityGroup = new ec2.SecurityGroup(this, 'TaskSecurityGroup', {
       vpc: this.vpc,
       description: 'GPU worker tasks: no inbound; outbound HTTPS to VPC endpoints and gateway endpoints',
       allowAllOutbound: false,
     });
-    this.#openEgress = natGateways === 0 || props.allowInternetEgress === true;
+    // Without interface endpoints, ECS, ECR, Logs and SQS are reached at their public
+    // addresses through the NAT: no prefix list names them, so egress is any HTTPS address.
+    this.#openEgress = natGateways === 0 || props.allowInternetEgress === true || !withEndpoints;
     this.allowEndpointsFrom(this.taskSecurityGroup);
     this.restrictEgress(this.taskSecurityGroup);
   }

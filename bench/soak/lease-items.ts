@@ -1,12 +1,14 @@
 /**
  * The largest video lease item (`video#<id>` in the leases table) seen while the soak
- * runs, by DynamoDB's documented item size rules, and its checkpoint attribute as JSON.
+ * runs, by DynamoDB's documented item size rules, and its checkpoint as JSON (inflated
+ * when stored compressed, issue 44).
  */
 import { GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { videoKey } from '../../core/leases/dynamodb/slot-lease-store.ts';
 import type { LocalStack } from '../../local/stack.ts';
 import { sleep } from '../harness/main.ts';
+import { readStoredCheckpoint } from '../../core/commit/checkpoint.ts';
 
 /** Significant digits of a DynamoDB number (leading and trailing zeros trimmed). */
 function numberBytes(n: string): number {
@@ -61,7 +63,8 @@ export function pollLeaseItems(stack: LocalStack, videoIds: readonly string[], p
           biggest.samples++;
           const size = itemBytes(r.Item);
           if (size > biggest.itemBytes) Object.assign(biggest, { itemBytes: size, itemVideo: id, atS: (Date.now() - clockMs) / 1000 });
-          const ck = r.Item.checkpoint ? Buffer.byteLength(JSON.stringify(unmarshall({ c: r.Item.checkpoint }).c)) : 0;
+          // The checkpoint's JSON (a compressed one, issue 44, inflated: what it holds, not what it costs; itemBytes says that).
+          const ck = r.Item.checkpoint ? Buffer.byteLength(JSON.stringify(readStoredCheckpoint(unmarshall({ c: r.Item.checkpoint }).c, id))) : 0;
           if (ck > biggest.checkpointJsonBytes) Object.assign(biggest, { checkpointJsonBytes: ck, checkpointVideo: id });
         } catch {
           // DynamoDB Local busy or stopping: the next sample will do.

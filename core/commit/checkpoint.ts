@@ -4,6 +4,7 @@
  * same transaction as the results it covers.
  */
 import { randomUUID } from 'node:crypto';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { emptySequencerState, upgradeSequencerState, type SequencerState } from '../ordering/sequencer.ts';
 import type { VideoSummaryItem } from './results.ts';
 import type { AnalyticsState } from '../analytics/rule-engine.ts';
@@ -71,6 +72,58 @@ export interface VideoCheckpoint {
      */
     readonly fencedToken?: number;
   };
+}
+
+/**
+ * The checkpoint attribute as the lease item stores it (issue 44): `commitId` and `seq`
+ * in the clear, since the commit's condition reads `checkpoint.commitId` and an outcome is
+ * decided from them (commit-outcome.ts), and everything else as the raw DEFLATE of its
+ * JSON in one binary attribute, `z`, as packed result records are (record-packing.ts).
+ * Every commit rewrites the checkpoint, in a transaction (2 write units per KB): a real
+ * tracker's and rule engine's state is several KB of JSON whose keys and digits repeat,
+ * and compresses 3-5 times. Checkpoints written before this (a plain map) are read as they are.
+ */
+export interface StoredCheckpoint {
+  readonly commitId: string;
+  readonly seq: number;
+  /** Raw DEFLATE of the JSON of the checkpoint's other fields. */
+  readonly z: Uint8Array;
+}
+
+const storedShapes = new WeakMap<VideoCheckpoint, StoredCheckpoint>();
+
+/**
+ * A checkpoint as the lease item stores it (see {@link StoredCheckpoint}), compressed once
+ * per checkpoint object (a unit may be sent more than once; checkpoints are immutable).
+ */
+export function storedCheckpoint(ck: VideoCheckpoint): StoredCheckpoint {
+  let stored = storedShapes.get(ck);
+  if (!stored) {
+    const { commitId, seq, ...rest } = ck;
+    stored = { commitId, seq, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) };
+    storedShapes.set(ck, stored);
+  }
+  return stored;
+}
+
+/**
+ * The checkpoint a lease item's `checkpoint` attribute holds, compressed ({@link StoredCheckpoint})
+ * or as a plain map (written before issue 44), for {@link upgradeCheckpoint}; undefined
+ * when there is none. Throws, naming the video, on a compressed checkpoint that does not
+ * inflate or parse: a corrupt checkpoint is never read as a fresh one (the successor would
+ * restart the video's tracks and counts).
+ */
+export function readStoredCheckpoint(stored: unknown, videoId: string): (Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string }) | undefined {
+  if (stored === undefined || stored === null) return undefined;
+  const s = stored as { z?: unknown; commitId?: unknown; seq?: unknown };
+  if (!(s.z instanceof Uint8Array)) return stored as Omit<VideoCheckpoint, 'commitId'>;
+  let rest: Omit<VideoCheckpoint, 'commitId' | 'seq'>;
+  try {
+    rest = JSON.parse(inflateRawSync(s.z).toString('utf8')) as typeof rest;
+  } catch (e) {
+    throw new Error(`checkpoint of video ${videoId} is corrupt (its compressed state does not inflate to JSON: ${e instanceof Error ? e.message : String(e)}); restore the leases table from its point-in-time backup, or delete the item video#${videoId} (its tracks and counts then restart)`);
+  }
+  return { ...rest, seq: Number(s.seq ?? 0), ...(typeof s.commitId === 'string' ? { commitId: s.commitId } : {}) };
 }
 
 /** See {@link VideoCheckpoint.stall}. */

@@ -43,7 +43,7 @@ export interface PackedRecordsItem {
   readonly status: typeof PACKED_STATUS;
   /** Frames covered: `frame .. frame + packedCount - 1`. */
   readonly packedCount: number;
-  /** {@link PackedFrame}[] in frame order, as JSON compressed with raw DEFLATE. */
+  /** {@link PackedFrame}s in frame order ({@link encodeRecords}: format 2, or 1 as written before issue 44), compressed with raw DEFLATE. */
   readonly packedRecords: Uint8Array;
   readonly token: number;
   readonly worker: string;
@@ -88,21 +88,102 @@ function joins(last: FrameResultItem, next: FrameResultItem): boolean {
   );
 }
 
-/** A run's records as one item: `own` is each record's own fields' JSON, in frame order. */
-function packedItem(run: readonly FrameResultItem[], own: readonly string[]): PackedRecordsItem {
+/** A run's records as one item: `own` is each record's own fields, in frame order. */
+function packedItem(run: readonly FrameResultItem[], own: readonly PackedFrame[]): PackedRecordsItem {
   const first = run[0]!;
   return {
     videoId: first.videoId,
     frame: first.frame,
     status: PACKED_STATUS,
     packedCount: run.length,
-    packedRecords: new Uint8Array(deflateRawSync(`[${own.join(',')}]`)),
+    packedRecords: new Uint8Array(deflateRawSync(encodeRecords(own))),
     token: first.token,
     worker: first.worker,
     committedAtMs: first.committedAtMs,
     key: first.key!,
     ...(first.ttlEpochSeconds !== undefined ? { ttlEpochSeconds: first.ttlEpochSeconds } : {}),
   };
+}
+
+/**
+ * The records of a run as stored (issue 44), before compression. Format 2, when every
+ * detection has exactly the four fields of a {@link Detection} and an integer track id:
+ * `{"v":2,"l":[labels],"f":[[status, ptsDelta, [trackId, label index, score, dx1, dy1, dx2, dy2, ...], reason?, detail?], ...]}`,
+ * with boxes in hundredths of a pixel, each the difference from the same track's box in
+ * the frame before it within the run (or absolute for the track's first box), scores in
+ * ten-thousandths, and pts in hundredths of a ms as the difference from the frame before
+ * (null: none). The same precision as format 1, to the bit; a moving box's corners change
+ * by a few pixels a frame, so the differences compress about a third smaller than the
+ * absolute numbers. Anything else is format 1: the JSON array of {@link PackedFrame}s.
+ */
+export function encodeRecords(frames: readonly PackedFrame[]): string {
+  const plain = frames.every((f) => f.detections.every((d) => Number.isInteger(d.trackId) && Object.keys(d).length === 4 && d.box.length === 4));
+  if (!plain) return JSON.stringify(frames);
+  const labels: string[] = [];
+  const labelIndex = new Map<string, number>();
+  const lastBox = new Map<number, readonly number[]>();
+  let lastPts: number | undefined;
+  const hundredths = (x: number) => Math.round(x * 100);
+  const rows = frames.map((f) => {
+    const flat: number[] = [];
+    for (const d of f.detections) {
+      let li = labelIndex.get(d.label);
+      if (li === undefined) {
+        li = labels.push(d.label) - 1;
+        labelIndex.set(d.label, li);
+      }
+      const box = d.box.map(hundredths);
+      const prev = lastBox.get(d.trackId);
+      lastBox.set(d.trackId, box);
+      flat.push(d.trackId, li, Math.round(d.score * 10_000), ...(prev ? box.map((x, i) => x - prev[i]!) : box));
+    }
+    const pts = f.ptsMs !== undefined ? hundredths(f.ptsMs) : undefined;
+    const ptsField = pts === undefined ? null : lastPts === undefined ? pts : pts - lastPts;
+    if (pts !== undefined) lastPts = pts;
+    const row: unknown[] = [f.status, ptsField, flat];
+    if (f.reason !== undefined || f.detail !== undefined) row.push(f.reason ?? null);
+    if (f.detail !== undefined) row.push(f.detail);
+    return row;
+  });
+  return JSON.stringify({ v: 2, l: labels, f: rows });
+}
+
+/** The frames of a run, from either format of {@link encodeRecords}; throws on anything else. */
+export function decodeRecords(json: string): PackedFrame[] {
+  const parsed = JSON.parse(json) as unknown;
+  if (Array.isArray(parsed)) return parsed as PackedFrame[];
+  const doc = parsed as { v?: unknown; l?: unknown; f?: unknown };
+  if (doc?.v !== 2 || !Array.isArray(doc.l) || !Array.isArray(doc.f)) throw new Error(`packed records in an unknown format (${JSON.stringify(doc?.v ?? null)})`);
+  const labels = doc.l as string[];
+  const lastBox = new Map<number, number[]>();
+  let lastPts: number | undefined;
+  return (doc.f as unknown[][]).map((row) => {
+    const [status, ptsField, flat, reason, detail] = row as [FrameStatus, number | null, number[], string | null | undefined, string | undefined];
+    if (!Array.isArray(flat) || flat.length % 7 !== 0) throw new Error('packed records (format 2): a frame\'s detections are not groups of 7 numbers');
+    const detections: Detection[] = [];
+    for (let i = 0; i < flat.length; i += 7) {
+      const trackId = flat[i]!;
+      const label = labels[flat[i + 1]!];
+      if (label === undefined) throw new Error(`packed records (format 2): label index ${flat[i + 1]} of ${labels.length}`);
+      const prev = lastBox.get(trackId);
+      const box = [0, 1, 2, 3].map((j) => flat[i + 3 + j]! + (prev ? prev[j]! : 0));
+      lastBox.set(trackId, box);
+      detections.push({ trackId, label, score: flat[i + 2]! / 10_000, box: [box[0]! / 100, box[1]! / 100, box[2]! / 100, box[3]! / 100] });
+    }
+    let ptsMs: number | undefined;
+    if (ptsField !== null && ptsField !== undefined) {
+      const pts = lastPts === undefined ? ptsField : lastPts + ptsField;
+      lastPts = pts;
+      ptsMs = pts / 100;
+    }
+    return {
+      status,
+      detections,
+      ...(reason !== undefined && reason !== null ? { reason } : {}),
+      ...(detail !== undefined ? { detail } : {}),
+      ...(ptsMs !== undefined ? { ptsMs } : {}),
+    };
+  });
 }
 
 /** A stored item's size for the transaction's 4 MB cap: its JSON, with the binary records counted as their bytes. */
@@ -124,7 +205,7 @@ export function storedItems(results: readonly FrameResultItem[], replacesGap: re
   const replaceable = new Set(replacesGap);
   const out: StoredResultItem[] = [];
   let run: FrameResultItem[] = [];
-  let own: string[] = [];
+  let own: PackedFrame[] = [];
   let runBytes = 0;
   const flush = () => {
     if (run.length === 1) out.push(run[0]!);
@@ -139,12 +220,14 @@ export function storedItems(results: readonly FrameResultItem[], replacesGap: re
       out.push(r);
       continue;
     }
-    // JSON of the run: brackets, commas, and each frame's own fields.
-    const json = JSON.stringify(frameOwnFields(r));
-    const bytes = Buffer.byteLength(json) + 1;
+    // JSON of the run in format 1 (brackets, commas, and each frame's own fields): the cap
+    // holds whichever format is stored, since format 2 is shorter (no field names, one
+    // label table, a few more digits at most for a track's first box).
+    const fields = frameOwnFields(r);
+    const bytes = Buffer.byteLength(JSON.stringify(fields)) + 1;
     if (run.length > 0 && (!joins(run[run.length - 1]!, r) || runBytes + bytes + 1 > maxBytes)) flush();
     run.push(r);
-    own.push(json);
+    own.push(fields);
     runBytes += bytes;
   }
   flush();
@@ -159,7 +242,7 @@ export function storedItems(results: readonly FrameResultItem[], replacesGap: re
  */
 export function expandStored(item: StoredResultItem, from = Number.NEGATIVE_INFINITY, to = Number.POSITIVE_INFINITY): FrameResultItem[] {
   if (!isPacked(item)) return item.frame >= from && item.frame <= to ? [item] : [];
-  const frames = JSON.parse(inflateRawSync(item.packedRecords).toString('utf8')) as PackedFrame[];
+  const frames = decodeRecords(inflateRawSync(item.packedRecords).toString('utf8'));
   if (!Array.isArray(frames) || frames.length !== item.packedCount) throw new Error(`packed records of ${item.videoId} at frame ${item.frame}: ${Array.isArray(frames) ? frames.length : 'no'} records for a count of ${item.packedCount}`);
   const packed = { first: item.frame, count: item.packedCount };
   const out: FrameResultItem[] = [];

@@ -25,6 +25,7 @@ import { MicroBatcher } from '../../gpu-worker/vision/batcher.ts';
 import { DETECT_AHEAD_STREAM, DetectedAhead } from '../../gpu-worker/vision/detected-ahead.ts';
 import { ByteTracker, type TrackerInput } from '../../gpu-worker/vision/tracker.ts';
 import { associateLateFrame } from '../../gpu-worker/vision/late-association.ts';
+import { sceneDetections } from '../scene/synthetic-scene.ts';
 
 /** The batch latency model and batching of the simulated GPU. */
 export interface SimulatedGpuOptions {
@@ -38,9 +39,16 @@ export interface SimulatedGpuOptions {
   readonly maxBatchWaitMs: number;
   /** Moving objects per video. @default 4 */
   readonly objects: number;
+  /**
+   * 0: `objects` boxes on fixed paths ({@link simulatedDetections}). Above 0: the cost
+   * bench's street scene at this many frames a second (lab/scene/synthetic-scene.ts:
+   * `objects` detections a frame on average, born, moving and leaving, on a 1920x1080
+   * image whatever the frame's size). @default 0
+   */
+  readonly sceneFps: number;
 }
 
-export const DEFAULT_SIMULATED_GPU: SimulatedGpuOptions = Object.freeze({ batchFixedMs: 2, perFrameMs: 1, batchSize: 8, maxBatchWaitMs: 10, objects: 4 });
+export const DEFAULT_SIMULATED_GPU: SimulatedGpuOptions = Object.freeze({ batchFixedMs: 2, perFrameMs: 1, batchSize: 8, maxBatchWaitMs: 10, objects: 4, sceneFps: 0 });
 
 /** Frames per second the simulated GPU can do at full batches: its capacity. */
 export function simulatedGpuCapacityFps(o: Pick<SimulatedGpuOptions, 'batchFixedMs' | 'perFrameMs' | 'batchSize'>): number {
@@ -192,7 +200,8 @@ export class SimulatedGpuProcessor implements FrameProcessor {
     this.overshootMs = Math.min(MAX_OVERSHOOT_CREDIT_MS, this.overshootMs - payback + Math.max(0, performance.now() - started - (modelMs - payback)));
     end?.(inputs.length);
     this.framesRun += inputs.length;
-    return inputs.map((r) => simulatedDetections(r.videoId, r.frame, r.width, r.height, this.options.objects));
+    const o = this.options;
+    return inputs.map((r) => (o.sceneFps > 0 ? sceneDetections(r.videoId, r.frame, { fps: o.sceneFps, detections: o.objects }) : simulatedDetections(r.videoId, r.frame, r.width, r.height, o.objects)));
   }
 
   snapshot(videoId: string, maxBytes?: number): string {

@@ -43,6 +43,23 @@ describe('network', () => {
     // Assess
     withNat.resourceCountIs('AWS::EC2::NatGateway', 1);
   });
+
+  it('small-fleet profile (interfaceEndpoints=false, natGateways=1): no interface endpoints, the free S3 and DynamoDB gateways kept, HTTPS egress through the NAT (issue 44)', () => {
+    // Act
+    const { template: small } = synth({ natGateways: 1, interfaceEndpoints: false, 'aws:cdk:bundling-stacks': [] });
+    const endpoints = Object.values(small.findResources('AWS::EC2::VPCEndpoint')).map((r) => ({ type: r.Properties?.VpcEndpointType, service: JSON.stringify(r.Properties?.ServiceName) }));
+    const egress = Object.values(small.findResources('AWS::EC2::SecurityGroup')).flatMap((r) => asList(r.Properties?.SecurityGroupEgress) as { CidrIp?: string; FromPort?: number }[]);
+
+    // Assess
+    small.resourceCountIs('AWS::EC2::NatGateway', 1);
+    expect(endpoints.filter((e) => e.type === 'Interface')).toEqual([]);
+    expect(endpoints.map((e) => e.service).sort()).toEqual([expect.stringContaining('.dynamodb"'), expect.stringContaining('.s3"')]);
+    expect(egress.some((e) => e.CidrIp === '0.0.0.0/0' && e.FromPort === 443)).toBe(true);
+  });
+
+  it('refuses interfaceEndpoints=false without a NAT gateway: nothing would reach ECS, ECR, Logs or SQS', () => {
+    expect(() => synth({ interfaceEndpoints: false, 'aws:cdk:bundling-stacks': [] })).toThrow(/interfaceEndpoints=false needs natGateways=1 or more/);
+  });
 });
 
 describe('least privilege', () => {

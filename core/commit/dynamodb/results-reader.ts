@@ -156,6 +156,25 @@ export async function getFrameResult(source: ResultsSource, videoId: string, fra
 }
 
 /**
+ * The item as stored (a frame's record or the packed run that covers it, not expanded) at
+ * or below `frame`: what a frame's record costs to store and write (`affinity status`'s estimate).
+ */
+export async function storedItemAt(source: ResultsSource, videoId: string, frame: number): Promise<StoredResultItem | undefined> {
+  if (frame < 0) return undefined;
+  const r = await source.ddb.send(
+    new QueryCommand({
+      TableName: source.resultsTable,
+      KeyConditionExpression: 'videoId = :v AND #f BETWEEN :zero AND :frame',
+      ExpressionAttributeNames: { '#f': 'frame' },
+      ExpressionAttributeValues: { ':v': videoId, ':zero': 0, ':frame': frame },
+      ScanIndexForward: false,
+      Limit: 1,
+    }),
+  );
+  return r.Items?.[0] as StoredResultItem | undefined;
+}
+
+/**
  * The nearest processed record (`ok` or `late`, so with detections) below or above
  * `frame`, looking at most `maxDistance` frames away: the neighbours a late frame's track
  * IDs are associated from. Reads the records of that window (packed runs expanded).

@@ -10,6 +10,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredCommitState, type UnitOutcome } from '../commit-outcome.ts';
 import { packUnits, storedItemsOf, unitProblem, type CommitUnit } from '../commit-packing.ts';
 import { framesToCheck } from '../record-packing.ts';
+import { storedCheckpoint } from '../checkpoint.ts';
 import { queryResults } from './results-reader.ts';
 import type { CommitOutcome, SlotFence } from '../../leases/port.ts';
 import { slotKey, videoKey } from '../../leases/dynamodb/lease-table.ts';
@@ -219,7 +220,8 @@ export class VideoCommitter {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           ExpressionAttributeValues: {
             ':prevId': u.expectedCommitId,
-            ':ck': u.checkpoint,
+            // Compressed, commit id and seq in the clear (core/commit/checkpoint.ts, issue 44).
+            ':ck': storedCheckpoint(u.checkpoint),
             ':seq': u.checkpoint.seq,
             ':now': nowMs,
             ':me': fence.workerId,

@@ -11,7 +11,7 @@
  */
 import { GetCommand, QueryCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { emptyCheckpoint, newCommitId, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../../commit/checkpoint.ts';
+import { emptyCheckpoint, newCommitId, readStoredCheckpoint, storedCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../../commit/checkpoint.ts';
 import { decideStoredOutcome, type StoredDecision } from '../../commit/commit-outcome.ts';
 import { slotFenceCheck, VideoCommitter, type TransactItem } from '../../commit/dynamodb/video-commit.ts';
 import { emptySequencerState } from '../../ordering/sequencer.ts';
@@ -207,7 +207,7 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
                     ':token': token,
                     ':prevToken': current.token,
                     ':now': nowMs,
-                    ':ck': checkpoint,
+                    ':ck': storedCheckpoint(checkpoint),
                     ':seq': checkpoint.seq,
                     ':prevSeq': ck.seq,
                     ':slot': fence.slot,
@@ -342,7 +342,7 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
     const reset = await this.unpin(videoId, v.pinnedSlot, nowMs, undefined, {
       set: 'checkpoint = :ck, ckSeq = :seq, #token = :next, videoId = :vid',
       condition: '(attribute_not_exists(#token) AND :token = :zero) OR #token = :token',
-      values: { ':ck': checkpoint, ':seq': checkpoint.seq, ':next': expectedToken + 1, ':token': expectedToken, ':zero': 0, ':vid': videoId },
+      values: { ':ck': storedCheckpoint(checkpoint), ':seq': checkpoint.seq, ':next': expectedToken + 1, ':token': expectedToken, ':zero': 0, ':vid': videoId },
     });
     return reset ? { token: expectedToken + 1 } : 'token-moved';
   }
@@ -405,7 +405,8 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
 
 function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined, firstFrameNumber: number): VideoRecord {
   if (!it) return { videoId, token: 0, state: 'new', checkpoint: emptyCheckpoint(firstFrameNumber) };
-  const stored = it.checkpoint as Parameters<typeof upgradeCheckpoint>[0] | undefined;
+  // Compressed (issue 44) or, written before, a plain map.
+  const stored = readStoredCheckpoint(it.checkpoint, videoId);
   const ck = upgradeCheckpoint(stored ?? emptyCheckpoint(firstFrameNumber), it.ckSeq !== undefined ? Number(it.ckSeq) : undefined);
   return {
     videoId,

@@ -363,6 +363,60 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
     });
   });
 
+  describe('compressed checkpoints (issue 44)', () => {
+    /** A tracker-sized processor snapshot: ~20 KB of JSON with repeating keys and digits, as the real tracker's is. */
+    const snapshot = JSON.stringify({ nextId: 412, tracks: Array.from({ length: 60 }, (_, i) => ({ id: 350 + i, state: i % 3 ? 0 : 1, label: i % 2 ? 'person' : 'car', kf: Array.from({ length: 20 }, (_, j) => 0.1 + i * 7.123456789 + j / 3) })) });
+    const rawItem = async (videoId: string) => (await backend().ddb.send(new GetCommand({ TableName: backend().leasesTable, Key: { pk: `video#${videoId}` }, ConsistentRead: true }))).Item!;
+
+    it('stores the checkpoint as commit id and seq in the clear and the rest deflated, and reads back exactly what was committed', async () => {
+      // Prepare
+      const { fence, token, ck } = await owned(42, 'zck');
+      const prev = await ck();
+      const u = unit('zck', token, prev, 0, fence.workerId, fence.slot, Date.now());
+      const big: CommitUnit = { ...u, checkpoint: { ...u.checkpoint, processor: snapshot } };
+      // Act
+      const outcome = await store.commit(fence, [big], Date.now());
+      // Assess: landed; the stored attribute is small and binary; the read is the committed checkpoint
+      expect(outcomeOf(outcome).units).toEqual({ zck: 'landed' });
+      const stored = (await rawItem('zck')).checkpoint as { commitId: string; seq: number; z: Uint8Array; processor?: unknown };
+      expect(stored.commitId).toBe(big.checkpoint.commitId);
+      expect(stored.seq).toBe(big.checkpoint.seq);
+      expect(stored.z).toBeInstanceOf(Uint8Array);
+      expect(stored.processor).toBeUndefined();
+      expect(stored.z.byteLength).toBeLessThan(Buffer.byteLength(JSON.stringify(big.checkpoint)) / 3);
+      expect(await ck()).toEqual(big.checkpoint);
+      // The next commit's condition reads checkpoint.commitId in the clear: it lands on top
+      const next = unit('zck', token, big.checkpoint, 1, fence.workerId, fence.slot, Date.now());
+      expect(outcomeOf(await store.commit(fence, [next], Date.now())).units).toEqual({ zck: 'landed' });
+      expect(await store.resolveUnit(fence, next)).toBe('landed');
+    });
+
+    it('reads a checkpoint stored uncompressed (before issue 44), commits over it, and the new one is stored compressed', async () => {
+      // Prepare: the item as the previous version wrote it (a plain map, tracker state inside)
+      const { fence, token, ck } = await owned(43, 'plainck');
+      const prev = { ...(await ck()), processor: snapshot };
+      await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#plainck' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': prev } }));
+      // Act
+      const read = await store.getVideo('plainck');
+      const outcome = await store.commit(fence, [unit('plainck', token, read.checkpoint, 0, fence.workerId, fence.slot, Date.now())], Date.now());
+      // Assess
+      expect(read.checkpoint).toEqual(prev);
+      expect(outcomeOf(outcome).units).toEqual({ plainck: 'landed' });
+      const stored = (await rawItem('plainck')).checkpoint as { z?: unknown };
+      expect(stored.z).toBeInstanceOf(Uint8Array);
+      expect((await ck()).processor).toBe(snapshot);
+    });
+
+    it('refuses to read a compressed checkpoint that does not inflate, naming the video, instead of starting it afresh', async () => {
+      // Prepare
+      const { ck } = await owned(44, 'badck');
+      const good = await ck();
+      await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#badck' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': { commitId: good.commitId, seq: good.seq, z: new Uint8Array([0xff, 0xfe, 0x00, 0x13]) } } }));
+      // Act / Assess
+      await expect(store.getVideo('badck')).rejects.toThrow(/checkpoint of video badck is corrupt/);
+    });
+  });
+
   describe('crash-loop evidence (decision 28)', () => {
     it('counts adoptions without progress in the adoption write, tries once a marker is stored, and a commit of frames clears it', async () => {
       // Prepare: A owns slot 30 and adopts video cl, commits frame 0 (progress)

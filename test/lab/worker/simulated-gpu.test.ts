@@ -26,6 +26,22 @@ describe('simulated GPU', () => {
     expect(imageSize(new Uint8Array([1, 2, 3]))).toBeUndefined();
   });
 
+  it('with sceneFps, tracks the cost bench\'s street scene (issue 44): the scene\'s boxes, through the tracker', async () => {
+    const gpu = new SimulatedGpuProcessor({ batchSize: 1, maxBatchWaitMs: 0, objects: 5, sceneFps: 3 });
+    const image = new Uint8Array(await sharp({ create: { width: 160, height: 120, channels: 3, background: { r: 1, g: 2, b: 3 } } }).jpeg().toBuffer());
+    gpu.openVideo('cam', undefined);
+    const seen: number[] = [];
+    for (let f = 1; f <= 6; f++) {
+      const [out] = await gpu.process([{ videoId: 'cam', frame: f, key: `frames/cam/${f}.jpg`, image }]);
+      if (out!.status !== 'ok') throw new Error('not ok');
+      seen.push(out!.detections.length);
+      // Boxes of a 1920x1080 scene, whatever the test picture's size.
+      if (f > 2) expect(Math.max(...out!.detections.map((d) => d.box[2]))).toBeGreaterThan(160);
+    }
+    expect(Math.max(...seen)).toBeGreaterThanOrEqual(3);
+    expect(JSON.parse(gpu.snapshot('cam')).t.length).toBeGreaterThanOrEqual(3);
+  });
+
   it('detections are a function of video and frame', () => {
     expect(simulatedDetections('v', 7, 640, 480, 3)).toEqual(simulatedDetections('v', 7, 640, 480, 3));
     expect(simulatedDetections('v', 8, 640, 480, 3)).not.toEqual(simulatedDetections('v', 7, 640, 480, 3));

@@ -1,0 +1,97 @@
+/**
+ * This month's AWS cost per camera, estimated from what the stack's own tables say about
+ * each camera (issue 44, for `affinity status`): its frame rate, frames per uploaded
+ * object, the size of its objects, of its lease item and of its result items, and the rule
+ * events it raised, priced with the list prices (prices.ts) and the calls per object that
+ * the cost bench measured (docs/deploy.md §8). Non-GPU, fixed costs apart. Pure.
+ *
+ * An estimate, not a bill: calls per object are the bench's (live, 8 cameras per slot),
+ * and a camera's rate is its frames over the time since its oldest recorded owner took it.
+ */
+import { PRICES, SECONDS_PER_MONTH, HOURS_PER_MONTH } from './prices.ts';
+
+/**
+ * Requests per uploaded object besides the commit, as `bench/api-calls-live.ts` measured
+ * them for segments (30 fps, 2-s segments: `bench/results/api-calls-live-segments.json`):
+ * S3 GET and HEAD, FIFO and standard SQS requests (the S3 notification, the event
+ * source's receive and delete), router invocations and DynamoDB read units.
+ */
+export const CALLS_PER_OBJECT = { s3GetHead: 2.1, sqsFifo: 1.6, sqsStandard: 3.0, routerInvocations: 1.0, readUnits: 1.1 } as const;
+
+/** What the tables say about one camera. */
+export interface CameraActivity {
+  readonly videoId: string;
+  /** Frames a second, over the time observed. */
+  readonly fps: number;
+  /** Frames per uploaded object: a segment's frame count, or 1 for images. */
+  readonly framesPerObject: number;
+  /** Bytes of one uploaded object (its S3 size). */
+  readonly objectBytes: number;
+  /** The video's lease item as stored (rewritten by every commit). */
+  readonly leaseItemBytes: number;
+  /** A result item as stored, and the frames it covers (a packed run's count, or 1). */
+  readonly resultItemBytes: number;
+  readonly framesPerResultItem: number;
+  /** Rule events a second (lines crossed, zones entered and left, dwell). */
+  readonly eventsPerSecond: number;
+  /** Seconds of this month the camera was active. */
+  readonly activeSecondsThisMonth: number;
+}
+
+export interface RetentionSettings {
+  readonly frameRetentionDays: number;
+  /** 0 = never: a month's results are stored (and grow) for ever; counted as one month here. */
+  readonly resultsRetentionDays: number;
+  /** Cameras sharing a slot's heartbeats. */
+  readonly videosPerSlot: number;
+  readonly heartbeatIntervalSeconds: number;
+}
+
+/** Days a frame object outlives `frameRetentionDays` in the versioned bucket (lifecycle rounding, one non-current day). */
+export const VERSIONING_EXTRA_DAYS = 2;
+const GB = 1024 ** 3;
+const txUnits = (bytes: number) => 2 * Math.max(1, Math.ceil(bytes / 1024));
+
+/** One camera's cost at its current rate, a month of 730 hours, USD by line; `thisMonth` prorated by its active time. */
+export function cameraMonthEstimate(a: CameraActivity, s: RetentionSettings) {
+  const frames = a.fps * SECONDS_PER_MONTH;
+  const objects = frames / Math.max(1, a.framesPerObject);
+  const perMillion = (count: number, price: number) => (count * price) / 1e6;
+  // A commit per object when the worker keeps up: slot check (1 KB), the lease item, the summary (about 1 KB).
+  const commitUnits = 2 + txUnits(a.leaseItemBytes) + 2;
+  const resultUnitsPerFrame = txUnits(a.resultItemBytes) / Math.max(1, a.framesPerResultItem);
+  const heartbeatUnits = (HOURS_PER_MONTH * 3600) / s.heartbeatIntervalSeconds / Math.max(1, s.videosPerSlot);
+  const events = a.eventsPerSecond * SECONDS_PER_MONTH;
+  const daysPerMonth = HOURS_PER_MONTH / 24;
+  const resultsDays = s.resultsRetentionDays > 0 ? s.resultsRetentionDays : daysPerMonth;
+  const resultsGb = ((a.resultItemBytes + 100) / Math.max(1, a.framesPerResultItem)) * frames / GB;
+  const lines = {
+    requests:
+      perMillion(objects, PRICES.s3PutPerMillion) +
+      perMillion(objects * CALLS_PER_OBJECT.s3GetHead, PRICES.s3GetPerMillion) +
+      perMillion(objects * CALLS_PER_OBJECT.sqsFifo, PRICES.sqsFifoPerMillion) +
+      perMillion(objects * CALLS_PER_OBJECT.sqsStandard, PRICES.sqsStandardPerMillion) +
+      perMillion(objects * CALLS_PER_OBJECT.routerInvocations, PRICES.lambdaRequestPerMillion) +
+      objects * CALLS_PER_OBJECT.routerInvocations * 0.1 * 0.5 * PRICES.lambdaGbSecond +
+      perMillion(objects * CALLS_PER_OBJECT.readUnits, PRICES.ddbReadUnitPerMillion),
+    dynamoDbWrites: perMillion(objects * commitUnits + frames * resultUnitsPerFrame + heartbeatUnits, PRICES.ddbWriteUnitPerMillion),
+    ruleEvents: perMillion(events, 2 * PRICES.ddbWriteUnitPerMillion + PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests),
+    frameStorage: ((objects * a.objectBytes) / GB) * PRICES.s3StoragePerGbMonth * ((s.frameRetentionDays + VERSIONING_EXTRA_DAYS) / daysPerMonth),
+    resultStorage: resultsGb * (PRICES.ddbStoragePerGbMonth + PRICES.ddbPitrPerGbMonth) * (resultsDays / daysPerMonth),
+  };
+  const month = Object.values(lines).reduce((x, y) => x + y, 0);
+  return { videoId: a.videoId, lines, month, thisMonth: month * Math.min(1, a.activeSecondsThisMonth / SECONDS_PER_MONTH) };
+}
+
+/** The fleet's cameras: the estimate per camera-month (mean at current rates) and this month so far (all cameras). */
+export function fleetEstimate(cameras: readonly CameraActivity[], s: RetentionSettings) {
+  const each = cameras.map((c) => cameraMonthEstimate(c, s));
+  const perCameraMonth = each.length > 0 ? each.reduce((x, e) => x + e.month, 0) / each.length : 0;
+  return { cameras: each, perCameraMonth, thisMonth: each.reduce((x, e) => x + e.thisMonth, 0) };
+}
+
+/** The start of the UTC month holding `nowMs`. */
+export function monthStartMs(nowMs: number): number {
+  const d = new Date(nowMs);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
