@@ -37,7 +37,8 @@ const STARTS_SOMETHING: readonly RegExp[] = [
  * twins, no process, no port): a unit-lane file may use it when every start it makes says so.
  */
 function onTwins(file: string, spec: string): boolean {
-  if (!/\/harness\/worker-harness\.ts$/.test(spec)) return false;
+  // The process gate only wraps a harness worker's clients: it goes with the harness's backend.
+  if (!/\/harness\/(worker-harness|process-gate)\.ts$/.test(spec)) return false;
   const text = readFileSync(path.join(TEST_ROOT, '..', file), 'utf8');
   const starts = [...text.matchAll(/WorkerHarness\.start\(\{([^}]*)/g)].map((m) => m[1]!);
   return starts.length > 0 && starts.every((options) => /backend:\s*'memory'/.test(options));
