@@ -364,7 +364,10 @@ the worker's summary format. "inside" is entered minus exited.
     usage: 'release <id> --force [--yes]',
     summary: 'admin override: unpin a video (fenced: bumps its token)',
     details: `Unpins the video from its slot, conditional on the token just read, and bumps the token so
-the current owner can no longer write for it. The next frame is admitted afresh.
+the current owner can no longer write for it. A video that was waiting (frames buffered behind a
+missing one, late frames queued, an end marker not reached) has what its checkpoint holds re-sent
+(tagged), so it is admitted again at once and its next owner goes on from the checkpoint; otherwise
+its next upload admits it afresh.
 
   --force   required: this is an override
   --yes     do not ask for confirmation (required when not on a terminal)`,

@@ -342,6 +342,11 @@ export class Worker {
     await this.survive('settle-in-doubt', () => committer.settleInDoubt());
     const waiting = this.waiting;
     this.waiting = [];
+    // As in handle(): a video of the commit in flight takes messages only once that commit
+    // is applied. A fenced commit drops the session; a message offered to it meanwhile (its
+    // record read still running) would be held by a session no one owns any more: never
+    // committed, deleted or handed back, its FIFO group blocked for good.
+    if (waiting.some((m) => m.msg && this.committing.has(m.msg.videoId))) await this.settleCommit();
     if (waiting.length > 0) this.waiting = (await this.survive('retry-placement', () => this.intake!.accept(waiting, this.now()))) ?? waiting;
     if (this.waiting.length === 0 && committer.inDoubtCount === 0) {
       this.d.log.info('store reachable again; resuming', { attempts: this.storeAttempts });

@@ -84,7 +84,7 @@ export async function runOperator(world: SimWorld, c: OperatorCommand): Promise<
       }
       case 'release': {
         const r = await forceRelease(ports, { videoId: c.videoId, retentionDays: world.tunables.releasedVideoRetentionDays });
-        return { said: `released from slot ${r.slot}: token ${r.previousToken} -> ${r.token}` };
+        return { said: `released from slot ${r.slot}: token ${r.previousToken} -> ${r.token}, re-sent frames [${r.resentFrames.join(',')}]${r.resentEndMarker ? ' and the end marker' : ''}` };
       }
       case 'redrive': {
         // The slot DLQs through the command (by hand: the model has no move task); the ingest DLQ is the world's own queue.

@@ -188,6 +188,8 @@ describe('affinity CLI on the local stack', () => {
     expect(unchanged?.pinnedSlot).toBe(before.pinnedSlot);
     expect(confirmedIo.questions[0]).toMatch(/Force-release video held/);
     expect(confirmed.code, confirmed.err).toBe(0);
+    // Frames 0-1 recorded, nothing buffered, no end marker: nothing to re-send.
+    expect(confirmed.out).toMatch(/released held from slot \d: token \d+ -> \d+; its checkpoint waited on nothing in S3: its next upload admits it afresh/);
     expect(after?.token).toBe(Number(before.token) + 1);
     expect(after?.pinnedSlot).toBeUndefined();
     expect(twice.code).toBe(1);
