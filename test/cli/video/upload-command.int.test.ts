@@ -42,6 +42,7 @@ async function decodedFrames(key: string, firstFrame: number, declared: number):
   const out: number[] = [];
   for await (const item of decodeSegment(await stack.body(key), { firstFrame, declaredFrames: declared })) {
     if (item.kind === 'frame') out.push(item.frame);
+    else if (item.kind === 'lost') expect.fail(`frame ${item.frame} lost: ${item.detail}`);
     else expect(item.failure, item.failure?.detail).toBeUndefined();
   }
   return out;
