@@ -2,7 +2,8 @@
  * The sending half of `affinity upload <file> --video <id>`: cut the file
  * (cli/video/segment-file.ts), list what the video already has, plan (cli/video/upload-plan.ts),
  * then PUT each segment with its frame count in `x-amz-meta-frames` (the `k` the worker
- * holds the decoder to: core/ingest/segment-keys.ts), in frame order, a few at a time.
+ * holds the decoder to: core/ingest/segment-keys.ts), in frame order: the lowest one
+ * alone until it has landed, then the rest a few at a time.
  * The `affinity` command and its progress bar are wired next to it (issue 34).
  */
 import { readFile } from 'node:fs/promises';
@@ -61,25 +62,30 @@ export async function uploadVideoFile(file: string, options: SegmentUploadOption
   let done = plan.skip.length;
   let bytesSent = 0;
   options.onProgress?.({ done, total, bytesSent, bytesTotal });
-  let next = 0;
+  const send = async (s: CutSegment): Promise<void> => {
+    const parsed = parseSourceKey(s.key);
+    await options.s3.send(
+      new PutObjectCommand({
+        Bucket: options.bucket,
+        Key: s.key,
+        Body: await readFile(s.file),
+        ContentLength: s.bytes,
+        ContentType: parsed.kind === 'source' ? CONTENT_TYPES[parsed.extension] : undefined,
+        Metadata: { [FRAMES_METADATA_KEY]: String(s.frames) },
+      }),
+    );
+    done++;
+    bytesSent += s.bytes;
+    options.onProgress?.({ done, total, bytesSent, bytesTotal });
+  };
+  // The lowest segment lands alone first (issue 41): a video starts at the lowest frame the
+  // worker's listing sees when the first of its segments is notified (S3 LIST is strongly
+  // consistent), so once it has landed no later segment can start the video above it and
+  // its frames are never processed `late`. The rest go up `concurrency` at a time.
+  if (plan.upload.length > 0) await send(plan.upload[0]!);
+  let next = 1;
   const lane = async (): Promise<void> => {
-    while (next < plan.upload.length) {
-      const s = plan.upload[next++]!;
-      const parsed = parseSourceKey(s.key);
-      await options.s3.send(
-        new PutObjectCommand({
-          Bucket: options.bucket,
-          Key: s.key,
-          Body: await readFile(s.file),
-          ContentLength: s.bytes,
-          ContentType: parsed.kind === 'source' ? CONTENT_TYPES[parsed.extension] : undefined,
-          Metadata: { [FRAMES_METADATA_KEY]: String(s.frames) },
-        }),
-      );
-      done++;
-      bytesSent += s.bytes;
-      options.onProgress?.({ done, total, bytesSent, bytesTotal });
-    }
+    while (next < plan.upload.length) await send(plan.upload[next++]!);
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, lane));
   const lastFrame = lastFrameOf(segments);
