@@ -16,7 +16,7 @@ import { replayCommand } from './commands/replay.ts';
 import { resultsCommand, type ResultsFormat } from './commands/results.ts';
 import { statusCommand } from './commands/status.ts';
 import { uploadCommand } from './commands/upload.ts';
-import { parseContainer, parseSeconds, uploadFileCommand } from './video/upload-command.ts';
+import { parseBitrate, parseContainer, parseSeconds, uploadFileCommand } from './video/upload-command.ts';
 import { streamCommand } from './video/stream-command.ts';
 import { videoCommand } from './commands/video.ts';
 import { resolveTarget, type Target } from './target.ts';
@@ -71,14 +71,17 @@ function checkVideoId(id: string): void {
 
 const COMMANDS: Record<string, Command> = {
   upload: {
-    usage: 'upload <dir | file> --video <id> [--end] [--concurrency N] [--first-frame N] [--segment-seconds N] [--container ts|mp4|mkv]',
+    usage: 'upload <dir | file> --video <id> [--end] [--concurrency N] [--first-frame N] [--segment-seconds N] [--container ts|mp4|mkv] [--bitrate KBPS]',
     summary: 'upload a folder of frames, or a video file cut into segments (resumable, parallel)',
     details: `A folder: uploads its .jpg/.jpeg/.png files as frames/<id>/<frame>.<ext>. The frame number is the
 last number in each file name, or else the file's position in natural order plus --first-frame.
 
 A video file (H.264 or H.265 in MP4, Matroska, MPEG-TS, MOV, anything FFmpeg demuxes): cuts it at
 keyframes without re-encoding into segments of about --segment-seconds and uploads each as
-frames/<id>/<n>.<ext>, covering frames [n, n + k), with k in x-amz-meta-frames.
+frames/<id>/<n>.<ext>, covering frames [n, n + k), with k in x-amz-meta-frames. Any other codec FFmpeg
+decodes (MJPEG, MPEG-4 Part 2, VP8/VP9, AV1, ...), or H.264/H.265 with open GOPs, is first transcoded to
+H.264 in process at its own resolution and timestamps (said on the console). A file with no video, or
+one whose video cannot be decoded, is refused before anything is sent.
 
 Objects already uploaded with the same size are skipped, so re-running resumes an interrupted upload.
 
@@ -88,7 +91,8 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
   --first-frame N       first frame number for images without a number, or of a video file's first frame
                         (default: the stack's firstFrameNumber; a video file starts at 0 when it is automatic)
   --segment-seconds N   video file: a segment closes at the first keyframe N s after its start (default 2)
-  --container C         video file: segment container, ts (default), mp4 or mkv`,
+  --container C         video file: segment container, ts (default), mp4 or mkv
+  --bitrate KBPS        video file that is transcoded: average bit rate in kbit/s (or 2M, 800k); default constant quality`,
     positionals: ['path'],
     options: {
       video: { type: 'string' },
@@ -97,6 +101,7 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
       'first-frame': { type: 'string' },
       'segment-seconds': { type: 'string' },
       container: { type: 'string' },
+      bitrate: { type: 'string' },
     },
     run: async (t, [input], v, io) => {
       if (typeof v.video !== 'string') throw new CliError('upload needs --video <id>', 2);
@@ -110,11 +115,17 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
         checkVideoId(v.video);
         return uploadFileCommand(
           t,
-          { ...common, file: input!, segmentSeconds: parseSeconds('segment-seconds', stringFlag(v, 'segment-seconds'), 2), container: parseContainer(stringFlag(v, 'container')) },
+          {
+            ...common,
+            file: input!,
+            segmentSeconds: parseSeconds('segment-seconds', stringFlag(v, 'segment-seconds'), 2),
+            container: parseContainer(stringFlag(v, 'container')),
+            ...(v.bitrate !== undefined ? { bitrateKbps: parseBitrate(stringFlag(v, 'bitrate')) } : {}),
+          },
           io,
         );
       }
-      if (v['segment-seconds'] !== undefined || v.container !== undefined) throw new CliError('--segment-seconds and --container apply to a video file, not a folder', 2);
+      if (v['segment-seconds'] !== undefined || v.container !== undefined || v.bitrate !== undefined) throw new CliError('--segment-seconds, --container and --bitrate apply to a video file, not a folder', 2);
       return uploadCommand(t, { ...common, dir: input! }, io);
     },
   },
