@@ -130,10 +130,12 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
     },
   },
   stream: {
-    usage: 'stream <rtsp-url | file> --video <id> [--segment-seconds N] [--realtime] [--state-file PATH] [--end] [--container ts|mp4|mkv] [--first-frame N] [--read-timeout N]',
+    usage: 'stream <rtsp-url | file> --video <id> [--segment-seconds N] [--realtime] [--state-file PATH] [--end] [--container ts|mp4|mkv] [--first-frame N] [--read-timeout N] [--bitrate KBPS]',
     summary: 'the edge segmenter: cut a live camera (or a file) into segments and upload each as it closes',
     details: `Reads an RTSP camera (or any URL FFmpeg opens: rtmp://, srt://, udp://, http://) or a file, closes a
-segment at the first keyframe --segment-seconds after its start (stream copy, no re-encode) and uploads it
+segment at the first keyframe --segment-seconds after its start (stream copy of H.264/H.265; a file in any
+other codec, or with open GOPs, is first transcoded to H.264 in process, said on the console; a live source
+must send H.264/H.265 with closed GOPs, else nothing of it is uploaded and the console says why) and uploads it
 as frames/<id>/<n>.<ext> with its frame count in x-amz-meta-frames, n being the running frame number.
 
 A live source that drops is reopened with capped, jittered exponential backoff (each reconnect is logged
@@ -149,7 +151,9 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
   --end                 on a clean stop, write the end-of-stream marker frames/<id>/_end (last frame number)
   --container C         segment container: ts (default), mp4 or mkv
   --first-frame N       number of a new video's first frame (default 0)
-  --read-timeout N      a live source silent this many seconds has dropped and is reopened (default 10)`,
+  --read-timeout N      a live source silent this many seconds has dropped and is reopened (default 10)
+  --bitrate KBPS        a file that is transcoded (not H.264/H.265, or open GOPs): average kbit/s (or 2M, 800k);
+                        default constant quality`,
     positionals: ['source'],
     options: {
       video: { type: 'string' },
@@ -160,6 +164,7 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
       container: { type: 'string' },
       'first-frame': { type: 'string' },
       'read-timeout': { type: 'string' },
+      bitrate: { type: 'string' },
     },
     run: async (t, [source], v, io) => {
       if (typeof v.video !== 'string') throw new CliError('stream needs --video <id>', 2);
@@ -183,6 +188,7 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
             ...(typeof v['state-file'] === 'string' ? { stateFile: v['state-file'] } : {}),
             ...(firstFrame !== undefined ? { firstFrame } : {}),
             readTimeoutSeconds: parseSeconds('read-timeout', stringFlag(v, 'read-timeout'), 10),
+            ...(v.bitrate !== undefined ? { bitrateKbps: parseBitrate(stringFlag(v, 'bitrate')) } : {}),
             signal: stop.signal,
           },
           io,

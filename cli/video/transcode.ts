@@ -307,3 +307,30 @@ export async function transcodeFile(input: string, output: string, o: TranscodeO
     Log.setLevel(level);
   }
 }
+
+/**
+ * Whether an H.264 / H.265 file has open GOPs: a frame that follows a keyframe in decode
+ * order but is shown before it (it needs the GOP before, so a segment starting at that
+ * keyframe would not decode). Reads packets only, the whole file.
+ */
+export async function hasOpenGops(input: string): Promise<boolean> {
+  const demuxer = await Demuxer.open(input);
+  try {
+    const stream = demuxer.video();
+    if (!stream) return false;
+    let keyPts: bigint | null = null;
+    for await (const p of demuxer.packets(stream.index)) {
+      if (!p) continue;
+      try {
+        if (p.pts === AV_NOPTS_VALUE) continue;
+        if (p.isKeyframe) keyPts = p.pts;
+        else if (keyPts !== null && p.pts < keyPts) return true;
+      } finally {
+        p.free();
+      }
+    }
+    return false;
+  } finally {
+    await demuxer.close();
+  }
+}

@@ -53,8 +53,8 @@ async function freeUdpPort(): Promise<number> {
 
 export interface RtspCamera {
   readonly url: string;
-  /** (Re)starts the RTSP server on the camera's port; resolves once it listens. */
-  start(): Promise<void>;
+  /** (Re)starts the RTSP server on the camera's port; resolves once it listens. `codec`: what it serves from now on (default H.264). */
+  start(codec?: RtspCodec): Promise<void>;
   /** SIGKILLs the RTSP server (the camera drops off the network). */
   kill(): Promise<void>;
   /** SIGSTOPs / SIGCONTs the RTSP server: connections stay open and go silent (a network that stalls). */
@@ -62,15 +62,18 @@ export interface RtspCamera {
   stop(): Promise<void>;
 }
 
+/** What the camera serves: H.264 from ffmpeg's feed, or GStreamer's own live pattern in VP8 (a camera whose codec changes). */
+export type RtspCodec = 'h264' | 'vp8';
+
 export async function startRtspCamera(o: { fps: number; gop: number }): Promise<RtspCamera> {
   requireRtspServer();
   const port = await freePort();
   const udpPort = await freeUdpPort();
   const feeder = spawn('ffmpeg', liveUdpArgs(udpPort, o), { stdio: ['ignore', 'ignore', 'pipe'] });
   let server: ChildProcess | undefined;
-  const start = async (): Promise<void> => {
+  const start = async (codec: RtspCodec = 'h264'): Promise<void> => {
     for (let tries = 0; ; tries++) {
-      const child = spawn(SYSTEM_PYTHON, [SERVER, String(port), String(udpPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(SYSTEM_PYTHON, [SERVER, String(port), String(udpPort), codec], { stdio: ['ignore', 'pipe', 'pipe'] });
       let err = '';
       child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
       const ready = await new Promise<boolean>((resolve) => {
