@@ -306,7 +306,7 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
             ...v,
             neverUploaded: neverUploaded(plan, v.videoId),
             endMarked: (puts.get(v.videoId) ?? 0) === planned(v.videoId),
-            segments: [...segs].filter(([first]) => put.has(first)).map(([first, s]) => ({ firstFrame: first, frames: s.frames, yields: s.yields })),
+            segments: [...segs].filter(([first]) => put.has(first)).map(([first, s]) => ({ firstFrame: first, frames: s.frames, yields: s.yields, ...(s.decoded ? { decoded: s.decoded } : {}) })),
           };
         }),
         dlqs,

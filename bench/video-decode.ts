@@ -107,6 +107,7 @@ async function viaNodeAv(segment: Buffer, resize?: { width: number; height: numb
   let decoder = '';
   for await (const item of decodeSegment(segment, { firstFrame: 0, ...(resize ? { resize } : {}) })) {
     if (item.kind === 'frame') frames++;
+    else if (item.kind === 'lost') throw new Error(`frame ${item.frame} lost: ${item.detail}`);
     else {
       decoder = item.decoder;
       if (item.failure) throw new Error(`${item.failure.reason}: ${item.failure.detail}`);

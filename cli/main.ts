@@ -16,7 +16,7 @@ import { replayCommand } from './commands/replay.ts';
 import { resultsCommand, type ResultsFormat } from './commands/results.ts';
 import { statusCommand } from './commands/status.ts';
 import { uploadCommand } from './commands/upload.ts';
-import { parseContainer, parseSeconds, uploadFileCommand } from './video/upload-command.ts';
+import { parseBitrate, parseContainer, parseSeconds, uploadFileCommand } from './video/upload-command.ts';
 import { streamCommand } from './video/stream-command.ts';
 import { edgeCommand } from './edge/edge-command.ts';
 import { videoCommand } from './commands/video.ts';
@@ -89,14 +89,17 @@ const SITE_HELP = `  --site SITE           this box's site: refuse a video id th
 
 const COMMANDS: Record<string, Command> = {
   upload: {
-    usage: 'upload <dir | file> --video <id> [--end] [--concurrency N] [--first-frame N] [--segment-seconds N] [--container ts|mp4|mkv]',
+    usage: 'upload <dir | file> --video <id> [--end] [--concurrency N] [--first-frame N] [--segment-seconds N] [--container ts|mp4|mkv] [--bitrate KBPS]',
     summary: 'upload a folder of frames, or a video file cut into segments (resumable, parallel)',
     details: `A folder: uploads its .jpg/.jpeg/.png files as frames/<id>/<frame>.<ext>. The frame number is the
 last number in each file name, or else the file's position in natural order plus --first-frame.
 
 A video file (H.264 or H.265 in MP4, Matroska, MPEG-TS, MOV, anything FFmpeg demuxes): cuts it at
 keyframes without re-encoding into segments of about --segment-seconds and uploads each as
-frames/<id>/<n>.<ext>, covering frames [n, n + k), with k in x-amz-meta-frames.
+frames/<id>/<n>.<ext>, covering frames [n, n + k), with k in x-amz-meta-frames. Any other codec FFmpeg
+decodes (MJPEG, MPEG-4 Part 2, VP8/VP9, AV1, ...), or H.264/H.265 with open GOPs, is first transcoded to
+H.264 in process at its own resolution and timestamps (said on the console). A file with no video, or
+one whose video cannot be decoded, is refused before anything is sent.
 
 Objects already uploaded with the same size are skipped, so re-running resumes an interrupted upload.
 
@@ -107,6 +110,7 @@ Objects already uploaded with the same size are skipped, so re-running resumes a
                         (default: the stack's firstFrameNumber; a video file starts at 0 when it is automatic)
   --segment-seconds N   video file: a segment closes at the first keyframe N s after its start (default 2)
   --container C         video file: segment container, ts (default), mp4 or mkv
+  --bitrate KBPS        video file that is transcoded: average bit rate in kbit/s (or 2M, 800k); default constant quality
 ${SITE_HELP}`,
     positionals: ['path'],
     options: {
@@ -117,6 +121,7 @@ ${SITE_HELP}`,
       'segment-seconds': { type: 'string' },
       container: { type: 'string' },
       site: { type: 'string' },
+      bitrate: { type: 'string' },
     },
     run: async (t, [input], v, io) => {
       if (typeof v.video !== 'string') throw new CliError('upload needs --video <id>', 2);
@@ -130,19 +135,27 @@ ${SITE_HELP}`,
       if (await isFile(input!)) {
         return uploadFileCommand(
           t,
-          { ...common, file: input!, segmentSeconds: parseSeconds('segment-seconds', stringFlag(v, 'segment-seconds'), 2), container: parseContainer(stringFlag(v, 'container')) },
+          {
+            ...common,
+            file: input!,
+            segmentSeconds: parseSeconds('segment-seconds', stringFlag(v, 'segment-seconds'), 2),
+            container: parseContainer(stringFlag(v, 'container')),
+            ...(v.bitrate !== undefined ? { bitrateKbps: parseBitrate(stringFlag(v, 'bitrate')) } : {}),
+          },
           io,
         );
       }
-      if (v['segment-seconds'] !== undefined || v.container !== undefined) throw new CliError('--segment-seconds and --container apply to a video file, not a folder', 2);
+      if (v['segment-seconds'] !== undefined || v.container !== undefined || v.bitrate !== undefined) throw new CliError('--segment-seconds, --container and --bitrate apply to a video file, not a folder', 2);
       return uploadCommand(t, { ...common, dir: input! }, io);
     },
   },
   stream: {
-    usage: 'stream <rtsp-url | file> --video <id> [--segment-seconds N] [--realtime] [--state-file PATH] [--end] [--container ts|mp4|mkv] [--first-frame N] [--read-timeout N]',
+    usage: 'stream <rtsp-url | file> --video <id> [--segment-seconds N] [--realtime] [--state-file PATH] [--end] [--container ts|mp4|mkv] [--first-frame N] [--read-timeout N] [--bitrate KBPS]',
     summary: 'the edge segmenter: cut a live camera (or a file) into segments and upload each as it closes',
     details: `Reads an RTSP camera (or any URL FFmpeg opens: rtmp://, srt://, udp://, http://) or a file, closes a
-segment at the first keyframe --segment-seconds after its start (stream copy, no re-encode) and uploads it
+segment at the first keyframe --segment-seconds after its start (stream copy of H.264/H.265; a file in any
+other codec, or with open GOPs, is first transcoded to H.264 in process, said on the console; a live source
+must send H.264/H.265 with closed GOPs, else nothing of it is uploaded and the console says why) and uploads it
 as frames/<id>/<n>.<ext> with its frame count in x-amz-meta-frames, n being the running frame number.
 
 A live source that drops is reopened with capped, jittered exponential backoff (each reconnect is logged
@@ -159,6 +172,8 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
   --container C         segment container: ts (default), mp4 or mkv
   --first-frame N       number of a new video's first frame (default 0)
   --read-timeout N      a live source silent this many seconds has dropped and is reopened (default 10)
+  --bitrate KBPS        a file that is transcoded (not H.264/H.265, or open GOPs): average kbit/s (or 2M, 800k);
+                        default constant quality
 ${SITE_HELP}`,
     positionals: ['source'],
     options: {
@@ -171,6 +186,7 @@ ${SITE_HELP}`,
       'first-frame': { type: 'string' },
       'read-timeout': { type: 'string' },
       site: { type: 'string' },
+      bitrate: { type: 'string' },
     },
     run: async (t, [source], v, io) => {
       if (typeof v.video !== 'string') throw new CliError('stream needs --video <id>', 2);
@@ -194,6 +210,7 @@ ${SITE_HELP}`,
             ...(typeof v['state-file'] === 'string' ? { stateFile: v['state-file'] } : {}),
             ...(firstFrame !== undefined ? { firstFrame } : {}),
             readTimeoutSeconds: parseSeconds('read-timeout', stringFlag(v, 'read-timeout'), 10),
+            ...(v.bitrate !== undefined ? { bitrateKbps: parseBitrate(stringFlag(v, 'bitrate')) } : {}),
             signal: stop.signal,
           },
           io,

@@ -71,6 +71,8 @@ export interface PlannedSegment {
   readonly bytes: Uint8Array;
   /** Frames the decoder yields from `bytes` (all `frames` unless truncated). */
   readonly yields: number;
+  /** Which ones, by index in the segment, when not all (a damaged frame before the cut is lost at its own index, decision 67). */
+  readonly decoded?: readonly number[];
 }
 
 /** The segment videos' part of a plan. */
@@ -142,8 +144,8 @@ export async function makeSegmentPlan(ctx: PlanContext & { readonly o: PlanConte
     const detail = fault?.draw?.(rand);
     const full = encode(c.frames);
     const bytes = detail?.keepShare !== undefined ? full.slice(0, Math.max(1, Math.floor(full.byteLength * detail.keepShare))) : full;
-    const yields = bytes === full ? c.frames : await framesDecoded(bytes, c.frames);
-    segments.get(c.videoId)!.set(c.frame, { frames: c.frames, bytes, yields });
+    const decoded = bytes === full ? undefined : await framesDecoded(bytes, c.frames);
+    segments.get(c.videoId)!.set(c.frame, { frames: c.frames, bytes, yields: decoded?.length ?? c.frames, ...(decoded ? { decoded } : {}) });
     if (fault?.neverUploaded) {
       for (let f = c.frame; f < c.frame + c.frames; f++) lost.get(c.videoId)!.add(f);
       continue;
@@ -167,10 +169,10 @@ export async function makeSegmentPlan(ctx: PlanContext & { readonly o: PlanConte
 }
 
 /** Frames the worker's decoder yields from a segment's bytes, `k` declared (what it will do with them: the same decoder, the same bytes). */
-async function framesDecoded(bytes: Uint8Array, declared: number): Promise<number> {
-  let n = 0;
-  for await (const item of decodeSegment(bytes, { firstFrame: 0, container: 'mpegts', declaredFrames: declared })) if (item.kind === 'frame') n++;
-  return n;
+async function framesDecoded(bytes: Uint8Array, declared: number): Promise<number[]> {
+  const indexes: number[] = [];
+  for await (const item of decodeSegment(bytes, { firstFrame: 0, container: 'mpegts', declaredFrames: declared })) if (item.kind === 'frame') indexes.push(item.index);
+  return indexes;
 }
 
 /** Puts a planned segment (and for `segment uploaded twice`, puts it again later, in `pending`). */

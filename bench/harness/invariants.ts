@@ -68,7 +68,7 @@ export interface VideoOutcome {
    * frames)` and its bytes decode to its first `yields` frames (fewer than `frames` when
    * truncated).
    */
-  readonly segments?: readonly { readonly firstFrame: number; readonly frames: number; readonly yields: number }[];
+  readonly segments?: readonly { readonly firstFrame: number; readonly frames: number; readonly yields: number; readonly decoded?: readonly number[] }[];
   /**
    * An operator's `replay` kept the records below this frame (the lowest effective
    * `--from` of the run): they were written under a tenure before the replay's, whose
@@ -180,7 +180,7 @@ export function checkInvariants(videos: readonly VideoOutcome[], dlqMessages?: R
     for (const seg of v.segments ?? []) {
       for (let f = seg.firstFrame; f < seg.firstFrame + seg.frames; f++) {
         const r = byFrame.get(f);
-        const decodes = f < seg.firstFrame + seg.yields;
+        const decodes = seg.decoded ? seg.decoded.includes(f - seg.firstFrame) : f < seg.firstFrame + seg.yields;
         const status = r ? `${r.status}${r.reason ? ` ${r.reason}` : ''}` : 'no record';
         segmentFrames.check(
           (r !== undefined && pastMovedEnd(r)) || (decodes ? r?.status === 'ok' || r?.status === 'late' : r?.status === 'failed' && !!r.reason && r.reason !== 'order-violation'),

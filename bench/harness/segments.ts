@@ -76,7 +76,7 @@ export async function measureDecode(bytes: Uint8Array, rounds: number): Promise<
     let n = 0;
     for await (const item of decodeSegment(bytes, { firstFrame: 0, container: 'mpegts' })) {
       if (item.kind === 'frame') n++;
-      else decoder = item.decoder;
+      else if (item.kind === 'end') decoder = item.decoder;
     }
     const c = process.cpuUsage(c0);
     wall.push(performance.now() - t0);

@@ -58,7 +58,8 @@ function dispatch(level: number, message: string): void {
 /** Listens to FFmpeg's log for `source` until {@link FfmpegLogListener.close}. */
 export function listenFfmpegLog(source: string): FfmpegLogListener {
   const entry: Entry = { hostPort: hostPortOf(source), last: null };
-  if (listeners.size === 0) Log.setCallback(dispatch);
+  // Only warnings and errors cross into JavaScript: a transcode's encoder and decoder threads log at info level all the time.
+  if (listeners.size === 0) Log.setCallback(dispatch, { maxLevel: AV_LOG_WARNING });
   listeners.add(entry);
   return {
     recent: (nowMs = Date.now()) => (entry.last && nowMs - entry.last.atMs <= RECENT_MS ? entry.last.message : null),

@@ -23,7 +23,8 @@
  *
  * Only H.264 and H.265 are cut (what the worker decodes). Open GOPs (frames after a
  * keyframe in decode order that are shown before it) would be undecodable at the start of
- * a segment: the cut is refused with a reason rather than producing them.
+ * a segment: the cut is refused ({@link OpenGopError}) rather than producing them. The
+ * upload transcodes both cases first (cli/video/transcode.ts).
  */
 import { mkdirSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -31,6 +32,7 @@ import path from 'node:path';
 import { Demuxer, Muxer } from 'node-av/api';
 import { AV_CODEC_ID_H264, AV_CODEC_ID_HEVC, AV_NOPTS_VALUE } from 'node-av/constants';
 import { segmentKey, type SourceContainer } from '../../core/ingest/segment-keys.ts';
+import { codecName } from '../../gpu-worker/video/segment-decoder.ts';
 
 export type SegmentContainer = Exclude<SourceContainer, 'image'>;
 
@@ -60,6 +62,11 @@ export class CutError extends Error {
   override name = 'CutError';
 }
 
+/** The source has open GOPs: it cannot be cut by stream copy (cli/video/transcode.ts re-encodes it with closed ones). */
+export class OpenGopError extends CutError {
+  override name = 'OpenGopError';
+}
+
 const MUXER_FORMAT: Readonly<Record<SegmentContainer, string>> = { mp4: 'mp4', mpegts: 'mpegts', matroska: 'matroska' };
 
 /**
@@ -82,7 +89,9 @@ export async function* cutSegments(input: string, options: CutOptions): AsyncGen
     const stream = demuxer.video();
     if (!stream) throw new CutError(`${input} holds no video stream`);
     const codecId = stream.codecpar.codecId as number;
-    if (codecId !== (AV_CODEC_ID_H264 as number) && codecId !== (AV_CODEC_ID_HEVC as number)) throw new CutError(`${input}: only H.264 and H.265 are cut (codec id ${codecId})`);
+    if (codecId !== (AV_CODEC_ID_H264 as number) && codecId !== (AV_CODEC_ID_HEVC as number)) {
+      throw new CutError(`${input}: its video is ${codecName(codecId)}; only H.264 and H.265 are cut by stream copy (affinity upload transcodes other codecs first)`);
+    }
     const tb = stream.timeBase;
     const toMs = (ts: bigint): number | null => (ts === AV_NOPTS_VALUE || tb.den === 0 ? null : Math.round((Number(ts) * tb.num * 1_000_000) / tb.den) / 1000);
 
@@ -129,7 +138,7 @@ export async function* cutSegments(input: string, options: CutOptions): AsyncGen
         continue;
       }
       if (packet.pts !== AV_NOPTS_VALUE && current.startTs !== AV_NOPTS_VALUE && packet.pts < current.startTs) {
-        throw new CutError(`${input} has open GOPs (a frame shown before its keyframe at ${toMs(current.startTs)} ms): re-encode with closed GOPs to cut it`);
+        throw new OpenGopError(`${input} has open GOPs (a frame shown before its keyframe at ${toMs(current.startTs)} ms): re-encode with closed GOPs to cut it`);
       }
       await muxer.writePacket(packet, current.outIndex);
       current.frames++;

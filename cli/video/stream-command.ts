@@ -10,6 +10,12 @@
  * video's prefix decide where numbering continues and which journaled segments go up
  * again (under the same keys). SIGINT / SIGTERM close the open segment, upload what is
  * journaled and, with `--end`, write the end marker.
+ *
+ * What `affinity upload` checks, `stream` checks too (issue 41, issue 40 defect 4): a file
+ * with no video, or video that cannot be decoded, is refused before anything is sent; a
+ * file in another codec or with open GOPs is transcoded to H.264 first; a live source in
+ * another codec or with open GOPs uploads nothing: refused at its first connection, a
+ * reconnect's reason later (cli/video/stream-source.ts).
  */
 import { existsSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -26,6 +32,7 @@ import { closeSegment, lastFrame, markUploaded, objectEnd, resumeState, skipTo, 
 import { backoffMs, isLiveSource, redactSource, type BackoffOptions } from './stream-segmenter.ts';
 import { capture } from './stream-source.ts';
 import { initialOutageState, noteDrop, noteFrames, outageSummary } from './stream-outage.ts';
+import { hasOpenGops, probeSource, SourceError, transcodeFile } from './transcode.ts';
 import { cleanSpool, readStateFile, spoolDirOf, writeStateFile } from './stream-state.ts';
 
 const CONTENT_TYPES: Readonly<Record<SegmentContainer, string>> = { mpegts: 'video/mp2t', mp4: 'video/mp4', matroska: 'video/x-matroska' };
@@ -47,6 +54,8 @@ export interface StreamOptions {
   readonly readTimeoutSeconds?: number;
   /** Stops the stream (the CLI wires SIGINT and SIGTERM to it). */
   readonly signal?: AbortSignal;
+  /** Average bit rate of a transcode (another codec, or open GOPs), kbit/s; absent: constant quality. */
+  readonly bitrateKbps?: number;
 }
 
 export interface StreamSummary {
@@ -164,12 +173,34 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
     }
   })();
 
+  // A file is checked before anything is sent: a video FFmpeg decodes (else refused, with
+  // the codec's name), and transcoded whole to H.264 first when it is another codec or has
+  // open GOPs (cli/video/transcode.ts); its timestamps are kept, so --realtime paces it as before.
+  let source = o.source;
+  let transcodedFile: string | undefined;
+  if (!live) {
+    try {
+      const probe = await probeSource(o.source, shown);
+      const why = !probe.copy ? `its video is ${probe.codec}, which the worker does not decode` : (await hasOpenGops(o.source)) ? `its ${probe.codec} has open GOPs, which cannot be cut without re-encoding` : undefined;
+      if (why) {
+        transcodedFile = `${stateFile}.transcoded.mp4`;
+        const rate = o.bitrateKbps !== undefined ? `${o.bitrateKbps} kbit/s` : 'constant quality (CRF 20)';
+        io.err(`transcoding ${shown} to H.264 (${why}) at its own resolution and timestamps, ${rate}`);
+        await transcodeFile(o.source, transcodedFile, { keyframeSeconds: o.segmentSeconds, ...(o.bitrateKbps !== undefined ? { bitrateKbps: o.bitrateKbps } : {}) });
+        source = transcodedFile;
+      }
+    } catch (e) {
+      if (e instanceof SourceError) throw new CliError(e.message);
+      throw e;
+    }
+  }
+
   let outage = initialOutageState();
   io.err(`streaming ${shown} as ${o.videoId} into s3://${target.bucket}/frames/${o.videoId}/ (~${o.segmentSeconds}-s segments, stream copy), from frame ${state.nextFrame}; state ${stateFile}`);
   let result: Awaited<ReturnType<typeof capture>>;
   try {
     result = await capture({
-      source: o.source,
+      source,
       live,
       realtime: Boolean(o.realtime),
       videoId: o.videoId,
@@ -182,7 +213,10 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
       ...(o.backoff ? { backoff: o.backoff } : {}),
       ...(o.readTimeoutSeconds !== undefined ? { readTimeoutSeconds: o.readTimeoutSeconds } : {}),
       signal,
-      onConnected: (e) => io.err(e.attempt > 0 ? `reconnected to ${shown} after ${e.attempt} attempt(s)` : `connected to ${shown}`),
+      onConnected: (e) => {
+        const how = live ? ` (${e.codec})` : '';
+        io.err(e.attempt > 0 ? `reconnected to ${shown} after ${e.attempt} attempt(s)${how}` : `connected to ${shown}${how}`);
+      },
       onFrames: () => void (outage = noteFrames(outage, Date.now()).state),
       onReconnect: (e) => {
         outage = noteDrop(outage, e.reason, Date.now()).state;
@@ -205,6 +239,8 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
     drainDeadline = Date.now() + (o.drainSeconds ?? 60) * 1000;
     wake?.();
     await uploader;
+    if (transcodedFile) rmSync(transcodedFile, { force: true });
+    if (e instanceof SourceError) throw new CliError(e.message);
     throw new CliError(`cannot read ${shown}: ${(e as Error).message}`);
   }
   // drain: everything journaled goes up (bounded), then the end marker
@@ -212,6 +248,7 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
   drainDeadline = Date.now() + (o.drainSeconds ?? 60) * 1000;
   wake?.();
   await uploader;
+  if (transcodedFile) rmSync(transcodedFile, { force: true });
   const pending = state.pending.length;
   let endMarker = false;
   const last = lastFrame(state, firstFrame);

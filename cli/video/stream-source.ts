@@ -9,10 +9,24 @@
  * is closed first (it holds whole frames from a keyframe on, so it decodes). Each
  * reconnect is reported with its reason. A file is read once (`realtime`: at the pace of
  * its timestamps, as a camera would send it).
+ *
+ * Only segments that decode alone are uploaded (issue 41, issue 40 defect 4). A file in
+ * another codec than H.264 / H.265, or with open GOPs, is transcoded whole before the
+ * stream starts (stream-command.ts). A live connection is checked as it goes: one whose
+ * video is another codec, or H.264 / H.265 with open GOPs (a frame shown before the
+ * keyframe that opens its segment: that segment would not decode alone), uploads
+ * nothing: the segment being cut is dropped, unnumbered, and the connection ends with a
+ * {@link SourceError} that names the codec and what to set on the camera. At the first
+ * connection (nothing uploaded yet) that refuses the source; later (a camera whose codec
+ * changed after a reconnect) it is the reconnect's reason, and the stream retries with
+ * backoff until the camera sends what can be cut. (Transcoding a live source in process
+ * is not done: node-av crashed, SIGSEGV in a libuv worker, when a live transcode stopped.)
  */
 import { renameSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { Demuxer, Muxer } from 'node-av/api';
+import type { Packet } from 'node-av/lib';
 import { AV_NOPTS_VALUE } from 'node-av/constants';
 import { listenFfmpegLog } from './ffmpeg-log.ts';
 import { MAX_SEGMENT_FRAMES, segmentKey } from '../../core/ingest/segment-keys.ts';
@@ -20,6 +34,8 @@ import type { SegmentContainer } from './segment-file.ts';
 import { PARTIAL_SEGMENT } from './stream-state.ts';
 import { backoffMs, decidePacket, redactSource, secondsToTicks, Timeline, type BackoffOptions } from './stream-segmenter.ts';
 import type { TimelineMark } from './stream-journal.ts';
+import { codecName } from '../../gpu-worker/video/segment-decoder.ts';
+import { isCopied, refusal, SourceError } from './transcode.ts';
 
 const MUXER_FORMAT: Readonly<Record<SegmentContainer, string>> = { mp4: 'mp4', mpegts: 'mpegts', matroska: 'matroska' };
 
@@ -51,6 +67,7 @@ export interface CaptureOptions {
   /** Journals and queues a closed segment; awaited before the next one opens. */
   readonly onSegment: (segment: ClosedSegment, mark: TimelineMark) => Promise<void>;
   readonly onReconnect: (e: { readonly reason: string; readonly attempt: number; readonly delayMs: number }) => void;
+  /** `codec`: FFmpeg's name of the source's codec (`h264`, `hevc`, `mjpeg`, ...). */
   readonly onConnected: (e: { readonly attempt: number; readonly codec: string }) => void;
   /** The first frame of a connection was written: the source is up again (cli/video/stream-outage.ts). */
   readonly onFrames?: () => void;
@@ -107,7 +124,14 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
       try {
         demuxer = await Demuxer.open(o.source, { options: openOptions(o.source, o.live, readTimeoutSeconds) });
         const stream = demuxer.video();
-        if (!stream) throw new Error(`${redactSource(o.source)} holds no video stream`);
+        if (!stream) throw new SourceError(refusal(redactSource(o.source), 'no-video', demuxer.streams.map((s) => codecName(s.codecpar.codecId as number)).join(', ').replace(/^(.)/, 'only $1')));
+        const codec = codecName(stream.codecpar.codecId as number);
+        if (!isCopied(stream.codecpar.codecId as number)) {
+          throw new SourceError(
+            `${redactSource(o.source)} sends ${codec} video: a live source is cut by stream copy, H.264 or H.265 only. Set the camera to H.264 or H.265` +
+              (o.live ? '' : ', or upload the file with affinity upload, which transcodes it'),
+          );
+        }
         const tb: [number, number] = [stream.timeBase.num, stream.timeBase.den];
         const defaultStep = stepOf(stream.avgFrameRate, tb);
         if (timeline === null) {
@@ -120,14 +144,14 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
         }
         timeBase = tb;
         if (o.live && lastWallMs !== null) timeline.reconnected(BigInt(Math.round(((Date.now() - lastWallMs) / 1000) * (tb[1] / tb[0]))));
-        o.onConnected({ attempt, codec: stream.codecpar.codecId.toString() });
+        o.onConnected({ attempt, codec });
         ffmpegLog.clear(); // what probing the stream said is no reason for what comes later
         const segmentTicks = secondsToTicks(o.segmentSeconds, tb) - defaultStep / 2n;
         const stop = (): void => demuxer?.interrupt();
         o.signal.addEventListener('abort', stop, { once: true });
 
         let muxer: Muxer | undefined;
-        let open: { firstFrame: number; frames: number; startDts: bigint; outIndex: number } | null = null;
+        let open: { firstFrame: number; frames: number; startDts: bigint; startPts: bigint; outIndex: number } | null = null;
         const partial = path.join(o.spoolDir, PARTIAL_SEGMENT);
         let lastDts = 0n;
         const close = async (): Promise<void> => {
@@ -142,6 +166,55 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
           await o.onSegment({ key, file, firstFrame: done.firstFrame, frames: done.frames, bytes: statSync(file).size }, { dts: lastDts.toString(), timeBase: tb, wallMs: lastWallMs ?? Date.now() });
         };
         let pace: { wallMs: number; dts: bigint } | null = null;
+        const line: Timeline = timeline;
+        /** Cuts one packet into the open segment. */
+        const cut = async (packet: Packet, number: number | null): Promise<void> => {
+          const { dts, pts } = line.map({
+            dts: packet.dts === AV_NOPTS_VALUE ? null : packet.dts,
+            pts: packet.pts === AV_NOPTS_VALUE ? null : packet.pts,
+            duration: packet.duration,
+          });
+          if (o.realtime) {
+            pace ??= { wallMs: Date.now(), dts };
+            const due = pace.wallMs + (Number(dts - pace.dts) * 1000 * tb[0]) / tb[1];
+            if (due > Date.now()) await sleep(due - Date.now(), o.signal);
+            if (o.signal.aborted) return;
+          }
+          const timestamped = !o.live || packet.pts !== AV_NOPTS_VALUE || packet.dts !== AV_NOPTS_VALUE;
+          const action = decidePacket(open, { keyframe: packet.isKeyframe, dts, timestamped }, segmentTicks, MAX_SEGMENT_FRAMES);
+          if (action === 'skip') return;
+          if (action === 'write' && open && pts < open.startPts) {
+            // Open GOPs: this frame is shown before the keyframe that opened the segment and
+            // needs the GOP before it, which another segment holds: the segment would not
+            // decode. It is dropped (it was never numbered), and the connection ends.
+            const dropped = open.frames;
+            await muxer?.close().catch(() => undefined);
+            muxer = undefined;
+            open = null;
+            rmSync(partial, { force: true });
+            throw new SourceError(
+              `${redactSource(o.source)} sends ${codec} with open GOPs (a frame shown before its keyframe), which cannot be cut into segments that decode alone; ` +
+                `the segment being cut (${dropped} frame(s), not numbered) is dropped. Set the camera to closed GOPs` +
+                (o.live ? '' : ', or upload the file with affinity upload, which transcodes it'),
+            );
+          }
+          if (action === 'rotate') await close();
+          if (action === 'open' || action === 'rotate') {
+            muxer = await Muxer.open(partial, { format: MUXER_FORMAT[o.container] });
+            const outIndex = muxer.addStream(stream);
+            const first = number ?? o.nextFrame();
+            open = { firstFrame: first, frames: 0, startDts: dts, startPts: pts, outIndex };
+          }
+          packet.dts = dts;
+          packet.pts = pts;
+          await muxer!.writePacket(packet, open!.outIndex);
+          if (yielded === 0) o.onFrames?.();
+          open!.frames++;
+          lastDts = dts;
+          lastWallMs = Date.now();
+          yielded++;
+          totalFrames++;
+        };
         try {
           for await (const packet of demuxer.packets(stream.index)) {
             if (!packet) continue;
@@ -155,39 +228,11 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
               number = o.fileFirstFrame + fileIndex++;
               if (open === null && number < o.nextFrame()) continue;
             }
-            const { dts, pts } = timeline.map({
-              dts: packet.dts === AV_NOPTS_VALUE ? null : packet.dts,
-              pts: packet.pts === AV_NOPTS_VALUE ? null : packet.pts,
-              duration: packet.duration,
-            });
-            if (o.realtime) {
-              pace ??= { wallMs: Date.now(), dts };
-              const due = pace.wallMs + (Number(dts - pace.dts) * 1000 * tb[0]) / tb[1];
-              if (due > Date.now()) await sleep(due - Date.now(), o.signal);
-              if (o.signal.aborted) break;
-            }
-            const timestamped = !o.live || packet.pts !== AV_NOPTS_VALUE || packet.dts !== AV_NOPTS_VALUE;
-            const action = decidePacket(open, { keyframe: packet.isKeyframe, dts, timestamped }, segmentTicks, MAX_SEGMENT_FRAMES);
-            if (action === 'skip') continue;
-            if (action === 'rotate') await close();
-            if (action === 'open' || action === 'rotate') {
-              muxer = await Muxer.open(partial, { format: MUXER_FORMAT[o.container] });
-              const outIndex = muxer.addStream(stream);
-              const first = number ?? o.nextFrame();
-              open = { firstFrame: first, frames: 0, startDts: dts, outIndex };
-            }
-            packet.dts = dts;
-            packet.pts = pts;
-            await muxer!.writePacket(packet, open!.outIndex);
-            if (yielded === 0) o.onFrames?.();
-            open!.frames++;
-            lastDts = dts;
-            lastWallMs = Date.now();
-            yielded++;
-            totalFrames++;
+            await cut(packet, number);
           }
         } catch (e) {
           reason = (e as Error).message || String(e);
+          if (e instanceof SourceError) throw e;
         } finally {
           o.signal.removeEventListener('abort', stop);
         }
@@ -195,6 +240,8 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
       } catch (e) {
         reason = (e as Error).message || String(e);
         if (!o.live) throw e;
+        // A source that gives nothing to analyse is refused at its first connection, before anything is uploaded.
+        if (e instanceof SourceError && totalFrames === 0) throw e;
       } finally {
         await demuxer?.close().catch(() => undefined);
       }

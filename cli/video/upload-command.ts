@@ -20,6 +20,7 @@ import type { Target } from '../target.ts';
 import { progressReporter } from '../commands/upload.ts';
 import { CutError } from './segment-file.ts';
 import { UploadConflictError, uploadVideoFile } from './segment-upload.ts';
+import { SourceError } from './transcode.ts';
 
 /** Container names the command accepts, by the key extension they produce. */
 export const CONTAINER_FLAGS: Readonly<Record<string, Exclude<SourceContainer, 'image'>>> = { ts: 'mpegts', mpegts: 'mpegts', mp4: 'mp4', mkv: 'matroska', matroska: 'matroska' };
@@ -40,6 +41,15 @@ export function parseSeconds(name: string, raw: string | undefined, fallback: nu
   return n;
 }
 
+/** Parses `--bitrate`: kbit/s, or with a unit (`2M`, `800k`); 50 kbit/s to 200 Mbit/s. Pure. */
+export function parseBitrate(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(raw.trim());
+  const kbps = m ? Number(m[1]) * (m[2]!.toLowerCase() === 'm' ? 1000 : 1) : NaN;
+  if (!(kbps >= 50 && kbps <= 200_000)) throw new CliError(`--bitrate must be kbit/s between 50 and 200000, or with a unit like 2M or 800k (got "${raw}")`, 2);
+  return Math.round(kbps);
+}
+
 export interface UploadFileOptions {
   readonly file: string;
   readonly videoId: string;
@@ -48,6 +58,8 @@ export interface UploadFileOptions {
   readonly firstFrame?: number;
   readonly segmentSeconds?: number;
   readonly container?: Exclude<SourceContainer, 'image'>;
+  /** Average bit rate of a transcode (kbit/s); absent: constant quality. */
+  readonly bitrateKbps?: number;
 }
 
 export interface UploadFileSummary {
@@ -65,7 +77,7 @@ export async function uploadFileCommand(target: Target, o: UploadFileOptions, io
   const reporter = progressReporter(io, o.videoId);
   const startMs = Date.now();
   const segmentSeconds = o.segmentSeconds ?? 2;
-  io.err(`cutting ${o.file} into ~${segmentSeconds}-s segments (stream copy) for s3://${target.bucket}/${FRAME_PREFIX}${o.videoId}/`);
+  const rate = o.bitrateKbps !== undefined ? `${o.bitrateKbps} kbit/s` : 'constant quality (CRF 20; --bitrate sets a rate)';
   try {
     const r = await uploadVideoFile(o.file, {
       s3: target.clients.s3,
@@ -76,6 +88,14 @@ export async function uploadFileCommand(target: Target, o: UploadFileOptions, io
       // -1 (automatic: a video starts at its lowest frame) numbers a file from 0
       firstFrame: o.firstFrame ?? Math.max(0, target.firstFrameNumber),
       container: o.container ?? 'mpegts',
+      ...(o.bitrateKbps !== undefined ? { bitrateKbps: o.bitrateKbps } : {}),
+      onSource: (note) => {
+        if (note.transcode === null) io.err(`cut ${o.file} (${note.codec}) into ~${segmentSeconds}-s segments (stream copy) for s3://${target.bucket}/${FRAME_PREFIX}${o.videoId}/`);
+        else {
+          const why = note.transcode === 'codec' ? `its video is ${note.codec}, which the worker does not decode` : `its ${note.codec} has open GOPs, which cannot be cut without re-encoding`;
+          io.err(`transcoding ${o.file} to H.264 (${why}) at its own resolution and timestamps, ${rate}; then cutting into ~${segmentSeconds}-s segments for s3://${target.bucket}/${FRAME_PREFIX}${o.videoId}/`);
+        }
+      },
       concurrency: o.concurrency ?? 4,
       end: Boolean(o.end),
       onProgress: (p) => reporter.update({ done: p.done, total: p.total, bytes: p.bytesSent, elapsedMs: Date.now() - startMs, lastKey: '' }),
@@ -98,7 +118,7 @@ export async function uploadFileCommand(target: Target, o: UploadFileOptions, io
     return summary;
   } catch (e) {
     reporter.finish();
-    if (e instanceof CutError || e instanceof UploadConflictError) throw new CliError(e.message);
+    if (e instanceof CutError || e instanceof UploadConflictError || e instanceof SourceError) throw new CliError(e.message);
     throw e;
   } finally {
     await rm(outDir, { recursive: true, force: true });

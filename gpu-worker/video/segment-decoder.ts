@@ -19,12 +19,21 @@
  * - **Time** comes from the stream: `ptsMs` is the frame's presentation timestamp in the
  *   stream's time line (B-frames reordered, variable frame rates kept), `null` when the
  *   stream carries none.
+ * - **Damage costs only the damaged frames** (issue 41). The decoder goes on past a bad
+ *   packet as FFmpeg's own `ffmpeg` does: libavcodec conceals what it can (a frame with
+ *   concealed macroblocks is yielded, as `ffmpeg` outputs it, and counted in `concealed`),
+ *   and a frame it cannot produce at all is a `lost` item at its own index, with the
+ *   decoder's reason, while the frames after it keep theirs. A frame's index is its
+ *   packet's rank in presentation order (the segment's packet timestamps, read by a
+ *   demux-only pass first), so one missing frame does not renumber the rest; a stream
+ *   whose packets carry no distinct timestamps is numbered in output order instead.
  * - **Failures never throw.** An empty object, an unreadable container, no video stream,
- *   another codec, a frame over the pixel limit, or a decode or demux error mid-stream
- *   ends the segment with `failure`: the frames decoded before it were yielded, and
+ *   another codec, a frame over the pixel limit, or a demux error mid-stream ends the
+ *   segment with `failure`: the frames decoded before it were yielded, and
  *   `failure.from`/`failure.to` are the frames it cannot yield (from the uploader's
  *   declared count or the container's, when either is known). A segment that ends
- *   cleanly but short of that count fails the rest as `truncated`.
+ *   short of that count fails the rest as `truncated` (or `decode-error`, with the
+ *   decoder's reason, when its last packets were the damaged ones).
  * - **CPU by default, NVDEC on request** (`hardware: 'cuda' | 'auto'`): when no CUDA
  *   device opens, or the hardware decoder fails before the segment's end, the segment
  *   is decoded on the CPU instead (frames already yielded are not yielded again), and
@@ -39,8 +48,8 @@
  *   4:4:4, 4:2:2, 10-bit H.264, too large; no device; a failure mid-segment).
  */
 import { Decoder, Demuxer, HardwareContext, Scaler, type DecoderOptions } from 'node-av/api';
-import { Log, avGetPixFmtName, type Stream } from 'node-av/lib';
-import { AV_CODEC_ID_H264, AV_CODEC_ID_HEVC, AV_HWDEVICE_TYPE_CUDA, AV_LOG_FATAL, AV_NOPTS_VALUE, type AVPixelFormat } from 'node-av/constants';
+import { avGetCodecName, avGetPixFmtName, FFmpegError, Frame, Log, type Stream } from 'node-av/lib';
+import { AV_CODEC_ID_H264, AV_CODEC_ID_HEVC, AV_HWDEVICE_TYPE_CUDA, AV_LOG_FATAL, AV_FRAME_FLAG_CORRUPT, AV_NOPTS_VALUE, AVERROR_EAGAIN, AVERROR_EOF, type AVPixelFormat } from 'node-av/constants';
 import { segmentFrameCount, type FrameCountSource, type SourceContainer } from '../../core/ingest/segment-keys.ts';
 
 /** Why a segment's frames could not all be yielded (the `failed` record's reason). */
@@ -79,7 +88,7 @@ export interface SegmentEnd {
   /** `k`: the frames `[firstFrame, firstFrame + k)` the segment covers (segment-keys.ts). */
   readonly frameCount: number;
   readonly frameCountSource: FrameCountSource;
-  /** The decoder that produced the frames, for people, e.g. `h264 cpu` or `hevc nvdec (cuda)`; `none` when nothing opened. */
+  /** The decoder that produced the frames, e.g. `h264 cpu` or `hevc nvdec (cuda)`; `none` when nothing opened. */
   readonly decoder: string;
   /**
    * Where the frames were decoded, read off the first decoded frame (hardware frame or
@@ -93,6 +102,10 @@ export interface SegmentEnd {
   readonly fallbackReason?: string;
   /** Frames decoded past a declared count, dropped (they would be numbered into the next segment). */
   readonly surplus: number;
+  /** `lost` items yielded: frames inside the segment the decoder could not produce. Absent when none. */
+  readonly lost?: number;
+  /** Frames yielded with macroblocks the decoder concealed (damage it repaired, as `ffmpeg` does). Absent when none. */
+  readonly concealed?: number;
   readonly failure?: {
     readonly reason: SegmentFailureReason;
     /** FFmpeg's message, or what was wrong. */
@@ -103,7 +116,21 @@ export interface SegmentEnd {
   };
 }
 
-export type SegmentItem = DecodedFrame | SegmentEnd;
+/**
+ * A frame of the segment the decoder could not produce (its packet was damaged, or it
+ * refers to a damaged frame), at its own index: the frames after it are still yielded.
+ */
+export interface LostFrame {
+  readonly kind: 'lost';
+  /** `firstFrame + index`. */
+  readonly frame: number;
+  readonly index: number;
+  readonly reason: 'decode-error';
+  /** FFmpeg's error for the frame's packet, or why there is no frame. */
+  readonly detail: string;
+}
+
+export type SegmentItem = DecodedFrame | LostFrame | SegmentEnd;
 
 export type HardwarePreference = 'cpu' | 'cuda' | 'auto';
 
@@ -157,6 +184,12 @@ export interface FrameSize {
 }
 
 const DEFAULT_MAX_SOURCE_PIXELS = 7680 * 4320;
+/**
+ * Frames held past a hole in the numbering, waiting for it to fill: H.264's largest
+ * decoded picture buffer. Only a damaged stream holds any (frames come out in order
+ * otherwise), and a hole still open beyond it is lost.
+ */
+const HELD_FRAMES = 16;
 const CODEC_NAMES = new Map<number, string>([
   [AV_CODEC_ID_H264 as number, 'h264'],
   [AV_CODEC_ID_HEVC as number, 'hevc'],
@@ -278,6 +311,10 @@ export async function* decodeSegment(input: Uint8Array | string, options: Segmen
   if (options.resize && typeof options.resize !== 'function') checkSize(options.resize);
   const container = options.container ?? 'mp4';
   let decoded = 0;
+  /** The next index to yield (frame or lost): every index below it has had its item. */
+  let next = 0;
+  let lost = 0;
+  let concealed = 0;
   let surplus = 0;
   let containerFrames: number | undefined;
   let decoder = 'none';
@@ -285,6 +322,8 @@ export async function* decodeSegment(input: Uint8Array | string, options: Segmen
   let placement: DecoderPlacement | 'none' = 'none';
   let fallbackReason: string | undefined;
   let failure: { reason: SegmentFailureReason; detail: string } | undefined;
+  /** The last packet error, for frames missing at the end of the segment. */
+  let lastError: string | undefined;
 
   const device = options.device ?? nodeAvDevice;
   const wantHw = (options.hardware ?? 'cpu') !== 'cpu';
@@ -300,17 +339,37 @@ export async function* decodeSegment(input: Uint8Array | string, options: Segmen
       hwNote = ` (${options.hardware} asked: ${cudaDev.why})`;
     }
   }
-
   // NVDEC is expected where `cuda` asks for it, or `auto` found a CUDA device: CPU frames then are a fallback
   // (alarmed). `auto` without a device decodes on the CPU as configured (the start log says why).
   const nvdecExpected = options.hardware === 'cuda' || (options.hardware === 'auto' && hw !== null);
+
+  type Raw = Extract<RawItem, { kind: 'raw' }>;
+  /** Frames decoded past a hole, by index: a damaged stream may still hand out the frames of the hole. */
+  const held: { index: number; item: Raw }[] = [];
+  /** Yields frame `index`, each frame of the hole before it as `lost`. */
+  const emit = function* (index: number, item: Raw): Generator<SegmentItem, void, undefined> {
+    for (; next < index; next++, lost++) {
+      yield { kind: 'lost', frame: n + next, index: next, reason: 'decode-error', detail: item.missing(next) };
+    }
+    if (item.concealed) concealed++;
+    yield { ...item.frame, frame: n + index, index };
+    decoded++;
+    next = index + 1;
+  };
+  /** Yields the held frames that are due: those that close up with `next`, and beyond {@link HELD_FRAMES} (or `all`) the lowest. */
+  const release = function* (all: boolean): Generator<SegmentItem, void, undefined> {
+    while (held.length > 0 && (all || held[0]!.index === next || held.length > HELD_FRAMES)) {
+      const h = held.shift()!;
+      yield* emit(h.index, h.item);
+    }
+  };
 
   if (typeof input !== 'string' && input.byteLength === 0) {
     failure = { reason: 'empty-object', detail: 'the object has no bytes' };
   } else {
     for (;;) {
       try {
-        for await (const item of decodeOnce(input, options, hw, decoded, device)) {
+        for await (const item of decodeOnce(input, options, hw, next, device)) {
           if (item.kind === 'opened') {
             codec = item.codec;
             refusal = wantHw ? nvdecRefusal(item.format) : undefined;
@@ -328,42 +387,64 @@ export async function* decodeSegment(input: Uint8Array | string, options: Segmen
             decoder = `${item.codec} ${item.hardware ? 'nvdec (cuda)' : 'cpu'}${hwNote}`;
             continue;
           }
-          if (options.declaredFrames !== undefined && decoded >= options.declaredFrames) {
+          if (item.kind === 'packet-error') {
+            lastError = item.detail;
+            continue;
+          }
+          const index = item.rank ?? next;
+          // Below `next`: yielded or declared lost already (a hardware pass's frames, or a frame out of order past the hold).
+          if (index < next) continue;
+          if (options.declaredFrames !== undefined && index >= options.declaredFrames) {
             surplus++;
             continue;
           }
-          yield { ...item, frame: n + decoded, index: decoded };
-          decoded++;
+          if (index === next) {
+            yield* emit(index, item);
+            yield* release(false);
+          } else if (!held.some((h) => h.index === index)) {
+            // Past a hole: a damaged stream can hand frames out of order, so the hole may still fill. Held, bounded.
+            held.push({ index, item });
+            held.sort((a, b) => a.index - b.index);
+            yield* release(false);
+          }
         }
+        yield* release(true);
       } catch (e) {
         if (e instanceof HardwareFailed && hw) {
-          // Decode the segment again on the CPU; the frames already yielded are skipped.
+          // Decode the segment again on the CPU; the frames already yielded are skipped, those held decode again.
           fallbackReason = `nvdec failed after ${decoded} frames: ${e.message}`;
           hwNote = ` (${fallbackReason})`;
           hw = null;
+          held.length = 0;
           continue;
         }
+        // What was decoded before the failure still goes out, in order.
+        yield* release(true);
         failure = e instanceof StopDecoding ? { reason: e.reason, detail: e.message } : { reason: 'decode-error', detail: message(e) };
       }
       break;
     }
   }
 
-  const { frameCount, source } = segmentFrameCount({ container, declared: options.declaredFrames, containerFrames, decoded });
-  if (!failure && decoded < frameCount) {
-    failure = { reason: 'truncated', detail: `the decoder yielded ${decoded} of the ${frameCount} frames the ${source === 'declared' ? 'uploader declared' : 'container states'}` };
+  const { frameCount, source } = segmentFrameCount({ container, declared: options.declaredFrames, containerFrames, decoded: next });
+  if (!failure && next < frameCount) {
+    failure = lastError
+      ? { reason: 'decode-error', detail: `the decoder produced ${decoded} of the ${frameCount} frames: ${lastError}` }
+      : { reason: 'truncated', detail: `the decoder yielded ${decoded} of the ${frameCount} frames the ${source === 'declared' ? 'uploader declared' : 'container states'}` };
   }
   const end: SegmentEnd = {
     kind: 'end',
     decoded,
-    frameCount: Math.max(frameCount, decoded),
+    frameCount: Math.max(frameCount, next),
     frameCountSource: source,
     decoder,
     placement,
     ...(codec !== undefined ? { codec } : {}),
     ...(placement === 'cpu-fallback' && fallbackReason !== undefined ? { fallbackReason } : {}),
     surplus,
-    ...(failure ? { failure: { ...failure, from: n + decoded, to: n + Math.max(frameCount, decoded) } } : {}),
+    ...(lost > 0 ? { lost } : {}),
+    ...(concealed > 0 ? { concealed } : {}),
+    ...(failure ? { failure: { ...failure, from: n + next, to: n + Math.max(frameCount, next) } } : {}),
   };
   yield end;
 }
@@ -372,9 +453,96 @@ type RawItem =
   | { readonly kind: 'opened'; readonly codec: string; readonly containerFrames: number | undefined; readonly format: StreamFormat }
   /** The pass's first decoded frame: whether it is a hardware (CUDA) frame. */
   | { readonly kind: 'placed'; readonly codec: string; readonly hardware: boolean }
-  | Omit<DecodedFrame, 'frame' | 'index'>;
+  /** A packet the decoder refused (FFmpeg's error): its frame, if it never comes, is lost with this reason. */
+  | { readonly kind: 'packet-error'; readonly detail: string }
+  | {
+      readonly kind: 'raw';
+      /** The frame's index by its timestamp's rank among the segment's packets; undefined: numbered in output order. */
+      readonly rank: number | undefined;
+      readonly concealed: boolean;
+      readonly frame: Omit<DecodedFrame, 'frame' | 'index'>;
+      /** Why the frame at `index` (skipped before this one) was not produced. */
+      readonly missing: (index: number) => string;
+    };
 
-/** One pass over the segment with one decoder; skips the first `skip` frames (already yielded by a failed hardware pass). */
+/**
+ * The presentation timestamps of the segment's video packets, sorted: a frame's index is
+ * its timestamp's rank. `undefined` when they cannot number frames (a packet without one,
+ * or two alike), or the bytes cannot be demuxed (the decoding pass says why).
+ */
+async function packetTimes(input: Uint8Array | string): Promise<bigint[] | undefined> {
+  let demuxer: Demuxer;
+  try {
+    demuxer = await Demuxer.open(typeof input === 'string' ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength));
+  } catch {
+    return undefined;
+  }
+  try {
+    const stream = demuxer.video();
+    if (!stream) return undefined;
+    const times: bigint[] = [];
+    try {
+      for await (const p of demuxer.packets(stream.index)) {
+        if (!p) continue;
+        const pts = p.pts;
+        p.free();
+        if (pts === AV_NOPTS_VALUE) return undefined;
+        times.push(pts);
+      }
+    } catch {
+      // A demux error mid-way: the packets read so far still rank their frames.
+    }
+    times.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    for (let i = 1; i < times.length; i++) if (times[i] === times[i - 1]) return undefined;
+    return times;
+  } finally {
+    await demuxer.close();
+  }
+}
+
+/**
+ * Where each packet's frame sits in the segment: its rank, unless the uploader declared
+ * more frames than the object holds packets (packets cut out) and the timestamps show
+ * where they were: a constant frame rate whose holes (whole multiples of the frame
+ * duration) account for no more frames than were declared. Then the frames after a hole
+ * keep their own numbers. Pure; `slots[i]` is the index of the packet with `times[i]`.
+ */
+export function frameSlots(times: readonly bigint[], declared: number | undefined): number[] {
+  const ranks = times.map((_, i) => i);
+  if (declared === undefined || declared <= times.length || times.length < 3) return ranks;
+  const steps = times.slice(1).map((t, i) => Number(t - times[i]!));
+  const step = [...steps].sort((a, b) => a - b)[steps.length >> 1]!;
+  if (!(step > 0)) return ranks;
+  const slots = [0];
+  for (const d of steps) {
+    const k = Math.round(d / step);
+    if (k < 1 || Math.abs(d - k * step) > step * 0.01) return ranks; // not a constant rate: no evidence where a frame is missing
+    slots.push(slots[slots.length - 1]! + k);
+  }
+  return slots[slots.length - 1]! < declared ? slots : ranks;
+}
+
+function rankOf(times: readonly bigint[], pts: bigint): number | undefined {
+  let lo = 0;
+  let hi = times.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const t = times[mid]!;
+    if (t === pts) return mid;
+    if (t < pts) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
+/**
+ * One pass over the segment with one decoder; skips frames ranked below `skip` (already
+ * yielded by a failed hardware pass). Packets go to the codec one by one and a refused
+ * packet does not stop the pass (what `ffmpeg` does): its error is reported, and the
+ * decoder goes on with the next, concealing what it can. Frames flagged corrupt are
+ * yielded as `ffmpeg` outputs them (node-av's Decoder drops them, so the codec context
+ * is driven here directly).
+ */
 async function* decodeOnce(
   input: Uint8Array | string,
   options: SegmentDecodeOptions,
@@ -382,6 +550,10 @@ async function* decodeOnce(
   skip: number,
   device: DecodeDevice,
 ): AsyncGenerator<RawItem, void, undefined> {
+  const times = await packetTimes(input);
+  const slots = times ? frameSlots(times, options.declaredFrames) : undefined;
+  /** The packet timestamp at each slot (a slot without one: the object holds no packet for that frame). */
+  const timeAt = new Map<number, bigint>(times?.map((t, i) => [slots![i]!, t]));
   let demuxer: Demuxer;
   try {
     demuxer = await Demuxer.open(typeof input === 'string' ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength));
@@ -390,11 +562,13 @@ async function* decodeOnce(
   }
   let dec: Decoder | undefined;
   let scaler: Scaler | undefined;
+  const frame = new Frame();
+  frame.alloc();
   try {
     const stream = demuxer.video();
     if (!stream) throw new StopDecoding('no-video-stream', 'the object holds no video stream');
     const codec = CODEC_NAMES.get(stream.codecpar.codecId as number);
-    if (!codec) throw new StopDecoding('unsupported-codec', `codec id ${stream.codecpar.codecId} is neither H.264 nor H.265`);
+    if (!codec) throw new StopDecoding('unsupported-codec', `the video is ${codecName(stream.codecpar.codecId as number)}, neither H.264 nor H.265: cut it with \`affinity upload\` or \`affinity stream\`, which transcode it to H.264`);
     const { width, height } = stream.codecpar;
     const maxPixels = options.maxSourcePixels ?? DEFAULT_MAX_SOURCE_PIXELS;
     if (width * height > maxPixels) throw new StopDecoding('frame-too-large', `${width}x${height} is over ${maxPixels} pixels`);
@@ -403,48 +577,117 @@ async function* decodeOnce(
     try {
       dec = await device.createDecoder(stream, {
         hardware: hw,
-        exitOnError: true,
+        exitOnError: false,
         context: { threadCount: options.threads ?? 1 },
       });
     } catch (e) {
       if (hw) throw new HardwareFailed(message(e));
       throw new StopDecoding('decode-error', message(e));
     }
+    const ctx = dec.getCodecContext();
+    if (!ctx) throw new StopDecoding('decode-error', 'the decoder has no codec context');
     const pixelFormat = avGetPixFmtName(stream.codecpar.format as AVPixelFormat) ?? undefined;
     yield { kind: 'opened', codec, containerFrames: nb > 0 ? nb : undefined, format: { codec, pixelFormat, width, height } };
-    let index = 0;
-    try {
-      for await (const f of dec.frames(demuxer.packets(stream.index))) {
-        if (!f) continue;
+    let placed = false;
+    /** FFmpeg's error per refused packet's timestamp, for the frame that then never comes. */
+    const refused = new Map<bigint, string>();
+    const missing = (index: number): string => {
+      const t = timeAt.get(index);
+      if (times && t === undefined) return 'the object holds no packet for this frame (a hole in its timestamps)';
+      const why = t === undefined ? undefined : refused.get(t);
+      const at = t === undefined ? '' : ` (pts ${t})`;
+      return why ? `the decoder refused the frame's packet${at}: ${why}` : `the decoder produced no frame for this packet${at}: it is damaged or refers to a damaged frame`;
+    };
+    let produced = 0;
+    const drain = async function* (): AsyncGenerator<RawItem, void, undefined> {
+      for (;;) {
+        const ret = await ctx.receiveFrame(frame);
+        if (ret === AVERROR_EAGAIN || ret === AVERROR_EOF) return;
+        if (ret < 0) {
+          // An error handing a frame out: that frame is lost; the decoder goes on.
+          if (hw) throw new HardwareFailed(ffmpegMessage(ret));
+          yield { kind: 'packet-error', detail: ffmpegMessage(ret) };
+          continue;
+        }
         try {
-          if (index === 0) yield { kind: 'placed', codec, hardware: f.isHwFrame() };
+          if (!placed) {
+            placed = true;
+            yield { kind: 'placed', codec, hardware: frame.isHwFrame() };
+          }
           // Not the decoder's own `rescale`: its frames come out renumbered 0, 1, 2, ... (node-av 6.1), losing the stream's time.
           // A hardware frame is converted on the GPU and only the RGB result is downloaded; software frames (FFmpeg's
           // silent fallback included) go through swscale.
-          scaler ??= new Scaler({ hardware: f.isHwFrame() ? hw : null });
-          if (index++ < skip) continue;
-          if (f.width * f.height > maxPixels) throw new StopDecoding('frame-too-large', `${f.width}x${f.height} is over ${maxPixels} pixels`);
-          const ts = f.bestEffortTimestamp !== AV_NOPTS_VALUE ? f.bestEffortTimestamp : f.pts;
+          scaler ??= new Scaler({ hardware: frame.isHwFrame() ? hw : null });
+          const pts = frame.pts !== AV_NOPTS_VALUE ? frame.pts : frame.bestEffortTimestamp;
+          const at = times && pts !== AV_NOPTS_VALUE ? rankOf(times, pts) : undefined;
+          const rank = at === undefined ? undefined : slots![at];
+          // Without a rank, frames are numbered in output order (a stream without distinct timestamps).
+          const index = rank ?? produced;
+          produced++;
+          if (index < skip) continue;
+          if (frame.width * frame.height > maxPixels) throw new StopDecoding('frame-too-large', `${frame.width}x${frame.height} is over ${maxPixels} pixels`);
+          const ts = frame.bestEffortTimestamp !== AV_NOPTS_VALUE ? frame.bestEffortTimestamp : frame.pts;
           const ptsMs = ts === AV_NOPTS_VALUE || tb.den === 0 ? null : Math.round((Number(ts) * tb.num * 1_000_000) / tb.den) / 1000;
-          const wanted = typeof options.resize === 'function' ? options.resize(f.width, f.height) : options.resize;
+          const wanted = typeof options.resize === 'function' ? options.resize(frame.width, frame.height) : options.resize;
           if (wanted && typeof options.resize === 'function') checkSize(wanted);
-          const size = wanted ?? { width: f.width, height: f.height };
-          const data = await scaler.toBuffer(f, { format: 'rgb', ...(wanted ? { resize: { width: size.width, height: size.height } } : {}) });
-          yield { kind: 'frame', ptsMs, width: size.width, height: size.height, sourceWidth: f.width, sourceHeight: f.height, channels: 3, data };
+          const size = wanted ?? { width: frame.width, height: frame.height };
+          const data = await scaler!.toBuffer(frame, { format: 'rgb', ...(wanted ? { resize: { width: size.width, height: size.height } } : {}) });
+          yield {
+            kind: 'raw',
+            rank: times ? rank : undefined,
+            concealed: frame.decodeErrorFlags !== 0 || frame.hasFlags(AV_FRAME_FLAG_CORRUPT),
+            frame: { kind: 'frame', ptsMs, width: size.width, height: size.height, sourceWidth: frame.width, sourceHeight: frame.height, channels: 3, data },
+            missing,
+          };
         } finally {
-          f.free();
+          frame.unref();
         }
       }
+    };
+    try {
+      for await (const packet of demuxer.packets(stream.index)) {
+        if (!packet) continue;
+        try {
+          if (packet.size === 0) continue;
+          const ret = await ctx.sendPacket(packet);
+          if (ret < 0 && ret !== AVERROR_EOF) {
+            if (hw) throw new HardwareFailed(ffmpegMessage(ret));
+            // What `ffmpeg` does with a packet its decoder refuses: say why, and go on with the next.
+            const detail = ffmpegMessage(ret);
+            if (packet.pts !== AV_NOPTS_VALUE) refused.set(packet.pts, detail);
+            yield { kind: 'packet-error', detail };
+          }
+        } finally {
+          packet.free();
+        }
+        yield* drain();
+      }
+      await ctx.sendPacket(null);
+      yield* drain();
     } catch (e) {
-      if (e instanceof StopDecoding) throw e;
+      if (e instanceof StopDecoding || e instanceof HardwareFailed) throw e;
       if (hw) throw new HardwareFailed(message(e));
+      // A demux error mid-stream: what the decoder holds still comes out, the rest is the segment's failure.
+      await ctx.sendPacket(null);
+      yield* drain();
       throw new StopDecoding('decode-error', message(e));
     }
   } finally {
+    frame.free();
     scaler?.close();
     dec?.close();
     await demuxer.close();
   }
+}
+
+/** FFmpeg's text for an error code. */
+function ffmpegMessage(code: number): string {
+  return new FFmpegError(code).message;
+}
+
+/** A codec's FFmpeg name (`mpeg4`, `mjpeg`, `vp9`) for messages, never its number. */
+export function codecName(codecId: number): string {
+  return avGetCodecName(codecId as Parameters<typeof avGetCodecName>[0]) ?? `codec ${codecId}`;
 }
 
 /**

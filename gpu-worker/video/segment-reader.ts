@@ -19,7 +19,8 @@
  *   commits (the GPU's idle time). Memory is bounded by that depth per open segment and by
  *   {@link SegmentReaderDeps.maxOpenSegments}.
  * - **Failures are records, never stalls.** A frame the decoder cannot yield (corrupt,
- *   truncated, another codec) gets `failed` with the decoder's reason; an S3 error is
+ *   truncated, another codec) gets `failed` with the decoder's reason, and the frames
+ *   after a damaged one in the same segment still decode (decodeSegment's `lost` items); an S3 error is
  *   thrown to the caller, which retries or fails the round as for an image.
  * - **{@link SegmentReader.readAhead}** fetches a video's next segments while its current
  *   one decodes (decision 51): given the video's upcoming frames in order (a round's plan,
@@ -405,6 +406,10 @@ export class SegmentReader {
   private ended(c: Cursor, end: SegmentEnd): void {
     c.end = end;
     this.noteDecoder(c.key, end);
+    if (end.lost || end.concealed) {
+      // Damage cost only these frames (the `lost` ones have failed records with the decoder's reason).
+      this.d.log.warn('segment decoded past damage', { key: c.key, framesLost: end.lost ?? 0, framesConcealed: end.concealed ?? 0, decoded: end.decoded });
+    }
     if (end.decoded > 0 && end.placement !== 'none') this.d.metrics.count(METRIC_NAMES.worker.segmentFramesDecoded, end.decoded, { Decoder: end.placement });
   }
 
@@ -425,6 +430,8 @@ export class SegmentReader {
           await this.finish(c);
           this.openNext(c.key);
         }
+        // A frame the decoder could not produce inside the segment: its own record, the frames after it go on.
+        if (item.kind === 'lost') return { failed: { status: 'failed', reason: item.reason, detail: item.detail.slice(0, 300) } };
         return { pixels: pixelsOf(item) };
       }
     }

@@ -54,8 +54,8 @@ async function freeUdpPort(): Promise<number> {
 
 export interface RtspCamera {
   readonly url: string;
-  /** (Re)starts the RTSP server on the camera's port; resolves once it listens. */
-  start(): Promise<void>;
+  /** (Re)starts the RTSP server on the camera's port; resolves once it listens. `codec`: what it serves (default: what the feed encodes). */
+  start(codec?: RtspCodec): Promise<void>;
   /** SIGKILLs the RTSP server (the camera drops off the network). */
   kill(): Promise<void>;
   /** SIGSTOPs / SIGCONTs the RTSP server: connections stay open and go silent (a network that stalls). */
@@ -65,6 +65,12 @@ export interface RtspCamera {
   stop(): Promise<void>;
 }
 
+/**
+ * What the camera serves: H.264 or H.265 from ffmpeg's feed, or GStreamer's own live pattern
+ * in VP8 (a camera whose codec changes to one a live source cannot be cut from).
+ */
+export type RtspCodec = 'h264' | 'h265' | 'vp8';
+
 export async function startRtspCamera(o: { fps: number; gop: number; codec?: 'h264' | 'h265' }): Promise<RtspCamera> {
   requireRtspServer();
   const port = await freePort();
@@ -72,9 +78,10 @@ export async function startRtspCamera(o: { fps: number; gop: number; codec?: 'h2
   let codec = o.codec ?? 'h264';
   let feeder = spawn('ffmpeg', liveUdpArgs(udpPort, { ...o, codec }), { stdio: ['ignore', 'ignore', 'pipe'] });
   let server: ChildProcess | undefined;
-  const start = async (): Promise<void> => {
+  // Without an argument the server serves what the feed encodes (`codec`, switchCodec's).
+  const start = async (serve?: RtspCodec): Promise<void> => {
     for (let tries = 0; ; tries++) {
-      const child = spawn(SYSTEM_PYTHON, [SERVER, String(port), String(udpPort), codec], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(SYSTEM_PYTHON, [SERVER, String(port), String(udpPort), serve ?? codec], { stdio: ['ignore', 'pipe', 'pipe'] });
       let err = '';
       child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
       const ready = await new Promise<boolean>((resolve) => {

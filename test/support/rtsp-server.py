@@ -7,7 +7,11 @@ H.264 MPEG-TS stream that ffmpeg sends to udp://127.0.0.1:UDP_PORT (stream copy:
 the keyframes and frame count are ffmpeg's). One shared pipeline for every client,
 as a camera has. Prints "ready" on stdout once it listens; runs until killed.
 
-Usage: rtsp-server.py PORT UDP_PORT [h264|h265]
+A camera of another codec (issue 41: a camera whose codec changes after a reconnect):
+CODEC vp8 serves GStreamer's own live test pattern in VP8 instead (320x240 at 15 fps),
+and ignores the UDP feed.
+
+Usage: rtsp-server.py PORT UDP_PORT [h264|h265|vp8]
 """
 import sys
 
@@ -21,17 +25,23 @@ from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
 def main() -> None:
     port, udp_port = sys.argv[1], int(sys.argv[2])
     codec = sys.argv[3] if len(sys.argv) > 3 else "h264"
-    if codec not in ("h264", "h265"):
-        sys.exit(f"rtsp-server: codec must be h264 or h265, not {codec}")
+    live = "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=15/1 ! videoconvert"
+    launches = {
+        c: (
+            f"( udpsrc address=127.0.0.1 port={udp_port} caps=video/mpegts,systemstream=true "
+            f"! tsdemux latency=0 ! {c}parse config-interval=-1 ! queue ! rtp{c}pay name=pay0 pt=96 config-interval=-1 )"
+        )
+        for c in ("h264", "h265")
+    }
+    launches["vp8"] = f"( {live} ! vp8enc deadline=1 keyframe-max-dist=15 ! rtpvp8pay name=pay0 pt=96 )"
+    if codec not in launches:
+        sys.exit(f"rtsp-server: codec {codec} is not one of {', '.join(launches)}")
     Gst.init(None)
     server = GstRtspServer.RTSPServer()
     server.set_address("127.0.0.1")
     server.set_service(port)
     factory = GstRtspServer.RTSPMediaFactory()
-    factory.set_launch(
-        f"( udpsrc address=127.0.0.1 port={udp_port} caps=video/mpegts,systemstream=true "
-        f"! tsdemux latency=0 ! {codec}parse config-interval=-1 ! queue ! rtp{codec}pay name=pay0 pt=96 config-interval=-1 )"
-    )
+    factory.set_launch(launches[codec])
     factory.set_shared(True)
     server.get_mount_points().add_factory("/cam", factory)
     if server.attach(None) == 0:

@@ -34,6 +34,7 @@ async function decode(file: string, firstFrame: number, declaredFrames?: number)
   const out: Decoded[] = [];
   for await (const item of decodeSegment(file, { firstFrame, ...(declaredFrames === undefined ? {} : { declaredFrames }) })) {
     if (item.kind === 'frame') out.push({ frame: item.frame, ptsMs: item.ptsMs, hash: createHash('sha256').update(item.data).digest('hex') });
+    else if (item.kind === 'lost') expect.fail(`${file}: frame ${item.frame} lost: ${item.detail}`);
     else expect(item.failure, `${file}: ${item.failure?.detail}`).toBeUndefined();
   }
   return out;

@@ -44,6 +44,42 @@ const options = (videoId: string, extra: Partial<Parameters<typeof uploadVideoFi
 });
 
 describe('uploadVideoFile', () => {
+  it('lands the lowest segment alone before any other is sent, then sends the rest in parallel (issue 41: no first segment processed late)', async () => {
+    // Prepare: an S3 client whose first segment's PUT is slow, recording when each PUT starts and ends
+    const events: string[] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const slow = {
+      send: async (command: { input: { Key?: string } }) => {
+        const key = command.input.Key ?? '';
+        const isPut = command instanceof PutObjectCommand;
+        if (isPut) {
+          events.push(`start ${path.basename(key)}`);
+          maxInFlight = Math.max(maxInFlight, ++inFlight);
+          // the first segment is the slowest: with 4 lanes from the start it would land last
+          await new Promise((r) => setTimeout(r, key.endsWith('000000.ts') ? 400 : 50));
+        }
+        try {
+          return await s3.send(command as never);
+        } finally {
+          if (isPut) {
+            inFlight--;
+            events.push(`end ${path.basename(key)}`);
+          }
+        }
+      },
+    } as unknown as S3Client;
+
+    // Act
+    const r = await uploadVideoFile(SOURCE, options('order-1', { s3: slow, concurrency: 4, segmentSeconds: 0.2 }));
+
+    // Assert: nothing else starts before the first segment has landed; the rest overlap
+    expect(r.plan.upload.length).toBeGreaterThanOrEqual(3);
+    expect(events.slice(0, 2)).toEqual(['start 000000.ts', 'end 000000.ts']);
+    expect(maxInFlight).toBeGreaterThan(1);
+    expect(events.filter((e) => e.startsWith('end '))).toHaveLength(r.plan.upload.length);
+  });
+
   it('uploads each segment under its first frame with its frame count; what lands decodes to the whole file', async () => {
     const progress: string[] = [];
     const r = await uploadVideoFile(SOURCE, options('up-1', { end: true, onProgress: (p) => progress.push(`${p.done}/${p.total}`) }));
@@ -58,7 +94,7 @@ describe('uploadVideoFile', () => {
       const body = await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: s.key }))).Body!.transformToByteArray();
       for await (const item of decodeSegment(body, { firstFrame: s.firstFrame, declaredFrames: declaredFrameCount(head.Metadata) })) {
         if (item.kind === 'frame') expect(item.frame).toBe(frames++);
-        else expect(item.failure).toBeUndefined();
+        else expect(item.kind === 'end' ? item.failure : item).toBeUndefined();
       }
     }
     expect(frames).toBe(45);

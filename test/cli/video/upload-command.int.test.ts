@@ -42,6 +42,7 @@ async function decodedFrames(key: string, firstFrame: number, declared: number):
   const out: number[] = [];
   for await (const item of decodeSegment(await stack.body(key), { firstFrame, declaredFrames: declared })) {
     if (item.kind === 'frame') out.push(item.frame);
+    else if (item.kind === 'lost') expect.fail(`frame ${item.frame} lost: ${item.detail}`);
     else expect(item.failure, item.failure?.detail).toBeUndefined();
   }
   return out;
@@ -91,7 +92,7 @@ describe('affinity upload <file>', () => {
     expect((await stack.objects('folder-1')).map((o) => o.key)).toEqual(['frames/folder-1/000000.jpg', 'frames/folder-1/000001.jpg', 'frames/folder-1/000002.jpg']);
     const bad = await cli(['upload', dir, '--video', 'folder-1', '--segment-seconds', '2']);
     expect(bad.code).toBe(2);
-    expect(bad.err).toContain('--segment-seconds and --container apply to a video file');
+    expect(bad.err).toContain('--segment-seconds, --container and --bitrate apply to a video file');
   });
 
   it('fails clearly on a file FFmpeg cannot read and on a bad flag', async () => {

@@ -8,26 +8,28 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { decodeSegment, describeDecoderChoice, readAhead, type DecodedFrame, type SegmentDecodeOptions, type SegmentEnd } from '../../../gpu-worker/video/segment-decoder.ts';
+import { decodeSegment, describeDecoderChoice, readAhead, type DecodedFrame, type LostFrame, type SegmentDecodeOptions, type SegmentEnd } from '../../../gpu-worker/video/segment-decoder.ts';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 const fixture = (name: string): Buffer => readFileSync(path.join(FIXTURES, name));
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
-async function decodeAll(input: Uint8Array | string, options: SegmentDecodeOptions): Promise<{ frames: DecodedFrame[]; end: SegmentEnd; hashes: string[] }> {
+async function decodeAll(input: Uint8Array | string, options: SegmentDecodeOptions): Promise<{ frames: DecodedFrame[]; end: SegmentEnd; hashes: string[]; lost: LostFrame[] }> {
   const frames: DecodedFrame[] = [];
   const hashes: string[] = [];
+  const lost: LostFrame[] = [];
   let end: SegmentEnd | undefined;
   for await (const item of decodeSegment(input, options)) {
     expect(end, 'nothing follows the end item').toBeUndefined();
     if (item.kind === 'end') end = item;
+    else if (item.kind === 'lost') lost.push(item);
     else {
       frames.push(item);
       hashes.push(sha(item.data));
     }
   }
   expect(end, 'exactly one end item').toBeDefined();
-  return { frames, end: end!, hashes };
+  return { frames, end: end!, hashes, lost };
 }
 
 function expectConsecutive(frames: readonly DecodedFrame[], first: number): void {
@@ -123,13 +125,16 @@ describe('decodeSegment: bad input gives the frames it can, then the reason for 
     expect(end).toMatchObject({ decoded: 0, frameCount: 45, failure: { reason: 'unreadable-container', from: 0, to: 45 } });
   });
 
-  it('an MP4 cut off inside its data (index first): the frames before the cut, then the rest fail with the decoder reason', async () => {
+  it('an MP4 cut off inside its data (index first): the frames before the cut (a damaged one lost at its own index), then the rest fail with the decoder reason', async () => {
     const b = fixture('bframes-45-faststart.mp4');
-    const { frames, end } = await decodeAll(b.subarray(0, b.length >> 1), { firstFrame: 100 });
+    const { frames, lost, end } = await decodeAll(b.subarray(0, b.length >> 1), { firstFrame: 100 });
     expect(frames.length).toBeGreaterThan(5);
     expect(frames.length).toBeLessThan(45);
-    expectConsecutive(frames, 100);
-    expect(end).toMatchObject({ frameCount: 45, frameCountSource: 'container', failure: { reason: 'decode-error', from: 100 + frames.length, to: 145 } });
+    // every index below the cut is a frame or a lost frame, once, in order
+    const items = [...frames.map((f) => f.index), ...lost.map((l) => l.index)].sort((x, y) => x - y);
+    expect(items).toEqual(items.map((_, i) => i));
+    for (const l of lost) expect(l).toMatchObject({ kind: 'lost', frame: 100 + l.index, reason: 'decode-error' });
+    expect(end).toMatchObject({ frameCount: 45, frameCountSource: 'container', failure: { reason: 'decode-error', from: 100 + items.length, to: 145 } });
     expect(end.failure!.detail.length).toBeGreaterThan(0);
   });
 
@@ -142,18 +147,23 @@ describe('decodeSegment: bad input gives the frames it can, then the reason for 
     expect(end.failure!.detail).toMatch(new RegExp(`yielded ${frames.length} of the 30 frames the uploader declared`));
   });
 
-  it('corrupt bytes in the middle: the frames before the damage, then decode-error for the rest', async () => {
+  it('corrupt bytes in the middle: the frames FFmpeg can decode, the damaged ones lost at their own index, the frames after the damage still come', async () => {
     const b = Buffer.from(fixture('bframes-45-faststart.mp4'));
     for (let i = 8000; i < 20000; i += 7) b[i]! ^= 0xff;
-    const { frames, end } = await decodeAll(b, { firstFrame: 0 });
-    expect(frames.length).toBeLessThan(45);
-    expectConsecutive(frames, 0);
-    expect(end).toMatchObject({ failure: { reason: 'decode-error', from: frames.length, to: 45 } });
+    const { frames, lost, end } = await decodeAll(b, { firstFrame: 0 });
+    // ffprobe outputs 27 frames from these bytes (0-4, 6, 8, 9, 10, 18, 20, 23, 30-44): the same ones, at their own numbers
+    expect(frames.map((f) => f.frame)).toEqual([0, 1, 2, 3, 4, 6, 8, 9, 10, 18, 20, 23, ...Array.from({ length: 15 }, (_, i) => 30 + i)]);
+    frames.forEach((f) => expect(f.ptsMs).toBeCloseTo((f.frame * 1000) / 30, 2));
+    expect(lost.map((l) => l.frame)).toEqual([5, 7, 11, 12, 13, 14, 15, 16, 17, 19, 21, 22, 24, 25, 26, 27, 28, 29]);
+    expect(end).toMatchObject({ decoded: 27, lost: 18, frameCount: 45 });
+    expect(end.failure).toBeUndefined();
   });
 
   it('another codec, and a file with no video at all', async () => {
     const mpeg4 = await decodeAll(fixture('mpeg4-5.mkv'), { firstFrame: 0, declaredFrames: 5 });
     expect(mpeg4.end).toMatchObject({ decoded: 0, failure: { reason: 'unsupported-codec', from: 0, to: 5 } });
+    // the codec's name, not its number
+    expect(mpeg4.end.failure!.detail).toMatch(/^the video is mpeg4, neither H\.264 nor H\.265/);
     const audio = await decodeAll(fixture('audio-only.mkv'), { firstFrame: 9 });
     expect(audio.end).toMatchObject({ decoded: 0, failure: { reason: 'no-video-stream', from: 9, to: 9 } });
   });
@@ -202,7 +212,7 @@ describe('decodeSegment: decoder choice, memory', () => {
     for await (const item of readAhead(decodeSegment(segment, { firstFrame: 0 }), 4)) {
       peak = Math.max(peak, process.memoryUsage().rss);
       if (item.kind === 'end') end = item;
-      else if (item.index % 10 === 0) hashes.add(sha(item.data));
+      else if (item.kind === 'frame' && item.index % 10 === 0) hashes.add(sha(item.data));
     }
     expect(end).toMatchObject({ decoded: 120, frameCount: 120 });
     expect(hashes.size).toBeGreaterThan(1); // real pictures, not one repeated buffer
