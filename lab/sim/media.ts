@@ -5,7 +5,8 @@
  *
  * - An image frame is `SIMF <video> <frame> <version>`; anything else is a corrupt image.
  * - A segment is `SIMS <json>`: `holds` frames (fewer than the key's range when
- *   truncated), `damaged` indexes the decoder cannot produce, and a `version`. Anything
+ *   truncated), `damaged` indexes the decoder cannot produce (each costs only its own
+ *   frame, as FFmpeg's concealment does: decision 67), and a `version`. Anything
  *   else is an unreadable container; zero bytes, an empty object. The counting rules are
  *   the product's own (core/ingest/segment-keys.ts `segmentFrameCount`); MP4 states its
  *   count, MPEG-TS is counted packet by packet, as FFmpeg does.
@@ -16,7 +17,7 @@
  */
 import { segmentFrameCount } from '../../core/ingest/segment-keys.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
-import type { DecodedFrame, SegmentEnd, SegmentItem } from '../../gpu-worker/video/segment-decoder.ts';
+import type { DecodedFrame, LostFrame, SegmentEnd, SegmentItem } from '../../gpu-worker/video/segment-decoder.ts';
 import type { SegmentCodec } from '../../gpu-worker/video/segment-reader.ts';
 
 export interface SimSegmentBody {
@@ -61,6 +62,9 @@ async function* decode(input: Uint8Array | string, options: Parameters<SegmentCo
   const container = options.container ?? 'mp4';
   const body = parseSegment(input);
   let decoded = 0;
+  /** The next index to yield, frame or lost (decision 67: a damaged packet costs only its frame). */
+  let next = 0;
+  let lost = 0;
   let surplus = 0;
   let failure: { reason: NonNullable<SegmentEnd['failure']>['reason']; detail: string } | undefined;
   if (typeof input !== 'string' && input.byteLength === 0) failure = { reason: 'empty-object', detail: 'the object has no bytes' };
@@ -68,32 +72,35 @@ async function* decode(input: Uint8Array | string, options: Parameters<SegmentCo
   else {
     const damaged = new Set(body.damaged ?? []);
     for (let i = 0; i < body.holds; i++) {
-      if (damaged.has(i)) {
-        // The product's decoder stops at its first error (decision 48): the rest fails with it.
-        failure = { reason: 'decode-error', detail: `damaged packet at index ${i}` };
-        break;
-      }
-      if (options.declaredFrames !== undefined && decoded >= options.declaredFrames) {
+      if (options.declaredFrames !== undefined && i >= options.declaredFrames) {
         surplus++;
         continue;
       }
-      const frame: DecodedFrame = { kind: 'frame', frame: n + decoded, index: decoded, ptsMs: decoded * 40, width: 1, height: 1, sourceWidth: 1, sourceHeight: 1, channels: 3, data: pixel(decoded, body.version) };
-      yield frame;
-      decoded++;
+      if (damaged.has(i)) {
+        const item: LostFrame = { kind: 'lost', frame: n + i, index: i, reason: 'decode-error', detail: `damaged packet at index ${i}` };
+        yield item;
+        lost++;
+      } else {
+        const frame: DecodedFrame = { kind: 'frame', frame: n + i, index: i, ptsMs: i * 40, width: 1, height: 1, sourceWidth: 1, sourceHeight: 1, channels: 3, data: pixel(i, body.version) };
+        yield frame;
+        decoded++;
+      }
+      next = i + 1;
     }
   }
   const containerFrames = body && container === 'mp4' ? body.holds : undefined;
-  const { frameCount, source } = segmentFrameCount({ container, declared: options.declaredFrames, containerFrames, decoded });
-  if (!failure && decoded < frameCount) failure = { reason: 'truncated', detail: `the decoder yielded ${decoded} of the ${frameCount} frames` };
+  const { frameCount, source } = segmentFrameCount({ container, declared: options.declaredFrames, containerFrames, decoded: next });
+  if (!failure && next < frameCount) failure = { reason: 'truncated', detail: `the decoder yielded ${decoded} of the ${frameCount} frames` };
   yield {
     kind: 'end',
     decoded,
-    frameCount: Math.max(frameCount, decoded),
+    frameCount: Math.max(frameCount, next),
     frameCountSource: source,
     decoder: body ? 'sim cpu' : 'none',
-    placement: body ? 'cpu' : 'none',
+    placement: decoded > 0 ? 'cpu' : 'none',
     surplus,
-    ...(failure ? { failure: { ...failure, from: n + decoded, to: n + Math.max(frameCount, decoded) } } : {}),
+    ...(lost > 0 ? { lost } : {}),
+    ...(failure ? { failure: { ...failure, from: n + next, to: n + Math.max(frameCount, next) } } : {}),
   };
 }
 

@@ -42,7 +42,7 @@ export interface SimVideo {
   readonly arrivedLate?: readonly number[];
   /** JPEG frames never uploaded. */
   readonly neverUploaded: readonly number[];
-  readonly segments: readonly { readonly firstFrame: number; readonly frames: number; readonly yields: number }[];
+  readonly segments: readonly { readonly firstFrame: number; readonly frames: number; readonly yields: number; readonly decoded?: readonly number[] }[];
 }
 
 export interface AwsFaultRates {
@@ -98,7 +98,7 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
     const startMs = int(draw, 0, 20_000);
     const kind = draw() < 0.6 ? 'segments' : 'jpeg';
     const neverUploaded: number[] = [];
-    const segments: { firstFrame: number; frames: number; yields: number }[] = [];
+    const segments: { firstFrame: number; frames: number; yields: number; decoded?: number[] }[] = [];
     let lastFrame: number;
     if (kind === 'jpeg') {
       const n = int(draw, 6, Math.round(24 * scale));
@@ -144,8 +144,9 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
         const body: SimSegmentBody = { holds, ...(damaged.length ? { damaged } : {}), version: 0 };
         // Undeclared, the frame count is the container's (MP4) or the frames decoded: what the bytes hold.
         const frames = undeclared ? holds : k;
-        const yields = damaged.length ? damaged[0]! : holds;
-        segments.push({ firstFrame: first, frames, yields });
+        // A damaged packet costs only its frame (decision 67): the others decode.
+        const decoded = damaged.length ? Array.from({ length: holds }, (_, i) => i).filter((i) => !damaged.includes(i)) : undefined;
+        segments.push({ firstFrame: first, frames, yields: holds, ...(decoded ? { decoded } : {}) });
         let atMs = startMs + (first + k) * 100;
         if (chance('upload-late', 0.05)) {
           atMs += int(draw, 1_000, 40_000);
