@@ -37,6 +37,7 @@ const BENCHMARKS: readonly (readonly [string, readonly string[]])[] = [
   ['late-frames.ts', []], // late-frames.json
   ['soak.ts', []], // soak.json
   ['chaos.ts', ['--default-tunables', '--timeout-s', '420', '--out', results('chaos.json')]],
+  ['sim.ts', ['--seeds', '20000', '--jobs', '2', '--out', results('sim.json')]],
   ['compare.ts', []], // compare.json
   ['router-ingest.ts', []], // router-ingest.json
   ['crash-loop.ts', []], // crash-loop.json

@@ -13,7 +13,9 @@
  * - The processor is the stats processor's contract without sharp: one whole-frame
  *   detection whose track ID counts the frames the video's state has seen in order, so an
  *   uninterrupted run's track IDs are known in advance, and a state lost in failover
- *   shows as a counter starting over.
+ *   shows as a counter starting over. A second detection, the walker, crosses the rules'
+ *   line and zone ({@link SIM_RULES}) with one track ID while the state lasts, so the
+ *   rules' events and totals are those of an uninterrupted run only if the state is.
  */
 import { segmentFrameCount } from '../../core/ingest/segment-keys.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
@@ -117,6 +119,28 @@ export const SIM_SEGMENT_CODEC: SegmentCodec = {
 interface SimState {
   framesSeen: number;
   lastFrame: number | null;
+  /** The first frame this state saw: the walker's track ID, which a state lost in failover would change. */
+  bornAt?: number;
+}
+
+/** The walker's track IDs: `WALKER_TRACK_BASE + bornAt`. */
+export const WALKER_TRACK_BASE = 1_000_000;
+
+/**
+ * The rules the simulated world's videos run (`rules/_default.json`): a line the walker
+ * crosses twice every 40 frames, a zone it enters and leaves, with a dwell. Only the walker
+ * counts (`classes`): the counter's one-frame tracks would enter the zone every frame.
+ */
+export const SIM_RULES = {
+  fps: 10,
+  lines: [{ id: 'door', a: [200, 0], b: [200, 1000], classes: ['walker'] }],
+  zones: [{ id: 'hall', polygon: [[50, 0], [150, 0], [150, 1000], [50, 1000]], dwellSeconds: 0.5, classes: ['walker'] }],
+};
+
+/** The walker's box at `frame`: it walks right 10 px a frame, and starts again every 40 frames. */
+export function walkerBox(frame: number): [number, number, number, number] {
+  const x = (frame % 40) * 10;
+  return [x, 500, x + 10, 600];
 }
 
 /** The stats processor's contract, without decoding (see the module's doc). */
@@ -142,14 +166,27 @@ export class SimProcessor implements FrameProcessor {
       if (s.lastFrame !== null && f.frame <= s.lastFrame) return { status: 'failed', reason: 'order-violation', detail: `frame ${f.frame} after ${s.lastFrame}` };
       s.framesSeen += 1;
       s.lastFrame = f.frame;
-      return { status: 'ok', detections: [{ trackId: s.framesSeen, label: 'frame', score: 0.5, box: [0, 0, 1, 1] }] };
+      s.bornAt ??= f.frame;
+      return {
+        status: 'ok',
+        detections: [
+          { trackId: s.framesSeen, label: 'frame', score: 0.5, box: [0, 0, 1, 1] },
+          { trackId: WALKER_TRACK_BASE + s.bornAt, label: 'walker', score: 0.9, box: walkerBox(f.frame) },
+        ],
+      };
     });
   }
 
   async processLate(frames: readonly LateFrameInput[]): Promise<FrameOutcome[]> {
     return frames.map((f): FrameOutcome => {
       if (!this.readable(f)) return { status: 'failed', reason: 'corrupt-image', detail: 'not a simulated frame' };
-      return { status: 'ok', detections: [{ trackId: f.before?.detections[0]?.trackId ?? 0, label: 'frame', score: 0.5, box: [0, 0, 1, 1] }] };
+      return {
+        status: 'ok',
+        detections: [
+          { trackId: f.before?.detections[0]?.trackId ?? 0, label: 'frame', score: 0.5, box: [0, 0, 1, 1] },
+          { trackId: f.before?.detections[1]?.trackId ?? 0, label: 'walker', score: 0.9, box: walkerBox(f.frame) },
+        ],
+      };
     });
   }
 

@@ -13,6 +13,10 @@
  * violation too.
  */
 import { createHash } from 'node:crypto';
+import { emptyAnalytics, runRules, withRules, type TrackedFrame } from '../../core/analytics/rule-engine.ts';
+import { validateRules } from '../../core/analytics/rules.ts';
+import { allEvents } from '../../core/analytics/dynamodb/events-reader.ts';
+import { SIM_RULES } from './media.ts';
 import { allResults, getSummary } from '../../core/commit/dynamodb/results-reader.ts';
 import { rng } from '../../core/random.ts';
 import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
@@ -203,10 +207,49 @@ async function judge(world: SimWorld, plan: SimPlan): Promise<InvariantResult[]>
   const dlq: Record<string, number> = { ingest: world.ingestDlq.length };
   for (let s = 0; s < plan.slots; s++) dlq[`slot-${s}`] = await world.queues.dlqDepth(s);
   const results = checkInvariants(outcomes, dlq);
+  results.push(...(await rulesInvariants(world, outcomes)));
   const twin = world.leasesTwin.violations;
   results.push({ name: 'tokens and epochs only grow (the lease twin)', checked: 1, violations: twin.length, examples: twin.slice(0, 10) });
   return results;
 }
+
+/**
+ * Rule events and totals equal an uninterrupted run's: the rules (lab/sim/media.ts
+ * SIM_RULES) run over the video's `ok` records in frame order (what an in-order run's
+ * tracker fed them) give exactly the rule events the events table holds, and the totals the
+ * summary holds. Late frames run no rules; failed frames and gaps have no detections.
+ */
+async function rulesInvariants(world: SimWorld, outcomes: readonly VideoOutcome[]): Promise<InvariantResult[]> {
+  const eventsEqual = { name: "rule events equal an uninterrupted run's", checked: 0, violations: 0, examples: [] as string[] };
+  const totalsEqual = { name: "rule totals equal an uninterrupted run's", checked: 0, violations: 0, examples: [] as string[] };
+  const rules = validateRules(SIM_RULES);
+  if (!rules.ok) throw new Error(`the simulation's rules are invalid: ${rules.errors.join('; ')}`);
+  for (const v of outcomes) {
+    const frames: TrackedFrame[] = [...v.records].filter((r) => r.status === 'ok').sort((a, b) => a.frame - b.frame).map((r) => ({ frame: r.frame, detections: r.detections, ...(r.ptsMs !== undefined ? { ptsMs: r.ptsMs } : {}) }));
+    const want = runRules(withRules(emptyAnalytics(), 'sim', rules.rules), frames);
+    const key = (e: { kind: string; frame: number; ruleId?: string; trackId?: number; detail?: Readonly<Record<string, unknown>> }) => `${e.kind} ${e.ruleId} frame ${e.frame} track ${e.trackId}${e.detail?.direction ? ` ${String(e.detail.direction)}` : ''}`;
+    const stored = (await allEvents(world.leasesTwin.ddb, world.wiring.eventsTable, v.videoId)).filter((e) => RULE_KINDS.has(e.kind)).map(key).sort();
+    const expected = want.events.map(key).sort();
+    eventsEqual.checked++;
+    if (process.env.SIM_DUMP === '1') process.stderr.write(`${v.videoId}: ${stored.length} rule events stored, ${expected.length} expected; totals ${JSON.stringify(v.summary?.ruleTotals)}\n`);
+    if (JSON.stringify(stored) !== JSON.stringify(expected)) {
+      eventsEqual.violations++;
+      const missing = expected.filter((e) => !stored.includes(e));
+      const extra = stored.filter((e) => !expected.includes(e));
+      if (eventsEqual.examples.length < 10) eventsEqual.examples.push(`${v.videoId}: ${stored.length} rule events, an in-order run gives ${expected.length}; missing ${missing.slice(0, 3).join(', ') || 'none'}; extra ${extra.slice(0, 3).join(', ') || 'none'}`);
+    }
+    totalsEqual.checked++;
+    const got = JSON.stringify(v.summary?.ruleTotals ?? { lines: {}, zones: {} });
+    const wantTotals = JSON.stringify(want.state.totals);
+    if (got !== wantTotals) {
+      totalsEqual.violations++;
+      if (totalsEqual.examples.length < 10) totalsEqual.examples.push(`${v.videoId}: summary ${got}, an in-order run gives ${wantTotals}`);
+    }
+  }
+  return [eventsEqual, totalsEqual];
+}
+
+const RULE_KINDS = new Set<string>(['line.crossed', 'zone.entered', 'zone.exited', 'zone.dwell']);
 
 /** The frames of `v` whose upload or notification the plan made late (a segment's: all it covers). */
 function arrivedLate(plan: SimPlan, v: SimPlan['videos'][number]): Set<number> {

@@ -34,7 +34,8 @@ import { Worker } from '../../gpu-worker/runtime/worker.ts';
 import { gatedClient, ProcessGate } from '../../harness/process-gate.ts';
 import { overriding } from '../../core/overriding.ts';
 import { injectedError } from '../aws/fault-injection.ts';
-import { SIM_SEGMENT_CODEC, SimProcessor } from './media.ts';
+import { SIM_RULES, SIM_SEGMENT_CODEC, SimProcessor } from './media.ts';
+import { DEFAULT_RULES_KEY, RulesStore } from '../../core/analytics/s3/rules-store.ts';
 import type { AwsFaultRates } from './plan.ts';
 
 /** Latencies of what AWS does by itself, in ms (drawn per event from these ranges). */
@@ -140,6 +141,8 @@ export class SimWorld {
       pinnedSlotIndex: this.leasesTwin.wiring.pinnedSlotIndex,
       metricsNamespace: names.metricsNamespace,
     };
+    // Every video runs the simulation's rules (lab/sim/media.ts), read as the product reads them.
+    this.s3.putObject(bucket, DEFAULT_RULES_KEY, JSON.stringify(SIM_RULES));
     this.sqs.createSlotQueues(this.wiring.slotQueueUrlPrefix, slots, { visibilityTimeoutSeconds: this.tunables.slotQueueVisibilitySeconds, maxReceiveCount: this.tunables.slotQueueMaxReceiveCount });
     this.leases = LeaseStore.forWiring(this.leasesTwin.ddb, this.wiring, this.tunables);
     this.queues = new SlotQueues(this.sqs.asClient(), this.wiring.slotQueueUrlPrefix);
@@ -202,7 +205,9 @@ export class SimWorld {
         if (draw() < (f.sqsError ?? 0)) throw injectedError('sqs', draw() < 0.5 ? 'throttle' : '5xx');
         return send(...args);
       }
-      if ((name === 'GetObjectCommand' || name === 'HeadObjectCommand') && draw() < f.s3Error) throw injectedError('s3', '5xx');
+      // Frames only: the rules document is read once and kept (an outage of it is another story).
+      const key = String((args[0] as { input?: { Key?: string } }).input?.Key ?? '');
+      if ((name === 'GetObjectCommand' || name === 'HeadObjectCommand') && key.startsWith('frames/') && draw() < f.s3Error) throw injectedError('s3', '5xx');
       return send(...args);
     };
     return overriding(client, { send: faulty as unknown as C['send'] } as Partial<C>);
@@ -369,6 +374,7 @@ export class SimWorld {
         metrics: nullMetrics,
         log: this.logSink(`worker-${taskId}`),
         segmentCodec: SIM_SEGMENT_CODEC,
+        rules: new RulesStore({ s3, bucket: this.bucket, refreshMs: this.tunables.rulesRefreshSeconds * 1000, log: quietLog, metrics: nullMetrics }),
       });
       task.worker = worker;
       this.note(`${taskId} runs`);
