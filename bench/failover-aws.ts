@@ -18,7 +18,7 @@
  * slowest video counts). Each run is also judged by the simulation's oracle: 0 frames
  * lost, 0 doubled, track IDs equal to an uninterrupted run's, every video complete.
  *
- *   npx node bench/failover-aws.ts [--seeds 3] [--out bench/results/failover-aws.json]
+ *   npx node bench/failover-aws.ts [--seeds 5] [--out bench/results/failover-aws.json]
  */
 import { join } from 'node:path';
 import { allResults } from '../core/commit/dynamodb/results-reader.ts';
@@ -218,7 +218,7 @@ const median = (xs: readonly number[]): number => {
 };
 
 const FLAGS = {
-  seeds: { num: [3, 1, 100], int: true },
+  seeds: { num: [5, 1, 100], int: true },
   out: { text: join(RESULTS_DIR, 'failover-aws.json') },
 } as const;
 
