@@ -52,7 +52,7 @@ export interface Profile {
 
 const SOURCES = {
   placement: 'assumption: no published figure (RunTask to PENDING on a warm, registered instance)',
-  eni: 'ECS best practices, task networking / speeding up task launch: an awsvpc task waits for its ENI to attach ("several seconds")',
+  eni: 'ECS developer guide, task networking; ECS best practices, speeding up task launch: an awsvpc task waits for its own ENI (several seconds, as issue 42 reads it; range assumed)',
   pullDefault: 'ECS developer guide, "Container image pull behavior": `default` pulls remotely on every start (cached layers: the manifest and layer checks remain); range assumed',
   pullCached: 'ECS developer guide, "Container image pull behavior": `prefer-cached` uses the cached image, pulls only when none is cached',
   container: 'assumption: container create + Node start (local measurement of the process start, 0.4-0.7 s)',
