@@ -20,6 +20,7 @@ const results = (file: string) => join(here, 'results', file);
 const GPU_SIM = ['--commits', 'model', '--scenario', 'all', '--batches', '8', '--frames', '600', '--seconds', '30'];
 const BENCHMARKS: readonly (readonly [string, readonly string[]])[] = [
   ['failover.ts', []], // failover.json
+  ['failover-aws.ts', []], // failover-aws.json (a model of AWS's timeline on lab/sim)
   ['outage.ts', []], // outage.json
   ['api-calls.ts', []], // api-calls.json
   ['api-calls-live.ts', ['--fps', '3,10,30', '--gather-ms', '250', '--seconds', '20']], // api-calls-live.json

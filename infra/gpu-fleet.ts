@@ -10,6 +10,9 @@ import { FleetTeardown } from './fleet-teardown.ts';
 import { acknowledge, nagArnPrefix } from './nag.ts';
 import { workerImageFromDockerfile } from './worker-image.ts';
 
+/** The ECS agent's image pull behaviour on the GPU instances (user data). */
+export const ECS_IMAGE_PULL_BEHAVIOR = 'prefer-cached';
+
 export { WORKER_CONTAINER_NAME, HEALTH_ENV, DEFAULT_HEALTH_FILE, HEALTH_CHECK_SCRIPT, WORKER_STOP_TIMEOUT, WORKER_LOG_BUFFER } from './worker-container.ts';
 import { WORKER_CONTAINER_NAME, HEALTH_ENV, DEFAULT_HEALTH_FILE, HEALTH_CHECK_SCRIPT, WORKER_STOP_TIMEOUT, WORKER_LOG_BUFFER } from './worker-container.ts';
 
@@ -168,6 +171,11 @@ export class GpuFleet extends Construct {
       'echo ECS_ENABLE_GPU_SUPPORT=true >> /etc/ecs/ecs.config',
       // Tasks have their own ENI; they get credentials from the agent, never from the instance.
       'echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config',
+      // A replacement task on a warm instance uses the image already there: the default
+      // behaviour pulls it again on every start, seconds on the failover path (issue 42;
+      // docs/deploy.md "Failover on AWS's timeline"). Safe because every release is a new
+      // image tag/digest in the task definition, so a cached image is never a stale one.
+      `echo ECS_IMAGE_PULL_BEHAVIOR=${ECS_IMAGE_PULL_BEHAVIOR} >> /etc/ecs/ecs.config`,
     );
     const instanceTypes = props.instanceTypes?.length ? props.instanceTypes : [props.instanceType ?? new ec2.InstanceType('g5.xlarge')];
     const launchTemplate = new ec2.LaunchTemplate(this, 'LaunchTemplate', {

@@ -197,13 +197,25 @@ export class Worker {
   }
 
   async run(): Promise<ExitReason> {
+    // The start path a failover waits for (issue 42; docs/deploy.md "Failover on AWS's
+    // timeline"): the processor's start (CUDA context, model load) and the first confirmed
+    // lease write (the claim). The process's own uptime adds what came before run() (Node,
+    // imports); the image pull and ENI attach are ECS's (its task event's pull*At/startedAt).
+    const runAtMs = this.now();
     await this.d.processor.start();
-    this.d.log.info('processor ready', { processor: this.d.processor.description, provider: this.d.processor.provider });
+    const processorStartMs = this.now() - runAtMs;
+    this.d.log.info('processor ready', { processor: this.d.processor.description, provider: this.d.processor.provider, processorStartMs });
     // onnxruntime can fall back to CPU silently: report what really runs.
     if (this.d.processor.provider) this.d.metrics.count(METRIC_NAMES.worker.executionProvider, 1, { Provider: this.d.processor.provider });
     const fence = await this.keeper.claim(() => this.stopRequested);
     if (!fence) return 'no-slot';
-    this.d.log.info('slot claimed', { slot: fence.slot, epoch: fence.epoch, workerId: fence.workerId, takenOver: this.keeper.takenOver });
+    this.d.log.info('slot claimed', {
+      slot: fence.slot,
+      epoch: fence.epoch,
+      workerId: fence.workerId,
+      takenOver: this.keeper.takenOver,
+      startPath: { processorStartMs, firstHeartbeatMs: this.now() - runAtMs, processUptimeMs: Math.round(process.uptime() * 1000) },
+    });
     this.d.metrics.count(METRIC_NAMES.worker.slotsClaimed);
     // Taken from an owner that never released the slot: its videos will run isolated, through the probe (decision 41).
     if (this.keeper.takenOver && this.isolatedRoundDeps !== this.roundDeps) this.d.probe?.warm();

@@ -148,6 +148,17 @@ export class SimProcessor implements FrameProcessor {
   readonly description = 'simulation processor (track ID = frames seen in order)';
   private readonly videos = new Map<string, SimState>();
 
+  /**
+   * @param batchMs simulated time one batch takes (GPU inference, as bench/failover-aws.ts
+   *   models it: a worker holds its messages in flight that long, which a kill -9 then leaves
+   *   to their visibility timeout). 0 (the default) sets no timer: seeds replay as before.
+   */
+  private readonly batchMs: number;
+
+  constructor(batchMs = 0) {
+    this.batchMs = batchMs;
+  }
+
   async start(): Promise<void> {}
 
   openVideo(videoId: string, snapshot: string | undefined): void {
@@ -159,6 +170,7 @@ export class SimProcessor implements FrameProcessor {
   }
 
   async process(frames: readonly FrameInput[]): Promise<FrameOutcome[]> {
+    if (this.batchMs > 0) await new Promise((resolve) => setTimeout(resolve, this.batchMs));
     return frames.map((f): FrameOutcome => {
       if (!this.readable(f)) return { status: 'failed', reason: 'corrupt-image', detail: 'not a simulated frame' };
       const s = this.videos.get(f.videoId);

@@ -24,7 +24,7 @@ import { checkInvariants, type InvariantResult, type VideoOutcome } from '../../
 import { SimClock } from './clock.ts';
 import { runOperator } from './operator.ts';
 import { makePlan, type PlanOptions, type SimEvent, type SimPlan } from './plan.ts';
-import { SimWorld, type TraceLine } from './world.ts';
+import { SimWorld, type SimLatencies, type TraceLine } from './world.ts';
 
 export interface SimResult {
   readonly seed: number;
@@ -44,6 +44,14 @@ export interface SimResult {
 export interface SimRunOptions extends PlanOptions {
   /** Simulated time allowed after the last planned event for everything to settle. @default 15 min */
   readonly settleMs?: number;
+  /** What AWS's own steps take (bench/failover-aws.ts: an AWS timeline). @default DEFAULT_LATENCIES */
+  readonly latencies?: SimLatencies;
+  /** Simulated time each worker's batch takes (lab/sim/media.ts SimProcessor). @default 0 */
+  readonly processBatchMs?: number;
+  /** Called once the world exists, on the simulated clock (a bench schedules its own faults here). */
+  readonly onWorld?: (world: SimWorld) => void;
+  /** Called after the oracle's verdict, before the clock goes back (a bench reads the records here). */
+  readonly inspect?: (world: SimWorld) => Promise<void>;
 }
 
 export async function runSeed(seed: number, o: SimRunOptions = {}): Promise<SimResult> {
@@ -61,8 +69,9 @@ export async function runPlan(plan: SimPlan, o: SimRunOptions = {}): Promise<Sim
 
 async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promise<SimResult> {
   const worldDraw = rng(plan.seed * 31 + 7);
-  const world = new SimWorld({ draw: worldDraw, slots: plan.slots, tunables: { firstFrameNumber: 0 }, faults: plan.aws, faultDraw: rng(plan.seed * 17 + 3) });
+  const world = new SimWorld({ draw: worldDraw, slots: plan.slots, tunables: { firstFrameNumber: 0 }, faults: plan.aws, faultDraw: rng(plan.seed * 17 + 3), ...(o.latencies ? { latencies: o.latencies } : {}), ...(o.processBatchMs ? { processBatchMs: o.processBatchMs } : {}) });
   world.startJanitor();
+  o.onWorld?.(world);
   const faults: Record<string, number> = {};
   let fired = 0;
   for (const e of plan.events) {
@@ -96,6 +105,7 @@ async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promi
   await clock.runUntil(() => world.runningTasks().every((t) => t.worker === undefined), Date.now() + 60_000);
 
   const violations = await clock.drive(judge(world, plan));
+  if (o.inspect) await clock.drive(o.inspect(world));
   if (process.env.SIM_DUMP === '1') {
     const source = { ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable };
     for (const v of plan.videos) {

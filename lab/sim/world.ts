@@ -46,6 +46,13 @@ export interface SimLatencies {
   readonly taskStartMs: readonly [number, number];
   /** A task's stop to the janitor's task-stopped event. */
   readonly stoppedEventMs: readonly [number, number];
+  /**
+   * Added to the first launch after {@link SimWorld.loseInstance}: no warm instance is left,
+   * so the capacity provider boots one (boot, agent registration, a cold image pull) before
+   * the task can start. Optional (bench/failover-aws.ts sets it); absent, a launch after an
+   * instance loss costs only `taskStartMs`.
+   */
+  readonly instanceStartMs?: readonly [number, number];
 }
 
 export const DEFAULT_LATENCIES: SimLatencies = { notifyMs: [20, 400], taskStartMs: [2_000, 8_000], stoppedEventMs: [500, 3_000] };
@@ -109,12 +116,18 @@ export class SimWorld {
   private stopping = false;
   private readonly launched = new Map<string, string>();
   private janitorTimer: ReturnType<typeof setInterval> | undefined;
+  /** An instance was lost and no launch has paid for a new one yet (see {@link loseInstance}). */
+  private instanceLost = false;
 
   private readonly faults: AwsFaultRates | undefined;
   private readonly faultDraw: () => number;
 
-  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number }) {
+  /** Simulated time each worker's batch takes (SimProcessor's `batchMs`); 0 by default. */
+  private readonly processBatchMs: number;
+
+  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number; processBatchMs?: number }) {
     this.draw = o.draw;
+    this.processBatchMs = o.processBatchMs ?? 0;
     this.faults = o.faults;
     this.faultDraw = o.faultDraw ?? o.draw;
     this.latencies = o.latencies ?? DEFAULT_LATENCIES;
@@ -334,7 +347,10 @@ export class SimWorld {
         if (known) return { launched: true, taskId: known };
         const taskId = `t${r.slot}-${r.launchSeq}`;
         this.launched.set(key, taskId);
-        this.startTask(taskId, r.slot, this.between(this.latencies.taskStartMs), r.reason);
+        // Drawn only after an instance loss: a seed without one replays as before.
+        const coldMs = this.instanceLost && this.latencies.instanceStartMs ? this.between(this.latencies.instanceStartMs) : 0;
+        this.instanceLost = false;
+        this.startTask(taskId, r.slot, coldMs + this.between(this.latencies.taskStartMs), coldMs > 0 ? `${r.reason}; new instance first (${coldMs} ms)` : r.reason);
         return { launched: true, taskId };
       },
       describe: async (ids) => {
@@ -370,7 +386,7 @@ export class SimWorld {
         frames: new FrameStore(s3),
         bucket: this.bucket,
         records: new DynamoDbRecords({ ddb, resultsTable: this.wiring.resultsTable }),
-        processor: new SimProcessor(),
+        processor: new SimProcessor(this.processBatchMs),
         metrics: nullMetrics,
         log: this.logSink(`worker-${taskId}`),
         segmentCodec: SIM_SEGMENT_CODEC,
@@ -401,6 +417,24 @@ export class SimWorld {
     task.gate.kill();
     this.note(`kill -9 ${task.taskId}`);
     this.taskStopped(task, 'killed', 137);
+  }
+
+  /**
+   * Loss of the instance (bench/failover-aws.ts): every task on it, running or starting,
+   * dies at once, and none reports (its ECS agent went with it, so no task-stopped event:
+   * the lease's expiry is what reveals the loss). The next launch pays
+   * `latencies.instanceStartMs` for a new instance. The world models one instance: all its tasks.
+   */
+  loseInstance(): void {
+    this.note('instance lost: every task on it dies, no task-stopped event');
+    this.instanceLost = true;
+    for (const t of this.tasks.values()) {
+      if (t.state === 'stopped') continue;
+      t.gate.kill();
+      t.state = 'stopped';
+      t.exit = 'instance lost';
+      this.note(`${t.taskId} gone with its instance`);
+    }
   }
 
   /** SIGSTOP for `forMs`, then SIGCONT. */

@@ -14,7 +14,7 @@ import { DEFAULT_TUNABLES, WIRING_ENV, envNameOf } from '../../core/config.ts';
 import { STACK_OUTPUT_KEYS } from '../../core/stack-outputs.ts';
 import { buildApp, cdkJsonContext } from '../../infra/app.ts';
 import { FLEET_TEARDOWN_RESOURCE_TYPE, FLEET_TEARDOWN_TIMEOUT } from '../../infra/fleet-teardown.ts';
-import { WORKER_LOG_BUFFER } from '../../infra/gpu-fleet.ts';
+import { ECS_IMAGE_PULL_BEHAVIOR, WORKER_LOG_BUFFER } from '../../infra/gpu-fleet.ts';
 import type { FrameAffinityStack } from '../../infra/stack.ts';
 import { TEARDOWN_PROPERTIES } from '../../functions/teardown/properties.ts';
 
@@ -220,5 +220,21 @@ describe('worker log driver', () => {
       LogDriver: 'awslogs',
       Options: { mode: 'non-blocking', 'max-buffer-size': `${WORKER_LOG_BUFFER.toBytes()}b` },
     });
+  });
+});
+
+describe('a replacement task on a warm instance (issue 42)', () => {
+  it('tells the ECS agent to use the cached image (prefer-cached), not to pull it again on every start', () => {
+    // Prepare
+    const lt = Object.values(template.findResources('AWS::EC2::LaunchTemplate'))[0]!.Properties! as { LaunchTemplateData: { UserData: unknown } };
+
+    // Act: the user data is Fn::Base64 of a string or an Fn::Join of parts.
+    const userData = JSON.stringify(lt.LaunchTemplateData.UserData);
+
+    // Assess
+    expect(ECS_IMAGE_PULL_BEHAVIOR).toBe('prefer-cached');
+    expect(userData).toContain('echo ECS_IMAGE_PULL_BEHAVIOR=prefer-cached >> /etc/ecs/ecs.config');
+    // Still the agent's other settings: the pull behaviour was added, nothing replaced.
+    expect(userData).toContain('ECS_ENABLE_GPU_SUPPORT=true');
   });
 });
