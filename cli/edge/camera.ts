@@ -16,8 +16,6 @@ import { existsSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { AVCodecID } from 'node-av/constants';
-import { avGetCodecName } from 'node-av/lib';
 import { FRAMES_METADATA_KEY } from '../../core/ingest/segment-keys.ts';
 import { remoteSegments } from '../video/stream-command.ts';
 import { markUploaded, resumeState, skipTo, StreamStateError, type RemoteSegment, type StreamState } from '../video/stream-journal.ts';
@@ -215,7 +213,8 @@ export class Camera {
         readTimeoutSeconds: c.readTimeoutSeconds,
         signal,
         onConnected: (e) => {
-          const codec = avGetCodecName(Number(e.codec) as AVCodecID) ?? `codec id ${e.codec}`;
+          // FFmpeg's name of the codec (`h264`, `hevc`), as the capture reports it.
+          const codec = e.codec;
           // segments cut after the change carry the new codec (each decodes on its own); said once
           if (this.codec !== null && codec !== this.codec) this.d.log(`the camera's codec changed from ${this.codec} to ${codec}`);
           this.codec = codec;

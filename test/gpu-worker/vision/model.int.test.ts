@@ -4,7 +4,7 @@ import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../core/fleet/model-pin.ts';
 import { buildDemoModelBytes, DEMO_SIDECAR } from '../../../gpu-worker/vision/demo-model/build-model.ts';
-import { createSessionWithProvider, loadModel, parseS3Uri, readUltralyticsMetadata } from '../../../gpu-worker/vision/model.ts';
+import { createSessionWithProvider, loadModel, parseS3Uri, readUltralyticsMetadata, DEMO_MODEL_PRODUCER } from '../../../gpu-worker/vision/model.ts';
 
 describe('createSessionWithProvider', () => {
   const fakeSession = {} as ort.InferenceSession;
@@ -50,8 +50,8 @@ describe('parseS3Uri', () => {
 });
 
 describe('readUltralyticsMetadata', () => {
-  it('reads class names and input size from Ultralytics-style metadata props', async () => {
-    expect(await readUltralyticsMetadata(buildDemoModelBytes())).toEqual({ classNames: [...DEMO_SIDECAR.classNames], imgsz: [320, 320] });
+  it('reads class names, input size and the producer (how the demo model is known) from Ultralytics-style metadata props', async () => {
+    expect(await readUltralyticsMetadata(buildDemoModelBytes())).toEqual({ classNames: [...DEMO_SIDECAR.classNames], imgsz: [320, 320], producerName: DEMO_MODEL_PRODUCER });
   });
 });
 
