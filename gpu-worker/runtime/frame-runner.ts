@@ -27,7 +27,7 @@ import { holdsInstead, parseSourceKey } from '../../core/ingest/segment-keys.ts'
 
 /** Concurrent S3 GETs per round when `fetchConcurrency` is not given. */
 const FETCH_CONCURRENCY = 8;
-/** Retries of a transient S3 error inside one round, on top of the SDK's own. */
+/** Retries of a transient S3 error (or a late frame's neighbour read) inside one round, on top of the SDK's own. */
 const FETCH_RETRIES = 2;
 const FETCH_RETRY_BASE_MS = 200;
 /**
@@ -278,18 +278,30 @@ export class FrameRunner {
     return { input: { videoId, frame: ref.frame, image, key: holder.key } };
   }
 
+  /**
+   * A late frame's committed neighbours: two reads per late frame. A transient error is
+   * retried here as an S3 fetch is ({@link FETCH_RETRIES}): failing the round on the first
+   * throttle made a round of many late frames (a replay's re-sent frames reaching a worker
+   * already past them) fail almost every time at a few per cent of throttles, retried for
+   * good, so it never reached its commit, whose fencing would have handed the video to its
+   * replayed checkpoint.
+   */
   private async neighbours(videoId: string, frame: number): Promise<{ before?: NeighbourFrame; after?: NeighbourFrame }> {
-    try {
-      const [before, after] = await Promise.all([
-        this.d.records.nearestProcessed(videoId, frame, 'before', NEIGHBOUR_DISTANCE_FRAMES),
-        this.d.records.nearestProcessed(videoId, frame, 'after', NEIGHBOUR_DISTANCE_FRAMES),
-      ]);
-      return {
-        ...(before ? { before: { frame: before.frame, detections: before.detections } } : {}),
-        ...(after ? { after: { frame: after.frame, detections: after.detections } } : {}),
-      };
-    } catch (e) {
-      throw new VideoRoundError(errorCode(e), `neighbours of late frame ${frame}: ${errorText(e)}`, [frame], isTransient(e));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const [before, after] = await Promise.all([
+          this.d.records.nearestProcessed(videoId, frame, 'before', NEIGHBOUR_DISTANCE_FRAMES),
+          this.d.records.nearestProcessed(videoId, frame, 'after', NEIGHBOUR_DISTANCE_FRAMES),
+        ]);
+        return {
+          ...(before ? { before: { frame: before.frame, detections: before.detections } } : {}),
+          ...(after ? { after: { frame: after.frame, detections: after.detections } } : {}),
+        };
+      } catch (e) {
+        const transient = isTransient(e);
+        if (!transient || attempt >= FETCH_RETRIES) throw new VideoRoundError(errorCode(e), `neighbours of late frame ${frame}: ${errorText(e)}`, [frame], transient);
+        await new Promise((r) => setTimeout(r, FETCH_RETRY_BASE_MS * 4 ** attempt * (0.5 + Math.random())));
+      }
     }
   }
 }

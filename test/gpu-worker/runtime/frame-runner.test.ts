@@ -137,6 +137,53 @@ describe('FrameRunner fault isolation', () => {
   });
 });
 
+/** A records port whose neighbour reads are throttled for the first `throttled` calls (or always). */
+function throttledRecords(throttled: number) {
+  const r = {
+    calls: 0,
+    async nearestProcessed(videoId: string, frame: number, direction: 'before' | 'after') {
+      r.calls++;
+      if (r.calls <= throttled) throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+      return direction === 'before' ? { videoId, frame: frame - 1, kind: 'frame' as const, status: 'ok' as const, detections: [] } : undefined;
+    },
+  };
+  return r;
+}
+
+function lateRunner(processor: FrameProcessor, records: ReturnType<typeof throttledRecords>) {
+  return new FrameRunner({ frames: new FrameStore(s3), processor, records: records as never, tunables: { maxFrameBytes: 1000 }, metrics: nullMetrics, log: quiet, now: Date.now });
+}
+
+const latePlan = (videoId: string, frames: number[]): VideoPlan => ({
+  videoId,
+  steps: frames.map((frame): SequencedStep => ({ type: 'late', ref: { frame, bucket: 'b', key: key(videoId, frame), sizeBytes: 10, replacesGap: false } })),
+  parked: new Map(),
+});
+
+describe('FrameRunner late frames', () => {
+  it("retries a late frame's throttled neighbour read inside the round instead of failing the round", async () => {
+    // Prepare: the first two neighbour reads are throttled (a replay's re-sent frames reach a
+    // worker already past them: many late frames, two reads each, at a few per cent of throttles)
+    const records = throttledRecords(2);
+    const p = new RecordingProcessor();
+    // Act
+    const runs = await lateRunner(p, records).run([latePlan('replayed', [9])]);
+    // Assess: the round goes through (before the fix it failed on the first throttle, and
+    // retried as a whole with every late frame's reads, it almost never went through)
+    expect(runs.get('replayed')).toMatchObject({ ok: true });
+    expect(p.seen).toEqual(['replayed:9']);
+    expect(records.calls).toBeGreaterThan(2);
+  });
+
+  it('fails the round as transient, blaming the frame, when the neighbour reads stay throttled', async () => {
+    const records = throttledRecords(Infinity);
+    const p = new RecordingProcessor();
+    const runs = await lateRunner(p, records).run([latePlan('outage', [9])]);
+    expect(runs.get('outage')).toMatchObject({ ok: false, reason: 'ThrottlingException', blamed: [9], transient: true });
+    expect(p.seen).toEqual([]);
+  });
+});
+
 describe('isTransient', () => {
   it('retries throttling, 5xx and timeouts, not client errors', () => {
     expect(isTransient(s3Error('SlowDown', 503, 'server'))).toBe(true);
