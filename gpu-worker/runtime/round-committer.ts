@@ -58,9 +58,10 @@ export class RoundCommitter {
       const { outcome, leaseMoved } = settleInDoubt(stored, unit, this.d.slot.fence);
       this.d.log.info('commit in doubt settled', { videoId, outcome, leaseMoved });
       if (outcome === 'landed') {
-        await this.d.inbox.delete(this.applyLanded(unit));
+        const { deleteHandles, complete } = this.applyLanded(unit);
+        await this.d.inbox.delete(deleteHandles);
         if (leaseMoved) await this.dropVideo(unit.session);
-        else if (unit.unit.checkpoint.complete) await this.d.registry.release(unit.session, 'end-of-stream');
+        else if (complete) await this.d.registry.release(unit.session, 'end-of-stream');
       } else if (outcome === 'not-landed') {
         this.rollback({ session: unit.session, reason: 'commit-unknown', detail: 'the commit did not land', blamed: [], transient: true }, this.d.slot.now());
       } else {
@@ -84,7 +85,7 @@ export class RoundCommitter {
       this.d.log.error('commit rejected: slot lease no longer ours (fenced)', { slot: this.d.slot.fence.slot, epoch: this.d.slot.fence.epoch, landed: actions.outcomes.length });
       this.d.slot.lose('commit fenced by the store');
       // What landed before the slot was lost is durable: its messages are deleted all the same.
-      await this.d.inbox.delete(actions.outcomes.flatMap(({ unit }) => this.applyLanded(unit)));
+      await this.d.inbox.delete(actions.outcomes.flatMap(({ unit }) => this.applyLanded(unit).deleteHandles));
       return false;
     }
     const toDelete: string[] = [];
@@ -93,8 +94,12 @@ export class RoundCommitter {
     for (const { unit, outcome } of actions.outcomes) {
       const s = unit.session;
       if (outcome === 'landed') {
-        toDelete.push(...this.applyLanded(unit));
-        if (unit.unit.checkpoint.complete) complete.push(s);
+        // Whether the video finished is the session's word, not the checkpoint's flag: a
+        // crash-loop marker re-commits the last checkpoint, whose `complete` may be stale
+        // (an end marker corrected to a later frame since), and must never release the video.
+        const landedUnit = this.applyLanded(unit);
+        toDelete.push(...landedUnit.deleteHandles);
+        if (landedUnit.complete) complete.push(s);
         landed = true;
       } else if (typeof outcome === 'object' && 'conflict' in outcome) {
         // A record this commit would create already exists, so the frame is settled: the
@@ -132,15 +137,15 @@ export class RoundCommitter {
     return landed;
   }
 
-  /** A unit landed: its session moves on; returns the handles to delete. */
-  private applyLanded(ru: RoundUnit): readonly string[] {
-    const { deleteHandles } = ru.session.applyCommitted(ru.unit, ru.plan);
+  /** A unit landed: its session moves on; returns the handles to delete and whether the video finished. */
+  private applyLanded(ru: RoundUnit): { deleteHandles: readonly string[]; complete: boolean } {
+    const landed = ru.session.applyCommitted(ru.unit, ru.plan);
     if (ru.parked > 0) this.d.metrics.count(METRIC_NAMES.worker.framesParked, ru.parked);
     this.d.metrics.count(METRIC_NAMES.worker.checkpointBytes, estimatedBytes(ru.unit.checkpoint));
     if (ru.unit.events?.length) this.d.metrics.count(METRIC_NAMES.worker.eventsCommitted, ru.unit.events.length);
     this.countCommitted(ru.unit.results);
     for (const ms of ru.session.uploads.landed(ru.unit.results, this.d.slot.now())) this.d.metrics.milliseconds(METRIC_NAMES.worker.uploadToRecordMs, ms);
-    return deleteHandles;
+    return landed;
   }
 
   /** A video's round failed: restore it alone from its last checkpoint, keep its messages, back off. */
