@@ -53,7 +53,8 @@ export function simTarget(world: SimWorld): Target {
     releasedVideoRetentionDays: world.tunables.releasedVideoRetentionDays,
     firstFrameNumber: world.tunables.firstFrameNumber,
     slotLeaseTtlSeconds: world.tunables.slotLeaseTtlSeconds,
-    clients: { s3: world.s3.asClient(), sqs, ddb: world.leasesTwin.ddb },
+    // The operator's CLI reaches AWS over the internet: its calls take tens of ms, so live work comes between them.
+    clients: { s3: world.latent(world.s3.asClient(), 'operator'), sqs: world.latent(sqs, 'operator'), ddb: world.latent(world.leasesTwin.ddb, 'operator') },
     close() {},
   };
 }

@@ -69,16 +69,19 @@ export async function runPlan(plan: SimPlan, o: SimRunOptions = {}): Promise<Sim
 
 async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promise<SimResult> {
   const worldDraw = rng(plan.seed * 31 + 7);
-  const world = new SimWorld({ draw: worldDraw, slots: plan.slots, tunables: { firstFrameNumber: 0 }, faults: plan.aws, faultDraw: rng(plan.seed * 17 + 3), ...(o.latencies ? { latencies: o.latencies } : {}), ...(o.processBatchMs ? { processBatchMs: o.processBatchMs } : {}) });
+  const world = new SimWorld({ draw: worldDraw, slots: plan.slots, tunables: { firstFrameNumber: 0 }, faults: plan.aws, faultDraw: rng(plan.seed * 17 + 3), latencyDraw: rng(plan.seed * 13 + 11), ...(o.latencies ? { latencies: o.latencies } : {}), ...(o.processBatchMs ? { processBatchMs: o.processBatchMs } : {}) });
   world.startJanitor();
   o.onWorld?.(world);
   const faults: Record<string, number> = {};
   let fired = 0;
+  let applying = 0;
   for (const e of plan.events) {
     setTimeout(() => {
       fired++;
       for (const f of e.faults) faults[f] = (faults[f] ?? 0) + 1;
-      void apply(world, e);
+      // An event is done when what it started has returned (an operator's command takes many calls).
+      applying++;
+      void apply(world, e).finally(() => applying--);
     }, e.atMs);
   }
 
@@ -88,7 +91,7 @@ async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promi
   let settled = false;
   const checker = setInterval(() => {
     void (async () => {
-      if (fired < plan.events.length || world.ingest.length > 0 || world.notificationsInFlight > 0) return;
+      if (fired < plan.events.length || applying > 0 || world.ingest.length > 0 || world.notificationsInFlight > 0) return;
       const summaries = await Promise.all(plan.videos.map((v) => getSummary({ ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable }, v.videoId)));
       const records = (s: (typeof summaries)[number]) => (s ? s.framesOk + (s.framesLate ?? 0) + s.framesFailed + s.framesGap : 0);
       if (!plan.videos.every((v, i) => (v.endMarked ? summaries[i]?.status === 'complete' : records(summaries[i]) >= v.lastFrame + 1))) return;

@@ -57,6 +57,19 @@ export interface SimLatencies {
 
 export const DEFAULT_LATENCIES: SimLatencies = { notifyMs: [20, 400], taskStartMs: [2_000, 8_000], stoppedEventMs: [500, 3_000] };
 
+/**
+ * Round trips of AWS calls, ms (drawn per call; the call applies halfway): in-region for the
+ * product's processes, over the internet for the operator's CLI. Without them every call of
+ * a sequence (a replay's reset, deletes and re-sends; a commit and the read that settles it)
+ * would apply at one instant, and no live work could come between them.
+ */
+export const CALL_LATENCIES: Readonly<Record<'dynamodb' | 's3' | 'sqs' | 'operator', readonly [number, number]>> = {
+  dynamodb: [2, 12],
+  s3: [8, 40],
+  sqs: [4, 20],
+  operator: [20, 90],
+};
+
 /** One line of the trace: what happened, when (simulated ms since the start). */
 export interface TraceLine {
   readonly atMs: number;
@@ -121,12 +134,14 @@ export class SimWorld {
 
   private readonly faults: AwsFaultRates | undefined;
   private readonly faultDraw: () => number;
+  private readonly latencyDraw: () => number;
 
   /** Simulated time each worker's batch takes (SimProcessor's `batchMs`); 0 by default. */
   private readonly processBatchMs: number;
 
-  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number; processBatchMs?: number }) {
+  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number; latencyDraw?: () => number; processBatchMs?: number }) {
     this.draw = o.draw;
+    this.latencyDraw = o.latencyDraw ?? o.draw;
     this.processBatchMs = o.processBatchMs ?? 0;
     this.faults = o.faults;
     this.faultDraw = o.faultDraw ?? o.draw;
@@ -199,7 +214,24 @@ export class SimWorld {
    * applies, transactions applied with their answer lost, S3 reads failing with a 5xx, at
    * the plan's rates.
    */
-  private faulty<C extends { send: (...args: never[]) => Promise<unknown> }>(client: C, service: 'dynamodb' | 's3' | 'sqs'): C {
+  /** `client` with a round trip per call (CALL_LATENCIES), drawn from the world's latency stream; the call applies halfway. */
+  latent<C extends { send: (...args: never[]) => Promise<unknown> }>(client: C, kind: keyof typeof CALL_LATENCIES): C {
+    const send = (client.send as (...a: unknown[]) => Promise<unknown>).bind(client);
+    const [lo, hi] = CALL_LATENCIES[kind];
+    const draw = this.latencyDraw;
+    const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const latent = async (...args: unknown[]) => {
+      const rtt = lo + draw() * (hi - lo);
+      await wait(rtt / 2);
+      const answer = await send(...args);
+      await wait(rtt / 2);
+      return answer;
+    };
+    return overriding(client, { send: latent as unknown as C['send'] } as Partial<C>);
+  }
+
+  private faulty<C extends { send: (...args: never[]) => Promise<unknown> }>(plain: C, service: 'dynamodb' | 's3' | 'sqs'): C {
+    const client = this.latent(plain, service);
     const f = this.faults;
     if (!f || f.ddbThrottle + f.ddbLostAnswer + f.s3Error + (f.sqsError ?? 0) === 0) return client;
     const send = (client.send as (...a: unknown[]) => Promise<unknown>).bind(client);
