@@ -139,19 +139,7 @@ export async function countResults(source: ResultsSource, videoId: string): Prom
  * packed run that covers it.
  */
 export async function getFrameResult(source: ResultsSource, videoId: string, frame: number): Promise<FrameResultItem | undefined> {
-  if (frame < 0) return undefined;
-  const r = await source.ddb.send(
-    new QueryCommand({
-      TableName: source.resultsTable,
-      KeyConditionExpression: 'videoId = :v AND #f BETWEEN :zero AND :frame',
-      ExpressionAttributeNames: { '#f': 'frame' },
-      ExpressionAttributeValues: { ':v': videoId, ':zero': 0, ':frame': frame },
-      ScanIndexForward: false,
-      Limit: 1,
-      ConsistentRead: true,
-    }),
-  );
-  const item = r.Items?.[0] as StoredResultItem | undefined;
+  const item = await storedItemAt(source, videoId, frame, { consistent: true });
   return item ? expandStored(item, frame, frame)[0] : undefined;
 }
 
@@ -159,7 +147,7 @@ export async function getFrameResult(source: ResultsSource, videoId: string, fra
  * The item as stored (a frame's record or the packed run that covers it, not expanded) at
  * or below `frame`: what a frame's record costs to store and write (`affinity status`'s estimate).
  */
-export async function storedItemAt(source: ResultsSource, videoId: string, frame: number): Promise<StoredResultItem | undefined> {
+export async function storedItemAt(source: ResultsSource, videoId: string, frame: number, o: { readonly consistent?: boolean } = {}): Promise<StoredResultItem | undefined> {
   if (frame < 0) return undefined;
   const r = await source.ddb.send(
     new QueryCommand({
@@ -169,6 +157,7 @@ export async function storedItemAt(source: ResultsSource, videoId: string, frame
       ExpressionAttributeValues: { ':v': videoId, ':zero': 0, ':frame': frame },
       ScanIndexForward: false,
       Limit: 1,
+      ...(o.consistent ? { ConsistentRead: true } : {}),
     }),
   );
   return r.Items?.[0] as StoredResultItem | undefined;
