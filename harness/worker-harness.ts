@@ -118,6 +118,14 @@ export interface HarnessWorkerOptions {
   readonly gate?: ProcessGate;
 }
 
+/**
+ * The driver's calls to the emulators: the production policy (core/config/aws-call-policy.ts)
+ * bounds a connect by 1-2 s, which a 2-core CI machine running four stacks at once can
+ * exceed when it starves this process; the driver is not under test, so it waits longer
+ * and tries more often.
+ */
+const DRIVER_HANDLER = { requestHandler: { connectionTimeout: 15_000, requestTimeout: 60_000, socketTimeout: 60_000 }, maxAttempts: 6 } as const;
+
 /** DynamoDB Local and fauxqs (or their twins) with the project's resources, and workers run in this process against them (see the module's doc). */
 export class WorkerHarness {
   readonly backend: HarnessBackend;
@@ -140,6 +148,13 @@ export class WorkerHarness {
   readonly workers: HarnessWorker[] = [];
   /** The slot queues' client (the SQS FIFO model's, or fauxqs's). */
   private readonly sqs: AwsClients['sqs'];
+  /**
+   * The harness's own calls (puts of frames, segments and end markers; pins; reads for
+   * assertions): the uploader's and the reviewer's side, not the product's. On the
+   * emulators they wait patiently (see {@link DRIVER_HANDLER}), so a CI machine that
+   * starves this process of the CPU for seconds fails no test through its driver.
+   */
+  private readonly driver: Pick<HarnessClients, 'ddb' | 's3'>;
   private readonly emulators: AwsClients | undefined;
   /** Stops what the backend started (emulators, the fake clock), after the workers. */
   private readonly stopBackend: () => Promise<void>;
@@ -153,6 +168,7 @@ export class WorkerHarness {
     wiring: Wiring;
     resources: LocalResources | undefined;
     clients: HarnessClients;
+    driver?: Pick<HarnessClients, 'ddb' | 's3'>;
     emulators: AwsClients | undefined;
     twins: WorkerHarness['twins'];
     fakeTime: FakeTime | undefined;
@@ -167,6 +183,7 @@ export class WorkerHarness {
     this.resources = init.resources;
     this.wiring = init.wiring;
     this.clients = init.clients;
+    this.driver = init.driver ?? init.clients;
     this.emulators = init.emulators;
     this.twins = init.twins;
     this.fakeTime = init.fakeTime;
@@ -175,8 +192,8 @@ export class WorkerHarness {
     this.queues = init.queues;
     this.stopBackend = init.stopBackend;
     this.printLogs = init.printLogs;
-    this.leases = LeaseStore.forWiring(init.clients.ddb, this.wiring, this.tunables);
-    this.results = { ddb: init.clients.ddb, resultsTable: this.wiring.resultsTable };
+    this.leases = LeaseStore.forWiring(this.driver.ddb, this.wiring, this.tunables);
+    this.results = { ddb: this.driver.ddb, resultsTable: this.wiring.resultsTable };
   }
 
   /** Starts the backend (DynamoDB Local and fauxqs, or the twins), creates tables, the bucket and the slot queues. */
@@ -269,6 +286,12 @@ export class WorkerHarness {
         dynamodb: { ...common, endpoint: dynamo.endpoint },
       });
       cleanups.push(() => clients.destroy());
+      const driver = createAwsClientsFrom({
+        s3: { ...common, endpoint: fauxqs.endpoint, forcePathStyle: true, ...DRIVER_HANDLER },
+        sqs: { ...common, endpoint: fauxqs.endpoint, ...DRIVER_HANDLER },
+        dynamodb: { ...common, endpoint: dynamo.endpoint, ...DRIVER_HANDLER },
+      });
+      cleanups.push(() => driver.destroy());
       // Not attached to fauxqs: frames put by the harness notify nobody (the harness sends the slot messages itself).
       const notifier = new S3Notifier({ region, sqs: clients.sqs });
       const resources = await createLocalResources({ prefix, region, tunables, dynamodb: clients.dynamodb, sqs: clients.sqs, s3: clients.s3, notifier });
@@ -290,6 +313,7 @@ export class WorkerHarness {
         wiring: resources.wiring,
         resources,
         clients,
+        driver,
         emulators: clients,
         twins: undefined,
         fakeTime: undefined,
@@ -298,6 +322,7 @@ export class WorkerHarness {
         queues: new SlotQueues(sqs, resources.wiring.slotQueueUrlPrefix),
         stopBackend: async () => {
           clients.destroy();
+          driver.destroy();
           await fauxqs.stop().catch(() => undefined);
           await dynamo.stop().catch(() => undefined);
           guard.dispose();
@@ -382,7 +407,7 @@ export class WorkerHarness {
     const b = body ?? (await this.realWork(testJpeg()));
     for (const f of frames) {
       const key = frameKey(videoId, f);
-      const put = await this.clients.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: b }));
+      const put = await this.driver.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: b }));
       if (put.ETag) this.eTags.set(key, put.ETag.replace(/"/g, ''));
     }
   }
@@ -396,7 +421,7 @@ export class WorkerHarness {
    */
   async putSegment(videoId: string, firstFrame: number, body: Uint8Array, options: { frames?: number; container?: Exclude<SourceContainer, 'image'> } = {}): Promise<string> {
     const key = segmentKey(videoId, firstFrame, options.container ?? 'mp4');
-    const put = await this.clients.s3.send(
+    const put = await this.driver.s3.send(
       new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ...(options.frames !== undefined ? { Metadata: { [FRAMES_METADATA_KEY]: String(options.frames) } } : {}) }),
     );
     if (put.ETag) this.eTags.set(key, put.ETag.replace(/"/g, ''));
@@ -417,7 +442,7 @@ export class WorkerHarness {
 
   /** Puts the end-of-stream marker (its body is the last frame number). */
   async putEnd(videoId: string, lastFrame: number): Promise<void> {
-    await this.clients.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: endMarkerKey(videoId), Body: String(lastFrame) }));
+    await this.driver.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: endMarkerKey(videoId), Body: String(lastFrame) }));
   }
 
   /** The frame message the router would send for a frame. */

@@ -82,6 +82,8 @@ export function killPauseCase(kind: KillPauseKind, title: string): void {
           await new Promise((r) => setTimeout(r, 150 + (tick % 3) * 200));
         }
       })();
+      // Awaited at the end of the act; until then a failed upload must not surface as an unhandled rejection.
+      uploads.catch(() => undefined);
       const gateA = new ProcessGate();
       const a = h.createWorker(SLOT, { tunables: { firstFrameNumber: 0 }, gate: gateA, ...processorOf(kind) }).start();
 
