@@ -52,7 +52,8 @@ function routerDouble(h: WorkerHarness, slot: number): UploadResender {
   };
 }
 
-function gatedDeletes(inner: ResultsAdmin, before: () => Promise<void>): ResultsAdmin {
+/** `inner` whose first record delete waits for `before` (run once); later deletes wait for it too. */
+export function gatedDeletes(inner: ResultsAdmin, before: () => Promise<void>): ResultsAdmin {
   let gate: Promise<void> | undefined;
   return {
     pages: (...args) => inner.pages(...args),

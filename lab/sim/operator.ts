@@ -12,9 +12,10 @@ import { reconcile } from '../../core/commit/operations/reconcile.ts';
 import { forceRelease } from '../../core/commit/operations/release.ts';
 import { redriveCommand } from '../../cli/commands/redrive.ts';
 import type { SimWorld } from './world.ts';
+import { gatedDeletes } from '../../harness/operator-harness.ts';
 
 export type OperatorCommand =
-  | { readonly kind: 'replay'; readonly videoId: string; readonly fromFrame: number }
+  | { readonly kind: 'replay'; readonly videoId: string; readonly fromFrame: number; readonly beforeFirstDelete?: () => Promise<void> }
   | { readonly kind: 'reconcile'; readonly videoId: string }
   | { readonly kind: 'release'; readonly videoId: string }
   | { readonly kind: 'redrive' };
@@ -72,7 +73,8 @@ export interface OperatorOutcome {
  */
 export async function runOperator(world: SimWorld, c: OperatorCommand): Promise<OperatorOutcome> {
   const target = simTarget(world);
-  const ports = operatorPorts(target.clients, world.wiring, world.tunables, { where: 'the simulated world' });
+  const base = operatorPorts(target.clients, world.wiring, world.tunables, { where: 'the simulated world' });
+  const ports = c.kind === 'replay' && c.beforeFirstDelete ? { ...base, results: gatedDeletes(base.results, c.beforeFirstDelete) } : base;
   try {
     switch (c.kind) {
       case 'replay': {

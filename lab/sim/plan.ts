@@ -12,18 +12,40 @@
  * - kill -9 and SIGSTOP of a worker, shorter and longer than its lease;
  * - AWS errors: DynamoDB throttles and commits whose answer is lost, S3 read errors;
  * - operator commands at any point: replay --from, reconcile, release --force.
+ *
+ * And two *reactive* faults, which the world fires when the product reaches a moment a
+ * drawn time would almost never hit (decision 61):
+ * - `doubt-window`: a frame (or segment) withheld until the commit that records it as a gap
+ *   is struck (not sent, or applied with its answer lost) and its video's lease reads fail
+ *   for a while; the upload is put at that moment, so its message comes while the commit is
+ *   in doubt (at its planned, later time if no such commit comes);
+ * - `replay-race`: a replay whose first record delete waits until the video's camera has
+ *   uploaded its next object (or S3 has notified the last one again) and a worker has taken
+ *   it, so the new owner adopts the video between the replay's reset and its deletes.
  */
 import { frameKey, endMarkerKey } from '../../core/ingest/keys.ts';
-import { FRAMES_METADATA_KEY, segmentKey } from '../../core/ingest/segment-keys.ts';
+import { FRAMES_METADATA_KEY, parseSourceKey, segmentKey } from '../../core/ingest/segment-keys.ts';
 import { simFrameBytes, simSegmentBytes, type SimSegmentBody } from './media.ts';
+import { rng } from '../../core/random.ts';
 
 export type NotifyFault = 'lost' | 'duplicated' | 'late' | undefined;
 
 export type SimEvent =
-  | { readonly atMs: number; readonly kind: 'upload'; readonly videoId: string; readonly key: string; readonly body: string; readonly metadata?: Record<string, string>; readonly notify?: NotifyFault; readonly faults: readonly string[] }
+  | {
+      readonly atMs: number;
+      readonly kind: 'upload';
+      readonly videoId: string;
+      readonly key: string;
+      readonly body: string;
+      readonly metadata?: Record<string, string>;
+      readonly notify?: NotifyFault;
+      readonly faults: readonly string[];
+      /** Put when the plan's doubt window on this frame opens (`atMs` is the fallback). */
+      readonly onDoubt?: true;
+    }
   | { readonly atMs: number; readonly kind: 'end'; readonly videoId: string; readonly lastFrame: number; readonly notify?: NotifyFault; readonly faults: readonly string[] }
   | { readonly atMs: number; readonly kind: 'kill' | 'pause'; readonly forMs?: number; readonly pick: number; readonly faults: readonly string[] }
-  | { readonly atMs: number; readonly kind: 'replay'; readonly videoId: string; readonly fromFrame: number; readonly faults: readonly string[] }
+  | { readonly atMs: number; readonly kind: 'replay'; readonly videoId: string; readonly fromFrame: number; readonly faults: readonly string[]; readonly race?: true }
   | { readonly atMs: number; readonly kind: 'reconcile' | 'release'; readonly videoId: string; readonly faults: readonly string[] }
   | { readonly atMs: number; readonly kind: 'redrive'; readonly faults: readonly string[] };
 
@@ -56,6 +78,19 @@ export interface AwsFaultRates {
   readonly sqsError?: number;
 }
 
+/**
+ * A planned in-doubt window (the `doubt-window` fault): the first worker commit that puts a
+ * gap record at `frame` of `videoId` is struck (`unsent`: fails before it is sent; `lost`:
+ * applied, its answer lost), then every read of the video's lease item by a worker fails for
+ * `forMs`, and the frame's withheld upload is put at once.
+ */
+export interface DoubtWindow {
+  readonly videoId: string;
+  readonly frame: number;
+  readonly mode: 'unsent' | 'lost';
+  readonly forMs: number;
+}
+
 export const NO_AWS_FAULTS: AwsFaultRates = { ddbThrottle: 0, ddbLostAnswer: 0, s3Error: 0, sqsError: 0 };
 
 export interface SimPlan {
@@ -64,6 +99,8 @@ export interface SimPlan {
   readonly videos: readonly SimVideo[];
   readonly events: readonly SimEvent[];
   readonly aws: AwsFaultRates;
+  /** Planned in-doubt windows (reactive: see the module comment). */
+  readonly doubtWindows?: readonly DoubtWindow[];
   /** When the last planned event fires. */
   readonly lastEventMs: number;
 }
@@ -215,8 +252,49 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
   if (chance('redrive', 0.1)) events.push({ atMs: int(draw, 0, processWindow), kind: 'redrive', faults: ['redrive'] });
   const faulty = chance('aws-errors', 0.3);
   const aws: AwsFaultRates = faulty ? { ddbThrottle: draw() * 0.04, ddbLostAnswer: draw() * 0.05, s3Error: draw() * 0.04, sqsError: draw() * 0.03 } : NO_AWS_FAULTS;
+  // The reactive faults draw from a stream of their own, so that every plan drawn before them stays as it was.
+  const doubtWindows = reactiveFaults(seed, videos, events, off);
   events.sort((a, b) => a.atMs - b.atMs);
-  return { seed, slots, videos, events, aws, lastEventMs: Math.max(0, ...events.map((e) => e.atMs)) };
+  return { seed, slots, videos, events, aws, ...(doubtWindows.length ? { doubtWindows } : {}), lastEventMs: Math.max(0, ...events.map((e) => e.atMs)) };
+}
+
+/**
+ * Draws the reactive faults into `events` (in place): doubt windows on withheld uploads,
+ * and races on replays. Returns the doubt windows.
+ */
+function reactiveFaults(seed: number, videos: SimVideo[], events: SimEvent[], off: ReadonlySet<string>): DoubtWindow[] {
+  const draw = rng(seed * 7919 + 104_729);
+  const windows: DoubtWindow[] = [];
+  for (let i = 0; i < videos.length; i++) {
+    const v = videos[i]!;
+    const doubt = draw() < 0.25 && !off.has('doubt-window');
+    const mode = draw() < 0.5 ? 'unsent' : 'lost';
+    const forMs = int(draw, 300, 6_000);
+    const fallbackMs = int(draw, 20_000, 90_000);
+    const which = draw();
+    if (!doubt) continue;
+    // Not the first object (where a video starts is decided at first sight) nor the last (a gap needs a later frame).
+    const firsts = v.kind === 'jpeg' ? Array.from({ length: v.lastFrame + 1 }, (_, f) => f).filter((f) => !v.neverUploaded.includes(f)) : v.segments.map((s) => s.firstFrame);
+    const inner = firsts.slice(1, -1);
+    if (inner.length === 0) continue;
+    const frame = inner[Math.floor(which * inner.length)]!;
+    const at = events.findIndex((e) => e.kind === 'upload' && e.videoId === v.videoId && parseFirst(e.key) === frame && !e.faults.includes('segment-reuploaded'));
+    if (at < 0) continue;
+    const e = events[at] as Extract<SimEvent, { kind: 'upload' }>;
+    events[at] = { ...e, atMs: e.atMs + fallbackMs, faults: [...e.faults, 'doubt-window'], onDoubt: true };
+    windows.push({ videoId: v.videoId, frame, mode, forMs });
+  }
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.kind === 'replay' && draw() < 0.5 && !off.has('replay-race')) events[i] = { ...e, faults: [...e.faults, 'replay-race'], race: true };
+  }
+  return windows;
+}
+
+/** The first frame a source key covers (-1 for any other key). */
+function parseFirst(key: string): number {
+  const p = parseSourceKey(key);
+  return p.kind === 'source' ? p.firstFrame : -1;
 }
 
 /** The keys of a plan's end marker. */
@@ -230,6 +308,14 @@ export const endKey = endMarkerKey;
 export function shrinkCandidates(plan: SimPlan): SimPlan[] {
   const out: SimPlan[] = [];
   if (plan.aws.ddbThrottle + plan.aws.ddbLostAnswer + plan.aws.s3Error + (plan.aws.sqsError ?? 0) > 0) out.push({ ...plan, aws: NO_AWS_FAULTS });
+  // Without each doubt window (its upload keeps its fallback time), and each replay without its race.
+  for (const w of plan.doubtWindows ?? []) {
+    const rest = plan.doubtWindows!.filter((x) => x !== w);
+    out.push({ ...plan, ...(rest.length ? { doubtWindows: rest } : { doubtWindows: undefined }), events: plan.events.map((e) => (e.kind === 'upload' && e.onDoubt && e.videoId === w.videoId && parseFirst(e.key) === w.frame ? { ...e, onDoubt: undefined } : e)) });
+  }
+  plan.events.forEach((e, i) => {
+    if (e.kind === 'replay' && e.race) out.push({ ...plan, events: plan.events.map((x, j) => (j === i ? { ...e, race: undefined } : x)) });
+  });
   for (let i = 0; i < plan.events.length; i++) {
     const e = plan.events[i]!;
     // Uploads and end markers define the videos; faults and commands can go, and fault marks on uploads can be cleared.

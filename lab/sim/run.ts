@@ -69,21 +69,71 @@ export async function runPlan(plan: SimPlan, o: SimRunOptions = {}): Promise<Sim
 
 async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promise<SimResult> {
   const worldDraw = rng(plan.seed * 31 + 7);
-  const world = new SimWorld({ draw: worldDraw, slots: plan.slots, tunables: { firstFrameNumber: 0 }, faults: plan.aws, faultDraw: rng(plan.seed * 17 + 3), latencyDraw: rng(plan.seed * 13 + 11), ...(o.latencies ? { latencies: o.latencies } : {}), ...(o.processBatchMs ? { processBatchMs: o.processBatchMs } : {}) });
+  const world = new SimWorld({
+    draw: worldDraw,
+    slots: plan.slots,
+    tunables: { firstFrameNumber: 0 },
+    faults: plan.aws,
+    faultDraw: rng(plan.seed * 17 + 3),
+    latencyDraw: rng(plan.seed * 13 + 11),
+    ...(o.latencies ? { latencies: o.latencies } : {}),
+    ...(o.processBatchMs ? { processBatchMs: o.processBatchMs } : {}),
+    ...(plan.doubtWindows ? { doubtWindows: plan.doubtWindows } : {}),
+  });
   world.startJanitor();
   o.onWorld?.(world);
   const faults: Record<string, number> = {};
   let fired = 0;
   let applying = 0;
-  for (const e of plan.events) {
-    setTimeout(() => {
-      fired++;
-      for (const f of e.faults) faults[f] = (faults[f] ?? 0) + 1;
-      // An event is done when what it started has returned (an operator's command takes many calls).
-      applying++;
-      void apply(world, e).finally(() => applying--);
-    }, e.atMs);
-  }
+  // Events not fired yet, by their timer: a reactive fault fires one early (at most once).
+  const waiting = new Map<SimEvent, ReturnType<typeof setTimeout>>();
+  const fire = (e: SimEvent, note?: string) => {
+    const timer = waiting.get(e);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    waiting.delete(e);
+    if (note) world.note(note);
+    fired++;
+    for (const f of e.faults) faults[f] = (faults[f] ?? 0) + 1;
+    // An event is done when what it started has returned (an operator's command takes many calls).
+    applying++;
+    void apply(world, e, { race: raceReplay }).finally(() => applying--);
+  };
+  for (const e of plan.events) waiting.set(e, setTimeout(() => fire(e), e.atMs));
+  // A doubt window opened: its withheld upload is put now, so its message comes while the commit is in doubt.
+  world.onDoubtOpened = (w) => {
+    const e = plan.events.find((x): x is Extract<SimEvent, { kind: 'upload' }> => x.kind === 'upload' && x.onDoubt === true && x.videoId === w.videoId && firstFrameOf(x.key) === w.frame);
+    faults['doubt-window-struck'] = (faults['doubt-window-struck'] ?? 0) + 1;
+    if (e) fire(e, `doubt window: ${e.key} put now`);
+  };
+  // A racing replay, before its first delete: the video's camera uploads its next object now
+  // (or S3 notifies its last one again), and the replay waits until a worker has taken it.
+  const raceReplay = async (videoId: string): Promise<void> => {
+    const next = plan.events.filter((x): x is Extract<SimEvent, { kind: 'upload' }> => x.kind === 'upload' && x.videoId === videoId && waiting.has(x)).sort((a, b) => firstFrameOf(a.key) - firstFrameOf(b.key))[0];
+    let key: string;
+    if (next) {
+      key = next.key;
+      fire(next, `replay race: ${key} uploaded before the replay's first delete`);
+    } else {
+      const last = world.s3.keys(world.bucket).filter((k) => firstFrameOf(k) >= 0 && k.startsWith(`frames/${videoId}/`)).sort((a, b) => firstFrameOf(a) - firstFrameOf(b)).at(-1);
+      if (!last) return;
+      key = last;
+      const head = world.s3.head(world.bucket, key);
+      world.note(`replay race: S3 notifies ${key} again before the replay's first delete`);
+      world.notify(key, head?.eTag ?? '', head?.size ?? 1);
+    }
+    const source = { ddb: world.leasesTwin.ddb, resultsTable: world.wiring.resultsTable };
+    const frame = firstFrameOf(key);
+    const until = Date.now() + 30_000;
+    while (Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 250));
+      const lease = await world.leases.getVideo(videoId).catch(() => undefined);
+      if (lease?.owner !== undefined || (await allResults(source, videoId)).some((r) => r.frame >= frame)) {
+        faults['replay-race-met'] = (faults['replay-race-met'] ?? 0) + 1;
+        return;
+      }
+    }
+  };
 
   // Settled: every event fired, the ingest queue empty, every end-marked video complete,
   // every other one with as many records as frames due, and no slot message waiting.
@@ -134,7 +184,13 @@ async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promi
   };
 }
 
-async function apply(world: SimWorld, e: SimEvent): Promise<void> {
+/** The first frame a source key covers (-1 for any other key). */
+function firstFrameOf(key: string): number {
+  const p = parseSourceKey(key);
+  return p.kind === 'source' ? p.firstFrame : -1;
+}
+
+async function apply(world: SimWorld, e: SimEvent, hooks: { race: (videoId: string) => Promise<void> }): Promise<void> {
   switch (e.kind) {
     case 'upload': {
       const { eTag, size } = world.put(e.key, Buffer.from(e.body, 'latin1'), e.metadata);
@@ -171,7 +227,7 @@ async function apply(world: SimWorld, e: SimEvent): Promise<void> {
     }
     default: {
       world.note(`operator: ${e.kind} ${e.videoId}${e.kind === 'replay' ? ` --from ${e.fromFrame}` : ''}`);
-      const out = await runOperator(world, e.kind === 'replay' ? { kind: 'replay', videoId: e.videoId, fromFrame: e.fromFrame } : { kind: e.kind, videoId: e.videoId });
+      const out = await runOperator(world, e.kind === 'replay' ? { kind: 'replay', videoId: e.videoId, fromFrame: e.fromFrame, ...(e.race ? { beforeFirstDelete: () => hooks.race(e.videoId) } : {}) } : { kind: e.kind, videoId: e.videoId });
       if (out.replayedFrom !== undefined) world.replayedBelow.set(e.videoId, Math.min(world.replayedBelow.get(e.videoId) ?? Infinity, out.replayedFrom));
       world.note(`operator: ${e.kind} ${e.videoId}: ${out.said.slice(0, 300)}`);
     }
@@ -269,7 +325,7 @@ function arrivedLate(plan: SimPlan, v: SimPlan['videos'][number]): Set<number> {
   const out = new Set<number>();
   for (const e of plan.events) {
     if (e.kind !== 'upload' || e.videoId !== v.videoId) continue;
-    if (!e.faults.includes('upload-late') && e.notify !== 'late') continue;
+    if (!e.faults.includes('upload-late') && !e.faults.includes('doubt-window') && e.notify !== 'late') continue;
     const p = parseSourceKey(e.key);
     if (p.kind !== 'source') continue;
     const seg = v.segments.find((s) => s.firstFrame === p.firstFrame);

@@ -36,7 +36,7 @@ import { overriding } from '../../core/overriding.ts';
 import { injectedError } from '../aws/fault-injection.ts';
 import { SIM_RULES, SIM_SEGMENT_CODEC, SimProcessor } from './media.ts';
 import { DEFAULT_RULES_KEY, RulesStore } from '../../core/analytics/s3/rules-store.ts';
-import type { AwsFaultRates } from './plan.ts';
+import type { AwsFaultRates, DoubtWindow } from './plan.ts';
 
 /** Latencies of what AWS does by itself, in ms (drawn per event from these ranges). */
 export interface SimLatencies {
@@ -139,8 +139,14 @@ export class SimWorld {
   /** Simulated time each worker's batch takes (SimProcessor's `batchMs`); 0 by default. */
   private readonly processBatchMs: number;
 
-  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number; latencyDraw?: () => number; processBatchMs?: number }) {
+  /** The plan's doubt windows, each struck at most once, and until when each keeps its video's lease reads failing. */
+  private readonly doubts: { readonly w: DoubtWindow; struckUntilMs?: number }[];
+  /** Told when a doubt window opens (the run puts the withheld upload then). */
+  onDoubtOpened: (w: DoubtWindow) => void = () => undefined;
+
+  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number; latencyDraw?: () => number; processBatchMs?: number; doubtWindows?: readonly DoubtWindow[] }) {
     this.draw = o.draw;
+    this.doubts = (o.doubtWindows ?? []).map((w) => ({ w }));
     this.latencyDraw = o.latencyDraw ?? o.draw;
     this.processBatchMs = o.processBatchMs ?? 0;
     this.faults = o.faults;
@@ -228,6 +234,37 @@ export class SimWorld {
       return answer;
     };
     return overriding(client, { send: latent as unknown as C['send'] } as Partial<C>);
+  }
+
+  /**
+   * A worker's DynamoDB client with the plan's doubt windows (plan.ts `DoubtWindow`): the
+   * first commit that puts a gap record at a window's frame is struck (before it is sent, or
+   * applied with its answer lost), then the video's lease reads fail until the window closes.
+   */
+  private doubtful<C extends { send: (...args: never[]) => Promise<unknown> }>(client: C): C {
+    if (this.doubts.length === 0) return client;
+    const send = (client.send as (...a: unknown[]) => Promise<unknown>).bind(client);
+    const doubtful = async (...args: unknown[]) => {
+      const command = args[0] as { constructor: { name: string }; input?: Record<string, unknown> };
+      const name = command.constructor.name;
+      if (name === 'GetCommand') {
+        const pk = String((command.input?.Key as { pk?: unknown } | undefined)?.pk ?? '');
+        const open = this.doubts.find((d) => d.struckUntilMs !== undefined && Date.now() < d.struckUntilMs && pk === `video#${d.w.videoId}`);
+        if (open) throw injectedError('dynamodb', '5xx');
+        return send(...args);
+      }
+      if (name !== 'TransactWriteCommand') return send(...args);
+      type Put = { Put?: { Item?: { videoId?: unknown; frame?: unknown; status?: unknown } } };
+      const items = (command.input?.TransactItems as Put[] | undefined) ?? [];
+      const d = this.doubts.find((x) => x.struckUntilMs === undefined && items.some((i) => i.Put?.Item?.videoId === x.w.videoId && i.Put.Item.frame === x.w.frame && i.Put.Item.status === 'gap'));
+      if (!d) return send(...args);
+      d.struckUntilMs = Date.now() + d.w.forMs;
+      if (d.w.mode === 'lost') await send(...args);
+      this.note(`doubt window: the commit of gap ${d.w.videoId}/${d.w.frame} ${d.w.mode === 'lost' ? 'applied, its answer lost' : 'failed before it was sent'}; its lease reads fail for ${d.w.forMs} ms`);
+      this.onDoubtOpened(d.w);
+      throw injectedError('dynamodb', '5xx');
+    };
+    return overriding(client, { send: doubtful as unknown as C['send'] } as Partial<C>);
   }
 
   private faulty<C extends { send: (...args: never[]) => Promise<unknown> }>(plain: C, service: 'dynamodb' | 's3' | 'sqs'): C {
@@ -407,7 +444,7 @@ export class SimWorld {
         return;
       }
       task.state = 'running';
-      const ddb = gatedClient(this.faulty(this.leasesTwin.ddb, 'dynamodb'), task.gate);
+      const ddb = gatedClient(this.doubtful(this.faulty(this.leasesTwin.ddb, 'dynamodb')), task.gate);
       const s3 = gatedClient(this.faulty(this.s3.asClient(), 's3'), task.gate);
       const worker = new Worker({
         workerId: taskId,

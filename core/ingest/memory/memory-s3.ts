@@ -61,6 +61,12 @@ export class MemoryS3 {
     return [...this.bucket(bucket).keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   }
 
+  /** An object's ETag (without quotes) and size, as its notification carries them; undefined when absent. */
+  head(bucket: string, key: string): { eTag: string; size: number } | undefined {
+    const o = this.bucket(bucket).get(key);
+    return o ? { eTag: o.eTag.replace(/"/g, ''), size: o.bytes.byteLength } : undefined;
+  }
+
   /** Stores an object directly (what a PutObject does), returning its ETag without quotes. */
   putObject(bucket: string, key: string, body: Uint8Array | string, metadata?: Readonly<Record<string, string>>): string {
     const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : new Uint8Array(body);
