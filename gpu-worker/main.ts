@@ -27,6 +27,7 @@
  * through lab/worker-main.ts, which first adds the lab (extensions.ts): the `stats` and
  * `simgpu` processors, WORKER_CRASH_ON_KEY, AWS_FAULT_INJECTION and AWS_LATENCY_MODEL.
  */
+import { DynamoDbResultsAdmin } from '../core/commit/dynamodb/results-admin.ts';
 import { DynamoDbRecords } from '../core/commit/dynamodb/results-reader.ts';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -127,6 +128,7 @@ async function main(): Promise<number> {
     frames,
     bucket: wiring.bucket,
     records: new DynamoDbRecords({ ddb: clients.ddb, resultsTable: wiring.resultsTable }),
+    replayDeletes: new DynamoDbResultsAdmin({ ddb: clients.ddb, resultsTable: wiring.resultsTable, eventsTable: wiring.eventsTable }),
     processor,
     // The crash probe's child (decision 41): the worker's environment, so it builds the same
     // processor; without the inference-thread fault seam, which is this process's alone.

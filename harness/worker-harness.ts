@@ -39,6 +39,7 @@ import { FRAMES_METADATA_KEY, segmentKey, type SourceContainer } from '../core/i
 import type { EndMessage, FrameMessage } from '../core/ingest/messages.ts';
 import type { FrameProcessor } from '../core/ports.ts';
 import { allResults, DynamoDbRecords, getSummary, type ResultsSource } from '../core/commit/dynamodb/results-reader.ts';
+import { DynamoDbResultsAdmin } from '../core/commit/dynamodb/results-admin.ts';
 import type { FrameResultItem, VideoSummaryItem } from '../core/commit/results.ts';
 import { Worker, type WorkerDeps } from '../gpu-worker/runtime/worker.ts';
 import { StatsProcessor } from '../lab/worker/stats-processor.ts';
@@ -382,6 +383,7 @@ export class WorkerHarness {
       frames,
       bucket: this.bucket,
       records: new DynamoDbRecords(gate ? { ddb, resultsTable: this.wiring.resultsTable } : this.results),
+      replayDeletes: new DynamoDbResultsAdmin({ ddb, resultsTable: this.wiring.resultsTable, eventsTable: this.wiring.eventsTable }),
       processor,
       metrics: metricSink,
       log,

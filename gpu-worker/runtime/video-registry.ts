@@ -14,6 +14,7 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import { VideoSession } from './video-session.ts';
 import { handoverOf, type Handover } from './crash/crash-breaker.ts';
+import { finishReplayDeletes, type ReplayDeletes } from '../../core/commit/operations/replay.ts';
 
 export interface VideoRegistryDeps {
   readonly tunables: Tunables;
@@ -27,6 +28,8 @@ export interface VideoRegistryDeps {
    * that never released it (videos taken from an owner then run isolated, decision 29).
    */
   readonly slot: SlotContext;
+  /** Finishes the deletes of a replay in progress on adoption (see {@link VideoRegistry.place}). */
+  readonly replayDeletes: ReplayDeletes;
   /** Told when a video is let go (released, or its lease moved): what was fetched ahead for it is dropped. */
   readonly onClose?: (videoId: string) => void;
 }
@@ -76,7 +79,7 @@ export class VideoRegistry {
       }
       if (adopted !== 'not-here') {
         const handover = handoverOf({ slotTakenOver: this.d.slot.takenOver, adoptedFrom: adopted.adoptedFrom, self: fence.workerId });
-        return this.open(videoId, adopted.token, adopted.checkpoint, handover);
+        return this.open(videoId, adopted.token, await this.finishReplay(videoId, adopted.checkpoint), handover);
       }
       const current = await this.d.leases.getVideo(videoId);
       if (current.pinnedSlot !== undefined && current.pinnedSlot !== fence.slot) return current.pinnedSlot;
@@ -89,6 +92,23 @@ export class VideoRegistry {
     }
     if (this.d.slot.lost) return 'lost';
     throw new Error(`could not settle the lease of video ${videoId}`);
+  }
+
+  /**
+   * A video adopted while an operator's replay is in progress: its records from
+   * `silentBelow` on under the fenced token are doomed, and a frame that met one before the
+   * replay deleted it would end with no record (issue 40: the replay re-sends only what its
+   * listing saw). So the replay's deletes are finished first, here, and the checkpoint the
+   * session starts from forgets the fenced token (its next commit stores that: nothing is
+   * left to delete). Throws when the table cannot be reached: the messages are held and
+   * the adoption is retried.
+   */
+  private async finishReplay(videoId: string, ck: VideoCheckpoint): Promise<VideoCheckpoint> {
+    const pending = ck.replay;
+    if (pending?.fencedToken === undefined) return ck;
+    const r = await finishReplayDeletes(this.d.replayDeletes, videoId, { silentBelow: pending.silentBelow, fencedToken: pending.fencedToken });
+    this.d.log.info("a replay's deletes finished before the video's frames are decided", { videoId, fromFrame: pending.silentBelow, fencedToken: pending.fencedToken, ...r });
+    return { ...ck, replay: { silentBelow: pending.silentBelow } };
   }
 
   /** Takes over every video pinned to this slot (a predecessor's, or one never adopted); `takeReleased` as in {@link place}. */

@@ -3,6 +3,7 @@ import type { Tunables } from '../../core/config.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
 import type { LeaseTable } from '../../core/leases/port.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
+import type { ReplayDeletes } from '../../core/commit/operations/replay.ts';
 import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
 import type { RulesSource } from '../../core/analytics/port.ts';
 import type { FrameProbe } from './crash/frame-probe.ts';
@@ -23,6 +24,12 @@ export interface WorkerDeps {
   readonly bucket: string;
   /** The videos' records (the results table): a frame's record tells a late frame from a duplicate. */
   readonly records: RecordReader;
+  /**
+   * Deletes in the results and events tables: a video adopted while an operator's replay is
+   * in progress gets the replay's deletes finished first (core/commit/operations/replay.ts
+   * `finishReplayDeletes`).
+   */
+  readonly replayDeletes: ReplayDeletes;
   readonly processor: FrameProcessor;
   /**
    * The crash probe (decision 41): isolated videos' frames are tried in a child process

@@ -244,6 +244,7 @@ export class Worker {
       metrics: this.d.metrics,
       log: this.d.log,
       slot,
+      replayDeletes: this.d.replayDeletes,
       // What was fetched or decoded ahead for a video let go is dropped (decision 51).
       onClose: (videoId) => {
         this.prefetch.dropVideo(videoId);

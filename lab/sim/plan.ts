@@ -42,6 +42,8 @@ export type SimEvent =
       readonly faults: readonly string[];
       /** Put when the plan's doubt window on this frame opens (`atMs` is the fallback). */
       readonly onDoubt?: true;
+      /** Put when a racing replay of its video reaches its first delete (`atMs` is the fallback). */
+      readonly onRace?: true;
     }
   | { readonly atMs: number; readonly kind: 'end'; readonly videoId: string; readonly lastFrame: number; readonly notify?: NotifyFault; readonly faults: readonly string[] }
   | { readonly atMs: number; readonly kind: 'kill' | 'pause'; readonly forMs?: number; readonly pick: number; readonly faults: readonly string[] }
@@ -284,9 +286,25 @@ function reactiveFaults(seed: number, videos: SimVideo[], events: SimEvent[], of
     events[at] = { ...e, atMs: e.atMs + fallbackMs, faults: [...e.faults, 'doubt-window'], onDoubt: true };
     windows.push({ videoId: v.videoId, frame, mode, forMs });
   }
+  // A racing replay meets a live camera: its video's last object is withheld until the
+  // replay's first delete (at its planned time plus a minute or so if that never comes), and
+  // the replay comes once the video has records, from a frame whose object is up by then.
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
-    if (e.kind === 'replay' && draw() < 0.5 && !off.has('replay-race')) events[i] = { ...e, faults: [...e.faults, 'replay-race'], race: true };
+    const race = draw() < 0.5 && !off.has('replay-race');
+    const when = draw();
+    const from = draw();
+    const fallbackMs = int(draw, 20_000, 90_000);
+    if (e.kind !== 'replay' || !race) continue;
+    const uploads = events.filter((x): x is Extract<SimEvent, { kind: 'upload' }> => x.kind === 'upload' && x.videoId === e.videoId && !x.onDoubt && !x.faults.includes('segment-reuploaded'));
+    const last = uploads.reduce<(typeof uploads)[number] | undefined>((m, x) => (m === undefined || parseFirst(x.key) > parseFirst(m.key) ? x : m), undefined);
+    if (!last || uploads.length < 3) continue;
+    const atMs = uploads[0]!.atMs + int(() => when, 5_000, 40_000);
+    const up = [...new Set(uploads.filter((x) => x !== last && x.atMs < atMs - 2_000).map((x) => parseFirst(x.key)))];
+    if (up.length === 0) continue;
+    const withheld = events.indexOf(last);
+    events[withheld] = { ...last, atMs: Math.max(last.atMs, atMs) + fallbackMs, faults: [...last.faults, 'replay-race-withheld'], onRace: true };
+    events[i] = { ...e, atMs, fromFrame: up[Math.floor(from * up.length)]!, faults: [...e.faults, 'replay-race'], race: true };
   }
   return windows;
 }

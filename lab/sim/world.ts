@@ -27,6 +27,7 @@ import { MemoryS3 } from '../../core/ingest/memory/memory-s3.ts';
 import { SqsFifoModel } from '../../core/ingest/memory/sqs-fifo-model.ts';
 import { SlotQueues } from '../../core/ingest/sqs/slot-queues.ts';
 import { FrameStore } from '../../core/ingest/s3/frame-store.ts';
+import { DynamoDbResultsAdmin } from '../../core/commit/dynamodb/results-admin.ts';
 import { DynamoDbRecords } from '../../core/commit/dynamodb/results-reader.ts';
 import { resourceNames, validateTunables, DEFAULT_TUNABLES, type Tunables, type Wiring } from '../../core/config.ts';
 import type { LaunchedTaskState, LaunchRequest, LaunchResult, LogSink, MetricSink, TaskLauncher } from '../../core/ports.ts';
@@ -455,6 +456,7 @@ export class SimWorld {
         frames: new FrameStore(s3),
         bucket: this.bucket,
         records: new DynamoDbRecords({ ddb, resultsTable: this.wiring.resultsTable }),
+        replayDeletes: new DynamoDbResultsAdmin({ ddb, resultsTable: this.wiring.resultsTable, eventsTable: this.wiring.eventsTable }),
         processor: new SimProcessor(this.processBatchMs),
         metrics: nullMetrics,
         log: this.logSink(`worker-${taskId}`),

@@ -24,6 +24,13 @@
  *     old record still stood settled it as recorded; the re-sent frame, tagged, makes the
  *     worker forget that (gpu-worker/runtime/video-session.ts `forgetRecorded`), finds no
  *     record and processes it (as `late`), so no frame is left without a record.
+ *
+ * A re-send cannot cover a record whose frame the replay's listing had no object for (a
+ * gap, or a frame of a segment uploaded after the listing): a new owner that met such a
+ * record before its delete would leave the frame with none. So the owner that adopts a
+ * video with a replay in progress first finishes the replay's deletes itself
+ * ({@link finishReplayDeletes}, the same conditional deletes): it can then meet no record
+ * the replay is about to delete, and the replay's own deletes find nothing left.
  */
 import { parseFrameKey } from '../../ingest/keys.ts';
 import { objectRanges, type ObjectRange } from '../../ingest/object-ranges.ts';
@@ -202,7 +209,7 @@ const DELETE_CONCURRENCY = 16;
  * order, each with its own condition. Records with a newer token are counted and kept. A
  * segment's packed records are one item (decision 56): deleted once, counted per frame.
  */
-export async function deleteResultsFrom(results: ResultsAdmin, videoId: string, fromFrame: number, maxToken: number): Promise<{ deleted: number; keptNewer: number }> {
+export async function deleteResultsFrom(results: Pick<ResultsAdmin, 'pages' | 'deleteRecord'>, videoId: string, fromFrame: number, maxToken: number): Promise<{ deleted: number; keptNewer: number }> {
   let deleted = 0;
   let keptNewer = 0;
   const items = new Set<number>();
@@ -225,4 +232,19 @@ export async function deleteResultsFrom(results: ResultsAdmin, videoId: string, 
     }
   }
   return { deleted, keptNewer };
+}
+
+/** The part of the results table a worker needs to finish a replay's deletes. */
+export type ReplayDeletes = Pick<ResultsAdmin, 'pages' | 'deleteRecord' | 'deleteEventsFrom'>;
+
+/**
+ * Finishes a replay's deletes (the new owner's first step on adopting a video whose
+ * checkpoint has a replay in progress): the records and events from `silentBelow` on under
+ * `fencedToken` or older, each delete conditional on that token, exactly as the replay
+ * deletes them. Idempotent; throws when the table cannot be reached (the adoption is retried).
+ */
+export async function finishReplayDeletes(results: ReplayDeletes, videoId: string, pending: { readonly silentBelow: number; readonly fencedToken: number }): Promise<{ deleted: number; keptNewer: number; eventsDeleted: number }> {
+  const { deleted, keptNewer } = await deleteResultsFrom(results, videoId, pending.silentBelow, pending.fencedToken);
+  const eventsDeleted = await results.deleteEventsFrom(videoId, pending.silentBelow, pending.fencedToken);
+  return { deleted, keptNewer, eventsDeleted };
 }

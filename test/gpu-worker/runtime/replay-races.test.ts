@@ -60,22 +60,58 @@ describe('replay racing live frames', () => {
     await waitFor('the re-sent frames taken and nothing left to run', async () => {
       const lease = await h.leases.getVideo(v);
       const sq = lease.checkpoint.sequencer;
-      return worker.logsMatching(/^late frame accepted$/).length >= 5 && sq.late.length === 0 && sq.buffered.length === 0 ? true : undefined;
+      return h.model!.pending(h.slotUrl(slot)).length === 0 && sq.late.length === 0 && sq.buffered.length === 0 ? true : undefined;
     }, 600_000);
     await worker.stop();
 
-    // Assess: the race happened (the new owner found 5-9 recorded before the deletes) ...
-    const met = worker.logsMatching(/^a frame of this round already has a record/).flatMap((l) => [Number(l.fields?.frame), ...((l.fields?.alsoRecorded as number[] | undefined) ?? [])]);
-    expect(new Set(met)).toEqual(new Set(range(5, 9)));
-    // ... and every frame has exactly one record; 5-9 were deleted and recorded again.
+    // Assess: the race happened: the new owner adopted the video before the replay's first
+    // delete, and finished the replay's deletes itself before deciding a frame, so it met no
+    // old record (issue 40: a gap's record, which no re-send covers, would have been lost) ...
+    expect(worker.logsMatching(/^a replay's deletes finished/).map((l) => l.fields?.deleted)).toEqual([5]);
+    expect(worker.logsMatching(/^a frame of this round already has a record/).filter((l) => Number(l.fields?.frame) >= 5)).toEqual([]);
+    // ... the replay's own deletes found the new owner's records only, and kept them; and
+    // every frame has exactly one record.
     const after = await h.frameResults(v);
-    // (Frame 10 came after the replay listed S3 and read the records: neither re-sent nor deleted.)
-    expect(r).toMatchObject({ fromFrame: 5, deleted: 5, keptNewer: 0, resent: 5, rebuilt: 5 });
+    expect(r).toMatchObject({ fromFrame: 5, deleted: 0, keptNewer: 5, resent: 5, rebuilt: 5 });
     expect(after.map((x) => x.frame)).toEqual(range(0, 10));
     expect(after.slice(0, 5)).toEqual(before.slice(0, 5));
     for (const rec of after.filter((x) => x.frame >= 5 && x.frame <= 9)) expect(rec.token).toBeGreaterThan(r.previousToken);
     const summary = await h.summary(v);
     expect((summary?.framesOk ?? 0) + (summary?.framesLate ?? 0)).toBe(11);
+  });
+
+  it('a gap from --from on, met by the new owner before the replay deletes it, is decided again (no object covers it: nothing re-sends it)', async () => {
+    // Prepare: frames 0-4 and 8-9 recorded ok, 5-7 never uploaded (gaps, after the reorder wait).
+    const slot = 0;
+    const v = h.videoId('gaprace');
+    await h.pinVideo(v, slot);
+    await h.putFrames(v, [...range(0, 4), 8, 9]);
+    await h.sendFrames(slot, v, [...range(0, 4), 8, 9]);
+    const worker = h.createWorker(slot, { tunables: { videoIdleReleaseSeconds: 3_600 } }).start();
+    await h.waitForResults(v, 10);
+    expect((await h.frameResults(v)).filter((x) => x.status === 'gap').map((x) => x.frame)).toEqual([5, 6, 7]);
+    // The camera's next frame lands between the reset and the first delete, and the new owner
+    // records it: it passed 6 and 7 while their old gap records would still have stood.
+    const ports = harnessOperatorPorts(h, {
+      slot,
+      beforeFirstDelete: async () => {
+        await h.putFrames(v, [10]);
+        if ((await h.leases.getVideo(v)).pinnedSlot === undefined) await h.pinVideo(v, slot);
+        await h.sendFrames(slot, v, [10]);
+        await waitFor('frame 10 recorded by the new owner', async () => (await h.frameResults(v)).some((x) => x.frame === 10), 300_000);
+      },
+    });
+
+    // Act
+    const r = await replay(ports, { videoId: v, fromFrame: 6 });
+    await waitFor('nothing left to run', async () => (h.model!.pending(h.slotUrl(slot)).length === 0 ? true : undefined), 600_000);
+    await worker.stop();
+
+    // Assess: 6 and 7 have a record again (a gap, by the new owner), every frame exactly one.
+    const after = await h.frameResults(v);
+    expect(after.map((x) => [x.frame, x.status])).toEqual(range(0, 10).map((f) => [f, f >= 5 && f <= 7 ? 'gap' : 'ok']));
+    for (const rec of after.filter((x) => x.frame >= 6)) expect(rec.token).toBeGreaterThan(r.previousToken);
+    expect(await h.summary(v)).toMatchObject({ framesOk: 8, framesGap: 3 });
   });
 
   it('frames below --from without a record yet are redone, not silenced: each gets its record when it arrives (defect 3)', async () => {
