@@ -259,10 +259,19 @@ export class SimWorld {
       const items = (command.input?.TransactItems as Put[] | undefined) ?? [];
       const d = this.doubts.find((x) => x.struckUntilMs === undefined && items.some((i) => i.Put?.Item?.videoId === x.w.videoId && i.Put.Item.frame === x.w.frame && i.Put.Item.status === 'gap'));
       if (!d) return send(...args);
-      d.struckUntilMs = Date.now() + d.w.forMs;
-      if (d.w.mode === 'lost') await send(...args);
-      this.note(`doubt window: the commit of gap ${d.w.videoId}/${d.w.frame} ${d.w.mode === 'lost' ? 'applied, its answer lost' : 'failed before it was sent'}; its lease reads fail for ${d.w.forMs} ms`);
+      // The call hangs until it times out (the frame's upload lands meanwhile, so its message
+      // meets the commit in flight), then its outcome is unknown, and the video's lease reads
+      // fail for as long again.
+      d.struckUntilMs = Infinity;
+      this.note(`doubt window: the commit of gap ${d.w.videoId}/${d.w.frame} hangs ${d.w.forMs} ms, then ${d.w.mode === 'lost' ? 'applies with its answer lost' : 'fails unsent'}; its lease reads fail meanwhile and ${d.w.forMs} ms more`);
       this.onDoubtOpened(d.w);
+      await new Promise((r) => setTimeout(r, d.w.forMs));
+      try {
+        // A transaction refused (its fence moved meanwhile) answers as it would: that outcome is known.
+        if (d.w.mode === 'lost') await send(...args);
+      } finally {
+        d.struckUntilMs = Date.now() + d.w.forMs;
+      }
       throw injectedError('dynamodb', '5xx');
     };
     return overriding(client, { send: doubtful as unknown as C['send'] } as Partial<C>);
