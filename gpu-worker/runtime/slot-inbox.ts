@@ -17,6 +17,7 @@
  * - Read ahead (decision 39): a receive of 10 consecutive frames of a video starts the GETs
  *   of its next frames by predicted key, before their messages can be received.
  */
+import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
 import { parseSlotMessage, type FrameMessage, type SlotMessage } from '../../core/ingest/messages.ts';
@@ -47,7 +48,8 @@ export interface InboxMessage {
 }
 
 export interface SlotInboxDeps {
-  readonly slot: number;
+  /** The slot whose queue this is (its number, read from the fence), and the worker's clock. */
+  readonly slot: Pick<SlotContext, 'fence' | 'now'>;
   readonly queues: Pick<SlotQueue, 'receive' | 'delete' | 'extendVisibility' | 'deadLetter' | 'send'>;
   readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds' | 'maxFrameBytes'> & Partial<Pick<Tunables, 'receiveConcurrency' | 'readAheadFrames'>>;
   readonly prefetch: FramePrefetch;
@@ -59,7 +61,6 @@ export interface SlotInboxDeps {
   readonly ownedVideos?: () => number;
   readonly metrics: MetricSink;
   readonly log: LogSink;
-  readonly now: () => number;
 }
 
 /** How often the keeper looks for handles about to become visible, ms. */
@@ -171,16 +172,16 @@ export class SlotInbox {
   private async receiveOnce(waitSeconds: number, ending: () => boolean): Promise<InboxMessage[]> {
     let received: ReceivedMessage[];
     try {
-      received = await this.d.queues.receive(this.d.slot, RECEIVE_MAX_MESSAGES, waitSeconds);
+      received = await this.d.queues.receive(this.d.slot.fence.slot, RECEIVE_MAX_MESSAGES, waitSeconds);
     } catch (e) {
-      this.last = { atMs: this.d.now(), count: 0, oldestAgeMs: undefined };
+      this.last = { atMs: this.d.slot.now(), count: 0, oldestAgeMs: undefined };
       if (ending()) return [];
       this.d.log.warn('receive failed', { error: errorText(e) });
       this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'receive' });
       await sleep(1000);
       return [];
     }
-    const now = this.d.now();
+    const now = this.d.slot.now();
     // How long frames waited in the slot queue: one fleet-wide series for the age alarm.
     const sentAt = received.flatMap((m) => (m.sentAtMs !== undefined ? [m.sentAtMs] : []));
     const oldestAgeMs = sentAt.length > 0 ? Math.max(0, now - Math.min(...sentAt)) : undefined;
@@ -243,7 +244,7 @@ export class SlotInbox {
     if (handles.length === 0) return;
     for (const h of handles) this.held.delete(h);
     try {
-      const failed = await this.d.queues.delete(this.d.slot, handles);
+      const failed = await this.d.queues.delete(this.d.slot.fence.slot, handles);
       if (failed > 0) this.d.log.warn('some deletes failed; redeliveries will be recognised as duplicates', { failed });
     } catch (e) {
       this.d.log.warn('delete failed; redeliveries will be recognised as duplicates', { error: errorText(e) });
@@ -256,7 +257,7 @@ export class SlotInbox {
     const mine = handles.filter((h) => this.held.delete(h));
     if (mine.length === 0) return;
     try {
-      await this.d.queues.extendVisibility(this.d.slot, mine, 0);
+      await this.d.queues.extendVisibility(this.d.slot.fence.slot, mine, 0);
     } catch (e) {
       this.d.log.warn('could not hand messages back; they return after the visibility timeout', { error: errorText(e) });
     }
@@ -280,7 +281,7 @@ export class SlotInbox {
    */
   async park(body: string, reason: string, groupId: string): Promise<boolean> {
     try {
-      await this.d.queues.deadLetter(this.d.slot, body, reason, groupId);
+      await this.d.queues.deadLetter(this.d.slot.fence.slot, body, reason, groupId);
     } catch (e) {
       this.d.log.warn('dead-lettering failed; will retry', { reason, error: errorText(e) });
       this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'dead-letter' });
@@ -311,7 +312,7 @@ export class SlotInbox {
   private async keep(): Promise<void> {
     if (this.extending || this.held.size === 0) return;
     const seconds = this.d.tunables.slotQueueVisibilitySeconds;
-    const now = this.d.now();
+    const now = this.d.slot.now();
     const due = [...this.held].filter(([, visibleAtMs]) => visibleAtMs - now <= (seconds * 1000) / 2).map(([h]) => h);
     if (due.length === 0) return;
     this.extending = this.extend(due, seconds, now).finally(() => {
@@ -322,7 +323,7 @@ export class SlotInbox {
 
   private async extend(due: readonly string[], seconds: number, now: number): Promise<void> {
     try {
-      const refused = await this.d.queues.extendVisibility(this.d.slot, due, Math.min(MAX_VISIBILITY_SECONDS, seconds));
+      const refused = await this.d.queues.extendVisibility(this.d.slot.fence.slot, due, Math.min(MAX_VISIBILITY_SECONDS, seconds));
       const visibleAtMs = now + seconds * 1000;
       for (const h of due) if (this.held.has(h)) this.held.set(h, visibleAtMs);
       for (const h of refused ?? []) this.held.delete(h);

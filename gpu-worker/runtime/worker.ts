@@ -221,7 +221,6 @@ export class Worker {
     if (this.keeper.takenOver && this.isolatedRoundDeps !== this.roundDeps) this.d.probe?.warm();
     // Fan-out (decision 30): videos whose groups may hold messages besides those just received.
     const idleVideos = (received: ReadonlySet<string>) => (this.registry?.size ? this.registry.ids().filter((id) => !received.has(id) && !this.busy(id)).length : undefined);
-    const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now, idleVideos, ownedVideos: () => this.registry?.size ?? 0 });
     // What the units ask of the slot, read when asked (the fence, its loss, the takeover).
     const worker = this;
     const slot: SlotContext = {
@@ -237,6 +236,7 @@ export class Worker {
       lose: (reason) => this.keeper.lose(reason),
       now: this.now,
     };
+    const inbox = new SlotInbox({ slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, idleVideos, ownedVideos: () => this.registry?.size ?? 0 });
     const registry = new VideoRegistry({
       tunables: this.d.tunables,
       leases: this.d.leases,
