@@ -19,8 +19,8 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink, NeighbourFrame } from '../../core/ports.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameRef, LateFrame, SequencedStep } from '../../core/ordering/sequencer.ts';
-import type { FramePrefetch } from './ahead/frame-prefetch.ts';
-import { SegmentReader } from '../video/segment-reader.ts';
+import type { FramePrefetch } from '../sources/ahead/frame-prefetch.ts';
+import { SegmentReader } from '../sources/segment/segment-reader.ts';
 import { errorText } from '../../core/errors.ts';
 import { padWidthOf } from '../../core/ingest/keys.ts';
 import { holdsInstead, parseSourceKey } from '../../core/ingest/segment-keys.ts';
@@ -73,7 +73,7 @@ export interface FrameRunnerDeps {
   readonly now: () => number;
   /** Frames fetched ahead of their round; taken first when present. */
   readonly prefetch?: FramePrefetch;
-  /** Decodes the frames of encoded segments (gpu-worker/video/segment-reader.ts); absent: a segment's frames fail as unsupported. */
+  /** Decodes the frames of encoded segments (gpu-worker/sources/segment/segment-reader.ts); absent: a segment's frames fail as unsupported. */
   readonly segments?: Pick<SegmentReader, 'frame'>;
 }
 

@@ -15,7 +15,7 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameRef } from '../../core/ordering/sequencer.ts';
-import { SegmentReader } from '../video/segment-reader.ts';
+import { SegmentReader } from '../sources/segment/segment-reader.ts';
 import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import { errorCode } from './frame-runner.ts';
 import type { InboxMessage, SlotInbox } from './slot-inbox.ts';
@@ -46,7 +46,7 @@ export interface MessageIntakeDeps {
    */
   readonly inDoubt: (videoId: string) => boolean;
   /**
-   * Says how many frames an encoded segment covers (gpu-worker/video/segment-reader.ts),
+   * Says how many frames an encoded segment covers (gpu-worker/sources/segment/segment-reader.ts),
    * and reads a video's next segments ahead once its new ones are taken (decision 51).
    */
   readonly segments: Pick<SegmentReader, 'describe'> & Partial<Pick<SegmentReader, 'readAhead'>>;

@@ -24,10 +24,10 @@ import { parseSlotMessage, type FrameMessage, type SlotMessage } from '../../cor
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { ReceivedMessage, SlotQueue } from '../../core/ingest/port.ts';
-import type { FramePrefetch } from './ahead/frame-prefetch.ts';
+import type { FramePrefetch } from '../sources/ahead/frame-prefetch.ts';
 import { sleep } from '../../core/async.ts';
 import { extraReceives } from './receive-fanout.ts';
-import { readAheadPlans } from './ahead/read-ahead.ts';
+import { readAheadPlans } from '../sources/ahead/read-ahead.ts';
 import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
 
 /** Whether a key names an encoded segment (not an image). */

@@ -6,7 +6,7 @@ import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
 import type { RulesSource } from '../../core/analytics/port.ts';
 import type { FrameProbe } from './crash/frame-probe.ts';
-import type { SegmentCodec } from '../video/segment-reader.ts';
+import type { SegmentCodec } from '../sources/segment/segment-reader.ts';
 import type { DecodeDevice } from '../video/segment-decoder.ts';
 
 export type WorkerLog = LogSink;

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
 import { nullMetrics, type LogSink } from '../../../core/ports.ts';
 import type { ReceivedMessage } from '../../../core/ingest/sqs/slot-queues.ts';
-import { FramePrefetch } from '../../../gpu-worker/runtime/ahead/frame-prefetch.ts';
+import { FramePrefetch } from '../../../gpu-worker/sources/ahead/frame-prefetch.ts';
 import { SlotInbox } from '../../../gpu-worker/runtime/slot-inbox.ts';
 import type { SlotQueue } from '../../../core/ingest/port.ts';
 
