@@ -12,10 +12,12 @@
  *   once, one per idle video (receive-fanout.ts), so a round holds several videos' frames
  *   although a FIFO receive brings about one group's.
  * - Receive ahead: while a round runs behind a backlog, the next messages are received
- *   and their frames fetched (frame-prefetch.ts), and decoded ahead through the
- *   prefetch's callback, but only frames the worker says it will run.
- * - Read ahead (decision 39): a receive of 10 consecutive frames of a video starts the GETs
- *   of its next frames by predicted key, before their messages can be received.
+ *   and the frame sources fetch what they can of them (gpu-worker/sources/: an image's
+ *   bytes, decoded ahead through the prefetch's callback), but only frames the worker says
+ *   it will run.
+ * - Read ahead (decision 39): each receive is shown to the frame sources, which confirm
+ *   what they read ahead and, for 10 consecutive images of a video, read its next frames
+ *   by predicted key, before their messages can be received.
  */
 import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
@@ -24,17 +26,9 @@ import { parseSlotMessage, type FrameMessage, type SlotMessage } from '../../cor
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { ReceivedMessage, SlotQueue } from '../../core/ingest/port.ts';
-import type { FramePrefetch } from '../sources/ahead/frame-prefetch.ts';
+import type { FrameSources } from '../sources/port.ts';
 import { sleep } from '../../core/async.ts';
 import { extraReceives } from './receive-fanout.ts';
-import { readAheadPlans } from '../sources/ahead/read-ahead.ts';
-import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
-
-/** Whether a key names an encoded segment (not an image). */
-function isSegmentKey(key: string): boolean {
-  const p = parseSourceKey(key);
-  return p.kind === 'source' && p.container !== 'image';
-}
 
 /** Most messages one receive brings (SQS's limit). */
 const RECEIVE_MAX_MESSAGES = 10;
@@ -51,8 +45,9 @@ export interface SlotInboxDeps {
   /** The slot whose queue this is (its number, read from the fence), and the worker's clock. */
   readonly slot: Pick<SlotContext, 'fence' | 'now'>;
   readonly queues: Pick<SlotQueue, 'receive' | 'delete' | 'extendVisibility' | 'deadLetter' | 'send'>;
-  readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds' | 'maxFrameBytes'> & Partial<Pick<Tunables, 'receiveConcurrency' | 'readAheadFrames'>>;
-  readonly prefetch: FramePrefetch;
+  readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds'> & Partial<Pick<Tunables, 'receiveConcurrency'>>;
+  /** Shown each receive's frames, and those received ahead the worker will run (gpu-worker/sources/). */
+  readonly sources: Pick<FrameSources, 'received' | 'prefetch'>;
   /**
    * Owned videos that are not committing and not among `received` (their groups may hold
    * messages); undefined when none is owned yet. Absent: no fan-out.
@@ -190,25 +185,9 @@ export class SlotInbox {
     const visibleAtMs = now + this.d.tunables.slotQueueVisibilitySeconds * 1000;
     for (const m of received) this.held.set(m.receiptHandle, visibleAtMs);
     const messages = received.map((m) => ({ handle: m.receiptHandle, body: m.body, msg: parseSlotMessage(m.body) }));
-    this.readAhead(messages);
+    // Frames read ahead are confirmed by their messages; a full receive's videos read their next frames ahead.
+    this.d.sources.received(framesOf(messages), RECEIVE_MAX_MESSAGES);
     return messages;
-  }
-
-  /**
-   * Confirms frames read ahead whose messages came (their bytes are used under the
-   * message's ETag), and reads ahead the next frames of every video this receive brought
-   * 10 consecutive frames of (read-ahead.ts, decision 39).
-   */
-  private readAhead(messages: readonly InboxMessage[]): void {
-    const frames = messages.flatMap((m) => (m.msg?.kind === 'frame' ? [m.msg] : []));
-    this.d.prefetch.confirm(frames);
-    // Only a message's ETag can vouch for bytes read ahead: without one, reading ahead is a GET for nothing.
-    const vouched = frames.filter((f) => f.eTag !== undefined);
-    for (const plan of readAheadPlans(vouched, RECEIVE_MAX_MESSAGES, this.d.tunables.readAheadFrames ?? 0)) {
-      const last = vouched.findLast((f) => f.videoId === plan.videoId)!;
-      if (last.sizeBytes > this.d.tunables.maxFrameBytes) continue;
-      this.d.prefetch.readAhead(last.bucket, plan.frames.map((f) => f.key), last.sizeBytes);
-    }
   }
 
   /**
@@ -221,8 +200,7 @@ export class SlotInbox {
     this.ahead = after
       .then(() => (cancelled() ? [] : this.receiveBacklog(cancelled)))
       .then((messages) => {
-        // Images only: segments are read ahead by the segment reader once their HEAD has described them (decision 51).
-        this.d.prefetch.prefetch(messages.flatMap((m) => (m.msg?.kind === 'frame' && m.msg.sizeBytes <= this.d.tunables.maxFrameBytes && !isSegmentKey(m.msg.key) && willRun(m.msg) ? [m.msg] : [])));
+        this.d.sources.prefetch(framesOf(messages).filter(willRun));
         return messages;
       })
       .catch(() => []);
@@ -337,4 +315,9 @@ export class SlotInbox {
       this.d.log.debug('visibility extension failed; will retry', { error: errorText(e) });
     }
   }
+}
+
+/** The frame messages among received ones (not end markers, not malformed). */
+function framesOf(messages: readonly InboxMessage[]): FrameMessage[] {
+  return messages.flatMap((m) => (m.msg?.kind === 'frame' ? [m.msg] : []));
 }
