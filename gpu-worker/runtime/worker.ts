@@ -8,6 +8,8 @@
  * - video-session.ts is one video between commits (offer, plan, applyCommitted, rollback);
  * - round-policy.ts decides backlog, receive ahead, overlap, poll wait, idle exit;
  * - round-builder.ts runs a round (frame-runner.ts) and builds its commit units;
+ * - every frame is read through the frame sources (gpu-worker/sources/port.ts): images
+ *   and encoded segments behind one interface, which no unit here asks the kind of;
  * - commit-pipeline.ts says what a commit's answer means for each video;
  * - isolated-rounds.ts runs videos the crash-loop breaker suspects alone (decision 28),
  *   their frames tried first in a child process (frame-probe.ts, probe-process.ts; decision 41).
