@@ -90,7 +90,7 @@ function pureFigures() {
     },
     outbox: {
       addedCallsPerFrame: 0,
-      why: 'each event is one Put in the TransactWriteItems that commits its frame (core/commit/dynamodb/video-commit.ts); rules re-checks are 1-2 conditional GETs per video per rulesRefreshSeconds, not per frame',
+      why: 'each event is one Put in the TransactWriteItems that commits its frame (core/leases/dynamodb/video-commit.ts); rules re-checks are 1-2 conditional GETs per video per rulesRefreshSeconds, not per frame',
       eventItemBytes: eventBytes,
       writeUnitsPerEvent: 2 * Math.ceil(eventBytes / 1024),
       transactionItemsPerEvent: 1,

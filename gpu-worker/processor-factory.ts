@@ -9,7 +9,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Tunables } from '../core/config.ts';
 import type { FrameProcessor, MetricSink } from '../core/ports.ts';
-import { MODEL_SHA256_ENV } from '../core/fleet/model-pin.ts';
+import { MODEL_SHA256_ENV } from './vision/model-pin.ts';
 import { processorFactory, processorKinds } from './extensions.ts';
 import type { StageClock } from './runtime/stage-clock.ts';
 import type { InferenceThreadFault } from './vision/inference-thread.ts';

@@ -16,7 +16,7 @@ import {
   workloadSubnetPlan,
   type StackConfig,
 } from './config.ts';
-import { MODEL_SHA256_ENV } from '../core/fleet/model-pin.ts';
+import { MODEL_SHA256_ENV } from '../gpu-worker/vision/model-pin.ts';
 import { modelObjectArns } from './model-grants.ts';
 import { queueSweepRuns } from '../core/fleet/janitor.ts';
 import { EventDelivery } from './event-delivery.ts';

@@ -14,7 +14,8 @@
  * imports of its old path are still rewritten, so the same mapping can be run again after
  * a merge brings files into the old places or new imports of the old paths. After a merge:
  * `node scripts/move-modules.ts core-aws`.
- * Builtin mapping: `core-aws` (the adapter modules once at core/'s root, to their wings).
+ * Builtin mappings: `core-aws` (the adapter modules once at core/'s root, to their wings),
+ * `frame-sources` (issue 43: the frame-source seam and the smaller moves beside it).
  *
  * Rewritten: `import … from '…'`, `export … from '…'`, `import '…'`, `import('…')`,
  * `vi.mock('…')`, `vi.importActual('…')`, and `new URL('…', import.meta.url)`, whenever the
@@ -39,6 +40,30 @@ export const CORE_AWS_MAPPING: Readonly<Record<string, string>> = {
   'core/slot-queues.ts': 'core/ingest/sqs/slot-queues.ts',
   'core/frame-store.ts': 'core/ingest/s3/frame-store.ts',
   'core/results-reader.ts': 'core/commit/dynamodb/results-reader.ts',
+};
+
+/**
+ * Issue 43's moves (decision 70): the segment reader, the prefetch, the hedged GET and the
+ * read-ahead behind the frame-source seam (gpu-worker/sources/), the lease adapters beside
+ * their interfaces, the model pin to the vision wing. A re-run after a merge rewrites
+ * imports of the old paths a branch added.
+ */
+export const FRAME_SOURCES_MAPPING: Readonly<Record<string, string>> = {
+  'gpu-worker/video/segment-reader.ts': 'gpu-worker/sources/segment/segment-reader.ts',
+  'gpu-worker/runtime/ahead/frame-prefetch.ts': 'gpu-worker/sources/ahead/frame-prefetch.ts',
+  'gpu-worker/runtime/ahead/hedged-fetch.ts': 'gpu-worker/sources/ahead/hedged-fetch.ts',
+  'gpu-worker/runtime/ahead/read-ahead.ts': 'gpu-worker/sources/ahead/read-ahead.ts',
+  'test/gpu-worker/runtime/ahead/frame-prefetch.test.ts': 'test/gpu-worker/sources/ahead/frame-prefetch.test.ts',
+  'test/gpu-worker/runtime/ahead/frame-read-ahead.test.ts': 'test/gpu-worker/sources/ahead/frame-read-ahead.test.ts',
+  'test/gpu-worker/runtime/ahead/hedged-fetch.test.ts': 'test/gpu-worker/sources/ahead/hedged-fetch.test.ts',
+  'test/gpu-worker/runtime/ahead/read-ahead.test.ts': 'test/gpu-worker/sources/ahead/read-ahead.test.ts',
+  'test/gpu-worker/runtime/ahead/segment-prefetch.test.ts': 'test/gpu-worker/sources/ahead/segment-prefetch.test.ts',
+  'test/gpu-worker/video/segment-reader-ahead.test.ts': 'test/gpu-worker/sources/segment/segment-reader-ahead.test.ts',
+  'test/gpu-worker/video/segment-reader-span.test.ts': 'test/gpu-worker/sources/segment/segment-reader-span.test.ts',
+  'core/commit/dynamodb/video-commit.ts': 'core/leases/dynamodb/video-commit.ts',
+  'core/fleet/dynamodb/launch-grants.ts': 'core/leases/dynamodb/launch-grants.ts',
+  'core/fleet/model-pin.ts': 'gpu-worker/vision/model-pin.ts',
+  'test/core/fleet/model-pin.test.ts': 'test/gpu-worker/vision/model-pin.test.ts',
 };
 
 const SKIP_DIRS = new Set(['node_modules', '.git', 'cdk.out', '.local']);
@@ -147,6 +172,7 @@ export function applyMoves(mapping: Readonly<Record<string, string>>, dryRun = f
 
 function loadMapping(arg: string): Record<string, string> {
   if (arg === 'core-aws') return { ...CORE_AWS_MAPPING };
+  if (arg === 'frame-sources') return { ...FRAME_SOURCES_MAPPING };
   return JSON.parse(readFileSync(arg, 'utf8')) as Record<string, string>;
 }
 
@@ -155,7 +181,7 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLTo
   const dryRun = args.includes('--dry-run');
   const rest = args.filter((a) => a !== '--dry-run');
   if (rest.length === 0) {
-    console.error('usage: node scripts/move-modules.ts <mapping.json|core-aws> | old=new ... [--dry-run]');
+    console.error('usage: node scripts/move-modules.ts <mapping.json|core-aws|frame-sources> | old=new ... [--dry-run]');
     process.exit(2);
   }
   const mapping = rest.every((a) => a.includes('='))

@@ -7,7 +7,7 @@
  */
 import type { EventItem } from '../../core/analytics/event-schema.ts';
 import { DEFAULT_RULES_KEY, rulesKey } from '../../core/analytics/s3/rules-store.ts';
-import { allEvents } from '../events-read.ts';
+import { allEvents } from '../../core/analytics/dynamodb/events-reader.ts';
 import { table } from '../format.ts';
 import { CliError, type Io } from '../io.ts';
 import type { Target } from '../target.ts';
@@ -104,7 +104,7 @@ export async function countsCommand(
   io: Io,
   rulesOf: (videoId: string) => Promise<RulesStatus> = (v) => rulesStatus(target, v),
 ): Promise<VideoCounts> {
-  const counts = countEvents(await allEvents(target, o.videoId));
+  const counts = countEvents(await allEvents(target.clients.ddb, target.eventsTable, o.videoId));
   const why = counts.events === 0 ? noCountsMessage(o.videoId, target.bucket, await rulesOf(o.videoId)) : undefined;
   if (o.json) {
     io.out(JSON.stringify({ videoId: o.videoId, ...counts }));

@@ -5,7 +5,7 @@
  * the local relay) deliver them again, the way back from the event DLQ.
  */
 import type { EventItem } from '../../core/analytics/event-schema.ts';
-import { allEvents, queryEvents, redeliverEvents } from '../events-read.ts';
+import { allEvents, queryEvents, redeliverEvents } from '../../core/analytics/dynamodb/events-reader.ts';
 import { CliError, type Io } from '../io.ts';
 import type { Target } from '../target.ts';
 
@@ -36,7 +36,7 @@ export interface EventsOptions {
 export async function eventsCommand(target: Target, o: EventsOptions, io: Io): Promise<{ printed: number; redelivered?: number }> {
   if (o.redeliver) {
     if (o.follow) throw new CliError('--redeliver and --follow do not go together', 2);
-    const n = await redeliverEvents(target, o.videoId, o.fromFrame);
+    const n = await redeliverEvents(target.clients.ddb, target.eventsTable, o.videoId, o.fromFrame);
     if (n === 0) throw new CliError(`no events for video "${o.videoId}" in ${target.description}`);
     io.out(`redelivered ${n} event(s) of ${o.videoId}: the pipe delivers them again (consumers drop duplicates by eventId)`);
     return { printed: 0, redelivered: n };
@@ -51,14 +51,14 @@ export async function eventsCommand(target: Target, o: EventsOptions, io: Io): P
     }
   };
   if (!o.follow) {
-    const events = await allEvents(target, o.videoId);
+    const events = await allEvents(target.clients.ddb, target.eventsTable, o.videoId);
     print(o.fromFrame !== undefined ? events.filter((e) => e.frame >= o.fromFrame!) : events);
     if (printed === 0) throw new CliError(`no events for video "${o.videoId}" in ${target.description}`);
     return { printed };
   }
   if (!o.json) io.err(`following ${o.videoId}'s events (Ctrl-C stops)`);
   while (!o.signal?.aborted) {
-    for await (const page of queryEvents(target, o.videoId, last !== undefined ? { afterEventId: last } : o.fromFrame !== undefined ? { fromFrame: o.fromFrame } : {})) print(page);
+    for await (const page of queryEvents(target.clients.ddb, target.eventsTable, o.videoId, last !== undefined ? { afterEventId: last } : o.fromFrame !== undefined ? { fromFrame: o.fromFrame } : {})) print(page);
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, o.pollMs ?? FOLLOW_POLL_MS);
       o.signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });

@@ -73,7 +73,11 @@ const FRAME_DIGITS = 10;
  * take-over). Same inputs, same id, whoever commits it.
  */
 export function eventId(e: { readonly frame: number; readonly kind: EventKind; readonly ruleId?: string; readonly trackId?: number; readonly discriminator?: string | number }): string {
-  const frame = e.frame < 0 ? '-' + String(-e.frame).padStart(FRAME_DIGITS, '0') : String(e.frame).padStart(FRAME_DIGITS, '0');
-  return [frame, e.kind, e.ruleId ?? '', e.trackId ?? '', e.discriminator ?? ''].join('#');
+  return [eventIdFramePrefix(e.frame), e.kind, e.ruleId ?? '', e.trackId ?? '', e.discriminator ?? ''].join('#');
+}
+
+/** The start of the ids of a frame's events: a query from it reads that frame's events and those after. */
+export function eventIdFramePrefix(frame: number): string {
+  return frame < 0 ? '-' + String(-frame).padStart(FRAME_DIGITS, '0') : String(frame).padStart(FRAME_DIGITS, '0');
 }
 

@@ -85,7 +85,7 @@ export const TUNABLES = {
    */
   maxSegmentBytes: { kind: 'integer', default: 64 * 1024 * 1024, min: 1, max: 5 * 1024 * 1024 * 1024, unit: 'bytes', meaning: 'Larger segments get `failed: oversized` records for their frames instead of being decoded (default 64 MiB: 10 s of 4K at 50 Mbit/s); with `maxOpenSegments` it must fit the worker container\'s memory limit (checked at synth)' },
   /**
-   * Segment decoders open at once in a worker (gpu-worker/video/segment-reader.ts; the least
+   * Segment decoders open at once in a worker (gpu-worker/sources/segment/segment-reader.ts; the least
    * recently used is closed beyond). Each holds its segment's bytes and its frames, so this,
    * `maxSegmentBytes` and `segmentReadAheadBytes` must fit under the container's hard memory
    * limit `taskMemoryLimitMiB`: the stack checks it at synth (core/config/worker-memory.ts).
@@ -102,7 +102,7 @@ export const TUNABLES = {
     meaning: 'Where H.264/H.265 segments decode: `auto` (NVDEC when a CUDA device opens, else CPU), `cpu`, or `cuda` (falls back to CPU, logged)',
   },
   /**
-   * Segments read ahead across rounds (decision 51; gpu-worker/video/segment-reader.ts
+   * Segments read ahead across rounds (decision 51; gpu-worker/sources/segment/segment-reader.ts
    * `readAhead`): while a video's current segment decodes, the GETs of the next ones its
    * held messages name start, so a round that crosses into a new segment does not wait
    * for its GET with the GPU idle. Counted past the segment decoding now (or about to);
@@ -149,7 +149,7 @@ export const TUNABLES = {
   receiveConcurrency: { kind: 'integer', default: 16, min: 1, max: 64, unit: 'receives', meaning: 'Most receives in flight at once behind a backlog (extra receives only after a full one, one per idle video, at most half the owned videos: two cohorts; decisions 30, 38)' },
   /**
    * Frames past a full receive's last one fetched by predicted key before their messages
-   * can be received (gpu-worker/runtime/ahead/read-ahead.ts, decision 39). Behind a backlog a
+   * can be received (gpu-worker/sources/ahead/read-ahead.ts, decision 39). Behind a backlog a
    * video's next messages wait for its last commit's deletes, and then for the slowest of
    * their GETs: reading them ahead takes the GETs off that cycle. Only after a receive of
    * 10 consecutive frames of one video, the first predicted key alone before the rest, and
@@ -173,7 +173,7 @@ export const TUNABLES = {
   },
   /**
    * A frame GET slower than this is sent once more, the first answer used
-   * (gpu-worker/runtime/ahead/hedged-fetch.ts). On by default since decision 38: a round waits for
+   * (gpu-worker/sources/ahead/hedged-fetch.ts). On by default since decision 38: a round waits for
    * its slowest GET, so S3's tail (p99 in the hundreds of ms against a median of tens)
    * idles the GPU more than anything else behind a backlog; at 100 ms about 9% of GETs
    * are sent twice under the latency model (lab/aws/latency-model.ts).

@@ -5,7 +5,7 @@
  *
  * An open segment decoder holds its whole segment's bytes (decoded from memory, node-av's
  * Demuxer over a Buffer) plus FFmpeg's reference and reorder frames and the frames decoded
- * ahead (gpu-worker/video/segment-reader.ts DECODE_AHEAD_FRAMES at the letterbox size):
+ * ahead (gpu-worker/sources/segment/segment-reader.ts DECODE_AHEAD_FRAMES at the letterbox size):
  * {@link DECODER_OVERHEAD_MIB} covers the latter up to 4K (16 reference frames of 4K
  * 4:2:0 are 200 MB; of 1080p, 50 MB; 16 frames ahead at a 640 letterbox, 11 MB). The rest
  * of the process, {@link WORKER_BASE_MIB}: Node and its heap, onnxruntime's host arena and

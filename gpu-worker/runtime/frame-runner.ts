@@ -12,18 +12,15 @@
  * - every video's work is awaited before the batch returns, so no processing abandoned
  *   by a failure can touch a video's state after the worker restores it.
  */
-import { isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
 import type { Tunables } from '../../core/config.ts';
-import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts';
+import { ObjectMissingError } from '../../core/ingest/port.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink, MetricSink, NeighbourFrame } from '../../core/ports.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameRef, LateFrame, SequencedStep } from '../../core/ordering/sequencer.ts';
-import type { FramePrefetch } from './ahead/frame-prefetch.ts';
-import { SegmentReader } from '../video/segment-reader.ts';
+import type { FrameSources } from '../sources/port.ts';
+import { errorCode, isTransient } from '../sources/read-errors.ts';
 import { errorText } from '../../core/errors.ts';
-import { padWidthOf } from '../../core/ingest/keys.ts';
-import { holdsInstead, parseSourceKey } from '../../core/ingest/segment-keys.ts';
 
 /** Concurrent S3 GETs per round when `fetchConcurrency` is not given. */
 const FETCH_CONCURRENCY = 8;
@@ -31,15 +28,12 @@ const FETCH_CONCURRENCY = 8;
 const FETCH_RETRIES = 2;
 const FETCH_RETRY_BASE_MS = 200;
 /**
- * A video's frames from segments go to the processor this many at a time, in order: decoded
- * frames are far larger than encoded images, so a round never holds all of its
- * video's decoded frames at once (80 at 1080p would be 500 MB).
+ * A video's frames from objects that span frames (segments, decoded on read) go to the
+ * processor this many at a time, in order: decoded frames are far larger than encoded
+ * images, so a round never holds all of its video's decoded frames at once (80 at 1080p
+ * would be 500 MB).
  */
 const DECODED_FRAMES_PER_CALL = 16;
-/** Truncated segments whose listing is remembered ({@link FrameRunner.heldElsewhere}). */
-const TAIL_LISTINGS_KEPT = 64;
-/** How long such a listing answers for the segment's other frames (one round's worth): a later round lists again. */
-const TAIL_LISTING_FRESH_MS = 5_000;
 /** How far a late frame looks for committed neighbours, frames. */
 const NEIGHBOUR_DISTANCE_FRAMES = 30;
 
@@ -63,18 +57,15 @@ export type VideoRun =
     };
 
 export interface FrameRunnerDeps {
-  readonly frames: FrameSource;
+  /** Each frame's pixels, whatever object holds it (gpu-worker/sources/). */
+  readonly sources: Pick<FrameSources, 'spans' | 'screen' | 'early' | 'read'>;
   readonly processor: FrameProcessor;
   /** The video's records: a late frame's neighbours. */
   readonly records: Pick<RecordReader, 'nearestProcessed'>;
-  readonly tunables: Pick<Tunables, 'maxFrameBytes'> & Partial<Pick<Tunables, 'fetchConcurrency' | 'maxSegmentBytes'>>;
+  readonly tunables: Partial<Pick<Tunables, 'fetchConcurrency'>>;
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly now: () => number;
-  /** Frames fetched ahead of their round; taken first when present. */
-  readonly prefetch?: FramePrefetch;
-  /** Decodes the frames of encoded segments (gpu-worker/video/segment-reader.ts); absent: a segment's frames fail as unsupported. */
-  readonly segments?: Pick<SegmentReader, 'frame'>;
 }
 
 /** An error that fails one video's round, naming the frames at fault. */
@@ -93,8 +84,6 @@ class VideoRoundError extends Error {
 
 export class FrameRunner {
   private readonly d: FrameRunnerDeps;
-  /** Per truncated segment, the objects listed after its first frame ({@link heldElsewhere}). */
-  private readonly tailListings = new Map<string, { readonly atMs: number; readonly frames: Promise<FrameRef[]> }>();
 
   constructor(deps: FrameRunnerDeps) {
     this.d = deps;
@@ -153,7 +142,7 @@ export class FrameRunner {
       const [input, neighbours] = await Promise.all([fetched(ref), this.neighbours(plan.videoId, ref.frame)]);
       return input ? { ...input, ...neighbours } : undefined;
     };
-    if (inOrder.some((r) => SegmentReader.isSegment(r.key)) || late.some((r) => SegmentReader.isSegment(r.key))) {
+    if (inOrder.some((r) => this.d.sources.spans(r.key)) || late.some((r) => this.d.sources.spans(r.key))) {
       // Decoded frames are large: a few at a time (DECODED_FRAMES_PER_CALL), the next few
       // decoding while these run; in order first, then the late ones.
       await inChunks(inOrder, (chunk) => settleAll(chunk.map(fetched)), (inputs) => this.processInOrder(inputs, outcomes));
@@ -198,31 +187,17 @@ export class FrameRunner {
     present.forEach((input, i) => outcomes.set(input.frame, withStreamTime(results[i]!, input)));
   }
 
-  /** Frames that need no fetch to know they are unusable. */
+  /** Frames that need no fetch to know they are unusable (empty, over their size limit). */
   private screen(ref: FrameRef): FrameOutcome | undefined {
-    if (ref.sizeBytes === 0) return { status: 'failed', reason: 'empty-object', detail: 'zero-byte object' };
-    const segment = SegmentReader.isSegment(ref.key);
-    const limit = segment ? (this.d.tunables.maxSegmentBytes ?? Infinity) : this.d.tunables.maxFrameBytes;
-    if (ref.sizeBytes > limit) {
-      return { status: 'failed', reason: 'oversized', detail: `${ref.sizeBytes} bytes > ${segment ? 'maxSegmentBytes' : 'maxFrameBytes'} ${limit}` };
-    }
-    return undefined;
+    return this.d.sources.screen(ref);
   }
 
   private async fetch(videoId: string, ref: FrameRef, fetchSlots: Semaphore): Promise<{ input: FrameInput } | { failed: FrameOutcome }> {
-    const segment = SegmentReader.isSegment(ref.key);
-    const early = segment ? undefined : await this.d.prefetch?.take(ref.bucket, ref.key);
-    if (early) return { input: { videoId, frame: ref.frame, image: early, key: ref.key } };
+    const early = await this.d.sources.early(videoId, ref);
+    if (early) return { input: early };
     for (let attempt = 0; ; attempt++) {
       try {
-        if (segment) {
-          if (!this.d.segments) return { failed: { status: 'failed', reason: 'unsupported-source', detail: 'this worker decodes no segments' } };
-          const got = await this.d.segments.frame(ref);
-          if ('failed' in got) return (got.failed.status === 'failed' && got.failed.reason === 'truncated' && (await this.heldElsewhere(videoId, ref))) || got;
-          return { input: { videoId, frame: ref.frame, image: got.pixels.data, key: ref.key, pixels: got.pixels } };
-        }
-        const image = await fetchSlots.run(() => this.d.frames.get(ref.bucket, ref.key));
-        return { input: { videoId, frame: ref.frame, image, key: ref.key } };
+        return await this.d.sources.read(videoId, ref, (get) => fetchSlots.run(get));
       } catch (e) {
         if (e instanceof ObjectMissingError) return { failed: { status: 'failed', reason: 'object-missing', detail: e.message } };
         const code = errorCode(e);
@@ -235,47 +210,6 @@ export class FrameRunner {
         await new Promise((r) => setTimeout(r, FETCH_RETRY_BASE_MS * 4 ** attempt * (0.5 + Math.random())));
       }
     }
-  }
-
-  /**
-   * A frame its segment declared but could not yield (`truncated`), read from the object
-   * that holds it instead, if S3 has one (decision 59): the object whose first frame is the
-   * nearest above the segment's and not above the frame (a next segment that starts at the
-   * true frame after an over-declared count). One listing per segment, remembered for its
-   * other frames. Undefined when none holds it or it cannot yield it either: the frame keeps
-   * its `truncated` record. A transient listing error fails the round (retried); any other
-   * leaves the frame to its record.
-   */
-  private async heldElsewhere(videoId: string, ref: FrameRef): Promise<{ input: FrameInput } | undefined> {
-    const parsed = parseSourceKey(ref.key);
-    if (parsed.kind !== 'source') return undefined;
-    const now = this.d.now();
-    const kept = this.tailListings.get(ref.key);
-    let listed = kept && now - kept.atMs < TAIL_LISTING_FRESH_MS ? kept.frames : undefined;
-    if (!listed) {
-      listed = this.d.frames.listFrames(ref.bucket, videoId, parsed.firstFrame + 1, padWidthOf(ref.key), 1, ref.frame).then((l) => l.frames);
-      this.tailListings.delete(ref.key);
-      this.tailListings.set(ref.key, { atMs: now, frames: listed });
-      listed.catch(() => this.tailListings.delete(ref.key));
-      if (this.tailListings.size > TAIL_LISTINGS_KEPT) this.tailListings.delete(this.tailListings.keys().next().value!);
-    }
-    let frames: FrameRef[];
-    try {
-      frames = await listed;
-    } catch (e) {
-      if (isTransient(e)) throw e;
-      return undefined;
-    }
-    const holder = frames.filter((r) => r.frame > parsed.firstFrame && r.frame <= ref.frame && holdsInstead(r.key, ref.key)).at(-1);
-    if (!holder) return undefined;
-    if (SegmentReader.isSegment(holder.key)) {
-      const got = await this.d.segments!.frame({ frame: ref.frame, bucket: holder.bucket, key: holder.key, sizeBytes: holder.sizeBytes });
-      if ('failed' in got) return undefined;
-      return { input: { videoId, frame: ref.frame, image: got.pixels.data, key: holder.key, pixels: got.pixels } };
-    }
-    if (holder.frame !== ref.frame) return undefined;
-    const image = await this.d.frames.get(holder.bucket, holder.key);
-    return { input: { videoId, frame: ref.frame, image, key: holder.key } };
   }
 
   /**
@@ -310,21 +244,6 @@ export class FrameRunner {
 function withStreamTime(outcome: FrameOutcome, input: FrameInput): FrameOutcome {
   const pts = input.pixels?.ptsMs;
   return outcome.status === 'ok' && pts !== undefined && pts !== null ? { ...outcome, ptsMs: pts } : outcome;
-}
-
-/** Whether an AWS SDK error is worth retrying (throttling, 5xx, timeouts, dropped connections). */
-export function isTransient(e: unknown): boolean {
-  if (!(e instanceof Error)) return false;
-  const err = e as Parameters<typeof isTransientError>[0];
-  if (isThrottlingError(err) || isTransientError(err) || isServerError(err)) return true;
-  // A timeout or a network error carries no HTTP response at all.
-  return (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === undefined && !('$fault' in e && (e as { $fault?: string }).$fault === 'client');
-}
-
-/** The service's error code (e.g. `InvalidObjectState`), or the error's name. */
-export function errorCode(e: unknown): string {
-  if (e instanceof Error) return (e as { Code?: string }).Code ?? e.name ?? 'Error';
-  return 'Error';
 }
 
 /**

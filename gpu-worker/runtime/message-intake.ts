@@ -15,9 +15,8 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
 import type { FrameRef } from '../../core/ordering/sequencer.ts';
-import { SegmentReader } from '../video/segment-reader.ts';
-import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
-import { errorCode } from './frame-runner.ts';
+import type { FrameSources } from '../sources/port.ts';
+import { errorCode } from '../sources/read-errors.ts';
 import type { InboxMessage, SlotInbox } from './slot-inbox.ts';
 import type { VideoRegistry } from './video-registry.ts';
 import type { VideoSession } from './video-session.ts';
@@ -46,10 +45,10 @@ export interface MessageIntakeDeps {
    */
   readonly inDoubt: (videoId: string) => boolean;
   /**
-   * Says how many frames an encoded segment covers (gpu-worker/video/segment-reader.ts),
-   * and reads a video's next segments ahead once its new ones are taken (decision 51).
+   * Says which frames an object holds (gpu-worker/sources/: an image its own, a segment
+   * `[n, n + k)`), and reads a video's next objects ahead once its new ones are taken (decision 51).
    */
-  readonly segments: Pick<SegmentReader, 'describe'> & Partial<Pick<SegmentReader, 'readAhead'>>;
+  readonly sources: Pick<FrameSources, 'spans' | 'framesOf' | 'covering' | 'learn' | 'readAhead'>;
 }
 
 export class MessageIntake {
@@ -72,7 +71,7 @@ export class MessageIntake {
       if (list) list.push(m as ReadyMessage);
       else byVideo.set(m.msg.videoId, [m as ReadyMessage]);
     }
-    await this.describeSegments(byVideo);
+    await this.learnObjects(byVideo);
     for (const [videoId, items] of byVideo) {
       if (this.d.slot.lost) break;
       waiting.push(...(await this.acceptVideo(videoId, items, now)));
@@ -81,22 +80,21 @@ export class MessageIntake {
   }
 
   /**
-   * The HEADs of a receive's new segments, side by side: the videos are then placed one
-   * after another (their sessions change), and each finds its segment described (the
-   * reader remembers it per key). One round trip per receive instead of one per video:
-   * at a live rate a receive brings several cameras' segments. Only for videos this worker
-   * holds and whose commit is not in doubt (others may not be ours to read). A failed HEAD
-   * here is forgotten: the video's own describe tries again and reports it as before.
+   * What a receive's new objects hold, learnt side by side (a segment's HEAD): the videos
+   * are then placed one after another (their sessions change), and each finds its objects
+   * described. One round trip per receive instead of one per video: at a live rate a
+   * receive brings several cameras' segments. Only for videos this worker holds and whose
+   * commit is not in doubt (others may not be ours to read). A failed read here is
+   * forgotten: the video's own look tries again and reports it as before.
    */
-  private async describeSegments(byVideo: ReadonlyMap<string, readonly ReadyMessage[]>): Promise<void> {
+  private async learnObjects(byVideo: ReadonlyMap<string, readonly ReadyMessage[]>): Promise<void> {
     const keys = new Map<string, string>();
     const held = new Set(this.d.registry.all().map((s) => s.videoId));
     for (const [videoId, items] of byVideo) {
       if (!held.has(videoId) || this.d.inDoubt(videoId)) continue;
-      for (const { msg } of items) if (msg.kind !== 'end' && SegmentReader.isSegment(msg.key)) keys.set(msg.key, msg.bucket);
+      for (const { msg } of items) if (msg.kind !== 'end') keys.set(msg.key, msg.bucket);
     }
-    if (keys.size < 2) return;
-    await Promise.all([...keys].map(([key, bucket]) => this.d.segments.describe(bucket, key).catch(() => undefined)));
+    await this.d.sources.learn([...keys].map(([key, bucket]) => ({ bucket, key })));
   }
 
   /** One video's messages of a receive; those the store cannot take now wait, held, for the next try. */
@@ -167,7 +165,7 @@ export class MessageIntake {
       this.d.log.info('end of stream announced', { videoId: s.videoId, endFrame });
       return;
     }
-    if (SegmentReader.isSegment(msg.key)) return this.offerSegment(s, msg, now);
+    if (this.d.sources.spans(msg.key)) return this.offerSpan(s, msg, now);
     const ref = { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes };
     // A replay re-sends frames whose records it deleted: decided by their records again.
     if (msg.replayTag !== undefined) s.forgetRecorded([msg.frame]);
@@ -188,12 +186,13 @@ export class MessageIntake {
   }
 
   /**
-   * Offers every frame an encoded segment covers, `[n, n + k)` (core/ingest/segment-keys.ts):
-   * each is decided as a frame of its own would be (new, duplicate, late, outside the video).
-   * The frames the sequencer cannot decide are looked up in one query of their records.
+   * Offers every frame an object that spans frames holds, `[n, n + k)` (an encoded segment,
+   * core/ingest/segment-keys.ts): each is decided as a frame of its own would be (new,
+   * duplicate, late, outside the video). The frames the sequencer cannot decide are looked
+   * up in one query of their records.
    */
-  private async offerSegment(s: VideoSession, msg: FrameMessage, now: number): Promise<void> {
-    const refs = await this.segmentFrames(s, msg.bucket, msg.key, msg.sizeBytes, msg.eTag);
+  private async offerSpan(s: VideoSession, msg: FrameMessage, now: number): Promise<void> {
+    const refs = await this.heldFrames(s, { frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes }, msg.eTag);
     if (msg.replayTag !== undefined) s.forgetRecorded(refs.map((r) => r.frame));
     const undecided: { ref: FrameRef; offered: Extract<ReturnType<VideoSession['offerFrame']>, { kind: 'needs-record' }> }[] = [];
     let accepted = 0;
@@ -222,26 +221,21 @@ export class MessageIntake {
     if (accepted + late > 0 && msg.replayTag === undefined) s.noteSegment(refs[0]!.frame, now);
     if (duplicates > 0) this.d.metrics.count(METRIC_NAMES.worker.framesDuplicate, duplicates);
     // Its GET starts now, beside the HEADs of the receive's other segments, when it is within the video's read-ahead window.
-    if (accepted + late > 0) this.d.segments.readAhead?.(s.videoId, s.upcoming());
+    if (accepted + late > 0) this.d.sources.readAhead(s.videoId, s.upcoming());
     this.d.log.info('segment taken', { videoId: s.videoId, key: msg.key, firstFrame: refs[0]?.frame, frames: refs.length, accepted, duplicates, late });
   }
 
   /**
-   * The frames a segment covers, as references (its key and size on each). An object
-   * nothing could count (`unknown`: unreadable, gone, oversized, empty) covers its first
-   * frame, and, once a listing says where the next object starts (`spanEnd`, exclusive),
-   * every frame up to it: each fails with the object's reason (decision 59), never `gap`.
+   * The frames an object spanning frames holds, as references (its key and size on each;
+   * gpu-worker/sources/ `framesOf`). One nothing could count holds its first frame until a
+   * listing says where the next object starts (`spanEnd`): said once here, with why.
    */
-  private async segmentFrames(s: VideoSession, bucket: string, key: string, sizeBytes: number, eTag?: string, spanEnd?: number): Promise<FrameRef[]> {
-    const parsed = parseSourceKey(key);
-    const first = parsed.kind === 'source' ? parsed.firstFrame : 0;
-    const d = await this.d.segments.describe(bucket, key, eTag);
-    if (d.source === 'unknown' && spanEnd === undefined) {
-      this.d.log.warn('segment frame count unknown: its frames up to the next object are recorded failed with its reason', { videoId: s.videoId, key });
+  private async heldFrames(s: VideoSession, ref: FrameRef, eTag?: string, spanEnd?: number): Promise<FrameRef[]> {
+    const held = await this.d.sources.framesOf(ref, { ...(eTag !== undefined ? { eTag } : {}), ...(spanEnd !== undefined ? { spanEnd } : {}) });
+    if (held.countUnknown && spanEnd === undefined) {
+      this.d.log.warn('segment frame count unknown: its frames up to the next object are recorded failed with its reason', { videoId: s.videoId, key: ref.key });
     }
-    const count = d.source === 'unknown' && spanEnd !== undefined ? Math.max(d.frameCount, spanEnd - first) : d.frameCount;
-    const size = sizeBytes > 0 ? sizeBytes : d.sizeBytes;
-    return Array.from({ length: count }, (_, i) => ({ frame: first + i, bucket, key, sizeBytes: size }));
+    return held.refs;
   }
 
   /**
@@ -254,7 +248,7 @@ export class MessageIntake {
    * listing vouches for nothing from its first frame on.
    */
   private async expandSegments(s: VideoSession, listed: readonly FrameRef[], coveredThrough: number, now: number): Promise<{ frames: FrameRef[]; coveredThrough: number }> {
-    if (!listed.some((r) => SegmentReader.isSegment(r.key))) return { frames: [...listed], coveredThrough };
+    if (!listed.some((r) => this.d.sources.spans(r.key))) return { frames: [...listed], coveredThrough };
     const q = s.sequencer;
     const sorted = [...listed].sort((a, b) => a.frame - b.frame);
     const reach = q.firstFrame === null ? sorted[0]!.frame : Math.max(q.nextFrame, q.lastBufferedFrame ?? -1, q.endFrame ?? -1);
@@ -262,7 +256,7 @@ export class MessageIntake {
     let covered = coveredThrough;
     for (let i = 0; i < sorted.length; i++) {
       const ref = sorted[i]!;
-      if (!SegmentReader.isSegment(ref.key)) {
+      if (!this.d.sources.spans(ref.key)) {
         frames.push(ref);
         continue;
       }
@@ -275,7 +269,7 @@ export class MessageIntake {
       // listing covered. With nothing known after it, nothing bounds it yet: its frames wait.
       const known = Math.min([...q.buffered].find((b) => b.frame > ref.frame && b.key !== ref.key)?.frame ?? Infinity, q.endFrame !== null ? q.endFrame + 1 : Infinity);
       const next = sorted.slice(i + 1).find((r) => r.frame > ref.frame)?.frame ?? (Number.isFinite(known) ? Math.min(known, covered + 1) : undefined);
-      for (const r of await this.segmentFrames(s, ref.bucket, ref.key, ref.sizeBytes, undefined, next)) {
+      for (const r of await this.heldFrames(s, ref, undefined, next)) {
         frames.push(r);
         if (q.firstFrame === null || r.frame >= q.nextFrame) s.offerFrame(r, now);
       }
@@ -295,13 +289,8 @@ export class MessageIntake {
   private async segmentCovering(s: VideoSession, frame: number): Promise<FrameRef | undefined> {
     if (frame <= 0) return undefined;
     const key = (await this.d.records.get(s.videoId, frame - 1))?.key;
-    if (key === undefined || !SegmentReader.isSegment(key)) return undefined;
-    const parsed = parseSourceKey(key);
-    if (parsed.kind !== 'source' || parsed.firstFrame >= frame) return undefined;
-    const d = await this.d.segments.describe(this.d.bucket, key);
-    // An object nothing could count reaches the next object (decision 59): the expansion decides how far.
-    if (d.source !== 'unknown' && parsed.firstFrame + d.frameCount <= frame) return undefined;
-    return { frame: parsed.firstFrame, bucket: this.d.bucket, key, sizeBytes: d.sizeBytes };
+    if (key === undefined) return undefined;
+    return this.d.sources.covering(this.d.bucket, key, frame);
   }
 
   /** The statuses of a video's records from `from` to `to`, one query. */
@@ -323,11 +312,11 @@ export class MessageIntake {
       }
       // An operator's replay re-runs recorded frames to rebuild the tracker (decision 46).
       if (released.replay && msg.frame >= released.sequencer.nextFrame) return true;
-      if (SegmentReader.isSegment(msg.key)) {
-        // News when any frame the segment covers lacks a final record.
-        const d = await this.d.segments.describe(msg.bucket, msg.key, msg.eTag);
-        const records = await this.recordStatuses(videoId, msg.frame, msg.frame + d.frameCount - 1);
-        for (let f = msg.frame; f < msg.frame + d.frameCount; f++) {
+      if (this.d.sources.spans(msg.key)) {
+        // News when any frame the object holds lacks a final record.
+        const frameCount = (await this.d.sources.framesOf({ frame: msg.frame, bucket: msg.bucket, key: msg.key, sizeBytes: msg.sizeBytes }, msg.eTag !== undefined ? { eTag: msg.eTag } : {})).refs.length;
+        const records = await this.recordStatuses(videoId, msg.frame, msg.frame + frameCount - 1);
+        for (let f = msg.frame; f < msg.frame + frameCount; f++) {
           const status = records.get(f);
           if (status === undefined || status === 'gap') return true;
         }

@@ -1,6 +1,6 @@
 /**
- * What the units of one slot's run (the video registry, the message intake, the round
- * committer, the isolated rounds) ask of the worker that holds the slot: one object
+ * What the units of one slot's run (the slot inbox, the video registry, the message intake,
+ * the round committer, the isolated rounds) ask of the worker that holds the slot: one object
  * instead of a closure per question. The worker builds it once it claimed the slot;
  * `fence`, `lost` and `takenOver` are read when asked, so a unit always sees the
  * slot as it is now.

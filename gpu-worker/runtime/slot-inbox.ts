@@ -12,28 +12,23 @@
  *   once, one per idle video (receive-fanout.ts), so a round holds several videos' frames
  *   although a FIFO receive brings about one group's.
  * - Receive ahead: while a round runs behind a backlog, the next messages are received
- *   and their frames fetched (frame-prefetch.ts), and decoded ahead through the
- *   prefetch's callback, but only frames the worker says it will run.
- * - Read ahead (decision 39): a receive of 10 consecutive frames of a video starts the GETs
- *   of its next frames by predicted key, before their messages can be received.
+ *   and the frame sources fetch what they can of them (gpu-worker/sources/: an image's
+ *   bytes, decoded ahead through the prefetch's callback), but only frames the worker says
+ *   it will run.
+ * - Read ahead (decision 39): each receive is shown to the frame sources, which confirm
+ *   what they read ahead and, for 10 consecutive images of a video, read its next frames
+ *   by predicted key, before their messages can be received.
  */
+import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
 import { parseSlotMessage, type FrameMessage, type SlotMessage } from '../../core/ingest/messages.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import type { LogSink, MetricSink } from '../../core/ports.ts';
 import type { ReceivedMessage, SlotQueue } from '../../core/ingest/port.ts';
-import type { FramePrefetch } from './ahead/frame-prefetch.ts';
+import type { FrameSources } from '../sources/port.ts';
 import { sleep } from '../../core/async.ts';
 import { extraReceives } from './receive-fanout.ts';
-import { readAheadPlans } from './ahead/read-ahead.ts';
-import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
-
-/** Whether a key names an encoded segment (not an image). */
-function isSegmentKey(key: string): boolean {
-  const p = parseSourceKey(key);
-  return p.kind === 'source' && p.container !== 'image';
-}
 
 /** Most messages one receive brings (SQS's limit). */
 const RECEIVE_MAX_MESSAGES = 10;
@@ -47,10 +42,12 @@ export interface InboxMessage {
 }
 
 export interface SlotInboxDeps {
-  readonly slot: number;
+  /** The slot whose queue this is (its number, read from the fence), and the worker's clock. */
+  readonly slot: Pick<SlotContext, 'fence' | 'now'>;
   readonly queues: Pick<SlotQueue, 'receive' | 'delete' | 'extendVisibility' | 'deadLetter' | 'send'>;
-  readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds' | 'maxFrameBytes'> & Partial<Pick<Tunables, 'receiveConcurrency' | 'readAheadFrames'>>;
-  readonly prefetch: FramePrefetch;
+  readonly tunables: Pick<Tunables, 'slotQueueVisibilitySeconds'> & Partial<Pick<Tunables, 'receiveConcurrency'>>;
+  /** Shown each receive's frames, and those received ahead the worker will run (gpu-worker/sources/). */
+  readonly sources: Pick<FrameSources, 'received' | 'prefetch'>;
   /**
    * Owned videos that are not committing and not among `received` (their groups may hold
    * messages); undefined when none is owned yet. Absent: no fan-out.
@@ -59,7 +56,6 @@ export interface SlotInboxDeps {
   readonly ownedVideos?: () => number;
   readonly metrics: MetricSink;
   readonly log: LogSink;
-  readonly now: () => number;
 }
 
 /** How often the keeper looks for handles about to become visible, ms. */
@@ -171,16 +167,16 @@ export class SlotInbox {
   private async receiveOnce(waitSeconds: number, ending: () => boolean): Promise<InboxMessage[]> {
     let received: ReceivedMessage[];
     try {
-      received = await this.d.queues.receive(this.d.slot, RECEIVE_MAX_MESSAGES, waitSeconds);
+      received = await this.d.queues.receive(this.d.slot.fence.slot, RECEIVE_MAX_MESSAGES, waitSeconds);
     } catch (e) {
-      this.last = { atMs: this.d.now(), count: 0, oldestAgeMs: undefined };
+      this.last = { atMs: this.d.slot.now(), count: 0, oldestAgeMs: undefined };
       if (ending()) return [];
       this.d.log.warn('receive failed', { error: errorText(e) });
       this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'receive' });
       await sleep(1000);
       return [];
     }
-    const now = this.d.now();
+    const now = this.d.slot.now();
     // How long frames waited in the slot queue: one fleet-wide series for the age alarm.
     const sentAt = received.flatMap((m) => (m.sentAtMs !== undefined ? [m.sentAtMs] : []));
     const oldestAgeMs = sentAt.length > 0 ? Math.max(0, now - Math.min(...sentAt)) : undefined;
@@ -189,25 +185,9 @@ export class SlotInbox {
     const visibleAtMs = now + this.d.tunables.slotQueueVisibilitySeconds * 1000;
     for (const m of received) this.held.set(m.receiptHandle, visibleAtMs);
     const messages = received.map((m) => ({ handle: m.receiptHandle, body: m.body, msg: parseSlotMessage(m.body) }));
-    this.readAhead(messages);
+    // Frames read ahead are confirmed by their messages; a full receive's videos read their next frames ahead.
+    this.d.sources.received(framesOf(messages), RECEIVE_MAX_MESSAGES);
     return messages;
-  }
-
-  /**
-   * Confirms frames read ahead whose messages came (their bytes are used under the
-   * message's ETag), and reads ahead the next frames of every video this receive brought
-   * 10 consecutive frames of (read-ahead.ts, decision 39).
-   */
-  private readAhead(messages: readonly InboxMessage[]): void {
-    const frames = messages.flatMap((m) => (m.msg?.kind === 'frame' ? [m.msg] : []));
-    this.d.prefetch.confirm(frames);
-    // Only a message's ETag can vouch for bytes read ahead: without one, reading ahead is a GET for nothing.
-    const vouched = frames.filter((f) => f.eTag !== undefined);
-    for (const plan of readAheadPlans(vouched, RECEIVE_MAX_MESSAGES, this.d.tunables.readAheadFrames ?? 0)) {
-      const last = vouched.findLast((f) => f.videoId === plan.videoId)!;
-      if (last.sizeBytes > this.d.tunables.maxFrameBytes) continue;
-      this.d.prefetch.readAhead(last.bucket, plan.frames.map((f) => f.key), last.sizeBytes);
-    }
   }
 
   /**
@@ -220,8 +200,7 @@ export class SlotInbox {
     this.ahead = after
       .then(() => (cancelled() ? [] : this.receiveBacklog(cancelled)))
       .then((messages) => {
-        // Images only: segments are read ahead by the segment reader once their HEAD has described them (decision 51).
-        this.d.prefetch.prefetch(messages.flatMap((m) => (m.msg?.kind === 'frame' && m.msg.sizeBytes <= this.d.tunables.maxFrameBytes && !isSegmentKey(m.msg.key) && willRun(m.msg) ? [m.msg] : [])));
+        this.d.sources.prefetch(framesOf(messages).filter(willRun));
         return messages;
       })
       .catch(() => []);
@@ -243,7 +222,7 @@ export class SlotInbox {
     if (handles.length === 0) return;
     for (const h of handles) this.held.delete(h);
     try {
-      const failed = await this.d.queues.delete(this.d.slot, handles);
+      const failed = await this.d.queues.delete(this.d.slot.fence.slot, handles);
       if (failed > 0) this.d.log.warn('some deletes failed; redeliveries will be recognised as duplicates', { failed });
     } catch (e) {
       this.d.log.warn('delete failed; redeliveries will be recognised as duplicates', { error: errorText(e) });
@@ -256,7 +235,7 @@ export class SlotInbox {
     const mine = handles.filter((h) => this.held.delete(h));
     if (mine.length === 0) return;
     try {
-      await this.d.queues.extendVisibility(this.d.slot, mine, 0);
+      await this.d.queues.extendVisibility(this.d.slot.fence.slot, mine, 0);
     } catch (e) {
       this.d.log.warn('could not hand messages back; they return after the visibility timeout', { error: errorText(e) });
     }
@@ -280,7 +259,7 @@ export class SlotInbox {
    */
   async park(body: string, reason: string, groupId: string): Promise<boolean> {
     try {
-      await this.d.queues.deadLetter(this.d.slot, body, reason, groupId);
+      await this.d.queues.deadLetter(this.d.slot.fence.slot, body, reason, groupId);
     } catch (e) {
       this.d.log.warn('dead-lettering failed; will retry', { reason, error: errorText(e) });
       this.d.metrics.count(METRIC_NAMES.worker.workerErrors, 1, { Where: 'dead-letter' });
@@ -311,7 +290,7 @@ export class SlotInbox {
   private async keep(): Promise<void> {
     if (this.extending || this.held.size === 0) return;
     const seconds = this.d.tunables.slotQueueVisibilitySeconds;
-    const now = this.d.now();
+    const now = this.d.slot.now();
     const due = [...this.held].filter(([, visibleAtMs]) => visibleAtMs - now <= (seconds * 1000) / 2).map(([h]) => h);
     if (due.length === 0) return;
     this.extending = this.extend(due, seconds, now).finally(() => {
@@ -322,7 +301,7 @@ export class SlotInbox {
 
   private async extend(due: readonly string[], seconds: number, now: number): Promise<void> {
     try {
-      const refused = await this.d.queues.extendVisibility(this.d.slot, due, Math.min(MAX_VISIBILITY_SECONDS, seconds));
+      const refused = await this.d.queues.extendVisibility(this.d.slot.fence.slot, due, Math.min(MAX_VISIBILITY_SECONDS, seconds));
       const visibleAtMs = now + seconds * 1000;
       for (const h of due) if (this.held.has(h)) this.held.set(h, visibleAtMs);
       for (const h of refused ?? []) this.held.delete(h);
@@ -336,4 +315,9 @@ export class SlotInbox {
       this.d.log.debug('visibility extension failed; will retry', { error: errorText(e) });
     }
   }
+}
+
+/** The frame messages among received ones (not end markers, not malformed). */
+function framesOf(messages: readonly InboxMessage[]): FrameMessage[] {
+  return messages.flatMap((m) => (m.msg?.kind === 'frame' ? [m.msg] : []));
 }

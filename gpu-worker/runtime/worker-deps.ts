@@ -7,8 +7,7 @@ import type { ReplayDeletes } from '../../core/commit/operations/replay.ts';
 import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
 import type { RulesSource } from '../../core/analytics/port.ts';
 import type { FrameProbe } from './crash/frame-probe.ts';
-import type { SegmentCodec } from '../video/segment-reader.ts';
-import type { DecodeDevice } from '../video/segment-decoder.ts';
+import type { FrameSourcesDeps } from '../sources/frame-sources.ts';
 
 export type WorkerLog = LogSink;
 
@@ -40,12 +39,12 @@ export interface WorkerDeps {
   /** Videos' rules documents (issue 22); absent: the rules in each checkpoint stay in effect, never re-read. */
   readonly rules?: RulesSource;
   /** The CUDA device and decoder factory segments decode with; node-av's by default (a test simulates a GPU). */
-  readonly decodeDevice?: DecodeDevice;
+  readonly decodeDevice?: FrameSourcesDeps['decodeDevice'];
   readonly metrics: MetricSink;
   readonly log: WorkerLog;
   readonly now?: () => number;
   /** Counts and decodes segments; absent: FFmpeg (node-av). The simulation's is thread-free (lab/sim/). */
-  readonly segmentCodec?: SegmentCodec;
+  readonly segmentCodec?: FrameSourcesDeps['segmentCodec'];
   /** Called on every confirmed heartbeat (health file for the container health check). */
   readonly onHeartbeat?: () => void;
   /** Called the moment the slot lease is lost or cannot be confirmed; the run loop ends within one poll. */

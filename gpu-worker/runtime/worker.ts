@@ -8,6 +8,8 @@
  * - video-session.ts is one video between commits (offer, plan, applyCommitted, rollback);
  * - round-policy.ts decides backlog, receive ahead, overlap, poll wait, idle exit;
  * - round-builder.ts runs a round (frame-runner.ts) and builds its commit units;
+ * - every frame is read through the frame sources (gpu-worker/sources/port.ts): images
+ *   and encoded segments behind one interface, which no unit here asks the kind of;
  * - commit-pipeline.ts says what a commit's answer means for each video;
  * - isolated-rounds.ts runs videos the crash-loop breaker suspects alone (decision 28),
  *   their frames tried first in a child process (frame-probe.ts, probe-process.ts; decision 41).
@@ -29,8 +31,6 @@ import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { sleep } from '../../core/async.ts';
 import { SlotKeeper } from './slot-keeper.ts';
 import { FrameRunner } from './frame-runner.ts';
-import { FramePrefetch } from './ahead/frame-prefetch.ts';
-import { hedgedFrameStore } from './ahead/hedged-fetch.ts';
 import { SlotInbox, type InboxMessage } from './slot-inbox.ts';
 import { VideoRegistry } from './video-registry.ts';
 import { MessageIntake } from './message-intake.ts';
@@ -39,8 +39,8 @@ import { buildRound, type RoundBuilderDeps } from './round-builder.ts';
 import { IsolatedRounds } from './crash/isolated-rounds.ts';
 import { aheadHooks } from './ahead/ahead-hints.ts';
 import { probedProcessor } from './crash/frame-probe.ts';
-import { SegmentReader } from '../video/segment-reader.ts';
-import type { DecoderPlacement, HardwarePreference } from '../video/segment-decoder.ts';
+import { createFrameSources } from '../sources/frame-sources.ts';
+import type { DecoderPlacement, FetchedAhead, FrameSources } from '../sources/port.ts';
 import { letterboxGeometry } from '../vision/preprocess.ts';
 import { aheadSkipsAfter, decideRound, gatherWaitMs, idleExitCandidate, pollWaitSeconds, storeOutageWait } from './round-policy.ts';
 
@@ -57,9 +57,8 @@ export class Worker {
   private readonly now: () => number;
   private readonly keeper: SlotKeeper;
   private readonly runner: FrameRunner;
-  private readonly prefetch: FramePrefetch;
-  /** Counts and decodes the frames of encoded segments. */
-  private readonly segments: SegmentReader;
+  /** What each object holds, and its frames' pixels (gpu-worker/sources/): the runtime never asks what kind an object is. */
+  private readonly sources: FrameSources;
   private readonly roundDeps: RoundBuilderDeps;
   /** Isolated rounds' (crash-breaker.ts): the same, with the crash probe in front of the processor when there is one. */
   private readonly isolatedRoundDeps: RoundBuilderDeps;
@@ -94,24 +93,16 @@ export class Worker {
       ...(deps.onHeartbeat ? { onHeartbeat: deps.onHeartbeat } : {}),
       onLost: (reason) => deps.onLeaseLost?.(reason),
     });
-    // Hedged GETs (decision 38): the runner's own GETs, and a prefetch only once a round waits for it.
-    const hedgeAfterMs = deps.tunables.fetchHedgeMs;
-    const hooks = aheadHooks(deps.processor, deps.tunables.detectAheadFrames, (videoId) => this.registry?.get(videoId), this.now);
-    this.prefetch = new FramePrefetch(deps.frames, { now: this.now, ...hooks, hedgeAfterMs });
-    this.segments = new SegmentReader({
+    this.sources = createFrameSources({
       frames: deps.frames,
-      log: deps.log,
+      tunables: deps.tunables,
       metrics: deps.metrics,
-      maxSegmentBytes: deps.tunables.maxSegmentBytes,
-      // Bounded with maxSegmentBytes by the container's memory limit (core/config/worker-memory.ts, checked at synth).
-      maxOpenSegments: deps.tunables.maxOpenSegments,
-      hardware: deps.tunables.videoDecoder as HardwarePreference,
-      ...(deps.decodeDevice ? { device: deps.decodeDevice } : {}),
-      // A video's next segments are fetched while its current one decodes (decision 51).
-      ahead: this.prefetch,
-      segmentsAhead: deps.tunables.segmentReadAheadSegments,
-      aheadBudgetBytes: deps.tunables.segmentReadAheadBytes,
-      ...(deps.segmentCodec ? { codec: deps.segmentCodec } : {}),
+      log: deps.log,
+      now: this.now,
+      // Bytes fetched ahead are decoded ahead, and those read ahead by predicted key detected ahead (decisions 39, 42).
+      aheadHooks: aheadHooks(deps.processor, deps.tunables.detectAheadFrames, (videoId) => this.registry?.get(videoId), this.now),
+      ...(deps.decodeDevice ? { decodeDevice: deps.decodeDevice } : {}),
+      ...(deps.segmentCodec ? { segmentCodec: deps.segmentCodec } : {}),
       // Straight to the letterbox's size: a 1080p frame never exists as full-size RGB.
       resizeFor: (w, h) => {
         const input = deps.processor.inputSize;
@@ -121,9 +112,7 @@ export class Worker {
       },
     });
     const runnerFor = (processor: FrameProcessor) => new FrameRunner({
-      frames: hedgedFrameStore(deps.frames, hedgeAfterMs),
-      prefetch: this.prefetch,
-      segments: this.segments,
+      sources: this.sources,
       processor,
       records: deps.records,
       tunables: deps.tunables,
@@ -132,7 +121,7 @@ export class Worker {
       now: this.now,
     });
     this.runner = runnerFor(deps.processor);
-    const beforeRun: RoundBuilderDeps['beforeRun'] = (session, plan) => void this.segments.readAhead(session.videoId, session.upcoming(plan));
+    const beforeRun: RoundBuilderDeps['beforeRun'] = (session, plan) => this.sources.readAhead(session.videoId, session.upcoming(plan));
     this.roundDeps = { runner: this.runner, processor: deps.processor, log: deps.log, ...(deps.rules ? { rules: deps.rules } : {}), resultsRetentionDays: deps.tunables.resultsRetentionDays, beforeRun, records: deps.records };
     // Isolated videos' frames are tried in the crash probe's child first (decision 41).
     const deathsToPark = deps.tunables.crashProbeDeaths;
@@ -146,9 +135,9 @@ export class Worker {
     return this.keeper.fence?.slot;
   }
 
-  /** Where this worker's segments decode now (segment-reader.ts decodersInUse): empty before any segment decoded. */
+  /** Where this worker's segments decode now (the frame sources' decodersInUse): empty before any segment decoded. */
   get segmentDecoders(): DecoderPlacement[] {
-    return this.segments.decodersInUse;
+    return this.sources.decodersInUse;
   }
 
   get ownedVideos(): string[] {
@@ -156,20 +145,8 @@ export class Worker {
   }
 
   /** Frames fetched ahead of their round, and how many of them a round used. */
-  get prefetchedFrames(): {
-    readonly started: number;
-    readonly used: number;
-    readonly readAhead: { readonly started: number; readonly used: number; readonly missed: number };
-    /** Segments read ahead (decision 51): GETs started, taken by a decoder, failed, dropped unused. */
-    readonly segments: { readonly started: number; readonly used: number; readonly failed: number; readonly dropped: number };
-  } {
-    const p = this.prefetch;
-    return {
-      started: p.started,
-      used: p.used,
-      readAhead: { started: p.readAheadStarted, used: p.readAheadUsed, missed: p.readAheadMissed },
-      segments: { started: p.segmentsStarted, used: p.segmentsUsed, failed: p.segmentsFailed, dropped: p.segmentsDropped },
-    };
+  get prefetchedFrames(): FetchedAhead {
+    return this.sources.fetchedAhead;
   }
 
   /** Asks the loop to drain: finish the current batch, commit, release the slot. */
@@ -221,7 +198,6 @@ export class Worker {
     if (this.keeper.takenOver && this.isolatedRoundDeps !== this.roundDeps) this.d.probe?.warm();
     // Fan-out (decision 30): videos whose groups may hold messages besides those just received.
     const idleVideos = (received: ReadonlySet<string>) => (this.registry?.size ? this.registry.ids().filter((id) => !received.has(id) && !this.busy(id)).length : undefined);
-    const inbox = new SlotInbox({ slot: fence.slot, queues: this.d.queues, tunables: this.d.tunables, prefetch: this.prefetch, metrics: this.d.metrics, log: this.d.log, now: this.now, idleVideos, ownedVideos: () => this.registry?.size ?? 0 });
     // What the units ask of the slot, read when asked (the fence, its loss, the takeover).
     const worker = this;
     const slot: SlotContext = {
@@ -237,6 +213,7 @@ export class Worker {
       lose: (reason) => this.keeper.lose(reason),
       now: this.now,
     };
+    const inbox = new SlotInbox({ slot, queues: this.d.queues, tunables: this.d.tunables, sources: this.sources, metrics: this.d.metrics, log: this.d.log, idleVideos, ownedVideos: () => this.registry?.size ?? 0 });
     const registry = new VideoRegistry({
       tunables: this.d.tunables,
       leases: this.d.leases,
@@ -246,15 +223,12 @@ export class Worker {
       slot,
       replayDeletes: this.d.replayDeletes,
       // What was fetched or decoded ahead for a video let go is dropped (decision 51).
-      onClose: (videoId) => {
-        this.prefetch.dropVideo(videoId);
-        void this.segments.closeVideo(videoId).catch(() => undefined);
-      },
+      onClose: (videoId) => void this.sources.closeVideo(videoId).catch(() => undefined),
     });
     this.inbox = inbox;
     this.registry = registry;
     const { metrics, log, tunables, leases } = this.d;
-    this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, records: this.d.records, metrics, log, slot, inDoubt: (videoId) => this.committer!.inDoubt(videoId), segments: this.segments });
+    this.intake = new MessageIntake({ inbox, registry, frames: this.d.frames, bucket: this.d.bucket, records: this.d.records, metrics, log, slot, inDoubt: (videoId) => this.committer!.inDoubt(videoId), sources: this.sources });
     this.committer = new RoundCommitter({ leases, inbox, registry, metrics, log, slot });
     const broken = () => this.d.processor.fatal !== undefined;
     this.isolated = new IsolatedRounds({ round: this.isolatedRoundDeps, committer: this.committer, registry, metrics, log, slot, redeliveryMs: tunables.slotQueueVisibilitySeconds * 1000, broken });
@@ -300,7 +274,7 @@ export class Worker {
     } else {
       this.d.log.info('drained and released slot', { slot: fence.slot, videos: this.ownedVideos });
     }
-    await this.segments.closeAll();
+    await this.sources.closeAll();
     await this.d.processor.stop();
     return exit;
   }
@@ -416,7 +390,7 @@ export class Worker {
       aheadSkips: this.aheadSkips,
       ending: this.ending,
       storeDown: this.waiting.length > 0 || this.committer!.inDoubtCount > 0,
-      segments: messages.some((m) => m.msg?.kind === 'frame' && SegmentReader.isSegment(m.msg.key)),
+      segments: messages.some((m) => m.msg?.kind === 'frame' && this.sources.spans(m.msg.key)),
     });
     this.aheadSkips = decision.aheadSkips;
     let committed = false;

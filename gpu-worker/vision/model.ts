@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { verifyModelSha256 } from '../../core/fleet/model-pin.ts';
+import { verifyModelSha256 } from './model-pin.ts';
 import ort from 'onnxruntime-node';
 import { parseClassNames } from './class-names.ts';
 import { rewriteForUint8Input } from './graph-rewrite.ts';

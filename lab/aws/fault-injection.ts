@@ -166,7 +166,7 @@ type Item = Record<string, { TableName?: string; Key?: { pk?: { S?: string } }; 
 /**
  * The items of a fenced commit, or undefined when `request` is anything else: a
  * TransactWriteItems whose first item checks a slot lease and one of whose items sets a
- * video's checkpoint (core/commit/dynamodb/video-commit.ts).
+ * video's checkpoint (core/leases/dynamodb/video-commit.ts).
  */
 export function commitTransaction(request: RawRequest): { body: Record<string, unknown>; items: Item[] } | undefined {
   if (request.headers['x-amz-target'] !== 'DynamoDB_20120810.TransactWriteItems') return undefined;

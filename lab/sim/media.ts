@@ -20,7 +20,7 @@
 import { segmentFrameCount } from '../../core/ingest/segment-keys.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput } from '../../core/ports.ts';
 import type { DecodedFrame, LostFrame, SegmentEnd, SegmentItem } from '../../gpu-worker/video/segment-decoder.ts';
-import type { SegmentCodec } from '../../gpu-worker/video/segment-reader.ts';
+import type { SegmentCodec } from '../../gpu-worker/sources/segment/segment-reader.ts';
 
 export interface SimSegmentBody {
   /** Frames the bytes yield (the rest of a declared range is truncated). */

@@ -11,7 +11,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
-import { MODEL_SHA256_ENV } from '../../core/fleet/model-pin.ts';
+import { MODEL_SHA256_ENV } from '../../gpu-worker/vision/model-pin.ts';
 import { buildApp, cdkJsonContext } from '../../infra/app.ts';
 import { MODEL_WRITE_ACTIONS } from '../../infra/frame-bucket.ts';
 import { LAUNCH_UNSUCCESSFUL } from '../../infra/instance-launch-events.ts';

@@ -218,7 +218,7 @@ function table(a: Record<string, string>): Case[] {
       ok('worker', 'dynamodb:ConditionCheckItem', a[t]!, 'fencing condition in the commit'),
       ok('worker', 'dynamodb:Query', a[t]!, `queries ${t}`),
     ]),
-    ...(['results', 'events'] as const).map((t) => ok('worker', 'dynamodb:DeleteItem', a[t]!, `finishes a replay's conditional deletes of ${t} on adoption (decision 70)`)),
+    ...(['results', 'events'] as const).map((t) => ok('worker', 'dynamodb:DeleteItem', a[t]!, `finishes a replay's conditional deletes of ${t} on adoption (decision 71)`)),
     ok('worker', 'sqs:ReceiveMessage', a.lastSlot!, 'long-polls its slot queue'),
     ok('worker', 'sqs:DeleteMessage', a.lastSlot!, 'deletes committed frames'),
     ok('worker', 'sqs:ChangeMessageVisibility', a.lastSlot!, 'hands held frames back'),

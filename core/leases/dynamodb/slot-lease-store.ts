@@ -12,7 +12,7 @@ import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { emptySlotRecord, type LivenessOptions, type SlotRecord } from '../lease-logic.ts';
 import { UnconfirmedError, type LaunchGrants, type SlotClaim, type SlotFence, type SlotLeases } from '../port.ts';
-import { recordLaunchedTaskOnSlot, requestLaunchGrant, withdrawLaunchGrant, type LaunchGrantTable } from '../../fleet/dynamodb/launch-grants.ts';
+import { recordLaunchedTaskOnSlot, requestLaunchGrant, withdrawLaunchGrant, type LaunchGrantTable } from './launch-grants.ts';
 import { errorName, LeaseTableAccess, slotKey, type LeaseTableOptions } from './lease-table.ts';
 
 export { slotKey, videoKey, errorName, type LeaseTableOptions } from './lease-table.ts';

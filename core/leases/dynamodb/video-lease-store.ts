@@ -13,7 +13,7 @@ import { GetCommand, QueryCommand, ScanCommand, TransactWriteCommand, type Dynam
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { emptyCheckpoint, newCommitId, readStoredCheckpoint, storedCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../../commit/checkpoint.ts';
 import { decideStoredOutcome, type StoredDecision } from '../../commit/commit-outcome.ts';
-import { slotFenceCheck, VideoCommitter, type TransactItem } from '../../commit/dynamodb/video-commit.ts';
+import { slotFenceCheck, VideoCommitter, type TransactItem } from './video-commit.ts';
 import { emptySequencerState } from '../../ordering/sequencer.ts';
 import type { CommitUnit } from '../../commit/commit-packing.ts';
 import { takeOverEvent } from '../../analytics/life-events.ts';

@@ -10,7 +10,9 @@ import { GetObjectCommand, InvalidObjectState, S3Client, S3ServiceException } fr
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
-import { FrameRunner, isTransient, type VideoPlan } from '../../../gpu-worker/runtime/frame-runner.ts';
+import { FrameRunner, type VideoPlan } from '../../../gpu-worker/runtime/frame-runner.ts';
+import { isTransient } from '../../../gpu-worker/sources/read-errors.ts';
+import { createFrameSources } from '../../../gpu-worker/sources/frame-sources.ts';
 import type { FrameInput, FrameOutcome, FrameProcessor, LateFrameInput, LogSink } from '../../../core/ports.ts';
 import { nullMetrics } from '../../../core/ports.ts';
 import type { SequencedStep } from '../../../core/ordering/sequencer.ts';
@@ -44,10 +46,10 @@ class RecordingProcessor implements FrameProcessor {
 
 function runner(processor: FrameProcessor) {
   return new FrameRunner({
-    frames: new FrameStore(s3),
+    sources: createFrameSources({ frames: new FrameStore(s3), tunables: { maxFrameBytes: 1000 }, metrics: nullMetrics, log: quiet }),
     processor,
     records: new DynamoDbRecords({ ddb: DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' })), resultsTable: 'results' }),
-    tunables: { maxFrameBytes: 1000 },
+    tunables: {},
     metrics: nullMetrics,
     log: quiet,
     now: Date.now,
@@ -151,7 +153,7 @@ function throttledRecords(throttled: number) {
 }
 
 function lateRunner(processor: FrameProcessor, records: ReturnType<typeof throttledRecords>) {
-  return new FrameRunner({ frames: new FrameStore(s3), processor, records: records as never, tunables: { maxFrameBytes: 1000 }, metrics: nullMetrics, log: quiet, now: Date.now });
+  return new FrameRunner({ sources: createFrameSources({ frames: new FrameStore(s3), tunables: { maxFrameBytes: 1000 }, metrics: nullMetrics, log: quiet }), processor, records: records as never, tunables: {}, metrics: nullMetrics, log: quiet, now: Date.now });
 }
 
 const latePlan = (videoId: string, frames: number[]): VideoPlan => ({

@@ -12,6 +12,8 @@ import type { FrameRef } from '../../../core/ordering/sequencer.ts';
 import { nullMetrics, type LogSink } from '../../../core/ports.ts';
 import { MessageIntake } from '../../../gpu-worker/runtime/message-intake.ts';
 import { VideoSession } from '../../../gpu-worker/runtime/video-session.ts';
+import { createFrameSources } from '../../../gpu-worker/sources/frame-sources.ts';
+import type { SegmentReading } from '../../../gpu-worker/sources/segment/segment-source.ts';
 
 const WAIT_MS = 30_000;
 const ref = (frame: number): FrameRef => ({ frame, bucket: 'b', key: `frames/v/${String(frame).padStart(6, '0')}.jpg`, sizeBytes: 10 });
@@ -44,15 +46,20 @@ function setup(answer: () => { frames: FrameRef[]; coveredThrough: number }) {
     log: quiet,
     slot: { lost: false },
     inDoubt: () => false,
-    segments: NO_SEGMENTS,
+    sources: NO_SEGMENTS,
   });
   return { session, calls, intake };
 }
 
 /** These tests read no record: a read would be a test bug. */
 const NO_RECORDS = { get: async () => { throw new Error('no record reads in this test'); }, range: async () => { throw new Error('no record reads in this test'); } };
+/** The frame sources with segments described by `describe` (no bytes are read in these tests). */
+const sourcesDescribing = (describe: SegmentReading['describe']) =>
+  createFrameSources({ frames: {} as never, tunables: { maxFrameBytes: 1_000 }, metrics: nullMetrics, log: quiet, segmentReader: { describe } });
 /** These tests take image frames only: a segment would be a test bug. */
-const NO_SEGMENTS = { describe: async () => { throw new Error('no segments in this test'); } };
+const NO_SEGMENTS = sourcesDescribing(async () => {
+  throw new Error('no segments in this test');
+});
 
 describe('MessageIntake: the start listing at first sight', () => {
   it('lists from 0 through the frame below the first one, and the start is decided at once', async () => {
@@ -118,7 +125,7 @@ describe('MessageIntake: an end marker for a video released complete', () => {
       log: quiet,
       slot: { lost: false },
       inDoubt: () => false,
-      segments: NO_SEGMENTS,
+      sources: NO_SEGMENTS,
     });
     const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
     return { intake, end, news, deleted };
@@ -166,7 +173,7 @@ describe('MessageIntake: an end marker changed while its video is owned', () => 
       log: { ...quiet, warn: (message: string, fields?: Record<string, unknown>) => void warnings.push({ message, command: fields?.command }) },
       slot: { lost: false },
       inDoubt: () => false,
-      segments: NO_SEGMENTS,
+      sources: NO_SEGMENTS,
     });
     const end = { handle: 'h-end', body: '{}', msg: { kind: 'end' as const, videoId: 'v', bucket: 'b', key: 'frames/v/_end', eventTime: '2026-01-01T00:00:00Z', eTag: 'e2' } };
     return { session, intake, end, warnings, counted };
@@ -208,7 +215,7 @@ describe('MessageIntake: a video whose last commit is in doubt', () => {
       log: quiet,
       slot: { lost: false },
       inDoubt: (id) => id === 'v',
-      segments: NO_SEGMENTS,
+      sources: NO_SEGMENTS,
     });
     const msg = (videoId: string, frame: number) => ({ handle: `${videoId}-${frame}`, body: '{}', msg: { kind: 'frame' as const, videoId, frame, bucket: 'b', key: `frames/${videoId}/${frame}.jpg`, sizeBytes: 10, eventTime: '2026-01-01T00:00:00Z' } });
     // Act
@@ -238,15 +245,13 @@ describe("MessageIntake: a receive's segments", () => {
       log: quiet,
       slot: { lost: false },
       inDoubt: (id) => id === 'c',
-      segments: {
-        describe: async (_bucket, key) => {
-          described.push(key);
-          most = Math.max(most, ++inFlight);
-          await new Promise((r) => setTimeout(r, 20));
-          inFlight--;
-          return { frameCount: 30, source: 'declared' as const, sizeBytes: 100, eTag: 'e' };
-        },
-      },
+      sources: sourcesDescribing(async (_bucket, key) => {
+        described.push(key);
+        most = Math.max(most, ++inFlight);
+        await new Promise((r) => setTimeout(r, 20));
+        inFlight--;
+        return { frameCount: 30, source: 'declared' as const, sizeBytes: 100, eTag: 'e' };
+      }),
     });
     const message = (v: string) => ({ handle: `h-${v}`, body: '{}', msg: { kind: 'frame' as const, videoId: v, frame: 0, bucket: 'b', key: `frames/${v}/000000.mp4`, sizeBytes: 100, eventTime: '2026-01-01T00:00:00Z', eTag: 'e' } });
     // Act
@@ -289,7 +294,7 @@ describe('MessageIntake: a listing whose first frame lies inside a segment that 
       log: quiet,
       slot: { lost: false },
       inDoubt: () => false,
-      segments: { describe: async (_b, key) => ({ frameCount: 45, source: 'declared' as const, sizeBytes: 100, eTag: `e-${key}` }) },
+      sources: sourcesDescribing(async (_b, key) => ({ frameCount: 45, source: 'declared' as const, sizeBytes: 100, eTag: `e-${key}` })),
     });
     return { session, intake, recordReads };
   }
@@ -344,7 +349,7 @@ describe('MessageIntake: the span of an object nothing could count (decision 59)
       log: quiet,
       slot: { lost: false },
       inDoubt: () => false,
-      segments: { describe: async (_b, key) => (key === garbage.key ? { frameCount: 1, source: 'unknown' as const, sizeBytes: 19, eTag: 'g' } : { frameCount: 45, source: 'declared' as const, sizeBytes: 100, eTag: 's' }) },
+      sources: sourcesDescribing(async (_b, key) => (key === garbage.key ? { frameCount: 1, source: 'unknown' as const, sizeBytes: 19, eTag: 'g' } : { frameCount: 45, source: 'declared' as const, sizeBytes: 100, eTag: 's' })),
     });
     return { session, intake };
   }

@@ -2,11 +2,19 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FrameStore } from '../../../core/ingest/s3/frame-store.ts';
 import { nullMetrics, type LogSink } from '../../../core/ports.ts';
 import type { ReceivedMessage } from '../../../core/ingest/sqs/slot-queues.ts';
-import { FramePrefetch } from '../../../gpu-worker/runtime/ahead/frame-prefetch.ts';
+import { createFrameSources } from '../../../gpu-worker/sources/frame-sources.ts';
 import { SlotInbox } from '../../../gpu-worker/runtime/slot-inbox.ts';
+import type { SlotQueue } from '../../../core/ingest/port.ts';
 
 const quiet: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
 const VISIBILITY_SECONDS = 10;
+
+/** The frame sources over `frames`: what the inbox shows its receives to. */
+const sourcesOver = (frames: FrameStore, o: { now?: () => number; readAheadFrames?: number } = {}) =>
+  createFrameSources({ frames, tunables: { maxFrameBytes: 1_000, ...(o.readAheadFrames !== undefined ? { readAheadFrames: o.readAheadFrames } : {}) }, metrics: nullMetrics, log: quiet, ...(o.now ? { now: o.now } : {}) });
+
+/** The slot context the inbox reads: its fence's slot number, and the clock. */
+const slotAt = (slot: number, now: () => number) => ({ fence: { slot, workerId: 'w', epoch: 1 }, now });
 
 const frameBody = (videoId: string, frame: number) => JSON.stringify({ kind: 'frame', videoId, frame, bucket: 'b', key: `frames/${videoId}/${frame}.jpg`, sizeBytes: 3, eventTime: '2026-01-01T00:00:00Z' });
 
@@ -42,13 +50,12 @@ function fakeQueues(toReceive: ReceivedMessage[][] = []) {
 function inbox(q: ReturnType<typeof fakeQueues>, clock: { now: number }, gets: string[] = []) {
   const frames = { get: async (_b: string, key: string) => (gets.push(key), new Uint8Array([1])) } as unknown as FrameStore;
   return new SlotInbox({
-    slot: 0,
+    slot: slotAt(0, () => clock.now),
     queues: q.queues,
-    tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS, maxFrameBytes: 1_000 },
-    prefetch: new FramePrefetch(frames, { now: () => clock.now }),
+    tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS },
+    sources: sourcesOver(frames, { now: () => clock.now }),
     metrics: nullMetrics,
     log: quiet,
-    now: () => clock.now,
   });
 }
 
@@ -178,13 +185,12 @@ describe('SlotInbox fan-out (decision 30)', () => {
     q.queues.receive = receive as unknown as typeof q.queues.receive;
     const frames = { get: async () => new Uint8Array([1]) } as unknown as FrameStore;
     const box = new SlotInbox({
-      slot: 0,
+      slot: slotAt(0, () => 0),
       queues: q.queues,
-      tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS, maxFrameBytes: 1_000, receiveConcurrency },
-      prefetch: new FramePrefetch(frames, { now: () => 0 }),
+      tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS, receiveConcurrency },
+      sources: sourcesOver(frames, { now: () => 0 }),
       metrics: nullMetrics,
       log: quiet,
-      now: () => 0,
       ...(idleVideos ? { idleVideos } : {}),
       ...(ownedVideos ? { ownedVideos } : {}),
     });
@@ -257,13 +263,12 @@ describe('SlotInbox read ahead (decision 39)', () => {
       getVersion: async (_b: string, key: string) => (reads.push(key), { bytes: new Uint8Array([1]), eTag: 'e' }),
     } as unknown as FrameStore;
     const box = new SlotInbox({
-      slot: 0,
+      slot: slotAt(0, () => 0),
       queues: q.queues,
-      tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS, maxFrameBytes: 1_000, readAheadFrames },
-      prefetch: new FramePrefetch(frames),
+      tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS },
+      sources: sourcesOver(frames, { readAheadFrames }),
       metrics: nullMetrics,
       log: quiet,
-      now: () => 0,
     });
     return { box, reads };
   }
@@ -294,12 +299,31 @@ describe('SlotInbox read ahead (decision 39)', () => {
       },
       getVersion: async () => ({ bytes: new Uint8Array([7]), eTag: 'e' }),
     } as unknown as FrameStore;
-    const prefetch = new FramePrefetch(frames);
-    const box = new SlotInbox({ slot: 0, queues: q.queues, tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS, maxFrameBytes: 1_000, readAheadFrames: 10 }, prefetch, metrics: nullMetrics, log: quiet, now: () => 0 });
+    const sources = sourcesOver(frames, { readAheadFrames: 10 });
+    const box = new SlotInbox({ slot: slotAt(0, () => 0), queues: q.queues, tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS }, sources, metrics: nullMetrics, log: quiet });
     await box.receive(0, () => false);
     await settle();
     await box.receive(0, () => false);
-    expect(await prefetch.take('b', 'frames/v/000015.jpg')).toEqual(new Uint8Array([7]));
-    expect(prefetch.readAheadUsed).toBe(10); // all ten confirmed under their messages' ETag
+    expect((await sources.early('v', { frame: 15, bucket: 'b', key: 'frames/v/000015.jpg', sizeBytes: 3 }))?.image).toEqual(new Uint8Array([7]));
+    expect(sources.fetchedAhead.readAhead.used).toBe(10); // all ten confirmed under their messages' ETag
+  });
+});
+
+describe('the slot it serves', () => {
+  it('receives, deletes, extends and dead-letters on the queue of its context\'s fence', async () => {
+    const slots: string[] = [];
+    const queues = {
+      receive: async (slot: number) => (slots.push(`receive ${slot}`), [msg('h1')]),
+      delete: async (slot: number) => (slots.push(`delete ${slot}`), 0),
+      extendVisibility: async (slot: number) => (slots.push(`visibility ${slot}`), []),
+      deadLetter: async (slot: number) => void slots.push(`dead-letter ${slot}`),
+      send: async () => undefined,
+    } as unknown as Pick<SlotQueue, 'receive' | 'delete' | 'extendVisibility' | 'deadLetter' | 'send'>;
+    const frames = { get: async () => new Uint8Array([1]) } as unknown as FrameStore;
+    const box = new SlotInbox({ slot: slotAt(7, () => 0), queues, tunables: { slotQueueVisibilitySeconds: VISIBILITY_SECONDS }, sources: sourcesOver(frames, { now: () => 0 }), metrics: nullMetrics, log: quiet });
+    const [m] = await box.receive(0, () => false);
+    await box.delete([m!.handle]);
+    await box.deadLetter({ handle: 'h2', body: 'x' }, 'malformed-message', 'malformed');
+    expect(slots).toEqual(['receive 7', 'delete 7', 'dead-letter 7', 'delete 7']);
   });
 });

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import type { FrameSource } from '../../../core/ingest/port.ts';
 import { nullMetrics } from '../../../core/ports.ts';
 import { decodeSegment, frameSlots, type DecodedFrame, type LostFrame, type SegmentEnd } from '../../../gpu-worker/video/segment-decoder.ts';
-import { SegmentReader } from '../../../gpu-worker/video/segment-reader.ts';
+import { SegmentReader } from '../../../gpu-worker/sources/segment/segment-reader.ts';
 
 const run = promisify(execFile);
 let work: string;

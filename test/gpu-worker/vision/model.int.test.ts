@@ -2,7 +2,7 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { startFauxqs } from 'fauxqs';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../../core/fleet/model-pin.ts';
+import { sha256Hex } from '../../../gpu-worker/vision/model-pin.ts';
 import { buildDemoModelBytes, DEMO_SIDECAR } from '../../../gpu-worker/vision/demo-model/build-model.ts';
 import { createSessionWithProvider, loadModel, parseS3Uri, readUltralyticsMetadata, DEMO_MODEL_PRODUCER } from '../../../gpu-worker/vision/model.ts';
 

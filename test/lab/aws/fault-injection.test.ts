@@ -186,7 +186,7 @@ async function recordingDynamo(): Promise<FakeServer & { sent: unknown[][] }> {
   return Object.assign(server, { sent });
 }
 
-/** A fenced commit as core/commit/dynamodb/video-commit.ts sends it: the slot check, then per video its checkpoint update, results and summary. */
+/** A fenced commit as core/leases/dynamodb/video-commit.ts sends it: the slot check, then per video its checkpoint update, results and summary. */
 function commitItems(videos: readonly string[]): TransactWriteItem[] {
   const items: TransactWriteItem[] = [{ ConditionCheck: { TableName: 'leases', Key: { pk: { S: 'slot#0' } }, ConditionExpression: 'epoch = :e', ExpressionAttributeValues: { ':e': { N: '1' } } } }];
   for (const v of videos) {

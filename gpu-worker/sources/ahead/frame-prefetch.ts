@@ -19,7 +19,7 @@
  * ETag its bytes are used; otherwise (another version, or a message without an ETag) the
  * frame is fetched again under the message's ETag, as any prefetch.
  *
- * Segments read ahead (decision 51, gpu-worker/video/segment-reader.ts `readAhead`):
+ * Segments read ahead (decision 51, gpu-worker/sources/segment/segment-reader.ts `readAhead`):
  * `prefetchSegments` fetches encoded segments a video will decode next, under the ETag
  * their HEAD gave, within a byte budget of their own (`segmentReadAheadBytes`): they
  * neither evict frames nor are evicted by them, nor go to `onFetched` (they are no

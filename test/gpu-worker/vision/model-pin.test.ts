@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sha256Hex, verifyModelSha256 } from '../../../core/fleet/model-pin.ts';
+import { sha256Hex, verifyModelSha256 } from '../../../gpu-worker/vision/model-pin.ts';
 
 describe('model pinning (modelSha256)', () => {
   const bytes = new TextEncoder().encode('onnx model bytes');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readAheadPlans, type ReceivedFrame } from '../../../../gpu-worker/runtime/ahead/read-ahead.ts';
+import { readAheadPlans, type ReceivedFrame } from '../../../../gpu-worker/sources/ahead/read-ahead.ts';
 
 const f = (videoId: string, frame: number, key = `frames/${videoId}/${String(frame).padStart(6, '0')}.jpg`): ReceivedFrame => ({ videoId, frame, key });
 const run = (videoId: string, from: number, n: number, keyOf?: (i: number) => string): ReceivedFrame[] =>

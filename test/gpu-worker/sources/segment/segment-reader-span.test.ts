@@ -4,9 +4,9 @@
  * runs on a real stream here: the bytes are not a video.
  */
 import { describe, expect, it } from 'vitest';
-import type { FrameSource } from '../../../core/ingest/port.ts';
-import { nullMetrics, type LogSink } from '../../../core/ports.ts';
-import { SegmentReader, type SegmentFrame } from '../../../gpu-worker/video/segment-reader.ts';
+import type { FrameSource } from '../../../../core/ingest/port.ts';
+import { nullMetrics, type LogSink } from '../../../../core/ports.ts';
+import { SegmentReader, type SegmentFrame } from '../../../../gpu-worker/sources/segment/segment-reader.ts';
 
 const quiet: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
 const GARBAGE = new TextEncoder().encode('this is not a video');

@@ -7,19 +7,19 @@
  */
 import { TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredCommitState, type UnitOutcome } from '../commit-outcome.ts';
-import { packUnits, storedItemsOf, unitProblem, type CommitUnit } from '../commit-packing.ts';
-import { framesToCheck } from '../record-packing.ts';
-import { storedCheckpoint } from '../checkpoint.ts';
-import { queryResults } from './results-reader.ts';
-import type { CommitOutcome, SlotFence } from '../../leases/port.ts';
-import { slotKey, videoKey } from '../../leases/dynamodb/lease-table.ts';
+import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredCommitState, type UnitOutcome } from '../../commit/commit-outcome.ts';
+import { packUnits, storedItemsOf, unitProblem, type CommitUnit } from '../../commit/commit-packing.ts';
+import { framesToCheck } from '../../commit/record-packing.ts';
+import { storedCheckpoint } from '../../commit/checkpoint.ts';
+import { queryResults } from '../../commit/dynamodb/results-reader.ts';
+import type { CommitOutcome, SlotFence } from '../port.ts';
+import { slotKey, videoKey } from './lease-table.ts';
 
 /** A TransactWriteItems item. */
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 // CommitOutcome is the lease port's (core/leases/port.ts); re-exported for importers of this file.
-export type { CommitOutcome } from '../../leases/port.ts';
+export type { CommitOutcome } from '../port.ts';
 
 /** Attempts per transaction group (conflicts with other transactions and unknown outcomes retry). */
 const MAX_COMMIT_ATTEMPTS = 5;

@@ -26,7 +26,7 @@
  *   one decodes (decision 51): given the video's upcoming frames in order (a round's plan,
  *   then the frames its held messages brought), the GETs of the first segments without an
  *   open decoder start, up to `segmentsAhead` past the first of them, within the worker's
- *   byte budget, into the worker's prefetch (gpu-worker/runtime/ahead/frame-prefetch.ts).
+ *   byte budget, into the worker's prefetch (gpu-worker/sources/ahead/frame-prefetch.ts).
  *   Opening a segment's decoder takes those bytes when they are there, and GETs as before
  *   otherwise: a GET that failed ahead is forgotten, and the reader's own GET fails (or
  *   not) as it always has, so faults keep their meaning. When a segment's last frame has
@@ -39,12 +39,12 @@
  *   segment read ahead is fetched under the ETag its HEAD gave, so its bytes are the
  *   version described; one re-uploaded before that GET is fetched again when it opens.
  */
-import { ObjectMissingError, type FrameSource } from '../../core/ingest/port.ts';
-import { declaredFrameCount, parseSourceKey, type FrameCountSource, type SourceContainer } from '../../core/ingest/segment-keys.ts';
-import { METRIC_NAMES } from '../../core/metric-names.ts';
-import type { DecodedPixels, FrameOutcome, LogSink, MetricSink } from '../../core/ports.ts';
-import type { FrameRef } from '../../core/ordering/sequencer.ts';
-import type { FramePrefetch } from '../runtime/ahead/frame-prefetch.ts';
+import { ObjectMissingError, type FrameSource } from '../../../core/ingest/port.ts';
+import { declaredFrameCount, parseSourceKey, type FrameCountSource, type SourceContainer } from '../../../core/ingest/segment-keys.ts';
+import { METRIC_NAMES } from '../../../core/metric-names.ts';
+import type { DecodedPixels, FrameOutcome, LogSink, MetricSink } from '../../../core/ports.ts';
+import type { FrameRef } from '../../../core/ordering/sequencer.ts';
+import type { FramePrefetch } from '../ahead/frame-prefetch.ts';
 import {
   countSegmentFrames,
   DECODER_PLACEMENTS,
@@ -57,7 +57,7 @@ import {
   type HardwarePreference,
   type SegmentEnd,
   type SegmentItem,
-} from './segment-decoder.ts';
+} from '../../video/segment-decoder.ts';
 
 /**
  * Frames decoded ahead of the caller per open segment: one call of the frame runner's

@@ -1,7 +1,7 @@
 /** FramePrefetch's read ahead by predicted key (decision 39): used only under its message's ETag. */
 import { describe, expect, it } from 'vitest';
 import { ObjectMissingError, type FrameStore } from '../../../../core/ingest/s3/frame-store.ts';
-import { FramePrefetch, PREFETCH_MAX_AGE_MS } from '../../../../gpu-worker/runtime/ahead/frame-prefetch.ts';
+import { FramePrefetch, PREFETCH_MAX_AGE_MS } from '../../../../gpu-worker/sources/ahead/frame-prefetch.ts';
 
 /** Objects by key with their ETags; records every GET (`v:` unconditional reads, `g:` GETs with the ETag asked). */
 function store(objects: Record<string, { bytes: number[]; eTag: string }>): { frames: FrameStore; calls: string[] } {

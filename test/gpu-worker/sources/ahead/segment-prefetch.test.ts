@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { FrameStore } from '../../../../core/ingest/s3/frame-store.ts';
-import { FramePrefetch, PREFETCH_MAX_BYTES, SEGMENT_AHEAD_MAX_AGE_MS } from '../../../../gpu-worker/runtime/ahead/frame-prefetch.ts';
+import { FramePrefetch, PREFETCH_MAX_BYTES, SEGMENT_AHEAD_MAX_AGE_MS } from '../../../../gpu-worker/sources/ahead/frame-prefetch.ts';
 
 /** A FrameStore stand-in: records GETs (with their If-Match), answers from a map, fails for keys not in it. */
 function store(objects: Record<string, Uint8Array>): { frames: FrameStore; gets: { key: string; ifMatch: string | undefined }[] } {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { FrameStore } from '../../../../core/ingest/s3/frame-store.ts';
-import { FramePrefetch, PREFETCH_MAX_AGE_MS, PREFETCH_MAX_BYTES } from '../../../../gpu-worker/runtime/ahead/frame-prefetch.ts';
+import { FramePrefetch, PREFETCH_MAX_AGE_MS, PREFETCH_MAX_BYTES } from '../../../../gpu-worker/sources/ahead/frame-prefetch.ts';
 
 /** A FrameStore stand-in: records GETs, answers from a map, fails for keys not in it. */
 function store(objects: Record<string, Uint8Array>): { frames: FrameStore; gets: string[] } {

@@ -1,7 +1,7 @@
-/** Hedged GETs (gpu-worker/runtime/ahead/hedged-fetch.ts) on fake timers: when a second GET goes out, which answer wins, when the call fails. */
+/** Hedged GETs (gpu-worker/sources/ahead/hedged-fetch.ts) on fake timers: when a second GET goes out, which answer wins, when the call fails. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FrameStore } from '../../../../core/ingest/s3/frame-store.ts';
-import { hedgedFrameStore } from '../../../../gpu-worker/runtime/ahead/hedged-fetch.ts';
+import { hedgedFrameStore } from '../../../../gpu-worker/sources/ahead/hedged-fetch.ts';
 
 /** A store whose n-th GET answers (or fails) after the n-th delay. */
 function store(plan: readonly { ms: number; fail?: string; bytes?: number }[]) {

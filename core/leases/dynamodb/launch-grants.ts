@@ -5,7 +5,7 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { LivenessOptions } from '../../leases/lease-logic.ts';
+import type { LivenessOptions } from '../lease-logic.ts';
 
 const slotKey = (slot: number) => `slot#${slot}`;
 
