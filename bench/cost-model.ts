@@ -119,10 +119,12 @@ export interface SceneRow {
   readonly fps: number;
   readonly framesPerCommit: number;
   readonly eventsPerFrame: number;
+  /** Outbox items per frame (rule events batched per unit, decision 70); absent in result files before it (one item per event). */
+  readonly eventItemsPerFrame?: number;
   readonly resultItemBytesPerFrame: number;
   readonly checkpointBytes: { readonly leaseItemStored: { readonly p50: number; readonly max: number }; readonly leaseItemPlain: { readonly p50: number; readonly max: number } };
   readonly checkpointBytesWrittenPerFrame: { readonly stored: number; readonly plain: number };
-  readonly writeUnitsPerFrame: { readonly slotCheck: number; readonly checkpoint: number; readonly checkpointUncompressed: number; readonly results: number; readonly resultsFormat1: number; readonly summary: number; readonly events: number };
+  readonly writeUnitsPerFrame: { readonly slotCheck: number; readonly checkpoint: number; readonly checkpointUncompressed: number; readonly results: number; readonly resultsFormat1: number; readonly summary: number; readonly events: number; readonly eventsSingle?: number };
 }
 
 /**
@@ -142,9 +144,15 @@ export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerS
   const ck = (r: SceneRow) => (before ? r.writeUnitsPerFrame.checkpointUncompressed : r.writeUnitsPerFrame.checkpoint);
   const res = (r: SceneRow) => (before ? r.writeUnitsPerFrame.resultsFormat1 : r.writeUnitsPerFrame.results);
   const commitSansEvents = (r: SceneRow) => r.writeUnitsPerFrame.slotCheck + ck(r) + res(r) + r.writeUnitsPerFrame.summary;
-  // Events scale with the scene's activity (events a second), not with the frame rate.
+  // Events scale with the scene's activity (events a second), not with the frame rate: the
+  // busiest row's rate, and this row's outbox scaled up to it (an upper bound for batches,
+  // which grow in size before they grow in number).
   const eventsPerSecond = Math.max(...scene.filter((r) => r.workload === 'scene').map((r) => r.eventsPerFrame * r.fps));
-  const eventUnits = real.eventsPerFrame > 0 ? real.writeUnitsPerFrame.events / real.eventsPerFrame : 2;
+  const eventsPerFrame = eventsPerSecond / run.fpsPerVideo;
+  const scale = real.eventsPerFrame > 0 ? eventsPerFrame / real.eventsPerFrame : 1;
+  const singleUnits = real.writeUnitsPerFrame.eventsSingle ?? real.writeUnitsPerFrame.events;
+  const eventUnitsPerFrame = real.eventsPerFrame > 0 ? (before ? singleUnits : real.writeUnitsPerFrame.events) * scale : 2 * eventsPerFrame;
+  const eventItemsPerFrame = before || real.eventItemsPerFrame === undefined ? eventsPerFrame : real.eventItemsPerFrame * scale;
   const heartbeatsPerFrame = 3600 / DEFAULT_TUNABLES.heartbeatIntervalSeconds / videosPerSlot / (run.fpsPerVideo * 3600);
   let results: number;
   let checkpointEtc: number;
@@ -158,8 +166,7 @@ export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerS
     results = liveResults + res(real) - res(base);
     checkpointEtc = run.writeUnitsPerFrame - liveResults + ck(real) - ck(base);
   }
-  const eventsPerFrame = eventsPerSecond / run.fpsPerVideo;
-  return { results, checkpointEtc, events: eventsPerFrame * eventUnits, eventsPerFrame, eventsPerSecond, resultBytesPerFrame: real.resultItemBytesPerFrame, leaseItem: real.checkpointBytes.leaseItemStored };
+  return { results, checkpointEtc, events: eventUnitsPerFrame, eventsPerFrame, eventItemsPerFrame, eventsPerSecond, resultBytesPerFrame: real.resultItemBytesPerFrame, leaseItem: real.checkpointBytes.leaseItemStored };
 }
 
 /** Cost lines of one camera for a month, in USD. */
@@ -184,7 +191,8 @@ export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegB
     ddbWritesCheckpointsEtc: month(w.checkpointEtc, PRICES.ddbWriteUnitPerMillion),
     ddbReads: month(run.readUnitsPerFrame, PRICES.ddbReadUnitPerMillion),
     logs: ((run.workerLogBytesPerFrame * framesPerMonth + invocationsPerFrame * framesPerMonth * ASSUMPTIONS.routerReportBytesPerInvocation) / GB) * PRICES.logsIngestPerGb,
-    ruleEvents: month(w.events, PRICES.ddbWriteUnitPerMillion) + month(w.eventsPerFrame, PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests),
+    // Each outbox item (a batch of a unit's rule events, or a life event) is one Pipes request and one bus event (under 64 KB: one chunk each).
+    ruleEvents: month(w.events, PRICES.ddbWriteUnitPerMillion) + month(w.eventItemsPerFrame, PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests),
   };
   const requests = Object.values(lines).reduce((a, b) => a + b, 0);
   // Storage, steady state: a month's volume kept N days is N / 30.4 of it, all month.
@@ -222,6 +230,7 @@ export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegB
       writeUnitsCheckpointsEtc: r4(w.checkpointEtc),
       writeUnitsRuleEvents: r4(w.events),
       ruleEvents: r4(w.eventsPerFrame),
+      outboxItems: r4(w.eventItemsPerFrame),
       readUnits: run.readUnitsPerFrame,
       liveWriteUnits: run.writeUnitsPerFrame,
       routerInvocations: r4(invocationsPerFrame),
@@ -387,6 +396,35 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     for (const c of p.byCameras) bench.say(`  ${c.cameras} cameras: default $${c.default.nonGpu} non-GPU ($${c.default.nonGpuWithoutRuleEvents} without rule events; $${c.default.withGpu} with GPU); small-fleet $${c.smallFleet.nonGpu} ($${c.smallFleet.withGpu})`);
   }
 
+  // Where each dollar goes (issue 44's two targets): every line of a camera-month at 16 cameras, largest first.
+  const TARGETS = [
+    { fps: 30, segmentSeconds: 2, target: 30 },
+    { fps: 3, segmentSeconds: 10, target: 8 },
+  ];
+  const SHARED_OVER = 16;
+  const lineItems = TARGETS.flatMap((t) => {
+    const r = rows.find((x) => x.source === 'segments' && x.fps === t.fps && x.segmentSeconds === t.segmentSeconds);
+    if (!r) return [];
+    const p = r.profiles[0]!;
+    const own: Record<string, number> = { ...(r.lines as Record<string, number>), framesStorage: p.framesStorage, versioningExtraDays: p.versioningExtraDays, resultsStorage: p.resultsStorage, pitr: p.pitr, accessLogs: p.accessLogs };
+    const byProfile = Object.fromEntries(
+      Object.entries(fixed).map(([name, f]) => {
+        const shared = { ...Object.fromEntries(Object.entries({ ...f.idle, ...f.running }).map(([k, v]) => [`fixed.${k}`, money(v / SHARED_OVER)])) };
+        const all = Object.entries({ ...own, ...shared }).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
+        const total = money(all.reduce((a, [, v]) => a + v, 0));
+        return [name, { total, target: t.target, met: total <= t.target, lines: Object.fromEntries(all) }];
+      }),
+    );
+    return [{ case: `${t.fps} fps, ${t.segmentSeconds}-s segments, frames 7 d, results 30 d, fixed shared over ${SHARED_OVER} cameras`, ...byProfile }];
+  });
+  for (const li of lineItems) {
+    for (const name of Object.keys(fixed)) {
+      const x = (li as unknown as Record<string, { total: number; target: number; lines: Record<string, number> }>)[name]!;
+      bench.say(`where the dollars go: ${li.case}, ${name}: $${x.total} (target $${x.target})`);
+      bench.say('  ' + Object.entries(x.lines).map(([k, v]) => `${k} ${v} (${Math.round((100 * v) / x.total)} %)`).join(', '));
+    }
+  }
+
   writeResult(o.out, {
     command: commandLine('cost-model.ts', args),
     date: new Date().toISOString(),
@@ -413,6 +451,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     rows,
     rowsBefore: before.map((r) => ({ source: r.source, fps: r.fps, segmentSeconds: r.segmentSeconds, lines: r.lines, requestsTotal: r.requestsTotal, profiles: r.profiles })),
     perCamera,
+    lineItems,
   }, bench.say);
   return 0;
 }

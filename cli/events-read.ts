@@ -1,68 +1,60 @@
 /** Reads of the analytics events outbox (issue 22), shared by `affinity events`, `affinity counts` and the demo. */
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { EventItem } from '../core/analytics/event-schema.ts';
 import { REDELIVERY_ATTRIBUTE } from '../core/analytics/event-delivery.ts';
+import { eventsOfItem, unpackEvents, type StoredEventItem } from '../core/analytics/event-packing.ts';
+import { allEvents as readAllEvents, storedEventPages, storedEventsFrom } from '../core/analytics/dynamodb/events-reader.ts';
 import type { Target } from './target.ts';
 
 type EventsTarget = Pick<Target, 'clients' | 'eventsTable'>;
 
-/** The id prefix of a frame (event ids start with the zero-padded frame, core/analytics/event-schema.ts). */
-export function framePrefix(frame: number): string {
-  return frame < 0 ? `-${String(-frame).padStart(10, '0')}` : String(frame).padStart(10, '0');
-}
+const ddbOf = (target: EventsTarget) => target.clients.ddb as DynamoDBDocumentClient;
 
 /**
  * A video's events in id order (by frame, then kind, rule, track), one Query page at a
- * time: all of them, those after `afterEventId`, or those from `fromFrame` on.
+ * time, rule events unpacked from their batches: all of them, those stored after
+ * `afterKey` (the `lastKey` of an earlier page: `--follow`), or those from `fromFrame`
+ * on (a batch that starts before the frame and runs into it included).
  */
-export async function* queryEvents(target: EventsTarget, videoId: string, o: { afterEventId?: string; fromFrame?: number } = {}): AsyncGenerator<EventItem[]> {
-  let key: Record<string, unknown> | undefined;
-  const values: Record<string, unknown> = { ':v': videoId };
-  let condition = 'videoId = :v';
-  if (o.afterEventId !== undefined) {
-    condition += ' AND eventId > :after';
-    values[':after'] = o.afterEventId;
-  } else if (o.fromFrame !== undefined) {
-    condition += ' AND eventId >= :from';
-    values[':from'] = framePrefix(o.fromFrame);
+export async function* queryEvents(target: EventsTarget, videoId: string, o: { afterKey?: string; fromFrame?: number } = {}): AsyncGenerator<{ events: EventItem[]; lastKey: string }> {
+  if (o.afterKey === undefined && o.fromFrame !== undefined) {
+    const from = o.fromFrame;
+    const items = await storedEventsFrom(ddbOf(target), target.eventsTable, videoId, from);
+    if (items.length > 0) yield { events: unpackEvents(items).filter((e) => e.frame >= from), lastKey: items.at(-1)!.eventId };
+    return;
   }
-  do {
-    const r = await target.clients.ddb.send(
-      new QueryCommand({ TableName: target.eventsTable, KeyConditionExpression: condition, ExpressionAttributeValues: values, ExclusiveStartKey: key, ConsistentRead: true }),
-    );
-    const items = (r.Items ?? []) as EventItem[];
-    if (items.length > 0) yield items;
-    key = r.LastEvaluatedKey;
-  } while (key);
+  for await (const page of storedEventPages(ddbOf(target), target.eventsTable, videoId, o.afterKey !== undefined ? { afterKey: o.afterKey } : {})) {
+    yield { events: unpackEvents(page), lastKey: page.at(-1)!.eventId };
+  }
 }
 
 /** Every event of a video, in id order. */
 export async function allEvents(target: EventsTarget, videoId: string): Promise<EventItem[]> {
-  const out: EventItem[] = [];
-  for await (const page of queryEvents(target, videoId)) out.push(...page);
-  return out;
+  return readAllEvents(ddbOf(target), target.eventsTable, videoId);
 }
 
 /**
- * Touches each event (ADD redelivery 1, only if the item exists) so the pipe, or the local
- * relay, delivers it again as a MODIFY that passes its filter. Returns how many.
+ * Touches each stored item (ADD redelivery 1, only if the item exists) so the pipe, or the
+ * local relay, delivers it again as a MODIFY that passes its filter: a batch of rule
+ * events goes again whole. Returns how many events that delivers again.
  */
 export async function redeliverEvents(target: EventsTarget, videoId: string, fromFrame?: number): Promise<number> {
+  const items: StoredEventItem[] = [];
+  if (fromFrame !== undefined) items.push(...(await storedEventsFrom(ddbOf(target), target.eventsTable, videoId, fromFrame)));
+  else for await (const page of storedEventPages(ddbOf(target), target.eventsTable, videoId)) items.push(...page);
   let n = 0;
-  for await (const page of queryEvents(target, videoId, fromFrame !== undefined ? { fromFrame } : {})) {
-    for (const e of page) {
-      await target.clients.ddb.send(
-        new UpdateCommand({
-          TableName: target.eventsTable,
-          Key: { videoId: e.videoId, eventId: e.eventId },
-          UpdateExpression: 'ADD #r :one',
-          ConditionExpression: 'attribute_exists(eventId)',
-          ExpressionAttributeNames: { '#r': REDELIVERY_ATTRIBUTE },
-          ExpressionAttributeValues: { ':one': 1 },
-        }),
-      );
-      n++;
-    }
+  for (const e of items) {
+    await target.clients.ddb.send(
+      new UpdateCommand({
+        TableName: target.eventsTable,
+        Key: { videoId: e.videoId, eventId: e.eventId },
+        UpdateExpression: 'ADD #r :one',
+        ConditionExpression: 'attribute_exists(eventId)',
+        ExpressionAttributeNames: { '#r': REDELIVERY_ATTRIBUTE },
+        ExpressionAttributeValues: { ':one': 1 },
+      }),
+    );
+    n += eventsOfItem(e).length;
   }
   return n;
 }
