@@ -80,6 +80,8 @@ export const ASSUMPTIONS = {
   gpuFramesPerSecond: 100,
   gpuUtilisation: 0.7,
   gpuInstanceType: 'g5.xlarge',
+  /** Provisioned capacity kept this busy by auto scaling (its target utilisation), for the "what it would take" figure only: the stack's tables are on demand. */
+  provisionedUtilisation: 0.7,
   /** The worker image in ECR (several GB per version kept). */
   ecrImageGb: 5,
   retentionProfiles: [
@@ -412,7 +414,11 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
         const shared = { ...Object.fromEntries(Object.entries({ ...f.idle, ...f.running }).map(([k, v]) => [`fixed.${k}`, money(v / SHARED_OVER)])) };
         const all = Object.entries({ ...own, ...shared }).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
         const total = money(all.reduce((a, [, v]) => a + v, 0));
-        return [name, { total, target: t.target, met: total <= t.target, lines: Object.fromEntries(all) }];
+        // What the DynamoDB writes would cost on provisioned capacity (steady camera load, auto scaling at the assumed utilisation): not what the stack deploys.
+        const ddbWrites = own.ddbWritesResults! + own.ddbWritesCheckpointsEtc! + (r.perFrame.writeUnitsRuleEvents * r.framesPerMonth * PRICES.ddbWriteUnitPerMillion) / 1e6;
+        const provisionedPerMillion = (PRICES.ddbProvisionedWcuHour * 1e6) / 3600 / ASSUMPTIONS.provisionedUtilisation;
+        const ddbWritesProvisioned = (ddbWrites * provisionedPerMillion) / PRICES.ddbWriteUnitPerMillion;
+        return [name, { total, target: t.target, met: total <= t.target, ddbWrites: money(ddbWrites), totalWithProvisionedWrites: money(total - ddbWrites + ddbWritesProvisioned), lines: Object.fromEntries(all) }];
       }),
     );
     return [{ case: `${t.fps} fps, ${t.segmentSeconds}-s segments, frames 7 d, results 30 d, fixed shared over ${SHARED_OVER} cameras`, ...byProfile }];
@@ -420,7 +426,8 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
   for (const li of lineItems) {
     for (const name of Object.keys(fixed)) {
       const x = (li as unknown as Record<string, { total: number; target: number; lines: Record<string, number> }>)[name]!;
-      bench.say(`where the dollars go: ${li.case}, ${name}: $${x.total} (target $${x.target})`);
+      const y = x as unknown as { ddbWrites: number; totalWithProvisionedWrites: number };
+      bench.say(`where the dollars go: ${li.case}, ${name}: $${x.total} (target $${x.target}); DynamoDB writes $${y.ddbWrites} of it; with them on provisioned capacity $${y.totalWithProvisionedWrites}`);
       bench.say('  ' + Object.entries(x.lines).map(([k, v]) => `${k} ${v} (${Math.round((100 * v) / x.total)} %)`).join(', '));
     }
   }
