@@ -12,9 +12,11 @@
  * What stays: every event exists iff the commit that caused it landed (the batch is in
  * the same transaction), and every event keeps its deterministic id; readers
  * ({@link unpackEvents}) give back exactly the events that were packed. The batch's own
- * key is its first event's id with {@link BATCH_SUFFIX}: it sorts by frame like the
- * single items, never equals an event id (one more `#` field), and a re-run of the same
- * frames writes the same batch under the same key.
+ * key is its last event's id with {@link BATCH_SUFFIX}: it starts with its highest frame,
+ * so a range of keys from a frame's id prefix finds every batch holding an event of that
+ * frame or later (a unit's events may reach back before its own frames: a rules change
+ * exits tracks at the frame they were last seen); it never equals an event id (one more
+ * `#` field), and a re-run of the same frames writes the same batch under the same key.
  */
 import { DETAIL_TYPE, framePrefix, type EventItem, type EventKind, type RuleEventKind } from './event-schema.ts';
 
@@ -22,7 +24,7 @@ import { DETAIL_TYPE, framePrefix, type EventItem, type EventKind, type RuleEven
 export const RULE_EVENTS_KIND = 'rule.events';
 /** The bus event's `detail-type` of a batch (stored on the item, as every outbox item's). */
 export const RULE_EVENTS_DETAIL_TYPE = 'Rule Events';
-/** Appended to the first event's id to make the batch's key. */
+/** Appended to the last event's id to make the batch's key. */
 export const BATCH_SUFFIX = '#batch';
 /**
  * Largest batch, as the estimated bytes of its JSON: a unit with more rule events writes
@@ -45,7 +47,7 @@ export type PackedRuleEvent = Omit<EventItem, 'videoId' | 'detailType' | 'token'
 /** A batch of one unit's rule events, as stored in the outbox table and carried by the stream. */
 export interface RuleEventsItem {
   readonly videoId: string;
-  /** Sort key: the first event's id + {@link BATCH_SUFFIX}. */
+  /** Sort key: the last event's id + {@link BATCH_SUFFIX} (it starts with the batch's highest frame). */
   readonly eventId: string;
   readonly kind: typeof RULE_EVENTS_KIND;
   readonly detailType: typeof RULE_EVENTS_DETAIL_TYPE;
@@ -93,7 +95,7 @@ export function packEvents(events: readonly EventItem[], maxBatchBytes = MAX_BAT
     const first = chunk[0]!;
     out.push({
       videoId: first.videoId,
-      eventId: first.eventId + BATCH_SUFFIX,
+      eventId: chunk.at(-1)!.eventId + BATCH_SUFFIX,
       kind: RULE_EVENTS_KIND,
       detailType: RULE_EVENTS_DETAIL_TYPE,
       frame: first.frame,
@@ -135,14 +137,15 @@ export function unpackEvents(items: readonly StoredEventItem[]): EventItem[] {
 
 /**
  * What a replay from `fromFrame` leaves of a stored item: all of it (`keep`), none of it
- * (`delete`), or a batch trimmed to its events before the frame (`trim`). Event ids sort
- * by frame, so an item keyed at or after the frame is wholly at or after it; only a batch
- * that starts before the frame can hold events of both sides.
+ * (`delete`), or a batch trimmed to its events before the frame (`trim`), under a new key
+ * (its new last event's, before the frame: the re-run's batches, all from the frame on,
+ * can never be written over it). A life event is at its key's frame; a batch keyed at or
+ * after the frame may hold events before it.
  */
 export function replayCut(item: StoredEventItem, fromFrame: number): { readonly action: 'keep' } | { readonly action: 'delete' } | { readonly action: 'trim'; readonly item: RuleEventsItem; readonly removed: number } {
   if (!isRuleEventsItem(item)) return item.eventId >= framePrefix(fromFrame) ? { action: 'delete' } : { action: 'keep' };
   if (item.frame >= fromFrame) return { action: 'delete' };
   const kept = item.events.filter((e) => e.frame < fromFrame);
   if (kept.length === item.events.length) return { action: 'keep' };
-  return { action: 'trim', item: { ...item, events: kept, lastFrame: kept.at(-1)!.frame }, removed: item.events.length - kept.length };
+  return { action: 'trim', item: { ...item, eventId: kept.at(-1)!.eventId + BATCH_SUFFIX, events: kept, lastFrame: kept.at(-1)!.frame }, removed: item.events.length - kept.length };
 }

@@ -5,7 +5,7 @@
  */
 import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { framePrefix, type EventItem } from '../event-schema.ts';
-import { isRuleEventsItem, unpackEvents, type StoredEventItem } from '../event-packing.ts';
+import { unpackEvents, type StoredEventItem } from '../event-packing.ts';
 
 /** A video's stored items (life events and batches) in key order, one Query page at a time; from `afterKey` on when given. */
 export async function* storedEventPages(ddb: DynamoDBDocumentClient, eventsTable: string, videoId: string, o: { afterKey?: string; fromKey?: string } = {}): AsyncGenerator<StoredEventItem[]> {
@@ -36,38 +36,13 @@ export async function* storedEventPages(ddb: DynamoDBDocumentClient, eventsTable
 }
 
 /**
- * The stored items that hold events of `fromFrame` or later: those keyed at or after the
- * frame, and the one batch before it that runs into it (a unit's batch starts before the
- * next unit's frames, so only the last batch keyed before the frame can).
+ * The stored items that hold events of `fromFrame` or later: those keyed from the frame's
+ * id prefix on. A batch's key starts with its highest frame (event-packing.ts), so a batch
+ * with an event of the frame or later is among them; it may hold earlier events too.
  */
 export async function storedEventsFrom(ddb: DynamoDBDocumentClient, eventsTable: string, videoId: string, fromFrame: number): Promise<StoredEventItem[]> {
-  const from = framePrefix(fromFrame);
   const out: StoredEventItem[] = [];
-  let start: Record<string, unknown> | undefined;
-  // Newest first below the frame, until the first batch (life events may come between).
-  search: do {
-    const r = await ddb.send(
-      new QueryCommand({
-        TableName: eventsTable,
-        KeyConditionExpression: 'videoId = :v AND eventId BETWEEN :lo AND :hi',
-        // Frame ids start with a digit; '-' (frame -1's prefix) sorts before them.
-        ExpressionAttributeValues: { ':v': videoId, ':lo': '0', ':hi': from },
-        ScanIndexForward: false,
-        ConsistentRead: true,
-        Limit: 25,
-        ...(start ? { ExclusiveStartKey: start } : {}),
-      }),
-    );
-    for (const item of (r.Items ?? []) as StoredEventItem[]) {
-      if (item.eventId >= from) continue;
-      if (isRuleEventsItem(item)) {
-        if (item.lastFrame >= fromFrame) out.push(item);
-        break search;
-      }
-    }
-    start = r.LastEvaluatedKey;
-  } while (start);
-  for await (const page of storedEventPages(ddb, eventsTable, videoId, { fromKey: from })) out.push(...page);
+  for await (const page of storedEventPages(ddb, eventsTable, videoId, { fromKey: framePrefix(fromFrame) })) out.push(...page);
   return out;
 }
 

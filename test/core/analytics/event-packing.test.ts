@@ -51,7 +51,7 @@ function unitEvents(first: number, frames: number, o: { token?: number } = {}): 
 }
 
 describe('packEvents / unpackEvents', () => {
-  it("a unit's rule events are one batch keyed by its first event's id; life events stay one item each; unpacking gives back exactly the events", () => {
+  it("a unit's rule events are one batch keyed by its last event's id; life events stay one item each; unpacking gives back exactly the events", () => {
     // Prepare
     const events = [ev(10, 'video.started'), ...unitEvents(10, 3), ev(11, 'frame.failed', { detail: { reason: 'decode' } })];
     // Act
@@ -59,26 +59,28 @@ describe('packEvents / unpackEvents', () => {
     // Assess
     expect(stored.map((i) => i.kind)).toEqual(['video.started', 'frame.failed', 'rule.events']);
     const batch = stored[2] as RuleEventsItem;
-    expect(batch).toMatchObject({ videoId: 'v', eventId: events[1]!.eventId + BATCH_SUFFIX, detailType: RULE_EVENTS_DETAIL_TYPE, frame: 10, lastFrame: 12, token: 3, atMs: 1_800_000_000_000 });
+    expect(batch).toMatchObject({ videoId: 'v', eventId: events[6]!.eventId + BATCH_SUFFIX, detailType: RULE_EVENTS_DETAIL_TYPE, frame: 10, lastFrame: 12, token: 3, atMs: 1_800_000_000_000 });
     expect(batch.events).toHaveLength(6);
     expect(batch.events[0]).not.toHaveProperty('videoId');
     expect(unpackEvents(stored)).toEqual([...events].sort(byId));
     expect(packEvents(events)).toEqual(stored);
   });
 
-  it('a batch never has an event id as its key, and sorts with its first frame', () => {
+  it('a batch never has an event id as its key, and sorts with its last frame: a range from any of its frames finds it', () => {
     const stored = packEvents(unitEvents(7, 2));
     const key = stored[0]!.eventId;
     expect(unitEvents(7, 2).map((e) => e.eventId)).not.toContain(key);
-    expect(key > eventId({ frame: 6, kind: 'zone.dwell', ruleId: 'zz', trackId: 999 })).toBe(true);
-    expect(key < eventId({ frame: 8, kind: 'frame.failed' })).toBe(true);
+    expect(key > eventId({ frame: 8, kind: 'line.crossed', ruleId: 'door', trackId: 8 })).toBe(true);
+    expect(key < eventId({ frame: 9, kind: 'frame.failed' })).toBe(true);
+    expect(key >= '0000000007' && key >= '0000000008').toBe(true);
   });
 
   it('frames ascending inside a batch even when the engine raised them out of frame order; within a frame the engine order stays', () => {
     const [a, b, c] = [ev(5, 'zone.exited', { ruleId: 'z', trackId: 1 }), ev(4, 'line.crossed', { ruleId: 'l', trackId: 1 }), ev(5, 'line.crossed', { ruleId: 'l', trackId: 2 })];
     const batch = packEvents([a!, b!, c!])[0] as RuleEventsItem;
     expect(batch.events.map((e) => e.eventId)).toEqual([b!.eventId, a!.eventId, c!.eventId]);
-    expect(batch.eventId).toBe(b!.eventId + BATCH_SUFFIX);
+    expect(batch.eventId).toBe(c!.eventId + BATCH_SUFFIX);
+    expect([batch.frame, batch.lastFrame]).toEqual([4, 5]);
   });
 
   it('more events than one batch holds go to several, each under the size, in frame order, each key distinct', () => {
@@ -116,7 +118,9 @@ describe('replayCut', () => {
     expect(cut.action).toBe(action);
     if (cut.action === 'trim') {
       expect(eventsOfItem(cut.item).map((e) => e.frame)).toEqual([10, 10, 11, 11]);
-      expect(cut.item.eventId).toBe(batch.eventId);
+      // Keyed by its new last event, before the frame: the re-run's batches cannot overwrite it.
+      expect(cut.item.eventId).toBe(eventsOfItem(cut.item)[3]!.eventId + BATCH_SUFFIX);
+      expect(cut.item.eventId < '0000000012').toBe(true);
       expect(cut.item.lastFrame).toBe(11);
       expect(cut.removed).toBe(6);
     }
@@ -127,36 +131,38 @@ describe('replayCut', () => {
   });
 });
 
-describe('batches in the outbox table (the lease table twin, production adapters)', () => {
-  async function committed(twin: MemoryLeaseTable, videoId: string, units: readonly { first: number; frames: number }[]) {
-    const leases = twin.leases({ firstFrameNumber: 0, withEvents: true });
-    const claim = await leases.claimSlot(0, 'w', 1_000, 60_000);
-    const fence = { slot: 0, workerId: 'w', epoch: claim!.epoch };
-    await leases.pinVideo(videoId, 0, 1_000);
-    const adopted = await leases.adoptVideo(videoId, fence, 1_000);
-    if (typeof adopted === 'string') throw new Error(adopted);
-    let ck = adopted.checkpoint;
-    const written: EventItem[] = [];
-    for (const [i, u] of units.entries()) {
-      const frames = Array.from({ length: u.frames }, (_, k) => u.first + k);
-      const events = unitEvents(u.first, u.frames, { token: adopted.token }).map((e) => ({ ...e, videoId }));
-      const unit: CommitUnit = {
-        videoId,
-        token: adopted.token,
-        expectedSeq: ck.seq,
-        expectedCommitId: ck.commitId ?? '',
-        checkpoint: { ...emptyCheckpoint(u.first + u.frames), seq: ck.seq + 1, commitId: `c${i}` },
-        results: frames.map((frame) => ({ videoId, frame, status: 'ok' as const, detections: [], token: adopted.token, worker: 'w', committedAtMs: 2_000 })),
-        summary: { videoId, frame: -1, status: 'active', framesOk: 0, framesFailed: 0, framesGap: 0, token: adopted.token, updatedAtMs: 2_000 } as never,
-        events,
-      };
-      const r = await leases.commit(fence, [unit], 2_000 + i);
-      expect(r.outcomes.get(videoId)).toBe('landed');
-      ck = unit.checkpoint;
-      written.push(...events);
-    }
-    return { written, token: adopted.token };
+/** Commits units of a video's frames with their rule events through `LeaseStore.commit` on the twin; what was written. */
+async function committed(twin: MemoryLeaseTable, videoId: string, units: readonly { first: number; frames: number; extra?: readonly EventItem[] }[]) {
+  const leases = twin.leases({ firstFrameNumber: 0, withEvents: true });
+  const claim = await leases.claimSlot(0, 'w', 1_000, 60_000);
+  const fence = { slot: 0, workerId: 'w', epoch: claim!.epoch };
+  await leases.pinVideo(videoId, 0, 1_000);
+  const adopted = await leases.adoptVideo(videoId, fence, 1_000);
+  if (typeof adopted === 'string') throw new Error(adopted);
+  let ck = adopted.checkpoint;
+  const written: EventItem[] = [];
+  for (const [i, u] of units.entries()) {
+    const frames = Array.from({ length: u.frames }, (_, k) => u.first + k);
+    const events = [...unitEvents(u.first, u.frames, { token: adopted.token }), ...(u.extra ?? []).map((e) => ({ ...e, token: adopted.token }))].map((e) => ({ ...e, videoId }));
+    const unit: CommitUnit = {
+      videoId,
+      token: adopted.token,
+      expectedSeq: ck.seq,
+      expectedCommitId: ck.commitId ?? '',
+      checkpoint: { ...emptyCheckpoint(u.first + u.frames), seq: ck.seq + 1, commitId: `c${i}` },
+      results: frames.map((frame) => ({ videoId, frame, status: 'ok' as const, detections: [], token: adopted.token, worker: 'w', committedAtMs: 2_000 })),
+      summary: { videoId, frame: -1, status: 'active', framesOk: 0, framesFailed: 0, framesGap: 0, token: adopted.token, updatedAtMs: 2_000 } as never,
+      events,
+    };
+    const r = await leases.commit(fence, [unit], 2_000 + i);
+    expect(r.outcomes.get(videoId)).toBe('landed');
+    ck = unit.checkpoint;
+    written.push(...events);
   }
+  return { written, token: adopted.token };
+}
+describe('batches in the outbox table (the lease table twin, production adapters)', () => {
+
 
   it('a commit writes one batch per unit; the reader gives back every event in id order', async () => {
     const twin = new MemoryLeaseTable({ prefix: 'pack' });
@@ -180,6 +186,24 @@ describe('batches in the outbox table (the lease table twin, production adapters
     expect(await admin.deleteEventsFrom('v', 6, token)).toBe(0);
     expect(await admin.deleteEventsFrom('v', 2, token)).toBe(8);
     expect((await allEvents(twin.ddb, twin.wiring.eventsTable, 'v')).map((e) => e.frame)).toEqual([0, 0, 1, 1]);
+  });
+});
+
+describe('a unit whose rule events reach back before its frames (a rules change exits tracks where they were last seen)', () => {
+  it('a replay from a frame both batches hold trims both, and leaves exactly the events before the frame', async () => {
+    const twin = new MemoryLeaseTable({ prefix: 'back' });
+    const exit: EventItem = { ...ev(2, 'zone.exited', { ruleId: 'gone', trackId: 2, detail: { reason: 'rule-changed' } }), eventId: eventId({ frame: 2, kind: 'zone.exited', ruleId: 'gone', trackId: 2, discriminator: 'etag2' }) };
+    const admin = new DynamoDbResultsAdmin({ ddb: twin.ddb, resultsTable: twin.wiring.resultsTable, eventsTable: twin.wiring.eventsTable });
+    // Prepare: frames 0-3, then frames 4-7 whose unit also exits a track last seen at frame 2.
+    const leases = await committed(twin, 'v', [{ first: 0, frames: 4 }, { first: 4, frames: 4, extra: [exit] }]);
+    // Act
+    const found = await storedEventsFrom(twin.ddb, twin.wiring.eventsTable, 'v', 3);
+    const deleted = await admin.deleteEventsFrom('v', 3, leases.token);
+    // Assess: both batches hold events of frame 3 or later and are found; what stays is what came before frame 3.
+    expect(found.map((i) => (i as RuleEventsItem).lastFrame)).toEqual([3, 7]);
+    expect(deleted).toBe(2 + 8);
+    expect(await allEvents(twin.ddb, twin.wiring.eventsTable, 'v')).toEqual(leases.written.filter((e) => e.frame < 3).sort(byId));
+    expect(await storedEventsFrom(twin.ddb, twin.wiring.eventsTable, 'v', 3)).toEqual([]);
   });
 });
 
