@@ -58,6 +58,8 @@ export interface RuleEventsItem {
   readonly events: readonly PackedRuleEvent[];
   readonly token: number;
   readonly atMs: number;
+  /** TTL garbage collection (epoch seconds), when the unit's events carry one. */
+  readonly ttlEpochSeconds?: number;
 }
 
 /** An item of the outbox table: a life event, or a batch of rule events. */
@@ -77,7 +79,7 @@ function packed(e: EventItem): PackedRuleEvent {
 /**
  * A unit's events as stored: its life events one item each, its rule events in batches of
  * at most {@link MAX_BATCH_BYTES}. Deterministic: the same events give the same items.
- * All events of a unit share its video, token and time (commit-events.ts).
+ * All events of a unit share its video, token, time and expiry (commit-events.ts).
  */
 export function packEvents(events: readonly EventItem[], maxBatchBytes = MAX_BATCH_BYTES): StoredEventItem[] {
   const life = events.filter((e) => !isRuleEvent(e));
@@ -103,6 +105,7 @@ export function packEvents(events: readonly EventItem[], maxBatchBytes = MAX_BAT
       events: chunk.map(packed),
       token: first.token,
       atMs: first.atMs,
+      ...(first.ttlEpochSeconds !== undefined ? { ttlEpochSeconds: first.ttlEpochSeconds } : {}),
     });
     chunk = [];
     chunkBytes = 0;
@@ -126,6 +129,7 @@ export function eventsOfItem(item: StoredEventItem): EventItem[] {
     detailType: DETAIL_TYPE[e.kind as EventKind] ?? e.kind,
     token: item.token,
     atMs: item.atMs,
+    ...(item.ttlEpochSeconds !== undefined ? { ttlEpochSeconds: item.ttlEpochSeconds } : {}),
   }));
 }
 
