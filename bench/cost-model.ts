@@ -80,7 +80,7 @@ export const ASSUMPTIONS = {
   gpuFramesPerSecond: 100,
   gpuUtilisation: 0.7,
   gpuInstanceType: 'g5.xlarge',
-  /** Provisioned capacity kept this busy by auto scaling (its target utilisation), for the "what it would take" figure only: the stack's tables are on demand. */
+  /** Provisioned capacity (`provisionedCapacityUnits`) is kept this busy by auto scaling (infra/tables.ts: its target utilisation): units consumed cost the hourly price over it. */
   provisionedUtilisation: 0.7,
   /** The worker image in ECR (several GB per version kept). */
   ecrImageGb: 5,
@@ -258,6 +258,8 @@ export interface StackInventory {
   readonly kmsKeys: number;
   readonly pipes: number;
   readonly containerInsights: boolean;
+  /** Provisioned tables and indexes (`provisionedCapacityUnits`): each keeps at least 1 read and 1 write unit. */
+  readonly provisionedTablesAndIndexes: number;
 }
 
 type Resources = Record<string, { Type: string; Properties?: Record<string, unknown> }>;
@@ -281,6 +283,9 @@ export function stackInventory(resources: Resources): StackInventory {
     dashboards: of('AWS::CloudWatch::Dashboard').length,
     kmsKeys: of('AWS::KMS::Key').length,
     pipes: of('AWS::Pipes::Pipe').length,
+    provisionedTablesAndIndexes: of('AWS::DynamoDB::Table')
+      .filter((r) => r.Properties?.BillingMode !== 'PAY_PER_REQUEST')
+      .reduce((n, r) => n + 1 + ((r.Properties?.GlobalSecondaryIndexes as unknown[] | undefined)?.length ?? 0), 0),
     containerInsights: of('AWS::ECS::Cluster').some((r) => JSON.stringify(r.Properties?.ClusterSettings ?? []).includes('"enabled"') || JSON.stringify(r.Properties?.ClusterSettings ?? []).includes('"enhanced"')),
   };
 }
@@ -297,6 +302,7 @@ export function fixedMonthly(inv: StackInventory) {
     kmsKeys: inv.kmsKeys * PRICES.kmsKeyPerMonth,
     pipeStreamPolling: (streamReads / 100_000) * PRICES.ddbStreamReadsPer100k,
     janitorMetrics: ASSUMPTIONS.customMetricsAlways * PRICES.customMetricPerMonth,
+    dynamoDbMinimumCapacity: inv.provisionedTablesAndIndexes * h * (PRICES.ddbProvisionedWcuHour + PRICES.ddbProvisionedRcuHour),
     ecrImage: ASSUMPTIONS.ecrImageGb * PRICES.ecrStoragePerGbMonth,
   };
   const running = {
@@ -312,6 +318,34 @@ export function fixedMonthly(inv: StackInventory) {
 export function gpuPerCameraMonth(fps: number, videosPerSlot: number): number {
   const share = Math.max(fps / (ASSUMPTIONS.gpuFramesPerSecond * ASSUMPTIONS.gpuUtilisation), 1 / videosPerSlot);
   return share * HOURS_PER_MONTH * PRICES.gpuInstanceHour[ASSUMPTIONS.gpuInstanceType]!;
+}
+
+/** Price per million units consumed on provisioned capacity at the assumed utilisation, as a fraction of on demand's: writes, reads. */
+export const PROVISIONED_RATIO = {
+  writes: (PRICES.ddbProvisionedWcuHour * 1e6) / 3600 / ASSUMPTIONS.provisionedUtilisation / PRICES.ddbWriteUnitPerMillion,
+  reads: (PRICES.ddbProvisionedRcuHour * 1e6) / 3600 / ASSUMPTIONS.provisionedUtilisation / PRICES.ddbReadUnitPerMillion,
+};
+
+/** A camera row's lines with DynamoDB's writes and reads on provisioned capacity (the rule events' outbox writes included). */
+export function provisionedLines(r: ReturnType<typeof cameraMonth>): Record<string, number> {
+  const l = r.lines as Record<string, number>;
+  const eventWrites = (r.perFrame.writeUnitsRuleEvents * r.framesPerMonth * PRICES.ddbWriteUnitPerMillion) / 1e6;
+  return {
+    ...l,
+    ddbWritesResults: money(l.ddbWritesResults! * PROVISIONED_RATIO.writes),
+    ddbWritesCheckpointsEtc: money(l.ddbWritesCheckpointsEtc! * PROVISIONED_RATIO.writes),
+    ddbReads: money(l.ddbReads! * PROVISIONED_RATIO.reads),
+    ruleEvents: money(l.ruleEvents! - eventWrites + eventWrites * PROVISIONED_RATIO.writes),
+  };
+}
+
+/** The camera's own total (first retention profile) with or without provisioned capacity. */
+function ownTotal(r: ReturnType<typeof cameraMonth>, provisioned: boolean, withoutRuleEvents = false): number {
+  const p = r.profiles[0]!;
+  if (!provisioned) return withoutRuleEvents ? p.totalWithoutRuleEvents : p.total;
+  const l = provisionedLines(r);
+  const storage = p.framesStorage + p.versioningExtraDays + p.resultsStorage + p.pitr + p.accessLogs;
+  return Object.entries(l).reduce((a, [k, v]) => a + (withoutRuleEvents && k === 'ruleEvents' ? 0 : v), 0) + storage;
 }
 
 function synthInventory(context: Record<string, unknown>): StackInventory {
@@ -348,10 +382,14 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
   const rows = runs.map((r) => rowOf(r, false));
   const before = runs.map((r) => rowOf(r, true));
 
-  bench.say('synthesizing the stack (default settings, then the small-fleet profile) to count its fixed-cost resources ...');
+  bench.say('synthesizing the stack (default settings, the small-fleet profile, and it with provisioned tables) to count its fixed-cost resources ...');
   const profiles = {
     default: { context: {}, inventory: synthInventory({}) },
     smallFleet: { context: { natGateways: 1, interfaceEndpoints: false }, inventory: synthInventory({ natGateways: 1, interfaceEndpoints: false }) },
+    smallFleetProvisioned: {
+      context: { natGateways: 1, interfaceEndpoints: false, provisionedCapacityUnits: 1000 },
+      inventory: synthInventory({ natGateways: 1, interfaceEndpoints: false, provisionedCapacityUnits: 1000 }),
+    },
   };
   const fixed = Object.fromEntries(Object.entries(profiles).map(([name, p]) => [name, { context: p.context, inventory: p.inventory, ...fixedMonthly(p.inventory) }]));
 
@@ -382,20 +420,25 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
         fps: r.fps,
         cameraOwn: own.total,
         cameraOwnWithoutRuleEvents: own.totalWithoutRuleEvents,
+        cameraOwnProvisioned: money(ownTotal(r, true)),
         gpu: money(gpu),
         byCameras: cameraCounts.map((n) => {
-          const at = (f: (typeof fixed)[string]) => ({
-            nonGpu: money(own.total + f.runningTotal / n),
-            nonGpuWithoutRuleEvents: money(own.totalWithoutRuleEvents + f.runningTotal / n),
-            withGpu: money(own.total + f.runningTotal / n + gpu),
-          });
-          return { cameras: n, default: at(fixed.default!), smallFleet: at(fixed.smallFleet!) };
+          const at = (f: (typeof fixed)[string]) => {
+            const provisioned = f.inventory.provisionedTablesAndIndexes > 0;
+            const mine = ownTotal(r, provisioned);
+            return {
+              nonGpu: money(mine + f.runningTotal / n),
+              nonGpuWithoutRuleEvents: money(ownTotal(r, provisioned, true) + f.runningTotal / n),
+              withGpu: money(mine + f.runningTotal / n + gpu),
+            };
+          };
+          return { cameras: n, default: at(fixed.default!), smallFleet: at(fixed.smallFleet!), smallFleetProvisioned: at(fixed.smallFleetProvisioned!) };
         }),
       };
     });
   for (const p of perCamera) {
     bench.say(`per camera-month, ${p.source} at ${p.fps} fps (frames 7 d, results 30 d): own $${p.cameraOwn} ($${p.cameraOwnWithoutRuleEvents} without rule events), GPU share $${p.gpu}`);
-    for (const c of p.byCameras) bench.say(`  ${c.cameras} cameras: default $${c.default.nonGpu} non-GPU ($${c.default.nonGpuWithoutRuleEvents} without rule events; $${c.default.withGpu} with GPU); small-fleet $${c.smallFleet.nonGpu} ($${c.smallFleet.withGpu})`);
+    for (const c of p.byCameras) bench.say(`  ${c.cameras} cameras: default $${c.default.nonGpu} non-GPU ($${c.default.nonGpuWithoutRuleEvents} without rule events; $${c.default.withGpu} with GPU); small-fleet $${c.smallFleet.nonGpu} ($${c.smallFleet.withGpu}); small-fleet, provisioned $${c.smallFleetProvisioned.nonGpu}`);
   }
 
   // Where each dollar goes (issue 44's two targets): every line of a camera-month at 16 cameras, largest first.
@@ -408,17 +451,17 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     const r = rows.find((x) => x.source === 'segments' && x.fps === t.fps && x.segmentSeconds === t.segmentSeconds);
     if (!r) return [];
     const p = r.profiles[0]!;
-    const own: Record<string, number> = { ...(r.lines as Record<string, number>), framesStorage: p.framesStorage, versioningExtraDays: p.versioningExtraDays, resultsStorage: p.resultsStorage, pitr: p.pitr, accessLogs: p.accessLogs };
+    const storage = { framesStorage: p.framesStorage, versioningExtraDays: p.versioningExtraDays, resultsStorage: p.resultsStorage, pitr: p.pitr, accessLogs: p.accessLogs };
     const byProfile = Object.fromEntries(
       Object.entries(fixed).map(([name, f]) => {
+        const provisioned = f.inventory.provisionedTablesAndIndexes > 0;
+        const own: Record<string, number> = { ...(provisioned ? provisionedLines(r) : (r.lines as Record<string, number>)), ...storage };
         const shared = { ...Object.fromEntries(Object.entries({ ...f.idle, ...f.running }).map(([k, v]) => [`fixed.${k}`, money(v / SHARED_OVER)])) };
         const all = Object.entries({ ...own, ...shared }).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
         const total = money(all.reduce((a, [, v]) => a + v, 0));
-        // What the DynamoDB writes would cost on provisioned capacity (steady camera load, auto scaling at the assumed utilisation): not what the stack deploys.
-        const ddbWrites = own.ddbWritesResults! + own.ddbWritesCheckpointsEtc! + (r.perFrame.writeUnitsRuleEvents * r.framesPerMonth * PRICES.ddbWriteUnitPerMillion) / 1e6;
-        const provisionedPerMillion = (PRICES.ddbProvisionedWcuHour * 1e6) / 3600 / ASSUMPTIONS.provisionedUtilisation;
-        const ddbWritesProvisioned = (ddbWrites * provisionedPerMillion) / PRICES.ddbWriteUnitPerMillion;
-        return [name, { total, target: t.target, met: total <= t.target, ddbWrites: money(ddbWrites), totalWithProvisionedWrites: money(total - ddbWrites + ddbWritesProvisioned), lines: Object.fromEntries(all) }];
+        const eventWrites = (r.perFrame.writeUnitsRuleEvents * r.framesPerMonth * PRICES.ddbWriteUnitPerMillion * (provisioned ? PROVISIONED_RATIO.writes : 1)) / 1e6;
+        const ddbWrites = own.ddbWritesResults! + own.ddbWritesCheckpointsEtc! + eventWrites;
+        return [name, { total, target: t.target, met: total <= t.target, ddbWrites: money(ddbWrites), lines: Object.fromEntries(all) }];
       }),
     );
     return [{ case: `${t.fps} fps, ${t.segmentSeconds}-s segments, frames 7 d, results 30 d, fixed shared over ${SHARED_OVER} cameras`, ...byProfile }];
@@ -426,8 +469,8 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
   for (const li of lineItems) {
     for (const name of Object.keys(fixed)) {
       const x = (li as unknown as Record<string, { total: number; target: number; lines: Record<string, number> }>)[name]!;
-      const y = x as unknown as { ddbWrites: number; totalWithProvisionedWrites: number };
-      bench.say(`where the dollars go: ${li.case}, ${name}: $${x.total} (target $${x.target}); DynamoDB writes $${y.ddbWrites} of it; with them on provisioned capacity $${y.totalWithProvisionedWrites}`);
+      const y = x as unknown as { ddbWrites: number };
+      bench.say(`where the dollars go: ${li.case}, ${name}: $${x.total} (target $${x.target}); DynamoDB writes $${y.ddbWrites} of it`);
       bench.say('  ' + Object.entries(x.lines).map(([k, v]) => `${k} ${v} (${Math.round((100 * v) / x.total)} %)`).join(', '));
     }
   }
@@ -452,6 +495,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
       'Storage is steady state: frames kept frameRetentionDays plus versioningExtraDays (lifecycle rounding, one non-current day), result items kept resultsRetentionDays with PITR on the same bytes, S3 access logs kept 90 days.',
       'fixed: counted from the synthesized template (interface endpoints per AZ-hour, NAT gateways, alarm metrics, dashboards, KMS keys, the pipe\'s stream polling) plus the janitor\'s metrics and the ECR image; running adds custom metrics and Container Insights while workers run around the clock (prorated by the hour otherwise).',
       'GPU: one worker per g5.xlarge at the assumed frames a second and utilisation, at least 1 / videosPerSlot instance per camera.',
+      'smallFleetProvisioned: the small-fleet profile with -c provisionedCapacityUnits=1000 (tables and index provisioned, auto scaled at 70 %): DynamoDB units consumed (writes, reads, the rule events\' outbox writes) cost the hourly unit price over the utilisation, and each table and index keeps 1 write and 1 read unit all month (fixed: dynamoDbMinimumCapacity).',
       'Frame sizes are assumptions (--jpeg-kb per 1080p JPEG, --h264-mbps per rate for 1080p H.264), not measured.',
     ],
     fixed,
