@@ -29,10 +29,12 @@ export const BATCH_SUFFIX = '#batch';
 /**
  * Largest batch, as the estimated bytes of its JSON: a unit with more rule events writes
  * several batches. The pipe delivers a batch as one bus event whose detail carries the
- * item in DynamoDB JSON (about twice the plain JSON): under 64 KB, Pipes' and
- * EventBridge's billing chunk, and far under PutEvents' 256 KB entry limit.
+ * item in DynamoDB JSON (about twice the plain JSON), and puts up to 10 records in one
+ * PutEvents call, whose request must stay under 256 KB in all: 10 full batches must fit
+ * it (each also under 64 KB, Pipes' and EventBridge's billing chunk). A camera's batch is
+ * 0.6-2 KB (bench/checkpoint-scene.ts).
  */
-export const MAX_BATCH_BYTES = 24_000;
+export const MAX_BATCH_BYTES = 10_000;
 
 const RULE_KINDS: ReadonlySet<string> = new Set<RuleEventKind>(['line.crossed', 'zone.entered', 'zone.exited', 'zone.dwell']);
 

@@ -93,10 +93,13 @@ describe('packEvents / unpackEvents', () => {
     expect(unpackEvents(stored)).toEqual([...events].sort(byId));
   });
 
-  it('a full batch, as the stream carries it (DynamoDB JSON), is under 64 KB: one Pipes request and one EventBridge event, far under the 256-KB entry', () => {
+  it('ten full batches as the pipe puts them on the bus (one PutEvents call of 10 envelopes, the item in DynamoDB JSON) stay under its 256 KB', () => {
     const stored = packEvents(unitEvents(0, 2_000)) as RuleEventsItem[];
-    expect(stored.length).toBeGreaterThan(1);
-    for (const b of stored) expect(Buffer.byteLength(JSON.stringify((marshallValue(b as never) as { M: unknown }).M))).toBeLessThan(64 * 1024);
+    expect(stored.length).toBeGreaterThan(10);
+    const envelopes = stored.slice(0, 10).map((b) => busEventOf({ eventName: 'INSERT', dynamodb: { NewImage: (marshallValue(b as never) as { M: ImageJson }).M } }));
+    const request = envelopes.reduce((n, e) => n + Buffer.byteLength(e.source) + Buffer.byteLength(e['detail-type']) + Buffer.byteLength(JSON.stringify(e.detail)), 0);
+    expect(request).toBeLessThan(256 * 1024);
+    for (const e of envelopes) expect(Buffer.byteLength(JSON.stringify(e.detail))).toBeLessThan(64 * 1024);
     expect(Buffer.byteLength(JSON.stringify(stored[0]))).toBeGreaterThan(MAX_BATCH_BYTES * 0.9);
   });
 

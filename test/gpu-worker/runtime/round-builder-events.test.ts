@@ -49,14 +49,14 @@ describe('buildRound with events', () => {
     expect(unit.results.map((r) => r.frame)).toEqual([0, 1, 2, 3]);
     expect(unit.events!.filter((e) => e.kind === 'line.crossed')).toHaveLength(120);
     expect(unitFits(unit)).toBe(true);
-    // The transaction holds: the video item, one packed records item or four, the summary, video.started, one batch.
-    expect(unitCost(unit).items).toBe(2 + storedItemsOf(unit).length + 2);
+    // The transaction holds: the video item, the records, the summary, video.started, two batches of 10 KB at most.
+    expect(unitCost(unit).items).toBe(2 + storedItemsOf(unit).length + 3);
   });
 
-  it('a round whose events overflow one transaction (by bytes) is rolled back and re-run with half the frames, never splitting a frame from its events', async () => {
-    // 32 lines x 400 tracks = 12,800 crossings per frame after the first (about 1.8 MB
-    // stored): frames 1-3 overflow the transaction's 3 MB, frames 0-1 fit.
-    const d = depsOf(400);
+  it('a round whose events overflow one transaction is rolled back and re-run with half the frames, never splitting a frame from its events', async () => {
+    // 32 lines x 100 tracks = 3,200 crossings per frame after the first (about 45 batches
+    // of 10 KB): frames 1-3 overflow the transaction's 100 items, frames 0-1 fit.
+    const d = depsOf(100);
     const s = sessionWithLines(32, 4);
     const first = await buildRound(d, [s], FENCE, 0);
     expect(first.units).toEqual([]);
@@ -67,7 +67,7 @@ describe('buildRound with events', () => {
     const unit = second.units[0]!.unit;
     expect(unit.results.map((r) => r.frame)).toEqual([0, 1]);
     expect(unit.events!.filter((e) => e.kind === 'line.crossed').every((e) => e.frame === 1)).toBe(true);
-    expect(unit.events!.filter((e) => e.kind === 'line.crossed')).toHaveLength(32 * 400);
+    expect(unit.events!.filter((e) => e.kind === 'line.crossed')).toHaveLength(32 * 100);
     expect(unitFits(unit)).toBe(true);
     // Once it lands, the cap is lifted: the rest comes in one round again.
     s.applyCommitted(unit, second.units[0]!.plan);
@@ -75,8 +75,8 @@ describe('buildRound with events', () => {
   });
 
   it('one frame whose events alone overflow keeps its life events and the rule events that fit, loudly', async () => {
-    // 32 lines x 800 tracks = 25,600 crossings at frame 1 (about 3.6 MB stored); frame 0 has been committed on its own.
-    const d = depsOf(800);
+    // 32 lines x 250 tracks = 8,000 crossings at frame 1 (about 110 batches); frame 0 has been committed on its own.
+    const d = depsOf(250);
     const s = sessionWithLines(32, 2);
     s.capNextPlan(1);
     const r0 = await buildRound(d, [s], FENCE, 0);
@@ -89,8 +89,8 @@ describe('buildRound with events', () => {
     expect(unitFits(unit)).toBe(true);
     const written = unit.events!.length;
     expect(written).toBeGreaterThan(0);
-    expect(written).toBeLessThan(32 * 800);
-    expect(unit.checkpoint.analytics!.totals.lines.l0).toEqual({ person: [800, 0] });
+    expect(written).toBeLessThan(32 * 250);
+    expect(unit.checkpoint.analytics!.totals.lines.l0).toEqual({ person: [250, 0] });
     expect(logged.some((m) => m.includes('more events than one transaction holds'))).toBe(true);
   });
 });
