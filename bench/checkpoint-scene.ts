@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { MemoryLeaseTable } from '../core/leases/memory/memory-lease-table.ts';
 import { itemBytes } from '../core/leases/memory/item-values.ts';
-import { storedItemsOf } from '../core/commit/commit-packing.ts';
+import { storedEventsOf, storedItemsOf } from '../core/commit/commit-packing.ts';
 import type { VideoCheckpoint } from '../core/commit/checkpoint.ts';
 import { VideoSequencer, type SequencedStep } from '../core/ordering/sequencer.ts';
 import { validateRules, type RulesDocument } from '../core/analytics/rules.ts';
@@ -121,8 +121,10 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
   const snapshotBytes: number[] = [];
   const analyticsBytes: number[] = [];
   const trackCounts: number[] = [];
-  const units = { slot: 0, checkpointStored: 0, checkpointPlain: 0, results: 0, resultsFormat1: 0, summary: 0, events: 0 };
+  const units = { slot: 0, checkpointStored: 0, checkpointPlain: 0, results: 0, resultsFormat1: 0, summary: 0, events: 0, eventsSingle: 0 };
   let events = 0;
+  let eventItems = 0;
+  let eventItemBytes = 0;
   let resultBytes = 0;
   let format1Bytes = 0;
   let packedItems = 0;
@@ -199,12 +201,19 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
       if (isPacked(r)) packedItems++;
     }
     units.summary += txUnits(itemBytes(u.summary as unknown as Parameters<typeof itemBytes>[0]));
-    for (const e of u.events ?? []) units.events += txUnits(itemBytes(e as unknown as Parameters<typeof itemBytes>[0]));
+    // The outbox as written (rule events batched per unit, event-packing.ts), and as one item per event before.
+    for (const e of storedEventsOf(u)) {
+      const b = itemBytes(e as unknown as Parameters<typeof itemBytes>[0]);
+      units.events += txUnits(b);
+      eventItemBytes += b;
+      eventItems++;
+    }
+    for (const e of u.events ?? []) units.eventsSingle += txUnits(itemBytes(e as unknown as Parameters<typeof itemBytes>[0]));
     events += u.events?.length ?? 0;
   }
   const frames = commits * c.k;
   const perFrame = (x: number) => r4(x / frames);
-  const commitUnits = (ck: number, results = units.results) => units.slot + ck + results + units.summary + units.events;
+  const commitUnits = (ck: number, results = units.results, ev = units.events) => units.slot + ck + results + units.summary + ev;
   const row = {
     name: c.name,
     workload: c.workload,
@@ -216,6 +225,9 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
     commits,
     detectionsPerFrame: r4(detectionsOut / frames),
     eventsPerFrame: r4(events / frames),
+    /** Outbox items (each a transactional write, a Pipes request and a bus event): batches of rule events and life events. */
+    eventItemsPerFrame: r4(eventItems / frames),
+    eventItemBytes: eventItems > 0 ? Math.round(eventItemBytes / eventItems) : 0,
     checkpointBytes: {
       json: quantiles(ckJson),
       leaseItemStored: quantiles(ckStored),
@@ -236,15 +248,17 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
       resultsFormat1: perFrame(units.resultsFormat1),
       summary: perFrame(units.summary),
       events: perFrame(units.events),
+      /** The outbox as one item per event (before issue 44's batches). */
+      eventsSingle: perFrame(units.eventsSingle),
       commit: perFrame(commitUnits(units.checkpointStored)),
-      /** As the previous version wrote: the checkpoint a plain map, packed records in format 1. */
-      commitBefore: perFrame(commitUnits(units.checkpointPlain, units.resultsFormat1)),
+      /** As the previous version wrote: the checkpoint a plain map, packed records in format 1, one outbox item per event. */
+      commitBefore: perFrame(commitUnits(units.checkpointPlain, units.resultsFormat1, units.eventsSingle)),
     },
   };
   bench.say(
     `${c.name} (${c.workload}): ${commits} commits, ${row.detectionsPerFrame} det/frame, ${row.eventsPerFrame} events/frame; ` +
       `lease item p50/max ${row.checkpointBytes.leaseItemStored.p50}/${row.checkpointBytes.leaseItemStored.max} B (uncompressed ${row.checkpointBytes.leaseItemPlain.p50}/${row.checkpointBytes.leaseItemPlain.max}); ` +
-      `WCU/frame commit ${row.writeUnitsPerFrame.commit} (before: ${row.writeUnitsPerFrame.commitBefore}): checkpoint ${row.writeUnitsPerFrame.checkpoint} (${row.writeUnitsPerFrame.checkpointUncompressed}), results ${row.writeUnitsPerFrame.results} (${row.writeUnitsPerFrame.resultsFormat1}), events ${row.writeUnitsPerFrame.events}`,
+      `WCU/frame commit ${row.writeUnitsPerFrame.commit} (before: ${row.writeUnitsPerFrame.commitBefore}): checkpoint ${row.writeUnitsPerFrame.checkpoint} (${row.writeUnitsPerFrame.checkpointUncompressed}), results ${row.writeUnitsPerFrame.results} (${row.writeUnitsPerFrame.resultsFormat1}), events ${row.writeUnitsPerFrame.events} (${row.writeUnitsPerFrame.eventsSingle}) in ${row.eventItemsPerFrame} items/frame of ${row.eventItemBytes} B`,
   );
   return row;
 }
@@ -270,7 +284,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     notes: [
       'In process, on the lease table\'s twin through the production adapter (LeaseStore.commit): real tracker, sequencer, commit builder, rule engine and packing. Sizes are the twin\'s (DynamoDB\'s item size rules); write units are computed from them (2 per KB of each item of the transaction, an update on the larger of before and after, the slot ConditionCheck as 1 KB): a model of the bill, not a measured one.',
       'A commit carries one segment (or one JPEG frame), as a worker that keeps up commits; a backlog commits several per transaction (fewer checkpoint writes per frame).',
-      'leaseItemStored: the video\'s lease item as now stored (checkpoint compressed, issue 44); leaseItemPlain: the same item as the previous version stored it (checkpoint a plain map). results / resultsFormat1: packed records as now stored (format 2) and as before (format 1). commitBefore: both as before.',
+      'leaseItemStored: the video\'s lease item as now stored (checkpoint compressed, issue 44); leaseItemPlain: the same item as the previous version stored it (checkpoint a plain map). results / resultsFormat1: packed records as now stored (format 2) and as before (format 1). events / eventsSingle: the outbox as now written (a unit\'s rule events one batch item, decision 72) and one item per event as before. commitBefore: all three as before.',
       'baseline: the workload bench/api-calls-live.ts ran live (the stats processor: one whole-frame detection, a 60-byte state, no rules), computed the same way, so that the scene\'s extra cost can be added to the live figures.',
     ],
     rows,

@@ -80,6 +80,8 @@ export const ASSUMPTIONS = {
   gpuFramesPerSecond: 100,
   gpuUtilisation: 0.7,
   gpuInstanceType: 'g5.xlarge',
+  /** Provisioned capacity (`provisionedCapacityUnits`) is kept this busy by auto scaling (infra/tables.ts: its target utilisation): units consumed cost the hourly price over it. */
+  provisionedUtilisation: 0.7,
   /** The worker image in ECR (several GB per version kept). */
   ecrImageGb: 5,
   retentionProfiles: [
@@ -119,10 +121,12 @@ export interface SceneRow {
   readonly fps: number;
   readonly framesPerCommit: number;
   readonly eventsPerFrame: number;
+  /** Outbox items per frame (rule events batched per unit, decision 72); absent in result files before it (one item per event). */
+  readonly eventItemsPerFrame?: number;
   readonly resultItemBytesPerFrame: number;
   readonly checkpointBytes: { readonly leaseItemStored: { readonly p50: number; readonly max: number }; readonly leaseItemPlain: { readonly p50: number; readonly max: number } };
   readonly checkpointBytesWrittenPerFrame: { readonly stored: number; readonly plain: number };
-  readonly writeUnitsPerFrame: { readonly slotCheck: number; readonly checkpoint: number; readonly checkpointUncompressed: number; readonly results: number; readonly resultsFormat1: number; readonly summary: number; readonly events: number };
+  readonly writeUnitsPerFrame: { readonly slotCheck: number; readonly checkpoint: number; readonly checkpointUncompressed: number; readonly results: number; readonly resultsFormat1: number; readonly summary: number; readonly events: number; readonly eventsSingle?: number };
 }
 
 /**
@@ -142,9 +146,15 @@ export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerS
   const ck = (r: SceneRow) => (before ? r.writeUnitsPerFrame.checkpointUncompressed : r.writeUnitsPerFrame.checkpoint);
   const res = (r: SceneRow) => (before ? r.writeUnitsPerFrame.resultsFormat1 : r.writeUnitsPerFrame.results);
   const commitSansEvents = (r: SceneRow) => r.writeUnitsPerFrame.slotCheck + ck(r) + res(r) + r.writeUnitsPerFrame.summary;
-  // Events scale with the scene's activity (events a second), not with the frame rate.
+  // Events scale with the scene's activity (events a second), not with the frame rate: the
+  // busiest row's rate, and this row's outbox scaled up to it (an upper bound for batches,
+  // which grow in size before they grow in number).
   const eventsPerSecond = Math.max(...scene.filter((r) => r.workload === 'scene').map((r) => r.eventsPerFrame * r.fps));
-  const eventUnits = real.eventsPerFrame > 0 ? real.writeUnitsPerFrame.events / real.eventsPerFrame : 2;
+  const eventsPerFrame = eventsPerSecond / run.fpsPerVideo;
+  const scale = real.eventsPerFrame > 0 ? eventsPerFrame / real.eventsPerFrame : 1;
+  const singleUnits = real.writeUnitsPerFrame.eventsSingle ?? real.writeUnitsPerFrame.events;
+  const eventUnitsPerFrame = real.eventsPerFrame > 0 ? (before ? singleUnits : real.writeUnitsPerFrame.events) * scale : 2 * eventsPerFrame;
+  const eventItemsPerFrame = before || real.eventItemsPerFrame === undefined ? eventsPerFrame : real.eventItemsPerFrame * scale;
   const heartbeatsPerFrame = 3600 / DEFAULT_TUNABLES.heartbeatIntervalSeconds / videosPerSlot / (run.fpsPerVideo * 3600);
   let results: number;
   let checkpointEtc: number;
@@ -158,8 +168,7 @@ export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerS
     results = liveResults + res(real) - res(base);
     checkpointEtc = run.writeUnitsPerFrame - liveResults + ck(real) - ck(base);
   }
-  const eventsPerFrame = eventsPerSecond / run.fpsPerVideo;
-  return { results, checkpointEtc, events: eventsPerFrame * eventUnits, eventsPerFrame, eventsPerSecond, resultBytesPerFrame: real.resultItemBytesPerFrame, leaseItem: real.checkpointBytes.leaseItemStored };
+  return { results, checkpointEtc, events: eventUnitsPerFrame, eventsPerFrame, eventItemsPerFrame, eventsPerSecond, resultBytesPerFrame: real.resultItemBytesPerFrame, leaseItem: real.checkpointBytes.leaseItemStored };
 }
 
 /** Cost lines of one camera for a month, in USD. */
@@ -184,7 +193,8 @@ export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegB
     ddbWritesCheckpointsEtc: month(w.checkpointEtc, PRICES.ddbWriteUnitPerMillion),
     ddbReads: month(run.readUnitsPerFrame, PRICES.ddbReadUnitPerMillion),
     logs: ((run.workerLogBytesPerFrame * framesPerMonth + invocationsPerFrame * framesPerMonth * ASSUMPTIONS.routerReportBytesPerInvocation) / GB) * PRICES.logsIngestPerGb,
-    ruleEvents: month(w.events, PRICES.ddbWriteUnitPerMillion) + month(w.eventsPerFrame, PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests),
+    // Each outbox item (a batch of a unit's rule events, or a life event) is one Pipes request and one bus event (under 64 KB: one chunk each).
+    ruleEvents: month(w.events, PRICES.ddbWriteUnitPerMillion) + month(w.eventItemsPerFrame, PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests),
   };
   const requests = Object.values(lines).reduce((a, b) => a + b, 0);
   // Storage, steady state: a month's volume kept N days is N / 30.4 of it, all month.
@@ -222,6 +232,7 @@ export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegB
       writeUnitsCheckpointsEtc: r4(w.checkpointEtc),
       writeUnitsRuleEvents: r4(w.events),
       ruleEvents: r4(w.eventsPerFrame),
+      outboxItems: r4(w.eventItemsPerFrame),
       readUnits: run.readUnitsPerFrame,
       liveWriteUnits: run.writeUnitsPerFrame,
       routerInvocations: r4(invocationsPerFrame),
@@ -247,6 +258,8 @@ export interface StackInventory {
   readonly kmsKeys: number;
   readonly pipes: number;
   readonly containerInsights: boolean;
+  /** Provisioned tables and indexes (`provisionedCapacityUnits`): each keeps at least 1 read and 1 write unit. */
+  readonly provisionedTablesAndIndexes: number;
 }
 
 type Resources = Record<string, { Type: string; Properties?: Record<string, unknown> }>;
@@ -270,6 +283,9 @@ export function stackInventory(resources: Resources): StackInventory {
     dashboards: of('AWS::CloudWatch::Dashboard').length,
     kmsKeys: of('AWS::KMS::Key').length,
     pipes: of('AWS::Pipes::Pipe').length,
+    provisionedTablesAndIndexes: of('AWS::DynamoDB::Table')
+      .filter((r) => r.Properties?.BillingMode !== 'PAY_PER_REQUEST')
+      .reduce((n, r) => n + 1 + ((r.Properties?.GlobalSecondaryIndexes as unknown[] | undefined)?.length ?? 0), 0),
     containerInsights: of('AWS::ECS::Cluster').some((r) => JSON.stringify(r.Properties?.ClusterSettings ?? []).includes('"enabled"') || JSON.stringify(r.Properties?.ClusterSettings ?? []).includes('"enhanced"')),
   };
 }
@@ -286,6 +302,7 @@ export function fixedMonthly(inv: StackInventory) {
     kmsKeys: inv.kmsKeys * PRICES.kmsKeyPerMonth,
     pipeStreamPolling: (streamReads / 100_000) * PRICES.ddbStreamReadsPer100k,
     janitorMetrics: ASSUMPTIONS.customMetricsAlways * PRICES.customMetricPerMonth,
+    dynamoDbMinimumCapacity: inv.provisionedTablesAndIndexes * h * (PRICES.ddbProvisionedWcuHour + PRICES.ddbProvisionedRcuHour),
     ecrImage: ASSUMPTIONS.ecrImageGb * PRICES.ecrStoragePerGbMonth,
   };
   const running = {
@@ -301,6 +318,34 @@ export function fixedMonthly(inv: StackInventory) {
 export function gpuPerCameraMonth(fps: number, videosPerSlot: number): number {
   const share = Math.max(fps / (ASSUMPTIONS.gpuFramesPerSecond * ASSUMPTIONS.gpuUtilisation), 1 / videosPerSlot);
   return share * HOURS_PER_MONTH * PRICES.gpuInstanceHour[ASSUMPTIONS.gpuInstanceType]!;
+}
+
+/** Price per million units consumed on provisioned capacity at the assumed utilisation, as a fraction of on demand's: writes, reads. */
+export const PROVISIONED_RATIO = {
+  writes: (PRICES.ddbProvisionedWcuHour * 1e6) / 3600 / ASSUMPTIONS.provisionedUtilisation / PRICES.ddbWriteUnitPerMillion,
+  reads: (PRICES.ddbProvisionedRcuHour * 1e6) / 3600 / ASSUMPTIONS.provisionedUtilisation / PRICES.ddbReadUnitPerMillion,
+};
+
+/** A camera row's lines with DynamoDB's writes and reads on provisioned capacity (the rule events' outbox writes included). */
+export function provisionedLines(r: ReturnType<typeof cameraMonth>): Record<string, number> {
+  const l = r.lines as Record<string, number>;
+  const eventWrites = (r.perFrame.writeUnitsRuleEvents * r.framesPerMonth * PRICES.ddbWriteUnitPerMillion) / 1e6;
+  return {
+    ...l,
+    ddbWritesResults: money(l.ddbWritesResults! * PROVISIONED_RATIO.writes),
+    ddbWritesCheckpointsEtc: money(l.ddbWritesCheckpointsEtc! * PROVISIONED_RATIO.writes),
+    ddbReads: money(l.ddbReads! * PROVISIONED_RATIO.reads),
+    ruleEvents: money(l.ruleEvents! - eventWrites + eventWrites * PROVISIONED_RATIO.writes),
+  };
+}
+
+/** The camera's own total (first retention profile) with or without provisioned capacity. */
+function ownTotal(r: ReturnType<typeof cameraMonth>, provisioned: boolean, withoutRuleEvents = false): number {
+  const p = r.profiles[0]!;
+  if (!provisioned) return withoutRuleEvents ? p.totalWithoutRuleEvents : p.total;
+  const l = provisionedLines(r);
+  const storage = p.framesStorage + p.versioningExtraDays + p.resultsStorage + p.pitr + p.accessLogs;
+  return Object.entries(l).reduce((a, [k, v]) => a + (withoutRuleEvents && k === 'ruleEvents' ? 0 : v), 0) + storage;
 }
 
 function synthInventory(context: Record<string, unknown>): StackInventory {
@@ -337,10 +382,14 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
   const rows = runs.map((r) => rowOf(r, false));
   const before = runs.map((r) => rowOf(r, true));
 
-  bench.say('synthesizing the stack (default settings, then the small-fleet profile) to count its fixed-cost resources ...');
+  bench.say('synthesizing the stack (default settings, the small-fleet profile, and it with provisioned tables) to count its fixed-cost resources ...');
   const profiles = {
     default: { context: {}, inventory: synthInventory({}) },
     smallFleet: { context: { natGateways: 1, interfaceEndpoints: false }, inventory: synthInventory({ natGateways: 1, interfaceEndpoints: false }) },
+    smallFleetProvisioned: {
+      context: { natGateways: 1, interfaceEndpoints: false, provisionedCapacityUnits: 1000 },
+      inventory: synthInventory({ natGateways: 1, interfaceEndpoints: false, provisionedCapacityUnits: 1000 }),
+    },
   };
   const fixed = Object.fromEntries(Object.entries(profiles).map(([name, p]) => [name, { context: p.context, inventory: p.inventory, ...fixedMonthly(p.inventory) }]));
 
@@ -371,20 +420,59 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
         fps: r.fps,
         cameraOwn: own.total,
         cameraOwnWithoutRuleEvents: own.totalWithoutRuleEvents,
+        cameraOwnProvisioned: money(ownTotal(r, true)),
         gpu: money(gpu),
         byCameras: cameraCounts.map((n) => {
-          const at = (f: (typeof fixed)[string]) => ({
-            nonGpu: money(own.total + f.runningTotal / n),
-            nonGpuWithoutRuleEvents: money(own.totalWithoutRuleEvents + f.runningTotal / n),
-            withGpu: money(own.total + f.runningTotal / n + gpu),
-          });
-          return { cameras: n, default: at(fixed.default!), smallFleet: at(fixed.smallFleet!) };
+          const at = (f: (typeof fixed)[string]) => {
+            const provisioned = f.inventory.provisionedTablesAndIndexes > 0;
+            const mine = ownTotal(r, provisioned);
+            return {
+              nonGpu: money(mine + f.runningTotal / n),
+              nonGpuWithoutRuleEvents: money(ownTotal(r, provisioned, true) + f.runningTotal / n),
+              withGpu: money(mine + f.runningTotal / n + gpu),
+            };
+          };
+          return { cameras: n, default: at(fixed.default!), smallFleet: at(fixed.smallFleet!), smallFleetProvisioned: at(fixed.smallFleetProvisioned!) };
         }),
       };
     });
   for (const p of perCamera) {
     bench.say(`per camera-month, ${p.source} at ${p.fps} fps (frames 7 d, results 30 d): own $${p.cameraOwn} ($${p.cameraOwnWithoutRuleEvents} without rule events), GPU share $${p.gpu}`);
-    for (const c of p.byCameras) bench.say(`  ${c.cameras} cameras: default $${c.default.nonGpu} non-GPU ($${c.default.nonGpuWithoutRuleEvents} without rule events; $${c.default.withGpu} with GPU); small-fleet $${c.smallFleet.nonGpu} ($${c.smallFleet.withGpu})`);
+    for (const c of p.byCameras) bench.say(`  ${c.cameras} cameras: default $${c.default.nonGpu} non-GPU ($${c.default.nonGpuWithoutRuleEvents} without rule events; $${c.default.withGpu} with GPU); small-fleet $${c.smallFleet.nonGpu} ($${c.smallFleet.withGpu}); small-fleet, provisioned $${c.smallFleetProvisioned.nonGpu}`);
+  }
+
+  // Where each dollar goes (issue 44's two targets): every line of a camera-month at 16 cameras, largest first.
+  const TARGETS = [
+    { fps: 30, segmentSeconds: 2, target: 30 },
+    { fps: 3, segmentSeconds: 10, target: 8 },
+  ];
+  const SHARED_OVER = 16;
+  const lineItems = TARGETS.flatMap((t) => {
+    const r = rows.find((x) => x.source === 'segments' && x.fps === t.fps && x.segmentSeconds === t.segmentSeconds);
+    if (!r) return [];
+    const p = r.profiles[0]!;
+    const storage = { framesStorage: p.framesStorage, versioningExtraDays: p.versioningExtraDays, resultsStorage: p.resultsStorage, pitr: p.pitr, accessLogs: p.accessLogs };
+    const byProfile = Object.fromEntries(
+      Object.entries(fixed).map(([name, f]) => {
+        const provisioned = f.inventory.provisionedTablesAndIndexes > 0;
+        const own: Record<string, number> = { ...(provisioned ? provisionedLines(r) : (r.lines as Record<string, number>)), ...storage };
+        const shared = { ...Object.fromEntries(Object.entries({ ...f.idle, ...f.running }).map(([k, v]) => [`fixed.${k}`, money(v / SHARED_OVER)])) };
+        const all = Object.entries({ ...own, ...shared }).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
+        const total = money(all.reduce((a, [, v]) => a + v, 0));
+        const eventWrites = (r.perFrame.writeUnitsRuleEvents * r.framesPerMonth * PRICES.ddbWriteUnitPerMillion * (provisioned ? PROVISIONED_RATIO.writes : 1)) / 1e6;
+        const ddbWrites = own.ddbWritesResults! + own.ddbWritesCheckpointsEtc! + eventWrites;
+        return [name, { total, target: t.target, met: total <= t.target, ddbWrites: money(ddbWrites), lines: Object.fromEntries(all) }];
+      }),
+    );
+    return [{ case: `${t.fps} fps, ${t.segmentSeconds}-s segments, frames 7 d, results 30 d, fixed shared over ${SHARED_OVER} cameras`, ...byProfile }];
+  });
+  for (const li of lineItems) {
+    for (const name of Object.keys(fixed)) {
+      const x = (li as unknown as Record<string, { total: number; target: number; lines: Record<string, number> }>)[name]!;
+      const y = x as unknown as { ddbWrites: number };
+      bench.say(`where the dollars go: ${li.case}, ${name}: $${x.total} (target $${x.target}); DynamoDB writes $${y.ddbWrites} of it`);
+      bench.say('  ' + Object.entries(x.lines).map(([k, v]) => `${k} ${v} (${Math.round((100 * v) / x.total)} %)`).join(', '));
+    }
   }
 
   writeResult(o.out, {
@@ -407,12 +495,14 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
       'Storage is steady state: frames kept frameRetentionDays plus versioningExtraDays (lifecycle rounding, one non-current day), result items kept resultsRetentionDays with PITR on the same bytes, S3 access logs kept 90 days.',
       'fixed: counted from the synthesized template (interface endpoints per AZ-hour, NAT gateways, alarm metrics, dashboards, KMS keys, the pipe\'s stream polling) plus the janitor\'s metrics and the ECR image; running adds custom metrics and Container Insights while workers run around the clock (prorated by the hour otherwise).',
       'GPU: one worker per g5.xlarge at the assumed frames a second and utilisation, at least 1 / videosPerSlot instance per camera.',
+      'smallFleetProvisioned: the small-fleet profile with -c provisionedCapacityUnits=1000 (tables and index provisioned, auto scaled at 70 %): DynamoDB units consumed (writes, reads, the rule events\' outbox writes) cost the hourly unit price over the utilisation, and each table and index keeps 1 write and 1 read unit all month (fixed: dynamoDbMinimumCapacity).',
       'Frame sizes are assumptions (--jpeg-kb per 1080p JPEG, --h264-mbps per rate for 1080p H.264), not measured.',
     ],
     fixed,
     rows,
     rowsBefore: before.map((r) => ({ source: r.source, fps: r.fps, segmentSeconds: r.segmentSeconds, lines: r.lines, requestsTotal: r.requestsTotal, profiles: r.profiles })),
     perCamera,
+    lineItems,
   }, bench.say);
   return 0;
 }

@@ -95,6 +95,19 @@ export const DEPLOYMENT_SETTINGS = {
    * connectivity and egress limited to AWS (the tasks may then reach any HTTPS address).
    */
   interfaceEndpoints: { kind: 'flag', default: true, meaning: 'The 7 interface endpoints (ECS x3, ECR x2, Logs, SQS) in every zone, ≈ $102 a month in 2 zones. false (needs `natGateways` ≥ 1): none, those APIs through the NAT (≈ $33 a month) and egress to any HTTPS address: the small-fleet profile (§4, §8)' },
+  /**
+   * DynamoDB capacity (issue 44): 0 = on demand (the default: pay per request, no
+   * throttling below the account's limits). N = provisioned, each table and index auto
+   * scaling its reads and writes between 1 and N units at 70 % utilisation: a steady fleet
+   * of cameras pays about 2.4 times less per write (docs/deploy.md §8), at the price of
+   * throttling whatever runs past N or past auto scaling's reaction (minutes): a backlog
+   * after an outage, a fleet that grew. The worker retries a throttled commit (it is an
+   * unknown outcome, decided by commit id), so nothing is lost or doubled; it is late.
+   */
+  provisionedCapacityUnits: {
+    kind: 'integer', default: 0, min: 1, max: 40_000, off: { value: 0, meaning: 'on demand' }, unit: 'units',
+    meaning: 'DynamoDB capacity: 0 = on demand; N = provisioned, each table and index auto scaling reads and writes between 1 and N units at 70 % utilisation (about 2.4 times cheaper per write for a steady fleet; what runs past N or ahead of auto scaling is throttled and retried, late: §8)',
+  },
   /** Uploaded frames under `frames/` expire after this many days. */
   frameRetentionDays: { kind: 'integer', default: 30, min: 1, max: 36_500, unit: 'days', meaning: 'Lifecycle expiry of `frames/` objects (results live in DynamoDB)' },
   /**

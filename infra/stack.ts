@@ -87,7 +87,7 @@ export class FrameAffinityStack extends Stack {
       removalPolicy,
     });
     this.queues = new WorkQueues(this, 'Queues', { names, tunables });
-    this.tables = new StateTables(this, 'Tables', { names, removalPolicy });
+    this.tables = new StateTables(this, 'Tables', { names, removalPolicy, provisionedCapacityUnits: config.provisionedCapacityUnits });
     this.eventDelivery = new EventDelivery(this, 'EventDelivery', {
       table: this.tables.events,
       busName: names.eventBus,

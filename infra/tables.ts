@@ -17,7 +17,16 @@ export interface StateTablesProps {
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
+  /**
+   * 0 or unset: on demand. N: provisioned, reads and writes of each table and index auto
+   * scaled between 1 and N units at {@link PROVISIONED_TARGET_UTILIZATION_PERCENT} (issue 44).
+   * @default 0
+   */
+  readonly provisionedCapacityUnits?: number;
 }
+
+/** Auto scaling's target utilisation of provisioned tables and indexes. */
+export const PROVISIONED_TARGET_UTILIZATION_PERCENT = 70;
 
 function attribute(a: KeyAttribute): dynamodb.Attribute {
   return { name: a.name, type: a.type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER };
@@ -39,15 +48,17 @@ export function deletionProtectionFor(removalPolicy: RemovalPolicy): boolean | u
 }
 
 /**
- * Builds a table from a shape in core/resources.ts: on demand, PITR, TTL, SSE, the shape's
- * GSIs. `tableName` undefined lets CloudFormation generate the name.
+ * Builds a table from a shape in core/resources.ts: on demand (or provisioned and auto
+ * scaled up to `provisionedCapacityUnits`), PITR, TTL, SSE, the shape's GSIs. `tableName`
+ * undefined lets CloudFormation generate the name.
  */
-export function tableFromShape(scope: Construct, id: string, tableName: string | undefined, shape: TableShape, removalPolicy: RemovalPolicy): dynamodb.Table {
+export function tableFromShape(scope: Construct, id: string, tableName: string | undefined, shape: TableShape, removalPolicy: RemovalPolicy, provisionedCapacityUnits = 0): dynamodb.Table {
+  const provisioned = provisionedCapacityUnits > 0;
   const table = new dynamodb.Table(scope, id, {
     tableName,
     partitionKey: attribute(shape.partitionKey),
     sortKey: shape.sortKey ? attribute(shape.sortKey) : undefined,
-    billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+    ...(provisioned ? { billingMode: dynamodb.BillingMode.PROVISIONED, readCapacity: 1, writeCapacity: 1 } : { billingMode: dynamodb.BillingMode.PAY_PER_REQUEST }),
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
     timeToLiveAttribute: shape.ttlAttribute,
     encryption: dynamodb.TableEncryption.AWS_MANAGED,
@@ -61,7 +72,19 @@ export function tableFromShape(scope: Construct, id: string, tableName: string |
       partitionKey: attribute(gsi.partitionKey),
       sortKey: gsi.sortKey ? attribute(gsi.sortKey) : undefined,
       projectionType: gsi.projection === 'ALL' ? dynamodb.ProjectionType.ALL : dynamodb.ProjectionType.KEYS_ONLY,
+      ...(provisioned ? { readCapacity: 1, writeCapacity: 1 } : {}),
     });
+  }
+  if (provisioned) {
+    // A camera is a steady load: capacity follows it, between 1 unit and the cap.
+    const range = { minCapacity: 1, maxCapacity: provisionedCapacityUnits };
+    const target = { targetUtilizationPercent: PROVISIONED_TARGET_UTILIZATION_PERCENT };
+    table.autoScaleReadCapacity(range).scaleOnUtilization(target);
+    table.autoScaleWriteCapacity(range).scaleOnUtilization(target);
+    for (const gsi of shape.globalSecondaryIndexes) {
+      table.autoScaleGlobalSecondaryIndexReadCapacity(gsi.indexName, range).scaleOnUtilization(target);
+      table.autoScaleGlobalSecondaryIndexWriteCapacity(gsi.indexName, range).scaleOnUtilization(target);
+    }
   }
   return table;
 }
@@ -99,10 +122,11 @@ export class StateTables extends Construct {
   constructor(scope: Construct, id: string, props: StateTablesProps = {}) {
     super(scope, id);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
-    this.leases = tableFromShape(this, 'Leases', undefined, LEASES_TABLE, removalPolicy);
-    this.results = tableFromShape(this, 'Results', undefined, RESULTS_TABLE, removalPolicy);
+    const units = props.provisionedCapacityUnits ?? 0;
+    this.leases = tableFromShape(this, 'Leases', undefined, LEASES_TABLE, removalPolicy, units);
+    this.results = tableFromShape(this, 'Results', undefined, RESULTS_TABLE, removalPolicy, units);
     this.#shapes.set(this.leases, LEASES_TABLE);
-    this.events = tableFromShape(this, 'Events', undefined, EVENTS_TABLE, removalPolicy);
+    this.events = tableFromShape(this, 'Events', undefined, EVENTS_TABLE, removalPolicy, units);
     this.#shapes.set(this.results, RESULTS_TABLE);
     this.#shapes.set(this.events, EVENTS_TABLE);
   }

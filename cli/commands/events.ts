@@ -42,12 +42,12 @@ export async function eventsCommand(target: Target, o: EventsOptions, io: Io): P
     return { printed: 0, redelivered: n };
   }
   let printed = 0;
+  // The key of the last stored item printed: a batch of rule events is one item (event-packing.ts).
   let last: string | undefined;
   const print = (page: readonly EventItem[]) => {
     for (const e of page) {
       io.out(formatEvent(e, o.json));
       printed++;
-      last = e.eventId;
     }
   };
   if (!o.follow) {
@@ -58,7 +58,10 @@ export async function eventsCommand(target: Target, o: EventsOptions, io: Io): P
   }
   if (!o.json) io.err(`following ${o.videoId}'s events (Ctrl-C stops)`);
   while (!o.signal?.aborted) {
-    for await (const page of queryEvents(target.clients.ddb, target.eventsTable, o.videoId, last !== undefined ? { afterEventId: last } : o.fromFrame !== undefined ? { fromFrame: o.fromFrame } : {})) print(page);
+    for await (const page of queryEvents(target.clients.ddb, target.eventsTable, o.videoId, last !== undefined ? { afterKey: last } : o.fromFrame !== undefined ? { fromFrame: o.fromFrame } : {})) {
+      print(page.events);
+      last = page.lastKey;
+    }
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, o.pollMs ?? FOLLOW_POLL_MS);
       o.signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });

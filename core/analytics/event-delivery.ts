@@ -12,6 +12,7 @@
  * {@link eventItemOf} turns a received detail into an {@link EventItem}.
  */
 import { EVENT_SOURCE, type EventItem, type EventKind } from './event-schema.ts';
+import { eventsOfItem, type StoredEventItem } from './event-packing.ts';
 
 /**
  * Attribute that `affinity events <video> --redeliver` adds to an outbox item (a counter).
@@ -69,7 +70,8 @@ export interface StreamRecordLike {
 export interface BusEventDetail {
   readonly videoId: string;
   readonly eventId: string;
-  readonly kind: EventKind;
+  /** The event's kind, or `rule.events` for a batch of rule events (event-packing.ts). */
+  readonly kind: EventKind | 'rule.events';
   /** The outbox item in DynamoDB JSON; {@link eventItemOf} unmarshals it. */
   readonly item: ImageJson;
 }
@@ -127,8 +129,17 @@ export function unmarshalImage(image: ImageJson): Record<string, unknown> {
   return out;
 }
 
-/** The outbox item of a received event's detail, without the redelivery counter. */
+/** The outbox item of a received event's detail, without the redelivery counter (a life event's, or a batch's: see {@link eventItemsOf}). */
 export function eventItemOf(detail: BusEventDetail): EventItem {
   const { [REDELIVERY_ATTRIBUTE]: _redelivery, ...item } = unmarshalImage(detail.item);
   return item as unknown as EventItem;
+}
+
+/**
+ * The events a received bus event carries: one for a life event, each of its rule events
+ * for a batch (`detail-type` `Rule Events`, event-packing.ts), as the outbox items they
+ * were before packing.
+ */
+export function eventItemsOf(detail: BusEventDetail): EventItem[] {
+  return eventsOfItem(eventItemOf(detail) as unknown as StoredEventItem);
 }

@@ -67,17 +67,20 @@ export interface EventItem {
 /** Frames are zero-padded in ids so that ids sort by frame. */
 const FRAME_DIGITS = 10;
 
+/** The id prefix of a frame: every event id of the frame starts with it, and ids sort by it. */
+export function framePrefix(frame: number): string {
+  return frame < 0 ? '-' + String(-frame).padStart(FRAME_DIGITS, '0') : String(frame).padStart(FRAME_DIGITS, '0');
+}
+
 /**
  * The deterministic event id: frame, kind, rule, track (and a discriminator for life
  * events that can happen more than once at one frame, e.g. the owner's token for a
  * take-over). Same inputs, same id, whoever commits it.
  */
 export function eventId(e: { readonly frame: number; readonly kind: EventKind; readonly ruleId?: string; readonly trackId?: number; readonly discriminator?: string | number }): string {
-  return [eventIdFramePrefix(e.frame), e.kind, e.ruleId ?? '', e.trackId ?? '', e.discriminator ?? ''].join('#');
+  return [framePrefix(e.frame), e.kind, e.ruleId ?? '', e.trackId ?? '', e.discriminator ?? ''].join('#');
 }
 
-/** The start of the ids of a frame's events: a query from it reads that frame's events and those after. */
-export function eventIdFramePrefix(frame: number): string {
-  return frame < 0 ? '-' + String(-frame).padStart(FRAME_DIGITS, '0') : String(frame).padStart(FRAME_DIGITS, '0');
-}
+/** The start of the ids of a frame's events: a query from it reads that frame's events and those after ({@link framePrefix}). */
+export const eventIdFramePrefix = framePrefix;
 

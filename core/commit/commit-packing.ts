@@ -7,6 +7,7 @@
 import type { VideoCheckpoint } from './checkpoint.ts';
 import type { FrameResultItem, VideoSummaryItem } from './results.ts';
 import type { EventItem } from '../analytics/event-schema.ts';
+import { packEvents, type StoredEventItem } from '../analytics/event-packing.ts';
 import { storedItemBytes, storedItems, type StoredResultItem } from './record-packing.ts';
 
 /** Items one TransactWriteItems may hold (the first is the slot's ConditionCheck). */
@@ -64,12 +65,29 @@ export function estimatedBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value));
 }
 
+const storedEvents = new WeakMap<CommitUnit, readonly StoredEventItem[]>();
+
+/**
+ * A unit's events as written to the outbox (core/analytics/event-packing.ts): its rule
+ * events in one batch item (more only past the batch's size), its life events one item
+ * each. Built once per unit, like {@link storedItemsOf}.
+ */
+export function storedEventsOf(u: CommitUnit): readonly StoredEventItem[] {
+  let stored = storedEvents.get(u);
+  if (!stored) {
+    stored = packEvents(u.events ?? []);
+    storedEvents.set(u, stored);
+  }
+  return stored;
+}
+
 /**
  * Items and bytes a unit adds to a transaction: the checkpoint update, its results as
- * stored (a segment's run packed into one item: record-packing.ts), the summary, its events.
+ * stored (a segment's run packed into one item: record-packing.ts), the summary, its
+ * events as stored (rule events batched).
  */
 export function unitCost(u: CommitUnit): { items: number; bytes: number } {
-  const events = u.events ?? [];
+  const events = storedEventsOf(u);
   const stored = storedItemsOf(u);
   const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + stored.reduce((n, r) => n + storedItemBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0);
   return { items: stored.length + 2 + events.length, bytes };

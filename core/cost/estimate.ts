@@ -47,6 +47,14 @@ export interface RetentionSettings {
   readonly heartbeatIntervalSeconds: number;
 }
 
+/**
+ * A batch of rule events as stored (core/analytics/event-packing.ts, decision 72): bytes
+ * of the item and of each event in it, as `bench/checkpoint-scene.ts` measured them with
+ * 10 rules on the street scene (628 bytes for 3.6 events, 2,051 for 15).
+ */
+export const RULE_EVENTS_BATCH_BYTES = 190;
+export const RULE_EVENT_BYTES = 125;
+
 /** Days a frame object outlives `frameRetentionDays` in the versioned bucket (lifecycle rounding, one non-current day). */
 export const VERSIONING_EXTRA_DAYS = 2;
 const GB = 1024 ** 3;
@@ -61,7 +69,12 @@ export function cameraMonthEstimate(a: CameraActivity, s: RetentionSettings) {
   const commitUnits = 2 + txUnits(a.leaseItemBytes) + 2;
   const resultUnitsPerFrame = txUnits(a.resultItemBytes) / Math.max(1, a.framesPerResultItem);
   const heartbeatUnits = (HOURS_PER_MONTH * 3600) / s.heartbeatIntervalSeconds / Math.max(1, s.videosPerSlot);
-  const events = a.eventsPerSecond * SECONDS_PER_MONTH;
+  // Rule events: one batch per commit that raised any (a commit per object when the worker
+  // keeps up), each one transactional write of its size, one Pipes request, one bus event.
+  const commitsPerSecond = a.fps / Math.max(1, a.framesPerObject);
+  const eventsPerCommit = commitsPerSecond > 0 ? a.eventsPerSecond / commitsPerSecond : 0;
+  const batches = commitsPerSecond * Math.min(1, eventsPerCommit) * SECONDS_PER_MONTH;
+  const batchUnits = txUnits(RULE_EVENTS_BATCH_BYTES + RULE_EVENT_BYTES * Math.max(1, eventsPerCommit));
   const daysPerMonth = HOURS_PER_MONTH / 24;
   const resultsDays = s.resultsRetentionDays > 0 ? s.resultsRetentionDays : daysPerMonth;
   const resultsGb = ((a.resultItemBytes + 100) / Math.max(1, a.framesPerResultItem)) * frames / GB;
@@ -75,7 +88,7 @@ export function cameraMonthEstimate(a: CameraActivity, s: RetentionSettings) {
       objects * CALLS_PER_OBJECT.routerInvocations * 0.1 * 0.5 * PRICES.lambdaGbSecond +
       perMillion(objects * CALLS_PER_OBJECT.readUnits, PRICES.ddbReadUnitPerMillion),
     dynamoDbWrites: perMillion(objects * commitUnits + frames * resultUnitsPerFrame + heartbeatUnits, PRICES.ddbWriteUnitPerMillion),
-    ruleEvents: perMillion(events, 2 * PRICES.ddbWriteUnitPerMillion + PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests),
+    ruleEvents: perMillion(batches, batchUnits * PRICES.ddbWriteUnitPerMillion + PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests),
     frameStorage: ((objects * a.objectBytes) / GB) * PRICES.s3StoragePerGbMonth * ((s.frameRetentionDays + VERSIONING_EXTRA_DAYS) / daysPerMonth),
     resultStorage: resultsGb * (PRICES.ddbStoragePerGbMonth + PRICES.ddbPitrPerGbMonth) * (resultsDays / daysPerMonth),
   };

@@ -13,6 +13,8 @@ export const PRICES = {
   sqsStandardPerMillion: 0.4,
   ddbWriteUnitPerMillion: 0.625, // on-demand WRU (1 KB; transactional writes 2 per KB)
   ddbReadUnitPerMillion: 0.125, // on-demand RRU (4 KB strongly consistent; transactional 2)
+  ddbProvisionedWcuHour: 0.00065, // provisioned capacity, per WCU-hour (`provisionedCapacityUnits`)
+  ddbProvisionedRcuHour: 0.00013, // provisioned capacity, per RCU-hour
   ddbStoragePerGbMonth: 0.25, // Standard table class, beyond the free 25 GB
   ddbPitrPerGbMonth: 0.2, // continuous backups (point-in-time recovery), per GB of table size
   ddbStreamReadsPer100k: 0.02, // each GetRecords is one streams read request unit (Lambda triggers' are free; Pipes' are not)

@@ -4,7 +4,8 @@
  * video's outcomes into a commit unit (commit-builder.ts). A video whose frames failed
  * comes back as a failure to roll back; the others are unaffected.
  */
-import { estimatedBytes, MAX_CHECKPOINT_BYTES, MAX_TRANSACT_ITEMS, unitCost, unitFits, type CommitUnit } from '../../core/commit/commit-packing.ts';
+import { estimatedBytes, MAX_CHECKPOINT_BYTES, unitFits, type CommitUnit } from '../../core/commit/commit-packing.ts';
+import { isRuleEvent } from '../../core/analytics/event-packing.ts';
 import type { RulesSource } from '../../core/analytics/port.ts';
 import type { RulesView } from '../../core/analytics/commit-events.ts';
 import type { SlotFence } from '../../core/leases/port.ts';
@@ -227,16 +228,19 @@ export function buildMarker(session: VideoSession, fence: SlotFence, frame: numb
 }
 
 /**
- * One frame whose events alone overflow a transaction (more than ~96: rules × tracks at
- * one frame) cannot be split further: its life events are kept, its rule events beyond
- * the room are not written (the totals in the checkpoint still count them), loudly.
+ * One frame whose events alone overflow a transaction (rule events are batched, so only
+ * past the transaction's bytes: tens of thousands at one frame) cannot be split further:
+ * its life events are kept, its rule events beyond the room are not written (the totals
+ * in the checkpoint still count them), loudly.
  */
 function trimmedEvents(d: RoundBuilderDeps, unit: CommitUnit): CommitUnit {
   const events = unit.events ?? [];
-  // Room left by the unit's other items: its results as stored (packed), checkpoint and summary.
-  const room = MAX_TRANSACT_ITEMS - 1 - (unitCost(unit).items - events.length);
-  const life = events.filter((e) => !e.kind.startsWith('line.') && !e.kind.startsWith('zone.'));
-  const kept = [...life, ...events.filter((e) => !life.includes(e)).slice(0, Math.max(0, room - life.length))];
+  const life = events.filter((e) => !isRuleEvent(e));
+  const rules = events.filter((e) => isRuleEvent(e));
+  // Rule events are stored in batches (event-packing.ts): keep the most that still fit.
+  let n = rules.length;
+  while (n > 0 && !unitFits({ ...unit, events: [...life, ...rules.slice(0, n)] })) n = Math.floor(n / 2);
+  const kept = [...life, ...rules.slice(0, n)];
   d.log.error('one frame raised more events than one transaction holds: rule events beyond the limit not written', { videoId: unit.videoId, events: events.length, written: kept.length });
   return { ...unit, events: kept };
 }

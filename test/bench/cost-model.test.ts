@@ -4,7 +4,7 @@
  * real stack when it runs).
  */
 import { describe, expect, it } from 'vitest';
-import { fixedMonthly, gpuPerCameraMonth, stackInventory } from '../../bench/cost-model.ts';
+import { PROVISIONED_RATIO, fixedMonthly, gpuPerCameraMonth, stackInventory } from '../../bench/cost-model.ts';
 
 const endpoint = (type: 'Interface' | 'Gateway', subnets: number) => ({ Type: 'AWS::EC2::VPCEndpoint', Properties: { VpcEndpointType: type, ...(type === 'Interface' ? { SubnetIds: Array.from({ length: subnets }, (_, i) => `s${i}`) } : {}) } });
 const alarm = (metricStats?: number) => ({ Type: 'AWS::CloudWatch::Alarm', Properties: metricStats === undefined ? { MetricName: 'X' } : { Metrics: [...Array.from({ length: metricStats }, () => ({ MetricStat: {} })), { Expression: 'a+b' }] } });
@@ -32,13 +32,22 @@ describe('stackInventory', () => {
       },
       expected: { natGateways: 1, dashboards: 1, kmsKeys: 1, pipes: 1, containerInsights: true },
     },
+    {
+      name: 'provisioned tables count with their indexes; on-demand ones not at all (provisionedCapacityUnits)',
+      resources: {
+        a: { Type: 'AWS::DynamoDB::Table', Properties: { ProvisionedThroughput: { ReadCapacityUnits: 1, WriteCapacityUnits: 1 }, GlobalSecondaryIndexes: [{ IndexName: 'i' }] } },
+        b: { Type: 'AWS::DynamoDB::Table', Properties: { ProvisionedThroughput: { ReadCapacityUnits: 1, WriteCapacityUnits: 1 } } },
+        c: { Type: 'AWS::DynamoDB::Table', Properties: { BillingMode: 'PAY_PER_REQUEST', GlobalSecondaryIndexes: [{ IndexName: 'j' }] } },
+      },
+      expected: { provisionedTablesAndIndexes: 3 },
+    },
   ])('$name', ({ resources, expected }) => {
     expect(stackInventory(resources as unknown as Parameters<typeof stackInventory>[0])).toMatchObject(expected);
   });
 });
 
 describe('fixedMonthly', () => {
-  const none = { interfaceEndpointAzs: 0, interfaceEndpoints: 0, natGateways: 0, alarmMetrics: 0, alarms: 0, dashboards: 0, kmsKeys: 0, pipes: 0, containerInsights: false };
+  const none = { interfaceEndpointAzs: 0, interfaceEndpoints: 0, natGateways: 0, alarmMetrics: 0, alarms: 0, dashboards: 0, kmsKeys: 0, pipes: 0, containerInsights: false, provisionedTablesAndIndexes: 0 };
 
   it('prices 7 interface endpoints in 2 zones at $0.01 an AZ-hour over 730 hours', () => {
     expect(fixedMonthly({ ...none, interfaceEndpoints: 7, interfaceEndpointAzs: 14 }).idle.interfaceEndpoints).toBe(102.2);
@@ -58,6 +67,21 @@ describe('fixedMonthly', () => {
     expect(on.runningTotal - off.runningTotal).toBeCloseTo(6, 6);
   });
 });
+
+describe('provisioned capacity', () => {
+  it('each provisioned table or index keeps 1 write and 1 read unit all month, with no cameras', () => {
+    expect(fixedMonthly({ ...none4(), provisionedTablesAndIndexes: 4 }).idle.dynamoDbMinimumCapacity).toBeCloseTo(4 * 730 * (0.00065 + 0.00013), 2);
+  });
+
+  it('a unit consumed at 70 % utilisation costs the hourly price over 0.7: about 2.4 times less than on demand for writes', () => {
+    expect(PROVISIONED_RATIO.writes * 0.625).toBeCloseTo((0.00065 * 1e6) / 3600 / 0.7, 9);
+    expect(1 / PROVISIONED_RATIO.writes).toBeCloseTo(2.42, 2);
+  });
+});
+
+function none4() {
+  return { interfaceEndpointAzs: 0, interfaceEndpoints: 0, natGateways: 0, alarmMetrics: 0, alarms: 0, dashboards: 0, kmsKeys: 0, pipes: 0, containerInsights: false, provisionedTablesAndIndexes: 0 };
+}
 
 describe('gpuPerCameraMonth', () => {
   it('is the camera\'s share of a g5.xlarge, and never less than one slot\'s share', () => {

@@ -137,7 +137,14 @@ describe('cameraMonthEstimate', () => {
       const segments = (30 * SECONDS_PER_MONTH) / 60;
       expect(e.lines.dynamoDbWrites - below.lines.dynamoDbWrites).toBeCloseTo((segments * 2 * PRICES.ddbWriteUnitPerMillion) / 1e6, 6);
     } },
-    { name: 'an event a second costs about $7 a month (outbox units, EventBridge, Pipes)', change: { eventsPerSecond: 1 }, check: (e: ReturnType<typeof cameraMonthEstimate>) => {
+    { name: 'an event a second with 2-s segments: one batch per segment (2 units, a Pipes request, a bus event), about $3.50 a month', change: { eventsPerSecond: 1 }, check: (e: ReturnType<typeof cameraMonthEstimate>) => {
+      expect(e.lines.ruleEvents).toBeCloseTo(((SECONDS_PER_MONTH / 2) * (2 * PRICES.ddbWriteUnitPerMillion + PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests)) / 1e6, 6);
+      expect(e.lines.ruleEvents).toBeCloseTo(3.48, 2);
+    } },
+    { name: 'fifteen events per 10-s segment: a batch of about 2 KB, 6 units a segment', change: { fps: 3, framesPerObject: 30, framesPerResultItem: 30, eventsPerSecond: 1.5 }, check: (e: ReturnType<typeof cameraMonthEstimate>) => {
+      expect(e.lines.ruleEvents).toBeCloseTo(((SECONDS_PER_MONTH / 10) * (6 * PRICES.ddbWriteUnitPerMillion + PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests)) / 1e6, 6);
+    } },
+    { name: 'JPEG frames, fewer events than commits: one item per event, about $7 a month per event a second', change: { framesPerObject: 1, framesPerResultItem: 1, resultItemBytes: 600, eventsPerSecond: 1 }, check: (e: ReturnType<typeof cameraMonthEstimate>) => {
       expect(e.lines.ruleEvents).toBeCloseTo(6.96, 2);
     } },
     { name: 'JPEG frames: one object per frame, sixty times the PUTs', change: { framesPerObject: 1, framesPerResultItem: 1, resultItemBytes: 600 }, check: (e: ReturnType<typeof cameraMonthEstimate>) => {

@@ -12,7 +12,8 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { EVENT_SOURCE, type EventItem } from '../../core/analytics/event-schema.ts';
-import { REDELIVERY_ATTRIBUTE, eventItemOf, type BusEvent } from '../../core/analytics/event-delivery.ts';
+import { REDELIVERY_ATTRIBUTE, eventItemOf, eventItemsOf, type BusEvent } from '../../core/analytics/event-delivery.ts';
+import { packEvents, unpackEvents } from '../../core/analytics/event-packing.ts';
 import { EventRelay, fileCheckpoint, memoryCheckpoint, type EventRelayOptions } from '../../local/event-relay.ts';
 import { drainBusQueue, sampleEvents, startEventEmulators, writeEvents, type EventEmulators } from '../../harness/event-fixtures.ts';
 import { waitFor } from '../../harness/wait.ts';
@@ -83,6 +84,26 @@ describe('event relay', () => {
     expect(first['detail-type']).toBe('Line Crossed');
     expect(eventItemOf(first.detail)).toEqual(byVideo.get('relay-b')![0]);
     expect(r.counts).toMatchObject({ delivered: 60, sendFailures: 0, readFailures: 0 });
+  });
+
+  it('a batch of rule events (decision 72) is one message, detail-type Rule Events, whose events are the batch\'s, as DynamoDB Local streams the list', async () => {
+    // Prepare: a unit's rule events, packed as the commit packs them
+    // A unit's events share the commit's time (commit-events.ts).
+    const events = sampleEvents('relay-batch', 12).map((e) => ({ ...e, atMs: 1_700_000_000_000 }));
+    const stored = packEvents(events);
+    expect(stored.map((i) => i.kind)).toEqual(['rule.events']);
+    relay();
+
+    // Act
+    await writeEvents(emu.ddb, table, stored as unknown as EventItem[]);
+    const got = await collect(1);
+
+    // Assess
+    expect(got).toHaveLength(1);
+    expect(got[0]!['detail-type']).toBe('Rule Events');
+    expect(got[0]!.detail).toMatchObject({ videoId: 'relay-batch', eventId: stored[0]!.eventId, kind: 'rule.events' });
+    expect(eventItemsOf(got[0]!.detail)).toEqual(unpackEvents(stored));
+    expect(unpackEvents(stored)).toEqual([...events].sort((x, y) => (x.eventId < y.eventId ? -1 : 1)));
   });
 
   it('delivers no removal and no identical rewrite, and one redelivery per --redeliver touch', async () => {

@@ -4,9 +4,10 @@
  * own condition on the token (BatchWriteItem has none), so a record or event a newer owner
  * committed is never removed.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { eventId } from '../../analytics/event-schema.ts';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { DeleteCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { eventsOfItem, replayCut } from '../../analytics/event-packing.ts';
+import { storedEventsFrom } from '../../analytics/dynamodb/events-reader.ts';
 import type { ResultsAdmin, SummaryCounts } from '../port.ts';
 import type { FrameResultItem } from '../results.ts';
 import { SUMMARY_FRAME } from '../results.ts';
@@ -49,39 +50,34 @@ export class DynamoDbResultsAdmin implements ResultsAdmin {
     }
   }
 
-  /** Event ids sort by frame, so one query from the frame's id prefix finds them; life events of no frame (-1) stay. */
+  /**
+   * Event ids sort by frame, so the items from the frame's id prefix hold its events and
+   * later ones; a batch of rule events among them may also hold events before the frame
+   * (event-packing.ts): it is replaced, in one transaction, by the same batch trimmed to
+   * those and keyed by its new last event. Every removal is conditional on the token.
+   * Life events of no frame (-1) stay. Counts events removed.
+   */
   async deleteEventsFrom(videoId: string, fromFrame: number, maxToken: number): Promise<number> {
     let deleted = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.t.ddb.send(
-        new QueryCommand({
-          TableName: this.t.eventsTable,
-          KeyConditionExpression: 'videoId = :v AND eventId >= :from',
-          ExpressionAttributeValues: { ':v': videoId, ':from': eventId({ frame: fromFrame, kind: 'video.started' }).split('#')[0]! },
-          ProjectionExpression: 'eventId',
-          ConsistentRead: true,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        try {
-          await this.t.ddb.send(
-            new DeleteCommand({
-              TableName: this.t.eventsTable,
-              Key: { videoId, eventId: item.eventId },
-              ConditionExpression: 'attribute_exists(eventId) AND #token <= :old',
-              ExpressionAttributeNames: { '#token': 'token' },
-              ExpressionAttributeValues: { ':old': maxToken },
-            }),
-          );
-          deleted++;
-        } catch (e) {
-          if (!(e instanceof ConditionalCheckFailedException)) throw e;
-        }
+    const fenced = {
+      ConditionExpression: 'attribute_exists(eventId) AND #token <= :old',
+      ExpressionAttributeNames: { '#token': 'token' },
+      ExpressionAttributeValues: { ':old': maxToken },
+    };
+    for (const item of await storedEventsFrom(this.t.ddb as DynamoDBDocumentClient, this.t.eventsTable, videoId, fromFrame)) {
+      const cut = replayCut(item, fromFrame);
+      if (cut.action === 'keep') continue;
+      const remove = { TableName: this.t.eventsTable, Key: { videoId, eventId: item.eventId }, ...fenced };
+      try {
+        if (cut.action === 'delete') await this.t.ddb.send(new DeleteCommand(remove));
+        else await this.t.ddb.send(new TransactWriteCommand({ TransactItems: [{ Delete: remove }, { Put: { TableName: this.t.eventsTable, Item: cut.item } }] }));
+        deleted += cut.action === 'delete' ? eventsOfItem(item).length : cut.removed;
+      } catch (e) {
+        // A newer token's item stays; anything else (a conflict, a throttle) fails the operation.
+        const newer = e instanceof ConditionalCheckFailedException || (e instanceof TransactionCanceledException && (e.CancellationReasons ?? []).some((r) => r.Code === 'ConditionalCheckFailed'));
+        if (!newer) throw e;
       }
-      start = page.LastEvaluatedKey;
-    } while (start);
+    }
     return deleted;
   }
 

@@ -8,7 +8,7 @@
 import { TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { decideCancellation, decideStoredOutcome, storedCommitState, type CancellationReason, type ItemOwner, type StoredCommitState, type UnitOutcome } from '../../commit/commit-outcome.ts';
-import { packUnits, storedItemsOf, unitProblem, type CommitUnit } from '../../commit/commit-packing.ts';
+import { packUnits, storedEventsOf, storedItemsOf, unitProblem, type CommitUnit } from '../../commit/commit-packing.ts';
 import { framesToCheck } from '../../commit/record-packing.ts';
 import { storedCheckpoint } from '../../commit/checkpoint.ts';
 import { queryResults } from '../../commit/dynamodb/results-reader.ts';
@@ -252,7 +252,8 @@ export class VideoCommitter {
           },
         });
       }
-      for (const e of u.events ?? []) {
+      // Rule events batched, one item per unit; life events one each (event-packing.ts).
+      for (const e of storedEventsOf(u)) {
         owners.push({ role: 'event', videoId: u.videoId });
         // Unconditional: the id is deterministic, so a retry of this unit writes the very
         // same item, and the fences above decide whether any of it lands.

@@ -5,7 +5,8 @@ import type { FrameOutcome } from '../../../core/ports.ts';
 import { validateRules } from '../../../core/analytics/rules.ts';
 import type { RulesView } from '../../../core/analytics/commit-events.ts';
 import { eventId } from '../../../core/analytics/event-schema.ts';
-import { unitCost, unitFits } from '../../../core/commit/commit-packing.ts';
+import { storedEventsOf, unitCost, unitFits } from '../../../core/commit/commit-packing.ts';
+import { isRuleEventsItem } from '../../../core/analytics/event-packing.ts';
 import { buildCommit } from '../../../gpu-worker/runtime/commit-builder.ts';
 
 const ref = (frame: number) => ({ frame, bucket: 'b', key: `frames/v/${frame}.jpg`, sizeBytes: 10 });
@@ -97,7 +98,7 @@ describe('buildCommit: events', () => {
     expect(u.checkpoint.analytics?.etag).toBe('video:"e1"');
   });
 
-  it('events count against the transaction: a unit whose events overflow 99 items does not fit', () => {
+  it('rule events are stored in batches: 121 events of two frames are 3 outbox items, and the unit fits', () => {
     const many = validateRules({ lines: Array.from({ length: 30 }, (_, i) => ({ id: `l${i}`, a: [0, 100 + i], b: [200, 100 + i], hysteresisPx: 0 })) });
     if (!many.ok) throw new Error('bad');
     const view = { etag: 'x', rules: many.rules };
@@ -105,7 +106,10 @@ describe('buildCommit: events', () => {
     const outcome = (y: number): FrameOutcome => ({ status: 'ok', detections: [1, 2, 3, 4].map((t) => det(t, y)) });
     const u = build(frames(0, 1), [[0, outcome(50)], [1, outcome(200)]], { rules: view });
     expect(u.events!.length).toBe(1 + 30 * 4);
-    expect(unitCost(u).items).toBe(2 + 2 + 121);
-    expect(unitFits(u)).toBe(false);
+    // Two frame records, the video item, the summary; video.started alone; the 120 crossings two batches (10 KB each at most).
+    expect(unitCost(u).items).toBe(2 + 2 + 3);
+    expect(storedEventsOf(u).map((e) => e.kind)).toEqual(['video.started', 'rule.events', 'rule.events']);
+    expect(storedEventsOf(u).reduce((n, e) => n + (isRuleEventsItem(e) ? e.events.length : 0), 0)).toBe(120);
+    expect(unitFits(u)).toBe(true);
   });
 });

@@ -34,8 +34,11 @@ afterAll(async () => {
 
 const VIDEOS = 3;
 const TARGET_FRAMES = 240;
-/** 30 results + 30 events + checkpoint + summary = 62 items: no two units share a transaction. */
-const UNIT_FRAMES = 30;
+/**
+ * 50 results + their 50 rule events (one batch item, event-packing.ts) + checkpoint +
+ * summary = 53 items: no two units share a transaction.
+ */
+const UNIT_FRAMES = 50;
 const FAULT_ROUNDS = 30;
 const LEASE_MOVE_SHARE = 0.1;
 
