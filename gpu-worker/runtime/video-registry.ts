@@ -100,15 +100,26 @@ export class VideoRegistry {
    * replay deleted it would end with no record (issue 40: the replay re-sends only what its
    * listing saw). So the replay's deletes are finished first, here, and the checkpoint the
    * session starts from forgets the fenced token (its next commit stores that: nothing is
-   * left to delete). Throws when the table cannot be reached: the messages are held and
+   * left to delete) and counts the records below `silentBelow` as they stand now. Throws when the table cannot be reached: the messages are held and
    * the adoption is retried.
    */
   private async finishReplay(videoId: string, ck: VideoCheckpoint): Promise<VideoCheckpoint> {
     const pending = ck.replay;
     if (pending?.fencedToken === undefined) return ck;
-    const r = await finishReplayDeletes(this.d.replayDeletes, videoId, { silentBelow: pending.silentBelow, fencedToken: pending.fencedToken });
+    const { kept, ...r } = await finishReplayDeletes(this.d.replayDeletes, videoId, { silentBelow: pending.silentBelow, fencedToken: pending.fencedToken });
     this.d.log.info("a replay's deletes finished before the video's frames are decided", { videoId, fromFrame: pending.silentBelow, fencedToken: pending.fencedToken, ...r });
-    return { ...ck, replay: { silentBelow: pending.silentBelow } };
+    // The counts start from the records that stay, as they stand now (see finishReplayDeletes).
+    const { firstFrame: _first, lastFrame: _last, ...rest } = ck;
+    return {
+      ...rest,
+      framesOk: kept.framesOk,
+      framesLate: kept.framesLate ?? 0,
+      framesFailed: kept.framesFailed,
+      framesGap: kept.framesGap,
+      ...(kept.firstFrame !== undefined ? { firstFrame: kept.firstFrame } : {}),
+      ...(kept.lastFrame !== undefined ? { lastFrame: kept.lastFrame } : {}),
+      replay: { silentBelow: pending.silentBelow },
+    };
   }
 
   /** Takes over every video pinned to this slot (a predecessor's, or one never adopted); `takeReleased` as in {@link place}. */

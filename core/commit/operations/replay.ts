@@ -243,8 +243,15 @@ export type ReplayDeletes = Pick<ResultsAdmin, 'pages' | 'deleteRecord' | 'delet
  * `fencedToken` or older, each delete conditional on that token, exactly as the replay
  * deletes them. Idempotent; throws when the table cannot be reached (the adoption is retried).
  */
-export async function finishReplayDeletes(results: ReplayDeletes, videoId: string, pending: { readonly silentBelow: number; readonly fencedToken: number }): Promise<{ deleted: number; keptNewer: number; eventsDeleted: number }> {
+export async function finishReplayDeletes(results: ReplayDeletes, videoId: string, pending: { readonly silentBelow: number; readonly fencedToken: number }): Promise<{ deleted: number; keptNewer: number; eventsDeleted: number; kept: ReplayKept }> {
   const { deleted, keptNewer } = await deleteResultsFrom(results, videoId, pending.silentBelow, pending.fencedToken);
   const eventsDeleted = await results.deleteEventsFrom(videoId, pending.silentBelow, pending.fencedToken);
-  return { deleted, keptNewer, eventsDeleted };
+  // The counts of the records that stay, read now: the replay counted them before its reset,
+  // and a late frame below `silentBelow` committed by the old owner between that read and the
+  // reset would leave its counts stale (simulation, seed 12624). Nothing below `silentBelow`
+  // changes from here until this owner commits.
+  const below: FrameResultItem[] = [];
+  for await (const page of results.pages(videoId, { beforeFrame: pending.silentBelow })) below.push(...page);
+  const { kept } = replayStart(below, pending.silentBelow, null);
+  return { deleted, keptNewer, eventsDeleted, kept };
 }
