@@ -7,11 +7,12 @@ H.264 MPEG-TS stream that ffmpeg sends to udp://127.0.0.1:UDP_PORT (stream copy:
 the keyframes and frame count are ffmpeg's). One shared pipeline for every client,
 as a camera has. Prints "ready" on stdout once it listens; runs until killed.
 
-A camera of another codec (issue 41: a camera whose codec changes after a reconnect):
-CODEC vp8 serves GStreamer's own live test pattern in VP8 instead (320x240 at 15 fps),
-and ignores the UDP feed.
+Cameras of other codecs (issue 41: cameras that are transcoded, a camera whose codec
+changes after a reconnect): CODEC vp8 or mjpeg serves GStreamer's own live test pattern
+in VP8 or Motion JPEG (RTP/JPEG, as IP cameras send it) instead (320x240 at 15 fps), and
+ignores the UDP feed; mpeg4 serves the feed's MPEG-4 Part 2 (ffmpeg's mpeg4 encoder).
 
-Usage: rtsp-server.py PORT UDP_PORT [h264|h265|vp8]
+Usage: rtsp-server.py PORT UDP_PORT [h264|h265|mpeg4|vp8|mjpeg]
 """
 import sys
 
@@ -33,7 +34,12 @@ def main() -> None:
         )
         for c in ("h264", "h265")
     }
+    launches["mpeg4"] = (
+        f"( udpsrc address=127.0.0.1 port={udp_port} caps=video/mpegts,systemstream=true "
+        f"! tsdemux latency=0 ! mpeg4videoparse config-interval=-1 ! queue ! rtpmp4vpay name=pay0 pt=96 config-interval=-1 )"
+    )
     launches["vp8"] = f"( {live} ! vp8enc deadline=1 keyframe-max-dist=15 ! rtpvp8pay name=pay0 pt=96 )"
+    launches["mjpeg"] = f"( {live} ! video/x-raw,format=I420 ! jpegenc quality=80 ! rtpjpegpay name=pay0 pt=26 )"
     if codec not in launches:
         sys.exit(f"rtsp-server: codec {codec} is not one of {', '.join(launches)}")
     Gst.init(None)

@@ -1,0 +1,148 @@
+/**
+ * A live camera in a codec the worker does not decode is transcoded, not refused (issue
+ * 41; docs/decisions.md 70): `affinity stream` against real RTSP cameras (GStreamer's
+ * RTSP server: test/support/rtsp-camera.ts) serving Motion JPEG and MPEG-4 Part 2, run as
+ * the real binary against fauxqs S3.
+ *
+ * - The connection line names the codec and says it is transcoded by an ffmpeg process.
+ * - Every frame captured lands once: the segments in S3 form a contiguous chain from
+ *   frame 0, each decodes on its own into exactly the frames it declares (H.264), and
+ *   their sum is the frame count the stream reports.
+ * - The transcoder's death (the ffmpeg child SIGKILLed mid-stream) is an outage like a
+ *   stalled camera: logged with the child's end, reconnected with backoff, counted in the
+ *   summary, and the chain stays contiguous (the frame the child was writing is not cut).
+ * - Through the real worker (in process, on the twins), every frame gets exactly one
+ *   record, ok.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WorkerHarness } from '../../../harness/worker-harness.ts';
+import { startRtspCamera, type RtspCamera } from '../../support/rtsp-camera.ts';
+import { startS3Stack, type S3Stack } from '../../support/s3-stack.ts';
+import { checkedChain, spawnStream, type LandedSegment } from '../../support/stream-child.ts';
+
+let stack: S3Stack;
+let work: string;
+const cameras: RtspCamera[] = [];
+
+beforeAll(async () => {
+  stack = await startS3Stack();
+  work = mkdtempSync(path.join(tmpdir(), 'stream-live-transcode-'));
+});
+
+afterAll(async () => {
+  await Promise.all(cameras.map((c) => c.stop()));
+  await stack?.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+const UPLOADED = /^uploaded frames\//;
+const args = (source: string, videoId: string): string[] => [
+  source, '--video', videoId, '--segment-seconds', '1', '--read-timeout', '3', '--state-file', path.join(work, `${videoId}.json`), '--state-dir', stack.stateDir,
+];
+
+/** The pids of `pid`'s children named `comm` (the stream's ffmpeg transcoder). */
+function childrenNamed(pid: number, comm: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid && name === comm) out.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+async function codecOf(key: string): Promise<string | undefined> {
+  const f = path.join(work, path.basename(key));
+  writeFileSync(f, await stack.body(key));
+  return execFileSync('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_name', '-of', 'csv=p=0', f]).toString().split(/\s+/).find(Boolean);
+}
+
+/** The chain through the real worker on the twins: the records, `frame:status`, in frame order. */
+async function workerRecords(video: string, chain: readonly LandedSegment[]): Promise<string[]> {
+  const frames = chain.reduce((n, c) => n + c.frames, 0);
+  const h = await WorkerHarness.start({ backend: 'memory', slots: 1, tunables: { firstFrameNumber: 0, reorderWaitMs: 300 } });
+  try {
+    const worker = h.createWorker(0).start();
+    await h.pinVideo(video, 0);
+    for (const c of chain) await h.putSegment(video, c.firstFrame, await stack.body(c.key), { frames: c.frames, container: 'mpegts' });
+    await h.putEnd(video, frames - 1);
+    for (const c of chain) await h.sendSegment(0, video, c.firstFrame, 'mpegts');
+    await h.sendEnd(0, video);
+    await h.waitForSummary(video, (s) => s.status === 'complete', 90_000);
+    const records = (await h.frameResults(video)).map((r) => `${r.frame}:${r.status}`);
+    await worker.stop();
+    return records;
+  } finally {
+    await h.stop();
+  }
+}
+
+/** `stream <id> stopped: N frame(s) this run, ...`: N. */
+function framesReported(lines: readonly string[]): number {
+  const m = lines.map((l) => /^stream \S+ (?:stopped|ended): (\d+) frame\(s\) this run/.exec(l)).find(Boolean);
+  expect(m, lines.join('\n')).toBeTruthy();
+  return Number(m![1]);
+}
+
+describe('affinity stream: a live camera in another codec is transcoded to H.264', () => {
+  it('Motion JPEG over RTSP: said with its codec, every frame captured lands once and decodes, a killed transcoder is one outage, one ok record per frame', async () => {
+    const camera = await startRtspCamera({ fps: 15, gop: 15 });
+    cameras.push(camera);
+    await camera.kill();
+    await camera.start('mjpeg');
+    const s = spawnStream(args(camera.url, 'cam-mjpeg'));
+    try {
+      await s.waitCount(/^connected to .* \(mjpeg: transcoded to H\.264 by an ffmpeg process, CRF 20, as the worker decodes H\.264 and H\.265, not mjpeg\)$/, 1, 30_000);
+      await s.waitCount(UPLOADED, 3, 30_000);
+      // the transcoder dies mid-stream: an outage of this camera, not of the process
+      const [ffmpeg] = childrenNamed(s.child.pid!, 'ffmpeg');
+      expect(ffmpeg, 'the stream runs an ffmpeg child').toBeDefined();
+      process.kill(ffmpeg!, 'SIGKILL');
+      await s.waitCount(/^reconnect: the transcoder \(ffmpeg\) was killed by SIGKILL[;:] .*attempt 1 in /, 1, 20_000);
+      await s.waitCount(/^reconnected to .* after 1 attempt\(s\) \(mjpeg: transcoded/, 1, 30_000);
+      const after = s.count(UPLOADED);
+      await s.waitCount(UPLOADED, after + 2, 30_000);
+    } finally {
+      expect(await s.stop(), s.lines.join('\n')).toBe(0);
+    }
+    expect(s.lines.join('\n')).toMatch(/, 1 outage\(s\) \(1 reconnect attempt\(s\)\)/);
+    const chain = await checkedChain(stack, 'cam-mjpeg');
+    const frames = chain.reduce((n, c) => n + c.frames, 0);
+    // every frame the stream captured is in S3 once (the stop flushed the transcoder: its last frames too)
+    expect(frames).toBe(framesReported(s.lines));
+    expect(frames).toBeGreaterThanOrEqual(5 * 14);
+    expect(await codecOf(chain[0]!.key)).toBe('h264');
+    const records = await workerRecords('cam-mjpeg', chain);
+    console.info(`live mjpeg: ${chain.length} segments, ${frames} frames captured, ${records.filter((r) => r.endsWith(':ok')).length} ok records`);
+    expect(records).toEqual(Array.from({ length: frames }, (_, i) => `${i}:ok`));
+  }, 180_000);
+
+  it('MPEG-4 Part 2 over RTSP: every frame captured lands once, decodes, and gets one ok record', async () => {
+    const camera = await startRtspCamera({ fps: 15, gop: 15, codec: 'mpeg4' });
+    cameras.push(camera);
+    const s = spawnStream(args(camera.url, 'cam-mpeg4'));
+    try {
+      await s.waitCount(/^connected to .* \(mpeg4: transcoded to H\.264 by an ffmpeg process/, 1, 30_000);
+      await s.waitCount(UPLOADED, 3, 30_000);
+    } finally {
+      expect(await s.stop(), s.lines.join('\n')).toBe(0);
+    }
+    const chain = await checkedChain(stack, 'cam-mpeg4');
+    const frames = chain.reduce((n, c) => n + c.frames, 0);
+    expect(frames).toBe(framesReported(s.lines));
+    expect(await codecOf(chain.at(-1)!.key)).toBe('h264');
+    const records = await workerRecords('cam-mpeg4', chain);
+    console.info(`live mpeg4: ${chain.length} segments, ${frames} frames captured, ${records.filter((r) => r.endsWith(':ok')).length} ok records`);
+    expect(records).toEqual(Array.from({ length: frames }, (_, i) => `${i}:ok`));
+  }, 180_000);
+});
