@@ -18,10 +18,10 @@
  * Cores per camera at F fps = F / that. Rounds alternate the clips; medians are reported.
  *
  * Needs the `ffmpeg` binary with libx264 (apt-get install ffmpeg).
- * Run: npx node bench/live-transcode.ts [--rounds 3] [--seconds 6] [--sizes 640x480,1280x720,1920x1080] [--codecs mjpeg,mpeg4] [--out bench/results/live-transcode.json]
+ * Run: npx node bench/live-transcode.ts [--rounds 3] [--seconds 6] [--sizes 640x480,1280x720,1920x1080] [--codecs mjpeg,mpeg4] [--noise 8] [--bitrate KBPS] [--out bench/results/live-transcode.json]
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -34,12 +34,18 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '640x480,1280x720,1920x1080' },
     codecs: { type: 'string', default: 'mjpeg,mpeg4' },
     fps: { type: 'string', default: '15' },
+    noise: { type: 'string', default: '8' },
+    bitrate: { type: 'string' },
     out: { type: 'string', default: 'bench/results/live-transcode.json' },
   },
 });
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
 const fps = Number(values.fps);
+/** Temporal noise on the pattern (ffmpeg's `noise=alls=N:allf=t`), 0 for a clean synthetic picture. */
+const noise = Number(values.noise);
+/** The transcode's average rate, kbit/s (a camera's `bitrateKbps`); absent: the product's default, CRF 20. */
+const bitrateKbps = values.bitrate !== undefined ? Number(values.bitrate) : undefined;
 const sizes = values.sizes.split(',');
 const codecs = values.codecs.split(',');
 const ENCODERS: Record<string, string[]> = { mjpeg: ['-c:v', 'mjpeg', '-q:v', '4', '-pix_fmt', 'yuvj422p'], mpeg4: ['-c:v', 'mpeg4', '-q:v', '4', '-g', String(fps)] };
@@ -64,7 +70,7 @@ const clips: Clip[] = [];
 for (const size of sizes) {
   for (const codec of codecs) {
     const file = path.join(work, `${codec}-${size}.mkv`);
-    const made = spawnSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${size}:rate=${fps}:duration=${seconds},noise=alls=8:allf=t`, ...ENCODERS[codec]!, file]);
+    const made = spawnSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${size}:rate=${fps}:duration=${seconds}${noise > 0 ? `,noise=alls=${noise}:allf=t` : ''}`, ...ENCODERS[codec]!, file]);
     if (made.status !== 0) throw new Error(`cannot make ${file}: ${made.stderr.toString()}`);
     const first = path.join(work, `${codec}-${size}-first.mkv`);
     const cut = spawnSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-i', file, '-frames:v', '1', '-c', 'copy', first]);
@@ -74,8 +80,8 @@ for (const size of sizes) {
 }
 
 /** One transcode of `clip` with the product's arguments (the file as the camera); its CPU seconds and frames out. */
-function transcode(file: string): { cpuS: number; wallS: number; framesOut: number } {
-  const args = transcoderArgs({ source: file, keyframeSeconds: 2, readTimeoutSeconds: 10 });
+function transcode(file: string): { cpuS: number; wallS: number; framesOut: number; kbps: number } {
+  const args = transcoderArgs({ source: file, keyframeSeconds: 2, readTimeoutSeconds: 10, bitrateKbps });
   args[args.length - 1] = path.join(work, 'out.ts'); // instead of the pipe the capture reads
   const started = Date.now();
   // the shell waits for ffmpeg, so its cutime/cstime (fields 16, 17 of /proc/$$/stat) are ffmpeg's CPU
@@ -86,17 +92,19 @@ function transcode(file: string): { cpuS: number; wallS: number; framesOut: numb
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const cpuS = (Number(fields[13]) + Number(fields[14])) / CLK_TCK; // cutime, cstime (fields 16, 17 counted from 1)
   const probe = spawnSync('ffprobe', ['-v', 'error', '-count_packets', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_packets', '-of', 'csv=p=0', path.join(work, 'out.ts')]);
-  return { cpuS, wallS, framesOut: Number(probe.stdout.toString().split(/\s+/).find(Boolean)) };
+  const framesOut = Number(probe.stdout.toString().split(/\s+/).find(Boolean));
+  const kbps = (statSync(path.join(work, 'out.ts')).size * 8) / 1000 / (framesOut / fps);
+  return { cpuS, wallS, framesOut, kbps };
 }
 
 const median = (v: number[]): number => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
-const samples = new Map<Clip, { fpc: number[]; wallFps: number[]; startCpuMs: number[]; framesOut: number }>();
+const samples = new Map<Clip, { fpc: number[]; wallFps: number[]; startCpuMs: number[]; framesOut: number; kbps: number }>();
 const load = [loadavg()[0]!];
 for (let round = 0; round < rounds; round++) {
   for (const clip of clips) {
     const r = transcode(clip.file);
     const one = transcode(clip.first);
-    const s = samples.get(clip) ?? { fpc: [], wallFps: [], startCpuMs: [], framesOut: r.framesOut };
+    const s = samples.get(clip) ?? { fpc: [], wallFps: [], startCpuMs: [], framesOut: r.framesOut, kbps: Math.round(r.kbps) };
     s.fpc.push((r.framesOut - one.framesOut) / Math.max(0.001, r.cpuS - one.cpuS));
     s.wallFps.push(r.framesOut / r.wallS);
     s.startCpuMs.push(one.cpuS * 1000);
@@ -112,6 +120,7 @@ const rows = clips.map((c) => {
     size: c.size,
     framesIn: c.frames,
     framesOut: s.framesOut,
+    outputKbps: s.kbps,
     framesPerCoreSecond: +framesPerCoreSecond.toFixed(1),
     coresPerCamera15fps: +(15 / framesPerCoreSecond).toFixed(3),
     coresPerCamera30fps: +(30 / framesPerCoreSecond).toFixed(3),
@@ -120,11 +129,11 @@ const rows = clips.map((c) => {
     samples: s.fpc.map((v) => +v.toFixed(1)),
   };
 });
-console.log('| source | size | frames in / out | frames per core-second | cores per camera at 15 fps | at 30 fps | start-up, core-ms | wall frames/s (this machine) |');
-console.log('|---|---|---|---|---|---|---|---|');
-for (const r of rows) console.log(`| ${r.codec} | ${r.size} | ${r.framesIn} / ${r.framesOut} | ${r.framesPerCoreSecond} | ${r.coresPerCamera15fps} | ${r.coresPerCamera30fps} | ${r.startCpuMs} | ${r.wallFramesPerSecond} |`);
+console.log('| source | size | frames in / out | H.264 out, kbit/s | frames per core-second | cores per camera at 15 fps | at 30 fps | start-up, core-ms | wall frames/s (this machine) |');
+console.log('|---|---|---|---|---|---|---|---|---|');
+for (const r of rows) console.log(`| ${r.codec} | ${r.size} | ${r.framesIn} / ${r.framesOut} | ${r.outputKbps} | ${r.framesPerCoreSecond} | ${r.coresPerCamera15fps} | ${r.coresPerCamera30fps} | ${r.startCpuMs} | ${r.wallFramesPerSecond} |`);
 const ffmpegVersion = spawnSync('ffmpeg', ['-version']).stdout.toString().split('\n')[0];
-const command = `npx node bench/live-transcode.ts --rounds ${rounds} --seconds ${seconds} --sizes ${values.sizes} --codecs ${values.codecs}`;
-writeFileSync(values.out, `${JSON.stringify({ command, date: new Date().toISOString(), cpu: cpus()[0]?.model ?? '?', cores: availableParallelism(), loadavg1m: load.map((l) => +l.toFixed(2)), ffmpeg: ffmpegVersion, args: transcoderArgs({ source: '<camera>', keyframeSeconds: 2, readTimeoutSeconds: 10 }), rows }, null, 2)}\n`);
+const command = `npx node bench/live-transcode.ts --rounds ${rounds} --seconds ${seconds} --sizes ${values.sizes} --codecs ${values.codecs} --noise ${noise}${bitrateKbps !== undefined ? ` --bitrate ${bitrateKbps}` : ''}`;
+writeFileSync(values.out, `${JSON.stringify({ command, noise, date: new Date().toISOString(), cpu: cpus()[0]?.model ?? '?', cores: availableParallelism(), loadavg1m: load.map((l) => +l.toFixed(2)), ffmpeg: ffmpegVersion, bitrateKbps: bitrateKbps ?? null, args: transcoderArgs({ source: '<camera>', keyframeSeconds: 2, readTimeoutSeconds: 10, bitrateKbps }), rows }, null, 2)}\n`);
 console.log(`written ${values.out}`);
 rmSync(work, { recursive: true, force: true });
