@@ -13,6 +13,8 @@
  *   summary, and the chain stays contiguous (the frame the child was writing is not cut).
  * - Through the real worker (in process, on the twins), every frame gets exactly one
  *   record, ok.
+ * - Without the `ffmpeg` program such a camera is refused at its first connection, with
+ *   the codec's name and how to install it, and nothing is sent.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkerHarness } from '../../../harness/worker-harness.ts';
 import { startRtspCamera, type RtspCamera } from '../../support/rtsp-camera.ts';
 import { startS3Stack, type S3Stack } from '../../support/s3-stack.ts';
-import { checkedChain, spawnStream, type LandedSegment } from '../../support/stream-child.ts';
+import { checkedChain, spawnAffinity, spawnStream, type LandedSegment } from '../../support/stream-child.ts';
 
 let stack: S3Stack;
 let work: string;
@@ -126,6 +128,17 @@ describe('affinity stream: a live camera in another codec is transcoded to H.264
     console.info(`live mjpeg: ${chain.length} segments, ${frames} frames captured, ${records.filter((r) => r.endsWith(':ok')).length} ok records`);
     expect(records).toEqual(Array.from({ length: frames }, (_, i) => `${i}:ok`));
   }, 180_000);
+
+  it('without the ffmpeg program, a Motion JPEG camera is refused at its first connection, naming the codec and how to install it; nothing is sent', async () => {
+    const camera = await startRtspCamera({ fps: 15, gop: 15 });
+    cameras.push(camera);
+    await camera.kill();
+    await camera.start('mjpeg');
+    const s = spawnAffinity(['stream', ...args(camera.url, 'cam-no-ffmpeg')], { ...process.env, AFFINITY_FFMPEG: path.join(work, 'no-such-ffmpeg') });
+    expect(await s.exited, s.lines.join('\n')).toBe(1);
+    expect(s.lines.join('\n')).toMatch(/sends mjpeg video, which is transcoded to H\.264 by the ffmpeg program, and \S*no-such-ffmpeg cannot be run \(.*ENOENT.*\)\. Install FFmpeg \(apt-get install ffmpeg; the edge image has it\) or set AFFINITY_FFMPEG to its path/);
+    expect(await stack.objects('cam-no-ffmpeg')).toEqual([]);
+  }, 60_000);
 
   it('MPEG-4 Part 2 over RTSP: every frame captured lands once, decodes, and gets one ok record', async () => {
     const camera = await startRtspCamera({ fps: 15, gop: 15, codec: 'mpeg4' });
