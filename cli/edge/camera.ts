@@ -39,6 +39,8 @@ export interface CameraHealth {
   readonly source: string;
   readonly phase: CameraPhase;
   readonly codec: string | null;
+  /** Why the camera is transcoded to H.264 by an ffmpeg child (another codec, or open GOPs); null: stream copy. */
+  readonly transcode: LiveTranscode | null;
   readonly nextFrame: number | null;
   readonly framesCaptured: number;
   readonly outages: number;
@@ -128,6 +130,7 @@ export class Camera {
       source: this.shown,
       phase: this.phase,
       codec: this.codec,
+      transcode: this.transcode,
       nextFrame: this.queue?.state.nextFrame ?? null,
       framesCaptured: this.framesCaptured,
       outages: this.outage.outages,

@@ -169,6 +169,8 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
           transcoder = child;
           stop = () => void child.stop();
           o.signal.addEventListener('abort', stop, { once: true });
+          // a child that never hands anything over (FFmpeg's own timeout should end it first) is ended
+          const opening = setTimeout(() => child.kill(), (readTimeoutSeconds * 2 + 10) * 1000);
           try {
             demuxer = await Demuxer.open(child.stdout, { format: 'mpegts' });
           } catch (e) {
@@ -181,6 +183,8 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
               );
             }
             throw new Error(transcoderEnded(exit, child.said()));
+          } finally {
+            clearTimeout(opening);
           }
           stream = demuxer.video();
           if (!stream) throw new Error(`the transcoder's output holds no video stream (${child.said() ?? 'nothing said'})`);

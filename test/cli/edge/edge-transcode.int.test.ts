@@ -3,7 +3,8 @@
  * test/support/rtsp-camera.ts) and fauxqs S3, run as the real binary (decision 70):
  *
  * - the camera is transcoded to H.264 by an ffmpeg child of its own, said once with the
- *   codec's name; its health shows `mjpeg`;
+ *   codec's name; its health shows `mjpeg` and why it is transcoded, its status line
+ *   `mjpeg>h264`;
  * - the child SIGKILLed mid-stream is that camera's outage: one source.stalled (its reason
  *   the child's end) and one source.resumed, the edge process and its numbering carry on;
  * - every frame captured is in exactly one segment in S3 (the chain is contiguous from
@@ -85,6 +86,9 @@ describe('affinity edge: a Motion JPEG camera', () => {
 
     const health = edge.lines.filter((l) => l.startsWith('{"type":"health"')).map((l) => JSON.parse(l) as EdgeHealth).at(-1)!.cameras.find((c) => c.video === 'dock')!;
     expect(health.codec).toBe('mjpeg');
+    expect(health.transcode).toBe('codec');
+    // the status line shows the camera's codec and that it goes up as H.264
+    expect(edge.lines.some((l) => /^dock\s+\S+\s+mjpeg>h264\s+frames \d+/.test(l)), log).toBe(true);
     const chain = await checkedChain(stack, 'dock');
     const frames = chain.reduce((n, c) => n + c.frames, 0);
     expect(frames, log).toBe(health.framesCaptured);
