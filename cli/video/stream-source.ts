@@ -260,6 +260,7 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
             // decode. It is dropped (it was never numbered), and the connection ends; the
             // next one transcodes (a file never gets here: it is transcoded first).
             const dropped = open.frames;
+            totalFrames -= dropped; // never numbered: not frames of this run
             await muxer?.close().catch(() => undefined);
             muxer = undefined;
             open = null;

@@ -74,7 +74,8 @@ export type RtspCodec = 'h264' | 'h265' | 'vp8' | 'mjpeg' | 'mpeg4';
 /** What ffmpeg's feed encodes (the server serves it, or, for vp8 and mjpeg, its own pattern). */
 export type FeedCodec = 'h264' | 'h265' | 'mpeg4';
 
-export async function startRtspCamera(o: { fps: number; gop: number; codec?: FeedCodec }): Promise<RtspCamera> {
+/** `openGop`: an H.264 feed with open GOPs and B-frames (a camera whose segments would not decode alone). */
+export async function startRtspCamera(o: { fps: number; gop: number; codec?: FeedCodec; openGop?: boolean }): Promise<RtspCamera> {
   requireRtspServer();
   const port = await freePort();
   const udpPort = await freeUdpPort();

@@ -1,8 +1,8 @@
 /**
  * A live camera in a codec the worker does not decode is transcoded, not refused (issue
  * 41; docs/decisions.md 70): `affinity stream` against real RTSP cameras (GStreamer's
- * RTSP server: test/support/rtsp-camera.ts) serving Motion JPEG and MPEG-4 Part 2, run as
- * the real binary against fauxqs S3.
+ * RTSP server: test/support/rtsp-camera.ts) serving Motion JPEG, MPEG-4 Part 2 and H.264
+ * with open GOPs, run as the real binary against fauxqs S3.
  *
  * - The connection line names the codec and says it is transcoded by an ffmpeg process.
  * - Every frame captured lands once: the segments in S3 form a contiguous chain from
@@ -96,6 +96,11 @@ function framesReported(lines: readonly string[]): number {
   return Number(m![1]);
 }
 
+/** The frames of segments dropped for open GOPs (cut, never numbered). */
+function droppedOpenGop(lines: readonly string[]): number {
+  return lines.map((l) => /the segment being cut \((\d+) frame\(s\), not numbered\) is dropped/.exec(l)).reduce((n, m) => n + (m ? Number(m[1]) : 0), 0);
+}
+
 describe('affinity stream: a live camera in another codec is transcoded to H.264', () => {
   it('Motion JPEG over RTSP: said with its codec, every frame captured lands once and decodes, a killed transcoder is one outage, one ok record per frame', async () => {
     const camera = await startRtspCamera({ fps: 15, gop: 15 });
@@ -126,6 +131,29 @@ describe('affinity stream: a live camera in another codec is transcoded to H.264
     expect(await codecOf(chain[0]!.key)).toBe('h264');
     const records = await workerRecords('cam-mjpeg', chain);
     console.info(`live mjpeg: ${chain.length} segments, ${frames} frames captured, ${records.filter((r) => r.endsWith(':ok')).length} ok records`);
+    expect(records).toEqual(Array.from({ length: frames }, (_, i) => `${i}:ok`));
+  }, 180_000);
+
+  it('H.264 with open GOPs over RTSP: the segment being cut is dropped, unnumbered, and said; transcoded from then on, every frame captured lands once, one ok record each', async () => {
+    const camera = await startRtspCamera({ fps: 15, gop: 15, openGop: true });
+    cameras.push(camera);
+    const s = spawnStream(args(camera.url, 'cam-open-gop'));
+    try {
+      await s.waitCount(/sends h264 with open GOPs .* the segment being cut \(\d+ frame\(s\), not numbered\) is dropped, and from now on the source is transcoded to H\.264 with closed GOPs by ffmpeg$/, 1, 30_000);
+      await s.waitCount(/^connected to .* \(h264: transcoded to H\.264 by an ffmpeg process, CRF 20, as its h264 has open GOPs, which cannot be cut\)$/, 1, 30_000);
+      await s.waitCount(UPLOADED, 3, 30_000);
+    } finally {
+      expect(await s.stop(), s.lines.join('\n')).toBe(0);
+    }
+    expect(s.count(/sends h264 with open GOPs/)).toBe(1);
+    expect(s.count(/^reconnect: /), s.lines.join('\n')).toBe(0); // not an outage: the camera never went away
+    const chain = await checkedChain(stack, 'cam-open-gop');
+    const frames = chain.reduce((n, c) => n + c.frames, 0);
+    // the dropped segment's frames were never numbered: not in the run's count either
+    expect(droppedOpenGop(s.lines)).toBeGreaterThan(0);
+    expect(frames).toBe(framesReported(s.lines));
+    const records = await workerRecords('cam-open-gop', chain);
+    console.info(`live h264 open GOP: ${chain.length} segments, ${frames} frames captured, ${records.filter((r) => r.endsWith(':ok')).length} ok records`);
     expect(records).toEqual(Array.from({ length: frames }, (_, i) => `${i}:ok`));
   }, 180_000);
 
