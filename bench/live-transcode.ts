@@ -5,7 +5,9 @@
  * `affinity edge` give it (cli/video/live-transcoder.ts `transcoderArgs`: libx264
  * `veryfast` `zerolatency`, 4:2:0, CRF 20, a keyframe every segment length).
  *
- * The camera is a file here, so the child runs as fast as it can: a clip of ffmpeg's
+ * The camera is a file here, fed to the child's stdin in NUT as the capture feeds a
+ * camera's packets (the capture's own remux into NUT is not counted: a copy), so the child
+ * runs as fast as it can: a clip of ffmpeg's
  * `testsrc2` pattern with a little noise on it (`noise=alls=8:allf=t`: a camera's sensor
  * noise, which costs an encoder far more than a clean synthetic picture), made once per
  * size and codec by the `ffmpeg` binary (not timed). Frames per core-second = frames out
@@ -69,23 +71,24 @@ interface Clip {
 const clips: Clip[] = [];
 for (const size of sizes) {
   for (const codec of codecs) {
-    const file = path.join(work, `${codec}-${size}.mkv`);
+    // NUT: what the capture hands the transcoder on its stdin (the camera's packets as they came)
+    const file = path.join(work, `${codec}-${size}.nut`);
     const made = spawnSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${size}:rate=${fps}:duration=${seconds}${noise > 0 ? `,noise=alls=${noise}:allf=t` : ''}`, ...ENCODERS[codec]!, file]);
     if (made.status !== 0) throw new Error(`cannot make ${file}: ${made.stderr.toString()}`);
-    const first = path.join(work, `${codec}-${size}-first.mkv`);
+    const first = path.join(work, `${codec}-${size}-first.nut`);
     const cut = spawnSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-i', file, '-frames:v', '1', '-c', 'copy', first]);
     if (cut.status !== 0) throw new Error(`cannot cut ${first}: ${cut.stderr.toString()}`);
     clips.push({ size, codec, file, first, frames: Math.round(seconds * fps) });
   }
 }
 
-/** One transcode of `clip` with the product's arguments (the file as the camera); its CPU seconds and frames out. */
+/** One transcode of `file` with the product's arguments (the file on stdin, as the capture feeds the camera's packets); its CPU seconds and frames out. */
 function transcode(file: string): { cpuS: number; wallS: number; framesOut: number; kbps: number } {
-  const args = transcoderArgs({ source: file, keyframeSeconds: 2, readTimeoutSeconds: 10, bitrateKbps });
+  const args = transcoderArgs({ keyframeSeconds: 2, bitrateKbps });
   args[args.length - 1] = path.join(work, 'out.ts'); // instead of the pipe the capture reads
   const started = Date.now();
   // the shell waits for ffmpeg, so its cutime/cstime (fields 16, 17 of /proc/$$/stat) are ffmpeg's CPU
-  const r = spawnSync('sh', ['-c', 'ffmpeg -y "$@" || exit 1; cat /proc/$$/stat', 'sh', ...args]);
+  const r = spawnSync('sh', ['-c', 'ffmpeg -y "$@" < "$IN" || exit 1; cat /proc/$$/stat', 'sh', ...args], { env: { ...process.env, IN: file } });
   const wallS = (Date.now() - started) / 1000;
   if (r.status !== 0) throw new Error(`transcode of ${file} failed: ${r.stderr.toString()}`);
   const stat = r.stdout.toString();
@@ -134,6 +137,6 @@ console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(`| ${r.codec} | ${r.size} | ${r.framesIn} / ${r.framesOut} | ${r.outputKbps} | ${r.framesPerCoreSecond} | ${r.coresPerCamera15fps} | ${r.coresPerCamera30fps} | ${r.startCpuMs} | ${r.wallFramesPerSecond} |`);
 const ffmpegVersion = spawnSync('ffmpeg', ['-version']).stdout.toString().split('\n')[0];
 const command = `npx node bench/live-transcode.ts --rounds ${rounds} --seconds ${seconds} --sizes ${values.sizes} --codecs ${values.codecs} --noise ${noise}${bitrateKbps !== undefined ? ` --bitrate ${bitrateKbps}` : ''}`;
-writeFileSync(values.out, `${JSON.stringify({ command, noise, date: new Date().toISOString(), cpu: cpus()[0]?.model ?? '?', cores: availableParallelism(), loadavg1m: load.map((l) => +l.toFixed(2)), ffmpeg: ffmpegVersion, bitrateKbps: bitrateKbps ?? null, args: transcoderArgs({ source: '<camera>', keyframeSeconds: 2, readTimeoutSeconds: 10, bitrateKbps }), rows }, null, 2)}\n`);
+writeFileSync(values.out, `${JSON.stringify({ command, noise, date: new Date().toISOString(), cpu: cpus()[0]?.model ?? '?', cores: availableParallelism(), loadavg1m: load.map((l) => +l.toFixed(2)), ffmpeg: ffmpegVersion, bitrateKbps: bitrateKbps ?? null, args: transcoderArgs({ keyframeSeconds: 2, bitrateKbps }), rows }, null, 2)}\n`);
 console.log(`written ${values.out}`);
 rmSync(work, { recursive: true, force: true });

@@ -6,10 +6,8 @@
  * Secrets never sit in the file: `${NAME}` in a camera's URL (or any string of it) is
  * replaced by the environment variable NAME when the file is read, and the resolved URL
  * lives only in memory (logs and the health output show it with the password as `***`;
- * state files hold the video id, never the URL), except that a camera transcoded by an
- * `ffmpeg` child (another codec than H.264/H.265: cli/video/live-transcoder.ts) hands the
- * child its URL as an argument, which local users may read (`ps`) unless the edge runs in
- * its container or as its own user on a box with `hidepid`. A camera whose variable is not set is
+ * state files hold the video id, never the URL; a camera transcoded by an `ffmpeg` child
+ * gets its packets on the child's stdin, not its URL: cli/video/live-transcoder.ts). A camera whose variable is not set is
  * refused on its own, with the variable's name; the other cameras run.
  *
  * ```yaml

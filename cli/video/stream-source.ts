@@ -13,10 +13,11 @@
  * Only segments that decode alone are uploaded (issue 41, issue 40 defect 4). A file in
  * another codec than H.264 / H.265, or with open GOPs, is transcoded whole before the
  * stream starts (stream-command.ts). A live source is transcoded as it goes
- * (docs/decisions.md 70): each connection first opens the source to read its codec; one
- * in another codec is read instead by an `ffmpeg` child process that transcodes it to
- * H.264 with closed GOPs (cli/video/live-transcoder.ts), and the capture cuts the child's
- * output as it cuts a camera's H.264. H.264 / H.265 is cut by stream copy until a frame
+ * (docs/decisions.md 70): a connection whose codec is another one is still read here, and
+ * its packets go, as they come, to an `ffmpeg` child process that transcodes them to
+ * H.264 with closed GOPs (cli/video/live-transcoder.ts); the capture cuts the child's
+ * output as it cuts a camera's H.264. The camera's end (a drop, a stall, a stop) closes the
+ * child's input, and the child flushes every frame it holds before the connection ends. H.264 / H.265 is cut by stream copy until a frame
  * shows before the keyframe that opened its segment (open GOPs: that segment would not
  * decode alone): the segment being cut is dropped, unnumbered, said, and the source is
  * transcoded from the next connection on, at once, for as long as it sends that codec.
@@ -38,7 +39,7 @@ import { backoffMs, decidePacket, redactSource, secondsToTicks, Timeline, type B
 import type { TimelineMark } from './stream-journal.ts';
 import { codecName } from '../../gpu-worker/video/segment-decoder.ts';
 import { isCopied, refusal, SourceError } from './transcode.ts';
-import { ffmpegProgram, startTranscoder, transcoderEnded, type Transcoder } from './live-transcoder.ts';
+import { ffmpegProgram, startTranscoder, TRANSCODER_INPUT_FORMAT, transcoderEnded, type Transcoder } from './live-transcoder.ts';
 
 /** Why a live connection is transcoded: its codec is not H.264 / H.265, or its H.264 / H.265 has open GOPs. */
 export type LiveTranscode = 'codec' | 'open-gop';
@@ -144,6 +145,10 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
     while (!o.signal.aborted) {
       let demuxer: Demuxer | undefined;
       let transcoder: Transcoder | undefined;
+      /** A transcoded connection: the camera (read here, fed to the child), its feeding loop, and why the camera's stream ended. */
+      let camera: Demuxer | undefined;
+      let pump: Promise<void> | undefined;
+      let cameraEnded: string | null = null;
       let watchdog: NodeJS.Timeout | undefined;
       let stop: (() => void) | undefined;
       let reason = 'the stream ended';
@@ -162,14 +167,61 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
           throw new SourceError(`${redactSource(o.source)} holds ${codec} video: transcode it first (affinity upload and affinity stream do)`);
         }
         if (transcode !== null) {
-          // The camera was opened to learn its codec; an ffmpeg child now reads it and hands H.264 on.
-          await demuxer.close().catch(() => undefined);
+          // The camera's packets go to an ffmpeg child as they come (this process keeps reading
+          // the camera, with its timeouts); the child's H.264 is what is cut.
+          const cameraDemuxer = demuxer;
+          const cameraStream = stream;
+          camera = cameraDemuxer;
           demuxer = undefined;
-          const child = startTranscoder({ source: o.source, keyframeSeconds: o.segmentSeconds, readTimeoutSeconds, bitrateKbps: o.bitrateKbps });
+          const child = startTranscoder({ keyframeSeconds: o.segmentSeconds, bitrateKbps: o.bitrateKbps });
           transcoder = child;
-          stop = () => void child.stop();
+          // a child that is gone ends the camera's read too
+          void child.exited.then(() => cameraDemuxer.interrupt());
+          stop = () => cameraDemuxer.interrupt();
           o.signal.addEventListener('abort', stop, { once: true });
-          // a child that never hands anything over (FFmpeg's own timeout should end it first) is ended
+          pump = (async () => {
+            let feeder: Muxer | undefined;
+            try {
+              feeder = await Muxer.open(child.input, { format: TRANSCODER_INPUT_FORMAT });
+              // the camera's container's tag for the codec (MPEG-TS's stream type, RTP's) means nothing in NUT, which refuses it
+              cameraStream.codecpar.codecTag = 0;
+              const into = feeder.addStream(cameraStream);
+              const step = stepOf(cameraStream.avgFrameRate, [cameraStream.timeBase.num, cameraStream.timeBase.den]);
+              let lastPts: bigint | null = null;
+              for await (const packet of cameraDemuxer.packets(cameraStream.index)) {
+                if (!packet) continue;
+                if (child.gone()) {
+                  packet.free();
+                  break;
+                }
+                // A container needs a time for each packet. An RTSP camera's first packets may
+                // have none (before its clock is known): the feed starts at the first keyframe
+                // that has one (as a cut starts at a keyframe); a later packet without one comes
+                // a frame after the last (its decode time is left to the muxer).
+                if (packet.pts === AV_NOPTS_VALUE) {
+                  if (lastPts === null) {
+                    packet.free();
+                    continue;
+                  }
+                  packet.pts = lastPts + step;
+                  packet.dts = AV_NOPTS_VALUE;
+                } else if (lastPts === null && !packet.isKeyframe) {
+                  packet.free();
+                  continue;
+                }
+                lastPts = packet.pts;
+                await feeder.writePacket(packet, into);
+              }
+              // the camera's stream ended (or a stop interrupted it) while the child was alive
+              if (!child.gone()) cameraEnded = 'the stream ended';
+            } catch (e) {
+              if (!child.gone()) cameraEnded = (e as Error).message || String(e);
+            } finally {
+              await feeder?.close().catch(() => undefined);
+              child.finish(); // FFmpeg flushes what it holds and exits
+            }
+          })();
+          // a child that never hands anything over is ended
           const opening = setTimeout(() => child.kill(), (readTimeoutSeconds * 2 + 10) * 1000);
           try {
             demuxer = await Demuxer.open(child.stdout, { format: 'mpegts' });
@@ -208,7 +260,7 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
           stop = () => demuxer?.interrupt();
           o.signal.addEventListener('abort', stop, { once: true });
         }
-        // FFmpeg's own read timeout ends a child whose camera went silent; this one ends a child that hangs anyway
+        // the camera's own read timeout ends a silent camera (its stream, then the child's); this ends a child that hangs
         const watchdogMs = (readTimeoutSeconds * 2 + 10) * 1000;
         const feed = (): void => {
           if (!transcoder) return;
@@ -323,8 +375,9 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
               held = null;
               await cut(last, null);
             }
-            // a child stopped by us ended the stream; any other end is an outage, said with the child's words
-            if (!o.signal.aborted) reason = reason.startsWith('the transcoder') ? reason : transcoderEnded(exit, transcoder.said());
+            await pump;
+            // the camera's end (a drop, a stall: its words) ended the child, or the child ended by itself (its words)
+            if (!o.signal.aborted && !reason.startsWith('the transcoder')) reason = cameraEnded ?? transcoderEnded(exit, transcoder.said());
           }
         } catch (e) {
           if (e instanceof OpenGops) {
@@ -355,6 +408,8 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
         if (stop) o.signal.removeEventListener('abort', stop);
         transcoder?.kill();
         await transcoder?.exited;
+        await pump;
+        await camera?.close().catch(() => undefined);
         await demuxer?.close().catch(() => undefined);
       }
       if (switchNow && !o.signal.aborted) continue; // not an outage: the same camera, transcoded from now on

@@ -118,9 +118,12 @@ describe('affinity stream <live source>', () => {
       await s.waitCount(/^connected to .* \(h264: transcoded to H\.264 by an ffmpeg process, CRF 20, as its h264 has open GOPs, which cannot be cut\)$/, 1, 40_000);
       await s.waitCount(UPLOADED, 3, 40_000);
     } finally {
+      // stopped while its source still sends: a stop while a UDP source is silent ends the
+      // process with SIGSEGV after its summary, in stream copy too (node-av; not fixed yet)
+      const code = await s.stop();
       feeder.kill('SIGKILL');
       await once(feeder, 'exit');
-      expect(await s.stop(), s.lines.join('\n')).toBe(0);
+      expect(code, s.lines.join('\n')).toBe(0);
     }
     // whatever went up decodes whole: no segment with frames that need another segment's GOP
     const chain = await checkedChain(stack, 'live-open-gop');

@@ -4,7 +4,9 @@
  * RTSP server: test/support/rtsp-camera.ts) serving Motion JPEG, MPEG-4 Part 2 and H.264
  * with open GOPs, run as the real binary against fauxqs S3.
  *
- * - The connection line names the codec and says it is transcoded by an ffmpeg process.
+ * - The connection line names the codec and says it is transcoded by an ffmpeg process;
+ *   the child gets the camera's packets on its stdin, never its URL (a password in it
+ *   reaches no command line and no log).
  * - Every frame captured lands once: the segments in S3 form a contiguous chain from
  *   frame 0, each decodes on its own into exactly the frames it declares (H.264), and
  *   their sum is the frame count the stream reports.
@@ -107,13 +109,18 @@ describe('affinity stream: a live camera in another codec is transcoded to H.264
     cameras.push(camera);
     await camera.kill();
     await camera.start('mjpeg');
-    const s = spawnStream(args(camera.url, 'cam-mjpeg'));
+    // a password in the URL (the test camera asks for none): it must reach no child's command line and no log
+    const secret = 'n0t-in-argv';
+    const s = spawnStream(args(camera.url.replace('rtsp://', `rtsp://viewer:${secret}@`), 'cam-mjpeg'));
     try {
       await s.waitCount(/^connected to .* \(mjpeg: transcoded to H\.264 by an ffmpeg process, CRF 20, as the worker decodes H\.264 and H\.265, not mjpeg\)$/, 1, 30_000);
       await s.waitCount(UPLOADED, 3, 30_000);
       // the transcoder dies mid-stream: an outage of this camera, not of the process
       const [ffmpeg] = childrenNamed(s.child.pid!, 'ffmpeg');
       expect(ffmpeg, 'the stream runs an ffmpeg child').toBeDefined();
+      const cmdline = readFileSync(`/proc/${ffmpeg}/cmdline`, 'utf8').split('\0').join(' ');
+      expect(cmdline).toMatch(/-f nut -i pipe:0/); // the camera's packets come on stdin
+      expect(cmdline).not.toContain(secret);
       process.kill(ffmpeg!, 'SIGKILL');
       await s.waitCount(/^reconnect: the transcoder \(ffmpeg\) was killed by SIGKILL[;:] .*attempt 1 in /, 1, 20_000);
       await s.waitCount(/^reconnected to .* after 1 attempt\(s\) \(mjpeg: transcoded/, 1, 30_000);
@@ -123,6 +130,7 @@ describe('affinity stream: a live camera in another codec is transcoded to H.264
       expect(await s.stop(), s.lines.join('\n')).toBe(0);
     }
     expect(s.lines.join('\n')).toMatch(/, 1 outage\(s\) \(1 reconnect attempt\(s\)\)/);
+    expect(s.lines.join('\n')).not.toContain(secret);
     const chain = await checkedChain(stack, 'cam-mjpeg');
     const frames = chain.reduce((n, c) => n + c.frames, 0);
     // every frame the stream captured is in S3 once (the stop flushed the transcoder: its last frames too)
