@@ -176,16 +176,24 @@ describe('affinity stream: a live camera in another codec is transcoded to H.264
     expect(await stack.objects('cam-no-ffmpeg')).toEqual([]);
   }, 60_000);
 
-  it('MPEG-4 Part 2 over RTSP: every frame captured lands once, decodes, and gets one ok record', async () => {
+  it('MPEG-4 Part 2 over RTSP, stalling once: the stall is the camera\'s outage with its reason, the frames the transcoder held are flushed; every frame captured lands once, decodes, and gets one ok record', async () => {
     const camera = await startRtspCamera({ fps: 15, gop: 15, codec: 'mpeg4' });
     cameras.push(camera);
     const s = spawnStream(args(camera.url, 'cam-mpeg4'));
     try {
       await s.waitCount(/^connected to .* \(mpeg4: transcoded to H\.264 by an ffmpeg process/, 1, 30_000);
       await s.waitCount(UPLOADED, 3, 30_000);
+      camera.freeze(true); // silent, its connection open
+      await s.waitCount(/^reconnect: .*timed out/, 1, 30_000);
+      camera.freeze(false);
+      await s.waitCount(/^reconnected to .* \(mpeg4: transcoded/, 1, 40_000);
+      const after = s.count(UPLOADED);
+      await s.waitCount(UPLOADED, after + 2, 30_000);
     } finally {
+      camera.freeze(false);
       expect(await s.stop(), s.lines.join('\n')).toBe(0);
     }
+    expect(s.lines.join('\n')).not.toMatch(/reconnect: the transcoder/); // the camera's outage, not the transcoder's
     const chain = await checkedChain(stack, 'cam-mpeg4');
     const frames = chain.reduce((n, c) => n + c.frames, 0);
     expect(frames).toBe(framesReported(s.lines));
