@@ -154,12 +154,13 @@ ${SITE_HELP}`,
     summary: 'the edge segmenter: cut a live camera (or a file) into segments and upload each as it closes',
     details: `Reads an RTSP camera (or any URL FFmpeg opens: rtmp://, srt://, udp://, http://) or a file, closes a
 segment at the first keyframe --segment-seconds after its start (stream copy of H.264/H.265; a file in any
-other codec, or with open GOPs, is first transcoded to H.264 in process, said on the console; a live source
-must send H.264/H.265 with closed GOPs, else nothing of it is uploaded and the console says why) and uploads it
+other codec, or with open GOPs, is first transcoded to H.264 in process; a live source in another codec
+(MJPEG, MPEG-4 Part 2, VP8, ...), or with open GOPs, is transcoded to H.264 as it goes by an ffmpeg child
+process, a keyframe every --segment-seconds; each said on the console with the codec's name) and uploads it
 as frames/<id>/<n>.<ext> with its frame count in x-amz-meta-frames, n being the running frame number.
 
 A live source that drops is reopened with capped, jittered exponential backoff (each reconnect is logged
-with its reason); uploads are retried the same way. Each segment is numbered in the state file, written
+with its reason; a transcoder that dies is such an outage); uploads are retried the same way. Each segment is numbered in the state file, written
 atomically, before it is sent, so a restart (even after kill -9) sends it again under the same key and
 continues the numbering after it; the bucket's listing is read at start so numbering never goes back.
 SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
@@ -172,8 +173,8 @@ SIGINT / SIGTERM close the open segment, upload everything journaled and exit.
   --container C         segment container: ts (default), mp4 or mkv
   --first-frame N       number of a new video's first frame (default 0)
   --read-timeout N      a live source silent this many seconds has dropped and is reopened (default 10)
-  --bitrate KBPS        a file that is transcoded (not H.264/H.265, or open GOPs): average kbit/s (or 2M, 800k);
-                        default constant quality
+  --bitrate KBPS        a file or camera that is transcoded (not H.264/H.265, or open GOPs): average kbit/s
+                        (or 2M, 800k); default constant quality (CRF 20)
 ${SITE_HELP}`,
     positionals: ['source'],
     options: {
@@ -226,7 +227,9 @@ ${SITE_HELP}`,
     summary: 'a fleet of cameras from one edge process: one segmenter per camera of a config file, watched',
     details: `Runs the edge segmenter of \`stream\` for every camera the config file lists (video id, RTSP URL, segment
 length, spool bound; \${NAME} in a URL is read from the environment, never stored). Each camera reconnects on its
-own with capped backoff; its segments wait in a spool bounded in bytes (the oldest are dropped first, counted and
+own with capped backoff; a camera in another codec than H.264/H.265 (MJPEG, MPEG-4 Part 2, ...) or with open GOPs
+is transcoded to H.264 by an ffmpeg child process of its own (bitrateKbps sets its rate), whose death is that
+camera's outage; its segments wait in a spool bounded in bytes (the oldest are dropped first, counted and
 reported). Each outage is one source.stalled and one source.resumed. The file is re-read when it changes: cameras
 added, changed or removed are started, restarted or stopped, the others keep running. SIGINT / SIGTERM close every
 open segment, upload what is journaled and exit. See docs/cli.md for the file's format.

@@ -17,11 +17,11 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { FRAMES_METADATA_KEY } from '../../core/ingest/segment-keys.ts';
-import { remoteSegments } from '../video/stream-command.ts';
+import { remoteSegments, transcodeNote } from '../video/stream-command.ts';
 import { markUploaded, resumeState, skipTo, StreamStateError, type RemoteSegment, type StreamState } from '../video/stream-journal.ts';
 import { initialOutageState, noteDrop, noteFrames, type OutageEvent, type OutageState } from '../video/stream-outage.ts';
 import { backoffMs, redactSource, type BackoffOptions } from '../video/stream-segmenter.ts';
-import { capture } from '../video/stream-source.ts';
+import { capture, type LiveTranscode } from '../video/stream-source.ts';
 import { cleanSpool, readStateFile, spoolDirOf, writeStateFile } from '../video/stream-state.ts';
 import type { SegmentContainer } from '../video/segment-file.ts';
 import type { CameraConfig } from './edge-config.ts';
@@ -39,6 +39,8 @@ export interface CameraHealth {
   readonly source: string;
   readonly phase: CameraPhase;
   readonly codec: string | null;
+  /** Why the camera is transcoded to H.264 by an ffmpeg child (another codec, or open GOPs); null: stream copy. */
+  readonly transcode: LiveTranscode | null;
   readonly nextFrame: number | null;
   readonly framesCaptured: number;
   readonly outages: number;
@@ -89,6 +91,7 @@ export class Camera {
   private readonly stopper = new AbortController();
   private phase: CameraPhase = 'starting';
   private codec: string | null = null;
+  private transcode: LiveTranscode | null = null;
   private outage: OutageState = initialOutageState();
   private framesCaptured = 0;
   private queue: SpoolQueue | undefined;
@@ -127,6 +130,7 @@ export class Camera {
       source: this.shown,
       phase: this.phase,
       codec: this.codec,
+      transcode: this.transcode,
       nextFrame: this.queue?.state.nextFrame ?? null,
       framesCaptured: this.framesCaptured,
       outages: this.outage.outages,
@@ -196,7 +200,7 @@ export class Camera {
     this.queue = queue;
     void queue.start();
     this.phase = 'connecting';
-    this.d.log(`capturing ${this.shown} (~${c.segmentSeconds}-s segments, stream copy) from frame ${state.nextFrame}; state ${stateFile}`);
+    this.d.log(`capturing ${this.shown} (~${c.segmentSeconds}-s segments, H.264/H.265 by stream copy, other codecs transcoded) from frame ${state.nextFrame}; state ${stateFile}`);
     try {
       await capture({
         source: c.url,
@@ -212,13 +216,18 @@ export class Camera {
         ...(this.d.backoff ? { backoff: this.d.backoff } : {}),
         readTimeoutSeconds: c.readTimeoutSeconds,
         signal,
+        bitrateKbps: c.bitrateKbps,
         onConnected: (e) => {
-          // FFmpeg's name of the codec (`h264`, `hevc`), as the capture reports it.
+          // FFmpeg's name of the codec (`h264`, `hevc`, `mjpeg`), as the capture reports it.
           const codec = e.codec;
           // segments cut after the change carry the new codec (each decodes on its own); said once
           if (this.codec !== null && codec !== this.codec) this.d.log(`the camera's codec changed from ${this.codec} to ${codec}`);
+          // a transcoded camera is said once per change of how it is taken, not at every reconnect
+          if (e.transcode !== this.transcode && e.transcode !== null) this.d.log(`${codec}: ${transcodeNote(codec, e.transcode, c.bitrateKbps)}`);
           this.codec = codec;
+          this.transcode = e.transcode;
         },
+        onOpenGops: (e) => this.d.log(e.message),
         onFrames: () => {
           const r = noteFrames(this.outage, Date.now());
           this.outage = r.state;

@@ -6,7 +6,8 @@
  * Secrets never sit in the file: `${NAME}` in a camera's URL (or any string of it) is
  * replaced by the environment variable NAME when the file is read, and the resolved URL
  * lives only in memory (logs and the health output show it with the password as `***`;
- * state files hold the video id, never the URL). A camera whose variable is not set is
+ * state files hold the video id, never the URL; a camera transcoded by an `ffmpeg` child
+ * gets its packets on the child's stdin, not its URL: cli/video/live-transcoder.ts). A camera whose variable is not set is
  * refused on its own, with the variable's name; the other cameras run.
  *
  * ```yaml
@@ -42,6 +43,8 @@ export interface CameraConfig {
   readonly readTimeoutSeconds: number;
   /** Number of a new video's first frame. */
   readonly firstFrame: number;
+  /** Average bit rate, kbit/s, when the camera is transcoded (another codec than H.264/H.265, or open GOPs); absent: constant quality. */
+  readonly bitrateKbps?: number | undefined;
 }
 
 /** A camera the file names but that cannot run (the others do). */
@@ -74,7 +77,7 @@ export const EDGE_DEFAULTS = {
   firstFrame: 0,
 } as const;
 
-const CAMERA_KEYS = ['video', 'url', 'segmentSeconds', 'container', 'spoolMaxBytes', 'readTimeoutSeconds', 'firstFrame'] as const;
+const CAMERA_KEYS = ['video', 'url', 'segmentSeconds', 'container', 'spoolMaxBytes', 'readTimeoutSeconds', 'firstFrame', 'bitrateKbps'] as const;
 const TOP_KEYS = ['stateDir', 'credentials', 'profile', 'site', 'defaults', 'cameras'] as const;
 const CONTAINERS: Readonly<Record<string, SegmentContainer>> = { ts: 'mpegts', mpegts: 'mpegts', mp4: 'mp4', mkv: 'matroska', matroska: 'matroska' };
 const UNITS: Readonly<Record<string, number>> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
@@ -148,6 +151,7 @@ function resolveCamera(c: Record<string, unknown>, env: Readonly<Record<string, 
     spoolMaxBytes: bytes(c.spoolMaxBytes ?? EDGE_DEFAULTS.spoolMaxBytes),
     readTimeoutSeconds: positive(c.readTimeoutSeconds ?? EDGE_DEFAULTS.readTimeoutSeconds, 'readTimeoutSeconds'),
     firstFrame: nonNegativeInt(c.firstFrame ?? EDGE_DEFAULTS.firstFrame, 'firstFrame'),
+    ...(c.bitrateKbps !== undefined ? { bitrateKbps: kbps(c.bitrateKbps) } : {}),
   };
 }
 
@@ -173,6 +177,11 @@ export function bytes(v: unknown): number {
   const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
   if (!m || unit === undefined || !(Number(m[1]) > 0)) throw new EdgeConfigError(`"spoolMaxBytes" must be a positive size such as 1073741824, 512MiB or 2GB (got ${JSON.stringify(v)})`);
   return Math.floor(Number(m[1]) * unit);
+}
+
+function kbps(v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new EdgeConfigError(`"bitrateKbps" must be a positive number of kbit/s, the average rate of a transcoded camera (got ${JSON.stringify(v)})`);
+  return v;
 }
 
 function positive(v: unknown, name: string): number {

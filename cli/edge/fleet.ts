@@ -82,7 +82,8 @@ export function eventLine(e: EdgeEvent): string {
 
 /** One console line for a camera: `door-1  streaming  h264  frames 1234  ...`. */
 export function statusLine(h: CameraHealth, nowMs: number, width = 12): string {
-  const parts = [h.video.padEnd(width), h.phase.padEnd(10), (h.codec ?? '-').padEnd(5), `frames ${h.framesCaptured}`];
+  const codec = h.codec === null ? '-' : h.transcode ? `${h.codec}>h264` : h.codec;
+  const parts = [h.video.padEnd(width), h.phase.padEnd(10), codec.padEnd(5), `frames ${h.framesCaptured}`];
   if (h.spool) {
     parts.push(`uploaded ${h.spool.uploadedSegments}`);
     parts.push(`spool ${h.spool.pendingSegments} (${formatBytes(h.spool.pendingBytes)} of ${formatBytes(h.spool.maxBytes)})`);

@@ -14,8 +14,8 @@
  * What `affinity upload` checks, `stream` checks too (issue 41, issue 40 defect 4): a file
  * with no video, or video that cannot be decoded, is refused before anything is sent; a
  * file in another codec or with open GOPs is transcoded to H.264 first; a live source in
- * another codec or with open GOPs uploads nothing: refused at its first connection, a
- * reconnect's reason later (cli/video/stream-source.ts).
+ * another codec, or with open GOPs, is transcoded to H.264 as it goes by an `ffmpeg` child
+ * process (cli/video/stream-source.ts, cli/video/live-transcoder.ts; decision 74).
  */
 import { existsSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -54,7 +54,7 @@ export interface StreamOptions {
   readonly readTimeoutSeconds?: number;
   /** Stops the stream (the CLI wires SIGINT and SIGTERM to it). */
   readonly signal?: AbortSignal;
-  /** Average bit rate of a transcode (another codec, or open GOPs), kbit/s; absent: constant quality. */
+  /** Average bit rate of a transcode (another codec, or open GOPs; a file or a live source), kbit/s; absent: constant quality. */
   readonly bitrateKbps?: number;
 }
 
@@ -67,6 +67,13 @@ export interface StreamSummary {
   /** Reconnect attempts in all. */
   readonly reconnects: number;
   readonly endMarker: boolean;
+}
+
+/** What a transcoded live connection's line says after its codec: why, and how. Pure. */
+export function transcodeNote(codec: string, why: 'codec' | 'open-gop', bitrateKbps?: number): string {
+  const rate = bitrateKbps !== undefined ? `${bitrateKbps} kbit/s` : 'CRF 20';
+  const because = why === 'codec' ? `the worker decodes H.264 and H.265, not ${codec}` : `its ${codec} has open GOPs, which cannot be cut`;
+  return `transcoded to H.264 by an ffmpeg process, ${rate}, as ${because}`;
 }
 
 export function defaultStateFile(videoId: string): string {
@@ -196,7 +203,8 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
   }
 
   let outage = initialOutageState();
-  io.err(`streaming ${shown} as ${o.videoId} into s3://${target.bucket}/frames/${o.videoId}/ (~${o.segmentSeconds}-s segments, stream copy), from frame ${state.nextFrame}; state ${stateFile}`);
+  const how = live ? 'H.264/H.265 by stream copy, other codecs transcoded' : 'stream copy';
+  io.err(`streaming ${shown} as ${o.videoId} into s3://${target.bucket}/frames/${o.videoId}/ (~${o.segmentSeconds}-s segments, ${how}), from frame ${state.nextFrame}; state ${stateFile}`);
   let result: Awaited<ReturnType<typeof capture>>;
   try {
     result = await capture({
@@ -213,10 +221,12 @@ export async function streamCommand(target: Target, o: StreamOptions, io: Io): P
       ...(o.backoff ? { backoff: o.backoff } : {}),
       ...(o.readTimeoutSeconds !== undefined ? { readTimeoutSeconds: o.readTimeoutSeconds } : {}),
       signal,
+      bitrateKbps: o.bitrateKbps,
       onConnected: (e) => {
-        const how = live ? ` (${e.codec})` : '';
+        const how = live ? ` (${e.codec}${e.transcode ? `: ${transcodeNote(e.codec, e.transcode, o.bitrateKbps)}` : ''})` : '';
         io.err(e.attempt > 0 ? `reconnected to ${shown} after ${e.attempt} attempt(s)${how}` : `connected to ${shown}${how}`);
       },
+      onOpenGops: (e) => io.err(e.message),
       onFrames: () => void (outage = noteFrames(outage, Date.now()).state),
       onReconnect: (e) => {
         outage = noteDrop(outage, e.reason, Date.now()).state;

@@ -12,15 +12,18 @@
  *
  * Only segments that decode alone are uploaded (issue 41, issue 40 defect 4). A file in
  * another codec than H.264 / H.265, or with open GOPs, is transcoded whole before the
- * stream starts (stream-command.ts). A live connection is checked as it goes: one whose
- * video is another codec, or H.264 / H.265 with open GOPs (a frame shown before the
- * keyframe that opens its segment: that segment would not decode alone), uploads
- * nothing: the segment being cut is dropped, unnumbered, and the connection ends with a
- * {@link SourceError} that names the codec and what to set on the camera. At the first
- * connection (nothing uploaded yet) that refuses the source; later (a camera whose codec
- * changed after a reconnect) it is the reconnect's reason, and the stream retries with
- * backoff until the camera sends what can be cut. (Transcoding a live source in process
- * is not done: node-av crashed, SIGSEGV in a libuv worker, when a live transcode stopped.)
+ * stream starts (stream-command.ts). A live source is transcoded as it goes
+ * (docs/decisions.md 70): a connection whose codec is another one is still read here, and
+ * its packets go, as they come, to an `ffmpeg` child process that transcodes them to
+ * H.264 with closed GOPs (cli/video/live-transcoder.ts); the capture cuts the child's
+ * output as it cuts a camera's H.264. The camera's end (a drop, a stall, a stop) closes the
+ * child's input, and the child flushes every frame it holds before the connection ends. H.264 / H.265 is cut by stream copy until a frame
+ * shows before the keyframe that opened its segment (open GOPs: that segment would not
+ * decode alone): the segment being cut is dropped, unnumbered, said, and the source is
+ * transcoded from the next connection on, at once, for as long as it sends that codec.
+ * The transcoder's death ends the connection like a stalled source (reconnected with
+ * backoff, its reason said); the frame it was writing when it was killed is not cut (the
+ * last packet is held until the next one, or a clean exit, shows it whole).
  */
 import { renameSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -36,6 +39,19 @@ import { backoffMs, decidePacket, redactSource, secondsToTicks, Timeline, type B
 import type { TimelineMark } from './stream-journal.ts';
 import { codecName } from '../../gpu-worker/video/segment-decoder.ts';
 import { isCopied, refusal, SourceError } from './transcode.ts';
+import { ffmpegProgram, startTranscoder, TRANSCODER_INPUT_FORMAT, transcoderEnded, type Transcoder } from './live-transcoder.ts';
+
+/** Why a live connection is transcoded: its codec is not H.264 / H.265, or its H.264 / H.265 has open GOPs. */
+export type LiveTranscode = 'codec' | 'open-gop';
+
+/** Thrown inside a connection that met open GOPs: ends it, and the next one transcodes at once. */
+class OpenGops extends Error {
+  readonly droppedFrames: number;
+  constructor(droppedFrames: number) {
+    super('open GOPs');
+    this.droppedFrames = droppedFrames;
+  }
+}
 
 const MUXER_FORMAT: Readonly<Record<SegmentContainer, string>> = { mp4: 'mp4', mpegts: 'mpegts', matroska: 'matroska' };
 
@@ -67,8 +83,16 @@ export interface CaptureOptions {
   /** Journals and queues a closed segment; awaited before the next one opens. */
   readonly onSegment: (segment: ClosedSegment, mark: TimelineMark) => Promise<void>;
   readonly onReconnect: (e: { readonly reason: string; readonly attempt: number; readonly delayMs: number }) => void;
-  /** `codec`: FFmpeg's name of the source's codec (`h264`, `hevc`, `mjpeg`, ...). */
-  readonly onConnected: (e: { readonly attempt: number; readonly codec: string }) => void;
+  /**
+   * `codec`: FFmpeg's name of the source's codec (`h264`, `hevc`, `mjpeg`, ...);
+   * `transcode`: why this connection is transcoded to H.264 by an `ffmpeg` child, null when
+   * it is cut by stream copy.
+   */
+  readonly onConnected: (e: { readonly attempt: number; readonly codec: string; readonly transcode: LiveTranscode | null }) => void;
+  /** The source's H.264 / H.265 turned out to have open GOPs: the segment being cut was dropped, and the source is transcoded from now on. */
+  readonly onOpenGops?: (e: { readonly codec: string; readonly droppedFrames: number; readonly message: string }) => void;
+  /** Average bit rate of a live transcode, kbit/s; absent: constant quality (CRF 20). */
+  readonly bitrateKbps?: number | undefined;
   /** The first frame of a connection was written: the source is up again (cli/video/stream-outage.ts). */
   readonly onFrames?: () => void;
   readonly signal: AbortSignal;
@@ -107,6 +131,8 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
   let totalFrames = 0;
   let fileIndex = 0;
   let sawKeyframe = false;
+  // The codec whose open GOPs made this source transcoded; forgotten when the source sends another codec.
+  let openGopCodec: string | null = null;
   // FFmpeg's own words for why a read failed ("Failed reading RTSP data: Connection timed
   // out", a warning to FFmpeg): kept for the reconnect's reason instead of being printed on
   // stderr, through the process's one shared log callback (several captures run in `affinity edge`)
@@ -118,19 +144,102 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
   try {
     while (!o.signal.aborted) {
       let demuxer: Demuxer | undefined;
+      let transcoder: Transcoder | undefined;
+      /** A transcoded connection: the camera (read here, fed to the child), its feeding loop, and why the camera's stream ended. */
+      let camera: Demuxer | undefined;
+      let pump: Promise<void> | undefined;
+      let cameraEnded: string | null = null;
+      let watchdog: NodeJS.Timeout | undefined;
+      let stop: (() => void) | undefined;
       let reason = 'the stream ended';
       let yielded = 0;
+      let switchNow = false;
       ffmpegLog.clear();
       try {
         demuxer = await Demuxer.open(o.source, { options: openOptions(o.source, o.live, readTimeoutSeconds) });
-        const stream = demuxer.video();
+        let stream = demuxer.video();
         if (!stream) throw new SourceError(refusal(redactSource(o.source), 'no-video', demuxer.streams.map((s) => codecName(s.codecpar.codecId as number)).join(', ').replace(/^(.)/, 'only $1')));
         const codec = codecName(stream.codecpar.codecId as number);
-        if (!isCopied(stream.codecpar.codecId as number)) {
-          throw new SourceError(
-            `${redactSource(o.source)} sends ${codec} video: a live source is cut by stream copy, H.264 or H.265 only. Set the camera to H.264 or H.265` +
-              (o.live ? '' : ', or upload the file with affinity upload, which transcodes it'),
-          );
+        if (openGopCodec !== null && openGopCodec !== codec) openGopCodec = null;
+        const transcode: LiveTranscode | null = !isCopied(stream.codecpar.codecId as number) ? 'codec' : openGopCodec !== null ? 'open-gop' : null;
+        if (transcode !== null && !o.live) {
+          // a file is transcoded whole before the stream starts (stream-command.ts)
+          throw new SourceError(`${redactSource(o.source)} holds ${codec} video: transcode it first (affinity upload and affinity stream do)`);
+        }
+        if (transcode !== null) {
+          // The camera's packets go to an ffmpeg child as they come (this process keeps reading
+          // the camera, with its timeouts); the child's H.264 is what is cut.
+          const cameraDemuxer = demuxer;
+          const cameraStream = stream;
+          camera = cameraDemuxer;
+          demuxer = undefined;
+          const child = startTranscoder({ keyframeSeconds: o.segmentSeconds, bitrateKbps: o.bitrateKbps });
+          transcoder = child;
+          // a child that is gone ends the camera's read too
+          void child.exited.then(() => cameraDemuxer.interrupt());
+          stop = () => cameraDemuxer.interrupt();
+          o.signal.addEventListener('abort', stop, { once: true });
+          pump = (async () => {
+            let feeder: Muxer | undefined;
+            try {
+              feeder = await Muxer.open(child.input, { format: TRANSCODER_INPUT_FORMAT });
+              // the camera's container's tag for the codec (MPEG-TS's stream type, RTP's) means nothing in NUT, which refuses it
+              cameraStream.codecpar.codecTag = 0;
+              const into = feeder.addStream(cameraStream);
+              const step = stepOf(cameraStream.avgFrameRate, [cameraStream.timeBase.num, cameraStream.timeBase.den]);
+              let lastPts: bigint | null = null;
+              for await (const packet of cameraDemuxer.packets(cameraStream.index)) {
+                if (!packet) continue;
+                if (child.gone()) {
+                  packet.free();
+                  break;
+                }
+                // A container needs a time for each packet. An RTSP camera's first packets may
+                // have none (before its clock is known): the feed starts at the first keyframe
+                // that has one (as a cut starts at a keyframe); a later packet without one comes
+                // a frame after the last (its decode time is left to the muxer).
+                if (packet.pts === AV_NOPTS_VALUE) {
+                  if (lastPts === null) {
+                    packet.free();
+                    continue;
+                  }
+                  packet.pts = lastPts + step;
+                  packet.dts = AV_NOPTS_VALUE;
+                } else if (lastPts === null && !packet.isKeyframe) {
+                  packet.free();
+                  continue;
+                }
+                lastPts = packet.pts;
+                await feeder.writePacket(packet, into);
+              }
+              // the camera's stream ended (or a stop interrupted it) while the child was alive
+              if (!child.gone()) cameraEnded = 'the stream ended';
+            } catch (e) {
+              if (!child.gone()) cameraEnded = (e as Error).message || String(e);
+            } finally {
+              await feeder?.close().catch(() => undefined);
+              child.finish(); // FFmpeg flushes what it holds and exits
+            }
+          })();
+          // a child that never hands anything over is ended
+          const opening = setTimeout(() => child.kill(), (readTimeoutSeconds * 2 + 10) * 1000);
+          try {
+            demuxer = await Demuxer.open(child.stdout, { format: 'mpegts' });
+          } catch (e) {
+            child.kill();
+            const exit = await child.exited;
+            if (exit.spawnError) {
+              throw new SourceError(
+                `${redactSource(o.source)} sends ${codec} video, which is transcoded to H.264 by the ffmpeg program, and ${ffmpegProgram()} cannot be run (${exit.spawnError.message}). ` +
+                  'Install FFmpeg (apt-get install ffmpeg; the edge image has it) or set AFFINITY_FFMPEG to its path, or set the camera to H.264 or H.265 with closed GOPs',
+              );
+            }
+            throw new Error(transcoderEnded(exit, child.said()));
+          } finally {
+            clearTimeout(opening);
+          }
+          stream = demuxer.video();
+          if (!stream) throw new Error(`the transcoder's output holds no video stream (${child.said() ?? 'nothing said'})`);
         }
         const tb: [number, number] = [stream.timeBase.num, stream.timeBase.den];
         const defaultStep = stepOf(stream.avgFrameRate, tb);
@@ -144,11 +253,25 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
         }
         timeBase = tb;
         if (o.live && lastWallMs !== null) timeline.reconnected(BigInt(Math.round(((Date.now() - lastWallMs) / 1000) * (tb[1] / tb[0]))));
-        o.onConnected({ attempt, codec });
+        o.onConnected({ attempt, codec, transcode });
         ffmpegLog.clear(); // what probing the stream said is no reason for what comes later
         const segmentTicks = secondsToTicks(o.segmentSeconds, tb) - defaultStep / 2n;
-        const stop = (): void => demuxer?.interrupt();
-        o.signal.addEventListener('abort', stop, { once: true });
+        if (!stop) {
+          stop = () => demuxer?.interrupt();
+          o.signal.addEventListener('abort', stop, { once: true });
+        }
+        // the camera's own read timeout ends a silent camera (its stream, then the child's); this ends a child that hangs
+        const watchdogMs = (readTimeoutSeconds * 2 + 10) * 1000;
+        const feed = (): void => {
+          if (!transcoder) return;
+          clearTimeout(watchdog);
+          const child = transcoder;
+          watchdog = setTimeout(() => {
+            reason = `the transcoder (${ffmpegProgram()}) gave no frame for ${watchdogMs / 1000} s`;
+            child.kill();
+          }, watchdogMs);
+        };
+        feed();
 
         let muxer: Muxer | undefined;
         let open: { firstFrame: number; frames: number; startDts: bigint; startPts: bigint; outIndex: number } | null = null;
@@ -186,17 +309,21 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
           if (action === 'write' && open && pts < open.startPts) {
             // Open GOPs: this frame is shown before the keyframe that opened the segment and
             // needs the GOP before it, which another segment holds: the segment would not
-            // decode. It is dropped (it was never numbered), and the connection ends.
+            // decode. It is dropped (it was never numbered), and the connection ends; the
+            // next one transcodes (a file never gets here: it is transcoded first).
             const dropped = open.frames;
+            totalFrames -= dropped; // never numbered: not frames of this run
             await muxer?.close().catch(() => undefined);
             muxer = undefined;
             open = null;
             rmSync(partial, { force: true });
-            throw new SourceError(
-              `${redactSource(o.source)} sends ${codec} with open GOPs (a frame shown before its keyframe), which cannot be cut into segments that decode alone; ` +
-                `the segment being cut (${dropped} frame(s), not numbered) is dropped. Set the camera to closed GOPs` +
-                (o.live ? '' : ', or upload the file with affinity upload, which transcodes it'),
-            );
+            if (!o.live || transcoder) {
+              throw new SourceError(
+                `${redactSource(o.source)} sends ${codec} with open GOPs (a frame shown before its keyframe), which cannot be cut into segments that decode alone; ` +
+                  `the segment being cut (${dropped} frame(s), not numbered) is dropped` + (o.live ? '' : '. Upload the file with affinity upload, which transcodes it'),
+              );
+            }
+            throw new OpenGops(dropped);
           }
           if (action === 'rotate') await close();
           if (action === 'open' || action === 'rotate') {
@@ -215,10 +342,20 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
           yielded++;
           totalFrames++;
         };
+        // A transcoder's last packet is cut only once the next one, or the child's clean exit,
+        // shows it whole: a killed child may leave half a frame in the pipe.
+        let held: Packet | null = null;
         try {
           for await (const packet of demuxer.packets(stream.index)) {
             if (!packet) continue;
-            if (o.signal.aborted) break;
+            if (o.signal.aborted && !transcoder) break;
+            feed();
+            if (transcoder) {
+              const previous = held;
+              held = packet;
+              if (previous) await cut(previous, null);
+              continue;
+            }
             let number: number | null = null;
             if (!o.live) {
               // a file's frames are numbered by position from its first keyframe; frames an
@@ -230,11 +367,35 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
             }
             await cut(packet, number);
           }
+          if (transcoder) {
+            clearTimeout(watchdog);
+            const exit = await transcoder.exited;
+            if (held && exit.signal === null && !exit.spawnError) {
+              const last = held;
+              held = null;
+              await cut(last, null);
+            }
+            await pump;
+            // the camera's end (a drop, a stall: its words) ended the child, or the child ended by itself (its words)
+            if (!o.signal.aborted && !reason.startsWith('the transcoder')) reason = cameraEnded ?? transcoderEnded(exit, transcoder.said());
+          }
         } catch (e) {
-          reason = (e as Error).message || String(e);
-          if (e instanceof SourceError) throw e;
+          if (e instanceof OpenGops) {
+            openGopCodec = codec;
+            switchNow = true;
+            o.onOpenGops?.({
+              codec,
+              droppedFrames: e.droppedFrames,
+              message:
+                `${redactSource(o.source)} sends ${codec} with open GOPs (a frame shown before its keyframe), which cannot be cut into segments that decode alone: ` +
+                `the segment being cut (${e.droppedFrames} frame(s), not numbered) is dropped, and from now on the source is transcoded to H.264 with closed GOPs by ${ffmpegProgram()}`,
+            });
+          } else {
+            reason = (e as Error).message || String(e);
+            if (e instanceof SourceError) throw e;
+          }
         } finally {
-          o.signal.removeEventListener('abort', stop);
+          held?.free();
         }
         await close();
       } catch (e) {
@@ -243,8 +404,15 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
         // A source that gives nothing to analyse is refused at its first connection, before anything is uploaded.
         if (e instanceof SourceError && totalFrames === 0) throw e;
       } finally {
+        clearTimeout(watchdog);
+        if (stop) o.signal.removeEventListener('abort', stop);
+        transcoder?.kill();
+        await transcoder?.exited;
+        await pump;
+        await camera?.close().catch(() => undefined);
         await demuxer?.close().catch(() => undefined);
       }
+      if (switchNow && !o.signal.aborted) continue; // not an outage: the same camera, transcoded from now on
       if (!o.live) return { reason: o.signal.aborted ? 'stopped' : 'ended', frames: totalFrames };
       if (o.signal.aborted) break;
       if (yielded > 0) attempt = 0;

@@ -34,6 +34,12 @@ describe('the edge image', () => {
     expect(instructions).toContain('USER edge');
   });
 
+  it('has the ffmpeg program with libx264 in its runtime stage: the transcoder of cameras in other codecs (decision 74), checked at build time', () => {
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(runtime).toMatch(/apt-get install -y --no-install-recommends ffmpeg/);
+    expect(runtime).toMatch(/ffmpeg -hide_banner -h encoder=libx264 \| grep -q 'Encoder libx264'/);
+  });
+
   it('holds every file the CLI loads', async () => {
     const result = await build({ absWorkingDir: REPO_ROOT, entryPoints: ['cli/bin.ts'], bundle: true, platform: 'node', format: 'esm', packages: 'external', write: false, outdir: 'out', metafile: true, logLevel: 'silent' });
     const inputs = Object.keys(result.metafile.inputs);

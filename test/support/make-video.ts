@@ -28,9 +28,13 @@ export async function makeH264(file: string, o: MakeVideoOptions): Promise<void>
 }
 
 /** The ffmpeg arguments that send a live H.264 (or H.265) MPEG-TS test pattern to a UDP port at real pace. */
-export function liveUdpArgs(udpPort: number, o: { fps: number; gop: number; codec?: 'h264' | 'h265' }): string[] {
+export function liveUdpArgs(udpPort: number, o: { fps: number; gop: number; codec?: 'h264' | 'h265' | 'mpeg4'; openGop?: boolean }): string[] {
   const encoder =
-    o.codec === 'h265'
+    o.openGop && (o.codec ?? 'h264') === 'h264'
+      ? ['-c:v', 'libx264', '-preset', 'ultrafast', '-threads', '1', '-pix_fmt', 'yuv420p', '-x264-params', `open-gop=1:keyint=${o.gop}:min-keyint=${o.gop}:bframes=3:b-pyramid=0:scenecut=0`]
+      : o.codec === 'mpeg4'
+      ? ['-c:v', 'mpeg4', '-q:v', '5', '-g', String(o.gop), '-bf', '0']
+      : o.codec === 'h265'
       ? ['-c:v', 'libx265', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-x265-params', `log-level=error:pools=1:frame-threads=1:keyint=${o.gop}:min-keyint=${o.gop}:scenecut=0:bframes=0:repeat-headers=1`]
       : ['-c:v', 'libx264', '-preset', 'ultrafast', '-threads', '1', '-pix_fmt', 'yuv420p', '-g', String(o.gop), '-keyint_min', String(o.gop), '-sc_threshold', '0', '-bf', '0'];
   return [

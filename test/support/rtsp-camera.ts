@@ -66,12 +66,16 @@ export interface RtspCamera {
 }
 
 /**
- * What the camera serves: H.264 or H.265 from ffmpeg's feed, or GStreamer's own live pattern
- * in VP8 (a camera whose codec changes to one a live source cannot be cut from).
+ * What the camera serves: H.264, H.265 or MPEG-4 Part 2 from ffmpeg's feed, or GStreamer's
+ * own live pattern in VP8 or Motion JPEG (cameras whose codec the worker does not decode).
  */
-export type RtspCodec = 'h264' | 'h265' | 'vp8';
+export type RtspCodec = 'h264' | 'h265' | 'vp8' | 'mjpeg' | 'mpeg4';
 
-export async function startRtspCamera(o: { fps: number; gop: number; codec?: 'h264' | 'h265' }): Promise<RtspCamera> {
+/** What ffmpeg's feed encodes (the server serves it, or, for vp8 and mjpeg, its own pattern). */
+export type FeedCodec = 'h264' | 'h265' | 'mpeg4';
+
+/** `openGop`: an H.264 feed with open GOPs and B-frames (a camera whose segments would not decode alone). */
+export async function startRtspCamera(o: { fps: number; gop: number; codec?: FeedCodec; openGop?: boolean }): Promise<RtspCamera> {
   requireRtspServer();
   const port = await freePort();
   const udpPort = await freeUdpPort();

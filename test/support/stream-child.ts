@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
+import { Demuxer } from 'node-av/api';
 import { decodeSegment } from '../../gpu-worker/video/segment-decoder.ts';
 import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import type { S3Stack } from './s3-stack.ts';
@@ -64,6 +65,24 @@ export function spawnAffinity(args: readonly string[], env?: NodeJS.ProcessEnv):
   };
 }
 
+/** The video packets of a segment's bytes (demuxed, not decoded). */
+async function videoPackets(body: Uint8Array): Promise<number> {
+  const demuxer = await Demuxer.open(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+  try {
+    const stream = demuxer.video();
+    if (!stream) return 0;
+    let n = 0;
+    for await (const p of demuxer.packets(stream.index)) {
+      if (!p) continue;
+      n++;
+      p.free();
+    }
+    return n;
+  } finally {
+    await demuxer.close();
+  }
+}
+
 export interface LandedSegment {
   readonly key: string;
   readonly firstFrame: number;
@@ -75,10 +94,21 @@ export interface LandedSegment {
 }
 
 /**
- * The video's segments in S3, checked: every one declares its frame count and decodes on
- * its own into exactly that many frames; the chain starts at `firstFrame` and is
- * contiguous, `[n, n + k)` then `[n + k, ...)`, no hole and no overlap (no frame under
- * two numbers); time only grows from one segment to the next.
+ * The video's segments in S3, checked: every one declares its frame count, holds exactly
+ * that many video packets (what the edge itself guarantees: it declares the packets it
+ * wrote), and decodes on its own into exactly that many frames; the chain starts at
+ * `firstFrame` and is contiguous, `[n, n + k)` then `[n + k, ...)`, no hole and no overlap
+ * (no frame under two numbers); time only grows from one segment to the next.
+ *
+ * The decode check also needs the camera to have sent whole frames: a camera that drops
+ * RTP packets for a slow client damages frames, which the edge cuts and declares as it
+ * received them (the worker then records those as failed, with the decoder's reason). A
+ * test camera that did so under CI load once failed this check ("the decoder yielded 19
+ * of the 30 frames", an H.265 segment, with a damaged keyframe so two GOPs in one
+ * segment): the same cause as a stream SIGSTOPped 5 s against GStreamer's default. The
+ * test camera (test/support/rtsp-server.py) therefore never drops for a slow client, and
+ * the packet count here tells an edge that declares frames it does not hold (a bug of
+ * ours) from frames that arrived damaged.
  */
 export async function checkedChain(stack: S3Stack, videoId: string, firstFrame = 0): Promise<LandedSegment[]> {
   const objects = (await stack.objects(videoId)).filter((o) => parseSourceKey(o.key).kind === 'source');
@@ -90,10 +120,12 @@ export async function checkedChain(stack: S3Stack, videoId: string, firstFrame =
     if (parsed.kind !== 'source') continue;
     expect(o.frames, `${o.key} declares x-amz-meta-frames`).toBeGreaterThan(0);
     expect(parsed.firstFrame, `${o.key} continues the chain`).toBe(expectNext);
+    const body = await stack.body(o.key);
+    expect(await videoPackets(body), `${o.key} holds the ${o.frames} frames it declares (video packets)`).toBe(o.frames);
     const frames: number[] = [];
     let firstPts: number | null = null;
     let lastPts: number | null = null;
-    for await (const item of decodeSegment(await stack.body(o.key), { firstFrame: parsed.firstFrame, declaredFrames: o.frames! })) {
+    for await (const item of decodeSegment(body, { firstFrame: parsed.firstFrame, declaredFrames: o.frames! })) {
       if (item.kind === 'frame') {
         frames.push(item.frame);
         firstPts ??= item.ptsMs;

@@ -3,7 +3,7 @@
  * environment, defaults, a camera's own mistakes kept to that camera, file-wide ones refused.
  */
 import { describe, expect, it } from 'vitest';
-import { bytes, EdgeConfigError, parseEdgeConfig, substitute } from '../../../cli/edge/edge-config.ts';
+import { bytes, EdgeConfigError, parseEdgeConfig, sameCamera, substitute } from '../../../cli/edge/edge-config.ts';
 import { MiniYamlError, parseMiniYaml } from '../../../cli/edge/mini-yaml.ts';
 
 const YAML = `---
@@ -90,10 +90,19 @@ describe('parseEdgeConfig', () => {
     [{ video: 'a', url: 'rtsp://h', spoolMaxBytes: '1 lot' }, /"spoolMaxBytes" must be a positive size/],
     [{ video: 'a' }, /needs "url"/],
     [{ video: 'a', url: 'rtsp://h', fps: 3 }, /unknown field "fps"/],
+    [{ video: 'a', url: 'rtsp://h', bitrateKbps: '2M' }, /"bitrateKbps" must be a positive number of kbit\/s, the average rate of a transcoded camera/],
   ])('refuses camera %j on its own', (camera, message) => {
     const c = parseEdgeConfig(JSON.stringify({ cameras: [camera, { video: 'ok', url: 'rtsp://h' }] }), 'c.json', {});
     expect(c.cameras.map((x) => x.video)).toEqual(['ok']);
     expect(c.problems[0]!.message).toMatch(message);
+  });
+
+  it('takes a transcoded camera\'s bit rate (absent: constant quality), and a change of it restarts only that camera', () => {
+    const c = parseEdgeConfig(JSON.stringify({ cameras: [{ video: 'a', url: 'rtsp://h/a', bitrateKbps: 1500 }, { video: 'b', url: 'rtsp://h/b' }] }), 'c.json', {});
+    expect(c.cameras.map((x) => x.bitrateKbps)).toEqual([1500, undefined]);
+    const d = parseEdgeConfig(JSON.stringify({ cameras: [{ video: 'a', url: 'rtsp://h/a', bitrateKbps: 800 }, { video: 'b', url: 'rtsp://h/b' }] }), 'c.json', {});
+    expect(sameCamera(c.cameras[0]!, d.cameras[0]!)).toBe(false);
+    expect(sameCamera(c.cameras[1]!, d.cameras[1]!)).toBe(true);
   });
 
   it('refuses, on its own, a camera whose video id is not of the uploader\'s site (issue 45), from "site" or AFFINITY_SITE', () => {

@@ -8,10 +8,13 @@
  *   the open-GOP file no longer gives segments that do not decode;
  * - a file with no video is refused before anything is sent;
  * - a live source (UDP MPEG-TS from ffmpeg) with open GOPs: the segment being cut is
- *   dropped, unnumbered, the reason is logged, and no uploaded segment fails to decode;
- * - a real RTSP camera in VP8 is refused before anything is sent; one whose codec changes
- *   after a reconnect (H.264, then VP8, then H.264) uploads nothing while it sends VP8 and
- *   says why, then numbering continues and every uploaded segment decodes whole.
+ *   dropped, unnumbered, the reason is logged, the source is transcoded from then on (an
+ *   ffmpeg child: decision 74), and no uploaded segment fails to decode;
+ * - a real RTSP camera in VP8 is transcoded to H.264, said with its codec; one whose codec
+ *   changes after a reconnect (H.264, then VP8, then H.264) is cut by stream copy, then
+ *   transcoded, then cut again, numbering continuing, every segment decoding whole.
+ *   (test/cli/video/stream-live-transcode.int.test.ts: MJPEG and MPEG-4 Part 2 cameras
+ *   through the worker, and a transcoder that dies.)
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -101,7 +104,7 @@ describe('affinity stream <file> --realtime: any codec, open GOPs, variable fram
 });
 
 describe('affinity stream <live source>', () => {
-  it('a live stream with open GOPs uploads no segment that does not decode: the segment being cut is dropped and the reason logged (issue 40 defect 4)', async () => {
+  it('a live stream with open GOPs uploads no segment that does not decode: the segment being cut is dropped, the reason logged, and the source transcoded from then on (issue 40 defect 4)', async () => {
     const port = await freePort();
     const s = spawnStream(args(`udp://127.0.0.1:${port}`, 'live-open-gop', ['--read-timeout', '3']));
     // ffmpeg as a live encoder with open GOPs, sending MPEG-TS to the stream's port at real pace
@@ -111,15 +114,22 @@ describe('affinity stream <live source>', () => {
       '-f', 'mpegts', `udp://127.0.0.1:${port}?pkt_size=1316`,
     ], { stdio: 'ignore' });
     try {
-      await s.waitCount(/sends h264 with open GOPs .* Set the camera to closed GOPs/, 2, 40_000);
+      await s.waitCount(/sends h264 with open GOPs .* the segment being cut \(\d+ frame\(s\), not numbered\) is dropped, and from now on the source is transcoded to H\.264 with closed GOPs by ffmpeg$/, 1, 40_000);
+      await s.waitCount(/^connected to .* \(h264: transcoded to H\.264 by an ffmpeg process, CRF 20, as its h264 has open GOPs, which cannot be cut\)$/, 1, 40_000);
+      await s.waitCount(UPLOADED, 3, 40_000);
     } finally {
+      // stopped while its source still sends: a stop while a UDP source is silent ends the
+      // process with SIGSEGV after its summary, in stream copy too (node-av; not fixed yet)
+      const code = await s.stop();
       feeder.kill('SIGKILL');
       await once(feeder, 'exit');
-      await s.stop();
+      expect(code, s.lines.join('\n')).toBe(0);
     }
     // whatever went up decodes whole: no segment with frames that need another segment's GOP
-    await checkedChain(stack, 'live-open-gop');
-    expect(s.lines.join('\n')).not.toMatch(/uploaded .*: frames \d+-\d+ \(\d+\).*\n.*sends h264 with open GOPs.*\n.*uploaded/);
+    const chain = await checkedChain(stack, 'live-open-gop');
+    expect(chain.length).toBeGreaterThanOrEqual(3);
+    // said once: the transcoded connections do not meet open GOPs again
+    expect(s.count(/sends h264 with open GOPs/)).toBe(1);
   }, 90_000);
 
   let camera: RtspCamera | undefined;
@@ -127,17 +137,21 @@ describe('affinity stream <live source>', () => {
     await camera?.stop();
   });
 
-  it('an RTSP camera in VP8 is refused before anything is sent, with its codec and what to set', async () => {
+  it('an RTSP camera in VP8 is transcoded to H.264, said with its codec, and every segment decodes whole', async () => {
     camera = await startRtspCamera({ fps: 15, gop: 15 });
     await camera.kill();
     await camera.start('vp8');
     const s = spawnStream(args(camera.url, 'cam-vp8'));
-    expect(await s.exited, s.lines.join('\n')).toBe(1);
-    expect(s.lines.join('\n')).toMatch(/sends vp8 video: a live source is cut by stream copy, H\.264 or H\.265 only\. Set the camera to H\.264 or H\.265/);
-    expect(await stack.objects('cam-vp8')).toEqual([]);
+    try {
+      await s.waitCount(/^connected to .* \(vp8: transcoded to H\.264 by an ffmpeg process, CRF 20, as the worker decodes H\.264 and H\.265, not vp8\)$/, 1, 30_000);
+      await s.waitCount(UPLOADED, 2, 30_000);
+    } finally {
+      expect(await s.stop(), s.lines.join('\n')).toBe(0);
+    }
+    expect((await checkedChain(stack, 'cam-vp8')).length).toBeGreaterThanOrEqual(2);
   }, 60_000);
 
-  it('an RTSP camera whose codec changes after a reconnect (H.264, VP8, H.264): the VP8 connection uploads nothing and says why, numbering continues, every segment decodes whole', async () => {
+  it('an RTSP camera whose codec changes after a reconnect (H.264, VP8, H.264): stream copy, then transcoded, then stream copy, numbering continuing, every segment decoding whole', async () => {
     camera ??= await startRtspCamera({ fps: 15, gop: 15 });
     await camera.kill();
     await camera.start('h264');
@@ -147,7 +161,9 @@ describe('affinity stream <live source>', () => {
       await s.waitCount(UPLOADED, 2, 30_000);
       await camera.kill();
       await camera.start('vp8');
-      await s.waitCount(/^reconnect: .*sends vp8 video: a live source is cut by stream copy/, 1, 40_000);
+      await s.waitCount(/^reconnected to .* \(vp8: transcoded to H\.264 by an ffmpeg process/, 1, 40_000);
+      const before = s.count(UPLOADED);
+      await s.waitCount(UPLOADED, before + 2, 30_000);
       const during = s.count(UPLOADED);
       await camera.kill();
       await camera.start('h264');
