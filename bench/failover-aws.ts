@@ -27,6 +27,7 @@ import { simFrameBytes } from '../lab/sim/media.ts';
 import { NO_AWS_FAULTS, type SimEvent, type SimPlan, type SimVideo } from '../lab/sim/plan.ts';
 import { runPlan } from '../lab/sim/run.ts';
 import type { SimLatencies, SimWorld } from '../lab/sim/world.ts';
+import type { Tunables } from '../core/config.ts';
 import { commandLine, machine, RESULTS_DIR, writeResult } from './harness/main.ts';
 import { parseFlags } from './harness/options.ts';
 
@@ -103,7 +104,29 @@ export function latenciesOf(p: Profile): SimLatencies {
   return { notifyMs: [20, 400], taskStartMs: [lo, hi], stoppedEventMs: p.stoppedEventMs, ...(p.instanceStartMs ? { instanceStartMs: p.instanceStartMs } : {}) };
 }
 
-export type FaultCase = 'kill-9' | 'sigstop' | 'instance-loss';
+/**
+ * kill -9 of the worker process; SIGSTOP of the worker process (with a hot spare its
+ * supervisor sees it; without one it is the whole task); SIGSTOP of the whole task
+ * (container: supervisor and spare with it); loss of the instance.
+ */
+export type FaultCase = 'kill-9' | 'sigstop' | 'sigstop-task' | 'instance-loss';
+
+/** The fleet's failover options of a case (decision 70), and the tunables they come with. */
+export interface Variant {
+  readonly name: string;
+  readonly hotSpare?: boolean;
+  readonly standbys?: number;
+  readonly tunables?: Partial<Tunables>;
+}
+
+export const VARIANTS: Readonly<Record<string, Variant>> = {
+  none: { name: 'none' },
+  'hot-spare': { name: 'hot-spare', hotSpare: true },
+  /** A standby with the lease an instance loss needs for ~5 s (docs/deploy.md "Standbys"). */
+  'standby-3s': { name: 'standby-3s', standbys: 1, tunables: { slotLeaseTtlSeconds: 3, heartbeatIntervalSeconds: 1, clockSkewToleranceMs: 1_000 } },
+  'standby-15s': { name: 'standby-15s', standbys: 1 },
+  'spare+standby-3s': { name: 'spare+standby-3s', hotSpare: true, standbys: 1, tunables: { slotLeaseTtlSeconds: 3, heartbeatIntervalSeconds: 1, clockSkewToleranceMs: 1_000 } },
+};
 
 export interface CaseRun {
   readonly seed: number;
@@ -155,7 +178,8 @@ function streamAfterFaultMs(fault: FaultCase, p: Profile): number {
   return startHi + PAUSE_MS + 60_000;
 }
 
-export async function runCase(fault: FaultCase, p: Profile, seed: number, o: { videos?: number } = {}): Promise<CaseRun> {
+export async function runCase(fault: FaultCase, p: Profile, seed: number, o: { videos?: number; variant?: Variant } = {}): Promise<CaseRun> {
+  const v = o.variant ?? VARIANTS.none!;
   const t0 = performance.now();
   const plan = scenario(seed, o.videos ?? 4, FAULT_AT_MS + streamAfterFaultMs(fault, p));
   let faultAt = NaN;
@@ -164,6 +188,8 @@ export async function runCase(fault: FaultCase, p: Profile, seed: number, o: { v
     latencies: latenciesOf(p),
     settleMs: 5 * 60_000,
     processBatchMs: BATCH_MS,
+    ...(v.tunables ? { tunables: v.tunables } : {}),
+    world: { ...(v.hotSpare ? { hotSpare: true } : {}), ...(v.standbys ? { standbys: v.standbys } : {}) },
     onWorld: (world: SimWorld) => {
       setTimeout(() => {
         faultAt = Date.now();
@@ -171,7 +197,7 @@ export async function runCase(fault: FaultCase, p: Profile, seed: number, o: { v
         if (fault === 'instance-loss') world.loseInstance();
         else if (!victim) world.note(`${fault}: no task running`);
         else if (fault === 'kill-9') world.kill(victim);
-        else world.pause(victim, PAUSE_MS);
+        else world.pause(victim, PAUSE_MS, { whole: fault === 'sigstop-task' });
       }, faultAtMs(seed));
     },
     inspect: async (world: SimWorld) => {
@@ -195,20 +221,28 @@ export async function runCase(fault: FaultCase, p: Profile, seed: number, o: { v
     failoverSeconds: failover,
     perVideoSeconds: perVideo,
     launchedSeconds: since(/^launch /),
-    runsSeconds: since(/^t\d+-\d+ runs$/),
+    runsSeconds: since(/^t\d+-\d+ runs$|promoted$|standby takes slot/),
     violations: result.violations.map((v) => `${v.name}: ${v.violations} (${v.examples.slice(0, 2).join('; ')})`),
     ended: result.ended,
     realMs: Math.round(performance.now() - t0),
   };
 }
 
-export const CASES: readonly { readonly fault: FaultCase; readonly profile: string }[] = [
+export const CASES: readonly { readonly fault: FaultCase; readonly profile: string; readonly variant?: string }[] = [
   { fault: 'kill-9', profile: 'laptop' },
   { fault: 'kill-9', profile: 'aws-default-pull' },
   { fault: 'kill-9', profile: 'aws-prefer-cached' },
+  { fault: 'kill-9', profile: 'aws-prefer-cached', variant: 'hot-spare' },
   { fault: 'sigstop', profile: 'laptop' },
   { fault: 'sigstop', profile: 'aws-prefer-cached' },
+  { fault: 'sigstop', profile: 'aws-prefer-cached', variant: 'hot-spare' },
+  { fault: 'sigstop-task', profile: 'aws-prefer-cached', variant: 'standby-15s' },
+  { fault: 'sigstop-task', profile: 'aws-prefer-cached', variant: 'standby-3s' },
   { fault: 'instance-loss', profile: 'aws-prefer-cached' },
+  { fault: 'instance-loss', profile: 'aws-prefer-cached', variant: 'standby-15s' },
+  { fault: 'instance-loss', profile: 'aws-prefer-cached', variant: 'standby-3s' },
+  { fault: 'kill-9', profile: 'aws-prefer-cached', variant: 'spare+standby-3s' },
+  { fault: 'instance-loss', profile: 'aws-prefer-cached', variant: 'spare+standby-3s' },
 ];
 
 const median = (xs: readonly number[]): number => {
@@ -220,6 +254,8 @@ const median = (xs: readonly number[]): number => {
 const FLAGS = {
   seeds: { num: [5, 1, 100], int: true },
   out: { text: join(RESULTS_DIR, 'failover-aws.json') },
+  /** Only the cases whose `fault/profile/variant` contains this text. */
+  only: { text: '' },
 } as const;
 
 async function main(): Promise<number> {
@@ -230,8 +266,10 @@ async function main(): Promise<number> {
   let bad = 0;
   for (const c of CASES) {
     const p = PROFILES[c.profile]!;
+    const variant = VARIANTS[c.variant ?? 'none']!;
+    if (o.only && !`${c.fault}/${c.profile}/${variant.name}`.includes(o.only)) continue;
     const runs: CaseRun[] = [];
-    for (let seed = 1; seed <= o.seeds; seed++) runs.push(await runCase(c.fault, p, seed));
+    for (let seed = 1; seed <= o.seeds; seed++) runs.push(await runCase(c.fault, p, seed, { variant }));
     const times = runs.map((r) => r.failoverSeconds).filter((s): s is number => s !== null);
     const violations = runs.flatMap((r) => r.violations);
     const missing = runs.filter((r) => r.failoverSeconds === null).length;
@@ -239,6 +277,7 @@ async function main(): Promise<number> {
     const row = {
       fault: c.fault,
       profile: p.name,
+      variant: variant.name,
       modelOfAws: p.name !== 'laptop',
       medianSeconds: times.length ? Math.round(median(times) * 10) / 10 : null,
       worstSeconds: times.length ? Math.round(Math.max(...times) * 10) / 10 : null,
@@ -248,7 +287,7 @@ async function main(): Promise<number> {
     };
     rows.push(row);
     console.log(
-      `${c.fault.padEnd(14)} ${p.name.padEnd(18)} median ${String(row.medianSeconds).padStart(6)} s  worst ${String(row.worstSeconds).padStart(6)} s  ` +
+      `${c.fault.padEnd(14)} ${p.name.padEnd(18)} ${variant.name.padEnd(17)} median ${String(row.medianSeconds).padStart(6)} s  worst ${String(row.worstSeconds).padStart(6)} s  ` +
         `(launch at ${runs.map((r) => r.launchedSeconds).join('/')} s, runs at ${runs.map((r) => r.runsSeconds).join('/')} s; ${violations.length} violations; ${runs.map((r) => r.realMs).join('/')} ms real)`,
     );
   }
@@ -257,6 +296,7 @@ async function main(): Promise<number> {
     scenario: { slots: 1, videos: 4, framesPerSecondPerVideo: FPS, faultAtSeconds: `${FAULT_AT_MS / 1000} + 0-0.99 (by seed)`, batchMs: BATCH_MS, sigstopSeconds: PAUSE_MS / 1000, seeds: o.seeds },
     measured: 'the fault to the first record of every video of the slot committed under a newer lease token (the slowest video)',
     profiles: PROFILES,
+    variants: VARIANTS,
     cases: rows,
     machine: machine(),
     command: commandLine('failover-aws.ts'),

@@ -66,6 +66,17 @@ export interface SimPlan {
   readonly aws: AwsFaultRates;
   /** When the last planned event fires. */
   readonly lastEventMs: number;
+  /**
+   * The fleet's failover options (decision 70): a hot spare in every worker task, standby
+   * tasks on instances of their own. Absent: neither (plans kept from before).
+   */
+  readonly world?: SimWorldOptions;
+}
+
+/** The fleet's failover options a plan draws (decision 70). */
+export interface SimWorldOptions {
+  readonly hotSpare?: boolean;
+  readonly standbys?: number;
 }
 
 export interface PlanOptions {
@@ -216,7 +227,11 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
   const faulty = chance('aws-errors', 0.3);
   const aws: AwsFaultRates = faulty ? { ddbThrottle: draw() * 0.04, ddbLostAnswer: draw() * 0.05, s3Error: draw() * 0.04, sqsError: draw() * 0.03 } : NO_AWS_FAULTS;
   events.sort((a, b) => a.atMs - b.atMs);
-  return { seed, slots, videos, events, aws, lastEventMs: Math.max(0, ...events.map((e) => e.atMs)) };
+  // Drawn last, so every earlier choice of a seed's plan stays what it was.
+  const hotSpare = chance('hot-spare', 0.35);
+  const standbys = chance('standby', 0.2) ? int(draw, 1, 2) : 0;
+  const world = hotSpare || standbys > 0 ? { world: { ...(hotSpare ? { hotSpare } : {}), ...(standbys > 0 ? { standbys } : {}) } } : {};
+  return { seed, slots, videos, events, aws, lastEventMs: Math.max(0, ...events.map((e) => e.atMs)), ...world };
 }
 
 /** The keys of a plan's end marker. */

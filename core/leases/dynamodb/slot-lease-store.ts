@@ -174,8 +174,9 @@ export class SlotLeaseStore implements SlotLeases, LaunchGrants, DeadOwnerReleas
    * instead of waiting for the TTL. Succeeds only while the lease is still running and
    * its owner claimed the slot before the task stopped (`claimedAtMs < stoppedAtMs`):
    * an owner that claimed later is a successor and keeps its lease. When the stopped
-   * task's worker id is known, the owner must be that worker too (a zombie that stops
-   * after its successor claimed must not end the successor's lease).
+   * task's worker id is known, the owner must be that worker too, or one of its worker
+   * processes (`<id>/<n>`, a task with a hot spare: decision 70); a zombie that stops
+   * after its successor claimed must not end the successor's lease.
    *
    * Sets `expiresAtMs` to the earlier of now and the stop, which is what `claimSlot`
    * tests; owner and epoch stay for the record. Safe even if the report were wrong:
@@ -191,13 +192,15 @@ export class SlotLeaseStore implements SlotLeases, LaunchGrants, DeadOwnerReleas
           Key: { pk: slotKey(slot) },
           UpdateExpression: 'SET expiresAtMs = :exp, ownerStoppedAtMs = :stopped',
           ConditionExpression:
-            `attribute_exists(#owner) AND expiresAtMs > :now AND claimedAtMs < :stopped` + (stoppedWorkerId !== undefined ? ' AND #owner = :worker' : ''),
+            `attribute_exists(#owner) AND expiresAtMs > :now AND claimedAtMs < :stopped` +
+            // A task with a hot spare (decision 70) names its worker processes `<task's worker id>/<n>`.
+            (stoppedWorkerId !== undefined ? ' AND (#owner = :worker OR begins_with(#owner, :workerChild))' : ''),
           ExpressionAttributeNames: { '#owner': 'owner' },
           ExpressionAttributeValues: {
             ':exp': expiresAtMs,
             ':now': nowMs,
             ':stopped': stoppedAtMs,
-            ...(stoppedWorkerId !== undefined ? { ':worker': stoppedWorkerId } : {}),
+            ...(stoppedWorkerId !== undefined ? { ':worker': stoppedWorkerId, ':workerChild': `${stoppedWorkerId}/` } : {}),
           },
         }),
       );

@@ -111,6 +111,15 @@ export function leaseContract(backend: () => LeaseContractBackend): void {
       expect(await leases.getSlot(slot)).toMatchObject({ owner: 'B', epoch: b!.epoch, expiresAtMs: t0 + 120 + LEASE_TTL_MS });
     });
 
+    it('a task-stopped report names the task; a worker process of it (`<id>/<n>`, a hot spare\'s task) is expired too, another task\'s is not', async () => {
+      const leases = store();
+      const slot = freshSlot();
+      const t0 = Date.now();
+      await leases.claimSlot(slot, 'slot1-launch1/2', t0, LEASE_TTL_MS);
+      expect(await leases.expireStoppedOwner(slot, t0 + 100, t0 + 200, 'slot1-launch')).toBe(false);
+      expect(await leases.expireStoppedOwner(slot, t0 + 100, t0 + 200, 'slot1-launch1')).toBe(true);
+    });
+
     it('a dead owner whose lease had already lapsed keeps its earlier expiry; only the stop is recorded', async () => {
       const leases = store();
       const slot = freshSlot();
