@@ -119,13 +119,20 @@ export interface Variant {
   readonly tunables?: Partial<Tunables>;
 }
 
+/** The settings an instance loss needs for ~5 s with a standby (docs/deploy.md "Standbys"). */
+export const STANDBY_TUNABLES: Partial<Tunables> = { slotLeaseTtlSeconds: 3, heartbeatIntervalSeconds: 1, clockSkewToleranceMs: 1_000, slotQueueVisibilitySeconds: 3 };
+
 export const VARIANTS: Readonly<Record<string, Variant>> = {
   none: { name: 'none' },
   'hot-spare': { name: 'hot-spare', hotSpare: true },
-  /** A standby with the lease an instance loss needs for ~5 s (docs/deploy.md "Standbys"). */
-  'standby-3s': { name: 'standby-3s', standbys: 1, tunables: { slotLeaseTtlSeconds: 3, heartbeatIntervalSeconds: 1, clockSkewToleranceMs: 1_000 } },
+  /**
+   * A standby with what an instance loss needs for ~5 s (docs/deploy.md "Standbys"): a 3-s
+   * lease renewed every second, 1 s of skew tolerance, and a 3-s slot-queue visibility (the
+   * dead owner's messages in flight block their groups that long; nobody can hand them back).
+   */
+  'standby-3s': { name: 'standby-3s', standbys: 1, tunables: STANDBY_TUNABLES },
   'standby-15s': { name: 'standby-15s', standbys: 1 },
-  'spare+standby-3s': { name: 'spare+standby-3s', hotSpare: true, standbys: 1, tunables: { slotLeaseTtlSeconds: 3, heartbeatIntervalSeconds: 1, clockSkewToleranceMs: 1_000 } },
+  'spare+standby-3s': { name: 'spare+standby-3s', hotSpare: true, standbys: 1, tunables: STANDBY_TUNABLES },
 };
 
 export interface CaseRun {
@@ -172,16 +179,17 @@ export function scenario(seed: number, videos: number, untilMs: number): SimPlan
 }
 
 /** How long the videos keep streaming after the fault: past the slowest failover the profile can give. */
-function streamAfterFaultMs(fault: FaultCase, p: Profile): number {
+function streamAfterFaultMs(fault: FaultCase, p: Profile, v: Variant): number {
   const startHi = latenciesOf(p).taskStartMs[1];
-  if (fault === 'instance-loss') return (p.instanceStartMs?.[1] ?? 0) + startHi + 120_000;
+  // A standby takes the slot; the new instance only replaces the standby.
+  if (fault === 'instance-loss' && !v.standbys) return (p.instanceStartMs?.[1] ?? 0) + startHi + 120_000;
   return startHi + PAUSE_MS + 60_000;
 }
 
 export async function runCase(fault: FaultCase, p: Profile, seed: number, o: { videos?: number; variant?: Variant } = {}): Promise<CaseRun> {
   const v = o.variant ?? VARIANTS.none!;
   const t0 = performance.now();
-  const plan = scenario(seed, o.videos ?? 4, FAULT_AT_MS + streamAfterFaultMs(fault, p));
+  const plan = scenario(seed, o.videos ?? 4, FAULT_AT_MS + streamAfterFaultMs(fault, p, v));
   let faultAt = NaN;
   const perVideo: (number | null)[] = [];
   const result = await runPlan(plan, {
@@ -245,6 +253,34 @@ export const CASES: readonly { readonly fault: FaultCase; readonly profile: stri
   { fault: 'instance-loss', profile: 'aws-prefer-cached', variant: 'spare+standby-3s' },
 ];
 
+/**
+ * False failovers: a healthy worker that loses its slot (it could not confirm its lease in
+ * time, and a successor took it) with no fault but AWS's own errors. The scenario streams
+ * for `minutes` with DynamoDB throttling `ddbThrottle` of calls (after the SDK's retries) and
+ * SQS and S3 errors at the simulation's rates; counted: slot leases lost and claims that
+ * took a slot over. The model has no GC or CPU stalls, which on a real host add to these.
+ */
+export async function falseFailovers(v: Variant, seed: number, minutes: number, ddbThrottle: number): Promise<{ seed: number; leaseLosses: number; takeovers: number; heartbeats: number; violations: string[] }> {
+  const plan = { ...scenario(seed, 4, minutes * 60_000), aws: { ddbThrottle, ddbLostAnswer: 0, s3Error: 0.01, sqsError: 0.01 } };
+  let lost = 0;
+  let takeovers = 0;
+  const result = await runPlan(plan, {
+    latencies: latenciesOf(PROFILES['aws-prefer-cached']!),
+    settleMs: 5 * 60_000,
+    processBatchMs: BATCH_MS,
+    ...(v.tunables ? { tunables: v.tunables } : {}),
+    world: { ...(v.hotSpare ? { hotSpare: true } : {}), ...(v.standbys ? { standbys: v.standbys } : {}) },
+    inspect: async (world: SimWorld) => {
+      for (const [k, n] of world.warnings) {
+        if (/error worker.*slot lease lost/.test(k)) lost += n;
+      }
+      takeovers = world.trace.filter((l) => /standby takes slot|promoted|^launch t\d+-[2-9]/.test(l.what)).length;
+    },
+  });
+  const heartbeats = Math.round((minutes * 60) / (v.tunables?.heartbeatIntervalSeconds ?? 5));
+  return { seed, leaseLosses: lost, takeovers, heartbeats, violations: result.violations.map((x) => `${x.name}: ${x.violations}`) };
+}
+
 const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -256,12 +292,28 @@ const FLAGS = {
   out: { text: join(RESULTS_DIR, 'failover-aws.json') },
   /** Only the cases whose `fault/profile/variant` contains this text. */
   only: { text: '' },
+  /** Instead of the cases: false failovers of the standby's lease over this many simulated minutes per seed. */
+  'false-failover-minutes': { num: [undefined, 1, 100_000], int: true },
+  /** DynamoDB throttles (after the SDK's retries) for the false-failover run. */
+  'ddb-throttle': { num: [0.01, 0, 1] },
 } as const;
 
 async function main(): Promise<number> {
   const o = parseFlags('failover-aws.ts', FLAGS, process.argv.slice(2));
   if (!o) return 2;
   console.log('Failover on an AWS timeline: ALL FIGURES COME FROM A MODEL OF AWS (lab/sim + latency profiles), not from AWS.');
+  if (o.falseFailoverMinutes !== undefined) {
+    const out = [];
+    for (const name of ['standby-15s', 'standby-3s']) {
+      const runs = [];
+      for (let seed = 1; seed <= o.seeds; seed++) runs.push(await falseFailovers(VARIANTS[name]!, seed, o.falseFailoverMinutes, o.ddbThrottle));
+      const losses = runs.reduce((a, r) => a + r.leaseLosses, 0);
+      console.log(`${name}: ${losses} slot leases lost in ${o.seeds} x ${o.falseFailoverMinutes} simulated minutes (DynamoDB throttling ${o.ddbThrottle * 100} % of calls), takeovers ${runs.map((r) => r.takeovers).join('/')}, violations ${runs.flatMap((r) => r.violations).length}`);
+      out.push({ variant: name, tunables: VARIANTS[name]!.tunables ?? {}, leaseLosses: losses, simulatedMinutes: o.seeds * o.falseFailoverMinutes, ddbThrottle: o.ddbThrottle, runs });
+    }
+    writeResult(o.out, { note: 'False failovers on the model: a healthy worker losing its slot to AWS errors alone (no GC or CPU stalls modelled).', results: out, machine: machine(), command: commandLine('failover-aws.ts') });
+    return 0;
+  }
   const rows = [];
   let bad = 0;
   for (const c of CASES) {

@@ -107,7 +107,7 @@ async function main(): Promise<number> {
   // A standby (decision 70): launched for a seat past the slots, it takes a lapsed slot when one needs it.
   const seat = isStandbySeat(slot, tunables) ? slot : undefined;
   const standbyWatch =
-    seat !== undefined ? new StandbyWatch({ workerId: `${workerId}-seat`, seat, tunables, leases, metrics, log, now: Date.now }) : undefined;
+    seat !== undefined ? new StandbyWatch({ workerId: `${workerId}/seat`, seat, tunables, leases, metrics, log, now: Date.now }) : undefined;
   let stopping = false;
   const reportStages = () => {
     const report = clock.report();

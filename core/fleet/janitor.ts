@@ -14,7 +14,7 @@
  * `maxProvisioningTasks` (bench/janitor-calls.ts).
  */
 import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from '../config.ts';
-import { isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
+import { canClaimSlot, isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
 import type { LeaseTable } from '../leases/port.ts';
 import type { LaunchedTaskState, LogSink, MetricSink, TaskLauncher } from '../ports.ts';
 import type { SlotQueue } from '../ingest/port.ts';
@@ -231,15 +231,16 @@ export class Janitor {
    * standby is replaced. Seats are lease items like slots, so launches are granted once
    * per grace window with the same grants; a seat has no queue and no videos.
    */
-  private async ensureStandbys(seats: readonly number[], now: number): Promise<number[]> {
+  private async ensureStandbys(seats: readonly number[], now: number, stopped = false): Promise<number[]> {
     const launcher = this.d.launcher();
     if (seats.length === 0 || !launcher) return [];
     const t = this.d.tunables;
     const launched: number[] = [];
     for (const s of await this.d.leases.getSlotsNumbered(seats)) {
-      if (!isSlotLapsed(s, now, t) || isSlotLaunching(s, now, t)) continue;
+      // A seat whose standby was reported stopped (its lease ended by the report) is free at once.
+      if (!canClaimSlot(s, now, t) || isSlotLaunching(s, now, t)) continue;
       try {
-        const r = await launchSlot(this.launchDeps(launcher), s, 'if-dead', 'standby seat empty');
+        const r = await launchSlot(this.launchDeps(launcher), s, stopped ? 'force' : 'if-dead', stopped ? 'standby task stopped' : 'standby seat empty');
         if (r.kind === 'launched') launched.push(s.slot);
       } catch (e) {
         this.d.log.error('standby launch failed', { seat: s.slot, error: String(e) });
@@ -251,8 +252,8 @@ export class Janitor {
 
   /** A standby's task stopped: its seat's lease is ended, and another standby launched. */
   private async runStoppedSeat(trigger: StoppedTask): Promise<JanitorReport> {
-    await this.expireStoppedOwner(trigger);
-    const standbysLaunched = await this.ensureStandbys([trigger.slot], this.now());
+    const expiry = await this.expireStoppedOwner(trigger);
+    const standbysLaunched = await this.ensureStandbys([trigger.slot], this.now(), expiry === 'expired');
     return this.logged({ liveSlots: 0, pinnedVideos: 0, countsRepaired: [], queuesChecked: [], slotsWithWorkNoOwner: [], launched: [], launchFailed: [], grantsVoided: [], launchesDeferred: [], standbysLaunched }, 'task-stopped');
   }
 

@@ -22,7 +22,7 @@ import { errorText } from '../../core/errors.ts';
 import { SlotKeeper } from '../runtime/slot-keeper.ts';
 
 export interface StandbyWatchDeps {
-  /** The seat's owner id (not the worker's: the seat and the slot are two claims). */
+  /** The seat's owner id, `<task's worker id>/seat` (not the worker's: the seat and the slot are two claims; the janitor's task-stopped report, naming the task's id, ends it). */
   readonly workerId: string;
   /** The seat: `slotCount + i`. */
   readonly seat: number;

@@ -166,6 +166,13 @@ export class SimWorld {
 
   /** A hot spare in every worker task (decision 70). */
   readonly hotSpare: boolean;
+  /**
+   * A poison frame (a test's, set before any task starts): the worker process that runs it
+   * dies at once, as an out-of-memory kill or a native crash would (the crash-loop breaker's
+   * case, decision 28). Deaths on it are counted in {@link poisonDeaths}.
+   */
+  poison: { readonly videoId: string; readonly frame: number } | undefined;
+  poisonDeaths = 0;
   /** Seats of standby tasks launched so far (the first launch of a seat finds its instance warm). */
   private readonly seatsStarted = new Set<number>();
 
@@ -486,6 +493,20 @@ export class SimWorld {
     const s3 = through(this.faulty(this.s3.asClient(), 's3'));
     const queues = new SlotQueues(through(this.faulty(this.sqs.asClient(), 'sqs')), this.wiring.slotQueueUrlPrefix);
     const { queueSink, ...deps } = extra;
+    const processor = new SimProcessor(this.processBatchMs);
+    const run = processor.process.bind(processor);
+    processor.process = async (frames) => {
+      const p = this.poison;
+      if (p && frames.some((f) => f.videoId === p.videoId && f.frame === p.frame)) {
+        this.poisonDeaths++;
+        this.note(`${workerId} dies on poison frame ${p.videoId}/${p.frame}`);
+        const child = task.supervisor?.primary;
+        if (child?.id === workerId) child.kill();
+        else this.kill(task, { whole: true });
+        return new Promise(() => undefined);
+      }
+      return run(frames);
+    };
     return new Worker({
       workerId,
       ...(task.standby ? {} : { slot: task.slot }),
@@ -495,7 +516,7 @@ export class SimWorld {
       frames: new FrameStore(s3),
       bucket: this.bucket,
       records: new DynamoDbRecords({ ddb, resultsTable: this.wiring.resultsTable }),
-      processor: new SimProcessor(this.processBatchMs),
+      processor,
       metrics: nullMetrics,
       log: this.logSink(`worker-${workerId}`),
       segmentCodec: SIM_SEGMENT_CODEC,
@@ -507,7 +528,7 @@ export class SimWorld {
   /** A standby's wait (gpu-worker/supervisor/standby.ts): holds its seat, reads the slots, names the one to take. */
   private standByFor(task: SimTask, workerId: string, gate: ProcessGate): () => Promise<{ slot?: number } | 'stop'> {
     const ddb = gatedClient(this.faulty(this.leasesTwin.ddb, 'dynamodb'), gate);
-    const watch = new StandbyWatch({ workerId: `${workerId}-seat`, seat: task.slot, tunables: this.tunables, leases: LeaseStore.forWiring(ddb, this.wiring, this.tunables), metrics: nullMetrics, log: this.logSink(`standby-${workerId}`), now: Date.now });
+    const watch = new StandbyWatch({ workerId: `${workerId}/seat`, seat: task.slot, tunables: this.tunables, leases: LeaseStore.forWiring(ddb, this.wiring, this.tunables), metrics: nullMetrics, log: this.logSink(`standby-${workerId}`), now: Date.now });
     return async () => {
       const w = await watch.wait(() => this.stopping || task.state !== 'running');
       if (w !== 'stop') this.note(`${task.taskId} standby takes slot ${w.slot}`);
