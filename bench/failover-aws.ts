@@ -21,6 +21,7 @@
  *   npx node bench/failover-aws.ts [--seeds 5] [--out bench/results/failover-aws.json]
  */
 import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { allResults } from '../core/commit/dynamodb/results-reader.ts';
 import { frameKey } from '../core/ingest/keys.ts';
 import { simFrameBytes } from '../lab/sim/media.ts';
@@ -181,8 +182,10 @@ export function scenario(seed: number, videos: number, untilMs: number): SimPlan
 /** How long the videos keep streaming after the fault: past the slowest failover the profile can give. */
 function streamAfterFaultMs(fault: FaultCase, p: Profile, v: Variant): number {
   const startHi = latenciesOf(p).taskStartMs[1];
-  // A standby takes the slot; the new instance only replaces the standby.
-  if (fault === 'instance-loss' && !v.standbys) return (p.instanceStartMs?.[1] ?? 0) + startHi + 120_000;
+  // With a spare or a standby the failover takes seconds: stream on past it (and past a
+  // SIGCONT, to see the resumed worker fenced), not past the minutes a new task would take.
+  if (v.hotSpare || v.standbys) return (fault === 'sigstop' || fault === 'sigstop-task' ? PAUSE_MS : 0) + 30_000;
+  if (fault === 'instance-loss') return (p.instanceStartMs?.[1] ?? 0) + startHi + 120_000;
   return startHi + PAUSE_MS + 60_000;
 }
 
@@ -290,7 +293,7 @@ const median = (xs: readonly number[]): number => {
 const FLAGS = {
   seeds: { num: [5, 1, 100], int: true },
   out: { text: join(RESULTS_DIR, 'failover-aws.json') },
-  /** Only the cases whose `fault/profile/variant` contains this text. */
+  /** Only the cases whose `fault/profile/variant` contains one of these comma-separated texts; the file keeps the other cases' rows. */
   only: { text: '' },
   /** Instead of the cases: false failovers of the standby's lease over this many simulated minutes per seed. */
   'false-failover-minutes': { num: [undefined, 1, 100_000], int: true },
@@ -319,7 +322,7 @@ async function main(): Promise<number> {
   for (const c of CASES) {
     const p = PROFILES[c.profile]!;
     const variant = VARIANTS[c.variant ?? 'none']!;
-    if (o.only && !`${c.fault}/${c.profile}/${variant.name}`.includes(o.only)) continue;
+    if (o.only && !o.only.split(',').some((x) => `${c.fault}/${c.profile}/${variant.name}`.includes(x))) continue;
     const runs: CaseRun[] = [];
     for (let seed = 1; seed <= o.seeds; seed++) runs.push(await runCase(c.fault, p, seed, { variant }));
     const times = runs.map((r) => r.failoverSeconds).filter((s): s is number => s !== null);
@@ -330,6 +333,7 @@ async function main(): Promise<number> {
       fault: c.fault,
       profile: p.name,
       variant: variant.name,
+      measuredOn: new Date().toISOString().slice(0, 10),
       modelOfAws: p.name !== 'laptop',
       medianSeconds: times.length ? Math.round(median(times) * 10) / 10 : null,
       worstSeconds: times.length ? Math.round(Math.max(...times) * 10) / 10 : null,
@@ -343,13 +347,23 @@ async function main(): Promise<number> {
         `(launch at ${runs.map((r) => r.launchedSeconds).join('/')} s, runs at ${runs.map((r) => r.runsSeconds).join('/')} s; ${violations.length} violations; ${runs.map((r) => r.realMs).join('/')} ms real)`,
     );
   }
+  // `--only` reruns some cases: the others' rows stay as the file had them (each row says when it was measured).
+  const key = (r: { fault: string; profile: string; variant?: string }) => `${r.fault}/${r.profile}/${r.variant ?? 'none'}`;
+  const kept: unknown[] = [];
+  if (o.only && existsSync(o.out)) {
+    const old = JSON.parse(readFileSync(o.out, 'utf8')) as { cases?: { fault: string; profile: string; variant?: string }[] };
+    const fresh = new Set(rows.map(key));
+    for (const r of old.cases ?? []) if (!fresh.has(key(r))) kept.push(r);
+  }
+  const order = CASES.map((c) => key({ ...c, variant: c.variant ?? 'none' }));
+  const allRows = [...kept, ...rows].sort((a, b) => order.indexOf(key(a as never)) - order.indexOf(key(b as never)));
   writeResult(o.out, {
-    note: 'Every figure is from a model of AWS: the real router, janitor and worker on the twins and a simulated clock (lab/sim), with the latency profiles below for what AWS does. The laptop profile uses latencies measured on the local stack (bench/failover.ts).',
+    note: 'Every figure is from a model of AWS: the real router, janitor and worker on the twins and a simulated clock (lab/sim), with the latency profiles below for what AWS does. The laptop profile uses latencies measured on the local stack (bench/failover.ts). Rows carry the day they were measured (`measuredOn`); rows without one are of 7 December 2026, before the hot spare.',
     scenario: { slots: 1, videos: 4, framesPerSecondPerVideo: FPS, faultAtSeconds: `${FAULT_AT_MS / 1000} + 0-0.99 (by seed)`, batchMs: BATCH_MS, sigstopSeconds: PAUSE_MS / 1000, seeds: o.seeds },
     measured: 'the fault to the first record of every video of the slot committed under a newer lease token (the slowest video)',
     profiles: PROFILES,
     variants: VARIANTS,
-    cases: rows,
+    cases: allRows,
     machine: machine(),
     command: commandLine('failover-aws.ts'),
   });

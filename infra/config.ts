@@ -328,7 +328,8 @@ export function azCountOf(config: Pick<DeploymentSettings, 'availabilityZones' |
 /** The workload subnets' size for this configuration (see infra/subnet-plan.ts). */
 export function workloadSubnetPlan(config: StackConfig): SubnetPlan {
   return planWorkloadSubnets({
-    slotCount: config.slotCount,
+    // Standby tasks (decision 70) take an ENI and an instance each, as a slot's task does.
+    slotCount: config.slotCount + config.standbyWorkers,
     maxInstances: config.maxInstances,
     azCount: azCountOf(config),
     interfaceEndpoints: config.interfaceEndpoints ? Object.keys(INTERFACE_ENDPOINTS).length : 0,
