@@ -344,7 +344,7 @@ export const TUNABLES = {
    */
   standbyWorkers: { kind: 'integer', default: 0, min: 0, max: 100, off: { value: 0, meaning: 'none' }, unit: 'tasks', meaning: 'Standby worker tasks, each on a GPU instance of its own, taking over a slot whose lease lapsed (an instance lost); 0 = none (see docs/deploy.md, "Standbys")' },
   /** How often a standby reads the slot leases for one to take (one BatchGetItem of every slot). */
-  standbyPollMs: { kind: 'integer', default: 500, min: 100, max: 60_000, unit: 'ms', meaning: 'How often a standby reads the slot leases (one eventually consistent BatchGetItem per 100 slots)' },
+  standbyPollMs: { kind: 'integer', default: 500, min: 100, max: 60_000, unit: 'ms', meaning: 'How often a standby reads the slot leases (one strongly consistent BatchGetItem per 100 slots)' },
   /**
    * A worker that owns no video, finds none pinned to its slot, and has received no
    * message for this long releases its slot and exits (code 0), so an idle fleet drains
@@ -448,8 +448,13 @@ export function tunablesFromEnv(env: Record<string, string | undefined> = proces
   for (const key of Object.keys(TUNABLES) as (keyof Tunables)[]) {
     const raw = env[envNameOf(key)];
     if (raw === undefined || raw === '') continue;
-    if (TUNABLES[key].kind === 'text') {
+    const kind = (TUNABLES[key] as { kind: string }).kind;
+    if (kind === 'text') {
       out[key] = raw;
+    } else if (kind === 'flag') {
+      // The first flag among the tunables (hotSpare): as tunablesToEnv writes it.
+      if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${key} must be true or false (${envNameOf(key)} is "${raw}")`);
+      out[key] = raw === 'true';
     } else {
       const n = Number(raw);
       if (!Number.isFinite(n)) throw new ConfigError(`${envNameOf(key)} must be a number (got "${raw}")`);
