@@ -16,7 +16,12 @@ afterEach(async () => {
   stack = undefined;
 });
 
-/** The child of `pid` whose environment says SUPERVISED_ROLE=`role` (Linux /proc). */
+/** A process's environment variable (Linux /proc). */
+function envOf(pid: number, name: string): string | undefined {
+  return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((kv) => kv.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+
+/** The child of `pid` started as `role` (its SUPERVISED_ROLE; a promoted spare keeps its own). */
 function childWithRole(pid: number, role: 'primary' | 'spare'): number | undefined {
   const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
   return children.find((c) => {
@@ -43,6 +48,8 @@ describe('hot spare', () => {
     const primary = await waitFor('the primary worker process', async () => childWithRole(task.pid, 'primary'));
     const spare = await waitFor('the spare worker process', async () => childWithRole(task.pid, 'spare'));
     const victimId = (await results(stack, 'hs')).at(-1)!.worker;
+    expect(envOf(primary, 'WORKER_ID')).toBe(victimId);
+    const spareId = envOf(spare, 'WORKER_ID')!;
 
     // Act
     const killedAtMs = Date.now();
@@ -57,9 +64,10 @@ describe('hot spare', () => {
     const tenure = assertNoOverlappingTenure(items);
     expect(tenure.workers[0]).toBe(victimId);
     const successor = items.find((r) => r.worker !== victimId)!;
-    // The spare's worker id is the task's, `/<n>`: the same task, and the spare that was there.
-    expect(successor.worker.split('/')[0]).toBe(victimId.split('/')[0]);
-    expect(childWithRole(task.pid, 'primary')).toBe(spare);
+    // The spare that was there took over (worker ids `<task's id>/<n>`), and it still runs.
+    expect(successor.worker).toBe(spareId);
+    expect(spareId.split('/')[0]).toBe(victimId.split('/')[0]);
+    expect(() => process.kill(spare, 0)).not.toThrow();
     // Issue 42's target for this case is 3 s; no visibility window and no task start is waited for.
     expect((successor.committedAtMs - killedAtMs) / 1000).toBeLessThan(3);
     // One task throughout: the janitor launched nothing.
