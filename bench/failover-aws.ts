@@ -314,7 +314,17 @@ async function main(): Promise<number> {
       console.log(`${name}: ${losses} slot leases lost in ${o.seeds} x ${o.falseFailoverMinutes} simulated minutes (DynamoDB throttling ${o.ddbThrottle * 100} % of calls), takeovers ${runs.map((r) => r.takeovers).join('/')}, violations ${runs.flatMap((r) => r.violations).length}`);
       out.push({ variant: name, tunables: VARIANTS[name]!.tunables ?? {}, leaseLosses: losses, simulatedMinutes: o.seeds * o.falseFailoverMinutes, ddbThrottle: o.ddbThrottle, runs });
     }
-    writeResult(o.out, { note: 'False failovers on the model: a healthy worker losing its slot to AWS errors alone (no GC or CPU stalls modelled).', results: out, machine: machine(), command: commandLine('failover-aws.ts') });
+    // Kept in the bench's one result file, beside the cases, by throttle rate.
+    const previous = existsSync(o.out) ? (JSON.parse(readFileSync(o.out, 'utf8')) as Record<string, unknown>) : {};
+    const byThrottle = { ...((previous.falseFailovers as Record<string, unknown> | undefined) ?? {}) };
+    byThrottle[`ddbThrottle=${o.ddbThrottle}`] = {
+      note: 'False failovers on the model: a healthy worker losing its slot to AWS errors alone (no GC or CPU stalls modelled).',
+      measuredOn: new Date().toISOString().slice(0, 10),
+      results: out,
+      machine: machine(),
+      command: commandLine('failover-aws.ts'),
+    };
+    writeResult(o.out, { ...previous, falseFailovers: byThrottle });
     return 0;
   }
   const rows = [];
