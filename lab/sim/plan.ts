@@ -11,7 +11,10 @@
  * - end markers moved earlier then corrected, or never put;
  * - kill -9 and SIGSTOP of a worker, shorter and longer than its lease;
  * - AWS errors: DynamoDB throttles and commits whose answer is lost, S3 read errors;
- * - operator commands at any point: replay --from, reconcile, release --force.
+ * - operator commands at any point: replay --from, reconcile, release --force;
+ * - the fleet's failover options (decision 70), drawn last so earlier draws stay: a hot spare
+ *   in every worker task (a kill or a pause then hits the worker process, under its
+ *   supervisor), 1-2 standby tasks on instances of their own (a kill may take one).
  */
 import { frameKey, endMarkerKey } from '../../core/ingest/keys.ts';
 import { FRAMES_METADATA_KEY, segmentKey } from '../../core/ingest/segment-keys.ts';
