@@ -160,6 +160,11 @@ export const METRIC_NAMES = {
     slotLeasesLost: 'SlotLeasesLost',
     /** Heartbeats whose outcome could not be confirmed. */
     heartbeatsUnconfirmed: 'HeartbeatsUnconfirmed',
+    /**
+     * What a hot spare's supervisor did (decision 75; dimension Why: failover | frozen-killed
+     * | handed-back, the last counting messages of a dead worker made visible again).
+     */
+    supervisorEvents: 'SupervisorEvents',
     /** Malformed slot messages parked in the slot DLQ. */
     messagesDeadLettered: 'MessagesDeadLettered',
     /** Events dead-lettered with a reason (dimension Reason). */

@@ -51,6 +51,8 @@ import { RulesStore } from '../core/analytics/s3/rules-store.ts';
 import { createProcessor, INFERENCE_THREAD_FAULT_ENV } from './processor-factory.ts';
 import { probeEntry, wrapPipeline } from './extensions.ts';
 import { ProcessProbe } from './runtime/crash/probe-process.ts';
+import { supervisedHooks } from './supervisor/child-ipc.ts';
+import { isStandbySeat, StandbyWatch } from './supervisor/standby.ts';
 
 /**
  * How long a worker whose processor broke may take to drain before it exits anyway: a
@@ -100,6 +102,14 @@ async function main(): Promise<number> {
   );
   // The worker hedges its own GETs (fetchHedgeMs, decision 38).
   const frames = timedFrames;
+  // A worker process under a hot spare's supervisor (decision 75) reports its claim,
+  // heartbeats and receipt handles; a spare waits for its promotion.
+  const supervised = supervisedHooks(env[WORKER_ENV.supervisedRole]);
+  // A standby (decision 75): launched for a seat past the slots, it takes a lapsed slot when one needs it.
+  const seat = isStandbySeat(slot, tunables) ? slot : undefined;
+  const standbyWatch =
+    seat !== undefined ? new StandbyWatch({ workerId: `${workerId}/seat`, seat, tunables, leases, metrics, log, now: Date.now }) : undefined;
+  let stopping = false;
   const reportStages = () => {
     const report = clock.report();
     // Reads ahead (decision 39): how many were used and how many were wasted GETs.
@@ -121,10 +131,12 @@ async function main(): Promise<number> {
 
   worker = new Worker({
     workerId,
-    ...(slot !== undefined ? { slot } : {}),
+    ...(slot !== undefined && seat === undefined ? { slot } : {}),
     tunables,
     leases,
-    queues,
+    queues: supervised ? supervised.wrapQueues(queues) : queues,
+    ...(supervised?.standBy ? { standBy: supervised.standBy } : standbyWatch ? { standBy: () => standbyWatch.wait(() => stopping) } : {}),
+    ...(supervised ? { onClaimed: supervised.onClaimed } : {}),
     frames,
     bucket: wiring.bucket,
     records: new DynamoDbRecords({ ddb: clients.ddb, resultsTable: wiring.resultsTable }),
@@ -140,7 +152,10 @@ async function main(): Promise<number> {
     rules: new RulesStore({ s3: clients.s3, bucket: wiring.bucket, refreshMs: tunables.rulesRefreshSeconds * 1000, log, metrics }),
     metrics,
     log,
-    onHeartbeat: healthFile ? () => writeFileSync(healthFile, String(Date.now())) : undefined,
+    onHeartbeat: (expiresAtMs) => {
+      if (healthFile) writeFileSync(healthFile, String(Date.now()));
+      supervised?.onHeartbeat(expiresAtMs);
+    },
     onLeaseLost: (reason) => {
       // No further writes from here on (they would be fenced anyway). The run loop ends
       // within one poll and hands back what that poll received; this is the backstop.
@@ -149,6 +164,7 @@ async function main(): Promise<number> {
     },
   });
   const onSignal = (signal: string) => {
+    stopping = true;
     log.info('signal received: draining', { signal });
     worker.requestStop();
   };

@@ -25,6 +25,11 @@ export class ProcessGate {
     return this.state === 'killed';
   }
 
+  /** Stopped (SIGSTOP) and not yet resumed. */
+  get paused(): boolean {
+    return this.state === 'paused';
+  }
+
   pause(): void {
     if (this.state !== 'running') return;
     this.state = 'paused';

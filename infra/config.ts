@@ -21,7 +21,7 @@ import { INTERFACE_ENDPOINTS } from './network.ts';
 import { DEFAULT_SITE_TAG } from './uploader-access.ts';
 import { planWorkloadSubnets, type SubnetPlan } from './subnet-plan.ts';
 import { gpuInstanceProblem, gpuInstanceSpec, perGpuShare } from './gpu-instances.ts';
-import { workerMemoryProblems } from '../core/config/worker-memory.ts';
+import { SPARE_WORKER_MIB, workerMemoryProblems } from '../core/config/worker-memory.ts';
 
 /** CloudWatch Logs accepts only these retention values. */
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
@@ -297,7 +297,7 @@ export function instanceTypesProblems(config: Pick<DeploymentSettings, 'instance
  * decoders within the limit (issue 43, items 3 and 4).
  */
 export function workerFitProblems(
-  config: Pick<StackConfig, 'instanceType' | 'instanceTypes' | 'taskMemoryMiB' | 'taskMemoryLimitMiB' | 'maxSegmentBytes' | 'maxOpenSegments' | 'segmentReadAheadBytes' | 'videosPerSlot'>,
+  config: Pick<StackConfig, 'instanceType' | 'instanceTypes' | 'taskMemoryMiB' | 'taskMemoryLimitMiB' | 'maxSegmentBytes' | 'maxOpenSegments' | 'segmentReadAheadBytes' | 'videosPerSlot'> & Partial<Pick<StackConfig, 'hotSpare'>>,
 ): string[] {
   const problems: string[] = [];
   for (const type of instanceTypesOf(config)) {
@@ -310,7 +310,7 @@ export function workerFitProblems(
     if (config.taskMemoryLimitMiB > room) problems.push(`taskMemoryLimitMiB (${config.taskMemoryLimitMiB}) does not fit ${type}: at most ${room} MiB per GPU (its memory per GPU less 1 GiB for the OS and the ECS agent)`);
   }
   if (config.taskMemoryLimitMiB <= config.taskMemoryMiB) problems.push(`taskMemoryLimitMiB (${config.taskMemoryLimitMiB}) must be above taskMemoryMiB (${config.taskMemoryMiB}), the reservation ECS places by`);
-  problems.push(...workerMemoryProblems({ memoryLimitMiB: config.taskMemoryLimitMiB, maxSegmentBytes: config.maxSegmentBytes, segmentReadAheadBytes: config.segmentReadAheadBytes, maxOpenSegments: config.maxOpenSegments, videosPerSlot: config.videosPerSlot }));
+  problems.push(...workerMemoryProblems({ memoryLimitMiB: config.taskMemoryLimitMiB, maxSegmentBytes: config.maxSegmentBytes, segmentReadAheadBytes: config.segmentReadAheadBytes, maxOpenSegments: config.maxOpenSegments, videosPerSlot: config.videosPerSlot, spareMiB: config.hotSpare !== false ? SPARE_WORKER_MIB : 0 }));
   return problems;
 }
 
@@ -341,7 +341,8 @@ export function azCountOf(config: Pick<DeploymentSettings, 'availabilityZones' |
 /** The workload subnets' size for this configuration (see infra/subnet-plan.ts). */
 export function workloadSubnetPlan(config: StackConfig): SubnetPlan {
   return planWorkloadSubnets({
-    slotCount: config.slotCount,
+    // Standby tasks (decision 75) take an ENI and an instance each, as a slot's task does.
+    slotCount: config.slotCount + config.standbyWorkers,
     maxInstances: config.maxInstances,
     azCount: azCountOf(config),
     interfaceEndpoints: config.interfaceEndpoints ? Object.keys(INTERFACE_ENDPOINTS).length : 0,

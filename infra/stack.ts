@@ -139,7 +139,8 @@ export class FrameAffinityStack extends Stack {
       instanceType: new ec2.InstanceType(config.instanceType),
       instanceTypes: instanceTypesOf(config).map((t) => new ec2.InstanceType(t)),
       ...(config.workerImage ? { image: workerImageFromEcr(this, 'WorkerImageRepository', config.workerImage, { internetEgress: config.natGateways > 0 && (config.allowInternetEgress || !config.interfaceEndpoints) }) } : {}),
-      maxInstances: config.maxInstances > 0 ? config.maxInstances : config.slotCount,
+      // A standby runs on an instance of its own (decision 75).
+      maxInstances: config.maxInstances > 0 ? config.maxInstances : config.slotCount + config.standbyWorkers,
       taskCpuUnits: config.taskCpuUnits,
       taskMemoryMiB: config.taskMemoryMiB,
       taskMemoryLimitMiB: config.taskMemoryLimitMiB,

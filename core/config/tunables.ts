@@ -328,6 +328,24 @@ export const TUNABLES = {
    */
   clockSkewToleranceMs: { kind: 'integer', default: 5_000, min: 0, max: 60_000, unit: 'ms', meaning: 'Clock skew tolerated by take-over and suspicion decisions (costs this much failover for an unreported death)' },
   /**
+   * A hot spare beside each worker (decision 75): the task runs a supervisor, the worker and
+   * a second worker process with its model loaded, which takes the slot the moment the first
+   * dies (kill -9, a crash), its lease ended by the supervisor, fenced by the dead worker's
+   * claim, and its messages handed back. Costs a second model's memory on the task's GPU and
+   * host; no AWS cost. Off: the task runs one worker process, as before.
+   */
+  hotSpare: { kind: 'flag', default: true, meaning: 'A second worker process per task, model loaded, that takes the slot at once when the first dies (decision 75); costs a second model\'s GPU and host memory' },
+  /**
+   * Standby worker tasks for the whole fleet (decision 75), each on a GPU instance that runs
+   * no worker (ECS placement: `not(task:group == ...)`), model loaded, taking a slot whose
+   * lease lapsed with no stop reported (an instance lost). A lost standby is replaced by the
+   * janitor. Each costs a GPU instance: see docs/deploy.md "Standbys" for the figures
+   * behind the default.
+   */
+  standbyWorkers: { kind: 'integer', default: 0, min: 0, max: 100, off: { value: 0, meaning: 'none' }, unit: 'tasks', meaning: 'Standby worker tasks, each on a GPU instance of its own, taking over a slot whose lease lapsed (an instance lost); 0 = none (see docs/deploy.md, "Standbys")' },
+  /** How often a standby reads the slot leases for one to take (one BatchGetItem of every slot). */
+  standbyPollMs: { kind: 'integer', default: 500, min: 100, max: 60_000, unit: 'ms', meaning: 'How often a standby reads the slot leases (one strongly consistent BatchGetItem per 100 slots)' },
+  /**
    * A worker that owns no video, finds none pinned to its slot, and has received no
    * message for this long releases its slot and exits (code 0), so an idle fleet drains
    * to zero tasks and the capacity provider can retire the GPU instances. Frames arriving
@@ -430,8 +448,13 @@ export function tunablesFromEnv(env: Record<string, string | undefined> = proces
   for (const key of Object.keys(TUNABLES) as (keyof Tunables)[]) {
     const raw = env[envNameOf(key)];
     if (raw === undefined || raw === '') continue;
-    if (TUNABLES[key].kind === 'text') {
+    const kind = (TUNABLES[key] as { kind: string }).kind;
+    if (kind === 'text') {
       out[key] = raw;
+    } else if (kind === 'flag') {
+      // The first flag among the tunables (hotSpare): as tunablesToEnv writes it.
+      if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${key} must be true or false (${envNameOf(key)} is "${raw}")`);
+      out[key] = raw === 'true';
     } else {
       const n = Number(raw);
       if (!Number.isFinite(n)) throw new ConfigError(`${envNameOf(key)} must be a number (got "${raw}")`);

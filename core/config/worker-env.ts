@@ -32,4 +32,6 @@ export const WORKER_ENV = {
   healthMaxAgeSeconds: 'HEALTH_MAX_AGE_SECONDS',
   /** How often EMF metric lines are written (default 10000). */
   metricsFlushIntervalMs: 'METRICS_FLUSH_INTERVAL_MS',
+  /** Set by the supervisor (decision 75) on the worker processes it forks: `primary` or `spare`. */
+  supervisedRole: 'SUPERVISED_ROLE',
 } as const;

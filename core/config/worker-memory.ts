@@ -17,18 +17,28 @@ const MIB = 1024 * 1024;
 export const WORKER_BASE_MIB = 4096;
 /** Per open segment decoder, besides the segment's bytes. */
 export const DECODER_OVERHEAD_MIB = 64;
+/**
+ * The hot spare (`hotSpare`, decision 75): a second worker process in the same container,
+ * idle until promoted: Node and its heap, onnxruntime's session and the model, no segments
+ * and no frames. Assumed, not measured on a GPU host.
+ */
+export const SPARE_WORKER_MIB = 1024;
 
 export interface WorkerMemoryInputs {
   /** The container's hard limit (`taskMemoryLimitMiB`). */
   readonly memoryLimitMiB: number;
   readonly maxSegmentBytes: number;
   readonly segmentReadAheadBytes: number;
+  /** Memory of a hot spare beside the worker ({@link SPARE_WORKER_MIB}), 0 without one. */
+  readonly spareMiB?: number;
 }
+
+/** What the limit leaves the decoders: less the worker's base, a spare's share and the read-ahead bytes. */
+const freeMiB = (i: WorkerMemoryInputs): number => i.memoryLimitMiB - WORKER_BASE_MIB - (i.spareMiB ?? 0) - i.segmentReadAheadBytes / MIB;
 
 /** The most segment decoders that fit under the limit at once (0 when none does). */
 export function openDecoderCap(i: WorkerMemoryInputs): number {
-  const free = i.memoryLimitMiB - WORKER_BASE_MIB - i.segmentReadAheadBytes / MIB;
-  return Math.max(0, Math.floor(free / (i.maxSegmentBytes / MIB + DECODER_OVERHEAD_MIB)));
+  return Math.max(0, Math.floor(freeMiB(i) / (i.maxSegmentBytes / MIB + DECODER_OVERHEAD_MIB)));
 }
 
 /**
@@ -41,13 +51,16 @@ export function workerMemoryProblems(i: WorkerMemoryInputs & { readonly maxOpenS
   const cap = openDecoderCap(i);
   const problems: string[] = [];
   if (i.maxOpenSegments > cap) {
-    const fitMiB = Math.floor((i.memoryLimitMiB - WORKER_BASE_MIB - i.segmentReadAheadBytes / MIB) / i.maxOpenSegments - DECODER_OVERHEAD_MIB);
+    const fitMiB = Math.floor(freeMiB(i) / i.maxOpenSegments - DECODER_OVERHEAD_MIB);
     problems.push(
       `maxOpenSegments (${i.maxOpenSegments}) decoders of up to maxSegmentBytes (${Math.round(i.maxSegmentBytes / MIB)} MiB) each, plus ${DECODER_OVERHEAD_MIB} MiB of frames per decoder, ` +
-        `${Math.round(i.segmentReadAheadBytes / MIB)} MiB read ahead and ${WORKER_BASE_MIB} MiB for the rest of the worker, do not fit taskMemoryLimitMiB (${i.memoryLimitMiB}): ` +
+        `${Math.round(i.segmentReadAheadBytes / MIB)} MiB read ahead and ${WORKER_BASE_MIB} MiB for the rest of the worker` +
+        (i.spareMiB ? ` and ${i.spareMiB} MiB for its hot spare (hotSpare)` : '') +
+        `, do not fit taskMemoryLimitMiB (${i.memoryLimitMiB}): ` +
         `at most ${cap} fit. Lower maxOpenSegments to ${cap}` +
         (fitMiB > 0 ? `, or maxSegmentBytes to ${fitMiB * MIB} (${fitMiB} MiB)` : '') +
-        ', or raise taskMemoryLimitMiB (a larger instance type)',
+        ', or raise taskMemoryLimitMiB (a larger instance type)' +
+        (i.spareMiB ? ', or set hotSpare=false' : ''),
     );
   }
   if (Math.min(i.maxOpenSegments, cap) < i.videosPerSlot) {

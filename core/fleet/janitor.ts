@@ -14,7 +14,7 @@
  * `maxProvisioningTasks` (bench/janitor-calls.ts).
  */
 import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from '../config.ts';
-import { isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
+import { canClaimSlot, isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
 import type { LeaseTable } from '../leases/port.ts';
 import type { LaunchedTaskState, LogSink, MetricSink, TaskLauncher } from '../ports.ts';
 import type { SlotQueue } from '../ingest/port.ts';
@@ -90,6 +90,8 @@ export interface JanitorReport {
   readonly grantsVoided: number[];
   /** Slots that needed a launch but were left for a later run by the PROVISIONING budget (`maxProvisioningTasks`). */
   readonly launchesDeferred: number[];
+  /** Standby seats (`slotCount + i`) a standby task was launched for (decision 75). */
+  readonly standbysLaunched?: number[];
   /** A scheduled run that did nothing because another one held the run lock. */
   readonly skipped?: true;
 }
@@ -206,6 +208,7 @@ export class Janitor {
       if (await this.hasWorkToLaunchFor(s, pinned.length, now, false, queuesChecked)) candidates.push({ s, stoppedHere: false });
     }
     const acted = await this.act(candidates, slots, now);
+    const standbysLaunched = await this.ensureStandbys(this.standbySeats(), now);
     const liveSlots = slots.filter((s) => isSlotLive(s, now)).length;
     this.d.metrics.count(METRIC_NAMES.janitor.liveSlots, liveSlots);
     this.d.metrics.count(METRIC_NAMES.janitor.slotsWithWorkNoOwner, acted.slotsWithWorkNoOwner.length);
@@ -213,10 +216,49 @@ export class Janitor {
     this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, acted.launched.length);
     this.d.metrics.count(METRIC_NAMES.janitor.launchesDeferred, acted.launchesDeferred.length);
     this.d.metrics.count(METRIC_NAMES.janitor.slotDlqMessages, await this.slotDlqMessages(slots, now));
-    return this.logged({ liveSlots, pinnedVideos, countsRepaired, queuesChecked, ...acted }, 'schedule');
+    return this.logged({ liveSlots, pinnedVideos, countsRepaired, queuesChecked, ...acted, ...(standbysLaunched.length ? { standbysLaunched } : {}) }, 'schedule');
+  }
+
+  /** The standby seats the fleet keeps (decision 75): `slotCount` .. `slotCount + standbyWorkers - 1`. */
+  private standbySeats(): number[] {
+    const t = this.d.tunables;
+    return Array.from({ length: t.standbyWorkers }, (_, i) => t.slotCount + i);
+  }
+
+  /**
+   * Launches a standby for every seat whose holder is gone (its seat lease lapsed or was
+   * ended by a stop report, or never held) and for which no launch is in grace: a lost
+   * standby is replaced. Seats are lease items like slots, so launches are granted once
+   * per grace window with the same grants; a seat has no queue and no videos.
+   */
+  private async ensureStandbys(seats: readonly number[], now: number, stopped = false): Promise<number[]> {
+    const launcher = this.d.launcher();
+    if (seats.length === 0 || !launcher) return [];
+    const t = this.d.tunables;
+    const launched: number[] = [];
+    for (const s of await this.d.leases.getSlotsNumbered(seats)) {
+      // A seat whose standby was reported stopped (its lease ended by the report) is free at once.
+      if (!canClaimSlot(s, now, t) || isSlotLaunching(s, now, t)) continue;
+      try {
+        const r = await launchSlot(this.launchDeps(launcher), s, stopped ? 'force' : 'if-dead', stopped ? 'standby task stopped' : 'standby seat empty');
+        if (r.kind === 'launched') launched.push(s.slot);
+      } catch (e) {
+        this.d.log.error('standby launch failed', { seat: s.slot, error: String(e) });
+        countLaunchFailure(this.d.metrics, METRIC_NAMES.janitor.taskLaunchFailures, 'error');
+      }
+    }
+    return launched;
+  }
+
+  /** A standby's task stopped: its seat's lease is ended, and another standby launched. */
+  private async runStoppedSeat(trigger: StoppedTask): Promise<JanitorReport> {
+    const expiry = await this.expireStoppedOwner(trigger);
+    const standbysLaunched = await this.ensureStandbys([trigger.slot], this.now(), expiry === 'expired');
+    return this.logged({ liveSlots: 0, pinnedVideos: 0, countsRepaired: [], queuesChecked: [], slotsWithWorkNoOwner: [], launched: [], launchFailed: [], grantsVoided: [], launchesDeferred: [], standbysLaunched }, 'task-stopped');
   }
 
   private async runStopped(trigger: StoppedTask): Promise<JanitorReport> {
+    if (trigger.slot >= this.d.tunables.slotCount) return this.runStoppedSeat(trigger);
     // A stopped task cannot renew its lease: end it now so the replacement launched below
     // claims at once instead of waiting for the TTL.
     const expiry = await this.expireStoppedOwner(trigger);
@@ -357,7 +399,7 @@ export class Janitor {
   }
 
   private logged(report: JanitorReport, trigger: JanitorTrigger['kind']): JanitorReport {
-    if (report.launched.length > 0 || report.countsRepaired.length > 0 || report.launchFailed.length > 0 || report.grantsVoided.length > 0) {
+    if (report.launched.length > 0 || (report.standbysLaunched?.length ?? 0) > 0 || report.countsRepaired.length > 0 || report.launchFailed.length > 0 || report.grantsVoided.length > 0) {
       const { queuesChecked, ...acted } = report;
       this.d.log.info('janitor acted', { ...acted, queuesChecked: queuesChecked.length, trigger });
     }

@@ -127,6 +127,23 @@ export interface SlotLeases {
   setVideoCount(slot: number, expected: number, actual: number): Promise<void>;
 }
 
+/**
+ * What a hot spare's supervisor needs (decision 75): ends the lease of a worker process it
+ * saw die, fenced by that worker's own claim. Kept apart from {@link SlotLeases} so the
+ * janitor's and router's fakes need not grow.
+ */
+export interface DeadOwnerRelease {
+  /**
+   * Ends the slot lease of `fence`'s worker, known dead at `stoppedAtMs` (its supervisor
+   * reaped it): only while the slot is still that worker's claim (owner and epoch), so a
+   * successor's lease is never touched. The owner stays, so the next claim reads as a
+   * takeover from a dead owner (the crash-loop breaker still isolates its videos), and the
+   * slot is claimable at once (`ownerStoppedAtMs`, no skew allowance: the same host's
+   * clock saw the death). `not-held` when the slot is no longer that claim.
+   */
+  endDeadOwner(fence: SlotFence, stoppedAtMs: number, nowMs: number): Promise<'ended' | 'not-held'>;
+}
+
 /** Launch grants on slot items: at most one launch per slot per grace window. */
 export interface LaunchGrants {
   /** Grants one launch; the launch sequence number, or undefined when refused. */

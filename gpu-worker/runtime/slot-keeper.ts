@@ -21,8 +21,8 @@ export interface SlotKeeperDeps {
   readonly metrics: MetricSink;
   readonly log: LogSink;
   readonly now: () => number;
-  /** Called on every confirmed heartbeat. */
-  readonly onHeartbeat?: () => void;
+  /** Called on every confirmed heartbeat (and the claim) with the lease's confirmed expiry. */
+  readonly onHeartbeat?: (expiresAtMs: number) => void;
   /** Called once, the moment the lease is lost or cannot be confirmed. */
   readonly onLost: (reason: string) => void;
 }
@@ -49,6 +49,11 @@ export class SlotKeeper {
     return this.takenOverValue;
   }
 
+  /** The expiry of the lease as last confirmed (claim or heartbeat). */
+  get confirmedExpiryMs(): number {
+    return this.lastConfirmedExpiryMs;
+  }
+
   /** Why the lease was lost, or undefined while it is held. */
   get lost(): string | undefined {
     return this.lostReason;
@@ -57,29 +62,31 @@ export class SlotKeeper {
   /**
    * Claims a slot, waiting out a predecessor's lease if needed (a replacement may start
    * while the dead owner's lease still runs). Undefined when none could be had in time
-   * or `shouldStop` said so.
+   * or `shouldStop` said so. `slot` overrides the one the keeper was built with (a standby
+   * learns its slot only when it is needed: decision 75).
    */
-  async claim(shouldStop: () => boolean): Promise<SlotFence | undefined> {
+  async claim(shouldStop: () => boolean, slot?: number): Promise<SlotFence | undefined> {
     const t = this.d.tunables;
     const ttlMs = t.slotLeaseTtlSeconds * 1000;
     // A predecessor's lease may need its TTL plus the clock-skew tolerance to lapse.
     const giveUpAtMs = this.d.now() + 2 * ttlMs + t.clockSkewToleranceMs + 5_000;
-    const candidates = this.d.slot !== undefined ? [this.d.slot] : Array.from({ length: t.slotCount }, (_, i) => i);
+    const wanted = slot ?? this.d.slot;
+    const candidates = wanted !== undefined ? [wanted] : Array.from({ length: t.slotCount }, (_, i) => i);
     while (!shouldStop() && this.d.now() < giveUpAtMs) {
-      for (const slot of candidates) {
+      for (const candidate of candidates) {
         let claimed: SlotClaim | undefined;
         try {
-          claimed = await this.d.leases.claimSlot(slot, this.d.workerId, this.d.now(), ttlMs, t.clockSkewToleranceMs);
+          claimed = await this.d.leases.claimSlot(candidate, this.d.workerId, this.d.now(), ttlMs, t.clockSkewToleranceMs);
         } catch (e) {
           // A throttle or timeout while claiming: nothing is held yet, try again shortly.
-          this.d.log.warn('slot claim failed; retrying', { slot, error: String(e) });
+          this.d.log.warn('slot claim failed; retrying', { slot: candidate, error: String(e) });
           continue;
         }
         if (claimed) {
           this.lastConfirmedExpiryMs = claimed.expiresAtMs;
           this.takenOverValue = claimed.takenOver;
-          this.d.onHeartbeat?.();
-          this.fenceValue = { slot, workerId: this.d.workerId, epoch: claimed.epoch };
+          this.d.onHeartbeat?.(claimed.expiresAtMs);
+          this.fenceValue = { slot: candidate, workerId: this.d.workerId, epoch: claimed.epoch };
           return this.fenceValue;
         }
       }
@@ -132,7 +139,7 @@ export class SlotKeeper {
         return;
       }
       this.lastConfirmedExpiryMs = now + ttlMs;
-      this.d.onHeartbeat?.();
+      this.d.onHeartbeat?.(this.lastConfirmedExpiryMs);
     } catch (e) {
       const detail = e instanceof UnconfirmedError ? e.message : String(e);
       this.d.log.warn('heartbeat not confirmed', { detail });

@@ -1,7 +1,7 @@
 /** What a worker is built from (worker.ts), and why its run loop ends. */
 import type { Tunables } from '../../core/config.ts';
 import type { FrameProcessor, LogSink, MetricSink } from '../../core/ports.ts';
-import type { LeaseTable } from '../../core/leases/port.ts';
+import type { LeaseTable, SlotFence } from '../../core/leases/port.ts';
 import type { RecordReader } from '../../core/commit/port.ts';
 import type { ReplayDeletes } from '../../core/commit/operations/replay.ts';
 import type { FrameSource, SlotQueue } from '../../core/ingest/port.ts';
@@ -45,8 +45,16 @@ export interface WorkerDeps {
   readonly now?: () => number;
   /** Counts and decodes segments; absent: FFmpeg (node-av). The simulation's is thread-free (lab/sim/). */
   readonly segmentCodec?: FrameSourcesDeps['segmentCodec'];
-  /** Called on every confirmed heartbeat (health file for the container health check). */
-  readonly onHeartbeat?: () => void;
+  /** Called on every confirmed heartbeat (health file for the container health check; the supervisor's watchdog) with the lease's confirmed expiry. */
+  readonly onHeartbeat?: (expiresAtMs: number) => void;
+  /**
+   * A hot spare or a standby (decision 75): awaited once the processor has started (model
+   * loaded), before any claim. It resolves when the worker is needed, with the slot to claim
+   * (absent: `slot`, or the first free one), or `'stop'` to exit without claiming.
+   */
+  readonly standBy?: () => Promise<{ readonly slot?: number } | 'stop'>;
+  /** Called once the slot is claimed, with the fence its writes carry (the supervisor fences its release with it). */
+  readonly onClaimed?: (fence: SlotFence, expiresAtMs: number) => void;
   /** Called the moment the slot lease is lost or cannot be confirmed; the run loop ends within one poll. */
   readonly onLeaseLost?: (reason: string) => void;
 }

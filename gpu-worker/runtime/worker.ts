@@ -184,8 +184,12 @@ export class Worker {
     this.d.log.info('processor ready', { processor: this.d.processor.description, provider: this.d.processor.provider, processorStartMs });
     // onnxruntime can fall back to CPU silently: report what really runs.
     if (this.d.processor.provider) this.d.metrics.count(METRIC_NAMES.worker.executionProvider, 1, { Provider: this.d.processor.provider });
-    const fence = await this.keeper.claim(() => this.stopRequested);
+    // A hot spare or standby waits here, model loaded, until it is needed (decision 75).
+    const standingBy = this.d.standBy ? await this.d.standBy() : {};
+    if (standingBy === 'stop' || this.stopRequested) return 'no-slot';
+    const fence = await this.keeper.claim(() => this.stopRequested, standingBy.slot);
     if (!fence) return 'no-slot';
+    this.d.onClaimed?.(fence, this.keeper.confirmedExpiryMs);
     this.d.log.info('slot claimed', {
       slot: fence.slot,
       epoch: fence.epoch,

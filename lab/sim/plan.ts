@@ -11,7 +11,10 @@
  * - end markers moved earlier then corrected, or never put;
  * - kill -9 and SIGSTOP of a worker, shorter and longer than its lease;
  * - AWS errors: DynamoDB throttles and commits whose answer is lost, S3 read errors;
- * - operator commands at any point: replay --from, reconcile, release --force.
+ * - operator commands at any point: replay --from, reconcile, release --force;
+ * - the fleet's failover options (decision 75), drawn last so earlier draws stay: a hot spare
+ *   in every worker task (a kill or a pause then hits the worker process, under its
+ *   supervisor), 1-2 standby tasks on instances of their own (a kill may take one).
  *
  * And two *reactive* faults, which the world fires when the product reaches a moment a
  * drawn time would almost never hit (decision 61):
@@ -105,6 +108,17 @@ export interface SimPlan {
   readonly doubtWindows?: readonly DoubtWindow[];
   /** When the last planned event fires. */
   readonly lastEventMs: number;
+  /**
+   * The fleet's failover options (decision 75): a hot spare in every worker task, standby
+   * tasks on instances of their own. Absent: neither (plans kept from before).
+   */
+  readonly world?: SimWorldOptions;
+}
+
+/** The fleet's failover options a plan draws (decision 75). */
+export interface SimWorldOptions {
+  readonly hotSpare?: boolean;
+  readonly standbys?: number;
 }
 
 export interface PlanOptions {
@@ -254,10 +268,14 @@ export function makePlan(seed: number, draw: () => number, o: PlanOptions = {}):
   if (chance('redrive', 0.1)) events.push({ atMs: int(draw, 0, processWindow), kind: 'redrive', faults: ['redrive'] });
   const faulty = chance('aws-errors', 0.3);
   const aws: AwsFaultRates = faulty ? { ddbThrottle: draw() * 0.04, ddbLostAnswer: draw() * 0.05, s3Error: draw() * 0.04, sqsError: draw() * 0.03 } : NO_AWS_FAULTS;
+  // Drawn last, so every earlier choice of a seed's plan stays what it was.
+  const hotSpare = chance('hot-spare', 0.35);
+  const standbys = chance('standby', 0.2) ? int(draw, 1, 2) : 0;
+  const world = hotSpare || standbys > 0 ? { world: { ...(hotSpare ? { hotSpare } : {}), ...(standbys > 0 ? { standbys } : {}) } } : {};
   // The reactive faults draw from a stream of their own, so that every plan drawn before them stays as it was.
   const doubtWindows = reactiveFaults(seed, videos, events, off);
   events.sort((a, b) => a.atMs - b.atMs);
-  return { seed, slots, videos, events, aws, ...(doubtWindows.length ? { doubtWindows } : {}), lastEventMs: Math.max(0, ...events.map((e) => e.atMs)) };
+  return { seed, slots, videos, events, aws, ...(doubtWindows.length ? { doubtWindows } : {}), lastEventMs: Math.max(0, ...events.map((e) => e.atMs)), ...world };
 }
 
 /**

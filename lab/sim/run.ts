@@ -23,7 +23,8 @@ import { parseSourceKey } from '../../core/ingest/segment-keys.ts';
 import { checkInvariants, type InvariantResult, type VideoOutcome } from '../../bench/harness/invariants.ts';
 import { SimClock } from './clock.ts';
 import { runOperator } from './operator.ts';
-import { makePlan, type PlanOptions, type SimEvent, type SimPlan } from './plan.ts';
+import { makePlan, type PlanOptions, type SimEvent, type SimPlan, type SimWorldOptions } from './plan.ts';
+import type { Tunables } from '../../core/config.ts';
 import { SimWorld, type SimLatencies, type TraceLine } from './world.ts';
 
 export interface SimResult {
@@ -48,6 +49,10 @@ export interface SimRunOptions extends PlanOptions {
   readonly latencies?: SimLatencies;
   /** Simulated time each worker's batch takes (lab/sim/media.ts SimProcessor). @default 0 */
   readonly processBatchMs?: number;
+  /** Tunables over the simulation's (a bench's lease and heartbeat). */
+  readonly tunables?: Partial<Tunables>;
+  /** The fleet's failover options, over the plan's (a bench's hot spare or standbys). */
+  readonly world?: SimWorldOptions;
   /** Called once the world exists, on the simulated clock (a bench schedules its own faults here). */
   readonly onWorld?: (world: SimWorld) => void;
   /** Called after the oracle's verdict, before the clock goes back (a bench reads the records here). */
@@ -69,10 +74,13 @@ export async function runPlan(plan: SimPlan, o: SimRunOptions = {}): Promise<Sim
 
 async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promise<SimResult> {
   const worldDraw = rng(plan.seed * 31 + 7);
+  const fleet = { ...plan.world, ...o.world };
   const world = new SimWorld({
     draw: worldDraw,
     slots: plan.slots,
-    tunables: { firstFrameNumber: 0 },
+    tunables: { firstFrameNumber: 0, ...o.tunables },
+    ...(fleet.hotSpare ? { hotSpare: true } : {}),
+    ...(fleet.standbys ? { standbys: fleet.standbys } : {}),
     faults: plan.aws,
     faultDraw: rng(plan.seed * 17 + 3),
     latencyDraw: rng(plan.seed * 13 + 11),
@@ -83,6 +91,9 @@ async function simulate(plan: SimPlan, clock: SimClock, o: SimRunOptions): Promi
   world.startJanitor();
   o.onWorld?.(world);
   const faults: Record<string, number> = {};
+  // The fleet's options count as kinds of the seed's coverage.
+  if (fleet.hotSpare) faults['hot-spare'] = 1;
+  if (fleet.standbys) faults.standby = fleet.standbys;
   let fired = 0;
   let applying = 0;
   // Events not fired yet, by their timer: a reactive fault fires one early (at most once).
@@ -213,7 +224,8 @@ async function apply(world: SimWorld, e: SimEvent, hooks: { race: (videoId: stri
     }
     case 'kill':
     case 'pause': {
-      const running = world.runningTasks();
+      // A standby can be lost too (a kill takes its whole task); it is replaced (decision 75).
+      const running = e.kind === 'kill' ? [...world.runningTasks(), ...world.runningStandbys()] : world.runningTasks();
       if (running.length === 0) {
         world.note(`${e.kind}: no task running`);
         return;

@@ -38,6 +38,11 @@ import { injectedError } from '../aws/fault-injection.ts';
 import { SIM_RULES, SIM_SEGMENT_CODEC, SimProcessor } from './media.ts';
 import { DEFAULT_RULES_KEY, RulesStore } from '../../core/analytics/s3/rules-store.ts';
 import type { AwsFaultRates, DoubtWindow } from './plan.ts';
+import { Supervisor, type SupervisedChild } from '../../gpu-worker/supervisor/supervisor.ts';
+import { mirroredQueue } from '../../gpu-worker/supervisor/held-handles.ts';
+import { StandbyWatch } from '../../gpu-worker/supervisor/standby.ts';
+import type { ChildRole } from '../../core/fleet/hot-spare.ts';
+import type { ExitReason } from '../../gpu-worker/runtime/worker-deps.ts';
 
 /** Latencies of what AWS does by itself, in ms (drawn per event from these ranges). */
 export interface SimLatencies {
@@ -85,15 +90,33 @@ interface PendingIngest {
   visibleAtMs: number;
 }
 
+/** A worker process inside a task with a hot spare (decision 75): its own gate behind the task's. */
+export interface SimProcess {
+  readonly id: string;
+  role: ChildRole;
+  readonly gate: ProcessGate;
+  readonly worker: Worker;
+  /** Ends a spare's wait: promoted (claim) or stopped. */
+  wake?: (w: { slot?: number } | 'stop') => void;
+}
+
 /** A worker task: its gate, its worker, and how it ended. */
 export interface SimTask {
   readonly taskId: string;
+  /** The slot it was launched for; a standby's seat (slotCount and up) for a standby. */
   readonly slot: number;
+  /** The task's (container's) gate: kill -9 of the task, SIGSTOP of the whole container. */
   readonly gate: ProcessGate;
+  /** The worker holding (or claiming) the slot: with a hot spare, the primary's. */
   worker?: Worker;
   state: 'starting' | 'running' | 'stopped';
   /** How it stopped: its run loop's exit reason, `killed`, or a thrown error. */
   exit?: string;
+  /** A standby task (decision 75): on an instance of its own, waiting for a lapsed slot. */
+  readonly standby: boolean;
+  /** With a hot spare: the supervisor and its worker processes. */
+  supervisor?: Supervisor;
+  readonly processes: Map<string, SimProcess>;
 }
 
 const quietLog: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
@@ -127,6 +150,8 @@ export class SimWorld {
   private ingestSeq = 0;
   private sequencer = 0;
   private pollerArmed = false;
+  private pollerDueAtMs = 0;
+  private pollerTimer: ReturnType<typeof setTimeout> | undefined;
   private stopping = false;
   private readonly launched = new Map<string, string>();
   private janitorTimer: ReturnType<typeof setInterval> | undefined;
@@ -145,9 +170,22 @@ export class SimWorld {
   /** Told when a doubt window opens (the run puts the withheld upload then). */
   onDoubtOpened: (w: DoubtWindow) => void = () => undefined;
 
-  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number; latencyDraw?: () => number; processBatchMs?: number; doubtWindows?: readonly DoubtWindow[] }) {
+  /** A hot spare in every worker task (decision 75). */
+  readonly hotSpare: boolean;
+  /**
+   * A poison frame (a test's, set before any task starts): the worker process that runs it
+   * dies at once, as an out-of-memory kill or a native crash would (the crash-loop breaker's
+   * case, decision 28). Deaths on it are counted in {@link poisonDeaths}.
+   */
+  poison: { readonly videoId: string; readonly frame: number } | undefined;
+  poisonDeaths = 0;
+  /** Seats of standby tasks launched so far (the first launch of a seat finds its instance warm). */
+  private readonly seatsStarted = new Set<number>();
+
+  constructor(o: { draw: () => number; tunables?: Partial<Tunables>; latencies?: SimLatencies; slots?: number; faults?: AwsFaultRates; faultDraw?: () => number; latencyDraw?: () => number; processBatchMs?: number; hotSpare?: boolean; standbys?: number; doubtWindows?: readonly DoubtWindow[] }) {
     this.draw = o.draw;
     this.doubts = (o.doubtWindows ?? []).map((w) => ({ w }));
+    this.hotSpare = o.hotSpare ?? false;
     this.latencyDraw = o.latencyDraw ?? o.draw;
     this.processBatchMs = o.processBatchMs ?? 0;
     this.faults = o.faults;
@@ -155,7 +193,7 @@ export class SimWorld {
     this.latencies = o.latencies ?? DEFAULT_LATENCIES;
     this.startMs = Date.now();
     const slots = o.slots ?? 2;
-    this.tunables = validateTunables({ ...DEFAULT_TUNABLES, slotCount: slots, ...o.tunables });
+    this.tunables = validateTunables({ ...DEFAULT_TUNABLES, slotCount: slots, ...o.tunables, hotSpare: o.hotSpare ?? false, standbyWorkers: o.standbys ?? 0 });
     const prefix = 'Sim';
     const names = resourceNames(prefix);
     const sqsBase = 'https://sqs.us-east-1.amazonaws.com/000000000000/';
@@ -213,6 +251,14 @@ export class SimWorld {
       const k = `${level} ${who.replace(/-\d+$/, '')}: ${message}`;
       this.warnings.set(k, (this.warnings.get(k) ?? 0) + 1);
     };
+    // SIM_LOG=1: every line the product logs, with the simulated time (debugging one seed).
+    if (process.env.SIM_LOG === '1') {
+      const say = (level: string) => (message: string, fields?: unknown) => {
+        process.stderr.write(`${(this.elapsedMs / 1000).toFixed(3)} ${level} ${who}: ${message} ${JSON.stringify(fields ?? {}).slice(0, 400)}\n`);
+        if (level === 'warn' || level === 'error') keep(level)(message);
+      };
+      return { debug() {}, info: say('info'), warn: say('warn'), error: say('error') };
+    }
     return { ...quietLog, warn: keep('warn'), error: keep('error') };
   }
 
@@ -338,13 +384,22 @@ export class SimWorld {
 
   /** The Lambda event source: polls while messages wait, hands batches of up to 10 visible ones to the router. */
   private armPoller(inMs: number): void {
-    if (this.pollerArmed || this.stopping) return;
+    if (this.stopping) return;
+    // A poll armed for later (every message in flight: the next visibility) is brought
+    // forward when a message arrives: Lambda's pollers never stop polling a queue with
+    // messages in it. Without this, one poll that found only messages in flight slept until
+    // their visibility ran out (minutes), however many notifications came meanwhile.
+    const dueAtMs = Date.now() + inMs;
+    if (this.pollerArmed && dueAtMs >= this.pollerDueAtMs) return;
+    if (this.pollerTimer) clearTimeout(this.pollerTimer);
     this.pollerArmed = true;
-    setTimeout(() => void this.poll(), inMs);
+    this.pollerDueAtMs = dueAtMs;
+    this.pollerTimer = setTimeout(() => void this.poll(), inMs);
   }
 
   private async poll(): Promise<void> {
     this.pollerArmed = false;
+    this.pollerTimer = undefined;
     const now = Date.now();
     const batch = this.ingest.filter((m) => m.visibleAtMs <= now).slice(0, 10);
     if (batch.length > 0) {
@@ -424,8 +479,17 @@ export class SimWorld {
         const key = `${r.slot}:${r.launchSeq}`;
         const known = this.launched.get(key);
         if (known) return { launched: true, taskId: known };
-        const taskId = `t${r.slot}-${r.launchSeq}`;
+        const standby = r.slot >= this.tunables.slotCount;
+        const taskId = standby ? `s${r.slot - this.tunables.slotCount}-${r.launchSeq}` : `t${r.slot}-${r.launchSeq}`;
         this.launched.set(key, taskId);
+        if (standby) {
+          // A standby lives on an instance of its own (placement, decision 75): its seat's
+          // first instance is there from the deploy; a replacement needs a new one.
+          const coldMs = this.seatsStarted.has(r.slot) && this.latencies.instanceStartMs ? this.between(this.latencies.instanceStartMs) : 0;
+          this.seatsStarted.add(r.slot);
+          this.startTask(taskId, r.slot, coldMs + this.between(this.latencies.taskStartMs), coldMs > 0 ? `${r.reason}; new instance first (${coldMs} ms)` : r.reason);
+          return { launched: true, taskId };
+        }
         // Drawn only after an instance loss: a seed without one replays as before.
         const coldMs = this.instanceLost && this.latencies.instanceStartMs ? this.between(this.latencies.instanceStartMs) : 0;
         this.instanceLost = false;
@@ -444,9 +508,10 @@ export class SimWorld {
   }
 
   private startTask(taskId: string, slot: number, afterMs: number, reason: string): void {
-    const task: SimTask = { taskId, slot, gate: new ProcessGate(), state: 'starting' };
+    const standby = slot >= this.tunables.slotCount;
+    const task: SimTask = { taskId, slot, gate: new ProcessGate(), state: 'starting', standby, processes: new Map() };
     this.tasks.set(taskId, task);
-    this.note(`launch ${taskId} for slot ${slot} (${reason}); starts in ${afterMs} ms`);
+    this.note(`launch ${taskId} for ${standby ? `standby seat ${slot}` : `slot ${slot}`} (${reason}); starts in ${afterMs} ms`);
     setTimeout(() => {
       if (task.state !== 'starting') return;
       if (this.stopping) {
@@ -454,31 +519,159 @@ export class SimWorld {
         return;
       }
       task.state = 'running';
-      const ddb = gatedClient(this.doubtful(this.faulty(this.leasesTwin.ddb, 'dynamodb')), task.gate);
-      const s3 = gatedClient(this.faulty(this.s3.asClient(), 's3'), task.gate);
-      const worker = new Worker({
-        workerId: taskId,
-        slot,
-        tunables: this.tunables,
-        leases: LeaseStore.forWiring(ddb, this.wiring, this.tunables),
-        queues: new SlotQueues(gatedClient(this.faulty(this.sqs.asClient(), 'sqs'), task.gate), this.wiring.slotQueueUrlPrefix),
-        frames: new FrameStore(s3),
-        bucket: this.bucket,
-        records: new DynamoDbRecords({ ddb, resultsTable: this.wiring.resultsTable }),
-        replayDeletes: new DynamoDbResultsAdmin({ ddb, resultsTable: this.wiring.resultsTable, eventsTable: this.wiring.eventsTable }),
-        processor: new SimProcessor(this.processBatchMs),
-        metrics: nullMetrics,
-        log: this.logSink(`worker-${taskId}`),
-        segmentCodec: SIM_SEGMENT_CODEC,
-        rules: new RulesStore({ s3, bucket: this.bucket, refreshMs: this.tunables.rulesRefreshSeconds * 1000, log: quietLog, metrics: nullMetrics }),
-      });
-      task.worker = worker;
       this.note(`${taskId} runs`);
+      if (this.hotSpare && !standby) {
+        this.startSupervised(task);
+        return;
+      }
+      const worker = this.workerFor(task, taskId, task.gate, standby ? { standBy: this.standByFor(task, taskId, task.gate) } : {});
+      task.worker = worker;
       worker.run().then(
         (reason) => this.taskStopped(task, reason, reason === 'drained' || reason === 'idle' ? 0 : 1),
         (e) => this.taskStopped(task, `error: ${e instanceof Error ? e.message : String(e)}`, 1),
       );
     }, afterMs);
+  }
+
+  /** A worker of `task` whose AWS calls pass `gates` (its process's, then its task's). */
+  private workerFor(task: SimTask, workerId: string, gate: ProcessGate, extra: Partial<ConstructorParameters<typeof Worker>[0]> & { queueSink?: Parameters<typeof mirroredQueue>[1] } = {}): Worker {
+    const through = <C extends { send: (...args: never[]) => Promise<unknown> }>(c: C): C => (gate === task.gate ? gatedClient(c, gate) : gatedClient(gatedClient(c, gate), task.gate));
+    const ddb = through(this.doubtful(this.faulty(this.leasesTwin.ddb, 'dynamodb')));
+    const s3 = through(this.faulty(this.s3.asClient(), 's3'));
+    const queues = new SlotQueues(through(this.faulty(this.sqs.asClient(), 'sqs')), this.wiring.slotQueueUrlPrefix);
+    const { queueSink, ...deps } = extra;
+    const processor = new SimProcessor(this.processBatchMs);
+    const run = processor.process.bind(processor);
+    processor.process = async (frames) => {
+      const p = this.poison;
+      if (p && frames.some((f) => f.videoId === p.videoId && f.frame === p.frame)) {
+        this.poisonDeaths++;
+        this.note(`${workerId} dies on poison frame ${p.videoId}/${p.frame}`);
+        const child = task.supervisor?.primary;
+        if (child?.id === workerId) child.kill();
+        else this.kill(task, { whole: true });
+        return new Promise(() => undefined);
+      }
+      return run(frames);
+    };
+    return new Worker({
+      workerId,
+      ...(task.standby ? {} : { slot: task.slot }),
+      tunables: this.tunables,
+      leases: LeaseStore.forWiring(ddb, this.wiring, this.tunables),
+      queues: queueSink ? mirroredQueue(queues, queueSink) : queues,
+      frames: new FrameStore(s3),
+      bucket: this.bucket,
+      records: new DynamoDbRecords({ ddb, resultsTable: this.wiring.resultsTable }),
+      replayDeletes: new DynamoDbResultsAdmin({ ddb, resultsTable: this.wiring.resultsTable, eventsTable: this.wiring.eventsTable }),
+      processor,
+      metrics: nullMetrics,
+      log: this.logSink(`worker-${workerId}`),
+      segmentCodec: SIM_SEGMENT_CODEC,
+      rules: new RulesStore({ s3, bucket: this.bucket, refreshMs: this.tunables.rulesRefreshSeconds * 1000, log: quietLog, metrics: nullMetrics }),
+      ...deps,
+    });
+  }
+
+  /** A standby's wait (gpu-worker/supervisor/standby.ts): holds its seat, reads the slots, names the one to take. */
+  private standByFor(task: SimTask, workerId: string, gate: ProcessGate): () => Promise<{ slot?: number } | 'stop'> {
+    const ddb = gatedClient(this.faulty(this.leasesTwin.ddb, 'dynamodb'), gate);
+    const watch = new StandbyWatch({ workerId: `${workerId}/seat`, seat: task.slot, tunables: this.tunables, leases: LeaseStore.forWiring(ddb, this.wiring, this.tunables), metrics: nullMetrics, log: this.logSink(`standby-${workerId}`), now: Date.now });
+    return async () => {
+      const w = await watch.wait(() => this.stopping || task.state !== 'running');
+      if (w !== 'stop') this.note(`${task.taskId} standby takes slot ${w.slot}`);
+      return w;
+    };
+  }
+
+  /**
+   * A task with a hot spare (decision 75): the product's supervisor over two worker
+   * processes in this task, each behind its own gate (kill -9 of a worker process) and the
+   * task's (the whole container). A child's death reaches the supervisor as its reaping
+   * would, a millisecond after the kill.
+   */
+  private startSupervised(task: SimTask): void {
+    const gate = task.gate;
+    const ddb = gatedClient(this.faulty(this.leasesTwin.ddb, 'dynamodb'), gate);
+    const sqs = new SlotQueues(gatedClient(this.faulty(this.sqs.asClient(), 'sqs'), gate), this.wiring.slotQueueUrlPrefix);
+    let seq = 0;
+    let watchdog: ReturnType<typeof setInterval> | undefined;
+    const codeOf = (r: ExitReason): number => (r === 'lease-lost' ? 3 : 0);
+    const supervisor: Supervisor = new Supervisor({
+      leases: LeaseStore.forWiring(ddb, this.wiring, this.tunables),
+      queues: sqs,
+      newWorkerId: (role) => `${task.taskId}/${role === 'spare' ? 's' : 'p'}${++seq}`,
+      metrics: nullMetrics,
+      log: this.logSink(`supervisor-${task.taskId}`),
+      now: Date.now,
+      onTaskExit: (code) => {
+        clearInterval(watchdog);
+        for (const p of task.processes.values()) p.gate.kill();
+        this.taskStopped(task, `supervisor exit ${code}`, code);
+      },
+      spawn: (role, id): SupervisedChild => {
+        const pgate = new ProcessGate();
+        let wake: SimProcess['wake'];
+        const waiting = role === 'spare' ? new Promise<{ slot?: number } | 'stop'>((resolve) => (wake = resolve)) : undefined;
+        const worker = this.workerFor(task, id, pgate, {
+          queueSink: supervisor.sinkFor(id),
+          onClaimed: (fence, exp) => supervisor.claimed(id, fence, exp),
+          onHeartbeat: (exp) => supervisor.heartbeat(id, exp),
+          ...(waiting ? { standBy: () => waiting } : {}),
+        });
+        const proc: SimProcess = { id, role, gate: pgate, worker, ...(wake ? { wake } : {}) };
+        task.processes.set(id, proc);
+        if (role === 'primary') task.worker = worker;
+        let reaped = false;
+        const reap = (code: number | null, signal: string | null) => {
+          if (reaped) return;
+          reaped = true;
+          task.processes.delete(id);
+          // SIGCHLD: the supervisor reaps the child a moment after it ends.
+          setTimeout(() => void supervisor.exited(id, code, signal), 1);
+        };
+        worker.run().then(
+          (r) => {
+            if (!pgate.killed && !gate.killed) reap(codeOf(r), null);
+          },
+          () => {
+            if (!pgate.killed && !gate.killed) reap(1, null);
+          },
+        );
+        return {
+          id,
+          kill: () => {
+            if (gate.killed) return;
+            pgate.kill();
+            this.note(`kill -9 ${id} (worker process of ${task.taskId})`);
+            reap(null, 'SIGKILL');
+          },
+          stop: () => {
+            worker.requestStop();
+            proc.wake?.('stop');
+          },
+          promote: () => {
+            proc.role = 'primary';
+            task.worker = worker;
+            this.note(`${id} promoted`);
+            proc.wake?.({});
+          },
+        };
+      },
+    });
+    task.supervisor = supervisor;
+    supervisor.start();
+    watchdog = setInterval(() => {
+      if (task.state !== 'running' || gate.killed) return clearInterval(watchdog);
+      // The supervisor's own timer: it does not run while the whole container is stopped.
+      if (!gate.paused) supervisor.checkFrozen();
+    }, 1_000);
+  }
+
+  /** The primary worker process of a task with a hot spare. */
+  primaryOf(task: SimTask): SimProcess | undefined {
+    for (const p of task.processes.values()) if (p.role === 'primary') return p;
+    return undefined;
   }
 
   private taskStopped(task: SimTask, exit: string, exitCode: number): void {
@@ -491,9 +684,20 @@ export class SimWorld {
     setTimeout(() => void this.runJanitor({ kind: 'task-stopped', slot: task.slot, stoppedAtMs, workerId: task.taskId, exitCode }), this.between(this.latencies.stoppedEventMs));
   }
 
-  /** kill -9 of a running task: its calls never return; ECS reports it stopped (exit 137). */
-  kill(task: SimTask): void {
+  /**
+   * kill -9 of a running task's worker process: its calls never return. Without a hot spare
+   * the task ends with it, and ECS reports it stopped (exit 137); with one, the supervisor
+   * reaps it and the spare takes over (decision 75). `whole`: the whole task (container).
+   */
+  kill(task: SimTask, o: { whole?: boolean } = {}): void {
     if (task.state !== 'running') return;
+    if (task.supervisor && !o.whole) {
+      // Through the supervisor's handle of its child, so the reaping follows as it would.
+      const child = task.supervisor.primary;
+      if (child) child.kill();
+      else this.note(`kill -9: ${task.taskId} has no primary worker process`);
+      return;
+    }
     task.gate.kill();
     this.note(`kill -9 ${task.taskId}`);
     this.taskStopped(task, 'killed', 137);
@@ -509,7 +713,8 @@ export class SimWorld {
     this.note('instance lost: every task on it dies, no task-stopped event');
     this.instanceLost = true;
     for (const t of this.tasks.values()) {
-      if (t.state === 'stopped') continue;
+      // Standbys are placed on instances of their own (decision 75).
+      if (t.state === 'stopped' || t.standby) continue;
       t.gate.kill();
       t.state = 'stopped';
       t.exit = 'instance lost';
@@ -517,24 +722,38 @@ export class SimWorld {
     }
   }
 
-  /** SIGSTOP for `forMs`, then SIGCONT. */
-  pause(task: SimTask, forMs: number): void {
+  /**
+   * SIGSTOP for `forMs`, then SIGCONT: of the worker process when the task has a hot spare
+   * (its supervisor then kills it once its lease ran out), of the whole task otherwise or
+   * when `whole` (the container: supervisor and spare with it).
+   */
+  pause(task: SimTask, forMs: number, o: { whole?: boolean } = {}): void {
     if (task.state !== 'running') return;
-    task.gate.pause();
-    this.note(`SIGSTOP ${task.taskId} for ${forMs} ms`);
+    const primary = task.supervisor && !o.whole ? this.primaryOf(task) : undefined;
+    const gate = primary ? primary.gate : task.gate;
+    const name = primary ? `${primary.id} (worker process of ${task.taskId})` : task.taskId;
+    gate.pause();
+    this.note(`SIGSTOP ${name} for ${forMs} ms`);
     setTimeout(() => {
-      task.gate.resume();
-      this.note(`SIGCONT ${task.taskId}`);
+      gate.resume();
+      this.note(`SIGCONT ${name}`);
     }, forMs);
   }
 
+  /** Running worker tasks (standbys apart: {@link runningStandbys}). */
   runningTasks(): SimTask[] {
-    return [...this.tasks.values()].filter((t) => t.state === 'running' && !t.gate.killed);
+    return [...this.tasks.values()].filter((t) => t.state === 'running' && !t.gate.killed && !t.standby);
+  }
+
+  runningStandbys(): SimTask[] {
+    return [...this.tasks.values()].filter((t) => t.state === 'running' && !t.gate.killed && t.standby);
   }
 
   // ------------------------------------------------------------------ the janitor
 
   startJanitor(): void {
+    // Standbys were there before the first frame (the janitor has run since the deploy).
+    if (this.tunables.standbyWorkers > 0) setTimeout(() => void this.runJanitor({ kind: 'schedule' }), 0);
     this.janitorTimer = setInterval(() => void this.runJanitor({ kind: 'schedule' }), this.tunables.janitorIntervalSeconds * 1000);
   }
 
@@ -554,8 +773,12 @@ export class SimWorld {
     for (const t of this.tasks.values()) {
       if (t.state === 'running' && !t.gate.killed) {
         t.gate.resume();
-        t.worker?.requestStop();
+        if (t.supervisor) {
+          for (const p of t.processes.values()) p.gate.resume();
+          t.supervisor.stop();
+        } else t.worker?.requestStop();
       }
     }
   }
 }
+

@@ -37,6 +37,10 @@ describe('tunables', () => {
       expect(String(e)).toMatch(/modelUri/);
     }
     expect(() => tunablesFromEnv({ SLOT_COUNT: 'many' })).toThrow(/SLOT_COUNT/);
+    // A flag (hotSpare, decision 75) reads as tunablesToEnv writes it, and nothing else.
+    expect(tunablesFromEnv({ HOT_SPARE: 'false' }).hotSpare).toBe(false);
+    expect(tunablesFromEnv({}).hotSpare).toBe(true);
+    expect(() => tunablesFromEnv({ HOT_SPARE: 'yes' })).toThrow(/hotSpare must be true or false \(HOT_SPARE is "yes"\)/);
   });
 
   it('requires videoIdleReleaseSeconds to exceed routerPinCacheSeconds, saying why', () => {

@@ -68,6 +68,23 @@ describe('idle exit wiring', () => {
   });
 });
 
+describe('hot spare and standbys (decision 75)', () => {
+  it('gives the worker and the launchers hotSpare (on) and standbyWorkers (0 by default); each standby adds an instance to the group\'s maximum', () => {
+    const byDefault = workerEnvironment(stack, resources);
+    expect(byDefault).toHaveProperty(envNameOf('hotSpare'), 'true');
+    expect(byDefault).toHaveProperty(envNameOf('standbyWorkers'), '0');
+    const group = resources[idOf(stack, stack.fleet.autoScalingGroup)]!.Properties!;
+    expect(group.MaxSize).toBe(String(DEFAULT_TUNABLES.slotCount));
+    const withStandbys = synth({ standbyWorkers: '2' });
+    expect(workerEnvironment(withStandbys.stack, withStandbys.resources)).toHaveProperty('STANDBY_WORKERS', '2');
+    expect(withStandbys.resources[idOf(withStandbys.stack, withStandbys.stack.fleet.autoScalingGroup)]!.Properties!.MaxSize).toBe(String(DEFAULT_TUNABLES.slotCount + 2));
+  });
+
+  it('rejects an invalid standby count at synthesis', () => {
+    expect(() => synth({ standbyWorkers: '101' })).toThrow(/standbyWorkers must be 0 \(none\) or an integer between 1 and 100/);
+  });
+});
+
 describe('scale in to zero', () => {
   it('lets the group reach zero instances, with ECS protecting only instances that run tasks', () => {
     // Prepare

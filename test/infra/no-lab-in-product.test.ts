@@ -110,9 +110,9 @@ describe('the GPU worker image', () => {
     expect(admitted.sort()).toEqual(['core/**', 'gpu-worker/**', 'package-lock.json', 'package.json']);
   });
 
-  it('runs gpu-worker/main.ts, not the lab entry, and names lab/ in no instruction', () => {
+  it('runs the supervisor (gpu-worker/supervisor-main.ts, which forks gpu-worker/main.ts; decision 75), not the lab entry, and names lab/ in no instruction', () => {
     const instructions = dockerfile.split('\n').filter((l) => !l.trimStart().startsWith('#'));
-    expect(instructions).toContain('ENTRYPOINT ["node", "gpu-worker/main.ts"]');
+    expect(instructions).toContain('ENTRYPOINT ["node", "gpu-worker/supervisor-main.ts"]');
     expect(instructions.filter((l) => /\blab\//.test(l))).toEqual([]);
   });
 
@@ -129,7 +129,7 @@ describe('the GPU worker image', () => {
     expect(offenders).toEqual([]);
   });
 
-  it.each(['gpu-worker/main.ts', 'gpu-worker/probe-main.ts', 'gpu-worker/vision/index.ts'])('%s reaches no lab file (esbuild metafile)', async (entry) => {
+  it.each(['gpu-worker/supervisor-main.ts', 'gpu-worker/main.ts', 'gpu-worker/probe-main.ts', 'gpu-worker/vision/index.ts'])('%s reaches no lab file (esbuild metafile)', async (entry) => {
     const m = await metafileOf(entry, true);
     expect(sources(m)).toContain(entry);
     expect(sources(m).filter((p) => !p.startsWith('core/') && !p.startsWith('gpu-worker/'))).toEqual([]);

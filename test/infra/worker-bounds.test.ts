@@ -11,7 +11,7 @@ import { App } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TUNABLES } from '../../core/config.ts';
-import { DECODER_OVERHEAD_MIB, openDecoderCap, WORKER_BASE_MIB, workerMemoryProblems } from '../../core/config/worker-memory.ts';
+import { DECODER_OVERHEAD_MIB, openDecoderCap, SPARE_WORKER_MIB, WORKER_BASE_MIB, workerMemoryProblems } from '../../core/config/worker-memory.ts';
 import { buildApp, cdkJsonContext } from '../../infra/app.ts';
 import { DEFAULT_STACK_CONFIG, workerFitProblems, workerThreadPoolSize } from '../../infra/config.ts';
 import { gpuInstanceProblem } from '../../infra/gpu-instances.ts';
@@ -65,7 +65,9 @@ describe('the worker container in the template', () => {
   });
 
   it('refuses to synthesize when the decoders cannot fit the memory limit, saying what to change', () => {
-    expect(() => synth({ maxSegmentBytes: 256 * MIB })).toThrow(/maxOpenSegments \(32\) decoders of up to maxSegmentBytes \(256 MiB\).*do not fit taskMemoryLimitMiB \(14336\): at most 31 fit\. Lower maxOpenSegments to 31, or maxSegmentBytes to \d+ \(\d+ MiB\)/s);
+    // The hot spare (on by default, decision 75) takes SPARE_WORKER_MIB of the limit: 28 fit, 31 without it.
+    expect(() => synth({ maxSegmentBytes: 256 * MIB })).toThrow(/maxOpenSegments \(32\) decoders of up to maxSegmentBytes \(256 MiB\).*and 1024 MiB for its hot spare \(hotSpare\), do not fit taskMemoryLimitMiB \(14336\): at most 28 fit\. Lower maxOpenSegments to 28, or maxSegmentBytes to \d+ \(\d+ MiB\).*or set hotSpare=false/s);
+    expect(() => synth({ maxSegmentBytes: 256 * MIB, hotSpare: 'false' })).toThrow(/at most 31 fit\. Lower maxOpenSegments to 31/);
   });
 
   it('refuses p3 (V100) instance types at synth', () => {
@@ -93,6 +95,7 @@ describe('workerFitProblems', () => {
     expect(openDecoderCap(inputs)).toBe(Math.floor((14336 - WORKER_BASE_MIB - 64) / (64 + DECODER_OVERHEAD_MIB)));
     expect(openDecoderCap({ ...inputs, memoryLimitMiB: 4096 })).toBe(0);
     expect(workerMemoryProblems({ ...inputs, maxOpenSegments: 32, videosPerSlot: 8 })).toEqual([]);
+    expect(openDecoderCap({ ...inputs, spareMiB: SPARE_WORKER_MIB })).toBe(Math.floor((14336 - WORKER_BASE_MIB - SPARE_WORKER_MIB - 64) / (64 + DECODER_OVERHEAD_MIB)));
   });
 
   it('sizes libuv from the smallest per-GPU share of vCPUs, within 8 to 256', () => {

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { DescribeTasksCommand, ECSClient, RunTaskCommand, type Failure, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
-import { ConfigError, WORKER_ENV } from '../../config.ts';
+import { ConfigError, WORKER_ENV, tunablesFromEnv } from '../../config.ts';
 import type { LaunchedTaskState, LaunchFailureReason, LaunchRequest, LaunchResult, TaskLauncher } from '../../ports.ts';
 
 /** Environment variables the ECS launcher reads. */
@@ -36,6 +36,32 @@ export interface EcsTaskLauncherOptions {
   readonly capacityProvider: string;
   readonly subnets: readonly string[];
   readonly securityGroups: readonly string[];
+  /**
+   * With standbys (decision 75): the first standby seat (`slotCount`). A launch for a seat
+   * is a standby task; workers and standbys then run in two task groups, each placed on no
+   * instance that runs a task of the other ({@link placementOf}). Absent: no standbys, no
+   * constraint.
+   */
+  readonly standbySeatsFrom?: number;
+}
+
+/** The ECS task groups of worker and standby tasks (decision 75). */
+export const WORKER_TASK_GROUP = 'frameaffinity-worker';
+export const STANDBY_TASK_GROUP = 'frameaffinity-standby';
+
+/**
+ * Where a task may run when the fleet has standbys: a standby on an instance that runs no
+ * worker (it protects every slot, so it must share no host with any of them), and a worker
+ * on an instance that runs no standby. ECS's cluster query language selects instances by
+ * the task groups they run (`task:group`; ECS developer guide, "Create expressions to
+ * define container instances for Amazon ECS tasks").
+ */
+export function placementOf(slot: number, standbySeatsFrom: number | undefined): Pick<RunTaskCommandInput, 'group' | 'placementConstraints'> {
+  if (standbySeatsFrom === undefined) return {};
+  const standby = slot >= standbySeatsFrom;
+  const mine = standby ? STANDBY_TASK_GROUP : WORKER_TASK_GROUP;
+  const other = standby ? WORKER_TASK_GROUP : STANDBY_TASK_GROUP;
+  return { group: mine, placementConstraints: [{ type: 'memberOf', expression: `not(task:group == ${other})` }] };
 }
 
 /** RunTask accepts client tokens of at most 64 characters. */
@@ -103,6 +129,7 @@ export class EcsTaskLauncher implements TaskLauncher {
       },
       startedBy: startedByOf(request.slot),
       clientToken: launchClientToken(o, request),
+      ...placementOf(request.slot, o.standbySeatsFrom),
     };
   }
 
@@ -211,11 +238,18 @@ export function ecsLauncherOptionsFromEnv(env: Record<string, string | undefined
     capacityProvider: read(ECS_LAUNCHER_ENV.capacityProvider),
     subnets: splitList(read(ECS_LAUNCHER_ENV.subnets)),
     securityGroups: splitList(read(ECS_LAUNCHER_ENV.securityGroups)),
+    ...standbySeats(env),
   };
   if (missing.length > 0) throw new ConfigError(`Missing environment for the ECS task launcher: ${missing.join(', ')}`);
   if (options.subnets.length === 0) throw new ConfigError(`${ECS_LAUNCHER_ENV.subnets} lists no subnet`);
   if (options.securityGroups.length === 0) throw new ConfigError(`${ECS_LAUNCHER_ENV.securityGroups} lists no security group`);
   return options;
+}
+
+/** The first standby seat, when the fleet has standbys (its tunables in the environment). */
+function standbySeats(env: Record<string, string | undefined>): Pick<EcsTaskLauncherOptions, 'standbySeatsFrom'> {
+  const t = tunablesFromEnv(env);
+  return t.standbyWorkers > 0 ? { standbySeatsFrom: t.slotCount } : {};
 }
 
 /** Builds the launcher from the environment the CDK stack sets on the router and janitor. */

@@ -13,7 +13,7 @@ import type { Tunables, Wiring } from '../../config.ts';
 import type { LivenessOptions, SlotRecord } from '../lease-logic.ts';
 import type { StoredDecision } from '../../commit/commit-outcome.ts';
 import type { CommitUnit } from '../../commit/commit-packing.ts';
-import type { AdoptedVideo, CommitOutcome, LeaseTable, SlotClaim, SlotFence, VideoOverrides, VideoPin, VideoRecord } from '../port.ts';
+import type { AdoptedVideo, CommitOutcome, DeadOwnerRelease, LeaseTable, SlotClaim, SlotFence, VideoOverrides, VideoPin, VideoRecord } from '../port.ts';
 import { LeaseTableAccess } from './lease-table.ts';
 import { SlotLeaseStore } from './slot-lease-store.ts';
 import { VideoLeaseStore, type LeaseStoreOptions } from './video-lease-store.ts';
@@ -25,7 +25,7 @@ export type { AdoptedVideo, CommitOutcome, VideoPin, VideoRecord } from '../port
 export type { LeaseStoreOptions } from './video-lease-store.ts';
 
 /** The lease table on DynamoDB: both halves of the protocol behind one object. */
-export class LeaseStore implements LeaseTable, VideoOverrides {
+export class LeaseStore implements LeaseTable, VideoOverrides, DeadOwnerRelease {
   /** Claims, heartbeats, launch grants. */
   readonly slots: SlotLeaseStore;
   /** Pins, adoption, release, the fenced commit. */
@@ -71,6 +71,10 @@ export class LeaseStore implements LeaseTable, VideoOverrides {
   }
   expireStoppedOwner(slot: number, stoppedAtMs: number, nowMs: number, stoppedWorkerId?: string): Promise<boolean> {
     return this.slots.expireStoppedOwner(slot, stoppedAtMs, nowMs, stoppedWorkerId);
+  }
+
+  endDeadOwner(fence: SlotFence, stoppedAtMs: number, nowMs: number): Promise<'ended' | 'not-held'> {
+    return this.slots.endDeadOwner(fence, stoppedAtMs, nowMs);
   }
   setVideoCount(slot: number, expected: number, actual: number): Promise<void> {
     return this.slots.setVideoCount(slot, expected, actual);

@@ -11,7 +11,7 @@
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { emptySlotRecord, type LivenessOptions, type SlotRecord } from '../lease-logic.ts';
-import { UnconfirmedError, type LaunchGrants, type SlotClaim, type SlotFence, type SlotLeases } from '../port.ts';
+import { UnconfirmedError, type DeadOwnerRelease, type LaunchGrants, type SlotClaim, type SlotFence, type SlotLeases } from '../port.ts';
 import { recordLaunchedTaskOnSlot, requestLaunchGrant, withdrawLaunchGrant, type LaunchGrantTable } from './launch-grants.ts';
 import { errorName, LeaseTableAccess, slotKey, type LeaseTableOptions } from './lease-table.ts';
 
@@ -19,7 +19,7 @@ export { slotKey, videoKey, errorName, type LeaseTableOptions } from './lease-ta
 export { UnconfirmedError, type SlotFence } from '../port.ts';
 
 /** The slot half of the lease adapter: claims, heartbeats, releases, launch grants and the janitor's slot repairs. */
-export class SlotLeaseStore implements SlotLeases, LaunchGrants {
+export class SlotLeaseStore implements SlotLeases, LaunchGrants, DeadOwnerRelease {
   private readonly ddb: DynamoDBDocumentClient;
   private readonly o: LeaseTableOptions;
   private readonly table: LeaseTableAccess;
@@ -174,8 +174,9 @@ export class SlotLeaseStore implements SlotLeases, LaunchGrants {
    * instead of waiting for the TTL. Succeeds only while the lease is still running and
    * its owner claimed the slot before the task stopped (`claimedAtMs < stoppedAtMs`):
    * an owner that claimed later is a successor and keeps its lease. When the stopped
-   * task's worker id is known, the owner must be that worker too (a zombie that stops
-   * after its successor claimed must not end the successor's lease).
+   * task's worker id is known, the owner must be that worker too, or one of its worker
+   * processes (`<id>/<n>`, a task with a hot spare: decision 75); a zombie that stops
+   * after its successor claimed must not end the successor's lease.
    *
    * Sets `expiresAtMs` to the earlier of now and the stop, which is what `claimSlot`
    * tests; owner and epoch stay for the record. Safe even if the report were wrong:
@@ -191,13 +192,15 @@ export class SlotLeaseStore implements SlotLeases, LaunchGrants {
           Key: { pk: slotKey(slot) },
           UpdateExpression: 'SET expiresAtMs = :exp, ownerStoppedAtMs = :stopped',
           ConditionExpression:
-            `attribute_exists(#owner) AND expiresAtMs > :now AND claimedAtMs < :stopped` + (stoppedWorkerId !== undefined ? ' AND #owner = :worker' : ''),
+            `attribute_exists(#owner) AND expiresAtMs > :now AND claimedAtMs < :stopped` +
+            // A task with a hot spare (decision 75) names its worker processes `<task's worker id>/<n>`.
+            (stoppedWorkerId !== undefined ? ' AND (#owner = :worker OR begins_with(#owner, :workerChild))' : ''),
           ExpressionAttributeNames: { '#owner': 'owner' },
           ExpressionAttributeValues: {
             ':exp': expiresAtMs,
             ':now': nowMs,
             ':stopped': stoppedAtMs,
-            ...(stoppedWorkerId !== undefined ? { ':worker': stoppedWorkerId } : {}),
+            ...(stoppedWorkerId !== undefined ? { ':worker': stoppedWorkerId, ':workerChild': `${stoppedWorkerId}/` } : {}),
           },
         }),
       );
@@ -206,6 +209,42 @@ export class SlotLeaseStore implements SlotLeases, LaunchGrants {
       if (e instanceof ConditionalCheckFailedException) return false;
       throw e;
     }
+  }
+
+  /**
+   * A supervisor's fenced release of the worker process it saw die (decision 75): the
+   * lease ends at the death, only while the slot is still `fence`'s claim (owner and
+   * epoch: a successor's claim bumped the epoch and is never touched). The owner stays, so
+   * the successor's claim reads `takenOver` (the crash-loop breaker, decision 29), and
+   * `ownerStoppedAtMs` makes the slot claimable at once. An expiry already earlier than the
+   * death (a frozen worker killed after its lease lapsed) is not moved later: then only the
+   * stop is recorded.
+   */
+  async endDeadOwner(fence: SlotFence, stoppedAtMs: number, nowMs: number): Promise<'ended' | 'not-held'> {
+    const exp = Math.min(nowMs, stoppedAtMs);
+    const held = '#owner = :me AND epoch = :epoch AND claimedAtMs < :stopped';
+    const values = { ':me': fence.workerId, ':epoch': fence.epoch, ':stopped': stoppedAtMs, ':exp': exp };
+    for (const [update, lapse] of [
+      ['SET expiresAtMs = :exp, ownerStoppedAtMs = :stopped', 'expiresAtMs > :exp'],
+      ['SET ownerStoppedAtMs = :stopped', 'expiresAtMs <= :exp'],
+    ] as const) {
+      try {
+        await this.ddb.send(
+          new UpdateCommand({
+            TableName: this.o.tableName,
+            Key: { pk: slotKey(fence.slot) },
+            UpdateExpression: update,
+            ConditionExpression: `${held} AND ${lapse}`,
+            ExpressionAttributeNames: { '#owner': 'owner' },
+            ExpressionAttributeValues: values,
+          }),
+        );
+        return 'ended';
+      } catch (e) {
+        if (!(e instanceof ConditionalCheckFailedException)) throw e;
+      }
+    }
+    return 'not-held';
   }
 
   /**

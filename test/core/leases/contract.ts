@@ -31,7 +31,7 @@ const RETENTION_DAYS = 1;
 
 /** Registers the contract's cases; `backend()` is called in each case (set it up in beforeAll). */
 export function leaseContract(backend: () => LeaseContractBackend): void {
-  const storeOver = (ddb: DynamoDBDocumentClient): LeaseTable & Pick<LeaseStore, 'forceReleaseVideo'> => {
+  const storeOver = (ddb: DynamoDBDocumentClient): LeaseTable & Pick<LeaseStore, 'forceReleaseVideo' | 'endDeadOwner'> => {
     const b = backend();
     return new LeaseStore(ddb, { tableName: b.leasesTable, resultsTableName: b.resultsTable, pinnedSlotIndex: b.pinnedSlotIndex });
   };
@@ -90,6 +90,46 @@ export function leaseContract(backend: () => LeaseContractBackend): void {
       expect(await leases.expireStoppedOwner(slot, t0 + 100, t0 + 200, 'someone-else')).toBe(false);
       expect(await leases.expireStoppedOwner(slot, t0 + 100, t0 + 200, 'A')).toBe(true);
       expect(await leases.claimSlot(slot, 'B', t0 + 300, LEASE_TTL_MS, 1000)).toMatchObject({ epoch: 2, takenOver: true });
+    });
+
+    it('a supervisor ends its dead worker\'s lease only while the slot is still that claim, and the successor reads a takeover (decision 75)', async () => {
+      const leases = store();
+      const slot = freshSlot();
+      const t0 = Date.now();
+      const a = await leases.claimSlot(slot, 'A', t0, LEASE_TTL_MS);
+      const fenceA: SlotFence = { slot, workerId: 'A', epoch: a!.epoch };
+      // Another worker's fence, or A's under another epoch, changes nothing.
+      expect(await leases.endDeadOwner({ slot, workerId: 'B', epoch: a!.epoch }, t0 + 100, t0 + 110)).toBe('not-held');
+      expect(await leases.endDeadOwner({ ...fenceA, epoch: a!.epoch + 1 }, t0 + 100, t0 + 110)).toBe('not-held');
+      expect(await leases.claimSlot(slot, 'B', t0 + 120, LEASE_TTL_MS, 1000)).toBeUndefined();
+      expect(await leases.endDeadOwner(fenceA, t0 + 100, t0 + 110)).toBe('ended');
+      // Claimable at once, no skew allowance; the owner stayed, so the claim is a takeover.
+      const b = await leases.claimSlot(slot, 'B', t0 + 120, LEASE_TTL_MS, 1000);
+      expect(b).toMatchObject({ epoch: a!.epoch + 1, takenOver: true });
+      // A late release of A (a second supervisor report, a retry) never touches B's lease.
+      expect(await leases.endDeadOwner(fenceA, t0 + 130, t0 + 140)).toBe('not-held');
+      expect(await leases.getSlot(slot)).toMatchObject({ owner: 'B', epoch: b!.epoch, expiresAtMs: t0 + 120 + LEASE_TTL_MS });
+    });
+
+    it('a task-stopped report names the task; a worker process of it (`<id>/<n>`, a hot spare\'s task) is expired too, another task\'s is not', async () => {
+      const leases = store();
+      const slot = freshSlot();
+      const t0 = Date.now();
+      await leases.claimSlot(slot, 'slot1-launch1/2', t0, LEASE_TTL_MS);
+      expect(await leases.expireStoppedOwner(slot, t0 + 100, t0 + 200, 'slot1-launch')).toBe(false);
+      expect(await leases.expireStoppedOwner(slot, t0 + 100, t0 + 200, 'slot1-launch1')).toBe(true);
+    });
+
+    it('a dead owner whose lease had already lapsed keeps its earlier expiry; only the stop is recorded', async () => {
+      const leases = store();
+      const slot = freshSlot();
+      const t0 = Date.now();
+      const a = await leases.claimSlot(slot, 'A', t0, LEASE_TTL_MS);
+      const killedAt = t0 + LEASE_TTL_MS + 2_000;
+      expect(await leases.endDeadOwner({ slot, workerId: 'A', epoch: a!.epoch }, killedAt, killedAt + 5)).toBe('ended');
+      expect(await leases.getSlot(slot)).toMatchObject({ owner: 'A', expiresAtMs: t0 + LEASE_TTL_MS, ownerStoppedAtMs: killedAt });
+      // Within the skew tolerance of the lapse, yet claimable: the death is known.
+      expect(await leases.claimSlot(slot, 'B', killedAt + 10, LEASE_TTL_MS, 60_000)).toMatchObject({ takenOver: true });
     });
 
     it('grants one launch per slot per grace window, and a withdrawn grant backs off', async () => {

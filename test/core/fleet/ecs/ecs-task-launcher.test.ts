@@ -8,6 +8,9 @@ import {
   ecsTaskLauncherFromEnv,
   classifyRunTaskError,
   launchClientToken,
+  placementOf,
+  STANDBY_TASK_GROUP,
+  WORKER_TASK_GROUP,
   type EcsTaskLauncherOptions,
 } from '../../../../core/fleet/ecs/ecs-task-launcher.ts';
 import { ConfigError } from '../../../../core/config.ts';
@@ -214,5 +217,23 @@ describe('ecsTaskLauncherFromEnv', () => {
 
     // Assess
     expect(act).toThrow(/ECS_SUBNETS lists no subnet/);
+  });
+});
+
+describe('placement with standbys (decision 75)', () => {
+  it.each([
+    { what: 'no standbys: no group, no constraint', slot: 3, from: undefined, want: {} },
+    { what: 'a worker slot: off every instance that runs a standby', slot: 3, from: 4, want: { group: WORKER_TASK_GROUP, placementConstraints: [{ type: 'memberOf', expression: `not(task:group == ${STANDBY_TASK_GROUP})` }] } },
+    { what: 'a standby seat: off every instance that runs a worker', slot: 4, from: 4, want: { group: STANDBY_TASK_GROUP, placementConstraints: [{ type: 'memberOf', expression: `not(task:group == ${WORKER_TASK_GROUP})` }] } },
+  ])('$what', ({ slot, from, want }) => {
+    expect(placementOf(slot, from)).toEqual(want);
+  });
+
+  it('reads the first seat from the tunables in the environment, only when there are standbys', () => {
+    const launcher = (extra: Record<string, string>) => ecsTaskLauncherFromEnv({ ...fullEnv, ...extra }, new ECSClient({ region: 'us-east-1' }));
+    expect(launcher({}).runTaskInput({ slot: 2, launchSeq: 1, reason: 'r' }).placementConstraints).toBeUndefined();
+    const input = launcher({ SLOT_COUNT: '4', STANDBY_WORKERS: '1' }).runTaskInput({ slot: 4, launchSeq: 1, reason: 'standby seat empty' });
+    expect(input.group).toBe(STANDBY_TASK_GROUP);
+    expect(input.overrides?.containerOverrides?.[0]?.environment).toContainEqual({ name: 'SLOT_ID', value: '4' });
   });
 });
