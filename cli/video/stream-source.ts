@@ -113,13 +113,33 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', done, { once: true });
   });
 
-function openOptions(source: string, live: boolean, readTimeoutSeconds: number): Record<string, string> {
+export function openOptions(source: string, live: boolean, readTimeoutSeconds: number): Record<string, string> {
   if (!live) return {};
   const us = String(Math.round(readTimeoutSeconds * 1_000_000));
   // TCP interleaving: no UDP ports to open through a NAT, and no silent packet loss.
   if (/^rtsps?:/i.test(source)) return { rtsp_transport: 'tcp', timeout: us };
+  // UDP's own socket timeout as well: with `rw_timeout` alone a read of a silent feed never
+  // returns, and a stop that closes the demuxer under it crashes the process (decision 74).
+  if (/^(udp|rtp):/i.test(source)) return { rw_timeout: us, timeout: us };
   return { rw_timeout: us };
 }
+
+/**
+ * Before a stopped live source's demuxer is closed: when its last packet is older than a
+ * moment, a read may still wait in node-av's thread (a stop's interrupt does not reach it),
+ * and closing under it crashes the process (decision 74). The read returns by its own
+ * timeout (`readTimeoutSeconds` after the last packet), so the close waits that out: at most
+ * the read timeout and a second, and only when the source went silent.
+ */
+async function settleSilentRead(lastPacketMs: number, readTimeoutSeconds: number): Promise<void> {
+  const silentMs = Date.now() - lastPacketMs;
+  if (silentMs < SILENT_AFTER_MS) return;
+  const waitMs = lastPacketMs + readTimeoutSeconds * 1000 + 1000 - Date.now();
+  if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+}
+
+/** A live source quiet this long when stopped may have a read waiting in node-av's thread. */
+const SILENT_AFTER_MS = 300;
 
 /** Reads the source until it ends (a file) or `signal` aborts (anything). */
 export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'ended' | 'stopped'; readonly frames: number }> {
@@ -154,6 +174,10 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
       let reason = 'the stream ended';
       let yielded = 0;
       let switchNow = false;
+      // When the camera last gave a packet: a read of a silent source that a stop interrupted
+      // still waits in node-av's thread until its timeout, and closing the demuxer under it
+      // crashes the process (decision 74), so such a close waits out that timeout first.
+      let lastPacketMs = Date.now();
       ffmpegLog.clear();
       try {
         demuxer = await Demuxer.open(o.source, { options: openOptions(o.source, o.live, readTimeoutSeconds) });
@@ -190,6 +214,7 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
               let lastPts: bigint | null = null;
               for await (const packet of cameraDemuxer.packets(cameraStream.index)) {
                 if (!packet) continue;
+                lastPacketMs = Date.now();
                 if (child.gone()) {
                   packet.free();
                   break;
@@ -348,6 +373,7 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
         try {
           for await (const packet of demuxer.packets(stream.index)) {
             if (!packet) continue;
+            if (!transcoder) lastPacketMs = Date.now();
             if (o.signal.aborted && !transcoder) break;
             feed();
             if (transcoder) {
@@ -409,6 +435,7 @@ export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'en
         transcoder?.kill();
         await transcoder?.exited;
         await pump;
+        if (o.live && o.signal.aborted) await settleSilentRead(lastPacketMs, readTimeoutSeconds);
         await camera?.close().catch(() => undefined);
         await demuxer?.close().catch(() => undefined);
       }
