@@ -78,6 +78,7 @@ const CHAOS_FLAGS = {
   'segment-seconds': { num: [DEFAULTS.segmentSeconds, 0.5, 30] },
   'segment-faults-each': { num: [DEFAULTS.segmentFaultsEach, 0, 20], int: true },
   'default-tunables': { switch: true },
+  'hot-spare': { switch: true },
   'timeout-s': { num: [DEFAULTS.timeoutMs / 1000, 10, 86_400] },
   out: { text: undefined },
 } as const satisfies Record<string, Flag>;
@@ -97,7 +98,8 @@ export function chaosTunables(o: ChaosOptions): Partial<Tunables> {
   // The router packs a slot up to videosPerSlot first: spread the videos so that every slot
   // has a worker to kill or freeze.
   const spread = { slotCount: o.slotCount, videosPerSlot: Math.max(1, Math.ceil((o.videos + o.segmentVideos) / o.slotCount)) };
-  return o.defaultTunables ? spread : { ...FAST_TUNABLES, ...spread };
+  const base = o.defaultTunables ? spread : { ...FAST_TUNABLES, ...spread };
+  return { ...base, hotSpare: o.hotSpare };
 }
 
 /** Messages (visible or in flight) in every DLQ of the stack: the ingest DLQ and each slot's. */
@@ -172,7 +174,9 @@ export async function runChaos(o: ChaosOptions, bench: Bench = createBench()) {
         janitorHandler,
         workerTailLines: 80,
         tunables,
-        workerEnv: { FRAME_PROCESSOR: 'stats', ...(faultEnv ? { AWS_FAULT_INJECTION: faultEnv } : {}), ...(crashKey ? { WORKER_CRASH_ON_KEY: crashKey } : {}) },
+        // With a hot spare the task's entry is the product's supervisor, which forks the lab's worker twice.
+        ...(o.hotSpare ? { workerEntry: 'gpu-worker/supervisor-main.ts' } : {}),
+        workerEnv: { FRAME_PROCESSOR: 'stats', ...(o.hotSpare ? { WORKER_ENTRY: 'lab/worker-main.ts' } : {}), ...(faultEnv ? { AWS_FAULT_INJECTION: faultEnv } : {}), ...(crashKey ? { WORKER_CRASH_ON_KEY: crashKey } : {}) },
         notificationFault: (key) => notificationFaults.get(key),
       }),
     ]);

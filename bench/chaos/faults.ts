@@ -16,6 +16,7 @@ import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { rng } from '../../core/random.ts';
 import type { LocalStack, NotificationFault } from '../../local/stack.ts';
 import { sleep, type Bench } from '../harness/main.ts';
+import { readFileSync } from 'node:fs';
 import type { ChaosOptions } from './plan.ts';
 
 /** What a plan is drawn against. */
@@ -173,20 +174,50 @@ async function pickWorker(ctx: FaultContext): Promise<ReturnType<LocalStack['lau
   return undefined;
 }
 
+/**
+ * The process a fault hits in a worker task: with a hot spare (decision 75) the task's
+ * primary worker process (the supervisor's child started as `primary`, or the spare it
+ * promoted), so that the spare's takeover is what the run exercises; else the task.
+ */
+function victimPid(ctx: FaultContext, taskPid: number): number {
+  if (!ctx.o.hotSpare) return taskPid;
+  try {
+    const children = readFileSync(`/proc/${taskPid}/task/${taskPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    // The one holding the slot: the older child (the spare is forked after it, and again after each promotion).
+    const alive = children.filter((c) => !ctx.killed.has(c));
+    return alive.length > 0 ? Math.min(...alive) : taskPid;
+  } catch {
+    return taskPid;
+  }
+}
+
+/** Sends `sig` to the task (through the launcher) or to a worker process inside it. */
+function signal(ctx: FaultContext, pid: number, taskPid: number, sig: NodeJS.Signals): void {
+  if (pid === taskPid) ctx.stack.launcher.kill({ pid }, sig);
+  else {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // gone already
+    }
+  }
+}
+
 /** SIGSTOP a worker, SIGCONT after `pauseMs`. */
 async function pause(ctx: FaultContext, pauseMs: number): Promise<AppliedDetail> {
   const w = await pickWorker(ctx);
   if (!w) return { skipped: 'no running worker' };
   const { bench, stack } = ctx;
-  stack.launcher.kill({ pid: w.pid }, 'SIGSTOP');
-  bench.say(`${bench.clock()}  >>> SIGSTOP ${w.workerId} (slot ${w.slot}, pid ${w.pid}) for ${(pauseMs / 1000).toFixed(1)} s (lease ${stack.tunables.slotLeaseTtlSeconds} s)`);
+  const pid = victimPid(ctx, w.pid);
+  signal(ctx, pid, w.pid, 'SIGSTOP');
+  bench.say(`${bench.clock()}  >>> SIGSTOP ${w.workerId}${pid !== w.pid ? `'s worker process` : ''} (slot ${w.slot}, pid ${pid}) for ${(pauseMs / 1000).toFixed(1)} s (lease ${stack.tunables.slotLeaseTtlSeconds} s)`);
   ctx.pending.push(
     sleep(pauseMs).then(() => {
-      stack.launcher.kill({ pid: w.pid }, 'SIGCONT');
-      bench.say(`${bench.clock()}  >>> SIGCONT ${w.workerId} (pid ${w.pid})`);
+      signal(ctx, pid, w.pid, 'SIGCONT');
+      bench.say(`${bench.clock()}  >>> SIGCONT ${w.workerId} (pid ${pid})`);
     }),
   );
-  return { worker: w.workerId, slot: w.slot, pid: w.pid, pauseMs };
+  return { worker: w.workerId, slot: w.slot, pid, pauseMs };
 }
 
 export const TIMED_FAULTS: readonly TimedFault[] = [
@@ -196,10 +227,11 @@ export const TIMED_FAULTS: readonly TimedFault[] = [
     apply: async (ctx) => {
       const w = await pickWorker(ctx);
       if (!w) return { skipped: 'no running worker' };
-      ctx.killed.add(w.pid);
-      ctx.stack.launcher.kill({ pid: w.pid }, 'SIGKILL');
-      ctx.bench.say(`${ctx.bench.clock()}  >>> kill -9 ${w.workerId} (slot ${w.slot}, pid ${w.pid})`);
-      return { worker: w.workerId, slot: w.slot, pid: w.pid };
+      const pid = victimPid(ctx, w.pid);
+      ctx.killed.add(pid);
+      signal(ctx, pid, w.pid, 'SIGKILL');
+      ctx.bench.say(`${ctx.bench.clock()}  >>> kill -9 ${w.workerId}${pid !== w.pid ? `'s worker process` : ''} (slot ${w.slot}, pid ${pid})`);
+      return { worker: w.workerId, slot: w.slot, pid };
     },
   },
   {

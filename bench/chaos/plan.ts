@@ -59,6 +59,11 @@ export interface ChaosOptions extends SegmentOptions {
   readonly crashFrames: number;
   /** Run at the tunables users get (leases, heartbeat, visibility, launch grace, janitor period), not FAST_TUNABLES. */
   readonly defaultTunables: boolean;
+  /**
+   * Run each worker task as the product does with `hotSpare` (decision 75): the supervisor
+   * forks a primary and a spare; kill -9 and SIGSTOP then hit the primary worker process.
+   */
+  readonly hotSpare: boolean;
   readonly slotCount: number;
   readonly timeoutMs: number;
   readonly quietMs: number;
@@ -91,6 +96,7 @@ export const DEFAULTS: Omit<ChaosOptions, 'seed' | 'out'> = {
   outages: 1,
   crashFrames: 1,
   defaultTunables: false,
+  hotSpare: false,
   slotCount: 3,
   // Segment videos beside the JPEG cameras (bench/chaos/segments.ts); 0 runs the JPEG-only plan of before.
   segmentVideos: 2,

@@ -113,7 +113,7 @@ export function report(f: ChaosFacts, bench: Bench) {
   say(`violations: ${violations} (target 0); seed ${o.seed}`);
 
   const result = {
-    command: `npx node bench/chaos.ts --seed ${o.seed}${o.defaultTunables ? ' --default-tunables' : ''}${o.segmentVideos !== 2 ? ` --segment-videos ${o.segmentVideos}` : ''}${o.timeoutMs !== 220_000 ? ` --timeout-s ${o.timeoutMs / 1000}` : ''}`,
+    command: `npx node bench/chaos.ts --seed ${o.seed}${o.defaultTunables ? ' --default-tunables' : ''}${o.hotSpare ? ' --hot-spare' : ''}${o.segmentVideos !== 2 ? ` --segment-videos ${o.segmentVideos}` : ''}${o.timeoutMs !== 220_000 ? ` --timeout-s ${o.timeoutMs / 1000}` : ''}`,
     date: new Date().toISOString(),
     machine: machine(),
     seed: o.seed,
