@@ -2,6 +2,8 @@
  * Pure lease decisions: slot liveness, admission, launch eligibility. No AWS here;
  * the DynamoDB adapter (lease-store.ts) turns these into conditional writes.
  */
+import type { VideoCheckpoint } from '../commit/checkpoint.ts';
+import type { ReplayKept } from './port.ts';
 
 /** What the leases table says about a worker slot. */
 export interface SlotRecord {
@@ -149,4 +151,16 @@ export function chooseSlot(
 export function needsLaunch(s: SlotRecord, nowMs: number, o: LivenessOptions): boolean {
   if (isSlotLaunching(s, nowMs, o) || isLaunchBackingOff(s, nowMs)) return false;
   return isSlotLapsed(s, nowMs, o) || isSlotSuspect(s, nowMs, o);
+}
+
+/** A checkpoint's counts (and first and last frame) as the kept records of a replay give them. */
+export function keptCounts(kept: ReplayKept): Pick<VideoCheckpoint, 'framesOk' | 'framesLate' | 'framesFailed' | 'framesGap' | 'firstFrame' | 'lastFrame'> {
+  return {
+    framesOk: kept.framesOk,
+    framesLate: kept.framesLate ?? 0,
+    framesFailed: kept.framesFailed,
+    framesGap: kept.framesGap,
+    ...(kept.firstFrame !== undefined ? { firstFrame: kept.firstFrame } : {}),
+    ...(kept.lastFrame !== undefined ? { lastFrame: kept.lastFrame } : {}),
+  };
 }

@@ -5,6 +5,7 @@
  * and closes the processor's per-video state with the lease, so the tracker a session
  * sees is always the one its checkpoint describes.
  */
+import { keptCounts } from '../../core/leases/lease-logic.ts';
 import type { SlotContext } from './slot-context.ts';
 import { errorText } from '../../core/errors.ts';
 import type { Tunables } from '../../core/config.ts';
@@ -112,12 +113,7 @@ export class VideoRegistry {
     const { firstFrame: _first, lastFrame: _last, ...rest } = ck;
     return {
       ...rest,
-      framesOk: kept.framesOk,
-      framesLate: kept.framesLate ?? 0,
-      framesFailed: kept.framesFailed,
-      framesGap: kept.framesGap,
-      ...(kept.firstFrame !== undefined ? { firstFrame: kept.firstFrame } : {}),
-      ...(kept.lastFrame !== undefined ? { lastFrame: kept.lastFrame } : {}),
+      ...keptCounts(kept),
       replay: { silentBelow: pending.silentBelow },
     };
   }

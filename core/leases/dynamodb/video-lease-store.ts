@@ -9,6 +9,7 @@
  * and outcomes are video-commit.ts (decisions in commit-outcome.ts). Every write is
  * conditional; the TTL attribute only garbage-collects released videos.
  */
+import { keptCounts } from '../lease-logic.ts';
 import { GetCommand, QueryCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { emptyCheckpoint, newCommitId, readStoredCheckpoint, storedCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../../commit/checkpoint.ts';
@@ -329,12 +330,7 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
       // replay's to delete; a replay started before those deletes land must not count them
       // as records that stay (core/commit/operations/replay.ts).
       replay: { silentBelow: fromFrame, fencedToken: expectedToken },
-      framesOk: kept.framesOk,
-      framesLate: kept.framesLate ?? 0,
-      framesFailed: kept.framesFailed,
-      framesGap: kept.framesGap,
-      ...(kept.firstFrame !== undefined ? { firstFrame: kept.firstFrame } : {}),
-      ...(kept.lastFrame !== undefined ? { lastFrame: kept.lastFrame } : {}),
+      ...keptCounts(kept),
       complete: false,
       owners: ck.owners,
       ownerChanges: ck.ownerChanges,
