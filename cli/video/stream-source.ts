@@ -29,6 +29,7 @@ import { renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { rmSync } from 'node:fs';
 import { Demuxer, Muxer } from 'node-av/api';
+import { openOptions, settleSilentRead } from './live-reads.ts';
 import type { Packet } from 'node-av/lib';
 import { AV_NOPTS_VALUE } from 'node-av/constants';
 import { listenFfmpegLog } from './ffmpeg-log.ts';
@@ -113,33 +114,7 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', done, { once: true });
   });
 
-export function openOptions(source: string, live: boolean, readTimeoutSeconds: number): Record<string, string> {
-  if (!live) return {};
-  const us = String(Math.round(readTimeoutSeconds * 1_000_000));
-  // TCP interleaving: no UDP ports to open through a NAT, and no silent packet loss.
-  if (/^rtsps?:/i.test(source)) return { rtsp_transport: 'tcp', timeout: us };
-  // UDP's own socket timeout as well: with `rw_timeout` alone a read of a silent feed never
-  // returns, and a stop that closes the demuxer under it crashes the process (decision 74).
-  if (/^(udp|rtp):/i.test(source)) return { rw_timeout: us, timeout: us };
-  return { rw_timeout: us };
-}
 
-/**
- * Before a stopped live source's demuxer is closed: when its last packet is older than a
- * moment, a read may still wait in node-av's thread (a stop's interrupt does not reach it),
- * and closing under it crashes the process (decision 74). The read returns by its own
- * timeout (`readTimeoutSeconds` after the last packet), so the close waits that out: at most
- * the read timeout and a second, and only when the source went silent.
- */
-async function settleSilentRead(lastPacketMs: number, readTimeoutSeconds: number): Promise<void> {
-  const silentMs = Date.now() - lastPacketMs;
-  if (silentMs < SILENT_AFTER_MS) return;
-  const waitMs = lastPacketMs + readTimeoutSeconds * 1000 + 1000 - Date.now();
-  if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
-}
-
-/** A live source quiet this long when stopped may have a read waiting in node-av's thread. */
-const SILENT_AFTER_MS = 300;
 
 /** Reads the source until it ends (a file) or `signal` aborts (anything). */
 export async function capture(o: CaptureOptions): Promise<{ readonly reason: 'ended' | 'stopped'; readonly frames: number }> {

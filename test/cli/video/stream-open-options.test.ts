@@ -1,11 +1,11 @@
 /**
- * How a live source is opened (cli/video/stream-source.ts `openOptions`): every network read
+ * How a live source is opened (cli/video/live-reads.ts `openOptions`): every network read
  * is bounded by the read timeout, by the protocol's own socket timeout where it has one, so
  * that a read of a silent source returns by itself and a stop never closes a demuxer under a
  * read still waiting in node-av's thread (decision 74: that crashed the process).
  */
 import { describe, expect, it } from 'vitest';
-import { openOptions } from '../../../cli/video/stream-source.ts';
+import { openOptions } from '../../../cli/video/live-reads.ts';
 
 describe('openOptions', () => {
   it.each([
