@@ -4,12 +4,20 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { FRAME_PREFIX, RULES_PREFIX } from '../core/config.ts';
+import { MODEL_PREFIX, MODEL_WRITE_ACTIONS, grantGetUnder } from './model-bucket.ts';
 
-/** Prefix under which operators may put ONNX models the worker loads (`modelUri`). */
-export const MODEL_PREFIX = 'models/';
+/**
+ * The frame bucket's `models/` before decision 78 (models now live in the model bucket):
+ * what no one may do there any more (a new model would land unversioned), and what only
+ * the model writer may still do (remove the old copies once moved).
+ */
+export const LEGACY_MODEL_ACTIONS = {
+  none: MODEL_WRITE_ACTIONS.filter((a) => a !== 's3:DeleteObject' && a !== 's3:DeleteObjectVersion'),
+  writerOnly: ['s3:DeleteObject', 's3:DeleteObjectVersion'],
+} as const;
 
-/** What the `models/` deny covers: every call that creates, replaces or removes a model object or version. */
-export const MODEL_WRITE_ACTIONS = ['s3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:RestoreObject', 's3:PutObjectRetention', 's3:PutObjectLegalHold'];
+/** Bucket-policy statement ids of the frame bucket's `models/` denies. */
+export const LEGACY_MODEL_DENY_SIDS = { noNewModels: 'NoNewModelsInFrameBucket', deleteByWriter: 'OldModelsRemovableOnlyByDeployRole', keep: 'OldModelsKept' } as const;
 
 export interface FrameBucketProps {
   /** Queue that receives an event for every object created under `frames/`. */
@@ -26,8 +34,8 @@ export interface FrameBucketProps {
    */
   readonly accessLogRetention?: Duration;
   /**
-   * Superseded versions of objects under `models/` are kept this long, so that an
-   * overwritten model can be restored (copy the old version back over the key).
+   * Versions of the old `models/` objects made while the bucket was versioned (before
+   * decision 78) are kept this long after they stop being current, as they were.
    * @default Duration.days(90)
    */
   readonly modelVersionRetention?: Duration;
@@ -70,8 +78,16 @@ class IngestQueueDestination implements s3.IBucketNotificationDestination {
 
 /**
  * The upload bucket: TLS-only, S3-managed encryption, no public access, access-logged,
- * frames expire. Versioned, so that an overwritten or deleted model under `models/` can
- * be restored; superseded frame versions are removed a day after they stop being current.
+ * frames expire. Not versioned (decision 78): versioning kept every expired frame about two
+ * days more as a noncurrent version, and the models it protected are in the model bucket
+ * now (infra/model-bucket.ts).
+ *
+ * A stack deployed before decision 78 has this bucket versioned, and S3 cannot turn
+ * versioning off, only suspend it: the template says `Suspended` explicitly (leaving the
+ * property out would leave an existing bucket versioned). On a new bucket that is the same
+ * as never versioned. The noncurrent-version and delete-marker rules stay, so the versions
+ * made while it was versioned drain: frames and rules documents a day after they stop
+ * being current, old models after `modelVersionRetention`.
  */
 export class FrameBucket extends Construct {
   readonly bucket: s3.Bucket;
@@ -98,10 +114,10 @@ export class FrameBucket extends Construct {
       serverAccessLogsBucket: this.accessLogBucket,
       serverAccessLogsPrefix: 'frame-bucket/',
       removalPolicy,
-      versioned: true,
       lifecycleRules: [
-        // On a versioned bucket, expiry adds a delete marker and keeps the frame as a
-        // noncurrent version: remove that a day later, then the lone delete marker.
+        // A frame stored while the bucket was versioned becomes a noncurrent version when it
+        // expires: remove that a day later, then the lone delete marker. On a bucket that
+        // never was (or is suspended), expiry deletes the object and these find nothing.
         {
           id: 'expire-frames',
           prefix: FRAME_PREFIX,
@@ -109,31 +125,42 @@ export class FrameBucket extends Construct {
           noncurrentVersionExpiration: Duration.days(1),
         },
         { id: 'expire-frame-delete-markers', prefix: FRAME_PREFIX, expiredObjectDeleteMarker: true },
-        { id: 'expire-old-models', prefix: MODEL_PREFIX, noncurrentVersionExpiration: props.modelVersionRetention ?? Duration.days(90) },
+        { id: 'expire-old-rules-versions', prefix: RULES_PREFIX, noncurrentVersionExpiration: Duration.days(1), expiredObjectDeleteMarker: true },
+        { id: 'expire-old-models', prefix: MODEL_PREFIX, noncurrentVersionExpiration: props.modelVersionRetention ?? Duration.days(90), expiredObjectDeleteMarker: true },
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
       ],
     });
+    // Explicit, so that an update suspends the versioning an older deploy enabled.
+    (this.bucket.node.defaultChild as s3.CfnBucket).versioningConfiguration = { status: 'Suspended' };
     this.bucket.addEventNotification(s3.EventType.OBJECT_CREATED, new IngestQueueDestination(props.ingestQueue), { prefix: FRAME_PREFIX });
   }
 
   /**
-   * Denies every write and delete under `models/` to every principal except
-   * `writerRoleArn` (a bucket-policy Deny beats any identity-policy Allow in the account),
-   * so that only the named deploy role can replace the model every GPU task loads. With
-   * no writer the prefix is read-only: the default model is baked into the image, and a
-   * model elsewhere (`modelUri`) is unaffected.
+   * The models an older deploy stored under this bucket's `models/` (decision 78): no one
+   * may put, restore or lock a model here any more (it would land unversioned; models go
+   * to the model bucket), and only `writerRoleArn` may delete the old copies once they are
+   * moved (a bucket-policy Deny beats any identity-policy Allow in the account), so no one
+   * else can pull the model from under a fleet still loading it from here. With no writer
+   * nothing here can be deleted (and nothing could have been written).
    */
-  restrictModelWrites(writerRoleArn?: string): void {
-    this.bucket.addToResourcePolicy(
-      new iam.PolicyStatement({
-        sid: writerRoleArn ? 'ModelsWritableOnlyByDeployRole' : 'ModelsReadOnly',
-        effect: iam.Effect.DENY,
-        principals: [new iam.AnyPrincipal()],
-        actions: MODEL_WRITE_ACTIONS,
-        resources: [this.bucket.arnForObjects(`${MODEL_PREFIX}*`)],
-        ...(writerRoleArn ? { conditions: { ArnNotEquals: { 'aws:PrincipalArn': writerRoleArn } } } : {}),
-      }),
-    );
+  retireModels(writerRoleArn?: string): void {
+    const deny = (sid: string, actions: readonly string[], conditions?: Record<string, unknown>) =>
+      this.bucket.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid,
+          effect: iam.Effect.DENY,
+          principals: [new iam.AnyPrincipal()],
+          actions: [...actions],
+          resources: [this.bucket.arnForObjects(`${MODEL_PREFIX}*`)],
+          ...(conditions ? { conditions } : {}),
+        }),
+      );
+    if (!writerRoleArn) {
+      deny(LEGACY_MODEL_DENY_SIDS.keep, MODEL_WRITE_ACTIONS);
+      return;
+    }
+    deny(LEGACY_MODEL_DENY_SIDS.noNewModels, LEGACY_MODEL_ACTIONS.none);
+    deny(LEGACY_MODEL_DENY_SIDS.deleteByWriter, LEGACY_MODEL_ACTIONS.writerOnly, { ArnNotEquals: { 'aws:PrincipalArn': writerRoleArn } });
   }
 
   /**
@@ -155,20 +182,16 @@ export class FrameBucket extends Construct {
     return this.#grantGet(grantee, RULES_PREFIX);
   }
 
-  /** Read access to models stored in this bucket (`models/*`), listings limited to `models/`. */
-  grantReadModels(grantee: iam.IGrantable): iam.Grant {
+  /**
+   * Read access to the models an older deploy stored under this bucket's `models/`, so that
+   * a fleet whose `modelUri` still names one keeps starting for this release (decision 78;
+   * the next release drops this grant). Listings limited to `models/`.
+   */
+  grantReadLegacyModels(grantee: iam.IGrantable): iam.Grant {
     return this.#grantGet(grantee, MODEL_PREFIX);
   }
 
-  // Bucket.grantRead would add s3:GetObject*, s3:GetBucket* and s3:List*: wildcard actions the project rules out.
   #grantGet(grantee: iam.IGrantable, prefix: string): iam.Grant {
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['s3:ListBucket'],
-        resources: [this.bucket.bucketArn],
-        conditions: { StringLike: { 's3:prefix': `${prefix}*` } },
-      }),
-    );
-    return iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetObject'], resourceArns: [this.bucket.arnForObjects(`${prefix}*`)] });
+    return grantGetUnder(this.bucket, grantee, prefix);
   }
 }

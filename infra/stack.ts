@@ -21,6 +21,7 @@ import { modelObjectArns } from './model-grants.ts';
 import { queueSweepRuns } from '../core/fleet/janitor.ts';
 import { EventDelivery } from './event-delivery.ts';
 import { FrameBucket } from './frame-bucket.ts';
+import { MODEL_OUTPUT_KEYS, ModelBucket } from './model-bucket.ts';
 import { GpuFleet } from './gpu-fleet.ts';
 import { giveLogGroupsToInternalFunctions } from './internal-function-logs.ts';
 import { Janitor } from './janitor.ts';
@@ -57,6 +58,8 @@ export class FrameAffinityStack extends Stack {
   /** The events outbox's stream piped onto the stack's event bus (issue 22). */
   readonly eventDelivery: EventDelivery;
   readonly frames: FrameBucket;
+  /** Versioned, written only by `modelWriterRoleArn`: where models go (decision 78). */
+  readonly models: ModelBucket;
   /** The edge uploaders' least privilege: a policy (and, with a Roles Anywhere trust anchor, a role) for `frames/<site>.*` (issue 45). */
   readonly uploader: UploaderAccess;
   readonly fleet: GpuFleet;
@@ -101,7 +104,9 @@ export class FrameAffinityStack extends Stack {
       frameRetention: Duration.days(config.frameRetentionDays),
       removalPolicy,
     });
-    this.frames.restrictModelWrites(config.modelWriterRoleArn || undefined);
+    this.frames.retireModels(config.modelWriterRoleArn || undefined);
+    this.models = new ModelBucket(this, 'Models', { accessLogBucket: this.frames.accessLogBucket, removalPolicy });
+    this.models.restrictModelWrites(config.modelWriterRoleArn || undefined);
     this.uploader = new UploaderAccess(this, 'Uploader', {
       bucket: this.frames.bucket,
       siteTag: config.uploaderSiteTag,
@@ -239,6 +244,7 @@ export class FrameAffinityStack extends Stack {
   #outputs(wiring: Wiring): void {
     const out = (id: string, value: string, description: string) => new CfnOutput(this, id, { value, description });
     out(STACK_OUTPUT_KEYS.frameBucketName, wiring.bucket, 'Upload frames to s3://<bucket>/frames/{videoId}/{frame}.jpg');
+    out(MODEL_OUTPUT_KEYS.bucketName, this.models.bucket.bucketName, 'Publish models to s3://<bucket>/models/<name>.onnx with the modelWriterRoleArn role, then deploy with -c modelUri=s3://<bucket>/models/<name>.onnx (versioned: an overwritten model can be restored)');
     out(STACK_OUTPUT_KEYS.leasesTableName, wiring.leasesTable, 'Slot and video leases with checkpoints');
     out(STACK_OUTPUT_KEYS.resultsTableName, wiring.resultsTable, 'Per-frame results (videoId, frame) and per-video summary (frame = -1)');
     out(STACK_OUTPUT_KEYS.ingestQueueUrl, wiring.ingestQueueUrl, 'S3 notifications in');
@@ -256,7 +262,9 @@ export class FrameAffinityStack extends Stack {
   #grantWorker(tunables: Tunables): void {
     const task = this.fleet.taskRole;
     this.frames.grantReadFrames(task);
-    this.frames.grantReadModels(task);
+    this.models.grantReadModels(task);
+    // One release more: a fleet whose modelUri still names the frame bucket's models/ keeps starting (decision 78).
+    this.frames.grantReadLegacyModels(task);
     this.frames.grantReadRules(task);
     const modelObjects = modelObjectArns(tunables, this.partition);
     if (modelObjects.length > 0) task.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: modelObjects }));
@@ -286,7 +294,12 @@ export class FrameAffinityStack extends Stack {
     }
     acknowledge(this.fleet.taskRole, {
       id: `AwsSolutions-IAM5[${modelObjects}]`,
-      reason: 'Object-level read on the models/ prefix of the stack\'s own bucket, where operators put the ONNX model named by modelUri.',
+      reason: 'Object-level read on the models/ prefix of the frame bucket, where an older deploy kept the models: readable for one release so that a modelUri still naming one keeps working (decision 78).',
+    });
+    const modelBucketObjects = `Resource::<${this.getLogicalId(this.models.bucket.node.defaultChild as never)}.Arn>/models/*`;
+    acknowledge(this.fleet.taskRole, {
+      id: `AwsSolutions-IAM5[${modelBucketObjects}]`,
+      reason: 'Object-level read on the models/ prefix of the stack\'s model bucket, where operators put the ONNX model named by modelUri.',
     });
     const rulesObjects = `Resource::<${this.getLogicalId(this.frames.bucket.node.defaultChild as never)}.Arn>/rules/*`;
     acknowledge(this.fleet.taskRole, {

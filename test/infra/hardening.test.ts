@@ -13,7 +13,8 @@ import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { MODEL_SHA256_ENV } from '../../gpu-worker/vision/model-pin.ts';
 import { buildApp, cdkJsonContext } from '../../infra/app.ts';
-import { MODEL_WRITE_ACTIONS } from '../../infra/frame-bucket.ts';
+import { LEGACY_MODEL_ACTIONS, LEGACY_MODEL_DENY_SIDS } from '../../infra/frame-bucket.ts';
+import { MODEL_DENY_SIDS, MODEL_WRITE_ACTIONS } from '../../infra/model-bucket.ts';
 import { LAUNCH_UNSUCCESSFUL } from '../../infra/instance-launch-events.ts';
 import type { FrameAffinityStack } from '../../infra/stack.ts';
 
@@ -210,24 +211,52 @@ describe('hardening', () => {
     expect(statements.flatMap((s) => asList(s.Action)).filter((a) => a.startsWith('s3:'))).toEqual([]);
   });
 
-  it('denies writes to models/ to everyone but the named deploy role, and to everyone when none is named', () => {
-    // Prepare
-    const denyOf = (resources: Resources) =>
+  it('denies every write to the model bucket to everyone but the named deploy role, and to everyone when none is named', () => {
+    // Prepare: the Deny statements of one bucket's policy
+    const denyOf = ({ stack, resources }: typeof plain, bucket: { node: { defaultChild?: unknown } }) =>
       Object.values(resources)
-        .filter((r) => r.Type === 'AWS::S3::BucketPolicy')
+        .filter((r) => r.Type === 'AWS::S3::BucketPolicy' && (r.Properties!.Bucket as { Ref?: string }).Ref === idOf(stack, bucket))
+        .flatMap((r) => (r.Properties!.PolicyDocument as { Statement: Statement[] }).Statement)
+        .filter((s) => s.Effect === 'Deny' && !JSON.stringify(s.Condition ?? {}).includes('aws:SecureTransport'));
+    const objectsOf = (stack: FrameAffinityStack, bucket: { node: { defaultChild?: unknown } }, suffix: string) => ({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [idOf(stack, bucket), 'Arn'] }, suffix]] });
+
+    // Act
+    const named = denyOf(hardened, hardened.stack.models.bucket);
+    const none = denyOf(plain, plain.stack.models.bucket);
+
+    // Assess: the whole model bucket (it holds only models), every write action
+    expect(named).toHaveLength(1);
+    expect(named[0]).toMatchObject({ Sid: MODEL_DENY_SIDS.writer, Principal: { AWS: '*' }, Condition: { ArnNotEquals: { 'aws:PrincipalArn': WRITER } } });
+    expect(named[0]!.Resource).toEqual(objectsOf(hardened.stack, hardened.stack.models.bucket, '/*'));
+    expect(asList(named[0]!.Action).sort()).toEqual([...MODEL_WRITE_ACTIONS].sort());
+    expect(asList(named[0]!.Action)).toContain('s3:PutObject');
+    expect(none).toHaveLength(1);
+    expect(none[0]).toMatchObject({ Sid: MODEL_DENY_SIDS.none, Resource: objectsOf(plain.stack, plain.stack.models.bucket, '/*') });
+    expect(none[0]!.Condition).toBeUndefined();
+  });
+
+  it("lets no one put a model in the frame bucket's old models/ any more, and only the deploy role remove the old ones (decision 78)", () => {
+    // Prepare
+    const denyOf = ({ stack, resources }: typeof plain) =>
+      Object.values(resources)
+        .filter((r) => r.Type === 'AWS::S3::BucketPolicy' && (r.Properties!.Bucket as { Ref?: string }).Ref === idOf(stack, stack.frames.bucket))
         .flatMap((r) => (r.Properties!.PolicyDocument as { Statement: Statement[] }).Statement)
         .filter((s) => s.Effect === 'Deny' && JSON.stringify(s.Resource).includes('/models/*'));
 
     // Act
-    const named = denyOf(hardened.resources);
-    const none = denyOf(plain.resources);
+    const named = denyOf(hardened);
+    const none = denyOf(plain);
 
-    // Assess
-    expect(named).toHaveLength(1);
-    expect(named[0]).toMatchObject({ Principal: { AWS: '*' }, Condition: { ArnNotEquals: { 'aws:PrincipalArn': WRITER } } });
-    expect(asList(named[0]!.Action).sort()).toEqual([...MODEL_WRITE_ACTIONS].sort());
-    expect(asList(named[0]!.Action)).toContain('s3:PutObject');
+    // Assess: with a writer, puts denied to all, deletes to all but the writer; without one, everything denied to all
+    const bySid = (list: Statement[], sid: string) => list.find((s) => (s as { Sid?: string }).Sid === sid);
+    expect(named).toHaveLength(2);
+    expect(asList(bySid(named, LEGACY_MODEL_DENY_SIDS.noNewModels)!.Action).sort()).toEqual([...LEGACY_MODEL_ACTIONS.none].sort());
+    expect(bySid(named, LEGACY_MODEL_DENY_SIDS.noNewModels)!.Condition).toBeUndefined();
+    expect(bySid(named, LEGACY_MODEL_DENY_SIDS.deleteByWriter)).toMatchObject({ Action: [...LEGACY_MODEL_ACTIONS.writerOnly], Condition: { ArnNotEquals: { 'aws:PrincipalArn': WRITER } } });
+    expect([...LEGACY_MODEL_ACTIONS.none, ...LEGACY_MODEL_ACTIONS.writerOnly].sort()).toEqual([...MODEL_WRITE_ACTIONS].sort());
     expect(none).toHaveLength(1);
+    expect(none[0]).toMatchObject({ Sid: LEGACY_MODEL_DENY_SIDS.keep });
+    expect(asList(none[0]!.Action).sort()).toEqual([...MODEL_WRITE_ACTIONS].sort());
     expect(none[0]!.Condition).toBeUndefined();
   });
 

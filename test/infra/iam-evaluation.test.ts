@@ -3,7 +3,7 @@
  * for each principal, the calls its code makes, each allowed on the resource it names, and
  * calls that must be denied, each decided by an IAM evaluation engine from the synthesized
  * template's identity policies and the resource's own policy (bucket and queue policies,
- * with their TLS and `models/` denies) at 4 and 1,000 slots (test/support/iam-eval.ts).
+ * with their TLS and model denies) at 4 and 1,000 slots (test/support/iam-eval.ts).
  *
  * Each denied call names what denies it, and a mutation of the template that takes that
  * away: removing the Deny statement, dropping the condition or widening the resource of the
@@ -22,6 +22,8 @@ import { join } from 'node:path';
 import { resourceNames } from '../../core/config.ts';
 import { buildApp, cdkJsonContext } from '../../infra/app.ts';
 import { DEFAULT_SITE_TAG, UPLOADER_SIDS } from '../../infra/uploader-access.ts';
+import { LEGACY_MODEL_DENY_SIDS } from '../../infra/frame-bucket.ts';
+import { MODEL_DENY_SIDS } from '../../infra/model-bucket.ts';
 import type { FrameAffinityStack } from '../../infra/stack.ts';
 import { ACCOUNT, REGION, StackModel, clone, decide, type CfnTemplate, type Decision, type PolicyDocument, type PolicyStatement } from '../support/iam-eval.ts';
 
@@ -99,6 +101,7 @@ function synthAt(slots: number): Synth {
     pipe: id(s.eventDelivery.role),
   };
   const bucket = model.arnOf(id(s.frames.bucket));
+  const modelBucket = model.arnOf(id(s.models.bucket));
   const cluster = model.arnOf(id(s.fleet.cluster));
   const clusterName = model.refOf(id(s.fleet.cluster));
   const slotQueue = (n: number, dlq = false) => `arn:aws:sqs:${REGION}:${ACCOUNT}:${names.slotQueuePrefix}${n}${dlq ? '-dlq' : ''}.fifo`;
@@ -111,7 +114,11 @@ function synthAt(slots: number): Synth {
     otherSite: `${bucket}/frames/store-043.door-1/000042.jpg`,
     longerSite: `${bucket}/frames/${SITE}1.door-1/000042.jpg`,
     noSite: `${bucket}/frames/door-1/000042.jpg`,
-    model: `${bucket}/models/detector.onnx`,
+    modelBucket,
+    model: `${modelBucket}/models/detector.onnx`,
+    modelSidecar: `${modelBucket}/models/detector.onnx.json`,
+    // Where an older deploy kept the model (decision 78): readable one release more, written by no one.
+    legacyModel: `${bucket}/models/detector.onnx`,
     rules: `${bucket}/rules/${SITE}.door-1.json`,
     leases: model.arnOf(id(s.tables.leases)),
     pinnedIndex: `${model.arnOf(id(s.tables.leases))}/index/${names.pinnedSlotIndex}`,
@@ -208,7 +215,10 @@ function table(a: Record<string, string>): Case[] {
     ok('worker', 's3:GetObject', a.frame!, 'fetches a frame (and HEADs it)'),
     ok('worker', 's3:GetObject', a.segment!, 'fetches a segment'),
     ok('worker', 's3:ListBucket', a.bucket!, "lists a video's frames", { context: { 's3:prefix': `frames/${SITE}.door-1/` } }),
-    ok('worker', 's3:GetObject', a.model!, 'loads the model named by modelUri'),
+    ok('worker', 's3:GetObject', a.model!, 'loads the model named by modelUri from the model bucket'),
+    ok('worker', 's3:GetObject', a.modelSidecar!, "reads the model's sidecar"),
+    ok('worker', 's3:ListBucket', a.modelBucket!, 'a missing sidecar answers 404', { context: { 's3:prefix': 'models/detector.onnx.json' } }),
+    ok('worker', 's3:GetObject', a.legacyModel!, "a modelUri still naming the frame bucket's models/ loads, for one release (decision 78)"),
     ok('worker', 's3:GetObject', a.rules!, "reads a video's rules"),
     ok('worker', 's3:ListBucket', a.bucket!, 'a missing rules document answers 404', { context: { 's3:prefix': `rules/${SITE}.door-1.json` } }),
     ...(['leases', 'results', 'events'] as const).flatMap((t) => [
@@ -225,7 +235,10 @@ function table(a: Record<string, string>): Case[] {
     ok('worker', 'sqs:SendMessage', a.lastSlot!, 're-sends to a slot on hand-off'),
     no('worker', 's3:PutObject', a.frame!, 'writing frames/: a worker never uploads', [GRANT]),
     no('worker', 's3:DeleteObject', a.frame!, 'deleting a frame', [GRANT]),
-    no('worker', 's3:PutObject', a.model!, 'replacing the model', [GRANT, { remove: 'resource', match: sid('ModelsReadOnly'), what: 'the bucket policy\'s models/ deny' }]),
+    no('worker', 's3:PutObject', a.model!, 'replacing the model', [GRANT, { remove: 'resource', match: sid(MODEL_DENY_SIDS.none), what: "the model bucket's deny" }]),
+    no('worker', 's3:DeleteObjectVersion', a.model!, "deleting an old version of the model (versioning's protection)", [GRANT, { remove: 'resource', match: sid(MODEL_DENY_SIDS.none), what: "the model bucket's deny" }]),
+    no('worker', 's3:PutObject', a.legacyModel!, "putting a model in the frame bucket's models/", [GRANT, { remove: 'resource', match: sid(LEGACY_MODEL_DENY_SIDS.keep), what: "the frame bucket's models/ deny" }]),
+    no('worker', 's3:ListBucket', a.modelBucket!, 'listing the whole model bucket', [{ dropCondition: 'identity', match: listing('models/'), what: 'the s3:prefix condition' }], { context: { 's3:prefix': '' } }),
     no('worker', 's3:ListBucket', a.bucket!, 'listing the whole bucket', [{ dropCondition: 'identity', match: listing('frames/'), what: 'the s3:prefix condition' }], { context: { 's3:prefix': '' } }),
     no('worker', 'sqs:SendMessage', a.ingest!, 'forging S3 events', [widenTo('identity', allowing('sqs:SendMessage'), `arn:aws:sqs:${REGION}:${ACCOUNT}:*`, 'SendMessage names the slot queues only')]),
     no('worker', 's3:GetObject', a.frame!, 'without TLS', [TLS], { context: noTls }),
@@ -279,8 +292,12 @@ function table(a: Record<string, string>): Case[] {
     no('uploader', 's3:PutObject', a.noSite!, 'a video id without a site', [widenTo('identity', sid(UPLOADER_SIDS.objects), `${a.bucket!}/frames/*`, 'the site prefix from the tag')]),
     no('uploader', 's3:GetObject', a.otherSite!, "reading another site's frames", [widenTo('identity', sid(UPLOADER_SIDS.objects), `${a.bucket!}/frames/*`, 'the site prefix from the tag')]),
     no('uploader', 's3:PutObject', a.model!, 'replacing the model', [
+      widenTo('identity', sid(UPLOADER_SIDS.objects), 'arn:aws:s3:::*', 'the frame bucket\'s frames/ prefix'),
+      { remove: 'resource', match: sid(MODEL_DENY_SIDS.none), what: "the model bucket's deny" },
+    ]),
+    no('uploader', 's3:PutObject', a.legacyModel!, "putting a model in the frame bucket's models/", [
       widenTo('identity', sid(UPLOADER_SIDS.objects), `${a.bucket!}/*`, 'the frames/ prefix'),
-      { remove: 'resource', match: sid('ModelsReadOnly'), what: "the bucket policy's models/ deny" },
+      { remove: 'resource', match: sid(LEGACY_MODEL_DENY_SIDS.keep), what: "the frame bucket's models/ deny" },
     ]),
     no('uploader', 's3:PutObject', a.rules!, 'writing rules', [widenTo('identity', sid(UPLOADER_SIDS.objects), `${a.bucket!}/*`, 'the frames/ prefix')]),
     no('uploader', 's3:DeleteObject', a.frame!, 'deleting its own frames', [GRANT]),
@@ -298,7 +315,12 @@ function table(a: Record<string, string>): Case[] {
     no('uploader', 's3:PutObject', a.frame!, 'a principal without the site tag', [GRANT], { tag: null }),
 
     // any other principal of the account, even one allowed s3:* on *: the bucket policy still decides
-    no('admin', 's3:PutObject', a.model!, 'models/ is read-only (no modelWriterRoleArn)', [{ remove: 'resource', match: sid('ModelsReadOnly'), what: "the bucket policy's models/ deny" }]),
+    no('admin', 's3:PutObject', a.model!, 'the model bucket is read-only (no modelWriterRoleArn)', [{ remove: 'resource', match: sid(MODEL_DENY_SIDS.none), what: "the model bucket's deny" }]),
+    no('admin', 's3:PutObject', `${a.modelBucket!}/elsewhere.onnx`, 'the deny covers the whole model bucket, not only models/', [{ remove: 'resource', match: sid(MODEL_DENY_SIDS.none), what: "the model bucket's deny" }]),
+    no('admin', 's3:DeleteObjectVersion', a.model!, "deleting a model's old version", [{ remove: 'resource', match: sid(MODEL_DENY_SIDS.none), what: "the model bucket's deny" }]),
+    no('admin', 's3:PutObject', a.legacyModel!, "a new model in the frame bucket's models/ (it is no longer versioned)", [{ remove: 'resource', match: sid(LEGACY_MODEL_DENY_SIDS.keep), what: "the frame bucket's models/ deny" }]),
+    no('admin', 's3:DeleteObject', a.legacyModel!, 'pulling an old model from under a fleet that still loads it (no modelWriterRoleArn)', [{ remove: 'resource', match: sid(LEGACY_MODEL_DENY_SIDS.keep), what: "the frame bucket's models/ deny" }]),
+    no('admin', 's3:GetObject', a.model!, 'without TLS', [TLS], { context: noTls }),
     no('admin', 's3:GetObject', a.frame!, 'without TLS', [TLS], { context: noTls }),
     no('admin', 'sqs:SendMessage', a.lastSlotDlq!, 'without TLS', [TLS], { context: noTls }),
   ];

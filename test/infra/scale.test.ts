@@ -4,7 +4,7 @@
  * managed policy under 6,144, slot queues in nested stacks that cdk-nag checks too, and
  * the wiring that finds them by name. Plus the smaller hardening items: the S3 → SQS
  * policy's SourceAccount, the router's batching window, the ListBucket prefix condition
- * and the versioned model prefix.
+ * and the versioned model bucket beside the unversioned frame bucket (decision 78).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -306,7 +306,7 @@ describe('smaller hardening items', () => {
     expect(lists.map((s) => s.Condition!.StringLike!['s3:prefix'])).toEqual(expect.arrayContaining(['frames/*', 'models/*', 'rules/*']));
   });
 
-  it('versions the frame bucket, keeps superseded models 90 days and removes superseded frames after a day', () => {
+  it('does not version the frame bucket: the template suspends what an older deploy enabled, and the versions it made drain (decision 78)', () => {
     // Prepare
     const bucketId = small.stack.getLogicalId(small.stack.frames.bucket.node.defaultChild as never);
 
@@ -315,10 +315,28 @@ describe('smaller hardening items', () => {
     const rules = (props.LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
     const rule = (id: string) => rules.find((r) => r.Id === id);
 
+    // Assess: Suspended, stated (an absent VersioningConfiguration leaves an existing bucket versioned)
+    expect(props.VersioningConfiguration).toEqual({ Status: 'Suspended' });
+    expect(rule('expire-frames')).toMatchObject({ Prefix: 'frames/', ExpirationInDays: 30, NoncurrentVersionExpiration: { NoncurrentDays: 1 }, Status: 'Enabled' });
+    expect(rule('expire-frame-delete-markers')).toMatchObject({ Prefix: 'frames/', ExpiredObjectDeleteMarker: true, Status: 'Enabled' });
+    expect(rule('expire-old-rules-versions')).toMatchObject({ Prefix: 'rules/', NoncurrentVersionExpiration: { NoncurrentDays: 1 }, ExpiredObjectDeleteMarker: true });
+    expect(rule('expire-old-models')).toMatchObject({ Prefix: 'models/', NoncurrentVersionExpiration: { NoncurrentDays: 90 }, ExpiredObjectDeleteMarker: true });
+  });
+
+  it('versions the model bucket, and no other bucket: superseded and deleted models are kept 90 days', () => {
+    // Prepare
+    const modelsId = small.stack.getLogicalId(small.stack.models.bucket.node.defaultChild as never);
+
+    // Act
+    const versioned = Object.entries(small.resources)
+      .filter(([, r]) => r.Type === 'AWS::S3::Bucket' && (r.Properties?.VersioningConfiguration as { Status?: string } | undefined)?.Status === 'Enabled')
+      .map(([id]) => id);
+    const rules = (small.resources[modelsId]!.Properties!.LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
+
     // Assess
-    expect(props.VersioningConfiguration).toEqual({ Status: 'Enabled' });
-    expect(rule('expire-old-models')).toMatchObject({ Prefix: 'models/', NoncurrentVersionExpiration: { NoncurrentDays: 90 }, Status: 'Enabled' });
-    expect(rule('expire-frames')).toMatchObject({ Prefix: 'frames/', ExpirationInDays: 30, NoncurrentVersionExpiration: { NoncurrentDays: 1 } });
-    expect(rule('expire-frame-delete-markers')).toMatchObject({ Prefix: 'frames/', ExpiredObjectDeleteMarker: true });
+    expect(versioned).toEqual([modelsId]);
+    expect(rules.find((r) => r.Id === 'expire-old-models')).toEqual({ Id: 'expire-old-models', NoncurrentVersionExpiration: { NoncurrentDays: 90 }, ExpiredObjectDeleteMarker: true, Status: 'Enabled' });
+    // Nothing in it expires while current: a model stays until the deploy role replaces or deletes it.
+    expect(rules.filter((r) => r.ExpirationInDays !== undefined)).toEqual([]);
   });
 });

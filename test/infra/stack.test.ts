@@ -8,6 +8,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { DEFAULT_TUNABLES, WIRING_ENV, resourceNames, routerMaxConcurrencyOf } from '../../core/config.ts';
 import { LEASES_TABLE, RESULTS_TABLE } from '../../core/resources.ts';
 import { STACK_OUTPUT_KEYS } from '../../core/stack-outputs.ts';
+import { MODEL_OUTPUT_KEYS } from '../../infra/model-bucket.ts';
 import { ECS_LAUNCHER_ENV } from '../../core/fleet/ecs/ecs-task-launcher.ts';
 import type { FrameAffinityStack } from '../../infra/stack.ts';
 import { allStatements, asList, removeSynthOutdirs, synth, synthDefault, type Resources } from '../support/stack-synth.ts';
@@ -183,8 +184,8 @@ describe('frame bucket', () => {
     // Act
     const policies = Object.values(template.findResources('AWS::S3::BucketPolicy'));
 
-    // Assess
-    expect(policies).toHaveLength(2);
+    // Assess: the frame bucket, the model bucket and the access-log bucket
+    expect(policies).toHaveLength(3);
     for (const p of policies) {
       expect(p.Properties?.PolicyDocument).toMatchObject({
         Statement: expect.arrayContaining([
@@ -192,6 +193,35 @@ describe('frame bucket', () => {
         ]),
       });
     }
+  });
+});
+
+describe('model bucket (decision 78)', () => {
+  it('is versioned, encrypted, private and access-logged into the frame bucket\'s log bucket', () => {
+    // Act
+    const props = resources[stack.getLogicalId(stack.models.bucket.node.defaultChild as never)]!.Properties!;
+
+    // Assess
+    expect(props).toMatchObject({
+      VersioningConfiguration: { Status: 'Enabled' },
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
+      LoggingConfiguration: { DestinationBucketName: { Ref: stack.getLogicalId(stack.frames.accessLogBucket.node.defaultChild as never) }, LogFilePrefix: 'model-bucket/' },
+    });
+    const deletionOf = (b: { node: { defaultChild?: unknown } }) => (resources[stack.getLogicalId(b.node.defaultChild as never)] as { DeletionPolicy?: string }).DeletionPolicy;
+    expect(deletionOf(stack.models.bucket)).toBe(deletionOf(stack.frames.bucket));
+    expect(deletionOf(stack.models.bucket)).toMatch(/^Retain/);
+  });
+
+  it('is named by the ModelBucketName output, and the frame bucket keeps its logical id (an update must not replace it)', () => {
+    // Act
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
+
+    // Assess
+    expect(outputs[MODEL_OUTPUT_KEYS.bucketName]!.Value).toEqual({ Ref: stack.getLogicalId(stack.models.bucket.node.defaultChild as never) });
+    expect(outputs[STACK_OUTPUT_KEYS.frameBucketName]!.Value).toEqual({ Ref: stack.getLogicalId(stack.frames.bucket.node.defaultChild as never) });
+    expect(stack.getLogicalId(stack.frames.bucket.node.defaultChild as never)).toMatch(/^FramesBucket[0-9A-F]{8}$/);
   });
 });
 
