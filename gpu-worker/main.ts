@@ -49,6 +49,7 @@ import { StageClock, boundingStage } from './runtime/stage-clock.ts';
 import { timeStages } from './runtime/stage-timing.ts';
 import { RulesStore } from '../core/analytics/s3/rules-store.ts';
 import { createProcessor, INFERENCE_THREAD_FAULT_ENV } from './processor-factory.ts';
+import { MODEL_BUCKET_ENV, legacyModelWarning } from './vision/model-location.ts';
 import { probeEntry, wrapPipeline } from './extensions.ts';
 import { ProcessProbe } from './runtime/crash/probe-process.ts';
 import { supervisedHooks } from './supervisor/child-ipc.ts';
@@ -93,6 +94,9 @@ async function main(): Promise<number> {
   if (decoderChoice.decoder === 'cpu-fallback') log.warn('segment decoder choice: NVDEC asked for, no CUDA device', choiceFields);
   else log.info('segment decoder choice', choiceFields);
   metrics.count(METRIC_NAMES.worker.segmentDecoderInUse, 1, { Decoder: decoderChoice.decoder });
+  // A model still under the frame bucket's old models/ (decision 78): said at every start, until it is moved.
+  const legacyModel = legacyModelWarning(tunables.modelUri, wiring.bucket, env[MODEL_BUCKET_ENV]);
+  if (legacyModel) log.warn(legacyModel.msg, { modelUri: legacyModel.modelUri, moveTo: legacyModel.moveTo, fix: legacyModel.fix });
   const created = await createProcessor(env[WORKER_ENV.frameProcessor] ?? 'vision', tunables, log, clients.s3, metrics, onFatal, clock);
   // What an extension wraps around them (the lab's crash-on-key seam); nothing in the image.
   const plain = wrapPipeline({ frames: new FrameStore(clients.s3), processor: created }, env);

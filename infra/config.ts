@@ -157,13 +157,14 @@ export const DEPLOYMENT_SETTINGS = {
     meaning: 'SHA-256 of the model named by `modelUri`; the worker refuses to start on other bytes (the task stops with the reason). Needs `modelUri`; reaches the worker as `MODEL_SHA256`',
   },
   /**
-   * IAM role ARN that alone may write or delete objects under `models/` in the frame
-   * bucket (a bucket-policy Deny covers every other principal). Empty = nobody may.
+   * IAM role ARN that alone may write or delete objects in the model bucket (a
+   * bucket-policy Deny covers every other principal), and delete the models an older
+   * deploy left under the frame bucket's `models/` (decision 78). Empty = nobody may.
    */
   modelWriterRoleArn: {
-    kind: 'text', default: '', pattern: /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, emptyMeans: '`models/` is read-only to everyone',
+    kind: 'text', default: '', pattern: /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, emptyMeans: 'the model bucket is read-only to everyone',
     rule: 'be an IAM role ARN (arn:aws:iam::<account>:role/<name>) or empty',
-    meaning: 'The IAM role that alone may write or delete under `models/` in the frame bucket (a bucket-policy Deny covers everyone else, account root included; §3, *Models in the frame bucket*)',
+    meaning: 'The IAM role that alone may write or delete in the model bucket (output `ModelBucketName`; a bucket-policy Deny covers everyone else, account root included), and delete the old copies under the frame bucket\'s `models/` (§3, *Models: the model bucket*)',
   },
   /**
    * Memory of the router Lambda. Lambda gives CPU in proportion to memory (one vCPU at

@@ -3,8 +3,9 @@
  * named by `modelUri`, its sidecar `<modelUri>.json` (input size and class names, read
  * when present: without the grant, a model outside the frame bucket got AccessDenied on
  * the sidecar's GET, which is no "absent", and the worker stopped at start), and the class
- * names file `modelClassesUri`. Only `s3://` URIs need a grant; `models/*` of the frame
- * bucket is readable anyway. Pure.
+ * names file `modelClassesUri`. Only `s3://` URIs need a grant; `models/*` of the
+ * stack's model bucket is readable anyway (and, for one release, the frame bucket's old
+ * `models/`, decision 78). Pure.
  */
 import type { Tunables } from '../core/config.ts';
 

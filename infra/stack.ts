@@ -17,6 +17,7 @@ import {
   type StackConfig,
 } from './config.ts';
 import { MODEL_SHA256_ENV } from '../gpu-worker/vision/model-pin.ts';
+import { MODEL_BUCKET_ENV } from '../gpu-worker/vision/model-location.ts';
 import { modelObjectArns } from './model-grants.ts';
 import { queueSweepRuns } from '../core/fleet/janitor.ts';
 import { EventDelivery } from './event-delivery.ts';
@@ -139,6 +140,8 @@ export class FrameAffinityStack extends Stack {
         AWS_EMF_NAMESPACE: names.metricsNamespace,
         AWS_EMF_SERVICE_NAME: 'worker',
         ...(config.modelSha256 ? { [MODEL_SHA256_ENV]: config.modelSha256 } : {}),
+        // Where models belong: a worker whose modelUri names the frame bucket says so (decision 78).
+        [MODEL_BUCKET_ENV]: this.models.bucket.bucketName,
       },
       family: `${names.prefix}-worker`,
       instanceType: new ec2.InstanceType(config.instanceType),

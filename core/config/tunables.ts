@@ -358,7 +358,7 @@ export const TUNABLES = {
   /** Where the worker loads its detector from: a local path or s3://bucket/key.onnx. Empty = demo model. */
   modelUri: {
     kind: 'text', default: '', pattern: /^(s3:\/\/[^/]+\/.+\.onnx|[^:]+\.onnx)$/, rule: 'be a local .onnx path or s3://bucket/key.onnx', emptyMeans: 'the demo model baked into the image',
-    meaning: 'The detector, a YOLO (Ultralytics v8/11) export. An `s3://` URI grants the task `s3:GetObject` on exactly that object; `models/*` in the frame bucket is always readable',
+    meaning: 'The detector, a YOLO (Ultralytics v8/11) export. An `s3://` URI grants the task `s3:GetObject` on exactly that object; `models/*` in the stack\'s model bucket (output `ModelBucketName`) is always readable',
   },
   /**
    * The model's class names, in output order, from a file of their own: for an export whose

@@ -18,7 +18,7 @@ export const DEMO_WATCH_FRAMES = 30;
 /** What to run instead, in one place for the warning, the local banner and the README. */
 export const REAL_MODEL_HINT =
   'run a real detector, an Ultralytics YOLOv8/11 ONNX export: locally `npm start -- --model yolov8n.onnx [--classes names.txt]`, ' +
-  'deployed `npx cdk deploy -c modelUri=s3://<bucket>/models/yolov8n.onnx` (README, "Your own model")';
+  'deployed: copy it to the stack\'s model bucket (output ModelBucketName), then `npx cdk deploy -c modelUri=s3://<model-bucket>/models/yolov8n.onnx` (README, "Your own model")';
 
 export interface DemoModelWarning {
   readonly msg: string;

@@ -12,6 +12,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { MODEL_SHA256_ENV } from '../../gpu-worker/vision/model-pin.ts';
+import { MODEL_BUCKET_ENV } from '../../gpu-worker/vision/model-location.ts';
 import { buildApp, cdkJsonContext } from '../../infra/app.ts';
 import { LEGACY_MODEL_ACTIONS, LEGACY_MODEL_DENY_SIDS } from '../../infra/frame-bucket.ts';
 import { MODEL_DENY_SIDS, MODEL_WRITE_ACTIONS } from '../../infra/model-bucket.ts';
@@ -258,6 +259,15 @@ describe('hardening', () => {
     expect(none[0]).toMatchObject({ Sid: LEGACY_MODEL_DENY_SIDS.keep });
     expect(asList(none[0]!.Action).sort()).toEqual([...MODEL_WRITE_ACTIONS].sort());
     expect(none[0]!.Condition).toBeUndefined();
+  });
+
+  it('tells the worker the model bucket, so a modelUri still naming the frame bucket is said at start (decision 78)', () => {
+    // Act
+    const container = (plain.resources[idOf(plain.stack, plain.stack.fleet.taskDefinition)]!.Properties!.ContainerDefinitions as Record<string, unknown>[])[0]!;
+    const env = Object.fromEntries((container.Environment as { Name: string; Value: unknown }[]).map((e) => [e.Name, e.Value]));
+
+    // Assess
+    expect(env[MODEL_BUCKET_ENV]).toEqual({ Ref: idOf(plain.stack, plain.stack.models.bucket) });
   });
 
   it('pins the model by sha256 in the worker environment', () => {
