@@ -84,10 +84,12 @@ class IngestQueueDestination implements s3.IBucketNotificationDestination {
  *
  * A stack deployed before decision 78 has this bucket versioned, and S3 cannot turn
  * versioning off, only suspend it: the template says `Suspended` explicitly (leaving the
- * property out would leave an existing bucket versioned). On a new bucket that is the same
- * as never versioned. The noncurrent-version and delete-marker rules stay, so the versions
- * made while it was versioned drain: frames and rules documents a day after they stop
- * being current, old models after `modelVersionRetention`.
+ * property out would leave an existing bucket versioned). A suspended bucket stores no
+ * versions: an overwrite replaces the object, and an expiry removes it, leaving only a
+ * delete marker (no data). The noncurrent-version rules drain the versions made while it
+ * was versioned (frames and rules documents a day after they stop being current, old
+ * models after `modelVersionRetention`); the delete-marker rules stay for good, since
+ * every expiry leaves a marker.
  */
 export class FrameBucket extends Construct {
   readonly bucket: s3.Bucket;
@@ -116,8 +118,8 @@ export class FrameBucket extends Construct {
       removalPolicy,
       lifecycleRules: [
         // A frame stored while the bucket was versioned becomes a noncurrent version when it
-        // expires: remove that a day later, then the lone delete marker. On a bucket that
-        // never was (or is suspended), expiry deletes the object and these find nothing.
+        // expires: remove that a day later. Suspended, an expiry deletes the object and
+        // leaves a delete marker with nothing behind it: the second rule removes those.
         {
           id: 'expire-frames',
           prefix: FRAME_PREFIX,
