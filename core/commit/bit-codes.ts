@@ -20,7 +20,9 @@ export const unzigzag = (z: number) => (z % 2 === 0 ? z / 2 : -(z + 1) / 2);
 
 /** Bits of `x` (≥ 0): 0 for 0. */
 function bitLength(x: number): number {
-  let n = 0;
+  if (x < 2 ** 32) return 32 - Math.clz32(x);
+  let n = 32;
+  x = Math.floor(x / 2 ** 32);
   while (x >= 1) {
     x = Math.floor(x / 2);
     n++;
@@ -30,21 +32,26 @@ function bitLength(x: number): number {
 
 export class BitWriter {
   private readonly bytes: number[] = [];
-  private bit = 0;
+  /** Bits written but not yet a whole byte (fewer than 8), and how many. */
+  private pending = 0;
+  private pendingBits = 0;
 
-  /** `x`'s low `n` bits, most significant first. */
+  /** `x`'s low `n` bits (x < 2^53), most significant first. */
   bits(x: number, n: number): void {
-    for (let i = n - 1; i >= 0; i--) this.one(Math.floor(x / 2 ** i) % 2);
+    // In pieces of at most 24 bits: with the pending 7 they stay within 32-bit operators.
+    while (n > 24) {
+      n -= 24;
+      this.piece(Math.floor(x / 2 ** n) % 2 ** 24, 24);
+    }
+    this.piece(x % 2 ** n, n);
   }
 
   /** `z` (≥ 0) as a Rice code with parameter `k`: quotient in unary (in Elias gamma past {@link UNARY_CAP}), then k low bits. */
   rice(z: number, k: number): void {
     const q = Math.floor(z / 2 ** k);
-    if (q < UNARY_CAP) {
-      for (let i = 0; i < q; i++) this.one(1);
-      this.one(0);
-    } else {
-      for (let i = 0; i < UNARY_CAP; i++) this.one(1);
+    if (q < UNARY_CAP) this.piece(2 ** (q + 1) - 2, q + 1);
+    else {
+      this.piece(2 ** UNARY_CAP - 1, UNARY_CAP);
       const g = q - UNARY_CAP + 1;
       const len = bitLength(g);
       this.bits(0, len - 1);
@@ -54,13 +61,25 @@ export class BitWriter {
   }
 
   finish(): Uint8Array {
-    return Uint8Array.from(this.bytes);
+    const out = Uint8Array.from(this.bytes);
+    if (this.pendingBits === 0) return out;
+    const last = new Uint8Array(out.byteLength + 1);
+    last.set(out);
+    last[out.byteLength] = (this.pending << (8 - this.pendingBits)) & 0xff;
+    return last;
   }
 
-  private one(b: number): void {
-    if (this.bit === 0) this.bytes.push(0);
-    if (b) this.bytes[this.bytes.length - 1]! |= 0x80 >> this.bit;
-    this.bit = (this.bit + 1) % 8;
+  /** `v` < 2^n, n ≤ 24. */
+  private piece(v: number, n: number): void {
+    let acc = ((this.pending << n) | v) >>> 0;
+    let bits = this.pendingBits + n;
+    while (bits >= 8) {
+      bits -= 8;
+      this.bytes.push((acc >>> bits) & 0xff);
+    }
+    acc &= (1 << bits) - 1;
+    this.pending = acc;
+    this.pendingBits = bits;
   }
 }
 
@@ -70,14 +89,27 @@ export function riceBits(z: number, k: number): number {
   return (q < UNARY_CAP ? q + 1 : UNARY_CAP + 2 * bitLength(q - UNARY_CAP + 1) - 1) + k;
 }
 
-/** The Rice parameter (0-31) that codes `values` in the fewest bits. */
+/**
+ * The Rice parameter (0-31) that codes `values` in the fewest bits. The best one lies near
+ * log2 of the values' median (of their mean when a few large ones weigh little), so only
+ * those around the two are tried.
+ */
 export function bestRiceParameter(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  let sum = 0;
+  for (const z of values) sum += z;
+  const median = [...values].sort((a, b) => a - b)[values.length >> 1]!;
+  const candidates = new Set<number>();
+  for (const around of [bitLength(median), bitLength(Math.floor(sum / values.length))]) {
+    // Past 31 (values above 2^32), 31 and the few below it.
+    for (let k = Math.max(0, Math.min(around, 32) - 4); k <= Math.min(31, around + 1); k++) candidates.add(k);
+  }
   let best = 0;
   let bestBits = Number.POSITIVE_INFINITY;
-  for (let k = 0; k < 32; k++) {
+  for (const k of candidates) {
     let n = 0;
     for (const z of values) n += riceBits(z, k);
-    if (n < bestBits) {
+    if (n < bestBits || (n === bestBits && k < best)) {
       bestBits = n;
       best = k;
     }

@@ -166,12 +166,12 @@ const tenThousandths = (x: number) => Math.round(x * 10_000);
  * scores in ten-thousandths, pts in hundredths of a ms), written as Rice codes in a bit
  * stream instead of JSON text. Layout, before DEFLATE:
  *
- *   byte 3 | n, the header's length (a Rice code, k = 7) | n bytes of JSON header | 10 Rice parameters of 5 bits | values
+ *   byte 3 | h, the header's length (a Rice code, k = 7) | h bytes of JSON header | 10 Rice parameters of 5 bits | values
  *
  * The header holds the strings: `{"n": frames, "l": [labels], "s": [statuses], "x": [[frame index, reason | null, detail?], ...]}`
  * (`x` only when a frame has a reason or a detail). The values follow in reading order:
- * per frame its status index, pts, and detection count; per detection its track, label,
- * score and box, each value an unsigned number (zigzag for signed ones) in the Rice code of
+ * per frame its status index, pts, whether its tracks are the frame before's and if not
+ * its detection count; per detection its track and label (unless the same), score and box, each value an unsigned number (zigzag for signed ones) in the Rice code of
  * its column ({@link Column}), whose parameter the encoder picks for the fewest bits.
  * What each column holds is a residual against what the run so far predicts:
  * - pts: 0 none, else 1 + the difference from the previous pts plus the previous step;
@@ -184,7 +184,7 @@ const tenThousandths = (x: number) => Math.round(x * 10_000);
  * - label: 0 the same as the track's label before in the run, else 1 + its index;
  * - score and box: the difference from the same track's before in the run (a track's
  *   first score and box, in their own columns, as they are).
- * Numbers above 2^48 (a box past 2.8 billion px, a track id past 2.8e14) do not fit: such
+ * Numbers above 2^48 (a box corner past 2.8e12 px, a track id past 2.8e14) do not fit: such
  * a run is stored in format 2, so every difference stays a safe integer.
  */
 const FORMAT3 = 3;
@@ -291,7 +291,9 @@ function encodeFormat3(frames: readonly PackedFrame[]): Uint8Array {
     if (f.reason !== undefined || f.detail !== undefined) extras.push([fi, f.reason ?? null, ...(f.detail !== undefined ? [f.detail] : [])]);
   });
   const header = Buffer.from(JSON.stringify({ n: frames.length, l: s.labels, s: s.statuses, ...(extras.length > 0 ? { x: extras } : {}) }));
-  const k = Array.from({ length: COLUMNS }, (_, c) => bestRiceParameter(values.filter((_, i) => columns[i] === c)));
+  const byColumn: number[][] = Array.from({ length: COLUMNS }, () => []);
+  values.forEach((z, i) => byColumn[columns[i]!]!.push(z));
+  const k = byColumn.map(bestRiceParameter);
   const w = new BitWriter();
   for (const p of k) w.bits(p, RICE_PARAMETER_BITS);
   values.forEach((z, i) => w.rice(z, k[columns[i]!]!));
