@@ -20,10 +20,12 @@ import type { FrameResultItem, FrameStatus } from './results.ts';
 export const PACKED_STATUS = 'packed';
 
 /**
- * Most bytes of a packed item's records before compression (their JSON). DEFLATE never
- * grows data by more than a few bytes per 16 KB block, so the item stays under DynamoDB's
- * 400 KB item limit whatever the detections; typical records compress 3-9 times, so an
- * item is a few KB and a consistent read of a frame a few read units. Longer runs split.
+ * Most bytes of a packed item's records before compression, counted as their JSON in
+ * format 1 (what every later format is shorter than). DEFLATE never grows data by more than
+ * a few bytes per 16 KB block, so the item stays under DynamoDB's 400 KB item limit
+ * whatever the detections; typical records are stored 5-13 times smaller than that JSON
+ * (format 3), so an item is a few KB and a consistent read of a frame a few read units.
+ * Longer runs split.
  */
 export const MAX_PACKED_RECORDS_BYTES = 240_000;
 
@@ -469,7 +471,9 @@ export function storedItems(results: readonly FrameResultItem[], replacesGap: re
     }
     // JSON of the run in format 1 (brackets, commas, and each frame's own fields): the cap
     // holds whichever format is stored, since format 2 is shorter (no field names, one
-    // label table, a few more digits at most for a track's first box).
+    // label table, a few more digits at most for a track's first box), and format 3 shorter
+    // still (a number at most about twice its binary length in bits, where JSON spends 8
+    // bits a decimal digit, 2.4 a binary one; record-packing.test.ts checks it on random runs).
     const fields = frameOwnFields(r);
     const bytes = Buffer.byteLength(JSON.stringify(fields)) + 1;
     if (run.length > 0 && (!joins(run[run.length - 1]!, r) || runBytes + bytes + 1 > maxBytes)) flush();
