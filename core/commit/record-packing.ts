@@ -173,8 +173,9 @@ const tenThousandths = (x: number) => Math.round(x * 10_000);
  * The header holds the strings: `{"n": frames, "l": [labels], "s": [statuses], "x": [[frame index, reason | null, detail?], ...]}`
  * (`x` only when a frame has a reason or a detail). The values follow in reading order:
  * per frame its status index, pts, whether its tracks are the frame before's and if not
- * its detection count; per detection its track and label (unless the same), score and box, each value an unsigned number (zigzag for signed ones) in the Rice code of
- * its column ({@link Column}), whose parameter the encoder picks for the fewest bits.
+ * its detection count; per detection its track and label (unless the same), score and
+ * box. Each value is an unsigned number (zigzag for signed ones) in the Rice code of its
+ * column ({@link Column}), whose parameter the encoder picks for the fewest bits.
  * What each column holds is a residual against what the run so far predicts:
  * - pts: 0 none, else 1 + the difference from the previous pts plus the previous step;
  * - same: 0 when the frame's tracks are the frame before's, in the same order and with
