@@ -28,7 +28,7 @@ import { storedEventsOf, storedItemsOf } from '../core/commit/commit-packing.ts'
 import type { VideoCheckpoint } from '../core/commit/checkpoint.ts';
 import { VideoSequencer, type SequencedStep } from '../core/ordering/sequencer.ts';
 import { validateRules, type RulesDocument } from '../core/analytics/rules.ts';
-import { decodeRecords, isPacked, type PackedRecordsItem } from '../core/commit/record-packing.ts';
+import { decodeRecords, encodeRecords, isPacked, type PackedRecordsItem } from '../core/commit/record-packing.ts';
 import { frameKey } from '../core/ingest/keys.ts';
 import { segmentKey } from '../core/ingest/segment-keys.ts';
 import type { Detection, FrameOutcome } from '../core/ports.ts';
@@ -86,10 +86,10 @@ function quantiles(xs: number[]) {
 }
 const r4 = (x: number) => Math.round(x * 10_000) / 10_000;
 
-/** A packed item's size had its records been stored in format 1 (before issue 44: the JSON array of each frame's fields). */
-function format1ItemBytes(item: PackedRecordsItem): number {
-  const format1 = deflateRawSync(JSON.stringify(decodeRecords(inflateRawSync(item.packedRecords).toString('utf8')))).byteLength;
-  return itemBytes(item as unknown as Parameters<typeof itemBytes>[0]) - item.packedRecords.byteLength + format1;
+/** A packed item's size had its records been stored in format 1 (before issue 44: the JSON array of each frame's fields) or 2 (before decision 77). */
+function olderFormatItemBytes(item: PackedRecordsItem, format: 1 | 2): number {
+  const older = deflateRawSync(encodeRecords(decodeRecords(inflateRawSync(item.packedRecords)), format)).byteLength;
+  return itemBytes(item as unknown as Parameters<typeof itemBytes>[0]) - item.packedRecords.byteLength + older;
 }
 
 async function runConfig(c: Config, seconds: number, detections: number, bench: Bench) {
@@ -121,12 +121,15 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
   const snapshotBytes: number[] = [];
   const analyticsBytes: number[] = [];
   const trackCounts: number[] = [];
-  const units = { slot: 0, checkpointStored: 0, checkpointPlain: 0, results: 0, resultsFormat1: 0, summary: 0, events: 0, eventsSingle: 0 };
+  const units = { slot: 0, checkpointStored: 0, checkpointPlain: 0, results: 0, resultsFormat1: 0, resultsFormat2: 0, summary: 0, events: 0, eventsSingle: 0 };
   let events = 0;
   let eventItems = 0;
   let eventItemBytes = 0;
   let resultBytes = 0;
   let format1Bytes = 0;
+  let format2Bytes = 0;
+  const packedBytes: number[] = [];
+  const packedBytesFormat2: number[] = [];
   let packedItems = 0;
   let detectionsOut = 0;
   let commits = 0;
@@ -195,10 +198,17 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
       const b = itemBytes(r as unknown as Parameters<typeof itemBytes>[0]);
       units.results += txUnits(b);
       resultBytes += b;
-      const b1 = isPacked(r) ? format1ItemBytes(r) : b;
+      const b1 = isPacked(r) ? olderFormatItemBytes(r, 1) : b;
       units.resultsFormat1 += txUnits(b1);
       format1Bytes += b1;
-      if (isPacked(r)) packedItems++;
+      const b2 = isPacked(r) ? olderFormatItemBytes(r, 2) : b;
+      units.resultsFormat2 += txUnits(b2);
+      format2Bytes += b2;
+      if (isPacked(r)) {
+        packedItems++;
+        packedBytes.push(b);
+        packedBytesFormat2.push(b2);
+      }
     }
     units.summary += txUnits(itemBytes(u.summary as unknown as Parameters<typeof itemBytes>[0]));
     // The outbox as written (rule events batched per unit, event-packing.ts), and as one item per event before.
@@ -239,13 +249,16 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
     ...(trackCounts.length > 0 ? { trackerTracks: quantiles(trackCounts) } : {}),
     checkpointBytesWrittenPerFrame: { stored: Math.round(ckStored.reduce((a, b) => a + b, 0) / frames), plain: Math.round(ckPlain.reduce((a, b) => a + b, 0) / frames) },
     resultItemBytesPerFrame: r4(resultBytes / frames),
-    ...(packedItems > 0 ? { resultItemBytesPerFrameFormat1: r4(format1Bytes / frames) } : {}),
+    ...(packedItems > 0 ? { resultItemBytesPerFrameFormat1: r4(format1Bytes / frames), resultItemBytesPerFrameFormat2: r4(format2Bytes / frames) } : {}),
+    /** A packed item's size (a segment's records), as stored (format 3) and in format 2. */
+    ...(packedItems > 0 ? { packedItemBytes: { stored: quantiles(packedBytes), format2: quantiles(packedBytesFormat2) } } : {}),
     writeUnitsPerFrame: {
       slotCheck: perFrame(units.slot),
       checkpoint: perFrame(units.checkpointStored),
       checkpointUncompressed: perFrame(units.checkpointPlain),
       results: perFrame(units.results),
       resultsFormat1: perFrame(units.resultsFormat1),
+      resultsFormat2: perFrame(units.resultsFormat2),
       summary: perFrame(units.summary),
       events: perFrame(units.events),
       /** The outbox as one item per event (before issue 44's batches). */
@@ -284,7 +297,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     notes: [
       'In process, on the lease table\'s twin through the production adapter (LeaseStore.commit): real tracker, sequencer, commit builder, rule engine and packing. Sizes are the twin\'s (DynamoDB\'s item size rules); write units are computed from them (2 per KB of each item of the transaction, an update on the larger of before and after, the slot ConditionCheck as 1 KB): a model of the bill, not a measured one.',
       'A commit carries one segment (or one JPEG frame), as a worker that keeps up commits; a backlog commits several per transaction (fewer checkpoint writes per frame).',
-      'leaseItemStored: the video\'s lease item as now stored (checkpoint compressed, issue 44); leaseItemPlain: the same item as the previous version stored it (checkpoint a plain map). results / resultsFormat1: packed records as now stored (format 2) and as before (format 1). events / eventsSingle: the outbox as now written (a unit\'s rule events one batch item, decision 72) and one item per event as before. commitBefore: all three as before.',
+      'leaseItemStored: the video\'s lease item as now stored (checkpoint compressed, issue 44); leaseItemPlain: the same item as the previous version stored it (checkpoint a plain map). results / resultsFormat2 / resultsFormat1: packed records as now stored (format 3, decision 77), in format 2 (issue 44, decision 65) and in format 1 (before issue 44). events / eventsSingle: the outbox as now written (a unit\'s rule events one batch item, decision 72) and one item per event as before. commitBefore: all three as before.',
       'baseline: the workload bench/api-calls-live.ts ran live (the stats processor: one whole-frame detection, a 60-byte state, no rules), computed the same way, so that the scene\'s extra cost can be added to the live figures.',
     ],
     rows,
