@@ -94,7 +94,7 @@ export const DEPLOYMENT_SETTINGS = {
    * endpoints. The small-fleet profile (docs/deploy.md §8): it gives up private
    * connectivity and egress limited to AWS (the tasks may then reach any HTTPS address).
    */
-  interfaceEndpoints: { kind: 'flag', default: true, meaning: 'The 7 interface endpoints (ECS x3, ECR x2, Logs, SQS) in every zone, ≈ $102 a month in 2 zones. false (needs `natGateways` ≥ 1): none, those APIs through the NAT (≈ $33 a month) and egress to any HTTPS address: the small-fleet profile (§4, §8)' },
+  interfaceEndpoints: { kind: 'flag', default: true, meaning: 'The 7 interface endpoints (ECS x3, ECR x2, Logs, SQS) in every zone, ≈ $102 a month in 2 zones. false (needs `natGateways` ≥ 1): none, those APIs through the NAT (a gateway ≈ $36.50 a month with its Elastic IP; a `natInstanceType` instance ≈ $7.50) and egress to any HTTPS address: the small-fleet profile (§4, §8)' },
   /**
    * NAT instances instead of NAT gateways (issue 44, decision 79): with `natGateways` = N,
    * N instances of this type (one per zone, Amazon Linux 2023, `ec2.NatProvider.instanceV2`)
