@@ -351,7 +351,7 @@ function pitrOn(table: Resources[string]): boolean {
 function frameBucketOf(resources: Resources): StackInventory['frameBucket'] {
   for (const r of Object.values(resources)) {
     if (r.Type !== 'AWS::S3::Bucket') continue;
-    const rules = ((r.Properties?.LifecycleConfiguration as { Rules?: Record<string, unknown>[] } | undefined)?.Rules ?? []).filter((x) => x.Prefix === FRAME_PREFIX && x.ExpirationInDays !== undefined);
+    const rules = ((r.Properties?.LifecycleConfiguration as { Rules?: Record<string, unknown>[] } | undefined)?.Rules ?? []).filter((x) => (x.Prefix ?? (x.Filter as { Prefix?: string } | undefined)?.Prefix) === FRAME_PREFIX && x.ExpirationInDays !== undefined);
     if (rules.length === 0) continue;
     const versioned = (r.Properties?.VersioningConfiguration as { Status?: string } | undefined)?.Status === 'Enabled';
     const noncurrent = rules.map((x) => (x.NoncurrentVersionExpiration as { NoncurrentDays?: number } | undefined)?.NoncurrentDays ?? (x.NoncurrentVersionExpirationInDays as number | undefined)).find((d) => d !== undefined);

@@ -86,6 +86,11 @@ describe('stackInventory: the lean profile\'s resources (decision 79)', () => {
       resources: { logs, frames: bucket('Suspended') },
       expected: { frameBucket: { versioned: false } },
     },
+    {
+      name: 'an unversioned frame bucket whose rule names frames/ in a Filter',
+      resources: { logs, frames: { Type: 'AWS::S3::Bucket', Properties: { LifecycleConfiguration: { Rules: [{ Filter: { Prefix: 'frames/' }, ExpirationInDays: 7, Status: 'Enabled' }] } } } },
+      expected: { frameBucket: { versioned: false } },
+    },
   ])('$name', ({ resources, expected }) => {
     expect(stackInventory(resources as unknown as Parameters<typeof stackInventory>[0])).toMatchObject(expected);
   });

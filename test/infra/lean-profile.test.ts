@@ -8,6 +8,7 @@ import type { App } from 'aws-cdk-lib';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { NAT_INSTANCE_ROOT_GIB } from '../../infra/network.ts';
+import { fixedMonthly, stackInventory, storageTerms } from '../../bench/cost-model.ts';
 import { asList, removeSynthOutdirs, synth, type Resources } from '../support/stack-synth.ts';
 
 const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
@@ -120,6 +121,19 @@ describe('point-in-time recovery and Container Insights', () => {
 });
 
 describe('the lean profile', () => {
+  it('is what the cost model counts in its template: one t4g.nano with its volume and address, no PITR, no Container Insights, provisioned tables', () => {
+    // Act
+    const inventory = stackInventory(leanResources);
+    const fixed = fixedMonthly(inventory);
+
+    // Assess
+    expect(inventory).toMatchObject({ natGateways: 0, natInstanceTypes: ['t4g.nano'], natInstanceVolumeGb: NAT_INSTANCE_ROOT_GIB, publicIpv4Addresses: 1, tables: 3, tablesWithPitr: 0, resultsTablePitr: false, containerInsights: false, interfaceEndpoints: 0 });
+    expect(inventory.provisionedTablesAndIndexes).toBeGreaterThan(0);
+    expect(storageTerms(inventory).resultsPitr).toBe(false);
+    expect(fixed.running.containerInsights).toBe(0);
+    expect(fixed.idleTotal).toBeLessThan(25);
+  });
+
   it('passes the cdk-nag AwsSolutions pack, each turned-off check acknowledged with its reason', () => {
     const report = new AwsSolutionsChecks(leanApp).validateScope(leanApp);
     expect(report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(', ')}`)).toEqual([]);
