@@ -186,9 +186,10 @@ export class Network extends Construct {
    * The NAT instances (decision 79): their group admits only the workload subnets, on 443
    * (the only port the workload security groups send to), and sends only HTTPS, so the
    * instance forwards nothing the NAT gateway path would not; an encrypted gp3 root
-   * volume; IMDSv2 only; and a system-status-check alarm whose action is EC2's recover (the instance
-   * moves to healthy hardware with its id, addresses and volume), on top of the simplified
-   * automatic recovery EC2 applies to supported types by default.
+   * volume; IMDSv2 only; and a system-status-check alarm (status checks are published every
+   * minute at no charge) whose action is EC2's recover (the instance moves to healthy
+   * hardware with its id, addresses and volume), on top of the simplified automatic
+   * recovery EC2 applies to supported types by default. The alarm notifies no one.
    */
   #hardenNatInstances(provider: ec2.NatInstanceProviderV2): ec2.Instance[] {
     const group = provider.securityGroup;
@@ -201,7 +202,7 @@ export class Network extends Construct {
       // The provider takes no block devices: set them on the instance resource itself (AL2023's root is /dev/xvda).
       const cfn = instance.node.defaultChild as ec2.CfnInstance;
       cfn.blockDeviceMappings = [{ deviceName: '/dev/xvda', ebs: { encrypted: true, volumeType: 'gp3', volumeSize: NAT_INSTANCE_ROOT_GIB, deleteOnTermination: true } }];
-      // IMDSv2 only: nothing on the instance needs v1, and a forwarded request cannot reach v2 (hop limit 1).
+      // IMDSv2 only (session tokens, one hop): nothing on the instance needs v1.
       cfn.metadataOptions = { httpTokens: 'required', httpPutResponseHopLimit: 1 };
       const systemCheck = new cloudwatch.Metric({
         namespace: 'AWS/EC2',
