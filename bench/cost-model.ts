@@ -21,9 +21,13 @@
  *   events per second, each an outbox item (2 write units), an EventBridge event and a
  *   Pipes request.
  * - Fixed monthly costs are counted from the synthesized template (`cdk synth` of
- *   infra/app.ts, default settings and the small-fleet profile): interface endpoints per
- *   AZ-hour, NAT gateways, alarms per metric, the dashboard, the KMS key, Pipes' stream
- *   polling; custom metrics and Container Insights while the fleet runs.
+ *   infra/app.ts for each of {@link STACK_PROFILES}: default, small-fleet, small-fleet
+ *   provisioned, lean): interface endpoints per AZ-hour, NAT gateways, NAT instances with
+ *   their volumes, public IPv4 addresses, alarms per metric, the dashboard, the KMS key,
+ *   Pipes' stream polling; custom metrics and Container Insights (when the cluster has it)
+ *   while the fleet runs. The template also decides two per-camera lines: the days a frame
+ *   is billed past its retention (the frame bucket versioned or not) and PITR on the
+ *   results table.
  *
  * Nothing here is measured: it is arithmetic over the result files, the template and the
  * prices and assumptions below, each stated once.
@@ -37,6 +41,7 @@ import { HOURS_PER_MONTH, PRICES, SECONDS_PER_MONTH } from '../core/cost/prices.
 import { DEFAULT_TUNABLES } from '../core/config.ts';
 import { METRIC_NAMES } from '../core/metric-names.ts';
 import { buildApp, cdkJsonContext } from '../infra/app.ts';
+import { FRAME_PREFIX } from '../core/config/s3-layout.ts';
 import { benchMain, commandLine, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
 import { parseFlags, type Flag } from './harness/options.ts';
 
@@ -60,12 +65,19 @@ export const ASSUMPTIONS = {
   routerReportBytesPerInvocation: 300, // Lambda's START / END / REPORT lines
   ddbItemOverheadBytes: 100, // DynamoDB bills 100 bytes of overhead per item stored
   /**
-   * Days a frame object is stored beyond `frameRetentionDays` in the versioned frame
-   * bucket: lifecycle expiry rounds to the next midnight UTC (half a day on average), the
-   * expired object becomes a non-current version kept `NoncurrentDays` (1) more, also
-   * rounded (half a day).
+   * Days a frame object is billed beyond `frameRetentionDays` (decision 79), whether the
+   * frame bucket is versioned read from the template (`VersioningConfiguration.Status`):
+   * - any bucket: lifecycle expiry rounds to the next midnight UTC, half a day on average
+   *   (`frameExpiryRoundingDays`);
+   * - versioned: the expired object stays as a non-current version for the frames rule's
+   *   `NoncurrentDays` (read from the template), counted from when lifecycle made it
+   *   non-current (some time after that midnight) and rounded to the next midnight again:
+   *   about half a day more (`noncurrentExpiryRoundingDays`).
+   * Unversioned: 0.5 day; versioned with NoncurrentDays 1: 0.5 + 1 + 0.5 = 2 days (1.5 to
+   * 2.5, by when lifecycle gets to the object).
    */
-  versioningExtraDays: 2,
+  frameExpiryRoundingDays: 0.5,
+  noncurrentExpiryRoundingDays: 0.5,
   /** S3 server access log record per request, bytes (kept 90 days by the log bucket's lifecycle). */
   accessLogBytesPerRequest: 400,
   accessLogRetentionDays: 90,
@@ -171,8 +183,25 @@ export function sceneWrites(run: LiveRun, scene: readonly SceneRow[], videosPerS
   return { results, checkpointEtc, events: eventUnitsPerFrame, eventsPerFrame, eventItemsPerFrame, eventsPerSecond, resultBytesPerFrame: real.resultItemBytesPerFrame, leaseItem: real.checkpointBytes.leaseItemStored };
 }
 
+/** What a stack profile's template decides about a camera's storage: days a frame is billed past its retention, and PITR on the results. */
+export interface StorageTerms {
+  readonly framesAfterExpiryDays: number;
+  readonly resultsPitr: boolean;
+}
+
+/** The storage terms of a synthesized stack (see {@link ASSUMPTIONS}.frameExpiryRoundingDays). */
+export function storageTerms(inv: StackInventory): StorageTerms {
+  const b = inv.frameBucket;
+  if (!b) throw new Error('the template has no frame bucket (an S3 bucket with a lifecycle rule on frames/): cannot price frame storage');
+  if (b.versioned && b.noncurrentDays === undefined) throw new Error('the frame bucket is versioned and keeps non-current frames for ever (no NoncurrentVersionExpiration on its frames/ rule)');
+  return {
+    framesAfterExpiryDays: ASSUMPTIONS.frameExpiryRoundingDays + (b.versioned ? b.noncurrentDays! + ASSUMPTIONS.noncurrentExpiryRoundingDays : 0),
+    resultsPitr: inv.resultsTablePitr,
+  };
+}
+
 /** Cost lines of one camera for a month, in USD. */
-export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegBytes: number; h264BitsPerSecond: number; videosPerSlot: number; before?: boolean }) {
+export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegBytes: number; h264BitsPerSecond: number; videosPerSlot: number; before?: boolean; storage: StorageTerms }) {
   const segments = run.source === 'segments';
   const k = segments ? run.framesPerSegment! : 1;
   const framesPerMonth = run.fpsPerVideo * SECONDS_PER_MONTH;
@@ -206,19 +235,19 @@ export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegB
   const accessLogsGbMonth = (s3RequestsPerFrame * framesPerMonth * ASSUMPTIONS.accessLogBytesPerRequest * (ASSUMPTIONS.accessLogRetentionDays / daysPerMonth)) / GB;
   const profiles = ASSUMPTIONS.retentionProfiles.map((p) => {
     const frames = framesStoragePerDay * p.frameDays;
-    const versioning = framesStoragePerDay * ASSUMPTIONS.versioningExtraDays;
+    const afterExpiry = framesStoragePerDay * o.storage.framesAfterExpiryDays;
     const results = resultsGbPerDay * p.resultsDays * PRICES.ddbStoragePerGbMonth;
-    const pitr = resultsGbPerDay * p.resultsDays * PRICES.ddbPitrPerGbMonth;
+    const pitr = o.storage.resultsPitr ? resultsGbPerDay * p.resultsDays * PRICES.ddbPitrPerGbMonth : 0;
     const accessLogs = accessLogsGbMonth * PRICES.s3StoragePerGbMonth;
     return {
       profile: p.name,
       framesStorage: money(frames),
-      versioningExtraDays: money(versioning),
+      framesAfterExpiry: money(afterExpiry),
       resultsStorage: money(results),
       pitr: money(pitr),
       accessLogs: money(accessLogs),
-      total: money(requests + frames + versioning + results + pitr + accessLogs),
-      totalWithoutRuleEvents: money(requests - lines.ruleEvents + frames + versioning + results + pitr + accessLogs),
+      total: money(requests + frames + afterExpiry + results + pitr + accessLogs),
+      totalWithoutRuleEvents: money(requests - lines.ruleEvents + frames + afterExpiry + results + pitr + accessLogs),
     };
   });
   return {
@@ -242,7 +271,8 @@ export function cameraMonth(run: LiveRun, scene: readonly SceneRow[], o: { jpegB
     liveRun: { complete: run.complete, latencyP50Ms: run.latencyMs.p50 },
     lines: Object.fromEntries(Object.entries(lines).map(([key, v]) => [key, money(v)])),
     requestsTotal: money(requests),
-    storagePerDayKept: { frames: r4(framesStoragePerDay), resultsAndPitr: r4(resultsGbPerDay * (PRICES.ddbStoragePerGbMonth + PRICES.ddbPitrPerGbMonth)) },
+    storage: o.storage,
+    storagePerDayKept: { frames: r4(framesStoragePerDay), results: r4(resultsGbPerDay * PRICES.ddbStoragePerGbMonth), pitr: r4(resultsGbPerDay * PRICES.ddbPitrPerGbMonth) },
     profiles,
   };
 }
@@ -260,6 +290,19 @@ export interface StackInventory {
   readonly containerInsights: boolean;
   /** Provisioned tables and indexes (`provisionedCapacityUnits`): each keeps at least 1 read and 1 write unit. */
   readonly provisionedTablesAndIndexes: number;
+  /** NAT instances (`natInstanceType`: instances with the source/destination check off), one type per instance. */
+  readonly natInstanceTypes: readonly string[];
+  /** Their EBS volumes, GiB together. */
+  readonly natInstanceVolumeGb: number;
+  /** Public IPv4 addresses: Elastic IPs (each NAT gateway's) and instances that associate one (each NAT instance). */
+  readonly publicIpv4Addresses: number;
+  /** Tables, and those with point-in-time recovery on. */
+  readonly tables: number;
+  readonly tablesWithPitr: number;
+  /** PITR on the results table (whose bytes the per-camera storage lines price). */
+  readonly resultsTablePitr: boolean;
+  /** The frame bucket (the bucket whose lifecycle expires `frames/`): versioned or not, and the days its rule keeps a non-current frame. */
+  readonly frameBucket?: { readonly versioned: boolean; readonly noncurrentDays?: number };
 }
 
 type Resources = Record<string, { Type: string; Properties?: Record<string, unknown> }>;
@@ -270,6 +313,9 @@ export function stackInventory(resources: Resources): StackInventory {
   const of = (type: string) => all.filter((r) => r.Type === type);
   const endpoints = of('AWS::EC2::VPCEndpoint').filter((r) => r.Properties?.VpcEndpointType === 'Interface');
   const alarms = of('AWS::CloudWatch::Alarm');
+  const natInstances = of('AWS::EC2::Instance').filter((r) => r.Properties?.SourceDestCheck === false);
+  const tables = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::DynamoDB::Table');
+  const frameBucket = frameBucketOf(resources);
   return {
     interfaceEndpoints: endpoints.length,
     interfaceEndpointAzs: endpoints.reduce((n, r) => n + ((r.Properties?.SubnetIds as unknown[] | undefined)?.length ?? 0), 0),
@@ -287,7 +333,31 @@ export function stackInventory(resources: Resources): StackInventory {
       .filter((r) => r.Properties?.BillingMode !== 'PAY_PER_REQUEST')
       .reduce((n, r) => n + 1 + ((r.Properties?.GlobalSecondaryIndexes as unknown[] | undefined)?.length ?? 0), 0),
     containerInsights: of('AWS::ECS::Cluster').some((r) => JSON.stringify(r.Properties?.ClusterSettings ?? []).includes('"enabled"') || JSON.stringify(r.Properties?.ClusterSettings ?? []).includes('"enhanced"')),
+    natInstanceTypes: natInstances.map((r) => String(r.Properties?.InstanceType)),
+    natInstanceVolumeGb: natInstances.reduce((n, r) => n + ((r.Properties?.BlockDeviceMappings as { Ebs?: { VolumeSize?: number } }[] | undefined) ?? []).reduce((m, b) => m + (b.Ebs?.VolumeSize ?? 0), 0), 0),
+    publicIpv4Addresses: of('AWS::EC2::EIP').length + of('AWS::EC2::Instance').filter((r) => JSON.stringify(r.Properties?.NetworkInterfaces ?? []).includes('"AssociatePublicIpAddress":true')).length,
+    tables: tables.length,
+    tablesWithPitr: tables.filter(([, r]) => pitrOn(r)).length,
+    resultsTablePitr: tables.some(([id, r]) => id.startsWith('TablesResults') && pitrOn(r)),
+    ...(frameBucket ? { frameBucket } : {}),
   };
+}
+
+function pitrOn(table: Resources[string]): boolean {
+  return (table.Properties?.PointInTimeRecoverySpecification as { PointInTimeRecoveryEnabled?: boolean } | undefined)?.PointInTimeRecoveryEnabled === true;
+}
+
+/** The bucket whose lifecycle expires `frames/`: versioned or not, and its rule's days for a non-current frame (undefined: kept for ever). */
+function frameBucketOf(resources: Resources): StackInventory['frameBucket'] {
+  for (const r of Object.values(resources)) {
+    if (r.Type !== 'AWS::S3::Bucket') continue;
+    const rules = ((r.Properties?.LifecycleConfiguration as { Rules?: Record<string, unknown>[] } | undefined)?.Rules ?? []).filter((x) => (x.Prefix ?? (x.Filter as { Prefix?: string } | undefined)?.Prefix) === FRAME_PREFIX && x.ExpirationInDays !== undefined);
+    if (rules.length === 0) continue;
+    const versioned = (r.Properties?.VersioningConfiguration as { Status?: string } | undefined)?.Status === 'Enabled';
+    const noncurrent = rules.map((x) => (x.NoncurrentVersionExpiration as { NoncurrentDays?: number } | undefined)?.NoncurrentDays ?? (x.NoncurrentVersionExpirationInDays as number | undefined)).find((d) => d !== undefined);
+    return { versioned, ...(noncurrent !== undefined ? { noncurrentDays: noncurrent } : {}) };
+  }
+  return undefined;
 }
 
 /** Monthly fixed costs of a deployed stack, USD: `idle` with no cameras (fleet at zero), `running` added while workers run around the clock. */
@@ -297,6 +367,13 @@ export function fixedMonthly(inv: StackInventory) {
   const idle = {
     interfaceEndpoints: inv.interfaceEndpointAzs * h * PRICES.interfaceEndpointPerAzHour,
     natGateways: inv.natGateways * h * PRICES.natGatewayPerHour,
+    natInstances: inv.natInstanceTypes.reduce((n, type) => {
+      const hourly = PRICES.ec2InstanceHour[type];
+      if (hourly === undefined) throw new Error(`no price for the NAT instance type ${type}: add it to PRICES.ec2InstanceHour (core/cost/prices.ts)`);
+      return n + hourly * h;
+    }, 0),
+    natInstanceVolumes: inv.natInstanceVolumeGb * PRICES.ebsGp3PerGbMonth,
+    publicIpv4: inv.publicIpv4Addresses * h * PRICES.publicIpv4PerHour,
     alarms: inv.alarmMetrics * PRICES.cloudWatchAlarmPerMonth,
     dashboard: inv.dashboards * PRICES.cloudWatchDashboardPerMonth,
     kmsKeys: inv.kmsKeys * PRICES.kmsKeyPerMonth,
@@ -344,9 +421,24 @@ function ownTotal(r: ReturnType<typeof cameraMonth>, provisioned: boolean, witho
   const p = r.profiles[0]!;
   if (!provisioned) return withoutRuleEvents ? p.totalWithoutRuleEvents : p.total;
   const l = provisionedLines(r);
-  const storage = p.framesStorage + p.versioningExtraDays + p.resultsStorage + p.pitr + p.accessLogs;
+  const storage = p.framesStorage + p.framesAfterExpiry + p.resultsStorage + p.pitr + p.accessLogs;
   return Object.entries(l).reduce((a, [k, v]) => a + (withoutRuleEvents && k === 'ruleEvents' ? 0 : v), 0) + storage;
 }
+
+/**
+ * The stack profiles priced, each by the context it is synthesized with (docs/deploy.md §8):
+ * the defaults; small-fleet (one NAT gateway instead of the interface endpoints); it with
+ * provisioned DynamoDB; and lean (decision 79): that with one t4g.nano NAT instance instead
+ * of the NAT gateway, point-in-time recovery and Container Insights off.
+ */
+export const STACK_PROFILES = {
+  default: {},
+  smallFleet: { natGateways: 1, interfaceEndpoints: false },
+  smallFleetProvisioned: { natGateways: 1, interfaceEndpoints: false, provisionedCapacityUnits: 1000 },
+  lean: { natGateways: 1, interfaceEndpoints: false, provisionedCapacityUnits: 1000, natInstanceType: 't4g.nano', pointInTimeRecovery: false, containerInsights: false },
+} as const satisfies Record<string, Record<string, unknown>>;
+type ProfileName = keyof typeof STACK_PROFILES;
+const PROFILE_NAMES = Object.keys(STACK_PROFILES) as ProfileName[];
 
 function synthInventory(context: Record<string, unknown>): StackInventory {
   const outdir = mkdtempSync(join(tmpdir(), 'cost-model-cdk-'));
@@ -378,22 +470,23 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
   // H.264 bit rate by frame rate: --h264-mbps lists one per rate, lowest first (1080p camera presets: an assumption).
   const bitsFor = (fps: number) => (mbps[Math.min(rates.indexOf(fps), mbps.length - 1)] ?? 4) * 1e6;
   const runs = [...[...byFps.values()].sort((a, b) => a.fpsPerVideo - b.fpsPerVideo), ...segmentRuns.sort((a, b) => a.fpsPerVideo - b.fpsPerVideo)];
-  const rowOf = (r: LiveRun, before: boolean) => cameraMonth(r, scene, { jpegBytes: o.jpegKb * 1024, h264BitsPerSecond: bitsFor(r.fpsPerVideo), videosPerSlot, before });
-  const rows = runs.map((r) => rowOf(r, false));
-  const before = runs.map((r) => rowOf(r, true));
 
-  bench.say('synthesizing the stack (default settings, the small-fleet profile, and it with provisioned tables) to count its fixed-cost resources ...');
-  const profiles = {
-    default: { context: {}, inventory: synthInventory({}) },
-    smallFleet: { context: { natGateways: 1, interfaceEndpoints: false }, inventory: synthInventory({ natGateways: 1, interfaceEndpoints: false }) },
-    smallFleetProvisioned: {
-      context: { natGateways: 1, interfaceEndpoints: false, provisionedCapacityUnits: 1000 },
-      inventory: synthInventory({ natGateways: 1, interfaceEndpoints: false, provisionedCapacityUnits: 1000 }),
-    },
-  };
-  const fixed = Object.fromEntries(Object.entries(profiles).map(([name, p]) => [name, { context: p.context, inventory: p.inventory, ...fixedMonthly(p.inventory) }]));
+  bench.say(`synthesizing the stack for each profile (${PROFILE_NAMES.join(', ')}) to count its fixed-cost resources and read its storage terms ...`);
+  const fixed = Object.fromEntries(
+    PROFILE_NAMES.map((name) => {
+      const context = STACK_PROFILES[name];
+      const inventory = synthInventory(context);
+      return [name, { context, inventory, storage: storageTerms(inventory), ...fixedMonthly(inventory) }];
+    }),
+  ) as Record<ProfileName, { context: Record<string, unknown>; inventory: StackInventory; storage: StorageTerms } & ReturnType<typeof fixedMonthly>>;
+  const rowOf = (r: LiveRun, before: boolean, storage: StorageTerms) => cameraMonth(r, scene, { jpegBytes: o.jpegKb * 1024, h264BitsPerSecond: bitsFor(r.fpsPerVideo), videosPerSlot, before, storage });
+  // A camera's own lines depend on the profile through its template: the frame bucket's versioning and PITR on the results.
+  const rowsBy = Object.fromEntries(PROFILE_NAMES.map((name) => [name, runs.map((r) => rowOf(r, false, fixed[name].storage))])) as Record<ProfileName, ReturnType<typeof cameraMonth>[]>;
+  const rows = rowsBy.default;
+  const before = runs.map((r) => rowOf(r, true, fixed.default.storage));
 
-  const head = ['source', 'fps', 'PUT', 'GET/HEAD', 'LIST', 'SQS FIFO', 'SQS std', 'Lambda', 'DDB results', 'DDB ckpt etc', 'DDB reads', 'logs', 'rule events', 'requests', ...ASSUMPTIONS.retentionProfiles.flatMap((_, i) => [`frames st.${i + 1}`, `+versions`, `results+PITR ${i + 1}`, `TOTAL ${i + 1}`])];
+  const head = ['source', 'fps', 'PUT', 'GET/HEAD', 'LIST', 'SQS FIFO', 'SQS std', 'Lambda', 'DDB results', 'DDB ckpt etc', 'DDB reads', 'logs', 'rule events', 'requests', ...ASSUMPTIONS.retentionProfiles.flatMap((_, i) => [`frames st.${i + 1}`, `+after expiry`, `results+PITR ${i + 1}`, `TOTAL ${i + 1}`])];
+  bench.say(`default profile (frames ${fixed.default.storage.framesAfterExpiryDays} d past expiry, results PITR ${fixed.default.storage.resultsPitr ? 'on' : 'off'}):`);
   bench.say(head.join(' | '));
   for (const r of rows) {
     const l = r.lines as Record<string, number>;
@@ -403,76 +496,89 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
         r.fps,
         l.uploaderPut, l.s3GetHead, l.s3List, l.sqsFifo, l.sqsStandard, l.lambda, l.ddbWritesResults, l.ddbWritesCheckpointsEtc, l.ddbReads, l.logs, l.ruleEvents,
         r.requestsTotal,
-        ...r.profiles.flatMap((p) => [p.framesStorage, p.versioningExtraDays, money(p.resultsStorage + p.pitr), p.total]),
+        ...r.profiles.flatMap((p) => [p.framesStorage, p.framesAfterExpiry, money(p.resultsStorage + p.pitr), p.total]),
       ].join(' | '),
     );
   }
-  for (const [name, f] of Object.entries(fixed)) bench.say(`fixed (${name}): idle $${f.idleTotal} a month, with the fleet running $${f.runningTotal}: ${JSON.stringify(f.idle)} + ${JSON.stringify(f.running)}`);
-
-  // Per camera-month at N cameras: the camera's own lines (frames 7 d, results 30 d) + fixed costs shared, with and without the GPU.
-  const perCamera = rows
-    .filter((r) => r.source === 'segments')
-    .map((r) => {
-      const own = r.profiles[0]!;
-      const gpu = gpuPerCameraMonth(r.fps, videosPerSlot);
-      return {
-        source: `segments ${r.segmentSeconds} s`,
-        fps: r.fps,
-        cameraOwn: own.total,
-        cameraOwnWithoutRuleEvents: own.totalWithoutRuleEvents,
-        cameraOwnProvisioned: money(ownTotal(r, true)),
-        gpu: money(gpu),
-        byCameras: cameraCounts.map((n) => {
-          const at = (f: (typeof fixed)[string]) => {
-            const provisioned = f.inventory.provisionedTablesAndIndexes > 0;
-            const mine = ownTotal(r, provisioned);
-            return {
-              nonGpu: money(mine + f.runningTotal / n),
-              nonGpuWithoutRuleEvents: money(ownTotal(r, provisioned, true) + f.runningTotal / n),
-              withGpu: money(mine + f.runningTotal / n + gpu),
-            };
-          };
-          return { cameras: n, default: at(fixed.default!), smallFleet: at(fixed.smallFleet!), smallFleetProvisioned: at(fixed.smallFleetProvisioned!) };
-        }),
-      };
-    });
-  for (const p of perCamera) {
-    bench.say(`per camera-month, ${p.source} at ${p.fps} fps (frames 7 d, results 30 d): own $${p.cameraOwn} ($${p.cameraOwnWithoutRuleEvents} without rule events), GPU share $${p.gpu}`);
-    for (const c of p.byCameras) bench.say(`  ${c.cameras} cameras: default $${c.default.nonGpu} non-GPU ($${c.default.nonGpuWithoutRuleEvents} without rule events; $${c.default.withGpu} with GPU); small-fleet $${c.smallFleet.nonGpu} ($${c.smallFleet.withGpu}); small-fleet, provisioned $${c.smallFleetProvisioned.nonGpu}`);
+  for (const [name, f] of Object.entries(fixed)) {
+    bench.say(`fixed (${name}): idle $${f.idleTotal} a month, with the fleet running $${f.runningTotal}: ${JSON.stringify(f.idle)} + ${JSON.stringify(f.running)}; frames ${f.storage.framesAfterExpiryDays} d past expiry (bucket ${f.inventory.frameBucket?.versioned ? 'versioned' : 'unversioned'}), PITR on ${f.inventory.tablesWithPitr} of ${f.inventory.tables} tables`);
   }
 
-  // Where each dollar goes (issue 44's two targets): every line of a camera-month at 16 cameras, largest first.
+  // Per camera-month at N cameras: the camera's own lines (frames 7 d, results 30 d) under each profile + its fixed costs shared, with and without the GPU.
+  const ownOf = (name: ProfileName, i: number, withoutRuleEvents = false) => ownTotal(rowsBy[name][i]!, fixed[name].inventory.provisionedTablesAndIndexes > 0, withoutRuleEvents);
+  const segmentRows = rows.map((r, i) => ({ r, i })).filter(({ r }) => r.source === 'segments');
+  const perCamera = segmentRows.map(({ r, i }) => {
+    const own = r.profiles[0]!;
+    const gpu = gpuPerCameraMonth(r.fps, videosPerSlot);
+    return {
+      source: `segments ${r.segmentSeconds} s`,
+      fps: r.fps,
+      cameraOwn: own.total,
+      cameraOwnWithoutRuleEvents: own.totalWithoutRuleEvents,
+      cameraOwnProvisioned: money(ownTotal(r, true)),
+      cameraOwnByProfile: Object.fromEntries(PROFILE_NAMES.map((name) => [name, money(ownOf(name, i))])),
+      gpu: money(gpu),
+      byCameras: cameraCounts.map((n) => ({
+        cameras: n,
+        ...Object.fromEntries(
+          PROFILE_NAMES.map((name) => {
+            const mine = ownOf(name, i);
+            const share = fixed[name].runningTotal / n;
+            return [name, { nonGpu: money(mine + share), nonGpuWithoutRuleEvents: money(ownOf(name, i, true) + share), withGpu: money(mine + share + gpu) }];
+          }),
+        ),
+      })) as ({ cameras: number } & Record<ProfileName, { nonGpu: number; nonGpuWithoutRuleEvents: number; withGpu: number }>)[],
+    };
+  });
+  for (const p of perCamera) {
+    bench.say(`per camera-month, ${p.source} at ${p.fps} fps (frames 7 d, results 30 d): own $${p.cameraOwn} ($${p.cameraOwnWithoutRuleEvents} without rule events), by profile ${JSON.stringify(p.cameraOwnByProfile)}, GPU share $${p.gpu}`);
+    for (const c of p.byCameras) {
+      bench.say(`  ${c.cameras} cameras: default $${c.default.nonGpu} non-GPU ($${c.default.nonGpuWithoutRuleEvents} without rule events; $${c.default.withGpu} with GPU); small-fleet $${c.smallFleet.nonGpu} ($${c.smallFleet.withGpu}); small-fleet, provisioned $${c.smallFleetProvisioned.nonGpu}; lean $${c.lean.nonGpu} ($${c.lean.nonGpuWithoutRuleEvents} without rule events)`);
+    }
+  }
+
+  // Where each dollar goes (issue 44's two targets): every line of a camera-month at 16 cameras, largest first, per profile.
   const TARGETS = [
     { fps: 30, segmentSeconds: 2, target: 30 },
     { fps: 3, segmentSeconds: 10, target: 8 },
   ];
   const SHARED_OVER = 16;
   const lineItems = TARGETS.flatMap((t) => {
-    const r = rows.find((x) => x.source === 'segments' && x.fps === t.fps && x.segmentSeconds === t.segmentSeconds);
-    if (!r) return [];
-    const p = r.profiles[0]!;
-    const storage = { framesStorage: p.framesStorage, versioningExtraDays: p.versioningExtraDays, resultsStorage: p.resultsStorage, pitr: p.pitr, accessLogs: p.accessLogs };
+    const at = segmentRows.find(({ r }) => r.fps === t.fps && r.segmentSeconds === t.segmentSeconds);
+    if (!at) return [];
     const byProfile = Object.fromEntries(
-      Object.entries(fixed).map(([name, f]) => {
+      PROFILE_NAMES.map((name) => {
+        const f = fixed[name];
+        const r = rowsBy[name][at.i]!;
+        const p = r.profiles[0]!;
+        const storage = { framesStorage: p.framesStorage, framesAfterExpiry: p.framesAfterExpiry, resultsStorage: p.resultsStorage, pitr: p.pitr, accessLogs: p.accessLogs };
         const provisioned = f.inventory.provisionedTablesAndIndexes > 0;
         const own: Record<string, number> = { ...(provisioned ? provisionedLines(r) : (r.lines as Record<string, number>)), ...storage };
-        const shared = { ...Object.fromEntries(Object.entries({ ...f.idle, ...f.running }).map(([k, v]) => [`fixed.${k}`, money(v / SHARED_OVER)])) };
+        const shared = Object.fromEntries(Object.entries({ ...f.idle, ...f.running }).map(([k, v]) => [`fixed.${k}`, money(v / SHARED_OVER)]));
         const all = Object.entries({ ...own, ...shared }).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
         const total = money(all.reduce((a, [, v]) => a + v, 0));
         const eventWrites = (r.perFrame.writeUnitsRuleEvents * r.framesPerMonth * PRICES.ddbWriteUnitPerMillion * (provisioned ? PROVISIONED_RATIO.writes : 1)) / 1e6;
         const ddbWrites = own.ddbWritesResults! + own.ddbWritesCheckpointsEtc! + eventWrites;
         return [name, { total, target: t.target, met: total <= t.target, ddbWrites: money(ddbWrites), lines: Object.fromEntries(all) }];
       }),
-    );
+    ) as Record<ProfileName, { total: number; target: number; met: boolean; ddbWrites: number; lines: Record<string, number> }>;
     return [{ case: `${t.fps} fps, ${t.segmentSeconds}-s segments, frames 7 d, results 30 d, fixed shared over ${SHARED_OVER} cameras`, ...byProfile }];
   });
   for (const li of lineItems) {
-    for (const name of Object.keys(fixed)) {
-      const x = (li as unknown as Record<string, { total: number; target: number; lines: Record<string, number> }>)[name]!;
-      const y = x as unknown as { ddbWrites: number };
-      bench.say(`where the dollars go: ${li.case}, ${name}: $${x.total} (target $${x.target}); DynamoDB writes $${y.ddbWrites} of it`);
+    for (const name of PROFILE_NAMES) {
+      const x = li[name];
+      bench.say(`where the dollars go: ${li.case}, ${name}: $${x.total} (target $${x.target}, ${x.met ? 'met' : 'not met'}); DynamoDB writes $${x.ddbWrites} of it`);
       bench.say('  ' + Object.entries(x.lines).map(([k, v]) => `${k} ${v} (${Math.round((100 * v) / x.total)} %)`).join(', '));
     }
+  }
+  // The targets at every camera count, each profile (the same sums as lineItems at 16).
+  const againstTargets = TARGETS.flatMap((t) => {
+    const p = perCamera.find((x) => x.fps === t.fps && x.source === `segments ${t.segmentSeconds} s`);
+    if (!p) return [];
+    return [{ case: `${t.fps} fps, ${t.segmentSeconds}-s segments`, target: t.target, byCameras: p.byCameras.map((c) => ({ cameras: c.cameras, ...Object.fromEntries(PROFILE_NAMES.map((name) => [name, { nonGpu: c[name].nonGpu, met: c[name].nonGpu <= t.target }])) })) }];
+  });
+  for (const a of againstTargets) {
+    bench.say(`target ${a.case} ≤ $${a.target}: ` + a.byCameras.map((c) => `${c.cameras} cameras ` + PROFILE_NAMES.map((name) => `${name} $${(c as unknown as Record<string, { nonGpu: number; met: boolean }>)[name]!.nonGpu}${(c as unknown as Record<string, { met: boolean }>)[name]!.met ? ' ✓' : ''}`).join(', ')).join('; '));
   }
 
   writeResult(o.out, {
@@ -490,18 +596,22 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     assumptions: ASSUMPTIONS,
     notes: [
       'Per camera, month = 730 hours. Calls and read units per frame are the live runs\' (8 cameras sharing one slot, the stats processor); DynamoDB writes and rule events are the real scene\'s (bench/checkpoint-scene.ts: model, on the twin through the production adapter), see the module comment.',
-      'rows: as now stored (the checkpoint compressed, packed records in format 2); rowsBefore: the same scene as the previous version stored it (the checkpoint a plain map, records in format 1).',
+      'rows: the default profile, as now stored (the checkpoint compressed, packed records in format 2); rowsBefore: the same scene as the previous version stored it (the checkpoint a plain map, records in format 1); rowsByProfile: each profile\'s storage lines (they follow its template).',
       'ruleEvents: the scene\'s 10 rules raise events at a rate set by the scene (objects crossing lines, entering and leaving zones), not by the frame rate; each is an outbox item (2 write units), an EventBridge event and a Pipes request. A deployment without rules pays none: totalWithoutRuleEvents.',
-      'Storage is steady state: frames kept frameRetentionDays plus versioningExtraDays (lifecycle rounding, one non-current day), result items kept resultsRetentionDays with PITR on the same bytes, S3 access logs kept 90 days.',
-      'fixed: counted from the synthesized template (interface endpoints per AZ-hour, NAT gateways, alarm metrics, dashboards, KMS keys, the pipe\'s stream polling) plus the janitor\'s metrics and the ECR image; running adds custom metrics and Container Insights while workers run around the clock (prorated by the hour otherwise).',
+      'Storage is steady state: frames kept frameRetentionDays plus framesAfterExpiry (lifecycle rounds expiry to the next midnight UTC, 0.5 day on average, in any bucket; a versioned frame bucket, read from the template, adds its NoncurrentDays and another 0.5 day of rounding), result items kept resultsRetentionDays with PITR on the same bytes when the results table has it (read from the template), S3 access logs kept 90 days.',
+      'fixed: counted from each profile\'s synthesized template (interface endpoints per AZ-hour, NAT gateways, NAT instances with their EBS volumes, public IPv4 addresses (Elastic IPs of NAT gateways included), alarm metrics, dashboards, KMS keys, the pipe\'s stream polling) plus the janitor\'s metrics and the ECR image; running adds custom metrics and Container Insights (when the cluster has it) while workers run around the clock (prorated by the hour otherwise).',
       'GPU: one worker per g5.xlarge at the assumed frames a second and utilisation, at least 1 / videosPerSlot instance per camera.',
       'smallFleetProvisioned: the small-fleet profile with -c provisionedCapacityUnits=1000 (tables and index provisioned, auto scaled at 70 %): DynamoDB units consumed (writes, reads, the rule events\' outbox writes) cost the hourly unit price over the utilisation, and each table and index keeps 1 write and 1 read unit all month (fixed: dynamoDbMinimumCapacity).',
+      'lean: smallFleetProvisioned with -c natInstanceType=t4g.nano -c pointInTimeRecovery=false -c containerInsights=false (decision 79): a NAT instance (its hours, 8 GiB gp3 root volume and public IPv4) instead of the NAT gateway (its hours and Elastic IP), no PITR on any table, no Container Insights metrics.',
+      'Not priced: data through a NAT (gateway $0.045/GB; a NAT instance none, traffic to AWS services in the region is free) and interface endpoints ($0.01/GB), Container Insights\' performance log events, PITR on the leases and events tables (their bytes are small and not modelled).',
       'Frame sizes are assumptions (--jpeg-kb per 1080p JPEG, --h264-mbps per rate for 1080p H.264), not measured.',
     ],
     fixed,
     rows,
     rowsBefore: before.map((r) => ({ source: r.source, fps: r.fps, segmentSeconds: r.segmentSeconds, lines: r.lines, requestsTotal: r.requestsTotal, profiles: r.profiles })),
+    rowsByProfile: Object.fromEntries(PROFILE_NAMES.map((name) => [name, rowsBy[name].map((r) => ({ source: r.source, fps: r.fps, segmentSeconds: r.segmentSeconds, storage: r.storage, profiles: r.profiles }))])),
     perCamera,
+    againstTargets,
     lineItems,
   }, bench.say);
   return 0;

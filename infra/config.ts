@@ -94,7 +94,40 @@ export const DEPLOYMENT_SETTINGS = {
    * endpoints. The small-fleet profile (docs/deploy.md §8): it gives up private
    * connectivity and egress limited to AWS (the tasks may then reach any HTTPS address).
    */
-  interfaceEndpoints: { kind: 'flag', default: true, meaning: 'The 7 interface endpoints (ECS x3, ECR x2, Logs, SQS) in every zone, ≈ $102 a month in 2 zones. false (needs `natGateways` ≥ 1): none, those APIs through the NAT (≈ $33 a month) and egress to any HTTPS address: the small-fleet profile (§4, §8)' },
+  interfaceEndpoints: { kind: 'flag', default: true, meaning: 'The 7 interface endpoints (ECS x3, ECR x2, Logs, SQS) in every zone, ≈ $102 a month in 2 zones. false (needs `natGateways` ≥ 1): none, those APIs through the NAT (a gateway ≈ $36.50 a month with its Elastic IP; a `natInstanceType` instance ≈ $7.50) and egress to any HTTPS address: the small-fleet profile (§4, §8)' },
+  /**
+   * NAT instances instead of NAT gateways (issue 44, decision 79): with `natGateways` = N,
+   * N instances of this type (one per zone, Amazon Linux 2023, `ec2.NatProvider.instanceV2`)
+   * instead of N managed gateways. A t4g.nano is about $3.07 a month plus its public IPv4
+   * address ($3.65) and an 8 GiB encrypted gp3 root volume ($0.64), against $32.85 a
+   * gateway plus its address. Empty: NAT gateways. What it gives up (docs/deploy.md §4):
+   * an instance to patch (a deploy replaces it with the latest AMI), a small instance's
+   * bandwidth, no managed high availability (EC2's automatic recovery only).
+   */
+  natInstanceType: {
+    kind: 'text', default: '', pattern: /^(t4g|t3|t3a|c6gn|c7gn)\.(nano|micro|small|medium|large|\d*xlarge)$/, emptyMeans: 'NAT gateways',
+    rule: 'be a burstable or network-optimised instance type such as t4g.nano, t4g.micro or t3.micro, or empty',
+    meaning: 'NAT instances of this type (`t4g.nano`: ≈ $3.07 a month + $3.65 for its public IPv4) instead of NAT gateways (≈ $32.85 each + their IPv4): `natGateways` of them, one per zone; needs `natGateways` ≥ 1. Egress restricted as with gateways; the instance admits only the workload subnets and sends only HTTPS. Gives up a managed, highly available NAT: an instance to patch (redeploy), a small instance\'s bandwidth (§4, §8)',
+  },
+  /**
+   * Point-in-time recovery of the three DynamoDB tables (issue 44): $0.20 per GB-month of
+   * table size. false: no restore to any second of the last 35 days (a corrupt or deleted
+   * checkpoint or result can only be restored from an on-demand backup you made).
+   */
+  pointInTimeRecovery: {
+    kind: 'flag', default: true,
+    meaning: 'Point-in-time recovery of the leases, results and events tables ($0.20 per GB-month of table size; §8 prices it per camera). false: no restore to any second of the last 35 days; only on-demand backups you take yourself (§8)',
+  },
+  /**
+   * Container Insights (standard) on the ECS cluster (issue 44): about 20 cluster and task
+   * metrics at $0.30 a metric-month while instances run, plus its performance log events.
+   * Nothing in the stack reads them (alarms and the dashboard use the stack's own metrics
+   * and AWS/SQS); false loses only the console's per-task CPU, memory and network charts.
+   */
+  containerInsights: {
+    kind: 'flag', default: true,
+    meaning: 'Container Insights on the ECS cluster: about 20 cluster and task metrics ≈ $6 a month while workers run (prorated by the hour) plus its performance log events at $0.50/GB. No alarm or dashboard widget reads them; false loses the console\'s per-task CPU, memory and network charts (§8)',
+  },
   /**
    * DynamoDB capacity (issue 44): 0 = on demand (the default: pay per request, no
    * throttling below the account's limits). N = provisioned, each table and index auto
@@ -242,6 +275,7 @@ export function validateStackConfig(config: StackConfig): StackConfig {
   }
   problems.push(...rangeProblems(DEPLOYMENT_SETTINGS, config));
   problems.push(...availabilityZoneProblems(config), ...instanceTypesProblems(config), ...workerFitProblems(config));
+  if (config.natInstanceType !== '' && config.natGateways === 0) problems.push(`natInstanceType (${config.natInstanceType}) replaces NAT gateways by NAT instances: set natGateways=1 or more (how many, one per zone)`);
   if (!config.interfaceEndpoints && config.natGateways === 0) problems.push('interfaceEndpoints=false needs natGateways=1 or more: without endpoints or a NAT the workers cannot reach ECS, ECR, CloudWatch Logs or SQS');
   if (config.modelSha256 !== '' && config.modelUri === '') problems.push('modelSha256 pins the model named by modelUri: set modelUri too');
   // The subnet plan reads the other settings, so it is only asked once they are in range.

@@ -89,6 +89,12 @@ export interface GpuFleetProps {
    */
   readonly removalPolicy?: RemovalPolicy;
   /**
+   * Container Insights (standard) on the cluster: about 20 metrics while instances run
+   * (issue 44). Nothing the stack alarms on or draws reads them.
+   * @default true
+   */
+  readonly containerInsights?: boolean;
+  /**
    * The worker image. The default is built by `cdk deploy` (Docker needed); a prebuilt
    * image (`workerImageFromEcr`, context `workerImage`) needs none.
    * @default workerImageFromDockerfile(): gpu-worker/Dockerfile, linux/amd64
@@ -144,7 +150,14 @@ export class GpuFleet extends Construct {
     this.#family = props.family;
     this.#subnetIds = props.vpc.selectSubnets(props.subnets).subnetIds;
 
-    this.cluster = new ecs.Cluster(this, 'Cluster', { vpc: props.vpc, containerInsightsV2: ecs.ContainerInsights.ENABLED });
+    const insights = props.containerInsights ?? true;
+    this.cluster = new ecs.Cluster(this, 'Cluster', { vpc: props.vpc, containerInsightsV2: insights ? ecs.ContainerInsights.ENABLED : ecs.ContainerInsights.DISABLED });
+    if (!insights) {
+      acknowledge(this.cluster, {
+        id: 'AwsSolutions-ECS4',
+        reason: 'containerInsights=false (issue 44, decision 79): no alarm or dashboard widget reads its metrics; the operator chose to save about $6 a month of them while workers run.',
+      });
+    }
 
     // The instance role gets an explicit policy (below). CDK's cluster wiring would add `ecs:Submit*`
     // and account-wide logs/ECR access to it, so the launch template gets a view that ignores additions.

@@ -1,7 +1,10 @@
-import { Names, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, Names, RemovalPolicy } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { acknowledge } from './nag.ts';
 import { GatewayPrefixLists } from './prefix-lists.ts';
 
 export interface NetworkProps {
@@ -29,6 +32,12 @@ export interface NetworkProps {
    * @default 0
    */
   readonly natGateways?: number;
+  /**
+   * NAT instances of this type (`t4g.nano`) instead of NAT gateways, `natGateways` of them
+   * (one per zone): see {@link Network} for their security group. Needs `natGateways` >= 1.
+   * @default undefined (NAT gateways)
+   */
+  readonly natInstanceType?: string;
   /**
    * Create the interface endpoints ({@link INTERFACE_ENDPOINTS}). false needs NAT gateways:
    * those APIs are then reached through the NAT, and the workload security groups may
@@ -72,6 +81,9 @@ export const INTERFACE_ENDPOINTS: Readonly<Record<string, ec2.InterfaceVpcEndpoi
   Sqs: ec2.InterfaceVpcEndpointAwsService.SQS,
 };
 
+/** Root volume of a NAT instance (the Amazon Linux 2023 AMI's own size). */
+export const NAT_INSTANCE_ROOT_GIB = 8;
+
 /** VPC for the GPU fleet: private subnets, S3/DynamoDB gateway endpoints, interface endpoints, flow log. */
 export class Network extends Construct {
   readonly vpc: ec2.Vpc;
@@ -81,6 +93,8 @@ export class Network extends Construct {
   readonly workloadSubnets: ec2.SubnetSelection;
   /** Interface endpoints; closed until {@link allowEndpointsFrom} opens them to a security group. */
   readonly interfaceEndpoints: readonly ec2.InterfaceVpcEndpoint[];
+  /** The NAT instances (`natInstanceType`); empty with NAT gateways or none. */
+  readonly natInstances: readonly ec2.Instance[];
   readonly #openEgress: boolean;
   #gatewayPrefixLists?: GatewayPrefixLists;
 
@@ -95,9 +109,15 @@ export class Network extends Construct {
       retention: props.flowLogRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
+    if (props.natInstanceType && natGateways === 0) throw new Error(`Network: natInstanceType (${props.natInstanceType}) needs natGateways >= 1 (the number of NAT instances, one per zone)`);
+    // NONE: the provider opens nothing; the instances' group is set below (workload subnets in, HTTPS out).
+    const natInstanceProvider = props.natInstanceType
+      ? ec2.NatProvider.instanceV2({ instanceType: new ec2.InstanceType(props.natInstanceType), defaultAllowedTraffic: ec2.NatTrafficDirection.NONE, associatePublicIpAddress: true })
+      : undefined;
     this.vpc = new ec2.Vpc(this, 'Vpc', {
       ...(props.availabilityZones?.length ? { availabilityZones: [...props.availabilityZones] } : { maxAzs: props.maxAzs ?? 2 }),
       natGateways,
+      ...(natInstanceProvider ? { natGatewayProvider: natInstanceProvider } : {}),
       subnetConfiguration,
       restrictDefaultSecurityGroup: true,
       gatewayEndpoints: {
@@ -110,6 +130,7 @@ export class Network extends Construct {
       },
     });
     this.workloadSubnets = { subnetType: privateType };
+    this.natInstances = natInstanceProvider ? this.#hardenNatInstances(natInstanceProvider) : [];
 
     // open: false — instead of the default ingress from the whole VPC CIDR, only the
     // worker tasks and container instances may reach the endpoints (allowEndpointsFrom).
@@ -159,6 +180,52 @@ export class Network extends Construct {
         description: `HTTPS to ${name} (gateway endpoint)`,
       });
     }
+  }
+
+  /**
+   * The NAT instances (decision 79): their group admits only the workload subnets, on 443
+   * (the only port the workload security groups send to), and sends only HTTPS, so the
+   * instance forwards nothing the NAT gateway path would not; an encrypted gp3 root
+   * volume; IMDSv2 only; and a system-status-check alarm (status checks are published every
+   * minute at no charge) whose action is EC2's recover (the instance moves to healthy
+   * hardware with its id, addresses and volume), on top of the simplified automatic
+   * recovery EC2 applies to supported types by default. The alarm notifies no one.
+   */
+  #hardenNatInstances(provider: ec2.NatInstanceProviderV2): ec2.Instance[] {
+    const group = provider.securityGroup;
+    for (const subnet of this.vpc.selectSubnets(this.workloadSubnets).subnets) {
+      group.addIngressRule(ec2.Peer.ipv4(subnet.ipv4CidrBlock), ec2.Port.tcp(443), `HTTPS from the workload subnet in ${subnet.availabilityZone}`);
+    }
+    group.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS out: what the workloads send, and the instance\'s own package updates');
+    const instances = provider.gatewayInstances;
+    for (const [i, instance] of instances.entries()) {
+      // The provider takes no block devices: set them on the instance resource itself (AL2023's root is /dev/xvda).
+      const cfn = instance.node.defaultChild as ec2.CfnInstance;
+      cfn.blockDeviceMappings = [{ deviceName: '/dev/xvda', ebs: { encrypted: true, volumeType: 'gp3', volumeSize: NAT_INSTANCE_ROOT_GIB, deleteOnTermination: true } }];
+      // IMDSv2 only (session tokens, one hop): nothing on the instance needs v1.
+      cfn.metadataOptions = { httpTokens: 'required', httpPutResponseHopLimit: 1 };
+      const systemCheck = new cloudwatch.Metric({
+        namespace: 'AWS/EC2',
+        metricName: 'StatusCheckFailed_System',
+        dimensionsMap: { InstanceId: instance.instanceId },
+        statistic: 'Maximum',
+        period: Duration.minutes(1),
+      });
+      new cloudwatch.Alarm(this, `NatInstanceRecover${i}`, {
+        metric: systemCheck,
+        threshold: 1,
+        evaluationPeriods: 2,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        alarmDescription: 'NAT instance failed its system status check: EC2 recovers it onto healthy hardware',
+      }).addAlarmAction(new cloudwatchActions.Ec2Action(cloudwatchActions.Ec2InstanceAction.RECOVER));
+      acknowledge(
+        instance,
+        { id: 'AwsSolutions-EC28', reason: 'NAT instance: basic (5-minute) monitoring; detailed monitoring would cost about $2.10 a month, two thirds of a t4g.nano.' },
+        { id: 'AwsSolutions-EC26', reason: 'The root volume is encrypted (BlockDeviceMappings above; test/infra/lean-profile.test.ts). cdk-nag\'s rule throws on an instance without a launch template in a stack that has one (the GPU fleet\'s).' },
+        { id: 'AwsSolutions-EC29', reason: 'NAT instance: a deploy replaces it when the AMI moves on (how it is patched) and stack deletion removes it; termination protection would block both.' },
+      );
+    }
+    return instances;
   }
 
   /** Lets a security group reach every interface endpoint on 443. */

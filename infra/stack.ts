@@ -85,13 +85,14 @@ export class FrameAffinityStack extends Stack {
       availabilityZones: listOf(config.availabilityZones),
       workloadSubnetMask: workloadSubnetPlan(config).prefixLength,
       natGateways: config.natGateways,
+      ...(config.natInstanceType ? { natInstanceType: config.natInstanceType } : {}),
       interfaceEndpoints: config.interfaceEndpoints,
       allowInternetEgress: config.allowInternetEgress,
       flowLogRetention: logRetention,
       removalPolicy,
     });
     this.queues = new WorkQueues(this, 'Queues', { names, tunables });
-    this.tables = new StateTables(this, 'Tables', { names, removalPolicy, provisionedCapacityUnits: config.provisionedCapacityUnits });
+    this.tables = new StateTables(this, 'Tables', { names, removalPolicy, provisionedCapacityUnits: config.provisionedCapacityUnits, pointInTimeRecovery: config.pointInTimeRecovery });
     this.eventDelivery = new EventDelivery(this, 'EventDelivery', {
       table: this.tables.events,
       busName: names.eventBus,
@@ -155,6 +156,7 @@ export class FrameAffinityStack extends Stack {
       threadPoolSize: workerThreadPoolSize(config),
       ...(config.gpuAmiId ? { gpuAmiId: config.gpuAmiId } : {}),
       rootVolumeGiB: config.rootVolumeGiB,
+      containerInsights: config.containerInsights,
       healthMaxAge: Duration.seconds(config.slotLeaseTtlSeconds * 3),
       logRetention,
       removalPolicy,

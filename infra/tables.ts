@@ -3,6 +3,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import type { ResourceNames } from '../core/config.ts';
+import { acknowledge } from './nag.ts';
 import { EVENTS_TABLE, LEASES_TABLE, RESULTS_TABLE, type KeyAttribute, type TableShape } from '../core/resources.ts';
 
 export interface StateTablesProps {
@@ -23,6 +24,12 @@ export interface StateTablesProps {
    * @default 0
    */
   readonly provisionedCapacityUnits?: number;
+  /**
+   * Point-in-time recovery on every table ($0.20 per GB-month of table size). false gives
+   * up restoring a table to any second of the last 35 days (issue 44, decision 79).
+   * @default true
+   */
+  readonly pointInTimeRecovery?: boolean;
 }
 
 /** Auto scaling's target utilisation of provisioned tables and indexes. */
@@ -52,20 +59,26 @@ export function deletionProtectionFor(removalPolicy: RemovalPolicy): boolean | u
  * scaled up to `provisionedCapacityUnits`), PITR, TTL, SSE, the shape's GSIs. `tableName`
  * undefined lets CloudFormation generate the name.
  */
-export function tableFromShape(scope: Construct, id: string, tableName: string | undefined, shape: TableShape, removalPolicy: RemovalPolicy, provisionedCapacityUnits = 0): dynamodb.Table {
+export function tableFromShape(scope: Construct, id: string, tableName: string | undefined, shape: TableShape, removalPolicy: RemovalPolicy, provisionedCapacityUnits = 0, pointInTimeRecovery = true): dynamodb.Table {
   const provisioned = provisionedCapacityUnits > 0;
   const table = new dynamodb.Table(scope, id, {
     tableName,
     partitionKey: attribute(shape.partitionKey),
     sortKey: shape.sortKey ? attribute(shape.sortKey) : undefined,
     ...(provisioned ? { billingMode: dynamodb.BillingMode.PROVISIONED, readCapacity: 1, writeCapacity: 1 } : { billingMode: dynamodb.BillingMode.PAY_PER_REQUEST }),
-    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: pointInTimeRecovery },
     timeToLiveAttribute: shape.ttlAttribute,
     encryption: dynamodb.TableEncryption.AWS_MANAGED,
     deletionProtection: deletionProtectionFor(removalPolicy),
     removalPolicy,
     ...(shape.stream ? { stream: dynamodb.StreamViewType.NEW_IMAGE } : {}),
   });
+  if (!pointInTimeRecovery) {
+    acknowledge(table, {
+      id: 'AwsSolutions-DDB3',
+      reason: 'pointInTimeRecovery=false (issue 44, decision 79): the operator gave up restoring to any second of the last 35 days to save $0.20 per GB-month; on-demand backups remain theirs to take.',
+    });
+  }
   for (const gsi of shape.globalSecondaryIndexes) {
     table.addGlobalSecondaryIndex({
       indexName: gsi.indexName,
@@ -123,10 +136,11 @@ export class StateTables extends Construct {
     super(scope, id);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const units = props.provisionedCapacityUnits ?? 0;
-    this.leases = tableFromShape(this, 'Leases', undefined, LEASES_TABLE, removalPolicy, units);
-    this.results = tableFromShape(this, 'Results', undefined, RESULTS_TABLE, removalPolicy, units);
+    const pitr = props.pointInTimeRecovery ?? true;
+    this.leases = tableFromShape(this, 'Leases', undefined, LEASES_TABLE, removalPolicy, units, pitr);
+    this.results = tableFromShape(this, 'Results', undefined, RESULTS_TABLE, removalPolicy, units, pitr);
     this.#shapes.set(this.leases, LEASES_TABLE);
-    this.events = tableFromShape(this, 'Events', undefined, EVENTS_TABLE, removalPolicy, units);
+    this.events = tableFromShape(this, 'Events', undefined, EVENTS_TABLE, removalPolicy, units, pitr);
     this.#shapes.set(this.results, RESULTS_TABLE);
     this.#shapes.set(this.events, EVENTS_TABLE);
   }

@@ -121,7 +121,7 @@ export function readStoredCheckpoint(stored: unknown, videoId: string): (Omit<Vi
   try {
     rest = JSON.parse(inflateRawSync(s.z).toString('utf8')) as typeof rest;
   } catch (e) {
-    throw new Error(`checkpoint of video ${videoId} is corrupt (its compressed state does not inflate to JSON: ${e instanceof Error ? e.message : String(e)}); restore the leases table from its point-in-time backup, or delete the item video#${videoId} (its tracks and counts then restart)`);
+    throw new Error(`checkpoint of video ${videoId} is corrupt (its compressed state does not inflate to JSON: ${e instanceof Error ? e.message : String(e)}); if point-in-time recovery is on (the stack's pointInTimeRecovery setting, on by default) restore the leases table to a time before the corruption, otherwise from an on-demand backup if you took one; or delete the item video#${videoId} (its tracks and counts then restart)`);
   }
   return { ...rest, seq: Number(s.seq ?? 0), ...(typeof s.commitId === 'string' ? { commitId: s.commitId } : {}) };
 }

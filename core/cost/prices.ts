@@ -28,6 +28,17 @@ export const PRICES = {
   interfaceEndpointPerGb: 0.01,
   natGatewayPerHour: 0.045,
   natGatewayPerGb: 0.045,
+  // Public IPv4 addresses, in use or idle, Elastic IPs (a NAT gateway's) included: $0.005 per IP-hour
+  // (aws.amazon.com/vpc/pricing, "Public IPv4 address", since February 2024).
+  publicIpv4PerHour: 0.005,
+  // EC2 On-Demand, Linux, us-east-1 (aws.amazon.com/ec2/pricing/on-demand): the NAT instance types
+  // `natInstanceType` accepts that are priced here; the cost bench refuses a type missing from this list.
+  ec2InstanceHour: {
+    't4g.nano': 0.0042, 't4g.micro': 0.0084, 't4g.small': 0.0168, 't4g.medium': 0.0336,
+    't3.nano': 0.0052, 't3.micro': 0.0104, 't3.small': 0.0208,
+    't3a.nano': 0.0047, 't3a.micro': 0.0094, 't3a.small': 0.0188,
+  } as Readonly<Record<string, number>>,
+  ebsGp3PerGbMonth: 0.08, // gp3 storage (aws.amazon.com/ebs/pricing); 3,000 IOPS and 125 MB/s included
   cloudWatchAlarmPerMonth: 0.1, // standard resolution, per metric the alarm evaluates
   cloudWatchDashboardPerMonth: 3, // beyond an account's first three
   customMetricPerMonth: 0.3, // per metric (name + dimensions), first 10,000; prorated by the hour it is emitted

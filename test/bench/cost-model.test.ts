@@ -4,7 +4,7 @@
  * real stack when it runs).
  */
 import { describe, expect, it } from 'vitest';
-import { PROVISIONED_RATIO, fixedMonthly, gpuPerCameraMonth, stackInventory } from '../../bench/cost-model.ts';
+import { ASSUMPTIONS, PROVISIONED_RATIO, fixedMonthly, gpuPerCameraMonth, stackInventory, storageTerms } from '../../bench/cost-model.ts';
 
 const endpoint = (type: 'Interface' | 'Gateway', subnets: number) => ({ Type: 'AWS::EC2::VPCEndpoint', Properties: { VpcEndpointType: type, ...(type === 'Interface' ? { SubnetIds: Array.from({ length: subnets }, (_, i) => `s${i}`) } : {}) } });
 const alarm = (metricStats?: number) => ({ Type: 'AWS::CloudWatch::Alarm', Properties: metricStats === undefined ? { MetricName: 'X' } : { Metrics: [...Array.from({ length: metricStats }, () => ({ MetricStat: {} })), { Expression: 'a+b' }] } });
@@ -46,8 +46,79 @@ describe('stackInventory', () => {
   });
 });
 
+describe('stackInventory: the lean profile\'s resources (decision 79)', () => {
+  const table = (pitr: boolean) => ({ Type: 'AWS::DynamoDB::Table', Properties: { BillingMode: 'PAY_PER_REQUEST', PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: pitr } } });
+  const bucket = (status: string | undefined, noncurrentDays?: number) => ({
+    Type: 'AWS::S3::Bucket',
+    Properties: {
+      ...(status ? { VersioningConfiguration: { Status: status } } : {}),
+      LifecycleConfiguration: { Rules: [{ Id: 'expire-frames', Prefix: 'frames/', ExpirationInDays: 7, Status: 'Enabled', ...(noncurrentDays ? { NoncurrentVersionExpiration: { NoncurrentDays: noncurrentDays } } : {}) }, { Id: 'models', Prefix: 'models/', Status: 'Enabled' }] },
+    },
+  });
+  const logs = { Type: 'AWS::S3::Bucket', Properties: { LifecycleConfiguration: { Rules: [{ ExpirationInDays: 90, Status: 'Enabled' }] } } };
+
+  it.each([
+    {
+      name: 'a NAT instance (source/destination check off) counts with its type, root volume and public address; an instance that forwards nothing does not',
+      resources: {
+        nat: { Type: 'AWS::EC2::Instance', Properties: { InstanceType: 't4g.nano', SourceDestCheck: false, BlockDeviceMappings: [{ DeviceName: '/dev/xvda', Ebs: { VolumeSize: 8 } }], NetworkInterfaces: [{ AssociatePublicIpAddress: true, DeviceIndex: '0' }] } },
+        other: { Type: 'AWS::EC2::Instance', Properties: { InstanceType: 't3.micro' } },
+      },
+      expected: { natInstanceTypes: ['t4g.nano'], natInstanceVolumeGb: 8, publicIpv4Addresses: 1, natGateways: 0 },
+    },
+    {
+      name: 'a NAT gateway\'s Elastic IP is a public IPv4 address too',
+      resources: { n: { Type: 'AWS::EC2::NatGateway' }, e: { Type: 'AWS::EC2::EIP' } },
+      expected: { natGateways: 1, publicIpv4Addresses: 1, natInstanceTypes: [] },
+    },
+    {
+      name: 'PITR per table; the results table (logical id TablesResults...) decides the per-camera line',
+      resources: { TablesLeasesA: table(true), TablesResultsB: table(false), TablesEventsC: table(true) },
+      expected: { tables: 3, tablesWithPitr: 2, resultsTablePitr: false },
+    },
+    {
+      name: 'the frame bucket is the one whose lifecycle expires frames/: versioned, and its non-current days',
+      resources: { logs, frames: bucket('Enabled', 1) },
+      expected: { frameBucket: { versioned: true, noncurrentDays: 1 } },
+    },
+    {
+      name: 'an unversioned frame bucket (no VersioningConfiguration, or Suspended)',
+      resources: { logs, frames: bucket('Suspended') },
+      expected: { frameBucket: { versioned: false } },
+    },
+    {
+      name: 'an unversioned frame bucket whose rule names frames/ in a Filter',
+      resources: { logs, frames: { Type: 'AWS::S3::Bucket', Properties: { LifecycleConfiguration: { Rules: [{ Filter: { Prefix: 'frames/' }, ExpirationInDays: 7, Status: 'Enabled' }] } } } },
+      expected: { frameBucket: { versioned: false } },
+    },
+  ])('$name', ({ resources, expected }) => {
+    expect(stackInventory(resources as unknown as Parameters<typeof stackInventory>[0])).toMatchObject(expected);
+  });
+});
+
+describe('storageTerms', () => {
+  const inv = (frameBucket: { versioned: boolean; noncurrentDays?: number } | undefined, resultsTablePitr = true) => ({ ...stackInventory({}), resultsTablePitr, ...(frameBucket ? { frameBucket } : {}) });
+
+  it('bills an expired frame half a day past its retention in any bucket (expiry rounds to the next UTC midnight), and a versioned bucket\'s non-current days plus another half day', () => {
+    expect(ASSUMPTIONS.frameExpiryRoundingDays).toBe(0.5);
+    expect(storageTerms(inv({ versioned: false })).framesAfterExpiryDays).toBe(0.5);
+    expect(storageTerms(inv({ versioned: true, noncurrentDays: 1 })).framesAfterExpiryDays).toBe(2);
+    expect(storageTerms(inv({ versioned: true, noncurrentDays: 3 })).framesAfterExpiryDays).toBe(4);
+  });
+
+  it('prices PITR on the results only when the results table has it', () => {
+    expect(storageTerms(inv({ versioned: false }, true)).resultsPitr).toBe(true);
+    expect(storageTerms(inv({ versioned: false }, false)).resultsPitr).toBe(false);
+  });
+
+  it('refuses a template without a frame bucket, or one that keeps non-current frames for ever, instead of guessing', () => {
+    expect(() => storageTerms(inv(undefined))).toThrow(/no frame bucket/);
+    expect(() => storageTerms(inv({ versioned: true }))).toThrow(/keeps non-current frames for ever/);
+  });
+});
+
 describe('fixedMonthly', () => {
-  const none = { interfaceEndpointAzs: 0, interfaceEndpoints: 0, natGateways: 0, alarmMetrics: 0, alarms: 0, dashboards: 0, kmsKeys: 0, pipes: 0, containerInsights: false, provisionedTablesAndIndexes: 0 };
+  const none = { interfaceEndpointAzs: 0, interfaceEndpoints: 0, natGateways: 0, alarmMetrics: 0, alarms: 0, dashboards: 0, kmsKeys: 0, pipes: 0, containerInsights: false, provisionedTablesAndIndexes: 0, natInstanceTypes: [] as string[], natInstanceVolumeGb: 0, publicIpv4Addresses: 0, tables: 0, tablesWithPitr: 0, resultsTablePitr: false };
 
   it('prices 7 interface endpoints in 2 zones at $0.01 an AZ-hour over 730 hours', () => {
     expect(fixedMonthly({ ...none, interfaceEndpoints: 7, interfaceEndpointAzs: 14 }).idle.interfaceEndpoints).toBe(102.2);
@@ -58,6 +129,19 @@ describe('fixedMonthly', () => {
     expect(f.idle.natGateways).toBe(32.85);
     // 4 GetRecords a second for 730 hours = 10.5 million; 8.0 million beyond the free tier at $0.02 per 100,000.
     expect(f.idle.pipeStreamPolling).toBeCloseTo(1.6, 1);
+  });
+
+  it('prices a t4g.nano NAT instance at $0.0042 an hour, its 8 GiB gp3 volume and its public IPv4 address at $0.005 an hour', () => {
+    const f = fixedMonthly({ ...none, natInstanceTypes: ['t4g.nano'], natInstanceVolumeGb: 8, publicIpv4Addresses: 1 });
+    expect(f.idle.natInstances).toBe(3.07);
+    expect(f.idle.natInstanceVolumes).toBe(0.64);
+    expect(f.idle.publicIpv4).toBe(3.65);
+    expect(f.idle.natGateways).toBe(0);
+    expect(f.idleTotal).toBeCloseTo(3.07 + 0.64 + 3.65 + f.idle.janitorMetrics! + f.idle.ecrImage!, 2);
+  });
+
+  it('refuses a NAT instance type it has no price for, naming where to add it', () => {
+    expect(() => fixedMonthly({ ...none, natInstanceTypes: ['c7gn.medium'] })).toThrow(/no price for the NAT instance type c7gn\.medium: add it to PRICES\.ec2InstanceHour/);
   });
 
   it('adds Container Insights only when the cluster has it, and only while workers run', () => {
@@ -80,7 +164,7 @@ describe('provisioned capacity', () => {
 });
 
 function none4() {
-  return { interfaceEndpointAzs: 0, interfaceEndpoints: 0, natGateways: 0, alarmMetrics: 0, alarms: 0, dashboards: 0, kmsKeys: 0, pipes: 0, containerInsights: false, provisionedTablesAndIndexes: 0 };
+  return { interfaceEndpointAzs: 0, interfaceEndpoints: 0, natGateways: 0, alarmMetrics: 0, alarms: 0, dashboards: 0, kmsKeys: 0, pipes: 0, containerInsights: false, provisionedTablesAndIndexes: 0, natInstanceTypes: [] as string[], natInstanceVolumeGb: 0, publicIpv4Addresses: 0, tables: 0, tablesWithPitr: 0, resultsTablePitr: false };
 }
 
 describe('gpuPerCameraMonth', () => {

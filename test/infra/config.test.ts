@@ -101,6 +101,13 @@ describe('issue 23 settings', () => {
     expect(() => stackConfigFromContext(contextOf({ modelSha256: 'ab'.repeat(32) }))).toThrow(/modelSha256 pins the model named by modelUri: set modelUri too/);
   });
 
+  it('takes natInstanceType only as a small instance type and only with natGateways (how many NAT instances), and the lean flags as booleans (decision 79)', () => {
+    expect(stackConfigFromContext(contextOf({ natGateways: '1', natInstanceType: 't4g.nano', pointInTimeRecovery: 'false', containerInsights: 'false' }))).toMatchObject({ natInstanceType: 't4g.nano', pointInTimeRecovery: false, containerInsights: false });
+    expect(() => stackConfigFromContext(contextOf({ natInstanceType: 't4g.nano' }))).toThrow(/natInstanceType \(t4g\.nano\) replaces NAT gateways by NAT instances: set natGateways=1 or more/);
+    expect(() => stackConfigFromContext(contextOf({ natGateways: '1', natInstanceType: 'm5.large' }))).toThrow(/natInstanceType must be a burstable or network-optimised instance type/);
+    expect(() => stackConfigFromContext(contextOf({ pointInTimeRecovery: 'off' }))).toThrow(/pointInTimeRecovery must be true or false/);
+  });
+
   it('checks natGateways against the listed availability zones', () => {
     expect(() => stackConfigFromContext(contextOf({ availabilityZones: 'us-east-1a', natGateways: 2 }))).toThrow(/natGateways \(2\) cannot exceed the 1 availabilityZones/);
   });
