@@ -274,14 +274,15 @@ open segment, upload what is journaled and exit. See docs/cli.md for the file's 
     },
   },
   status: {
-    usage: 'status [--json] [--frame-days N] [--results-days N]',
+    usage: 'status [--json] [--frame-days N] [--results-days N] [--no-pitr]',
     summary: "slots, owners, heartbeats, leased videos, queue depths, this month's cost per camera",
     details:
       '  --json             print the report as JSON\n' +
       "  --frame-days N     the deployment's frameRetentionDays, for the cost estimate (default 30)\n" +
-      "  --results-days N   its resultsRetentionDays (default 0 = never expire)",
+      "  --results-days N   its resultsRetentionDays (default 0 = never expire)\n" +
+      '  --no-pitr          the deployment has pointInTimeRecovery=false (the lean profile)',
     positionals: [],
-    options: { json: { type: 'boolean' }, 'frame-days': { type: 'string' }, 'results-days': { type: 'string' } },
+    options: { json: { type: 'boolean' }, 'frame-days': { type: 'string' }, 'results-days': { type: 'string' }, 'no-pitr': { type: 'boolean' } },
     run: (t, _p, v, io) =>
       statusCommand(
         t,
@@ -289,6 +290,7 @@ open segment, upload what is journaled and exit. See docs/cli.md for the file's 
           json: Boolean(v.json),
           ...(v['frame-days'] !== undefined ? { frameRetentionDays: retentionDays(v, 'frame-days') } : {}),
           ...(v['results-days'] !== undefined ? { resultsRetentionDays: retentionDays(v, 'results-days') } : {}),
+          ...(v['no-pitr'] ? { pointInTimeRecovery: false } : {}),
         },
         io,
       ),

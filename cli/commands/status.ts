@@ -65,6 +65,8 @@ export interface StatusReport {
 export interface CostOptions {
   readonly frameRetentionDays?: number;
   readonly resultsRetentionDays?: number;
+  /** False when the deployment turned point-in-time recovery off (`-c pointInTimeRecovery=false`). */
+  readonly pointInTimeRecovery?: boolean;
 }
 
 /** Least observed time before a camera's rate is trusted. */
@@ -186,6 +188,7 @@ export async function collectStatus(target: Target, nowMs = Date.now(), costOpti
     resultsRetentionDays: costOptions.resultsRetentionDays ?? DEFAULT_TUNABLES.resultsRetentionDays,
     videosPerSlot: DEFAULT_TUNABLES.videosPerSlot,
     heartbeatIntervalSeconds: DEFAULT_TUNABLES.heartbeatIntervalSeconds,
+    pointInTimeRecovery: costOptions.pointInTimeRecovery ?? true,
   };
   const fleet = fleetEstimate(activities.sort((a, b) => a.videoId.localeCompare(b.videoId)), settings);
   const cost: CostEstimate = {

@@ -45,6 +45,8 @@ export interface RetentionSettings {
   /** Cameras sharing a slot's heartbeats. */
   readonly videosPerSlot: number;
   readonly heartbeatIntervalSeconds: number;
+  /** Whether the results table has point-in-time recovery (`pointInTimeRecovery`, on unless the deployment turned it off). */
+  readonly pointInTimeRecovery?: boolean;
 }
 
 /**
@@ -55,8 +57,12 @@ export interface RetentionSettings {
 export const RULE_EVENTS_BATCH_BYTES = 190;
 export const RULE_EVENT_BYTES = 125;
 
-/** Days a frame object outlives `frameRetentionDays` in the versioned bucket (lifecycle rounding, one non-current day). */
-export const VERSIONING_EXTRA_DAYS = 2;
+/**
+ * Days a frame object outlives `frameRetentionDays` on average: lifecycle expiry rounds to
+ * the next midnight UTC. The frame bucket is not versioned (decision 78), so no
+ * non-current day follows (before it, about 2 days in all).
+ */
+export const FRAME_EXPIRY_EXTRA_DAYS = 0.5;
 const GB = 1024 ** 3;
 const txUnits = (bytes: number) => 2 * Math.max(1, Math.ceil(bytes / 1024));
 
@@ -89,8 +95,8 @@ export function cameraMonthEstimate(a: CameraActivity, s: RetentionSettings) {
       perMillion(objects * CALLS_PER_OBJECT.readUnits, PRICES.ddbReadUnitPerMillion),
     dynamoDbWrites: perMillion(objects * commitUnits + frames * resultUnitsPerFrame + heartbeatUnits, PRICES.ddbWriteUnitPerMillion),
     ruleEvents: perMillion(batches, batchUnits * PRICES.ddbWriteUnitPerMillion + PRICES.eventBridgePerMillionEvents + PRICES.pipesPerMillionRequests),
-    frameStorage: ((objects * a.objectBytes) / GB) * PRICES.s3StoragePerGbMonth * ((s.frameRetentionDays + VERSIONING_EXTRA_DAYS) / daysPerMonth),
-    resultStorage: resultsGb * (PRICES.ddbStoragePerGbMonth + PRICES.ddbPitrPerGbMonth) * (resultsDays / daysPerMonth),
+    frameStorage: ((objects * a.objectBytes) / GB) * PRICES.s3StoragePerGbMonth * ((s.frameRetentionDays + FRAME_EXPIRY_EXTRA_DAYS) / daysPerMonth),
+    resultStorage: resultsGb * (PRICES.ddbStoragePerGbMonth + (s.pointInTimeRecovery === false ? 0 : PRICES.ddbPitrPerGbMonth)) * (resultsDays / daysPerMonth),
   };
   const month = Object.values(lines).reduce((x, y) => x + y, 0);
   return { videoId: a.videoId, lines, month, thisMonth: month * Math.min(1, a.activeSecondsThisMonth / SECONDS_PER_MONTH) };

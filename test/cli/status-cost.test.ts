@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { newCommitId, summaryOf, type VideoCheckpoint } from '../../core/commit/checkpoint.ts';
 import type { FrameResultItem } from '../../core/commit/results.ts';
-import { cameraMonthEstimate, monthStartMs, VERSIONING_EXTRA_DAYS, type CameraActivity } from '../../core/cost/estimate.ts';
+import { cameraMonthEstimate, monthStartMs, FRAME_EXPIRY_EXTRA_DAYS, type CameraActivity } from '../../core/cost/estimate.ts';
 import { PRICES, SECONDS_PER_MONTH } from '../../core/cost/prices.ts';
 import { MemoryS3 } from '../../core/ingest/memory/memory-s3.ts';
 import { segmentKey } from '../../core/ingest/segment-keys.ts';
@@ -89,9 +89,9 @@ describe('affinity status: the cost estimate', () => {
     expect(report.cost.skipped).toEqual([]);
     expect(cam).toMatchObject({ videoId: 'cam-a', framesPerObject: 60 });
     expect(cam!.fps).toBeCloseTo(3, 6);
-    // Frames stored: a month's objects (3 fps / 60 frames each) of 1 MB, kept 7 days plus versioning's 2.
+    // Frames stored: a month's objects (3 fps / 60 frames each) of 1 MB, kept 7 days plus half a day of lifecycle rounding.
     const objects = (3 * SECONDS_PER_MONTH) / 60;
-    expect(cam!.lines.frameStorage).toBeCloseTo(((objects * SEGMENT_BYTES) / GB) * PRICES.s3StoragePerGbMonth * ((7 + VERSIONING_EXTRA_DAYS) / (730 / 24)), 6);
+    expect(cam!.lines.frameStorage).toBeCloseTo(((objects * SEGMENT_BYTES) / GB) * PRICES.s3StoragePerGbMonth * ((7 + FRAME_EXPIRY_EXTRA_DAYS) / (730 / 24)), 6);
     // The uploader's PUTs alone are in the requests line.
     expect(cam!.lines.requests).toBeGreaterThan((objects * PRICES.s3PutPerMillion) / 1e6);
     expect(report.cost.perCameraMonth).toBeCloseTo(cam!.month, 9);
@@ -152,6 +152,13 @@ describe('cameraMonthEstimate', () => {
     } },
   ])('$name', ({ change, check }) => {
     check(cameraMonthEstimate({ ...base, ...change }, settings));
+  });
+
+  it('leaves point-in-time recovery out of the results storage when the deployment turned it off', () => {
+    const withPitr = cameraMonthEstimate(base, settings);
+    const without = cameraMonthEstimate(base, { ...settings, pointInTimeRecovery: false });
+    expect(without.lines.resultStorage / withPitr.lines.resultStorage).toBeCloseTo(PRICES.ddbStoragePerGbMonth / (PRICES.ddbStoragePerGbMonth + PRICES.ddbPitrPerGbMonth), 9);
+    expect(without.lines.frameStorage).toBe(withPitr.lines.frameStorage);
   });
 
   it('takes the month from its first day, UTC', () => {
