@@ -35,7 +35,7 @@ import type { Detection, FrameOutcome } from '../core/ports.ts';
 import type { SlotFence } from '../core/leases/port.ts';
 import { DEFAULT_TUNABLES } from '../core/config.ts';
 import { buildCommit } from '../gpu-worker/runtime/commit-builder.ts';
-import { ByteTracker } from '../gpu-worker/vision/tracker.ts';
+import { ByteTracker, readTrackerSnapshot } from '../gpu-worker/vision/tracker.ts';
 import { sceneDetections } from '../lab/scene/synthetic-scene.ts';
 import { benchMain, commandLine, machine, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
 import { parseFlags, type Flag } from './harness/options.ts';
@@ -185,7 +185,7 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
     ckZ.push((item.checkpoint as { z: Uint8Array }).z.byteLength);
     snapshotBytes.push(Buffer.byteLength(processor));
     analyticsBytes.push(u.checkpoint.analytics ? Buffer.byteLength(JSON.stringify(u.checkpoint.analytics)) : 0);
-    if (c.workload === 'scene') trackCounts.push((JSON.parse(processor) as { t: unknown[] }).t.length);
+    if (c.workload === 'scene') trackCounts.push(readTrackerSnapshot(processor).t.length);
     units.slot += 2;
     units.checkpointStored += txUnits(Math.max(prevStored, stored));
     units.checkpointPlain += txUnits(Math.max(prevPlain, plain));
