@@ -9,6 +9,8 @@ import { emptySequencerState, upgradeSequencerState, type SequencerState } from 
 import type { VideoSummaryItem } from './results.ts';
 import type { AnalyticsState } from '../analytics/rule-engine.ts';
 import type { SourceWatch } from '../ingest/source-watch.ts';
+import { binarySnapshot, binarySnapshotBytes } from './binary-snapshot.ts';
+import { CHECKPOINT_DICTIONARIES, STORED_CHECKPOINT_DICTIONARY } from './checkpoint-dictionary.ts';
 
 export interface OwnerRecord {
   readonly worker: string;
@@ -79,15 +81,24 @@ export interface VideoCheckpoint {
  * in the clear, since the commit's condition reads `checkpoint.commitId` and an outcome is
  * decided from them (commit-outcome.ts), and everything else as the raw DEFLATE of its
  * JSON in one binary attribute, `z`, as packed result records are (record-packing.ts).
- * Every commit rewrites the checkpoint, in a transaction (2 write units per KB): a real
- * tracker's and rule engine's state is several KB of JSON whose keys and digits repeat,
- * and compresses 3-5 times. Checkpoints written before this (a plain map) are read as they are.
+ * Every commit rewrites the checkpoint, in a transaction (2 write units per KB), so every
+ * byte of it is paid for at every commit:
+ * - `zd` names the preset dictionary `z` was deflated with (checkpoint-dictionary.ts,
+ *   decision 76): a checkpoint is too short for DEFLATE to learn its own keys;
+ * - `p` holds a binary processor snapshot (the tracker's, binary-snapshot.ts) as raw
+ *   bytes, outside the DEFLATE stream: floats do not compress, and as base64 inside the
+ *   JSON they would cost a third more.
+ * Checkpoints written before (a plain map; `z` without `zd` or `p`) are read as they are.
  */
 export interface StoredCheckpoint {
   readonly commitId: string;
   readonly seq: number;
-  /** Raw DEFLATE of the JSON of the checkpoint's other fields. */
+  /** Raw DEFLATE of the JSON of the checkpoint's other fields (less `processor` when `p` holds it). */
   readonly z: Uint8Array;
+  /** The preset dictionary of `z` ({@link CHECKPOINT_DICTIONARIES}); absent: none. */
+  readonly zd?: number;
+  /** The processor snapshot's bytes, when it is binary. */
+  readonly p?: Uint8Array;
 }
 
 const storedShapes = new WeakMap<VideoCheckpoint, StoredCheckpoint>();
@@ -100,7 +111,11 @@ export function storedCheckpoint(ck: VideoCheckpoint): StoredCheckpoint {
   let stored = storedShapes.get(ck);
   if (!stored) {
     const { commitId, seq, ...rest } = ck;
-    stored = { commitId, seq, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) };
+    const p = rest.processor === undefined ? undefined : binarySnapshotBytes(rest.processor);
+    const { processor: _binary, ...others } = rest;
+    const json = JSON.stringify(p ? others : rest);
+    const z = new Uint8Array(deflateRawSync(json, { dictionary: CHECKPOINT_DICTIONARIES.get(STORED_CHECKPOINT_DICTIONARY)! }));
+    stored = { commitId, seq, z, zd: STORED_CHECKPOINT_DICTIONARY, ...(p ? { p } : {}) };
     storedShapes.set(ck, stored);
   }
   return stored;
@@ -115,14 +130,22 @@ export function storedCheckpoint(ck: VideoCheckpoint): StoredCheckpoint {
  */
 export function readStoredCheckpoint(stored: unknown, videoId: string): (Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string }) | undefined {
   if (stored === undefined || stored === null) return undefined;
-  const s = stored as { z?: unknown; commitId?: unknown; seq?: unknown };
+  const s = stored as { z?: unknown; zd?: unknown; p?: unknown; commitId?: unknown; seq?: unknown };
   if (!(s.z instanceof Uint8Array)) return stored as Omit<VideoCheckpoint, 'commitId'>;
+  const fix = `restore the leases table from its point-in-time backup, or delete the item video#${videoId} (its tracks and counts then restart)`;
+  let dictionary: Buffer | undefined;
+  if (s.zd !== undefined) {
+    dictionary = CHECKPOINT_DICTIONARIES.get(Number(s.zd));
+    if (!dictionary) throw new Error(`checkpoint of video ${videoId} names compression dictionary ${String(s.zd)}, which this version does not have: it was written by a newer version; run that version (or newer) of the worker`);
+  }
+  if (s.p !== undefined && !(s.p instanceof Uint8Array)) throw new Error(`checkpoint of video ${videoId} is corrupt (its processor snapshot is not binary); ${fix}`);
   let rest: Omit<VideoCheckpoint, 'commitId' | 'seq'>;
   try {
-    rest = JSON.parse(inflateRawSync(s.z).toString('utf8')) as typeof rest;
+    rest = JSON.parse(inflateRawSync(s.z, dictionary ? { dictionary } : {}).toString('utf8')) as typeof rest;
   } catch (e) {
-    throw new Error(`checkpoint of video ${videoId} is corrupt (its compressed state does not inflate to JSON: ${e instanceof Error ? e.message : String(e)}); restore the leases table from its point-in-time backup, or delete the item video#${videoId} (its tracks and counts then restart)`);
+    throw new Error(`checkpoint of video ${videoId} is corrupt (its compressed state does not inflate to JSON: ${e instanceof Error ? e.message : String(e)}); ${fix}`);
   }
+  if (s.p instanceof Uint8Array) rest = { ...rest, processor: binarySnapshot(s.p) };
   return { ...rest, seq: Number(s.seq ?? 0), ...(typeof s.commitId === 'string' ? { commitId: s.commitId } : {}) };
 }
 

@@ -7,6 +7,7 @@
  * and reads that happen anyway. (Formerly test/core/aws/lease-store.int.test.ts, on the
  * local stack alone.)
  */
+import { deflateRawSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { allResults } from '../../../core/commit/dynamodb/results-reader.ts';
@@ -15,6 +16,7 @@ import { legacyCommitId, newCommitId, summaryOf, type VideoCheckpoint } from '..
 import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { DEFAULT_TUNABLES } from '../../../core/config.ts';
 import type { LeaseContractBackend } from './contract.ts';
+import { ByteTracker } from '../../../gpu-worker/vision/tracker.ts';
 
 const TTL_MS = 5_000;
 
@@ -414,6 +416,40 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#badck' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': { commitId: good.commitId, seq: good.seq, z: new Uint8Array([0xff, 0xfe, 0x00, 0x13]) } } }));
       // Act / Assess
       await expect(store.getVideo('badck')).rejects.toThrow(/checkpoint of video badck is corrupt/);
+    });
+
+    it('stores a binary processor snapshot (the tracker\'s) as raw bytes beside the JSON deflated with the dictionary, and reads it back exactly (decision 76)', async () => {
+      // Prepare: a real tracker's snapshot (binary, version 2)
+      const { fence, token, ck } = await owned(45, 'binck');
+      const tracker = new ByteTracker();
+      for (let f = 0; f < 5; f++) tracker.update(f, [{ box: [10 + 3 * f, 20, 60 + 3 * f, 120], score: 0.9, label: 'person' }, { box: [400, 300 - 2 * f, 520, 380 - 2 * f], score: 0.8, label: 'car' }]);
+      const prev = await ck();
+      const u = unit('binck', token, prev, 0, fence.workerId, fence.slot, Date.now());
+      const withTracker: CommitUnit = { ...u, checkpoint: { ...u.checkpoint, processor: tracker.serialize() } };
+      // Act
+      const outcome = await store.commit(fence, [withTracker], Date.now());
+      // Assess: the snapshot's bytes in `p`, not base64 inside `z`; the read is the committed checkpoint
+      expect(outcomeOf(outcome).units).toEqual({ binck: 'landed' });
+      const stored = (await rawItem('binck')).checkpoint as { z: Uint8Array; zd: number; p: Uint8Array };
+      expect(stored.zd).toBe(1);
+      expect(stored.p).toBeInstanceOf(Uint8Array);
+      expect(Buffer.from(stored.p).toString('base64')).toBe(withTracker.checkpoint.processor!.slice('~b64:'.length));
+      expect(await ck()).toEqual(withTracker.checkpoint);
+      expect(ByteTracker.restore((await ck()).processor!).serialize()).toBe(tracker.serialize());
+    });
+
+    it('reads a checkpoint compressed as the first release of issue 44 wrote it (no dictionary, the processor inside), and refuses an unknown dictionary by name', async () => {
+      // Prepare: `z` without `zd` or `p`
+      const { fence, ck } = await owned(46, 'zv1');
+      const good = { ...(await ck()), processor: snapshot };
+      const { commitId, seq, ...rest } = good;
+      const put = (checkpoint: unknown) => backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#zv1' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': checkpoint } }));
+      await put({ commitId, seq, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) });
+      // Act / Assess
+      expect((await store.getVideo('zv1')).checkpoint).toEqual(good);
+      expect(fence.slot).toBe(46);
+      await put({ commitId, seq, zd: 99, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) });
+      await expect(store.getVideo('zv1')).rejects.toThrow(/checkpoint of video zv1 names compression dictionary 99, which this version does not have/);
     });
   });
 
