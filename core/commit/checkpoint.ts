@@ -11,6 +11,8 @@ import type { AnalyticsState } from '../analytics/rule-engine.ts';
 import type { SourceWatch } from '../ingest/source-watch.ts';
 import { binarySnapshot, binarySnapshotBytes } from './binary-snapshot.ts';
 import { CHECKPOINT_DICTIONARIES, STORED_CHECKPOINT_DICTIONARY } from './checkpoint-dictionary.ts';
+import { rulesRef } from './rules-ref.ts';
+import type { RulesDocument } from '../analytics/rules.ts';
 
 export interface OwnerRecord {
   readonly worker: string;
@@ -87,8 +89,12 @@ export interface VideoCheckpoint {
  *   decision 76): a checkpoint is too short for DEFLATE to learn its own keys;
  * - `p` holds a binary processor snapshot (the tracker's, binary-snapshot.ts) as raw
  *   bytes, outside the DEFLATE stream: floats do not compress, and as base64 inside the
- *   JSON they would cost a third more.
- * Checkpoints written before (a plain map; `z` without `zd` or `p`) are read as they are.
+ *   JSON they would cost a third more;
+ * - the analytics state's rules document is replaced by `rulesRef`, a reference to the
+ *   document stored out of line (rules-ref.ts): the store writes it with the first
+ *   checkpoint that refers to it, and resolves it when it reads one.
+ * Checkpoints written before (a plain map; `z` without `zd` or `p`, with the rules inline)
+ * are read as they are.
  */
 export interface StoredCheckpoint {
   readonly commitId: string;
@@ -113,7 +119,13 @@ export function storedCheckpoint(ck: VideoCheckpoint): StoredCheckpoint {
     const { commitId, seq, ...rest } = ck;
     const p = rest.processor === undefined ? undefined : binarySnapshotBytes(rest.processor);
     const { processor: _binary, ...others } = rest;
-    const json = JSON.stringify(p ? others : rest);
+    const content: Omit<VideoCheckpoint, 'commitId' | 'seq'> = p ? others : rest;
+    const rules = rest.analytics?.rules;
+    let json: string;
+    if (rules) {
+      const { rules: _outOfLine, ...analytics } = rest.analytics!;
+      json = JSON.stringify({ ...content, analytics: { ...analytics, rulesRef: rulesRef(rules).ref } });
+    } else json = JSON.stringify(content);
     const z = new Uint8Array(deflateRawSync(json, { dictionary: CHECKPOINT_DICTIONARIES.get(STORED_CHECKPOINT_DICTIONARY)! }));
     stored = { commitId, seq, z, zd: STORED_CHECKPOINT_DICTIONARY, ...(p ? { p } : {}) };
     storedShapes.set(ck, stored);
@@ -128,7 +140,7 @@ export function storedCheckpoint(ck: VideoCheckpoint): StoredCheckpoint {
  * inflate or parse: a corrupt checkpoint is never read as a fresh one (the successor would
  * restart the video's tracks and counts).
  */
-export function readStoredCheckpoint(stored: unknown, videoId: string): (Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string }) | undefined {
+export function readStoredCheckpoint(stored: unknown, videoId: string): ReadCheckpoint | undefined {
   if (stored === undefined || stored === null) return undefined;
   const s = stored as { z?: unknown; zd?: unknown; p?: unknown; commitId?: unknown; seq?: unknown };
   if (!(s.z instanceof Uint8Array)) return stored as Omit<VideoCheckpoint, 'commitId'>;
@@ -146,7 +158,35 @@ export function readStoredCheckpoint(stored: unknown, videoId: string): (Omit<Vi
     throw new Error(`checkpoint of video ${videoId} is corrupt (its compressed state does not inflate to JSON: ${e instanceof Error ? e.message : String(e)}); ${fix}`);
   }
   if (s.p instanceof Uint8Array) rest = { ...rest, processor: binarySnapshot(s.p) };
-  return { ...rest, seq: Number(s.seq ?? 0), ...(typeof s.commitId === 'string' ? { commitId: s.commitId } : {}) };
+  let ref: string | undefined;
+  if (rest.analytics) {
+    const { rulesRef: r, ...analytics } = rest.analytics as AnalyticsState & { rulesRef?: unknown };
+    if (r !== undefined) {
+      if (typeof r !== 'string' || r.length === 0) throw new Error(`checkpoint of video ${videoId} is corrupt (its rules reference is not a string); ${fix}`);
+      ref = r;
+      rest = { ...rest, analytics };
+    }
+  }
+  return { ...rest, seq: Number(s.seq ?? 0), ...(typeof s.commitId === 'string' ? { commitId: s.commitId } : {}), ...(ref !== undefined ? { rulesRef: ref } : {}) };
+}
+
+/**
+ * A checkpoint as read from its stored form, for {@link upgradeCheckpoint}: `rulesRef`
+ * when its rules document is stored out of line and still to be read
+ * ({@link withResolvedRules}); its analytics then carry no rules yet.
+ */
+export type ReadCheckpoint = Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string; readonly rulesRef?: string };
+
+/** The checkpoint with the rules document its `rulesRef` names back in its analytics. */
+export function withResolvedRules(ck: ReadCheckpoint, rules: RulesDocument): ReadCheckpoint {
+  const { rulesRef: _resolved, ...rest } = ck;
+  return { ...rest, ...(rest.analytics ? { analytics: { ...rest.analytics, rules } } : {}) };
+}
+
+/** The out-of-line rules document a stored checkpoint refers to (see {@link StoredCheckpoint}), or undefined. */
+export function checkpointRules(ck: VideoCheckpoint): { readonly ref: string; readonly json: string; readonly rules: RulesDocument } | undefined {
+  const rules = ck.analytics?.rules;
+  return rules ? { ...rulesRef(rules), rules } : undefined;
 }
 
 /** See {@link VideoCheckpoint.stall}. */
@@ -194,7 +234,8 @@ export function emptyCheckpoint(firstFrameNumber = -1): VideoCheckpoint {
  * Fills fields a checkpoint written by an older version lacks; `storedSeq` is the item's
  * `ckSeq` when the caller has it (it wins over the checkpoint's own seq).
  */
-export function upgradeCheckpoint(ck: Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string }, storedSeq?: number): VideoCheckpoint {
+export function upgradeCheckpoint(ck: Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string; readonly rulesRef?: string }, storedSeq?: number): VideoCheckpoint {
+  if (ck.rulesRef !== undefined) throw new Error(`checkpoint's rules document ${ck.rulesRef} was not read (a bug: the store resolves it first)`);
   const seq = storedSeq ?? ck.seq ?? 0;
   return {
     ...ck,

@@ -12,13 +12,17 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { allResults } from '../../../core/commit/dynamodb/results-reader.ts';
 import { LeaseStore, type CommitOutcome, type CommitUnit, type SlotFence } from '../../../core/leases/dynamodb/lease-store.ts';
-import { legacyCommitId, newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
+import { legacyCommitId, newCommitId, readStoredCheckpoint, summaryOf, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { DEFAULT_TUNABLES } from '../../../core/config.ts';
 import type { LeaseContractBackend } from './contract.ts';
 import { ByteTracker } from '../../../gpu-worker/vision/tracker.ts';
+import { emptyAnalytics, withRules } from '../../../core/analytics/rule-engine.ts';
+import { validateRules, type RulesDocument } from '../../../core/analytics/rules.ts';
+import { rulesRef } from '../../../core/commit/rules-ref.ts';
 
 const TTL_MS = 5_000;
+const readStoredCheckpointOf = (stored: unknown) => readStoredCheckpoint(stored, 'test');
 
 /** Registers the cases; `backend()` is called once they run (set it up in beforeAll). */
 export function leaseStoreCases(backend: () => LeaseContractBackend): void {
@@ -450,6 +454,93 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       expect(fence.slot).toBe(46);
       await put({ commitId, seq, zd: 99, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) });
       await expect(store.getVideo('zv1')).rejects.toThrow(/checkpoint of video zv1 names compression dictionary 99, which this version does not have/);
+    });
+  });
+
+  describe('rules documents stored out of line (issue 44, decision 76)', () => {
+    const doc = (x: number): RulesDocument => {
+      const r = validateRules({ fps: 30, lines: [{ id: 'door', a: [x, 10], b: [x, 500] }], zones: [{ id: 'stop', polygon: [[0, 0], [300, 0], [300, 200], [0, 200]], dwellSeconds: 5 }] });
+      if (!r.ok) throw new Error(r.errors.join('; '));
+      return r.rules;
+    };
+    const rawItem = async (pk: string) => (await backend().ddb.send(new GetCommand({ TableName: backend().leasesTable, Key: { pk }, ConsistentRead: true }))).Item;
+    /** Another process: a store that knows no rules document yet. */
+    const freshStore = () => {
+      const b = backend();
+      return new LeaseStore(b.ddb, { tableName: b.leasesTable, resultsTableName: b.resultsTable, pinnedSlotIndex: b.pinnedSlotIndex });
+    };
+    const withDoc = (u: CommitUnit, etag: string, rules: RulesDocument): CommitUnit => ({ ...u, checkpoint: { ...u.checkpoint, analytics: withRules(emptyAnalytics(), etag, rules) } });
+
+    it('keeps only a reference in the lease item, writes the document once as rules#{ref} in the commit that first uses it, and reads it back in', async () => {
+      // Prepare
+      const { fence, token, ck } = await owned(47, 'rulesout');
+      const rules = doc(100 + (Date.now() % 1000));
+      const { ref } = rulesRef(rules);
+      const first = withDoc(unit('rulesout', token, await ck(), 0, fence.workerId, fence.slot, Date.now()), '"v1"', rules);
+      // Act
+      expect(outcomeOf(await store.commit(fence, [first], Date.now())).units).toEqual({ rulesout: 'landed' });
+      // Assess: the document is its own item; the checkpoint holds the reference, not the rules
+      const item = await rawItem(`rules#${ref}`);
+      expect(JSON.parse(item!.rules as string)).toEqual(rules);
+      const stored = (await rawItem('video#rulesout'))!.checkpoint as { z: Uint8Array };
+      expect(JSON.stringify(readStoredCheckpointOf(stored))).not.toContain('"door"');
+      // A successor (another process) reads the checkpoint with its rules, exactly as committed
+      expect((await freshStore().getVideo('rulesout')).checkpoint).toEqual(first.checkpoint);
+      // The next commit with the same rules does not write the document again: delete it by
+      // hand, commit, and it is still gone (a successor then gets the named error below).
+      await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: `rules#${ref}` }, UpdateExpression: 'REMOVE #r', ExpressionAttributeNames: { '#r': 'rules' } }));
+      const second = { ...unit('rulesout', token, first.checkpoint, 1, fence.workerId, fence.slot, Date.now()) };
+      expect(outcomeOf(await store.commit(fence, [second], Date.now())).units).toEqual({ rulesout: 'landed' });
+      expect((await rawItem(`rules#${ref}`))!.rules).toBeUndefined();
+      await expect(freshStore().getVideo('rulesout')).rejects.toThrow(new RegExp(`checkpoint of video rulesout runs the rules document ${ref}, and the leases table has no item rules#${ref}: restore`));
+    });
+
+    it('writes a document shared by two videos once in a transaction that commits both (one operation per item), and a new version beside the old', async () => {
+      // Prepare: two videos on one slot
+      const t0 = Date.now();
+      const a = await store.claimSlot(48, 'W48', t0, TTL_MS);
+      const fence: SlotFence = { slot: 48, workerId: 'W48', epoch: a!.epoch };
+      const adopt = async (id: string) => {
+        await store.pinVideo(id, 48, t0);
+        const v = await store.adoptVideo(id, fence, t0);
+        if (typeof v === 'string') throw new Error(v);
+        return v;
+      };
+      const [x, y] = [await adopt('shared-x'), await adopt('shared-y')];
+      const rules = doc(2000 + (Date.now() % 1000));
+      const other = freshStore();
+      const ux = withDoc(unit('shared-x', x.token, x.checkpoint, 0, 'W48', 48, t0), '"d1"', rules);
+      const uy = withDoc(unit('shared-y', y.token, y.checkpoint, 0, 'W48', 48, t0), '"d1"', rules);
+      // Act: a process that knows no document commits both in one transaction
+      const outcome = await other.commit(fence, [ux, uy], t0);
+      // Assess
+      expect(outcomeOf(outcome).units).toEqual({ 'shared-x': 'landed', 'shared-y': 'landed' });
+      expect((await freshStore().getVideo('shared-y')).checkpoint.analytics?.rules).toEqual(rules);
+      // A rules change: the new document is a new item, and the old one stays for any checkpoint still naming it
+      const changed = doc(3000 + (Date.now() % 1000));
+      const ux2 = withDoc(unit('shared-x', x.token, ux.checkpoint, 1, 'W48', 48, t0), '"d2"', changed);
+      expect(outcomeOf(await other.commit(fence, [ux2], t0)).units).toEqual({ 'shared-x': 'landed' });
+      expect((await freshStore().getVideo('shared-x')).checkpoint.analytics?.rules).toEqual(changed);
+      expect(await rawItem(`rules#${rulesRef(rules).ref}`)).toBeDefined();
+      expect((await freshStore().getVideo('shared-y')).checkpoint.analytics?.rules).toEqual(rules);
+    });
+
+    it('reads a checkpoint with its rules inline (stored before decision 76), and the adoption stores them out of line', async () => {
+      // Prepare: the compressed form of the previous release, rules inside
+      const { ck } = await owned(49, 'inline-rules');
+      const rules = doc(4000 + (Date.now() % 1000));
+      const old = { ...(await ck()), analytics: withRules(emptyAnalytics(), '"i1"', rules) };
+      const { commitId, seq, ...rest } = old;
+      await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#inline-rules' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': { commitId, seq, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) } } }));
+      expect((await store.getVideo('inline-rules')).checkpoint).toEqual(old);
+      // Act: another worker adopts it (a fresh process, which knows no document)
+      const other = freshStore();
+      const b = await other.claimSlot(49, 'W49b', Date.now() + TTL_MS + 1, TTL_MS);
+      const adopted = await other.adoptVideo('inline-rules', { slot: 49, workerId: 'W49b', epoch: b!.epoch }, Date.now() + TTL_MS + 1);
+      if (typeof adopted === 'string') throw new Error(adopted);
+      // Assess: the rules are now their own item, and a third process reads them back
+      expect(JSON.parse((await rawItem(`rules#${rulesRef(rules).ref}`))!.rules as string)).toEqual(rules);
+      expect((await freshStore().getVideo('inline-rules')).checkpoint.analytics?.rules).toEqual(rules);
     });
   });
 
