@@ -11,14 +11,13 @@
  */
 const DICTIONARY_1 =
   '{"replay":{"silentBelow":0,"fencedToken":1},"stall":{"adoptions":1,"trying":1,"tries":1},' +
-  '"source":{"lastSegmentAtMs":1800000000000,"intervalMs":2000,"stalled":false,"stalls":0},' +
-  '"analytics":{"etag":"\\"","invalidEtag":"\\"","rulesRef":"","rules":{"fps":30,"forgetAfterFrames":30,"lines":[{"id":"line","a":[0,0],"b":[0,0],"classes":["person","car"],"hysteresisPx":4}],"zones":[{"id":"zone","polygon":[[0,0],[0,0]],"dwellSeconds":5,"classes":["person","car"]}]},' +
-  '"totals":{"lines":{"":{"person":[0,0],"car":[0,0],"truck":[0,0],"bus":[0,0],"bicycle":[0,0],"motorcycle":[0,0]}},"zones":{"":{"person":[0,0,0],"car":[0,0,0]}}},' +
-  '"tracks":{"1":{"l":"person","f":1,"s":{"":1,"":-1},"z":{"":1},"zt":{"":1},"d":[""]},"2":{"l":"car","f":1,"s":{"":-1,"":1}}}},' +
+  '"source":{"lastSegmentAtMs":1800000000000,"intervalMs":2000,"stalled":false,"stalls":0},"invalidEtag":"\\"",' +
+  '"processor":"{\\"framesSeen\\":1,\\"meanLuma\\":1,\\"lastFrame\\":1}",' +
   '{"sequencer":{"firstFrame":1,"firstSeenAtMs":1800000000000,"nextFrame":1,"buffered":[{"frame":1,"bucket":"","key":"frames/","sizeBytes":1,"seenAtMs":1800000000000}],' +
   '"late":[{"frame":1,"bucket":"","key":"segments/","sizeBytes":1,"replacesGap":false}],"endFrame":null,"lastArrivalMs":1800000000000,' +
   '"absent":{"from":1,"through":1,"atMs":1800000000000},"listedAtMs":null,"gaps":[],"recheck":{"fromFrame":1,"atMs":null}},' +
-  '"framesOk":0,"framesLate":0,"framesFailed":0,"framesGap":0,"complete":false,"owners":[{"worker":"","token":1,"sinceMs":1800000000000,"fromFrame":1}],"ownerChanges":1,"firstFrame":1,"lastFrame":1,"analytics":{"etag":"\\"","tracks":{"1":{"l":"person","f":1,"s":{"":1,"":-1}';
+  '"framesOk":0,"framesLate":0,"framesFailed":0,"framesGap":0,"complete":false,"owners":[{"worker":"","token":1,"sinceMs":1800000000000,"fromFrame":1}],"ownerChanges":1,"firstFrame":1,"lastFrame":1,' +
+  '"analytics":{"p":1,"etag":"\\"","k":["person","car","truck","bus","bicycle","motorcycle","line","zone"],"F":1,"L":[[0,0,0,0,1,0,0]],"Z":[[0,0,0,0,0,1,0,0,0]],"T":[[1,0,0,[1,3,5,7,9],[1,0],[1,0],[1]],[1,0,0,[0,2,4,6,8]]],"rulesRef":"';
 
 /** The released dictionaries, by number (see the module comment). */
 export const CHECKPOINT_DICTIONARIES: ReadonlyMap<number, Buffer> = new Map([[1, Buffer.from(DICTIONARY_1, 'utf8')]]);

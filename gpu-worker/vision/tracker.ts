@@ -123,16 +123,18 @@ function quantise(t: Track): void {
  *   varint label count, labels (varint UTF-8 length, bytes) | then per track, to the end:
  *   varint id | u8 flags | varint label index | f32 score | varint zigzag(frame − start) |
  *   varint zigzag(frame − last seen) | 14 or 20 f32 filter numbers, little-endian.
- * Flags: 1 lost, 2 activated, 4 shared covariances. The filter's noise scales with the
+ * Flags: 1 lost, 2 activated, 4 shared covariances, 8 size at rest. The filter's noise scales with the
  * box's width for cx and w and with its height for cy and h (kalman-box.ts), so the 2x2
  * covariances of cx and w are the same numbers, as are those of cy and h: when they are
  * (always, unless a snapshot from elsewhere says otherwise) the row keeps only the first
- * of each pair (14 numbers, flag 4).
+ * of each pair (14 numbers, flag 4). A lost track's size velocities are zero (ByteTrack
+ * freezes its size while it is not tracked): when both are, they are left out (flag 8).
  */
 const SNAPSHOT_V2 = 2;
 const FLAG_LOST = 1;
 const FLAG_ACTIVATED = 2;
 const FLAG_SHARED_COVARIANCE = 4;
+const FLAG_SIZE_AT_REST = 8;
 /** Filter indexes a row keeps when covariances are shared: every mean, cx's and cy's covariances. */
 const SHARED_KEPT = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 16] as const;
 
@@ -232,16 +234,19 @@ const sharesCovariance = (kf: readonly number[]) =>
 function encodeRow(t: Track, frame: number, labelIndex: number): Uint8Array {
   const w = new ByteWriter();
   const shared = sharesCovariance(t.kf);
+  // Object.is: a negative zero must be written as such (it prints and adds like zero, but is not one).
+  const atRest = Object.is(t.kf[11], 0) && Object.is(t.kf[16], 0);
   w.varint(t.id);
-  w.u8((t.state === LOST ? FLAG_LOST : 0) | (t.activated ? FLAG_ACTIVATED : 0) | (shared ? FLAG_SHARED_COVARIANCE : 0));
+  w.u8((t.state === LOST ? FLAG_LOST : 0) | (t.activated ? FLAG_ACTIVATED : 0) | (shared ? FLAG_SHARED_COVARIANCE : 0) | (atRest ? FLAG_SIZE_AT_REST : 0));
   w.varint(labelIndex);
   w.f32(t.score);
   w.zigzag(frame - t.startFrame);
   w.zigzag(frame - t.lastSeenFrame);
-  if (shared) for (const i of SHARED_KEPT) w.f32(t.kf[i]);
-  else for (const x of t.kf) w.f32(x);
+  for (const i of shared ? SHARED_KEPT : ALL_KF) if (!(atRest && (i === 11 || i === 16))) w.f32(t.kf[i]);
   return w.done();
 }
+
+const ALL_KF = Array.from({ length: 20 }, (_, i) => i);
 
 /** The snapshot's header: version, next id, frame and the label table. */
 function encodeHeader(nextId: number, frame: number | null, labels: readonly string[]): Uint8Array {
@@ -275,11 +280,13 @@ function decodeV2(bytes: Uint8Array): TrackerSnapshotV1 {
     const score = r.f32();
     const startFrame = f - r.zigzag();
     const lastSeenFrame = f - r.zigzag();
+    const atRest = (flags & FLAG_SIZE_AT_REST) !== 0;
+    const read = (i: number) => (atRest && (i === 11 || i === 16) ? 0 : r.f32());
     let kf: number[];
     if (flags & FLAG_SHARED_COVARIANCE) {
-      const kept = SHARED_KEPT.map(() => r.f32());
+      const kept = SHARED_KEPT.map(read);
       kf = [...kept.slice(0, 12), kept[2]!, kept[3]!, kept[4]!, kept[12]!, kept[13]!, kept[7]!, kept[8]!, kept[9]!];
-    } else kf = Array.from({ length: 20 }, () => r.f32());
+    } else kf = ALL_KF.map(read);
     t.push([id, flags & FLAG_LOST ? LOST : TRACKED, flags & FLAG_ACTIVATED ? 1 : 0, label, score, startFrame, lastSeenFrame, ...kf]);
   }
   return { v: 1, n, f, t };

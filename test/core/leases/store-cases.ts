@@ -384,12 +384,15 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       const outcome = await store.commit(fence, [big], Date.now());
       // Assess: landed; the stored attribute is small and binary; the read is the committed checkpoint
       expect(outcomeOf(outcome).units).toEqual({ zck: 'landed' });
-      const stored = (await rawItem('zck')).checkpoint as { commitId: string; seq: number; z: Uint8Array; processor?: unknown };
+      const item = await rawItem('zck');
+      const stored = item.checkpoint as { commitId: string; seq?: number; d: Uint8Array; processor?: unknown };
       expect(stored.commitId).toBe(big.checkpoint.commitId);
-      expect(stored.seq).toBe(big.checkpoint.seq);
-      expect(stored.z).toBeInstanceOf(Uint8Array);
+      // The seq is the item's ckSeq alone (decision 76).
+      expect(item.ckSeq).toBe(big.checkpoint.seq);
+      expect(stored.seq).toBeUndefined();
+      expect(stored.d).toBeInstanceOf(Uint8Array);
       expect(stored.processor).toBeUndefined();
-      expect(stored.z.byteLength).toBeLessThan(Buffer.byteLength(JSON.stringify(big.checkpoint)) / 3);
+      expect(stored.d.byteLength).toBeLessThan(Buffer.byteLength(JSON.stringify(big.checkpoint)) / 3);
       expect(await ck()).toEqual(big.checkpoint);
       // The next commit's condition reads checkpoint.commitId in the clear: it lands on top
       const next = unit('zck', token, big.checkpoint, 1, fence.workerId, fence.slot, Date.now());
@@ -408,8 +411,8 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       // Assess
       expect(read.checkpoint).toEqual(prev);
       expect(outcomeOf(outcome).units).toEqual({ plainck: 'landed' });
-      const stored = (await rawItem('plainck')).checkpoint as { z?: unknown };
-      expect(stored.z).toBeInstanceOf(Uint8Array);
+      const stored = (await rawItem('plainck')).checkpoint as { d?: unknown };
+      expect(stored.d).toBeInstanceOf(Uint8Array);
       expect((await ck()).processor).toBe(snapshot);
     });
 
@@ -419,6 +422,9 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       const good = await ck();
       await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#badck' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': { commitId: good.commitId, seq: good.seq, z: new Uint8Array([0xff, 0xfe, 0x00, 0x13]) } } }));
       // Act / Assess
+      await expect(store.getVideo('badck')).rejects.toThrow(/checkpoint of video badck is corrupt/);
+      // The same in the form with a dictionary (decision 76)
+      await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#badck' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': { commitId: good.commitId, d: new Uint8Array([1, 0xff, 0xfe, 0x00, 0x13]) } } }));
       await expect(store.getVideo('badck')).rejects.toThrow(/checkpoint of video badck is corrupt/);
     });
 
@@ -434,8 +440,8 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       const outcome = await store.commit(fence, [withTracker], Date.now());
       // Assess: the snapshot's bytes in `p`, not base64 inside `z`; the read is the committed checkpoint
       expect(outcomeOf(outcome).units).toEqual({ binck: 'landed' });
-      const stored = (await rawItem('binck')).checkpoint as { z: Uint8Array; zd: number; p: Uint8Array };
-      expect(stored.zd).toBe(1);
+      const stored = (await rawItem('binck')).checkpoint as { d: Uint8Array; p: Uint8Array };
+      expect(stored.d[0]).toBe(1);
       expect(stored.p).toBeInstanceOf(Uint8Array);
       expect(Buffer.from(stored.p).toString('base64')).toBe(withTracker.checkpoint.processor!.slice('~b64:'.length));
       expect(await ck()).toEqual(withTracker.checkpoint);
@@ -443,7 +449,7 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
     });
 
     it('reads a checkpoint compressed as the first release of issue 44 wrote it (no dictionary, the processor inside), and refuses an unknown dictionary by name', async () => {
-      // Prepare: `z` without `zd` or `p`
+      // Prepare: `z` (no dictionary) with seq, no `p`
       const { fence, ck } = await owned(46, 'zv1');
       const good = { ...(await ck()), processor: snapshot };
       const { commitId, seq, ...rest } = good;
@@ -452,7 +458,7 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       // Act / Assess
       expect((await store.getVideo('zv1')).checkpoint).toEqual(good);
       expect(fence.slot).toBe(46);
-      await put({ commitId, seq, zd: 99, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) });
+      await put({ commitId, d: new Uint8Array([99, ...deflateRawSync(JSON.stringify(rest))]) });
       await expect(store.getVideo('zv1')).rejects.toThrow(/checkpoint of video zv1 names compression dictionary 99, which this version does not have/);
     });
   });
@@ -482,7 +488,7 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       // Assess: the document is its own item; the checkpoint holds the reference, not the rules
       const item = await rawItem(`rules#${ref}`);
       expect(JSON.parse(item!.rules as string)).toEqual(rules);
-      const stored = (await rawItem('video#rulesout'))!.checkpoint as { z: Uint8Array };
+      const stored = (await rawItem('video#rulesout'))!.checkpoint;
       expect(JSON.stringify(readStoredCheckpointOf(stored))).not.toContain('"door"');
       // A successor (another process) reads the checkpoint with its rules, exactly as committed
       expect((await freshStore().getVideo('rulesout')).checkpoint).toEqual(first.checkpoint);

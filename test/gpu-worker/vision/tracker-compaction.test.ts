@@ -42,8 +42,8 @@ function parse(snapshot: string): { n: number; f: number | null; rows: Row[]; ra
     score: r[4] as number,
     lastSeenFrame: r[6] as number,
     json: JSON.stringify(r),
-    // id, flags, label index, score, two frame offsets, 14 filter numbers (shared covariances).
-    rowBytes: varintBytes(r[0] as number) + 1 + varintBytes(labels.indexOf(r[3] as string)) + 4 + varintBytes(zigzag(snap.f! - (r[5] as number))) + varintBytes(zigzag(snap.f! - (r[6] as number))) + 14 * 4,
+    // id, flags, label index, score, two frame offsets, 14 filter numbers (shared covariances), 12 when the size is at rest.
+    rowBytes: varintBytes(r[0] as number) + 1 + varintBytes(labels.indexOf(r[3] as string)) + 4 + varintBytes(zigzag(snap.f! - (r[5] as number))) + varintBytes(zigzag(snap.f! - (r[6] as number))) + (r[7 + 11] === 0 && r[7 + 16] === 0 ? 12 : 14) * 4,
   }));
   return { n: snap.n, f: snap.f, rows, rawBytes: binarySnapshotBytes(snapshot)!.length };
 }
