@@ -210,12 +210,6 @@ export class VideoCommitter {
     const owners: ItemOwner[] = [{ role: 'slot' }];
     const rulesInTransaction = new Set<string>();
     for (const u of units) {
-      // The rules document the stored checkpoint refers to, unless known stored (decision 76).
-      const rules = this.d.rules.putFor(u.checkpoint, rulesInTransaction);
-      if (rules) {
-        owners.push({ role: 'rules' });
-        items.push(rules);
-      }
       owners.push({ role: 'video', videoId: u.videoId });
       items.push({
         Update: {
@@ -232,7 +226,7 @@ export class VideoCommitter {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           ExpressionAttributeValues: {
             ':prevId': u.expectedCommitId,
-            // Compressed, commit id and seq in the clear (core/commit/checkpoint.ts, issue 44).
+            // Compressed, the commit id in the clear (core/commit/checkpoint.ts, decisions 65 and 76).
             ':ck': storedCheckpoint(u.checkpoint),
             ':seq': u.checkpoint.seq,
             ':now': nowMs,
@@ -243,6 +237,13 @@ export class VideoCommitter {
           },
         },
       });
+      // The rules document the stored checkpoint refers to, unless known stored (decision 76);
+      // after the video's update, so a unit's items stay together, starting with it.
+      const rules = this.d.rules.putFor(u.checkpoint, rulesInTransaction);
+      if (rules) {
+        owners.push({ role: 'rules' });
+        items.push(rules);
+      }
       const replaceable = new Set(u.replacesGap ?? []);
       // A segment's run is one packed item (record-packing.ts), create-only like a frame's:
       // the checkpoint's fence above is what keeps its frames from being written twice.
