@@ -25,7 +25,8 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { MemoryLeaseTable } from '../core/leases/memory/memory-lease-table.ts';
 import { itemBytes } from '../core/leases/memory/item-values.ts';
 import { storedEventsOf, storedItemsOf } from '../core/commit/commit-packing.ts';
-import type { VideoCheckpoint } from '../core/commit/checkpoint.ts';
+import { checkpointRules, type VideoCheckpoint } from '../core/commit/checkpoint.ts';
+import { rulesItemKey } from '../core/commit/rules-ref.ts';
 import { VideoSequencer, type SequencedStep } from '../core/ordering/sequencer.ts';
 import { validateRules, type RulesDocument } from '../core/analytics/rules.ts';
 import { decodeRecords, encodeRecords, isPacked, type PackedRecordsItem } from '../core/commit/record-packing.ts';
@@ -35,7 +36,7 @@ import type { Detection, FrameOutcome } from '../core/ports.ts';
 import type { SlotFence } from '../core/leases/port.ts';
 import { DEFAULT_TUNABLES } from '../core/config.ts';
 import { buildCommit } from '../gpu-worker/runtime/commit-builder.ts';
-import { ByteTracker } from '../gpu-worker/vision/tracker.ts';
+import { ByteTracker, readTrackerSnapshot } from '../gpu-worker/vision/tracker.ts';
 import { sceneDetections } from '../lab/scene/synthetic-scene.ts';
 import { benchMain, commandLine, machine, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
 import { parseFlags, type Flag } from './harness/options.ts';
@@ -86,6 +87,19 @@ function quantiles(xs: number[]) {
 }
 const r4 = (x: number) => Math.round(x * 10_000) / 10_000;
 
+/**
+ * The checkpoint as it was before issue 44's leaner stored form (decision 76): the tracker
+ * snapshot as version 1 JSON (rebuilt from the binary one: the same tracks, each number as
+ * its JSON text), the rules inline. `plain`: a plain map, as stored before issue 44;
+ * `deflated`: the raw DEFLATE of its JSON, no dictionary, as the first compressed form.
+ */
+function checkpointsBefore(ck: VideoCheckpoint, workload: Config['workload']): { plain: Record<string, unknown>; deflated: Record<string, unknown> } {
+  const processor = workload === 'scene' && ck.processor !== undefined ? JSON.stringify({ v: 1, ...readTrackerSnapshot(ck.processor) }) : ck.processor;
+  const plain = { ...ck, ...(processor !== undefined ? { processor } : {}) };
+  const { commitId, seq, ...rest } = plain;
+  return { plain, deflated: { commitId, seq, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) } };
+}
+
 /** A packed item's size had its records been stored in format 1 (before issue 44: the JSON array of each frame's fields) or 2 (before decision 77). */
 function olderFormatItemBytes(item: PackedRecordsItem, format: 1 | 2): number {
   const older = deflateRawSync(encodeRecords(decodeRecords(inflateRawSync(item.packedRecords)), format)).byteLength;
@@ -96,7 +110,8 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
   const twin = new MemoryLeaseTable({ prefix: `scene${c.fps}${c.k}` });
   const leases = twin.leases({ firstFrameNumber: 1, withEvents: true });
   const slot = 0;
-  const now = () => 1_800_000_000_000 + frame * (1000 / c.fps);
+  // Whole milliseconds, as a real clock (Date.now()) gives.
+  const now = () => 1_800_000_000_000 + Math.round(frame * (1000 / c.fps));
   let frame = 1;
   const claim = await leases.claimSlot(slot, 'w1', now(), 3_600_000_000);
   const fence: SlotFence = { slot, workerId: 'w1', epoch: claim!.epoch };
@@ -113,15 +128,19 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
   const readItem = async () => (await twin.ddb.send(new GetCommand({ TableName: twin.wiring.leasesTable, Key: { pk: `video#${videoId}` }, ConsistentRead: true }))).Item!;
   let prevStored = itemBytes(await readItem());
   let prevPlain = prevStored;
+  let prevDeflatedBefore = prevStored;
+  const rulesWritten = new Set<string>();
   const totalFrames = Math.round(seconds * c.fps);
   const ckJson: number[] = [];
   const ckStored: number[] = [];
   const ckPlain: number[] = [];
   const ckZ: number[] = [];
+  const ckP: number[] = [];
+  const ckDeflatedBefore: number[] = [];
   const snapshotBytes: number[] = [];
   const analyticsBytes: number[] = [];
   const trackCounts: number[] = [];
-  const units = { slot: 0, checkpointStored: 0, checkpointPlain: 0, results: 0, resultsFormat1: 0, resultsFormat2: 0, summary: 0, events: 0, eventsSingle: 0 };
+  const units = { slot: 0, checkpointStored: 0, checkpointPlain: 0, checkpointDeflatedBefore: 0, rulesItems: 0, results: 0, resultsFormat1: 0, resultsFormat2: 0, summary: 0, events: 0, eventsSingle: 0 };
   let events = 0;
   let eventItems = 0;
   let eventItemBytes = 0;
@@ -181,17 +200,31 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
     // The lease item as stored now (compressed checkpoint), and as the previous version stored it (a plain map).
     const item = await readItem();
     const stored = itemBytes(item);
-    const plain = itemBytes({ ...item, checkpoint: u.checkpoint as unknown as Record<string, never> });
+    const before = checkpointsBefore(u.checkpoint, c.workload);
+    const plain = itemBytes({ ...item, checkpoint: before.plain as Record<string, never> });
+    const deflatedBefore = itemBytes({ ...item, checkpoint: before.deflated as Record<string, never> });
+    // The rules document out of line (decision 76): written by the first commit that refers to it.
+    const rulesDoc = checkpointRules(u.checkpoint);
+    if (rulesDoc && !rulesWritten.has(rulesDoc.ref)) {
+      rulesWritten.add(rulesDoc.ref);
+      const rulesItem = (await twin.ddb.send(new GetCommand({ TableName: twin.wiring.leasesTable, Key: { pk: rulesItemKey(rulesDoc.ref) }, ConsistentRead: true }))).Item;
+      if (!rulesItem) throw new Error(`rules item ${rulesDoc.ref} not written`);
+      units.rulesItems += txUnits(itemBytes(rulesItem));
+    }
     ckJson.push(Buffer.byteLength(JSON.stringify(u.checkpoint)));
     ckStored.push(stored);
     ckPlain.push(plain);
-    ckZ.push((item.checkpoint as { z: Uint8Array }).z.byteLength);
+    ckZ.push((item.checkpoint as { d: Uint8Array }).d.byteLength);
+    ckP.push((item.checkpoint as { p?: Uint8Array }).p?.byteLength ?? 0);
+    ckDeflatedBefore.push(deflatedBefore);
     snapshotBytes.push(Buffer.byteLength(processor));
     analyticsBytes.push(u.checkpoint.analytics ? Buffer.byteLength(JSON.stringify(u.checkpoint.analytics)) : 0);
-    if (c.workload === 'scene') trackCounts.push((JSON.parse(processor) as { t: unknown[] }).t.length);
+    if (c.workload === 'scene') trackCounts.push(readTrackerSnapshot(processor).t.length);
     units.slot += 2;
     units.checkpointStored += txUnits(Math.max(prevStored, stored));
     units.checkpointPlain += txUnits(Math.max(prevPlain, plain));
+    units.checkpointDeflatedBefore += txUnits(Math.max(prevDeflatedBefore, deflatedBefore));
+    prevDeflatedBefore = deflatedBefore;
     prevStored = stored;
     prevPlain = plain;
     for (const r of storedItemsOf(u)) {
@@ -223,7 +256,7 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
   }
   const frames = commits * c.k;
   const perFrame = (x: number) => r4(x / frames);
-  const commitUnits = (ck: number, results = units.results, ev = units.events) => units.slot + ck + results + units.summary + ev;
+  const commitUnits = (ck: number, results = units.results, ev = units.events, rulesItems = units.rulesItems) => units.slot + ck + rulesItems + results + units.summary + ev;
   const row = {
     name: c.name,
     workload: c.workload,
@@ -242,12 +275,18 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
       json: quantiles(ckJson),
       leaseItemStored: quantiles(ckStored),
       leaseItemPlain: quantiles(ckPlain),
+      leaseItemDeflatedBefore: quantiles(ckDeflatedBefore),
       deflated: quantiles(ckZ),
+      processorBinary: quantiles(ckP),
       trackerSnapshot: quantiles(snapshotBytes),
       analyticsState: quantiles(analyticsBytes),
     },
     ...(trackCounts.length > 0 ? { trackerTracks: quantiles(trackCounts) } : {}),
-    checkpointBytesWrittenPerFrame: { stored: Math.round(ckStored.reduce((a, b) => a + b, 0) / frames), plain: Math.round(ckPlain.reduce((a, b) => a + b, 0) / frames) },
+    checkpointBytesWrittenPerFrame: {
+      stored: Math.round(ckStored.reduce((a, b) => a + b, 0) / frames),
+      deflatedBefore: Math.round(ckDeflatedBefore.reduce((a, b) => a + b, 0) / frames),
+      plain: Math.round(ckPlain.reduce((a, b) => a + b, 0) / frames),
+    },
     resultItemBytesPerFrame: r4(resultBytes / frames),
     ...(packedItems > 0 ? { resultItemBytesPerFrameFormat1: r4(format1Bytes / frames), resultItemBytesPerFrameFormat2: r4(format2Bytes / frames) } : {}),
     /** A packed item's size (a segment's records), as stored (format 3) and in format 2. */
@@ -255,7 +294,11 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
     writeUnitsPerFrame: {
       slotCheck: perFrame(units.slot),
       checkpoint: perFrame(units.checkpointStored),
+      /** The checkpoint as the first compressed form stored it (DEFLATE of all its JSON, rules inline). */
+      checkpointDeflatedBefore: perFrame(units.checkpointDeflatedBefore),
       checkpointUncompressed: perFrame(units.checkpointPlain),
+      /** The out-of-line rules documents written (once per document, with the first commit that refers to it). */
+      rulesItems: perFrame(units.rulesItems),
       results: perFrame(units.results),
       resultsFormat1: perFrame(units.resultsFormat1),
       resultsFormat2: perFrame(units.resultsFormat2),
@@ -265,13 +308,13 @@ async function runConfig(c: Config, seconds: number, detections: number, bench: 
       eventsSingle: perFrame(units.eventsSingle),
       commit: perFrame(commitUnits(units.checkpointStored)),
       /** As the previous version wrote: the checkpoint a plain map, packed records in format 1, one outbox item per event. */
-      commitBefore: perFrame(commitUnits(units.checkpointPlain, units.resultsFormat1, units.eventsSingle)),
+      commitBefore: perFrame(commitUnits(units.checkpointPlain, units.resultsFormat1, units.eventsSingle, 0)),
     },
   };
   bench.say(
     `${c.name} (${c.workload}): ${commits} commits, ${row.detectionsPerFrame} det/frame, ${row.eventsPerFrame} events/frame; ` +
       `lease item p50/max ${row.checkpointBytes.leaseItemStored.p50}/${row.checkpointBytes.leaseItemStored.max} B (uncompressed ${row.checkpointBytes.leaseItemPlain.p50}/${row.checkpointBytes.leaseItemPlain.max}); ` +
-      `WCU/frame commit ${row.writeUnitsPerFrame.commit} (before: ${row.writeUnitsPerFrame.commitBefore}): checkpoint ${row.writeUnitsPerFrame.checkpoint} (${row.writeUnitsPerFrame.checkpointUncompressed}), results ${row.writeUnitsPerFrame.results} (${row.writeUnitsPerFrame.resultsFormat1}), events ${row.writeUnitsPerFrame.events} (${row.writeUnitsPerFrame.eventsSingle}) in ${row.eventItemsPerFrame} items/frame of ${row.eventItemBytes} B`,
+      `WCU/frame commit ${row.writeUnitsPerFrame.commit} (before: ${row.writeUnitsPerFrame.commitBefore}): checkpoint ${row.writeUnitsPerFrame.checkpoint} (first compressed form ${row.writeUnitsPerFrame.checkpointDeflatedBefore}, uncompressed ${row.writeUnitsPerFrame.checkpointUncompressed}), lease item mean/p99 ${row.checkpointBytes.leaseItemStored.mean}/${row.checkpointBytes.leaseItemStored.p99} B, results ${row.writeUnitsPerFrame.results} (${row.writeUnitsPerFrame.resultsFormat1}), events ${row.writeUnitsPerFrame.events} (${row.writeUnitsPerFrame.eventsSingle}) in ${row.eventItemsPerFrame} items/frame of ${row.eventItemBytes} B`,
   );
   return row;
 }
@@ -297,7 +340,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
     notes: [
       'In process, on the lease table\'s twin through the production adapter (LeaseStore.commit): real tracker, sequencer, commit builder, rule engine and packing. Sizes are the twin\'s (DynamoDB\'s item size rules); write units are computed from them (2 per KB of each item of the transaction, an update on the larger of before and after, the slot ConditionCheck as 1 KB): a model of the bill, not a measured one.',
       'A commit carries one segment (or one JPEG frame), as a worker that keeps up commits; a backlog commits several per transaction (fewer checkpoint writes per frame).',
-      'leaseItemStored: the video\'s lease item as now stored (checkpoint compressed, issue 44); leaseItemPlain: the same item as the previous version stored it (checkpoint a plain map). results / resultsFormat2 / resultsFormat1: packed records as now stored (format 3, decision 77), in format 2 (issue 44, decision 65) and in format 1 (before issue 44). events / eventsSingle: the outbox as now written (a unit\'s rule events one batch item, decision 72) and one item per event as before. commitBefore: all three as before.',
+      'leaseItemStored: the video\'s lease item as now stored (decision 76: the JSON deflated with a preset dictionary, the tracker\'s binary float32 snapshot as raw bytes, processorBinary; the rules document out of line, its item written once, rulesItems); leaseItemDeflatedBefore: the same item as issue 44\'s first compressed form stored it (raw DEFLATE of the whole JSON, tracker snapshot as version 1 JSON, rules inline); leaseItemPlain: as stored before issue 44 (a plain map). The version 1 tracker JSON is rebuilt from the float32 state, so its numbers are float32 values written as JSON (as long as doubles\' text). results / resultsFormat2 / resultsFormat1: packed records as now stored (format 3, decision 77), in format 2 (issue 44, decision 65) and in format 1 (before issue 44). events / eventsSingle: the outbox as now written (a unit\'s rule events one batch item, decision 72) and one item per event as before. commitBefore: all three as before.',
       'baseline: the workload bench/api-calls-live.ts ran live (the stats processor: one whole-frame detection, a 60-byte state, no rules), computed the same way, so that the scene\'s extra cost can be added to the live figures.',
     ],
     rows,

@@ -3,12 +3,17 @@
  * the last commit left off. Stored inside the video's lease item and written in the
  * same transaction as the results it covers.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { emptySequencerState, upgradeSequencerState, type SequencerState } from '../ordering/sequencer.ts';
 import type { VideoSummaryItem } from './results.ts';
 import type { AnalyticsState } from '../analytics/rule-engine.ts';
 import type { SourceWatch } from '../ingest/source-watch.ts';
+import { binarySnapshot, binarySnapshotBytes } from './binary-snapshot.ts';
+import { CHECKPOINT_DICTIONARIES, STORED_CHECKPOINT_DICTIONARY } from './checkpoint-dictionary.ts';
+import { rulesRef } from './rules-ref.ts';
+import { packAnalytics, unpackAnalytics } from './stored-analytics.ts';
+import type { RulesDocument } from '../analytics/rules.ts';
 
 export interface OwnerRecord {
   readonly worker: string;
@@ -75,19 +80,35 @@ export interface VideoCheckpoint {
 }
 
 /**
- * The checkpoint attribute as the lease item stores it (issue 44): `commitId` and `seq`
+ * The checkpoint attribute as the lease item stores it (issue 44, decision 76): `commitId`
  * in the clear, since the commit's condition reads `checkpoint.commitId` and an outcome is
- * decided from them (commit-outcome.ts), and everything else as the raw DEFLATE of its
- * JSON in one binary attribute, `z`, as packed result records are (record-packing.ts).
- * Every commit rewrites the checkpoint, in a transaction (2 write units per KB): a real
- * tracker's and rule engine's state is several KB of JSON whose keys and digits repeat,
- * and compresses 3-5 times. Checkpoints written before this (a plain map) are read as they are.
+ * decided from it (commit-outcome.ts; the seq is the item's `ckSeq`), and everything else
+ * as the DEFLATE of its JSON in one binary attribute, `d`, as packed result records are
+ * (record-packing.ts). Every commit rewrites the checkpoint, in a transaction (2 write
+ * units per started KB), so every byte of it is paid for at every commit:
+ * - `d`'s first byte names the preset dictionary the raw DEFLATE after it was made with
+ *   (checkpoint-dictionary.ts): a checkpoint is too short for DEFLATE to learn its own keys;
+ * - `p` holds a binary processor snapshot (the tracker's, binary-snapshot.ts) as raw
+ *   bytes, outside the DEFLATE stream: floats do not compress, and as base64 inside the
+ *   JSON they would cost a third more;
+ * - the analytics state's rules document is replaced by `rulesRef`, a reference to the
+ *   document stored out of line (rules-ref.ts): the store writes it with the first
+ *   checkpoint that refers to it, and resolves it when it reads one;
+ * - the rest of the analytics state is packed into arrays (stored-analytics.ts).
+ * Checkpoints written before are read as they were stored: a plain map (before issue 44),
+ * or `commitId`, `seq` and `z`, the raw DEFLATE of all the JSON with no dictionary, the
+ * tracker snapshot and the rules inside (issue 44's first form).
  */
 export interface StoredCheckpoint {
   readonly commitId: string;
-  readonly seq: number;
-  /** Raw DEFLATE of the JSON of the checkpoint's other fields. */
-  readonly z: Uint8Array;
+  /**
+   * The dictionary's number ({@link CHECKPOINT_DICTIONARIES}), one byte, then the raw
+   * DEFLATE of the JSON of the checkpoint's other fields (less `seq`, less `processor` when
+   * `p` holds it, the analytics packed with a reference to their rules).
+   */
+  readonly d: Uint8Array;
+  /** The processor snapshot's bytes, when it is binary. */
+  readonly p?: Uint8Array;
 }
 
 const storedShapes = new WeakMap<VideoCheckpoint, StoredCheckpoint>();
@@ -99,8 +120,20 @@ const storedShapes = new WeakMap<VideoCheckpoint, StoredCheckpoint>();
 export function storedCheckpoint(ck: VideoCheckpoint): StoredCheckpoint {
   let stored = storedShapes.get(ck);
   if (!stored) {
-    const { commitId, seq, ...rest } = ck;
-    stored = { commitId, seq, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) };
+    const { commitId, seq: _inCkSeq, ...rest } = ck;
+    const p = rest.processor === undefined ? undefined : binarySnapshotBytes(rest.processor);
+    const { processor: _binary, ...others } = rest;
+    const content: Omit<VideoCheckpoint, 'commitId' | 'seq'> = p ? others : rest;
+    let json: string;
+    if (rest.analytics) {
+      const { rules, ...analytics } = rest.analytics;
+      json = JSON.stringify({ ...content, analytics: { ...packAnalytics(analytics), ...(rules ? { rulesRef: rulesRef(rules).ref } : {}) } });
+    } else json = JSON.stringify(content);
+    const deflated = deflateRawSync(json, { dictionary: CHECKPOINT_DICTIONARIES.get(STORED_CHECKPOINT_DICTIONARY)! });
+    const d = new Uint8Array(1 + deflated.byteLength);
+    d[0] = STORED_CHECKPOINT_DICTIONARY;
+    d.set(deflated, 1);
+    stored = { commitId, d, ...(p ? { p } : {}) };
     storedShapes.set(ck, stored);
   }
   return stored;
@@ -113,17 +146,59 @@ export function storedCheckpoint(ck: VideoCheckpoint): StoredCheckpoint {
  * inflate or parse: a corrupt checkpoint is never read as a fresh one (the successor would
  * restart the video's tracks and counts).
  */
-export function readStoredCheckpoint(stored: unknown, videoId: string): (Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string }) | undefined {
+export function readStoredCheckpoint(stored: unknown, videoId: string): ReadCheckpoint | undefined {
   if (stored === undefined || stored === null) return undefined;
-  const s = stored as { z?: unknown; commitId?: unknown; seq?: unknown };
-  if (!(s.z instanceof Uint8Array)) return stored as Omit<VideoCheckpoint, 'commitId'>;
+  const s = stored as { d?: unknown; z?: unknown; p?: unknown; commitId?: unknown; seq?: unknown };
+  if (!(s.d instanceof Uint8Array) && !(s.z instanceof Uint8Array)) return stored as Omit<VideoCheckpoint, 'commitId'>;
+  const fix = `if point-in-time recovery is on (the stack's pointInTimeRecovery setting, on by default) restore the leases table to a time before the corruption, otherwise from an on-demand backup if you took one; or delete the item video#${videoId} (its tracks and counts then restart)`;
+  let deflated: Uint8Array;
+  let dictionary: Buffer | undefined;
+  if (s.d instanceof Uint8Array) {
+    if (s.d.byteLength === 0) throw new Error(`checkpoint of video ${videoId} is corrupt (its compressed state is empty); ${fix}`);
+    dictionary = CHECKPOINT_DICTIONARIES.get(s.d[0]!);
+    if (!dictionary) throw new Error(`checkpoint of video ${videoId} names compression dictionary ${s.d[0]}, which this version does not have: it was written by a newer version; run that version (or newer) of the worker`);
+    deflated = s.d.subarray(1);
+  } else deflated = s.z as Uint8Array;
+  if (s.p !== undefined && !(s.p instanceof Uint8Array)) throw new Error(`checkpoint of video ${videoId} is corrupt (its processor snapshot is not binary); ${fix}`);
   let rest: Omit<VideoCheckpoint, 'commitId' | 'seq'>;
   try {
-    rest = JSON.parse(inflateRawSync(s.z).toString('utf8')) as typeof rest;
+    rest = JSON.parse(inflateRawSync(deflated, dictionary ? { dictionary } : {}).toString('utf8')) as typeof rest;
   } catch (e) {
-    throw new Error(`checkpoint of video ${videoId} is corrupt (its compressed state does not inflate to JSON: ${e instanceof Error ? e.message : String(e)}); if point-in-time recovery is on (the stack's pointInTimeRecovery setting, on by default) restore the leases table to a time before the corruption, otherwise from an on-demand backup if you took one; or delete the item video#${videoId} (its tracks and counts then restart)`);
+    throw new Error(`checkpoint of video ${videoId} is corrupt (its compressed state does not inflate to JSON: ${e instanceof Error ? e.message : String(e)}); ${fix}`);
   }
-  return { ...rest, seq: Number(s.seq ?? 0), ...(typeof s.commitId === 'string' ? { commitId: s.commitId } : {}) };
+  if (s.p instanceof Uint8Array) rest = { ...rest, processor: binarySnapshot(s.p) };
+  let ref: string | undefined;
+  if (rest.analytics) {
+    const { rulesRef: r, ...analytics } = rest.analytics as AnalyticsState & { rulesRef?: unknown };
+    if (r !== undefined && (typeof r !== 'string' || r.length === 0)) throw new Error(`checkpoint of video ${videoId} is corrupt (its rules reference is not a string); ${fix}`);
+    ref = r;
+    try {
+      rest = { ...rest, analytics: unpackAnalytics(analytics as unknown as Record<string, unknown>) };
+    } catch (e) {
+      throw new Error(`checkpoint of video ${videoId} is corrupt (${e instanceof Error ? e.message : String(e)}); ${fix}`);
+    }
+  }
+  // `seq` is the item's ckSeq (the caller's, {@link upgradeCheckpoint}); only issue 44's first form stored it here too.
+  return { ...rest, seq: Number(s.seq ?? 0), ...(typeof s.commitId === 'string' ? { commitId: s.commitId } : {}), ...(ref !== undefined ? { rulesRef: ref } : {}) };
+}
+
+/**
+ * A checkpoint as read from its stored form, for {@link upgradeCheckpoint}: `rulesRef`
+ * when its rules document is stored out of line and still to be read
+ * ({@link withResolvedRules}); its analytics then carry no rules yet.
+ */
+export type ReadCheckpoint = Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string; readonly rulesRef?: string };
+
+/** The checkpoint with the rules document its `rulesRef` names back in its analytics. */
+export function withResolvedRules(ck: ReadCheckpoint, rules: RulesDocument): ReadCheckpoint {
+  const { rulesRef: _resolved, ...rest } = ck;
+  return { ...rest, ...(rest.analytics ? { analytics: { ...rest.analytics, rules } } : {}) };
+}
+
+/** The out-of-line rules document a stored checkpoint refers to (see {@link StoredCheckpoint}), or undefined. */
+export function checkpointRules(ck: VideoCheckpoint): { readonly ref: string; readonly json: string; readonly rules: RulesDocument } | undefined {
+  const rules = ck.analytics?.rules;
+  return rules ? { ...rulesRef(rules), rules } : undefined;
 }
 
 /** See {@link VideoCheckpoint.stall}. */
@@ -138,9 +213,14 @@ export interface StallEvidence {
 
 export const MAX_OWNER_HISTORY = 50;
 
-/** A fresh commit id: a random UUID, so two writes never share one (unlike a counter). */
+/**
+ * A fresh commit id: 96 random bits, base64url (16 characters, where a UUID takes 36), so
+ * two writes of a video's checkpoint never share one (unlike a counter): a billion writes
+ * of one video collide with a chance under 1e-11. Every commit rewrites it in the clear,
+ * so its length is paid at every commit (issue 44).
+ */
 export function newCommitId(): string {
-  return randomUUID();
+  return randomBytes(12).toString('base64url');
 }
 
 /**
@@ -171,7 +251,8 @@ export function emptyCheckpoint(firstFrameNumber = -1): VideoCheckpoint {
  * Fills fields a checkpoint written by an older version lacks; `storedSeq` is the item's
  * `ckSeq` when the caller has it (it wins over the checkpoint's own seq).
  */
-export function upgradeCheckpoint(ck: Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string }, storedSeq?: number): VideoCheckpoint {
+export function upgradeCheckpoint(ck: Omit<VideoCheckpoint, 'commitId'> & { readonly commitId?: string; readonly rulesRef?: string }, storedSeq?: number): VideoCheckpoint {
+  if (ck.rulesRef !== undefined) throw new Error(`checkpoint's rules document ${ck.rulesRef} was not read (a bug: the store resolves it first)`);
   const seq = storedSeq ?? ck.seq ?? 0;
   return {
     ...ck,

@@ -79,7 +79,7 @@ export interface CancellationReason {
 }
 
 /** Which unit (and which of its items) each transaction item belongs to. */
-export type ItemOwner = { readonly role: 'slot' } | { readonly role: 'video' | 'summary' | 'event'; readonly videoId: string } | { readonly role: 'result'; readonly videoId: string; readonly frame: number };
+export type ItemOwner = { readonly role: 'slot' } | { readonly role: 'rules' } | { readonly role: 'video' | 'summary' | 'event'; readonly videoId: string } | { readonly role: 'result'; readonly videoId: string; readonly frame: number };
 
 /** What a cancelled transaction means for the units it carried. */
 export type CancellationDecision =
@@ -120,8 +120,8 @@ export function decideCancellation(
       continue;
     }
     if (owner.role === 'slot') return { kind: 'slot-lost' };
-    // Outbox items are unconditional Puts (their ids are deterministic): no condition of theirs can fail.
-    if (owner.role === 'event') continue;
+    // Outbox items and rules documents are unconditional Puts (their keys are deterministic): no condition of theirs can fail.
+    if (owner.role === 'event' || owner.role === 'rules') continue;
     const unit = byVideo.get(owner.videoId);
     if (!unit || settled.has(owner.videoId)) continue;
     if (owner.role === 'result') {

@@ -89,8 +89,11 @@ export function storedEventsOf(u: CommitUnit): readonly StoredEventItem[] {
 export function unitCost(u: CommitUnit): { items: number; bytes: number } {
   const events = storedEventsOf(u);
   const stored = storedItemsOf(u);
-  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + stored.reduce((n, r) => n + storedItemBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0);
-  return { items: stored.length + 2 + events.length, bytes };
+  // The checkpoint's rules document may ride along (stored out of line, decision 76): counted
+  // whenever there is one, since whether it is written depends on what the store knows.
+  const rules = u.checkpoint.analytics?.rules;
+  const bytes = estimatedBytes(u.checkpoint) + estimatedBytes(u.summary) + stored.reduce((n, r) => n + storedItemBytes(r), 0) + events.reduce((n, e) => n + estimatedBytes(e), 0) + (rules ? estimatedBytes(rules) : 0);
+  return { items: stored.length + 2 + events.length + (rules ? 1 : 0), bytes };
 }
 
 /**

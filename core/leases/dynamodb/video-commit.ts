@@ -14,6 +14,7 @@ import { storedCheckpoint } from '../../commit/checkpoint.ts';
 import { queryResults } from '../../commit/dynamodb/results-reader.ts';
 import type { CommitOutcome, SlotFence } from '../port.ts';
 import { slotKey, videoKey } from './lease-table.ts';
+import type { RulesItems } from './rules-items.ts';
 
 /** A TransactWriteItems item. */
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -40,6 +41,8 @@ export interface VideoCommitterDeps {
   readonly readVideo: (videoId: string) => Promise<StoredCommitState>;
   /** A consistent read of a slot's lease (throws when it fails). */
   readonly readSlot: (slot: number) => Promise<{ readonly owner?: string; readonly epoch: number; readonly expiresAtMs: number }>;
+  /** The checkpoints' out-of-line rules documents (rules-items.ts): each transaction writes those not known stored. */
+  readonly rules: RulesItems;
 }
 
 /** Sends commit units as fenced transactions and decides every unit's outcome. */
@@ -89,6 +92,8 @@ export class VideoCommitter {
       const r = await this.commitGroup(fence, groups[g]!, nowMs);
       ambiguousRetries += r.ambiguousRetries;
       for (const [videoId, o] of r.outcomes) outcomes.set(videoId, o);
+      // A unit that landed landed with its rules document (same transaction, or an earlier one).
+      for (const u of groups[g]!) if (r.outcomes.get(u.videoId) === 'landed') this.d.rules.landed(u.checkpoint);
       if (r.slotLost) {
         // Groups that landed stay landed; later groups were never sent.
         for (const later of groups.slice(g + 1)) for (const u of later) outcomes.set(u.videoId, 'fenced');
@@ -203,6 +208,7 @@ export class VideoCommitter {
   private transactItemsFor(fence: SlotFence, units: readonly CommitUnit[], nowMs: number): { items: TransactItem[]; owners: ItemOwner[] } {
     const items: TransactItem[] = [slotFenceCheck(this.d.tableName, fence, nowMs)];
     const owners: ItemOwner[] = [{ role: 'slot' }];
+    const rulesInTransaction = new Set<string>();
     for (const u of units) {
       owners.push({ role: 'video', videoId: u.videoId });
       items.push({
@@ -220,7 +226,7 @@ export class VideoCommitter {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           ExpressionAttributeValues: {
             ':prevId': u.expectedCommitId,
-            // Compressed, commit id and seq in the clear (core/commit/checkpoint.ts, issue 44).
+            // Compressed, the commit id in the clear (core/commit/checkpoint.ts, decisions 65 and 76).
             ':ck': storedCheckpoint(u.checkpoint),
             ':seq': u.checkpoint.seq,
             ':now': nowMs,
@@ -231,6 +237,13 @@ export class VideoCommitter {
           },
         },
       });
+      // The rules document the stored checkpoint refers to, unless known stored (decision 76);
+      // after the video's update, so a unit's items stay together, starting with it.
+      const rules = this.d.rules.putFor(u.checkpoint, rulesInTransaction);
+      if (rules) {
+        owners.push({ role: 'rules' });
+        items.push(rules);
+      }
       const replaceable = new Set(u.replacesGap ?? []);
       // A segment's run is one packed item (record-packing.ts), create-only like a frame's:
       // the checkpoint's fence above is what keeps its frames from being written twice.

@@ -12,7 +12,8 @@
 import { keptCounts } from '../lease-logic.ts';
 import { GetCommand, QueryCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { emptyCheckpoint, newCommitId, readStoredCheckpoint, storedCheckpoint, upgradeCheckpoint, withNewOwner, type VideoCheckpoint } from '../../commit/checkpoint.ts';
+import { emptyCheckpoint, newCommitId, readStoredCheckpoint, storedCheckpoint, upgradeCheckpoint, withNewOwner, withResolvedRules, type ReadCheckpoint, type VideoCheckpoint } from '../../commit/checkpoint.ts';
+import { RulesItems } from './rules-items.ts';
 import { decideStoredOutcome, type StoredDecision } from '../../commit/commit-outcome.ts';
 import { slotFenceCheck, VideoCommitter, type TransactItem } from './video-commit.ts';
 import { emptySequencerState } from '../../ordering/sequencer.ts';
@@ -35,6 +36,7 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
   private readonly o: LeaseStoreOptions;
   private readonly table: LeaseTableAccess<LeaseStoreOptions>;
   private readonly committer: VideoCommitter;
+  private readonly rules: RulesItems;
 
   /**
    * @param table the lease table, shared with the slot half
@@ -44,7 +46,9 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
     this.table = table;
     this.ddb = table.ddb;
     this.o = table.o;
+    this.rules = new RulesItems(this.ddb, this.o.tableName);
     this.committer = new VideoCommitter({
+      rules: this.rules,
       ddb: this.ddb,
       tableName: this.o.tableName,
       resultsTableName: this.o.resultsTableName,
@@ -69,7 +73,17 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
 
   async getVideo(videoId: string): Promise<VideoRecord> {
     const r = await this.ddb.send(new GetCommand({ TableName: this.o.tableName, Key: { pk: videoKey(videoId) }, ConsistentRead: true }));
-    return toVideoRecord(videoId, r.Item, this.o.firstFrameNumber ?? -1);
+    return toVideoRecord(videoId, r.Item, await this.readCheckpoint(videoId, r.Item), this.o.firstFrameNumber ?? -1);
+  }
+
+  /**
+   * The checkpoint a lease item holds, compressed (issue 44) or, written before, a plain
+   * map, with its rules document read back in when it is stored out of line (decision 76).
+   */
+  private async readCheckpoint(videoId: string, it: Record<string, unknown> | undefined): Promise<ReadCheckpoint | undefined> {
+    const stored = it ? readStoredCheckpoint(it.checkpoint, videoId) : undefined;
+    if (stored?.rulesRef === undefined) return stored;
+    return withResolvedRules(stored, await this.rules.read(videoId, stored.rulesRef));
   }
 
   /**
@@ -189,6 +203,7 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
       const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1, commitId: newCommitId() };
       // A change of owner from a previous one is an event, written with the adoption itself.
       const event = this.o.eventsTableName !== undefined ? takeOverEvent(videoId, ck, { worker: fence.workerId, token }, nowMs, current.owner === undefined ? 'released' : clean ? 'clean' : 'from-dead-owner') : undefined;
+      const rulesPut = this.rules.putFor(checkpoint, new Set());
       try {
         await this.ddb.send(
           new TransactWriteCommand({
@@ -216,9 +231,12 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
                 },
               },
               ...(event ? [{ Put: { TableName: this.o.eventsTableName!, Item: event } }] : []),
+              // A checkpoint read with its rules inline (stored before decision 76) is stored with a reference now.
+              ...(rulesPut ? [rulesPut] : []),
             ],
           }),
         );
+        this.rules.landed(checkpoint);
         return {
           ...current,
           owner: fence.workerId,
@@ -399,10 +417,8 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
 }
 
 
-function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined, firstFrameNumber: number): VideoRecord {
+function toVideoRecord(videoId: string, it: Record<string, unknown> | undefined, stored: ReadCheckpoint | undefined, firstFrameNumber: number): VideoRecord {
   if (!it) return { videoId, token: 0, state: 'new', checkpoint: emptyCheckpoint(firstFrameNumber) };
-  // Compressed (issue 44) or, written before, a plain map.
-  const stored = readStoredCheckpoint(it.checkpoint, videoId);
   const ck = upgradeCheckpoint(stored ?? emptyCheckpoint(firstFrameNumber), it.ckSeq !== undefined ? Number(it.ckSeq) : undefined);
   return {
     videoId,

@@ -21,7 +21,7 @@ import { MAX_REORDER_BUFFER_FRAMES } from '../../../core/config.ts';
 import { addGap, MAX_GAP_RANGES } from '../../../core/ordering/gap-ranges.ts';
 import { VideoSequencer } from '../../../core/ordering/sequencer.ts';
 import { StatsProcessor } from '../../../lab/worker/stats-processor.ts';
-import { ByteTracker } from '../../../gpu-worker/vision/tracker.ts';
+import { ByteTracker, readTrackerSnapshot } from '../../../gpu-worker/vision/tracker.ts';
 
 const LEASE = { token: 3, worker: 'task-1', slot: 0 };
 const NOW = 1_700_000_000_000;
@@ -106,11 +106,11 @@ describe('packUnits with large detections', () => {
 
 describe('checkpoint size with a crowded tracker', () => {
   it('compacting the tracker to the checkpoint room keeps the video item under 400 KB and the unit committable', () => {
-    // Prepare: 1,800 objects seen once, then all lost: ~630 KB of tracker state.
+    // Prepare: 6,000 objects seen once, then all lost: ~500 KB of tracker state (binary snapshot, issue 44).
     const tracker = new ByteTracker();
     tracker.update(
       0,
-      Array.from({ length: 1800 }, (_, i) => {
+      Array.from({ length: 6000 }, (_, i) => {
         const x = (i % 60) * 40 + ((i * 0.618034) % 1);
         const y = Math.floor(i / 60) * 40 + ((i * 0.414214) % 1);
         return { box: [x, y, x + 25.3, y + 31.7] as const, score: 0.9, label: 'person' };
@@ -126,13 +126,13 @@ describe('checkpoint size with a crowded tracker', () => {
     const checkpoint = { ...base, processor };
     // Assess
     expect(Buffer.byteLength(processor)).toBeLessThanOrEqual(room);
-    // The JSON estimate escapes the snapshot's quotes (2 bytes a track more than DynamoDB stores): still far under 400 KB.
+    // The JSON estimate counts the snapshot as text (base64): still far under 400 KB.
     expect(estimatedBytes(checkpoint)).toBeLessThan(MAX_CHECKPOINT_BYTES + 5_000);
     expect(estimatedBytes(checkpoint)).toBeLessThan(400_000);
     const u = unit('crowded', 2, 300, checkpoint);
     expect(packUnits([u])).toEqual([[u]]);
     // The compacted state restores, with its ID counter intact.
-    expect(JSON.parse(ByteTracker.restore(processor).serialize()).n).toBe(1801);
+    expect(readTrackerSnapshot(ByteTracker.restore(processor).serialize()).n).toBe(6001);
   });
 
   it('StatsProcessor accepts a budget; its state is far under any', () => {

@@ -7,16 +7,22 @@
  * and reads that happen anyway. (Formerly test/core/aws/lease-store.int.test.ts, on the
  * local stack alone.)
  */
+import { deflateRawSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { allResults } from '../../../core/commit/dynamodb/results-reader.ts';
 import { LeaseStore, type CommitOutcome, type CommitUnit, type SlotFence } from '../../../core/leases/dynamodb/lease-store.ts';
-import { legacyCommitId, newCommitId, summaryOf, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
+import { legacyCommitId, newCommitId, readStoredCheckpoint, summaryOf, type VideoCheckpoint } from '../../../core/commit/checkpoint.ts';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
 import { DEFAULT_TUNABLES } from '../../../core/config.ts';
 import type { LeaseContractBackend } from './contract.ts';
+import { ByteTracker } from '../../../gpu-worker/vision/tracker.ts';
+import { emptyAnalytics, withRules } from '../../../core/analytics/rule-engine.ts';
+import { validateRules, type RulesDocument } from '../../../core/analytics/rules.ts';
+import { rulesRef } from '../../../core/commit/rules-ref.ts';
 
 const TTL_MS = 5_000;
+const readStoredCheckpointOf = (stored: unknown) => readStoredCheckpoint(stored, 'test');
 
 /** Registers the cases; `backend()` is called once they run (set it up in beforeAll). */
 export function leaseStoreCases(backend: () => LeaseContractBackend): void {
@@ -378,12 +384,15 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       const outcome = await store.commit(fence, [big], Date.now());
       // Assess: landed; the stored attribute is small and binary; the read is the committed checkpoint
       expect(outcomeOf(outcome).units).toEqual({ zck: 'landed' });
-      const stored = (await rawItem('zck')).checkpoint as { commitId: string; seq: number; z: Uint8Array; processor?: unknown };
+      const item = await rawItem('zck');
+      const stored = item.checkpoint as { commitId: string; seq?: number; d: Uint8Array; processor?: unknown };
       expect(stored.commitId).toBe(big.checkpoint.commitId);
-      expect(stored.seq).toBe(big.checkpoint.seq);
-      expect(stored.z).toBeInstanceOf(Uint8Array);
+      // The seq is the item's ckSeq alone (decision 76).
+      expect(item.ckSeq).toBe(big.checkpoint.seq);
+      expect(stored.seq).toBeUndefined();
+      expect(stored.d).toBeInstanceOf(Uint8Array);
       expect(stored.processor).toBeUndefined();
-      expect(stored.z.byteLength).toBeLessThan(Buffer.byteLength(JSON.stringify(big.checkpoint)) / 3);
+      expect(stored.d.byteLength).toBeLessThan(Buffer.byteLength(JSON.stringify(big.checkpoint)) / 3);
       expect(await ck()).toEqual(big.checkpoint);
       // The next commit's condition reads checkpoint.commitId in the clear: it lands on top
       const next = unit('zck', token, big.checkpoint, 1, fence.workerId, fence.slot, Date.now());
@@ -402,8 +411,8 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       // Assess
       expect(read.checkpoint).toEqual(prev);
       expect(outcomeOf(outcome).units).toEqual({ plainck: 'landed' });
-      const stored = (await rawItem('plainck')).checkpoint as { z?: unknown };
-      expect(stored.z).toBeInstanceOf(Uint8Array);
+      const stored = (await rawItem('plainck')).checkpoint as { d?: unknown };
+      expect(stored.d).toBeInstanceOf(Uint8Array);
       expect((await ck()).processor).toBe(snapshot);
     });
 
@@ -414,6 +423,130 @@ export function leaseStoreCases(backend: () => LeaseContractBackend): void {
       await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#badck' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': { commitId: good.commitId, seq: good.seq, z: new Uint8Array([0xff, 0xfe, 0x00, 0x13]) } } }));
       // Act / Assess
       await expect(store.getVideo('badck')).rejects.toThrow(/checkpoint of video badck is corrupt/);
+      // The same in the form with a dictionary (decision 76)
+      await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#badck' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': { commitId: good.commitId, d: new Uint8Array([1, 0xff, 0xfe, 0x00, 0x13]) } } }));
+      await expect(store.getVideo('badck')).rejects.toThrow(/checkpoint of video badck is corrupt/);
+    });
+
+    it('stores a binary processor snapshot (the tracker\'s) as raw bytes beside the JSON deflated with the dictionary, and reads it back exactly (decision 76)', async () => {
+      // Prepare: a real tracker's snapshot (binary, version 2)
+      const { fence, token, ck } = await owned(45, 'binck');
+      const tracker = new ByteTracker();
+      for (let f = 0; f < 5; f++) tracker.update(f, [{ box: [10 + 3 * f, 20, 60 + 3 * f, 120], score: 0.9, label: 'person' }, { box: [400, 300 - 2 * f, 520, 380 - 2 * f], score: 0.8, label: 'car' }]);
+      const prev = await ck();
+      const u = unit('binck', token, prev, 0, fence.workerId, fence.slot, Date.now());
+      const withTracker: CommitUnit = { ...u, checkpoint: { ...u.checkpoint, processor: tracker.serialize() } };
+      // Act
+      const outcome = await store.commit(fence, [withTracker], Date.now());
+      // Assess: the snapshot's bytes in `p`, not base64 inside `z`; the read is the committed checkpoint
+      expect(outcomeOf(outcome).units).toEqual({ binck: 'landed' });
+      const stored = (await rawItem('binck')).checkpoint as { d: Uint8Array; p: Uint8Array };
+      expect(stored.d[0]).toBe(1);
+      expect(stored.p).toBeInstanceOf(Uint8Array);
+      expect(Buffer.from(stored.p).toString('base64')).toBe(withTracker.checkpoint.processor!.slice('~b64:'.length));
+      expect(await ck()).toEqual(withTracker.checkpoint);
+      expect(ByteTracker.restore((await ck()).processor!).serialize()).toBe(tracker.serialize());
+    });
+
+    it('reads a checkpoint compressed as the first release of issue 44 wrote it (no dictionary, the processor inside), and refuses an unknown dictionary by name', async () => {
+      // Prepare: `z` (no dictionary) with seq, no `p`
+      const { fence, ck } = await owned(46, 'zv1');
+      const good = { ...(await ck()), processor: snapshot };
+      const { commitId, seq, ...rest } = good;
+      const put = (checkpoint: unknown) => backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#zv1' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': checkpoint } }));
+      await put({ commitId, seq, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) });
+      // Act / Assess
+      expect((await store.getVideo('zv1')).checkpoint).toEqual(good);
+      expect(fence.slot).toBe(46);
+      await put({ commitId, d: new Uint8Array([99, ...deflateRawSync(JSON.stringify(rest))]) });
+      await expect(store.getVideo('zv1')).rejects.toThrow(/checkpoint of video zv1 names compression dictionary 99, which this version does not have/);
+    });
+  });
+
+  describe('rules documents stored out of line (issue 44, decision 76)', () => {
+    const doc = (x: number): RulesDocument => {
+      const r = validateRules({ fps: 30, lines: [{ id: 'door', a: [x, 10], b: [x, 500] }], zones: [{ id: 'stop', polygon: [[0, 0], [300, 0], [300, 200], [0, 200]], dwellSeconds: 5 }] });
+      if (!r.ok) throw new Error(r.errors.join('; '));
+      return r.rules;
+    };
+    const rawItem = async (pk: string) => (await backend().ddb.send(new GetCommand({ TableName: backend().leasesTable, Key: { pk }, ConsistentRead: true }))).Item;
+    /** Another process: a store that knows no rules document yet. */
+    const freshStore = () => {
+      const b = backend();
+      return new LeaseStore(b.ddb, { tableName: b.leasesTable, resultsTableName: b.resultsTable, pinnedSlotIndex: b.pinnedSlotIndex });
+    };
+    const withDoc = (u: CommitUnit, etag: string, rules: RulesDocument): CommitUnit => ({ ...u, checkpoint: { ...u.checkpoint, analytics: withRules(emptyAnalytics(), etag, rules) } });
+
+    it('keeps only a reference in the lease item, writes the document once as rules#{ref} in the commit that first uses it, and reads it back in', async () => {
+      // Prepare
+      const { fence, token, ck } = await owned(47, 'rulesout');
+      const rules = doc(100 + (Date.now() % 1000));
+      const { ref } = rulesRef(rules);
+      const first = withDoc(unit('rulesout', token, await ck(), 0, fence.workerId, fence.slot, Date.now()), '"v1"', rules);
+      // Act
+      expect(outcomeOf(await store.commit(fence, [first], Date.now())).units).toEqual({ rulesout: 'landed' });
+      // Assess: the document is its own item; the checkpoint holds the reference, not the rules
+      const item = await rawItem(`rules#${ref}`);
+      expect(JSON.parse(item!.rules as string)).toEqual(rules);
+      const stored = (await rawItem('video#rulesout'))!.checkpoint;
+      expect(JSON.stringify(readStoredCheckpointOf(stored))).not.toContain('"door"');
+      // A successor (another process) reads the checkpoint with its rules, exactly as committed
+      expect((await freshStore().getVideo('rulesout')).checkpoint).toEqual(first.checkpoint);
+      // The next commit with the same rules does not write the document again: delete it by
+      // hand, commit, and it is still gone (a successor then gets the named error below).
+      await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: `rules#${ref}` }, UpdateExpression: 'REMOVE #r', ExpressionAttributeNames: { '#r': 'rules' } }));
+      const second = { ...unit('rulesout', token, first.checkpoint, 1, fence.workerId, fence.slot, Date.now()) };
+      expect(outcomeOf(await store.commit(fence, [second], Date.now())).units).toEqual({ rulesout: 'landed' });
+      expect((await rawItem(`rules#${ref}`))!.rules).toBeUndefined();
+      await expect(freshStore().getVideo('rulesout')).rejects.toThrow(new RegExp(`checkpoint of video rulesout runs the rules document ${ref}, and the leases table has no item rules#${ref}: restore`));
+    });
+
+    it('writes a document shared by two videos once in a transaction that commits both (one operation per item), and a new version beside the old', async () => {
+      // Prepare: two videos on one slot
+      const t0 = Date.now();
+      const a = await store.claimSlot(48, 'W48', t0, TTL_MS);
+      const fence: SlotFence = { slot: 48, workerId: 'W48', epoch: a!.epoch };
+      const adopt = async (id: string) => {
+        await store.pinVideo(id, 48, t0);
+        const v = await store.adoptVideo(id, fence, t0);
+        if (typeof v === 'string') throw new Error(v);
+        return v;
+      };
+      const [x, y] = [await adopt('shared-x'), await adopt('shared-y')];
+      const rules = doc(2000 + (Date.now() % 1000));
+      const other = freshStore();
+      const ux = withDoc(unit('shared-x', x.token, x.checkpoint, 0, 'W48', 48, t0), '"d1"', rules);
+      const uy = withDoc(unit('shared-y', y.token, y.checkpoint, 0, 'W48', 48, t0), '"d1"', rules);
+      // Act: a process that knows no document commits both in one transaction
+      const outcome = await other.commit(fence, [ux, uy], t0);
+      // Assess
+      expect(outcomeOf(outcome).units).toEqual({ 'shared-x': 'landed', 'shared-y': 'landed' });
+      expect((await freshStore().getVideo('shared-y')).checkpoint.analytics?.rules).toEqual(rules);
+      // A rules change: the new document is a new item, and the old one stays for any checkpoint still naming it
+      const changed = doc(3000 + (Date.now() % 1000));
+      const ux2 = withDoc(unit('shared-x', x.token, ux.checkpoint, 1, 'W48', 48, t0), '"d2"', changed);
+      expect(outcomeOf(await other.commit(fence, [ux2], t0)).units).toEqual({ 'shared-x': 'landed' });
+      expect((await freshStore().getVideo('shared-x')).checkpoint.analytics?.rules).toEqual(changed);
+      expect(await rawItem(`rules#${rulesRef(rules).ref}`)).toBeDefined();
+      expect((await freshStore().getVideo('shared-y')).checkpoint.analytics?.rules).toEqual(rules);
+    });
+
+    it('reads a checkpoint with its rules inline (stored before decision 76), and the adoption stores them out of line', async () => {
+      // Prepare: the compressed form of the previous release, rules inside
+      const { ck } = await owned(49, 'inline-rules');
+      const rules = doc(4000 + (Date.now() % 1000));
+      const old = { ...(await ck()), analytics: withRules(emptyAnalytics(), '"i1"', rules) };
+      const { commitId, seq, ...rest } = old;
+      await backend().ddb.send(new UpdateCommand({ TableName: backend().leasesTable, Key: { pk: 'video#inline-rules' }, UpdateExpression: 'SET checkpoint = :ck', ExpressionAttributeValues: { ':ck': { commitId, seq, z: new Uint8Array(deflateRawSync(JSON.stringify(rest))) } } }));
+      expect((await store.getVideo('inline-rules')).checkpoint).toEqual(old);
+      // Act: another worker adopts it (a fresh process, which knows no document)
+      const other = freshStore();
+      const b = await other.claimSlot(49, 'W49b', Date.now() + TTL_MS + 1, TTL_MS);
+      const adopted = await other.adoptVideo('inline-rules', { slot: 49, workerId: 'W49b', epoch: b!.epoch }, Date.now() + TTL_MS + 1);
+      if (typeof adopted === 'string') throw new Error(adopted);
+      // Assess: the rules are now their own item, and a third process reads them back
+      expect(JSON.parse((await rawItem(`rules#${rulesRef(rules).ref}`))!.rules as string)).toEqual(rules);
+      expect((await freshStore().getVideo('inline-rules')).checkpoint.analytics?.rules).toEqual(rules);
     });
   });
 

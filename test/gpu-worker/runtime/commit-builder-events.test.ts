@@ -106,8 +106,9 @@ describe('buildCommit: events', () => {
     const outcome = (y: number): FrameOutcome => ({ status: 'ok', detections: [1, 2, 3, 4].map((t) => det(t, y)) });
     const u = build(frames(0, 1), [[0, outcome(50)], [1, outcome(200)]], { rules: view });
     expect(u.events!.length).toBe(1 + 30 * 4);
-    // Two frame records, the video item, the summary; video.started alone; the 120 crossings two batches (10 KB each at most).
-    expect(unitCost(u).items).toBe(2 + 2 + 3);
+    // Two frame records, the video item, the summary; video.started alone; the 120 crossings two batches (10 KB each at most);
+    // the rules document, which may ride along (stored out of line, decision 76).
+    expect(unitCost(u).items).toBe(2 + 2 + 3 + 1);
     expect(storedEventsOf(u).map((e) => e.kind)).toEqual(['video.started', 'rule.events', 'rule.events']);
     expect(storedEventsOf(u).reduce((n, e) => n + (isRuleEventsItem(e) ? e.events.length : 0), 0)).toBe(120);
     expect(unitFits(u)).toBe(true);

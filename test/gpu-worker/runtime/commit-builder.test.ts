@@ -64,7 +64,7 @@ describe('buildCommit', () => {
     expect(first.checkpoint.seq).toBe(retry.checkpoint.seq);
     expect(first.checkpoint.commitId).not.toBe('previous-commit');
     expect(first.checkpoint.commitId).not.toBe(retry.checkpoint.commitId);
-    expect(first.checkpoint.commitId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(first.checkpoint.commitId).toMatch(/^[A-Za-z0-9_-]{16}$/);
   });
 
   it('counts a late frame below the start without touching framesGap, and lowers firstFrame', () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { assign } from '../../../gpu-worker/vision/assignment.ts';
 import type { Box } from '../../../gpu-worker/vision/postprocess.ts';
-import { ByteTracker, type TrackerInput } from '../../../gpu-worker/vision/tracker.ts';
+import { ByteTracker, readTrackerSnapshot, type TrackerInput } from '../../../gpu-worker/vision/tracker.ts';
+import { binarySnapshotBytes } from '../../../core/commit/binary-snapshot.ts';
 
 const det = (box: Box, score = 0.9, label = 'red'): TrackerInput => ({ box, score, label });
 const moving = (x: number, y = 20, size = 20): Box => [x, y, x + size, y + size];
@@ -128,5 +129,79 @@ describe('ByteTracker', () => {
     tracker.update(1, [det([0.1 + 1e-13, 0.2, 1 / 3 + 20.5, Math.PI * 10], 0.7)]);
     const snap = tracker.serialize();
     expect(ByteTracker.restore(snap).serialize()).toBe(snap);
+  });
+});
+
+describe('ByteTracker snapshot version 2 (binary, float32; issue 44, decision 76)', () => {
+  const scene = (f: number): TrackerInput[] => [
+    det(moving(5 + 3.3 * f, 40), 0.9 - (f % 4) * 0.15),
+    det(moving(200 - 2.7 * f, 44), 0.8),
+    det(moving(100, 10 + 1.9 * f, 24), f % 7 === 0 ? 0.3 : 0.95, 'green'),
+  ];
+
+  it('checkpointing at every frame, restored each time, equals an uninterrupted run: the live state is float32 after every update', () => {
+    // Prepare
+    const reference = new ByteTracker();
+    const frames = Array.from({ length: 40 }, (_, f) => f).filter((f) => f !== 17 && f !== 18);
+    const expected = frames.map((f) => reference.update(f, scene(f)));
+    // Act: a checkpoint and a restore after every frame (wherever a commit falls, the state is the same).
+    let tracker = new ByteTracker();
+    const actual = frames.map((f) => {
+      const out = tracker.update(f, scene(f));
+      tracker = ByteTracker.restore(tracker.serialize());
+      return out;
+    });
+    // Assess
+    expect(actual).toEqual(expected);
+    expect(tracker.serialize()).toBe(reference.serialize());
+    const snap = readTrackerSnapshot(reference.serialize());
+    for (const row of snap.t) for (const x of row.slice(4)) if (typeof x === 'number') expect(Math.fround(x)).toBe(x);
+  });
+
+  it('is binary, about a quarter of version 1 JSON, and keeps ids, states, labels and frames', () => {
+    const tracker = new ByteTracker();
+    for (let f = 0; f < 12; f++) tracker.update(f, f < 10 ? scene(f) : scene(f).slice(1));
+    const snap = tracker.serialize();
+    const bytes = binarySnapshotBytes(snap);
+    expect(bytes).toBeDefined();
+    const content = readTrackerSnapshot(snap);
+    const v1 = JSON.stringify(content);
+    expect(bytes!.length).toBeLessThan(v1.length / 3);
+    expect(content.n).toBe(4);
+    expect(content.f).toBe(11);
+    // Track 1 went unseen on frames 10 and 11: lost, last seen on 9; the others tracked.
+    expect(content.t.map((r) => r.slice(0, 4))).toEqual([
+      [1, 1, 1, 'red'],
+      [2, 0, 1, 'red'],
+      [3, 0, 1, 'green'],
+    ]);
+    // The green object's frame-0 detection is low-score: its track starts on frame 1.
+    expect(content.t.map((r) => [r[5], r[6]])).toEqual([[0, 9], [0, 11], [1, 11]]);
+  });
+
+  it('still reads a version 1 (JSON) snapshot, rounded to float32, and continues from it', () => {
+    // Prepare: a version 1 snapshot as the previous release wrote it (doubles, here a hair off float32).
+    const tracker = new ByteTracker();
+    for (let f = 0; f < 5; f++) tracker.update(f, scene(f));
+    const content = readTrackerSnapshot(tracker.serialize());
+    const v1 = JSON.stringify({ v: 1, n: content.n, f: content.f, t: content.t.map((r) => r.map((x) => (typeof x === 'number' && !Number.isInteger(x) ? x * (1 + 1e-12) : x))) });
+    // Act
+    const restored = ByteTracker.restore(v1);
+    // Assess: the same tracks, each number the nearest float32, and tracking goes on with the same ids.
+    expect(restored.serialize()).toBe(tracker.serialize());
+    expect(restored.update(5, scene(5))).toEqual(tracker.update(5, scene(5)));
+  });
+
+  it('keeps all 20 filter numbers of a track whose covariances are not shared, and rejects a truncated snapshot', () => {
+    const tracker = new ByteTracker();
+    tracker.update(0, [det(moving(10), 0.9)]);
+    const content = readTrackerSnapshot(tracker.serialize());
+    const row = [...content.t[0]!];
+    row[7 + 12] = 3.5; // w's P00 no longer equals cx's
+    const restored = ByteTracker.restore(JSON.stringify({ v: 1, n: content.n, f: content.f, t: [row] }));
+    const again = readTrackerSnapshot(restored.serialize());
+    expect(again.t[0]).toEqual(row);
+    const snap = restored.serialize();
+    expect(() => ByteTracker.restore(snap.slice(0, -8))).toThrow(/truncated/);
   });
 });

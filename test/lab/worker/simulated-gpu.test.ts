@@ -3,6 +3,7 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { StageClock } from '../../../gpu-worker/runtime/stage-clock.ts';
 import { imageSize, parseSimulatedGpu, simulatedDetections, simulatedGpuCapacityFps, SimulatedGpuProcessor } from '../../../lab/worker/simulated-gpu.ts';
+import { readTrackerSnapshot } from '../../../gpu-worker/vision/tracker.ts';
 
 describe('simulated GPU', () => {
   it.each([
@@ -39,7 +40,7 @@ describe('simulated GPU', () => {
       if (f > 2) expect(Math.max(...out!.detections.map((d) => d.box[2]))).toBeGreaterThan(160);
     }
     expect(Math.max(...seen)).toBeGreaterThanOrEqual(3);
-    expect(JSON.parse(gpu.snapshot('cam')).t.length).toBeGreaterThanOrEqual(3);
+    expect(readTrackerSnapshot(gpu.snapshot('cam')).t.length).toBeGreaterThanOrEqual(3);
   });
 
   it('detections are a function of video and frame', () => {
