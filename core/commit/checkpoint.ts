@@ -207,8 +207,17 @@ export interface StallEvidence {
   readonly adoptions: number;
   /** The frame a suspect video committed it was about to run alone (a marker). */
   readonly trying?: number;
-  /** Adoptions since `trying` was written: each means the process running it alone died. */
+  /**
+   * Deaths of processes that were running `trying` alone: adoptions from the tenure that
+   * wrote the marker. An owner that died before it wrote its own marker never ran the frame
+   * (its adoption's answer was lost, or it was killed first): its death is not counted.
+   */
   readonly tries?: number;
+  /**
+   * The fencing token of the tenure that wrote the `trying` marker. Absent in markers
+   * written before it was kept: then every adoption counts, as it did.
+   */
+  readonly tryingToken?: number;
 }
 
 export const MAX_OWNER_HISTORY = 50;
@@ -269,17 +278,26 @@ export function upgradeCheckpoint(ck: Omit<VideoCheckpoint, 'commitId'> & { read
  * `counted` false for a clean handover (the previous owner released the slot, decision 29):
  * nobody died, so the evidence stays as it was.
  */
-export function withNewOwner(ck: VideoCheckpoint, owner: OwnerRecord, counted = true): VideoCheckpoint {
+export function withNewOwner(ck: VideoCheckpoint, owner: OwnerRecord, counted = true, previousToken?: number): VideoCheckpoint {
   const owners = [...ck.owners, owner].slice(-MAX_OWNER_HISTORY);
   if (!counted) return { ...ck, owners, ownerChanges: ck.ownerChanges + 1 };
-  return { ...ck, owners, ownerChanges: ck.ownerChanges + 1, stall: stallAfterAdoption(ck.stall) };
+  return { ...ck, owners, ownerChanges: ck.ownerChanges + 1, stall: stallAfterAdoption(ck.stall, previousToken) };
 }
 
-/** The stall evidence after one more adoption: adoptions + 1, and tries + 1 while a frame was being tried. */
-export function stallAfterAdoption(stall: StallEvidence | undefined): StallEvidence {
+/**
+ * The stall evidence after one more adoption, taken from the tenure `previousToken`:
+ * adoptions + 1, and, while a frame is being tried, tries + 1 when that tenure wrote the
+ * marker (it was running the frame alone when it died). A tenure that died before writing
+ * its own marker inherited the frame but never ran it: no death on it is counted, so two
+ * operator kills in a row (one while the frame ran alone, one while the successor was
+ * still adopting) cannot park an innocent frame. Unknown writer or previous token: counted.
+ */
+export function stallAfterAdoption(stall: StallEvidence | undefined, previousToken?: number): StallEvidence {
   const adoptions = (stall?.adoptions ?? 0) + 1;
   if (stall?.trying === undefined) return { adoptions };
-  return { adoptions, trying: stall.trying, tries: (stall.tries ?? 0) + 1 };
+  const ranIt = stall.tryingToken === undefined || previousToken === undefined || stall.tryingToken === previousToken;
+  const tries = (stall.tries ?? 0) + (ranIt ? 1 : 0);
+  return { adoptions, trying: stall.trying, ...(tries > 0 ? { tries } : {}), ...(stall.tryingToken !== undefined ? { tryingToken: stall.tryingToken } : {}) };
 }
 
 /** Derives the summary item the results table exposes from a checkpoint. */

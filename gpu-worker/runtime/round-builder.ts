@@ -221,7 +221,7 @@ export function buildMarker(session: VideoSession, fence: SlotFence, frame: numb
     sequencer: ck.sequencer,
     complete: ck.complete,
     processor: ck.processor,
-    stall: markerStall(ck.stall, frame),
+    stall: markerStall(ck.stall, frame, session.token),
     nowMs,
   });
   return { session, plan: MARKER_PLAN, unit, parked: 0 };

@@ -197,7 +197,8 @@ export class VideoLeaseStore implements VideoLeases, FencedCommit {
       // withNewOwner also counts the adoption in the checkpoint's stall evidence (decision 28),
       // unless a live owner handed it over cleanly (decision 29).
       const clean = options.slotTakenOver === false && current.owner !== undefined;
-      const adopted = withNewOwner(ck, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame }, !clean);
+      // The previous tenure's token: only its death counts as a try on a marked frame (it wrote the marker).
+      const adopted = withNewOwner(ck, { worker: fence.workerId, token, sinceMs: nowMs, fromFrame: ck.sequencer.nextFrame }, !clean, current.owner !== undefined ? current.token : undefined);
       // A change of owner is a write of the checkpoint: a fresh commit id, so a unit the
       // previous owner built on the old checkpoint can never be mistaken for this one.
       const checkpoint: VideoCheckpoint = { ...adopted, seq: ck.seq + 1, commitId: newCommitId() };

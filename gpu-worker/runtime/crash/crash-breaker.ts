@@ -101,13 +101,14 @@ export function frameToTry(steps: readonly SequencedStep[], parked: ReadonlyMap<
 }
 
 /**
- * The marker's evidence: what was stored, with the frame about to run alone. The deaths
- * already counted on that same frame stay (a second try must reach {@link PARK_AFTER_TRIES});
- * a different frame starts with none.
+ * The marker's evidence: what was stored, with the frame about to run alone and the token
+ * of the tenure about to run it (only that tenure's death counts as a try: core/commit/
+ * checkpoint.ts `stallAfterAdoption`). The deaths already counted on that same frame stay
+ * (a second try must reach {@link PARK_AFTER_TRIES}); a different frame starts with none.
  */
-export function markerStall(stored: StallEvidence | undefined, frame: number): StallEvidence {
+export function markerStall(stored: StallEvidence | undefined, frame: number, token: number): StallEvidence {
   const tries = stored?.trying === frame ? (stored.tries ?? 0) : 0;
-  return { adoptions: stored?.adoptions ?? 0, trying: frame, ...(tries > 0 ? { tries } : {}) };
+  return { adoptions: stored?.adoptions ?? 0, trying: frame, ...(tries > 0 ? { tries } : {}), tryingToken: token };
 }
 
 /** What {@link isolationStep} decides: stay isolated, leave, or close the window at a frame. */

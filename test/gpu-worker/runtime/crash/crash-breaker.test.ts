@@ -80,6 +80,32 @@ describe('stallAfterAdoption: the adoption write counts', () => {
     expect(stallAfterAdoption(before)).toEqual(after);
   });
 
+  // [why, stored evidence, the dead tenure's token, after the adoption]
+  const byWriter: [string, StallEvidence, number | undefined, StallEvidence][] = [
+    ['the tenure that wrote the marker died: a try', { adoptions: 2, trying: 28, tryingToken: 2 }, 2, { adoptions: 3, trying: 28, tries: 1, tryingToken: 2 }],
+    ['its successor died before writing its own marker: no try (seed 1402)', { adoptions: 3, trying: 28, tries: 1, tryingToken: 2 }, 3, { adoptions: 4, trying: 28, tries: 1, tryingToken: 2 }],
+    ['the successor wrote its marker, then died: the second try', { adoptions: 3, trying: 28, tries: 1, tryingToken: 3 }, 3, { adoptions: 4, trying: 28, tries: 2, tryingToken: 3 }],
+    ['no try yet and the dead tenure never ran it: still none', { adoptions: 2, trying: 28, tryingToken: 2 }, 5, { adoptions: 3, trying: 28, tryingToken: 2 }],
+    ['a marker written before writers were kept: every adoption counts, as before', { adoptions: 2, trying: 28 }, 7, { adoptions: 3, trying: 28, tries: 1 }],
+    ['the previous token unknown: counted', { adoptions: 2, trying: 28, tryingToken: 2 }, undefined, { adoptions: 3, trying: 28, tries: 1, tryingToken: 2 }],
+  ];
+  it.each(byWriter)('%s', (_why, before, previousToken, after) => {
+    expect(stallAfterAdoption(before, previousToken)).toEqual(after);
+  });
+
+  it('two kills, the second before the successor ran the frame, do not park it; two deaths running it do', () => {
+    // Token 2 writes the marker for frame 28 and dies running it; token 3 adopts and dies
+    // before its own marker (its adoption's answer was lost); token 4 adopts.
+    const marked = { ...emptyCheckpoint(0), stall: markerStall({ adoptions: 2 }, 28, 2) };
+    const third = withNewOwner(marked, { worker: 'c', token: 3, sinceMs: 1 }, true, 2);
+    const fourth = withNewOwner(third, { worker: 'd', token: 4, sinceMs: 2 }, true, 3);
+    expect(breakerVerdict(fourth.stall, 'dead-owner')).toBe('isolate');
+    // Had token 3 written its marker and died running the frame, the frame is the poison.
+    const rerun = { ...third, stall: markerStall(third.stall, 28, 3) };
+    const afterRerun = withNewOwner(rerun, { worker: 'd', token: 4, sinceMs: 2 }, true, 3);
+    expect(breakerVerdict(afterRerun.stall, 'dead-owner')).toEqual({ park: 28 });
+  });
+
   it('withNewOwner (the adoption the lease store writes) carries it', () => {
     const once = withNewOwner(emptyCheckpoint(0), { worker: 'a', token: 1, sinceMs: 0 });
     const twice = withNewOwner(once, { worker: 'b', token: 2, sinceMs: 1 });
@@ -101,13 +127,13 @@ describe('a commit of frames clears the evidence; a marker sets trying', () => {
     expect('stall' in unit.checkpoint).toBe(false);
   });
   it('a marker writes the stored adoptions with the frame to try and no deaths', () => {
-    const stall = markerStall({ adoptions: 2 }, 7);
-    expect(stall).toEqual({ adoptions: 2, trying: 7 });
+    const stall = markerStall({ adoptions: 2 }, 7, 2);
+    expect(stall).toEqual({ adoptions: 2, trying: 7, tryingToken: 2 });
     // Deaths counted on the same frame stay, so the next death reaches the parking count.
-    expect(markerStall({ adoptions: 2, trying: 7, tries: 1 }, 7)).toEqual({ adoptions: 2, trying: 7, tries: 1 });
-    expect(markerStall({ adoptions: 2, trying: 6, tries: 1 }, 7)).toEqual({ adoptions: 2, trying: 7 });
+    expect(markerStall({ adoptions: 2, trying: 7, tries: 1, tryingToken: 1 }, 7, 2)).toEqual({ adoptions: 2, trying: 7, tries: 1, tryingToken: 2 });
+    expect(markerStall({ adoptions: 2, trying: 6, tries: 1 }, 7, 2)).toEqual({ adoptions: 2, trying: 7, tryingToken: 2 });
     const { unit } = buildCommit({ ...input, steps: [], stall });
-    expect(unit.checkpoint.stall).toEqual({ adoptions: 2, trying: 7 });
+    expect(unit.checkpoint.stall).toEqual({ adoptions: 2, trying: 7, tryingToken: 2 });
     expect(unit.results).toEqual([]);
   });
 });
