@@ -242,7 +242,8 @@ export class Worker {
     try {
       // Take over every video already pinned to this slot (a predecessor's), so their
       // checkpoints (buffered frames included) resume even if no new message comes.
-      await this.survive('adopt-pinned', () => registry.adoptPinned());
+      const adoptPinned = async () => (await this.survive('adopt-pinned', async () => (await registry.adoptPinned(), true))) === true;
+      let pinnedAdopted = await adoptPinned();
       let idle = false;
       this.lastMessageAtMs = this.now();
       while (!this.ending) {
@@ -252,6 +253,10 @@ export class Worker {
         if (messages.length > 0) this.lastMessageAtMs = this.now();
         const worked = await this.survive('batch', () => this.handle(messages));
         await this.survive('housekeeping', () => this.housekeeping());
+        // An adoption at start that failed (throttled, or its answer lost) is retried every
+        // turn until one pass succeeds: a predecessor's buffered frames must not wait for a
+        // new message of their video or for the idle rule (seed 1402 waited 14 s).
+        if (!pinnedAdopted && !this.lost) pinnedAdopted = await adoptPinned();
         idle = messages.length === 0 && worked !== true;
         if (idle && (await this.survive('idle-exit', () => this.idleExitDue())) === true) {
           exit = 'idle';
