@@ -29,7 +29,8 @@ import { checkpointRules, type VideoCheckpoint } from '../core/commit/checkpoint
 import { rulesItemKey } from '../core/commit/rules-ref.ts';
 import { VideoSequencer, type SequencedStep } from '../core/ordering/sequencer.ts';
 import { validateRules, type RulesDocument } from '../core/analytics/rules.ts';
-import { decodeRecords, encodeRecords, isPacked, type PackedRecordsItem } from '../core/commit/record-packing.ts';
+import { isPacked, type PackedRecordsItem } from '../core/commit/record-packing.ts';
+import { decodeRecords, encodeRecords } from '../core/commit/record-formats.ts';
 import { frameKey } from '../core/ingest/keys.ts';
 import { segmentKey } from '../core/ingest/segment-keys.ts';
 import type { Detection, FrameOutcome } from '../core/ports.ts';

@@ -4,7 +4,8 @@
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { decodeRecords, encodeRecords, expandStored, isPacked, MAX_PACKED_RECORDS_BYTES, storedItems, type PackedFrame, type PackedRecordsItem, type StoredResultItem } from '../../../core/commit/record-packing.ts';
+import { expandStored, isPacked, MAX_PACKED_RECORDS_BYTES, storedItems, type PackedRecordsItem, type StoredResultItem } from '../../../core/commit/record-packing.ts';
+import { decodeRecords, encodeRecords, type PackedFrame } from '../../../core/commit/record-formats.ts';
 import type { Detection } from '../../../core/ports.ts';
 import type { FrameResultItem } from '../../../core/commit/results.ts';
 
