@@ -25,10 +25,15 @@ export function rulesRef(rules: RulesDocument): { readonly ref: string; readonly
   let r = refs.get(rules);
   if (!r) {
     const json = JSON.stringify(rules);
-    r = { ref: createHash('sha256').update(json).digest().subarray(0, 16).toString('base64url'), json };
+    r = { ref: refOfJson(json), json };
     refs.set(rules, r);
   }
   return r;
+}
+
+/** The reference of a rules document's JSON as stored (see {@link rulesRef}). */
+export function refOfJson(json: string): string {
+  return createHash('sha256').update(json).digest().subarray(0, 16).toString('base64url');
 }
 
 /** A rules item's key in the leases table. */

@@ -242,7 +242,11 @@ export class Worker {
     try {
       // Take over every video already pinned to this slot (a predecessor's), so their
       // checkpoints (buffered frames included) resume even if no new message comes.
-      const adoptPinned = async () => (await this.survive('adopt-pinned', async () => (await registry.adoptPinned(), true))) === true;
+      const adoptPinned = async (): Promise<boolean> =>
+        (await this.survive('adopt-pinned', async () => {
+          await registry.adoptPinned();
+          return true;
+        })) === true;
       let pinnedAdopted = await adoptPinned();
       let idle = false;
       this.lastMessageAtMs = this.now();

@@ -5,10 +5,9 @@
  * here, and every transaction that stores a checkpoint adds the Put of its document unless
  * this process knows the document is stored already.
  */
-import { createHash } from 'node:crypto';
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { checkpointRules, type VideoCheckpoint } from '../../commit/checkpoint.ts';
-import { KnownRules, missingRulesError, rulesItemKey } from '../../commit/rules-ref.ts';
+import { KnownRules, missingRulesError, refOfJson, rulesItemKey } from '../../commit/rules-ref.ts';
 import type { RulesDocument } from '../../analytics/rules.ts';
 import type { TransactItem } from './video-commit.ts';
 
@@ -33,7 +32,7 @@ export class RulesItems {
     const r = await this.ddb.send(new GetCommand({ TableName: this.tableName, Key: { pk: rulesItemKey(ref) }, ConsistentRead: true }));
     const json = r.Item?.rules;
     if (typeof json !== 'string') throw missingRulesError(videoId, ref);
-    if (createHash('sha256').update(json).digest().subarray(0, 16).toString('base64url') !== ref) {
+    if (refOfJson(json) !== ref) {
       throw new Error(`rules item ${rulesItemKey(ref)} (read for video ${videoId}) does not hash to its reference: it was changed by hand; restore it from the leases table's point-in-time backup`);
     }
     const rules = JSON.parse(json) as RulesDocument;
