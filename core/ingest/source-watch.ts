@@ -37,14 +37,27 @@ export function noteSegment(w: SourceWatch | undefined, nowMs: number): { readon
   if (!w) return { watch: { lastSegmentAtMs: nowMs, intervalMs: null, stalled: false, stalls: 0 }, resumed: false };
   const gap = Math.max(0, nowMs - w.lastSegmentAtMs);
   // The gap that ends a stall is the outage, not the source's rhythm.
-  const intervalMs = w.stalled ? w.intervalMs : w.intervalMs === null ? gap : Math.round(NEWEST_WEIGHT * gap + (1 - NEWEST_WEIGHT) * w.intervalMs);
+  // The gap that ends a stall counts for no more than the stall's threshold: an outage of
+  // minutes does not teach the source a rhythm of minutes, yet a rhythm learnt too short
+  // still corrects itself, the interval doubling (at most) with each stall. Learnt too short
+  // it is whenever segments came faster than the source makes them: a backlog uploaded at
+  // once, or a new owner receiving a queue of them after a takeover. Were the resuming gap
+  // not learnt at all, a source of 10-s segments would then stall and resume on every
+  // segment, for good (decision 82).
+  const learnt = w.stalled && w.intervalMs !== null ? Math.min(gap, stallThresholdMs(w.intervalMs)) : gap;
+  const intervalMs = w.intervalMs === null ? gap : Math.round(NEWEST_WEIGHT * learnt + (1 - NEWEST_WEIGHT) * w.intervalMs);
   return { watch: { lastSegmentAtMs: nowMs, intervalMs, stalled: false, stalls: w.stalls }, resumed: w.stalled };
 }
 
 /** When the source counts as stalled (epoch ms), or undefined when it cannot: unwatched, ended, stalled already, or no rhythm learnt yet. */
 export function stallDueAtMs(w: SourceWatch | undefined, ended: boolean): number | undefined {
   if (!w || ended || w.stalled || w.intervalMs === null) return undefined;
-  return w.lastSegmentAtMs + STALL_INTERVALS * Math.max(w.intervalMs, MIN_STALL_INTERVAL_MS);
+  return w.lastSegmentAtMs + stallThresholdMs(w.intervalMs);
+}
+
+/** Silence after which a source with this learnt interval counts as stalled, ms. */
+function stallThresholdMs(intervalMs: number): number {
+  return STALL_INTERVALS * Math.max(intervalMs, MIN_STALL_INTERVAL_MS);
 }
 
 /** The watch once its stall is raised. */

@@ -9,7 +9,8 @@ describe('source watch', () => {
     { name: 'the first segment starts the watch, no rhythm yet', before: undefined, at: 5_000, after: { lastSegmentAtMs: 5_000, intervalMs: null, stalled: false, stalls: 0 }, resumed: false },
     { name: 'the second learns the gap', before: watch({ intervalMs: null }), at: 12_000, after: watch({ lastSegmentAtMs: 12_000, intervalMs: 2_000 }), resumed: false },
     { name: 'later ones average it', before: watch(), at: 14_000, after: watch({ lastSegmentAtMs: 14_000, intervalMs: 3_000 }), resumed: false },
-    { name: 'one after a stall resumes, the outage not learnt as rhythm', before: watch({ stalled: true, stalls: 1 }), at: 70_000, after: watch({ lastSegmentAtMs: 70_000, stalls: 1 }), resumed: true },
+    { name: 'one after a stall resumes, the outage learnt only as long as the threshold', before: watch({ stalled: true, stalls: 1 }), at: 70_000, after: watch({ lastSegmentAtMs: 70_000, intervalMs: (STALL_INTERVALS * 2_000 + 2_000) / 2, stalls: 1 }), resumed: true },
+    { name: 'a short resuming gap is learnt as it is', before: watch({ stalled: true, stalls: 1, intervalMs: 500 }), at: 12_500, after: watch({ lastSegmentAtMs: 12_500, intervalMs: 1_500, stalls: 1 }), resumed: true },
   ])('$name', ({ before, at, after, resumed }) => {
     expect(noteSegment(before, at)).toEqual({ watch: after, resumed });
   });
@@ -23,6 +24,56 @@ describe('source watch', () => {
     { name: 'never sooner than three times the least interval', w: watch({ intervalMs: 40 }), ended: false, due: 10_000 + STALL_INTERVALS * MIN_STALL_INTERVAL_MS },
   ])('stall due: $name', ({ w, ended, due }) => {
     expect(stallDueAtMs(w, ended)).toBe(due);
+  });
+
+  /**
+   * Arrivals at the worker (ms) run through the rule as the worker runs it: housekeeping
+   * every second raises a due stall, an arrival notes the segment. Returns the arrivals
+   * that ended a stall.
+   */
+  function resumedAt(arrivals: readonly number[]): number[] {
+    let w: SourceWatch | undefined;
+    const resumed: number[] = [];
+    let t = arrivals[0]!;
+    for (const at of arrivals) {
+      for (; t < at; t += 1_000) {
+        const due = stallDueAtMs(w, false);
+        if (w && due !== undefined && t >= due) w = markStalled(w);
+      }
+      const r = noteSegment(w, at);
+      w = r.watch;
+      if (r.resumed) resumed.push(at);
+    }
+    return resumed;
+  }
+  const every = (fromMs: number, n: number, gapMs: number) => Array.from({ length: n }, (_, i) => fromMs + i * gapMs);
+
+  it('a burst of queued segments (a takeover, a backlog) then the live rhythm: a few stalls, then none', () => {
+    // A 10-s source: its owner died, the successor receives 8 queued segments 50 ms apart, then the live ones.
+    const burst = every(0, 8, 50);
+    const live = every(10_000, 40, 10_000);
+    const resumed = resumedAt([...burst, ...live]);
+    expect(resumed.length).toBeGreaterThan(0);
+    expect(resumed.length).toBeLessThanOrEqual(3);
+    // None after the first few live segments (the rule before decision 82 stalled on every one).
+    expect(resumed.every((at) => at <= live[3]!)).toBe(true);
+  });
+
+  it('an outage is one stall, and the next outage is still seen within a bounded time', () => {
+    const before = every(0, 20, 10_000);
+    const after = every(before.at(-1)! + 300_000, 20, 10_000);
+    const second = after.at(-1)! + 120_000;
+    const resumed = resumedAt([...before, ...after, second]);
+    // The 5-min outage and the 2-min one: one stall each, nothing in between.
+    expect(resumed).toEqual([after[0], second]);
+  });
+
+  it('a source that slows down (10-s gaps to 60-s gaps) stops stalling once the rhythm is learnt', () => {
+    const fast = every(0, 10, 10_000);
+    const slow = every(fast.at(-1)! + 60_000, 20, 60_000);
+    const resumed = resumedAt([...fast, ...slow]);
+    expect(resumed.length).toBeLessThanOrEqual(3);
+    expect(resumed.every((at) => at <= slow[3]!)).toBe(true);
   });
 
   it('a stall is counted, so each has its own events', () => {
