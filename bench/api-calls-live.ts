@@ -66,6 +66,11 @@ import { startBenchStack } from './harness/stack.ts';
 import { putObject, runUploads } from './harness/uploader.ts';
 import { DEFAULT_RULES_KEY } from '../core/analytics/s3/rules-store.ts';
 import { tenRules } from './checkpoint-scene.ts';
+import { SeriesTally } from './harness/emf-series.ts';
+import { WORKER_ENV } from '../core/config/worker-env.ts';
+
+/** The worker's metrics flush interval in this bench (its default: gpu-worker/main.ts). */
+const WORKER_METRICS_FLUSH_MS = 10_000;
 
 const FLAGS = {
   fps: { text: '1,3,10,30' },
@@ -124,7 +129,7 @@ function percentile(sorted: readonly number[], p: number): number {
 }
 
 /** One rate on a running stack: new videos, counted live uploads, then their end markers. */
-async function runRate(stack: LocalStack, callLog: string, c: { fps: number; gatherMs: number; videos: number; seconds: number; capMs: number; source: Source; logBytes: { worker: number } }, bench: Bench) {
+async function runRate(stack: LocalStack, callLog: string, c: { fps: number; gatherMs: number; videos: number; seconds: number; capMs: number; source: Source; logBytes: { worker: number }; series: SeriesTally }, bench: Bench) {
   const source = { ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable };
   const src = c.source;
   const tag = src.kind === 'frames' ? '' : `seg${src.segmentSeconds}-`;
@@ -151,6 +156,9 @@ async function runRate(stack: LocalStack, callLog: string, c: { fps: number; gat
   writeFileSync(callLog, '');
   c.logBytes.worker = 0;
   const countStartMs = Date.now();
+  // The metric series of the steady state: from one worker flush into counting (what the
+  // worker flushes first may still be the videos' starts) to one flush after it.
+  const seriesFrom = setTimeout(() => c.series.clear(), WORKER_METRICS_FLUSH_MS + 1_000);
   // Objects per video while counting: frames, or segments (one every segmentSeconds).
   const perVideo = src.kind === 'frames' ? Math.max(1, Math.round(c.fps * c.seconds)) : Math.max(1, Math.round(c.seconds / src.segmentSeconds));
   const periodMs = src.kind === 'frames' ? 1000 / c.fps : src.segmentSeconds * 1000;
@@ -175,6 +183,10 @@ async function runRate(stack: LocalStack, callLog: string, c: { fps: number; gat
   const workerLogBytes = c.logBytes.worker;
   const countedSeconds = (Date.now() - countStartMs) / 1000;
   const loadAfter = loadavg()[0]!;
+  // One flush more, before the cameras' silence could raise source.stalled (STALL_INTERVALS).
+  clearTimeout(seriesFrom);
+  await sleep(WORKER_METRICS_FLUSH_MS + 1_000);
+  const metricSeries = c.series.byService();
   const frames = plan.length * k;
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
@@ -258,6 +270,10 @@ async function runRate(stack: LocalStack, callLog: string, c: { fps: number; gat
     latencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies.at(-1) ?? NaN, frames: latencies.length },
     loadAverage1m: { before: round3(loadBefore), after: round3(loadAfter) },
     operations: calls,
+    // The CloudWatch custom metric series the router, janitor and worker defined by their
+    // EMF lines in the steady state (bench/harness/emf-series.ts): what bench/cost-model.ts bills.
+    metricSeriesCount: Object.fromEntries(Object.entries(metricSeries).map(([service, keys]) => [service, keys.length])),
+    metricSeries,
   };
   bench.say(
     `${bench.clock()}  ${src.kind === 'frames' ? 'frames' : `segments of ${src.segmentSeconds} s (k ${k})`}, gather ${c.gatherMs} ms, ${c.fps} fps x ${c.videos}: ${result.callsPerFrame} calls/frame (router ${result.routerPerFrame}, worker ${result.workerPerFrame}; ` +
@@ -290,16 +306,28 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
   const out = o.out || join(RESULTS_DIR, scene ? 'api-calls-live-scene.json' : segments ? 'api-calls-live-segments.json' : 'api-calls-live.json');
   const runs = [];
   const logBytes = { worker: 0 };
+  // The metric series: the worker's EMF lines, and the in-process router's and janitor's
+  // (Powertools, on for this bench: their EMF lines are tallied and kept off the output).
+  const series = new SeriesTally();
+  process.env.POWERTOOLS_METRICS_DISABLED = 'false';
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+    const text = String(chunk);
+    if (!text.includes('"_aws"')) return write(chunk, ...rest);
+    for (const line of text.split('\n')) if (!series.offer(line) && line.trim()) write(`${line}\n`);
+    return true;
+  }) as typeof process.stdout.write;
   for (const gatherMs of gathers) {
     const callLog = freshCallLog('api-calls-live');
     const { stack } = await startBenchStack({
       stateDir: freshStateDir(`api-calls-live-${gatherMs}`),
       tunables: { slotCount: 1, videosPerSlot: o.videos + 1, firstFrameNumber: 1, receiveGatherMs: gatherMs },
       workerEnv: scene
-        ? { FRAME_PROCESSOR: 'simgpu', SIMULATED_GPU: JSON.stringify({ objects: 5, sceneFps: rates[0] }), AWS_CALL_LOG: callLog }
-        : { FRAME_PROCESSOR: 'stats', AWS_CALL_LOG: callLog },
+        ? { FRAME_PROCESSOR: 'simgpu', SIMULATED_GPU: JSON.stringify({ objects: 5, sceneFps: rates[0] }), AWS_CALL_LOG: callLog, [WORKER_ENV.metricsFlushIntervalMs]: String(WORKER_METRICS_FLUSH_MS) }
+        : { FRAME_PROCESSOR: 'stats', AWS_CALL_LOG: callLog, [WORKER_ENV.metricsFlushIntervalMs]: String(WORKER_METRICS_FLUSH_MS) },
       onWorkerLine: (line) => {
         logBytes.worker += Buffer.byteLength(line) + 1;
+        series.offer(line);
       },
     });
     try {
@@ -309,7 +337,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
       await putObject(stack, frameKey(`g${gatherMs}-warmup`, 1), image);
       await putObject(stack, endMarkerKey(`g${gatherMs}-warmup`), '1');
       while ((await countResults({ ddb: stack.clients.ddb, resultsTable: stack.wiring.resultsTable }, `g${gatherMs}-warmup`)) < 1) await sleep(250);
-      for (const fps of rates) runs.push(await runRate(stack, callLog, { fps, gatherMs, videos: o.videos, seconds: o.seconds, capMs: o.capS * 1000, source: sourceFor(fps), logBytes }, bench));
+      for (const fps of rates) runs.push(await runRate(stack, callLog, { fps, gatherMs, videos: o.videos, seconds: o.seconds, capMs: o.capS * 1000, source: sourceFor(fps), logBytes, series }, bench));
     } finally {
       await stack.stop();
     }
@@ -323,6 +351,7 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
       'callsPerFrame = (router + worker SDK calls) / frames uploaded while counting; janitor calls apart (every 5 s locally, 60 s in AWS). Uploads and the emulated Lambda event source are not counted.',
       'writeUnitsPerFrame / readUnitsPerFrame: the DynamoDB capacity units the answers of the router\'s and worker\'s calls reported (ReturnConsumedCapacity, asked by the call log; DynamoDB Local bills as the service does: 1 WCU per KB per item, 2 per KB in a transaction), per frame. resultItemBytes: mean per-frame result item size as DynamoDB sizes items (attribute names + values).',
       'workerLogBytes: what the worker process printed while counting (its logs and EMF metrics: CloudWatch Logs ingestion in AWS); metrics flush on their own interval, so a short run sees few flushes.',
+      'metricSeries: the distinct CloudWatch metric series (namespace, name, dimension names and values) in the EMF lines of the worker and of the in-process router and janitor (Powertools) from one worker metrics flush into counting to one flush after it: the steady state\'s series, each billed as a custom metric for every hour it gets data. Series of starts, ends and faults appear only in the hours they happen.',
       'Segments: one H.264 object of k = fps x segmentSeconds frames per camera every segmentSeconds, k declared in x-amz-meta-frames; frames uploaded = segments x k; a frame\'s latency is from its segment\'s PUT.',
       'fauxqs returns at most one message per FIFO group per receive (SQS: up to 10 of one group): above one frame per video per gather, receives here bring fewer frames than SQS would, so the worker figures are an upper bound of what AWS would show. No receive was replaced or corrected: every logged call counts.',
       'The emulated router event source invokes with what one long poll (1 s) returned and has no batching window; in AWS the window (routerBatchWindowSeconds) decides the router share.',

@@ -1,10 +1,11 @@
 /**
  * AWS cost per camera-month (issues 34 and 44): every line the stack pays, per camera and
- * fixed, over a 730-hour month, from three measured inputs and the list prices in
+ * fixed, over a 730-hour month, from four measured inputs and the list prices in
  * core/cost/prices.ts:
  *
  *   npx node bench/cost-model.ts [--frames bench/results/api-calls-live.json]
  *     [--segments bench/results/api-calls-live-segments.json] [--scene bench/results/checkpoint-scene.json]
+ *     [--series bench/results/api-calls-live-scene.json]
  *     [--out bench/results/cost-model.json] [--jpeg-kb 300] [--h264-mbps 1,2,4] [--cameras 8,16,80,800]
  *
  * - Calls per frame (S3, SQS, Lambda invocations, logs, DynamoDB reads) are the live runs'
@@ -25,7 +26,9 @@
  *   provisioned, lean): interface endpoints per AZ-hour, NAT gateways, NAT instances with
  *   their volumes, public IPv4 addresses, alarms per metric, the dashboard, the KMS key,
  *   Pipes' stream polling; custom metrics and Container Insights (when the cluster has it)
- *   while the fleet runs. The template also decides two per-camera lines: the days a frame
+ *   while the fleet runs. Custom metrics are the series the live scene run defined
+ *   (`--series`: the router's, worker's and janitor's EMF lines), plus the GPU sampler's and
+ *   the fault metrics of {@link ASSUMPTIONS}. The template also decides two per-camera lines: the days a frame
  *   is billed past its retention (the frame bucket versioned or not) and PITR on the
  *   results table.
  *
@@ -40,6 +43,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { HOURS_PER_MONTH, PRICES, SECONDS_PER_MONTH } from '../core/cost/prices.ts';
 import { DEFAULT_TUNABLES } from '../core/config.ts';
 import { METRIC_NAMES } from '../core/metric-names.ts';
+import { SAMPLED_METRICS } from '../gpu-worker/runtime/gpu-sampler.ts';
 import { buildApp, cdkJsonContext } from '../infra/app.ts';
 import { FRAME_PREFIX } from '../core/config/s3-layout.ts';
 import { benchMain, commandLine, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
@@ -49,6 +53,7 @@ const FLAGS = {
   frames: { text: join(RESULTS_DIR, 'api-calls-live.json') },
   segments: { text: join(RESULTS_DIR, 'api-calls-live-segments.json') },
   scene: { text: join(RESULTS_DIR, 'checkpoint-scene.json') },
+  series: { text: join(RESULTS_DIR, 'api-calls-live-scene.json') },
   out: { text: join(RESULTS_DIR, 'cost-model.json') },
   'jpeg-kb': { num: [300, 1, 10_000] },
   'h264-mbps': { text: '1,2,4' },
@@ -83,9 +88,15 @@ export const ASSUMPTIONS = {
   accessLogRetentionDays: 90,
   /** GetRecords calls per second per stream shard by the pipe's poller (the events table's stream: one shard at this volume). */
   pipeStreamPollsPerSecond: 4,
-  /** Custom metric series while the fleet runs (router + worker, with their Reason/Why values seen in steady state) and always (the janitor's gauges). */
-  customMetricsWhileRunning: 30,
-  customMetricsAlways: Object.keys(METRIC_NAMES.janitor).length,
+  /**
+   * Custom metrics are measured (decision 83): the series a steady scene's router, worker and
+   * janitor define (`metricSeries` of bench/api-calls-live.ts), plus the GPU sampler's
+   * (SAMPLED_METRICS: a GPU host's, not the local run's) and these fault metrics, billed as
+   * if a real scene's damaged streams and redeliveries raised each of them in every hour
+   * (one Reason value each). A series of a rarer fault, start or end costs $0.30 / 730 for
+   * each hour it appears.
+   */
+  faultMetricsEveryHour: [METRIC_NAMES.worker.framesFailed, METRIC_NAMES.worker.framesGap, METRIC_NAMES.worker.framesLate, METRIC_NAMES.worker.framesDuplicate, METRIC_NAMES.worker.videoRollbacks],
   /** Container Insights (standard) on ECS: cluster- and task-level metrics, billed as custom metrics while instances run. */
   containerInsightsMetricsWhileRunning: 20,
   /** GPU: one worker per g5.xlarge sustains this many frames a second at this utilisation (docs/deploy.md §8; your model decides). */
@@ -124,6 +135,8 @@ interface LiveRun {
   readonly workerLogBytesPerFrame: number;
   readonly latencyMs: { readonly p50: number };
   readonly operations: Readonly<Record<string, number>>;
+  /** The CloudWatch metric series seen in the steady state, by service (runs since decision 83). */
+  readonly metricSeries?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** The part of a row of bench/checkpoint-scene.ts this model reads. */
@@ -360,8 +373,43 @@ function frameBucketOf(resources: Resources): StackInventory['frameBucket'] {
   return undefined;
 }
 
+/** The custom metric series a deployed stack pays for: while the fleet runs, and always (the janitor's). */
+export interface MetricSeriesBill {
+  readonly whileRunning: {
+    /** Measured: the router's and worker's series in the steady state. */
+    readonly measured: readonly string[];
+    /** The GPU sampler's metrics the measurement did not see (it ran without a GPU). */
+    readonly sampled: readonly string[];
+    /** ASSUMPTIONS.faultMetricsEveryHour not already measured. */
+    readonly faults: readonly string[];
+    readonly total: number;
+  };
+  readonly always: { readonly measured: readonly string[]; readonly total: number };
+}
+
+/**
+ * The series to bill from the `metricSeries` of live runs (by service: router, worker,
+ * janitor), their union: the janitor's run always, the rest while the fleet runs, with the
+ * sampler's and the fault metrics added by name when no measured series has that name.
+ */
+export function metricSeriesBill(measured: readonly Readonly<Record<string, readonly string[]>>[]): MetricSeriesBill {
+  const running = new Set<string>();
+  const always = new Set<string>();
+  for (const m of measured) {
+    for (const [service, keys] of Object.entries(m)) for (const k of keys) (service === 'janitor' ? always : running).add(k);
+  }
+  if (running.size === 0 || always.size === 0) throw new Error('the live run has no metric series of the fleet and of the janitor: run `npx node bench/api-calls-live.ts --processor scene --source segments --fps 3 --segment-seconds 10 --gather-ms 250 --seconds 40` again');
+  const names = new Set([...running].map((k) => k.slice(k.indexOf('/') + 1, k.indexOf('{'))));
+  const sampled = SAMPLED_METRICS.filter((n) => !names.has(n));
+  const faults = ASSUMPTIONS.faultMetricsEveryHour.filter((n) => !names.has(n));
+  return {
+    whileRunning: { measured: [...running].sort(), sampled, faults, total: running.size + sampled.length + faults.length },
+    always: { measured: [...always].sort(), total: always.size },
+  };
+}
+
 /** Monthly fixed costs of a deployed stack, USD: `idle` with no cameras (fleet at zero), `running` added while workers run around the clock. */
-export function fixedMonthly(inv: StackInventory) {
+export function fixedMonthly(inv: StackInventory, series: MetricSeriesBill) {
   const h = HOURS_PER_MONTH;
   const streamReads = Math.max(0, inv.pipes * ASSUMPTIONS.pipeStreamPollsPerSecond * h * 3600 - PRICES.ddbStreamReadsFreePerMonth);
   const idle = {
@@ -378,12 +426,12 @@ export function fixedMonthly(inv: StackInventory) {
     dashboard: inv.dashboards * PRICES.cloudWatchDashboardPerMonth,
     kmsKeys: inv.kmsKeys * PRICES.kmsKeyPerMonth,
     pipeStreamPolling: (streamReads / 100_000) * PRICES.ddbStreamReadsPer100k,
-    janitorMetrics: ASSUMPTIONS.customMetricsAlways * PRICES.customMetricPerMonth,
+    janitorMetrics: series.always.total * PRICES.customMetricPerMonth,
     dynamoDbMinimumCapacity: inv.provisionedTablesAndIndexes * h * (PRICES.ddbProvisionedWcuHour + PRICES.ddbProvisionedRcuHour),
     ecrImage: ASSUMPTIONS.ecrImageGb * PRICES.ecrStoragePerGbMonth,
   };
   const running = {
-    customMetrics: ASSUMPTIONS.customMetricsWhileRunning * PRICES.customMetricPerMonth,
+    customMetrics: series.whileRunning.total * PRICES.customMetricPerMonth,
     containerInsights: inv.containerInsights ? ASSUMPTIONS.containerInsightsMetricsWhileRunning * PRICES.customMetricPerMonth : 0,
   };
   const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
@@ -471,12 +519,14 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
   const bitsFor = (fps: number) => (mbps[Math.min(rates.indexOf(fps), mbps.length - 1)] ?? 4) * 1e6;
   const runs = [...[...byFps.values()].sort((a, b) => a.fpsPerVideo - b.fpsPerVideo), ...segmentRuns.sort((a, b) => a.fpsPerVideo - b.fpsPerVideo)];
 
+  const series = metricSeriesBill(readRuns(o.series).map((r) => r.metricSeries ?? {}));
+  bench.say(`custom metric series: ${series.whileRunning.total} while the fleet runs (${series.whileRunning.measured.length} measured, ${series.whileRunning.sampled.length} of the GPU sampler, ${series.whileRunning.faults.length} fault metrics), ${series.always.total} always (the janitor's)`);
   bench.say(`synthesizing the stack for each profile (${PROFILE_NAMES.join(', ')}) to count its fixed-cost resources and read its storage terms ...`);
   const fixed = Object.fromEntries(
     PROFILE_NAMES.map((name) => {
       const context = STACK_PROFILES[name];
       const inventory = synthInventory(context);
-      return [name, { context, inventory, storage: storageTerms(inventory), ...fixedMonthly(inventory) }];
+      return [name, { context, inventory, storage: storageTerms(inventory), ...fixedMonthly(inventory, series) }];
     }),
   ) as Record<ProfileName, { context: Record<string, unknown>; inventory: StackInventory; storage: StorageTerms } & ReturnType<typeof fixedMonthly>>;
   const rowOf = (r: LiveRun, before: boolean, storage: StorageTerms) => cameraMonth(r, scene, { jpegBytes: o.jpegKb * 1024, h264BitsPerSecond: bitsFor(r.fpsPerVideo), videosPerSlot, before, storage });
@@ -588,18 +638,20 @@ async function main(bench: Bench, args: readonly string[]): Promise<number> {
       frames: o.frames.replace(/^.*bench\//, 'bench/'),
       segments: o.segments.replace(/^.*bench\//, 'bench/'),
       scene: o.scene.replace(/^.*bench\//, 'bench/'),
+      series: o.series.replace(/^.*bench\//, 'bench/'),
       jpegBytes: o.jpegKb * 1024,
       h264Mbps: Object.fromEntries(rates.map((f) => [f, bitsFor(f) / 1e6])),
       videosPerSlot,
     },
     prices: PRICES,
     assumptions: ASSUMPTIONS,
+    metricSeries: series,
     notes: [
       'Per camera, month = 730 hours. Calls and read units per frame are the live runs\' (8 cameras sharing one slot, the stats processor); DynamoDB writes and rule events are the real scene\'s (bench/checkpoint-scene.ts: model, on the twin through the production adapter), see the module comment.',
       'rows: the default profile, as now stored (the checkpoint compressed, packed records in format 2); rowsBefore: the same scene as the previous version stored it (the checkpoint a plain map, records in format 1); rowsByProfile: each profile\'s storage lines (they follow its template).',
       'ruleEvents: the scene\'s 10 rules raise events at a rate set by the scene (objects crossing lines, entering and leaving zones), not by the frame rate; each is an outbox item (2 write units), an EventBridge event and a Pipes request. A deployment without rules pays none: totalWithoutRuleEvents.',
       'Storage is steady state: frames kept frameRetentionDays plus framesAfterExpiry (lifecycle rounds expiry to the next midnight UTC, 0.5 day on average, in any bucket; a versioned frame bucket, read from the template, adds its NoncurrentDays and another 0.5 day of rounding), result items kept resultsRetentionDays with PITR on the same bytes when the results table has it (read from the template), S3 access logs kept 90 days.',
-      'fixed: counted from each profile\'s synthesized template (interface endpoints per AZ-hour, NAT gateways, NAT instances with their EBS volumes, public IPv4 addresses (Elastic IPs of NAT gateways included), alarm metrics, dashboards, KMS keys, the pipe\'s stream polling) plus the janitor\'s metrics and the ECR image; running adds custom metrics and Container Insights (when the cluster has it) while workers run around the clock (prorated by the hour otherwise).',
+      'fixed: counted from each profile\'s synthesized template (interface endpoints per AZ-hour, NAT gateways, NAT instances with their EBS volumes, public IPv4 addresses (Elastic IPs of NAT gateways included), alarm metrics, dashboards, KMS keys, the pipe\'s stream polling) plus the janitor\'s metric series (measured) and the ECR image; running adds the fleet\'s custom metric series (metricSeries: measured in the live scene run, plus the GPU sampler\'s and the assumed hourly fault metrics) and Container Insights (when the cluster has it) while workers run around the clock (prorated by the hour otherwise).',
       'GPU: one worker per g5.xlarge at the assumed frames a second and utilisation, at least 1 / videosPerSlot instance per camera.',
       'smallFleetProvisioned: the small-fleet profile with -c provisionedCapacityUnits=1000 (tables and index provisioned, auto scaled at 70 %): DynamoDB units consumed (writes, reads, the rule events\' outbox writes) cost the hourly unit price over the utilisation, and each table and index keeps 1 write and 1 read unit all month (fixed: dynamoDbMinimumCapacity).',
       'lean: smallFleetProvisioned with -c natInstanceType=t4g.nano -c pointInTimeRecovery=false -c containerInsights=false (decision 79): a NAT instance (its hours, 8 GiB gp3 root volume and public IPv4) instead of the NAT gateway (its hours and Elastic IP), no PITR on any table, no Container Insights metrics.',

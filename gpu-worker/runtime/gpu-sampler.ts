@@ -25,6 +25,20 @@ import { execFile } from 'node:child_process';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 
 /** The query: one line per GPU, `utilization %, memory used MiB, memory total MiB, decoder utilization %`. */
+/**
+ * The metrics each sampler tick emits on a GPU host, each one series (dimension `service`,
+ * plus `Provider` or `Decoder` with the one value a worker has): billed as custom metrics
+ * every hour the fleet runs (bench/cost-model.ts counts them with the series it measures).
+ */
+export const SAMPLED_METRICS = [
+  METRIC_NAMES.worker.executionProvider,
+  METRIC_NAMES.worker.segmentDecoderInUse,
+  METRIC_NAMES.worker.gpuUtilizationPercent,
+  METRIC_NAMES.worker.gpuDecoderUtilizationPercent,
+  METRIC_NAMES.worker.gpuMemoryUsedMiB,
+  METRIC_NAMES.worker.gpuMemoryUsedPercent,
+] as const;
+
 export const NVIDIA_SMI = 'nvidia-smi';
 export const NVIDIA_SMI_ARGS = ['--query-gpu=utilization.gpu,memory.used,memory.total,utilization.decoder', '--format=csv,noheader,nounits'] as const;
 /** The same without the decoder's utilisation, for an nvidia-smi that does not know the field. */

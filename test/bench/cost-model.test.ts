@@ -4,7 +4,9 @@
  * real stack when it runs).
  */
 import { describe, expect, it } from 'vitest';
-import { ASSUMPTIONS, PROVISIONED_RATIO, fixedMonthly, gpuPerCameraMonth, stackInventory, storageTerms } from '../../bench/cost-model.ts';
+import { ASSUMPTIONS, PROVISIONED_RATIO, fixedMonthly as fixedMonthlyOf, gpuPerCameraMonth, metricSeriesBill, stackInventory, storageTerms, type StackInventory } from '../../bench/cost-model.ts';
+import { SAMPLED_METRICS } from '../../gpu-worker/runtime/gpu-sampler.ts';
+import { METRIC_NAMES } from '../../core/metric-names.ts';
 
 const endpoint = (type: 'Interface' | 'Gateway', subnets: number) => ({ Type: 'AWS::EC2::VPCEndpoint', Properties: { VpcEndpointType: type, ...(type === 'Interface' ? { SubnetIds: Array.from({ length: subnets }, (_, i) => `s${i}`) } : {}) } });
 const alarm = (metricStats?: number) => ({ Type: 'AWS::CloudWatch::Alarm', Properties: metricStats === undefined ? { MetricName: 'X' } : { Metrics: [...Array.from({ length: metricStats }, () => ({ MetricStat: {} })), { Expression: 'a+b' }] } });
@@ -114,6 +116,45 @@ describe('storageTerms', () => {
   it('refuses a template without a frame bucket, or one that keeps non-current frames for ever, instead of guessing', () => {
     expect(() => storageTerms(inv(undefined))).toThrow(/no frame bucket/);
     expect(() => storageTerms(inv({ versioned: true }))).toThrow(/keeps non-current frames for ever/);
+  });
+});
+
+/** A steady scene's series as bench/api-calls-live.ts records them (its run of decision 83, abridged). */
+const MEASURED = {
+  worker: ['FrameAffinity/CheckpointBytes{service=worker}', 'FrameAffinity/FramesProcessed{service=worker}', 'FrameAffinity/SegmentsDescribed{service=worker,Source=declared}'],
+  router: ['FrameAffinity/FramesRouted{service=router}'],
+  janitor: ['FrameAffinity/LiveSlots{service=janitor}', 'FrameAffinity/PinnedVideos{service=janitor}'],
+};
+const SERIES = metricSeriesBill([MEASURED]);
+const fixedMonthly = (inv: StackInventory) => fixedMonthlyOf(inv, SERIES);
+
+describe('metricSeriesBill', () => {
+  it("bills the measured router and worker series while the fleet runs, plus the GPU sampler's and the hourly fault metrics; the janitor's always", () => {
+    expect(SERIES.whileRunning.measured).toHaveLength(4);
+    expect(SERIES.whileRunning.sampled).toEqual([...SAMPLED_METRICS]);
+    expect(SERIES.whileRunning.faults).toEqual([...ASSUMPTIONS.faultMetricsEveryHour]);
+    expect(SERIES.whileRunning.total).toBe(4 + SAMPLED_METRICS.length + ASSUMPTIONS.faultMetricsEveryHour.length);
+    expect(SERIES.always).toEqual({ measured: MEASURED.janitor, total: 2 });
+  });
+
+  it('counts a series once across runs, and a sampler or fault metric once when measured already', () => {
+    const gap = `FrameAffinity/${METRIC_NAMES.worker.framesGap}{service=worker}`;
+    const decoder = `FrameAffinity/${METRIC_NAMES.worker.segmentDecoderInUse}{service=worker,Decoder=nvdec}`;
+    const bill = metricSeriesBill([MEASURED, { ...MEASURED, worker: [...MEASURED.worker, gap, decoder] }]);
+    expect(bill.whileRunning.measured).toHaveLength(6);
+    expect(bill.whileRunning.sampled).not.toContain(METRIC_NAMES.worker.segmentDecoderInUse);
+    expect(bill.whileRunning.faults).not.toContain(METRIC_NAMES.worker.framesGap);
+    expect(bill.whileRunning.total).toBe(SERIES.whileRunning.total);
+  });
+
+  it('refuses a live run without series (one from before decision 83), naming the command that measures them', () => {
+    expect(() => metricSeriesBill([{}])).toThrow(/no metric series.*bench\/api-calls-live\.ts --processor scene/);
+  });
+
+  it('prices each series at $0.30 a month', () => {
+    const f = fixedMonthlyOf(stackInventory({}), SERIES);
+    expect(f.idle.janitorMetrics).toBeCloseTo(0.6, 6);
+    expect(f.running.customMetrics).toBeCloseTo(0.3 * SERIES.whileRunning.total, 6);
   });
 });
 

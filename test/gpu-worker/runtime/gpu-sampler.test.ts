@@ -4,7 +4,7 @@
  * (one failed spawn, then silence).
  */
 import { describe, expect, it } from 'vitest';
-import { GpuSampler, NVIDIA_SMI, NVIDIA_SMI_ARGS, NVIDIA_SMI_ARGS_NO_DECODER, parseNvidiaSmi, runProgram, type GpuMetricSink, type RunProgram } from '../../../gpu-worker/runtime/gpu-sampler.ts';
+import { GpuSampler, NVIDIA_SMI, SAMPLED_METRICS, NVIDIA_SMI_ARGS, NVIDIA_SMI_ARGS_NO_DECODER, parseNvidiaSmi, runProgram, type GpuMetricSink, type RunProgram } from '../../../gpu-worker/runtime/gpu-sampler.ts';
 import { METRIC_NAMES } from '../../../core/metric-names.ts';
 
 function recorder() {
@@ -39,6 +39,14 @@ describe('parseNvidiaSmi', () => {
 });
 
 describe('GpuSampler', () => {
+  it('emits on a GPU host exactly the metrics SAMPLED_METRICS lists (what the cost model bills each hour)', async () => {
+    const { metrics, counts, gauges } = recorder();
+    await new GpuSampler({ metrics, provider: () => 'cuda', decoders: () => ['nvdec'], run: async () => '50, 6000, 24000, 35\n' }).sampleOnce();
+    const names = [...counts, ...gauges].map((m) => m.name);
+    expect(new Set(names)).toEqual(new Set(SAMPLED_METRICS));
+    expect(names).toHaveLength(SAMPLED_METRICS.length);
+  });
+
   it('asks nvidia-smi for utilization and memory, and writes the gauges and the provider count', async () => {
     // Prepare
     const calls: { file: string; args: readonly string[] }[] = [];
