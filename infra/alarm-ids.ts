@@ -40,3 +40,24 @@ export const ALARM_IDS = [
   'JanitorErrors',
 ] as const;
 export type AlarmId = (typeof ALARM_IDS)[number];
+
+/**
+ * The alarms of each NAT instance (`natInstanceType`, decisions 79 and 84): a pair per
+ * instance, so their number is `natGateways` × 2 (one instance per zone), none without NAT
+ * instances. Each is named `<alarmNamePrefix>-<id>-<n>`, n counting the instances from 1
+ * as the public subnets they live in do (`publicSubnet1`, ...).
+ * - `NatSystemCheckFailed`: AWS/EC2 `StatusCheckFailed_System` (the host); EC2 recovers it.
+ * - `NatInstanceCheckFailed`: AWS/EC2 `StatusCheckFailed_Instance` (its OS); EC2 reboots it.
+ */
+export const NAT_INSTANCE_ALARM_IDS = ['NatSystemCheckFailed', 'NatInstanceCheckFailed'] as const;
+export type NatInstanceAlarmId = (typeof NAT_INSTANCE_ALARM_IDS)[number];
+
+/**
+ * An alarm's name: `<prefix>-<id>`, or `<prefix>-<id>-<n>` for the n-th NAT instance's
+ * (from 1). The alarm topic's policy lets CloudWatch publish only for names `<prefix>-*`.
+ */
+export function alarmName(prefix: string, id: AlarmId): string;
+export function alarmName(prefix: string, id: NatInstanceAlarmId, natInstance: number): string;
+export function alarmName(prefix: string, id: AlarmId | NatInstanceAlarmId, natInstance?: number): string {
+  return natInstance === undefined ? `${prefix}-${id}` : `${prefix}-${id}-${natInstance}`;
+}

@@ -3,6 +3,7 @@
  * and their thresholds. Kept apart from the construct so each file reads as one thing.
  */
 import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { EventDeliveryMonitoring } from './event-delivery-monitoring.ts';
@@ -60,6 +61,13 @@ export interface MonitoringProps {
    * @default true
    */
   readonly gpuFleet?: boolean;
+  /**
+   * The NAT instances (`natInstanceType`, infra/network.ts `natInstances`), in the order of
+   * their public subnets: each gets the two status-check alarms of `NAT_INSTANCE_ALARM_IDS`,
+   * which recover or reboot it and notify the topic (decision 84).
+   * @default - none (NAT gateways, or no NAT)
+   */
+  readonly natInstances?: readonly ec2.IInstance[];
   /** The analytics event pipe (infra/event-delivery.ts): its DLQ gets an alarm, the pipe a widget. @default - none */
   readonly eventDelivery?: EventDeliveryMonitoring;
   /**

@@ -2,6 +2,7 @@ import { METRIC_NAMES } from '../core/metric-names.ts';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -18,8 +19,8 @@ import { EVENT_DLQ_ALARM_DESCRIPTION, eventPipeWidget } from './event-delivery-m
  */
 export { METRIC_NAMES };
 
-export { SERVICE_DIMENSION, METRIC_SERVICE, METRIC_DIMENSIONS, ALARM_IDS, type AlarmId } from './alarm-ids.ts';
-import { SERVICE_DIMENSION, METRIC_SERVICE, METRIC_DIMENSIONS, type AlarmId, type Emitter } from './alarm-ids.ts';
+export { SERVICE_DIMENSION, METRIC_SERVICE, METRIC_DIMENSIONS, ALARM_IDS, NAT_INSTANCE_ALARM_IDS, alarmName, type AlarmId, type NatInstanceAlarmId } from './alarm-ids.ts';
+import { SERVICE_DIMENSION, METRIC_SERVICE, METRIC_DIMENSIONS, alarmName, type AlarmId, type Emitter, type NatInstanceAlarmId } from './alarm-ids.ts';
 
 export type { MonitoringProps } from './monitoring-props.ts';
 import type { MonitoringProps } from './monitoring-props.ts';
@@ -102,7 +103,11 @@ export class Monitoring extends Construct {
   }
 
   #alarm(id: AlarmId, props: Omit<cloudwatch.AlarmProps, 'alarmName'>): cloudwatch.Alarm {
-    const alarm = new cloudwatch.Alarm(this, id, { ...props, alarmName: `${this.#alarmNamePrefix}-${id}` });
+    return this.#notifying(new cloudwatch.Alarm(this, id, { ...props, alarmName: alarmName(this.#alarmNamePrefix, id) }));
+  }
+
+  /** Sends an alarm's ALARM and OK transitions to the topic, and puts it on the dashboard. */
+  #notifying(alarm: cloudwatch.Alarm): cloudwatch.Alarm {
     alarm.addAlarmAction(new cwActions.SnsAction(this.alarmTopic));
     alarm.addOkAction(new cwActions.SnsAction(this.alarmTopic));
     this.alarms.push(alarm);
@@ -250,6 +255,7 @@ export class Monitoring extends Construct {
         ...atLeastOnce,
       });
     }
+    for (const [i, instance] of (props.natInstances ?? []).entries()) this.#natInstanceAlarms(instance, i + 1);
     this.#alarm('RouterErrors', {
       alarmDescription: 'Router invocations fail as a whole (not per record): check its logs',
       metric: props.router.metricErrors({ period: FIVE_MINUTES }),
@@ -263,6 +269,48 @@ export class Monitoring extends Construct {
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+  }
+
+  /**
+   * The status-check alarms of the n-th NAT instance (decision 84). Status checks are
+   * published every minute at no charge, with or without detailed monitoring. While either
+   * check fails, every worker is cut off from what goes through the NAT (the ECS agent,
+   * ECR's API, CloudWatch Logs, SQS): the other alarms show only its effects, so these name
+   * the cause. Each acts on its own (EC2 recovers a failed host, reboots a hung OS) and
+   * notifies the topic on ALARM and on OK, so the operator knows both that it happened and
+   * whether it worked.
+   */
+  #natInstanceAlarms(instance: ec2.IInstance, n: number): void {
+    const check = (metricName: string) =>
+      new cloudwatch.Metric({ namespace: 'AWS/EC2', metricName, dimensionsMap: { InstanceId: instance.instanceId }, statistic: 'Maximum', period: ONE_MINUTE });
+    const failing = (id: NatInstanceAlarmId, props: Omit<cloudwatch.AlarmProps, 'alarmName' | 'threshold' | 'comparisonOperator'>, action: cwActions.Ec2InstanceAction) => {
+      const alarm = new cloudwatch.Alarm(this, `${id}${n}`, {
+        ...props,
+        alarmName: alarmName(this.#alarmNamePrefix, id, n),
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      });
+      alarm.addAlarmAction(new cwActions.Ec2Action(action));
+      this.#notifying(alarm);
+    };
+    failing(
+      'NatSystemCheckFailed',
+      {
+        alarmDescription: `NAT instance ${n} (${instance.instanceId}) failed its system status check (its host: power, network, hardware) for 2 minutes: workers cannot reach the ECS agent endpoint, ECR, CloudWatch Logs or SQS through it. EC2 recovers it onto healthy hardware (same id, addresses and volume; a few minutes) and this alarm returns to OK. Still in ALARM after 15 minutes (recovery failed, e.g. no capacity): stop and start it (aws ec2 stop-instances, then start-instances); see docs/deploy.md section 4`,
+        metric: check('StatusCheckFailed_System'),
+        evaluationPeriods: 2,
+      },
+      cwActions.Ec2InstanceAction.RECOVER,
+    );
+    failing(
+      'NatInstanceCheckFailed',
+      {
+        alarmDescription: `NAT instance ${n} (${instance.instanceId}) failed its instance status check (its operating system: hung, out of memory, kernel panic, broken network configuration) for 3 minutes: workers cannot reach the ECS agent endpoint, ECR, CloudWatch Logs or SQS through it. EC2's recover does not fix this; this alarm reboots it (its iptables NAT rules and IP forwarding are restored at boot) and returns to OK. Still in ALARM after 10 minutes: read aws ec2 get-console-output --instance-id, then stop and start it; see docs/deploy.md section 4`,
+        metric: check('StatusCheckFailed_Instance'),
+        evaluationPeriods: 3,
+      },
+      cwActions.Ec2InstanceAction.REBOOT,
+    );
   }
 
   #buildDashboard(props: MonitoringProps): cloudwatch.Dashboard {

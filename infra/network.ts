@@ -1,6 +1,4 @@
-import { Duration, Names, RemovalPolicy } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { Names, RemovalPolicy } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -93,7 +91,10 @@ export class Network extends Construct {
   readonly workloadSubnets: ec2.SubnetSelection;
   /** Interface endpoints; closed until {@link allowEndpointsFrom} opens them to a security group. */
   readonly interfaceEndpoints: readonly ec2.InterfaceVpcEndpoint[];
-  /** The NAT instances (`natInstanceType`); empty with NAT gateways or none. */
+  /**
+   * The NAT instances (`natInstanceType`), in the order of their public subnets; empty with
+   * NAT gateways or none. Monitoring gives each its status-check alarms (decision 84).
+   */
   readonly natInstances: readonly ec2.Instance[];
   readonly #openEgress: boolean;
   #gatewayPrefixLists?: GatewayPrefixLists;
@@ -186,10 +187,10 @@ export class Network extends Construct {
    * The NAT instances (decision 79): their group admits only the workload subnets, on 443
    * (the only port the workload security groups send to), and sends only HTTPS, so the
    * instance forwards nothing the NAT gateway path would not; an encrypted gp3 root
-   * volume; IMDSv2 only; and a system-status-check alarm (status checks are published every
-   * minute at no charge) whose action is EC2's recover (the instance moves to healthy
-   * hardware with its id, addresses and volume), on top of the simplified automatic
-   * recovery EC2 applies to supported types by default. The alarm notifies no one.
+   * volume; IMDSv2 only. Their status-check alarms are not made here but by Monitoring
+   * (infra/monitoring.ts, from {@link natInstances}; decision 84), with the other alarms'
+   * name prefix and topic: EC2 recovers an instance whose host fails and reboots one whose
+   * OS fails, and the operator is told of both, since every worker depends on it.
    */
   #hardenNatInstances(provider: ec2.NatInstanceProviderV2): ec2.Instance[] {
     const group = provider.securityGroup;
@@ -198,26 +199,12 @@ export class Network extends Construct {
     }
     group.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS out: what the workloads send, and the instance\'s own package updates');
     const instances = provider.gatewayInstances;
-    for (const [i, instance] of instances.entries()) {
+    for (const instance of instances) {
       // The provider takes no block devices: set them on the instance resource itself (AL2023's root is /dev/xvda).
       const cfn = instance.node.defaultChild as ec2.CfnInstance;
       cfn.blockDeviceMappings = [{ deviceName: '/dev/xvda', ebs: { encrypted: true, volumeType: 'gp3', volumeSize: NAT_INSTANCE_ROOT_GIB, deleteOnTermination: true } }];
       // IMDSv2 only (session tokens, one hop): nothing on the instance needs v1.
       cfn.metadataOptions = { httpTokens: 'required', httpPutResponseHopLimit: 1 };
-      const systemCheck = new cloudwatch.Metric({
-        namespace: 'AWS/EC2',
-        metricName: 'StatusCheckFailed_System',
-        dimensionsMap: { InstanceId: instance.instanceId },
-        statistic: 'Maximum',
-        period: Duration.minutes(1),
-      });
-      new cloudwatch.Alarm(this, `NatInstanceRecover${i}`, {
-        metric: systemCheck,
-        threshold: 1,
-        evaluationPeriods: 2,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        alarmDescription: 'NAT instance failed its system status check: EC2 recovers it onto healthy hardware',
-      }).addAlarmAction(new cloudwatchActions.Ec2Action(cloudwatchActions.Ec2InstanceAction.RECOVER));
       acknowledge(
         instance,
         { id: 'AwsSolutions-EC28', reason: 'NAT instance: basic (5-minute) monitoring; detailed monitoring would cost about $2.10 a month, two thirds of a t4g.nano.' },

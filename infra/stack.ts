@@ -234,6 +234,8 @@ export class FrameAffinityStack extends Stack {
       // Every instance type is an NVIDIA GPU type (validated in infra/config.ts).
       gpuFleet: true,
       eventDelivery: { deadLetterQueue: this.eventDelivery.deadLetterQueue, pipeName: this.eventDelivery.pipeName },
+      // natInstanceType: every worker's way to ECS, ECR, Logs and SQS; their alarms recover and tell (decision 84).
+      natInstances: this.network.natInstances,
       alarmEmail: config.alarmEmail || undefined,
       removalPolicy,
     });

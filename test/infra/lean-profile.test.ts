@@ -7,7 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from 'aws-cdk-lib';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { resourceNames } from '../../core/config.ts';
+import { ALARM_IDS, NAT_INSTANCE_ALARM_IDS, alarmName } from '../../infra/alarm-ids.ts';
 import { NAT_INSTANCE_ROOT_GIB } from '../../infra/network.ts';
+import type { FrameAffinityStack } from '../../infra/stack.ts';
 import { fixedMonthly, metricSeriesBill, stackInventory, storageTerms } from '../../bench/cost-model.ts';
 import { asList, removeSynthOutdirs, synth, type Resources } from '../support/stack-synth.ts';
 
@@ -15,13 +18,18 @@ const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
 const LEAN = { natGateways: 1, interfaceEndpoints: false, natInstanceType: 't4g.nano', provisionedCapacityUnits: 1000, pointInTimeRecovery: false, containerInsights: false, ...NO_BUNDLING };
 
 let leanApp: App;
+let leanStack: FrameAffinityStack;
 let lean: Template;
 let leanResources: Resources;
 
 beforeAll(() => {
-  ({ app: leanApp, template: lean } = synth(LEAN));
+  ({ app: leanApp, stack: leanStack, template: lean } = synth(LEAN));
   leanResources = lean.toJSON().Resources as Resources;
 });
+
+/** The default profile (NAT gateway none, PITR and Container Insights on), synthesized once for the tests that compare with it. */
+let defaults: Template | undefined;
+const defaultTemplate = (): Template => (defaults ??= synth(NO_BUNDLING).template);
 
 afterAll(removeSynthOutdirs);
 
@@ -84,11 +92,48 @@ describe('NAT instances (natInstanceType)', () => {
     expect(workloadEgress(leanResources)).toEqual(workloadEgress(withoutEndpoints));
   });
 
-  it('get a system-status-check alarm whose action is EC2 recover', () => {
+  it('get a system-check alarm that recovers the instance and an instance-check alarm that reboots it, each named with the alarm prefix and notifying the alarm topic on ALARM and OK', () => {
+    // Prepare
     const natId = ofType(leanResources, 'AWS::EC2::Instance')[0]![0];
-    const alarm = ofType(leanResources, 'AWS::CloudWatch::Alarm').map(([, r]) => r.Properties!).find((a) => a.MetricName === 'StatusCheckFailed_System');
-    expect(alarm).toMatchObject({ Namespace: 'AWS/EC2', Dimensions: [{ Name: 'InstanceId', Value: { Ref: natId } }], Threshold: 1 });
-    expect(JSON.stringify(alarm!.AlarmActions)).toContain(':ec2:recover');
+    const prefix = resourceNames(leanStack.config.namePrefix).prefix;
+    const topics = ofType(leanResources, 'AWS::SNS::Topic').filter(([id]) => id.startsWith('MonitoringAlarmTopic'));
+    expect(topics).toHaveLength(1);
+    const topic = { Ref: topics[0]![0] };
+
+    // Act
+    const natAlarms = ofType(leanResources, 'AWS::CloudWatch::Alarm').map(([, r]) => r.Properties!).filter((a) => a.Namespace === 'AWS/EC2');
+    const byName = new Map(natAlarms.map((a) => [a.AlarmName, a]));
+
+    // Assess: one pair for the one instance, named so that the topic policy (`<prefix>-*`) lets them publish
+    expect([...byName.keys()].sort()).toEqual(NAT_INSTANCE_ALARM_IDS.map((id) => alarmName(prefix, id, 1)).sort());
+    for (const name of byName.keys()) expect(name).toMatch(new RegExp(`^${prefix}-`));
+    const action = (alarm: Record<string, unknown> | undefined, what: string) => asList(alarm?.AlarmActions).filter((a) => JSON.stringify(a).includes(`:ec2:${what}`));
+    const system = byName.get(alarmName(prefix, 'NatSystemCheckFailed', 1));
+    const instance = byName.get(alarmName(prefix, 'NatInstanceCheckFailed', 1));
+    expect(system).toMatchObject({ MetricName: 'StatusCheckFailed_System', Dimensions: [{ Name: 'InstanceId', Value: { Ref: natId } }], Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+    expect(instance).toMatchObject({ MetricName: 'StatusCheckFailed_Instance', Dimensions: [{ Name: 'InstanceId', Value: { Ref: natId } }], Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+    // EC2's recover fixes a failed host, not a hung OS: each alarm takes the action that fixes its check, and only that one
+    expect(action(system, 'recover')).toHaveLength(1);
+    expect(action(system, 'reboot')).toHaveLength(0);
+    expect(action(instance, 'reboot')).toHaveLength(1);
+    expect(action(instance, 'recover')).toHaveLength(0);
+    for (const alarm of [system, instance]) {
+      expect(asList(alarm!.AlarmActions)).toContainEqual(topic);
+      expect(asList(alarm!.AlarmActions)).toHaveLength(2);
+      expect(alarm!.OKActions).toEqual([topic]);
+      // The description names the instance (its id, resolved at deploy) and says what to do when EC2's action did not help
+      expect(JSON.stringify(alarm!.AlarmDescription)).toContain(natId);
+      expect(JSON.stringify(alarm!.AlarmDescription)).toContain('stop and start it');
+    }
+  });
+
+  it('put no NAT instance alarm in the default profile (no NAT instance), whose alarms are exactly ALARM_IDS', () => {
+    // Act
+    const alarms = Object.values(defaultTemplate().findResources('AWS::CloudWatch::Alarm'));
+
+    // Assess
+    expect(alarms.filter((a) => a.Properties.Namespace === 'AWS/EC2')).toEqual([]);
+    expect(alarms).toHaveLength(ALARM_IDS.length);
   });
 
   it('are refused without natGateways (how many, one per zone) and for a type that is not a small instance type', () => {
@@ -99,7 +144,7 @@ describe('NAT instances (natInstanceType)', () => {
 
 describe('point-in-time recovery and Container Insights', () => {
   it('are on by default', () => {
-    const { template } = synth(NO_BUNDLING);
+    const template = defaultTemplate();
     const tables = Object.values(template.findResources('AWS::DynamoDB::Table'));
     expect(tables).toHaveLength(3);
     for (const t of tables) expect(t.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
@@ -129,6 +174,8 @@ describe('the lean profile', () => {
 
     // Assess
     expect(inventory).toMatchObject({ natGateways: 0, natInstanceTypes: ['t4g.nano'], natInstanceVolumeGb: NAT_INSTANCE_ROOT_GIB, publicIpv4Addresses: 1, tables: 3, tablesWithPitr: 0, resultsTablePitr: false, containerInsights: false, interfaceEndpoints: 0 });
+    // The NAT instance's two status-check alarms are billed with the others
+    expect(inventory.alarms).toBe(ALARM_IDS.length + NAT_INSTANCE_ALARM_IDS.length);
     expect(inventory.provisionedTablesAndIndexes).toBeGreaterThan(0);
     expect(storageTerms(inventory).resultsPitr).toBe(false);
     expect(fixed.running.containerInsights).toBe(0);

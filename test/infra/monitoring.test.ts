@@ -8,20 +8,27 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { resourceNames } from '../../core/config.ts';
 import { METRIC_NAMES } from '../../core/metric-names.ts';
 import { buildApp, cdkJsonContext } from '../../infra/app.ts';
-import { ALARM_IDS, Monitoring, type MonitoringProps } from '../../infra/monitoring.ts';
+import { ALARM_IDS, Monitoring, NAT_INSTANCE_ALARM_IDS, alarmName, type MonitoringProps } from '../../infra/monitoring.ts';
 
 const ACCOUNT = '111122223333';
 const REGION = 'eu-west-1';
 const names = resourceNames('Fa');
 
-/** A stack holding only the monitoring construct, with a fixed account and region. */
-function monitoringTemplate(props: Partial<MonitoringProps> = {}): Template {
+/** A stack holding only the monitoring construct, with a fixed account and region (and `natInstances` instances for it to watch). */
+function monitoringTemplate(props: Partial<MonitoringProps> = {}, natInstances = 0): Template {
   const stack = new Stack(new App(), 'M', { env: { account: ACCOUNT, region: REGION } });
+  if (natInstances > 0) {
+    const vpc = new ec2.Vpc(stack, 'Vpc', { maxAzs: 1, natGateways: 0, subnetConfiguration: [{ name: 'public', subnetType: ec2.SubnetType.PUBLIC }] });
+    const machineImage = ec2.MachineImage.latestAmazonLinux2023({ cpuType: ec2.AmazonLinuxCpuType.ARM_64 });
+    const instances = Array.from({ length: natInstances }, (_, i) => new ec2.Instance(stack, `Nat${i + 1}`, { vpc, machineImage, instanceType: new ec2.InstanceType('t4g.nano') }));
+    props = { natInstances: instances, ...props };
+  }
   const queue = (id: string, name: string) => sqs.Queue.fromQueueArn(stack, id, `arn:aws:sqs:${REGION}:${ACCOUNT}:${name}`);
   new Monitoring(stack, 'Monitoring', {
     namespace: names.metricsNamespace,
@@ -180,6 +187,30 @@ describe('alarms', () => {
       expect(a.AlarmActions, a.AlarmName).toEqual([{ Ref: topic }]);
       expect(a.OKActions, a.AlarmName).toEqual([{ Ref: topic }]);
     }
+  });
+
+  it('give each NAT instance its pair of status-check alarms, numbered from 1 on its own instance, acting on it and notifying the topic', () => {
+    // Act
+    const template = monitoringTemplate({}, 2);
+    const topic = Object.keys(template.findResources('AWS::SNS::Topic'))[0]!;
+    const instances = Object.keys(template.findResources('AWS::EC2::Instance'));
+    const natAlarmsById = Object.entries(template.findResources('AWS::CloudWatch::Alarm')).filter(([, a]) => a.Properties.Namespace === 'AWS/EC2');
+    const natAlarms = natAlarmsById.map(([, a]) => a.Properties);
+    const dashboard = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]!.Properties.DashboardBody);
+
+    // Assess
+    expect(instances).toHaveLength(2);
+    const expected = [1, 2].flatMap((n) => NAT_INSTANCE_ALARM_IDS.map((id) => ({ name: alarmName(names.prefix, id, n), instance: instances[n - 1] })));
+    expect(natAlarms.map((a) => ({ name: a.AlarmName, instance: a.Dimensions[0].Value.Ref })).sort((x, y) => x.name.localeCompare(y.name))).toEqual(expected.sort((x, y) => x.name.localeCompare(y.name)));
+    for (const a of natAlarms) {
+      const ec2Actions = (a.AlarmActions as unknown[]).filter((x) => JSON.stringify(x).includes(':ec2:'));
+      expect(JSON.stringify(ec2Actions), a.AlarmName).toContain(a.MetricName === 'StatusCheckFailed_System' ? ':ec2:recover' : ':ec2:reboot');
+      expect(a.AlarmActions, a.AlarmName).toEqual([ec2Actions[0], { Ref: topic }]);
+      expect(a.OKActions, a.AlarmName).toEqual([{ Ref: topic }]);
+    }
+    // On the dashboard's alarm status widget with the others
+    for (const [id] of natAlarmsById) expect(dashboard).toContain(`"${id}"`);
+    expect(natAlarms).toHaveLength(2 * NAT_INSTANCE_ALARM_IDS.length);
   });
 
   it('do not grow with the slot count, and neither does the dashboard', () => {
