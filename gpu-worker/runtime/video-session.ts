@@ -114,6 +114,8 @@ export class VideoSession {
   readonly crashParked = new Map<number, string>();
   /** A live source's watch (core/ingest/source-watch.ts); undefined for a video of images. */
   private sourceWatch: SourceWatch | undefined;
+  /** When this owner took the video: the source watch counts silence from here at the earliest (decision 85). */
+  private readonly tenureStartMs: number;
   /** Stall events raised and not yet committed (a failed round keeps them for the next). */
   private sourceEvents: SourceEvent[] = [];
   private log: LoggedChange[] = [];
@@ -133,6 +135,7 @@ export class VideoSession {
     this.padWidth = known !== undefined ? padWidthOf(known) : undefined;
     this.suspicion = checkpoint.stall;
     this.sourceWatch = checkpoint.source;
+    this.tenureStartMs = nowMs;
     const verdict = breakerVerdict(checkpoint.stall, handover);
     if (verdict !== 'normal') this.isolatedSinceMs = nowMs;
     if (typeof verdict === 'object') this.crashParked.set(verdict.park, CRASHED_WORKER_REASON);
@@ -297,7 +300,7 @@ export class VideoSession {
 
   /** Raises `source.stalled` when the source's segments stopped (source-watch.ts); true when it did now. */
   checkStall(nowMs: number): boolean {
-    const due = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null);
+    const due = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null, this.tenureStartMs);
     if (due === undefined || nowMs < due) return false;
     const w = markStalled(this.sourceWatch!);
     this.sourceWatch = w;
@@ -415,7 +418,7 @@ export class VideoSession {
    */
   idleReleaseDue(nowMs: number, idleMs: number): boolean {
     const failing = this.failedRounds > 0 || this.backingOff(nowMs);
-    const watching = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null) !== undefined;
+    const watching = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null, this.tenureStartMs) !== undefined;
     return !failing && !watching && !this.dirty && this.handles.length === 0 && this.rejects.length === 0 && !this.sequencer.hasPending() && nowMs - this.lastActivityMs >= idleMs;
   }
 
@@ -424,7 +427,7 @@ export class VideoSession {
     if (this.backingOff(nowMs)) return this.retryAtMs;
     if (this.rejects.length > 0 || this.dirty) return nowMs;
     const sequencer = this.sequencer.nextDeadlineMs();
-    const stall = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null);
+    const stall = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null, this.tenureStartMs);
     return sequencer === undefined ? stall : stall === undefined ? sequencer : Math.min(sequencer, stall);
   }
 

@@ -349,3 +349,23 @@ describe('VideoSession: upload times (issue 32)', () => {
     expect(s.uploads.size).toBe(0);
   });
 });
+
+describe('VideoSession: the source watch of a new owner (decision 85)', () => {
+  const watched = (lastSegmentAtMs: number): VideoCheckpoint => ({ ...emptyCheckpoint(0), source: { lastSegmentAtMs, intervalMs: 10_000, stalled: false, stalls: 0 } });
+
+  it('counts silence from when it took the video, not from its predecessor\'s last segment', () => {
+    // The predecessor last received a segment at 100 s and died; this owner took the video at 160 s.
+    const s = new VideoSession('v', 2, watched(100_000), OPTIONS, 160_000, 'dead-owner');
+    expect(s.checkStall(160_000)).toBe(false);
+    expect(s.nextWakeMs(160_000)).toBe(160_000 + 30_000);
+    expect(s.checkStall(189_999)).toBe(false);
+    // Nothing came within three intervals of its own tenure: a stall.
+    expect(s.checkStall(190_000)).toBe(true);
+  });
+
+  it('an owner that took the video before the last segment judges from the segment', () => {
+    const s = new VideoSession('v', 2, watched(100_000), OPTIONS, 90_000);
+    expect(s.checkStall(129_999)).toBe(false);
+    expect(s.checkStall(130_000)).toBe(true);
+  });
+});
