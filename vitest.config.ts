@@ -98,14 +98,18 @@ class LongFirstSequencer extends BaseSequencer {
  *   own temporary folder. Files run in parallel (one per core), first: they use the CPU.
  * - `defaults` (DEFAULTS_LANE above) and `integration`: the other `*.int.test.ts`, the
  *   tests on DynamoDB Local and fauxqs and those that start processes (workers, the CLI,
- *   the crash probe's child). The two lanes run together, after the unit lane, with
+ *   the crash probe's child). The two lanes run together (one group), with
  *   WAITING_LANES_WORKERS files at a time, the long ones first (LONG_FIRST). Each lane's
  *   files share one DynamoDB Local (harness/shared-dynamodb.ts), each stack with a
  *   database of its own.
  *
- * Groups run by `sequence.groupOrder`; projects in one group must have the same
- * `maxWorkers`. `npm run test:unit` / `test:defaults` / `test:int` run one lane
- * (`--project`). test/vitest-config.test.ts keeps the convention that sorts files into lanes.
+ * Groups run by `sequence.groupOrder`, one after the other, and projects in one group must
+ * have the same `maxWorkers`: a plain `vitest run` runs the unit lane first, then the
+ * waiting lanes. `npm test` runs them at the same time instead, as two vitest runs
+ * (scripts/test-lanes.ts, decision 81): the waiting lanes leave most of the CPU to the
+ * unit lane. `npm run test:unit` / `test:defaults` / `test:int` run one lane
+ * (`--project`). test/vitest-config.test.ts keeps the convention that sorts files into
+ * lanes, and that `npm test` runs every lane.
  */
 export default defineConfig({
   test: {
