@@ -19,40 +19,54 @@ export const DEFAULTS_LANE = [
  * order (the longest first when it has timings of an earlier run, else the largest file).
  */
 export const LONG_FIRST = [
-  // The unit lane: CDK syntheses.
-  'test/infra/subnet-plan.test.ts',
-  'test/infra/router-event-source.test.ts',
-  'test/infra/teardown-order.test.ts',
-  'test/infra/scale.test.ts',
+  // The unit lane: CDK syntheses, and the worker on the twins decoding real H.264.
   'test/infra/iam-evaluation.test.ts',
+  'test/infra/scale.test.ts',
+  'test/gpu-worker/runtime/worker-segments.test.ts',
+  'test/infra/subnet-plan.test.ts',
   'test/infra/deploy-day.test.ts',
+  'test/infra/router-event-source.test.ts',
   'test/infra/stack.test.ts',
   'test/infra/monitoring.test.ts',
+  'test/infra/hardening.test.ts',
+  'test/gpu-worker/runtime/worker-segments-read-ahead.test.ts',
+  'test/lab/sim/simulation.test.ts',
+  'test/gpu-worker/vision/yolo-graphs.test.ts',
+  'test/gpu-worker/runtime/worker-segments-backlog.test.ts',
+  'test/infra/teardown-order.test.ts',
   // The defaults and integration lanes: real leases run out, workers are killed and
-  // replaced, outages are waited out.
-  'test/system/paused-worker-defaults.int.test.ts',
-  'test/gpu-worker/runtime/worker-kill-pause.int.test.ts',
+  // replaced, outages are waited out, cameras stream.
   'test/system/outages-s3.int.test.ts',
   'test/system/outages-dynamodb.int.test.ts',
-  'test/system/failover.int.test.ts',
-  'test/gpu-worker/runtime/worker-kill-pause-simgpu.int.test.ts',
+  'test/gpu-worker/runtime/worker-kill-pause-segments.int.test.ts',
   'test/system/outages-sqs.int.test.ts',
+  'test/system/failover.int.test.ts',
   'test/system/router-outage.int.test.ts',
   'test/system/late-frames.int.test.ts',
-  'test/system/crash-loop.int.test.ts',
-  'test/system/analytics-failover.int.test.ts',
-  'test/local/main.int.test.ts',
-  'test/system/lifecycle.int.test.ts',
-  'test/system/pipeline.int.test.ts',
+  'test/gpu-worker/runtime/worker-kill-pause.int.test.ts',
   'test/cli/edge/edge.int.test.ts',
-  'test/gpu-worker/runtime/crash/probe-process.int.test.ts',
-  'test/system/live-rate-calls.int.test.ts',
-  'test/gpu-worker/runtime/worker-receive-ahead.int.test.ts',
-  'test/gpu-worker/runtime/takeover-isolation.int.test.ts',
+  'test/gpu-worker/runtime/worker-kill-pause-simgpu.int.test.ts',
+  'test/cli/video/stream.int.test.ts',
+  'test/system/paused-worker-defaults.int.test.ts',
+  'test/cli/video/stream-live-transcode.int.test.ts',
+  'test/system/crash-loop.int.test.ts',
+  'test/local/main.int.test.ts',
+  'test/cli/video/stream-codecs.int.test.ts',
+  'test/system/analytics-failover.int.test.ts',
+  'test/cli/edge/edge-credentials.int.test.ts',
+  'test/system/lifecycle.int.test.ts',
   'test/system/vision-failover.int.test.ts',
-  'test/cli/commands.int.test.ts',
-  'test/core/commit/dynamodb/commit-outbox-random.int.test.ts',
+  'test/gpu-worker/runtime/worker-receive-ahead.int.test.ts',
+  'test/cli/export.int.test.ts',
   'test/gpu-worker/runtime/idle-exit.int.test.ts',
+  'test/system/pipeline.int.test.ts',
+  'test/system/live-rate-calls.int.test.ts',
+  'test/cli/commands.int.test.ts',
+  'test/system/reconcile.int.test.ts',
+  'test/system/hot-spare.int.test.ts',
+  'test/cli/edge/edge-spool.int.test.ts',
+  'test/gpu-worker/runtime/takeover-isolation.int.test.ts',
+  'test/gpu-worker/runtime/crash/probe-process.int.test.ts',
 ];
 
 /**
@@ -84,14 +98,18 @@ class LongFirstSequencer extends BaseSequencer {
  *   own temporary folder. Files run in parallel (one per core), first: they use the CPU.
  * - `defaults` (DEFAULTS_LANE above) and `integration`: the other `*.int.test.ts`, the
  *   tests on DynamoDB Local and fauxqs and those that start processes (workers, the CLI,
- *   the crash probe's child). The two lanes run together, after the unit lane, with
+ *   the crash probe's child). The two lanes run together (one group), with
  *   WAITING_LANES_WORKERS files at a time, the long ones first (LONG_FIRST). Each lane's
  *   files share one DynamoDB Local (harness/shared-dynamodb.ts), each stack with a
  *   database of its own.
  *
- * Groups run by `sequence.groupOrder`; projects in one group must have the same
- * `maxWorkers`. `npm run test:unit` / `test:defaults` / `test:int` run one lane
- * (`--project`). test/vitest-config.test.ts keeps the convention that sorts files into lanes.
+ * Groups run by `sequence.groupOrder`, one after the other, and projects in one group must
+ * have the same `maxWorkers`: a plain `vitest run` runs the unit lane first, then the
+ * waiting lanes. `npm test` runs them at the same time instead, as two vitest runs
+ * (scripts/test-lanes.ts, decision 81): the waiting lanes leave most of the CPU to the
+ * unit lane. `npm run test:unit` / `test:defaults` / `test:int` run one lane
+ * (`--project`). test/vitest-config.test.ts keeps the convention that sorts files into
+ * lanes, and that `npm test` runs every lane.
  */
 export default defineConfig({
   test: {

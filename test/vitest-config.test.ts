@@ -11,7 +11,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DEFAULTS_LANE, LONG_FIRST } from '../vitest.config.ts';
+import config, { DEFAULTS_LANE, LONG_FIRST } from '../vitest.config.ts';
+import { LANE_RUNS } from '../scripts/test-lanes.ts';
 
 const TEST_ROOT = path.dirname(fileURLToPath(import.meta.url));
 
@@ -87,6 +88,15 @@ describe('the test lanes', () => {
   it('starts first (LONG_FIRST) only files that exist, each named once', () => {
     for (const f of LONG_FIRST) expect(files).toContain(f);
     expect(new Set(LONG_FIRST).size).toBe(LONG_FIRST.length);
+  });
+
+  it('npm test runs every lane: its two runs at once (scripts/test-lanes.ts) name each project once, after the type check', () => {
+    const projects = (config.test?.projects ?? []).map((p) => (typeof p === 'object' && 'test' in p ? p.test?.name : undefined));
+    const run = LANE_RUNS.flatMap((r) => r.projects);
+    expect(projects).toEqual(['unit', 'defaults', 'integration']);
+    expect([...run].sort()).toEqual([...projects].sort());
+    const scripts = (JSON.parse(readFileSync(path.join(TEST_ROOT, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.test).toBe('tsc --noEmit && node scripts/test-lanes.ts');
   });
 
   it('has no test left in the folders of the old layout', () => {

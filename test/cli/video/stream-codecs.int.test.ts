@@ -172,7 +172,8 @@ describe('affinity stream <live source>', () => {
     } finally {
       expect(await s.stop(), s.lines.join('\n')).toBe(0);
     }
-    const chain = await checkedChain(stack, 'cam-codec');
+    // Each of the two camera kills may cut the frame on the wire: the segment it closed may end in one cut frame.
+    const chain = await checkedChain(stack, 'cam-codec', 0, { drops: 2 });
     expect(chain.length).toBeGreaterThanOrEqual(4);
   }, 150_000);
 });
