@@ -44,6 +44,7 @@ import { HOURS_PER_MONTH, PRICES, SECONDS_PER_MONTH } from '../core/cost/prices.
 import { DEFAULT_TUNABLES } from '../core/config.ts';
 import { METRIC_NAMES } from '../core/metric-names.ts';
 import { SAMPLED_METRICS } from '../gpu-worker/runtime/gpu-sampler.ts';
+import { metricNameOf } from './harness/emf-series.ts';
 import { buildApp, cdkJsonContext } from '../infra/app.ts';
 import { FRAME_PREFIX } from '../core/config/s3-layout.ts';
 import { benchMain, commandLine, RESULTS_DIR, writeResult, type Bench } from './harness/main.ts';
@@ -399,7 +400,7 @@ export function metricSeriesBill(measured: readonly Readonly<Record<string, read
     for (const [service, keys] of Object.entries(m)) for (const k of keys) (service === 'janitor' ? always : running).add(k);
   }
   if (running.size === 0 || always.size === 0) throw new Error('the live run has no metric series of the fleet and of the janitor: run `npx node bench/api-calls-live.ts --processor scene --source segments --fps 3 --segment-seconds 10 --gather-ms 250 --seconds 40` again');
-  const names = new Set([...running].map((k) => k.slice(k.indexOf('/') + 1, k.indexOf('{'))));
+  const names = new Set([...running].map(metricNameOf));
   const sampled = SAMPLED_METRICS.filter((n) => !names.has(n));
   const faults = ASSUMPTIONS.faultMetricsEveryHour.filter((n) => !names.has(n));
   return {

@@ -298,9 +298,14 @@ export class VideoSession {
     this.dirty = true;
   }
 
+  /** When the source counts as stalled (source-watch.ts), judged from this owner's tenure at the earliest; undefined when it cannot. */
+  private stallDueAtMs(): number | undefined {
+    return stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null, this.tenureStartMs);
+  }
+
   /** Raises `source.stalled` when the source's segments stopped (source-watch.ts); true when it did now. */
   checkStall(nowMs: number): boolean {
-    const due = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null, this.tenureStartMs);
+    const due = this.stallDueAtMs();
     if (due === undefined || nowMs < due) return false;
     const w = markStalled(this.sourceWatch!);
     this.sourceWatch = w;
@@ -418,7 +423,7 @@ export class VideoSession {
    */
   idleReleaseDue(nowMs: number, idleMs: number): boolean {
     const failing = this.failedRounds > 0 || this.backingOff(nowMs);
-    const watching = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null, this.tenureStartMs) !== undefined;
+    const watching = this.stallDueAtMs() !== undefined;
     return !failing && !watching && !this.dirty && this.handles.length === 0 && this.rejects.length === 0 && !this.sequencer.hasPending() && nowMs - this.lastActivityMs >= idleMs;
   }
 
@@ -427,7 +432,7 @@ export class VideoSession {
     if (this.backingOff(nowMs)) return this.retryAtMs;
     if (this.rejects.length > 0 || this.dirty) return nowMs;
     const sequencer = this.sequencer.nextDeadlineMs();
-    const stall = stallDueAtMs(this.sourceWatch, this.sequencer.endFrame !== null, this.tenureStartMs);
+    const stall = this.stallDueAtMs();
     return sequencer === undefined ? stall : stall === undefined ? sequencer : Math.min(sequencer, stall);
   }
 
