@@ -30,6 +30,8 @@ import { assign } from './assignment.ts';
 import { iou, type Box } from './postprocess.ts';
 import { kfInitiate, kfPredict, kfUpdate } from './kalman-box.ts';
 import { binarySnapshot, binarySnapshotBytes, binarySnapshotLength } from '../../core/commit/binary-snapshot.ts';
+import { unzigzag, zigzag } from '../../core/commit/bit-codes.ts';
+
 
 export interface TrackerOptions {
   /** Detections at or above this score take part in the first association and may start tracks. */
@@ -163,7 +165,7 @@ class ByteWriter {
     this.u8(x);
   }
   zigzag(x: number): void {
-    this.varint(x >= 0 ? 2 * x : -2 * x - 1);
+    this.varint(zigzag(x));
   }
   f32(x: number): void {
     this.room(4);
@@ -210,8 +212,7 @@ class ByteReader {
     }
   }
   zigzag(): number {
-    const z = this.varint();
-    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+    return unzigzag(this.varint());
   }
   f32(): number {
     this.need(4);
