@@ -21,6 +21,7 @@ import type { SlotQueue } from '../ingest/port.ts';
 import { METRIC_NAMES } from '../metric-names.ts';
 import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaunchDeps } from './task-launch.ts';
 import { QUEUE_SWEEP_SLOTS_PER_RUN, inQueueSweep } from './queue-sweep.ts';
+import { slotDlqMessages } from './slot-dlq-gauge.ts';
 
 export type JanitorLog = LogSink;
 
@@ -179,7 +180,7 @@ export class Janitor {
     this.d.metrics.count(METRIC_NAMES.janitor.pinnedVideos, pinnedVideos);
     this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, acted.launched.length);
     this.d.metrics.count(METRIC_NAMES.janitor.launchesDeferred, acted.launchesDeferred.length);
-    this.d.metrics.count(METRIC_NAMES.janitor.slotDlqMessages, await this.slotDlqMessages(slots, now));
+    this.d.metrics.count(METRIC_NAMES.janitor.slotDlqMessages, await slotDlqMessages(this.d, slots, now));
     return this.logged({ liveSlots, pinnedVideos, countsRepaired, queuesChecked, ...acted, ...(standbysLaunched.length ? { standbysLaunched } : {}) }, 'schedule');
   }
 
@@ -386,36 +387,6 @@ export class Janitor {
       this.d.log.warn('could not expire the slot lease of a stopped task', { slot: stopped.slot, error: String(e) });
       return 'failed';
     }
-  }
-
-  /**
-   * Messages visible in the slot DLQs read this run: those of slots owned within the last
-   * two janitor periods plus a lease TTL (a slot DLQ gains messages only while a worker
-   * receives from its slot, or parks a malformed message, so every arrival is seen at
-   * once), and those of the slots in this run's queue sweep ({@link inQueueSweep}), so a
-   * message left in the DLQ of a slot that went idle keeps being counted: at every run up
-   * to {@link QUEUE_SWEEP_SLOTS_PER_RUN} slots (every DLQ is read each run, the gauge never
-   * clears while a message is there), once every ceil(slotCount / 100) runs beyond (an
-   * alarm on the gauge's Maximum over that many periods stays up). One gauge for the fleet,
-   * so one alarm covers every slot DLQ; its way back is `affinity redrive`. At most
-   * {@link QUEUE_SWEEP_SLOTS_PER_RUN} reads per run besides the recently owned slots'.
-   * A failed read counts as 0 for this run.
-   */
-  private async slotDlqMessages(slots: readonly SlotRecord[], nowMs: number): Promise<number> {
-    const t = this.d.tunables;
-    const lookbackMs = (2 * t.janitorIntervalSeconds + t.slotLeaseTtlSeconds) * 1000;
-    const toRead = slots.filter((s) => (s.heartbeatAtMs > 0 && nowMs - s.heartbeatAtMs <= lookbackMs) || inQueueSweep(s.slot, nowMs, t));
-    const depths = await Promise.all(
-      toRead.map(async (s) => {
-        try {
-          return await this.d.queues.dlqDepth(s.slot);
-        } catch (e) {
-          this.d.log.warn('could not read a slot DLQ depth', { slot: s.slot, error: String(e) });
-          return 0;
-        }
-      }),
-    );
-    return depths.reduce((sum, n) => sum + n, 0);
   }
 }
 
