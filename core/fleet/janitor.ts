@@ -13,7 +13,7 @@
  * launches still starting, as many slot-DLQ depth reads plus one per recently owned slot, and its launches, `janitorLaunchConcurrency` at a time within
  * `maxProvisioningTasks` (bench/janitor-calls.ts).
  */
-import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from '../config.ts';
+import type { Tunables } from '../config.ts';
 import { canClaimSlot, isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
 import type { LeaseTable } from '../leases/port.ts';
 import type { LaunchedTaskState, LogSink, MetricSink, TaskLauncher } from '../ports.ts';
@@ -22,6 +22,7 @@ import { METRIC_NAMES } from '../metric-names.ts';
 import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaunchDeps } from './task-launch.ts';
 import { QUEUE_SWEEP_SLOTS_PER_RUN, inQueueSweep } from './queue-sweep.ts';
 import { slotDlqMessages } from './slot-dlq-gauge.ts';
+import { expireStoppedOwner, stoppedTaskHeldSlot, type StoppedOwnerDeps, type StoppedTask } from './stopped-task.ts';
 
 export type JanitorLog = LogSink;
 
@@ -59,21 +60,8 @@ export interface JanitorDeps {
  */
 export type JanitorTrigger = { readonly kind: 'schedule' } | ({ readonly kind: 'task-stopped' } & StoppedTask);
 
-export interface StoppedTask {
-  readonly slot: number;
-  readonly stoppedAtMs: number;
-  /** The stopped task's worker id (its `WORKER_ID`), when the report carries it. */
-  readonly workerId?: string;
-  /** The worker container's exit code, when known. */
-  readonly exitCode?: number;
-}
-
-/**
- * Exit codes of a worker that was not holding its slot when it stopped: 0 (drained and
- * released the slot, or never claimed one) and 3 (lease lost; gpu-worker/main.ts's
- * EXIT_LEASE_LOST). Their stop says nothing about the slot's current owner.
- */
-export const WORKER_EXITS_WITHOUT_LEASE: readonly number[] = [0, EXIT_LEASE_LOST];
+/** Re-exported from stopped-task.ts, what a stopped-task report says and how its lease is ended. */
+export { WORKER_EXITS_WITHOUT_LEASE, stoppedSlotOf, type StoppedTask } from './stopped-task.ts';
 
 /** Re-exported from task-launch.ts, where the router and the janitor share it. */
 export { startTimedOut } from './task-launch.ts';
@@ -217,7 +205,7 @@ export class Janitor {
 
   /** A standby's task stopped: its seat's lease is ended, and another standby launched. */
   private async runStoppedSeat(trigger: StoppedTask): Promise<JanitorReport> {
-    const expiry = await this.expireStoppedOwner(trigger);
+    const expiry = await expireStoppedOwner(this.stoppedOwnerDeps(), trigger);
     const standbysLaunched = await this.ensureStandbys([trigger.slot], this.now(), expiry === 'expired');
     return this.logged({ liveSlots: 0, pinnedVideos: 0, countsRepaired: [], queuesChecked: [], slotsWithWorkNoOwner: [], launched: [], launchFailed: [], grantsVoided: [], launchesDeferred: [], standbysLaunched }, 'task-stopped');
   }
@@ -226,7 +214,7 @@ export class Janitor {
     if (trigger.slot >= this.d.tunables.slotCount) return this.runStoppedSeat(trigger);
     // A stopped task cannot renew its lease: end it now so the replacement launched below
     // claims at once instead of waiting for the TTL.
-    const expiry = await this.expireStoppedOwner(trigger);
+    const expiry = await expireStoppedOwner(this.stoppedOwnerDeps(), trigger);
     const now = this.now();
     const s = await this.d.leases.getSlot(trigger.slot);
     const pinned = await this.d.leases.listPinned(trigger.slot);
@@ -235,10 +223,7 @@ export class Janitor {
       await this.d.leases.setVideoCount(s.slot, s.videoCount, pinned.length);
       countsRepaired.push(s.slot);
     }
-    // The stopped task held this slot: its lease is expired now (or, if that write
-    // failed, its owner has not heartbeated since the stop). A slot still live after a
-    // refused expiry has another owner: nothing to replace.
-    const stoppedHere = !isSlotLive(s, now) || (expiry === 'failed' && !(s.heartbeatAtMs > trigger.stoppedAtMs));
+    const stoppedHere = stoppedTaskHeldSlot(s, now, expiry, trigger.stoppedAtMs);
     const queuesChecked: number[] = [];
     const candidates = (await this.hasWorkToLaunchFor(s, pinned.length, now, stoppedHere, queuesChecked)) ? [{ s, stoppedHere }] : [];
     const acted = await this.act(candidates, undefined, now);
@@ -363,6 +348,10 @@ export class Janitor {
     };
   }
 
+  private stoppedOwnerDeps(): StoppedOwnerDeps {
+    return { leases: this.d.leases, log: this.d.log, now: this.now };
+  }
+
   private logged(report: JanitorReport, trigger: JanitorTrigger['kind']): JanitorReport {
     if (report.launched.length > 0 || (report.standbysLaunched?.length ?? 0) > 0 || report.countsRepaired.length > 0 || report.launchFailed.length > 0 || report.grantsVoided.length > 0) {
       const { queuesChecked, ...acted } = report;
@@ -370,57 +359,4 @@ export class Janitor {
     }
     return report;
   }
-
-  /**
-   * Expires the slot lease of a task reported stopped, if that task still held it: the
-   * owner must have claimed before the stop (and be the stopped worker, when the report
-   * names it). A task that exited without its lease (drained, or lease lost) is skipped.
-   */
-  private async expireStoppedOwner(stopped: StoppedTask): Promise<'expired' | 'not-held' | 'failed'> {
-    if (stopped.exitCode !== undefined && WORKER_EXITS_WITHOUT_LEASE.includes(stopped.exitCode)) return 'not-held';
-    try {
-      const expired = await this.d.leases.expireStoppedOwner(stopped.slot, stopped.stoppedAtMs, this.now(), stopped.workerId);
-      if (expired) this.d.log.info('slot lease of stopped task expired', { slot: stopped.slot, stoppedAtMs: stopped.stoppedAtMs, workerId: stopped.workerId });
-      return expired ? 'expired' : 'not-held';
-    } catch (e) {
-      // The TTL still ends the lease: failover is slower, not wrong.
-      this.d.log.warn('could not expire the slot lease of a stopped task', { slot: stopped.slot, error: String(e) });
-      return 'failed';
-    }
-  }
-}
-
-interface EcsTaskStateChange {
-  'detail-type'?: string;
-  time?: string;
-  detail?: {
-    lastStatus?: string;
-    startedBy?: string;
-    stoppedAt?: string;
-    executionStoppedAt?: string;
-    containers?: { exitCode?: number }[];
-    overrides?: { containerOverrides?: { environment?: { name?: string; value?: string }[] }[] };
-  };
-}
-
-/**
- * Reads an ECS "Task State Change" event for a stopped worker task (startedBy = slot-N):
- * its slot; when it stopped (`executionStoppedAt`, when the container stopped, else
- * `stoppedAt`, else the event time); and, where present, the worker's exit code and its
- * `WORKER_ID` from the container overrides.
- */
-export function stoppedSlotOf(event: unknown): StoppedTask | undefined {
-  const e = event as EcsTaskStateChange;
-  if (e?.['detail-type'] !== 'ECS Task State Change' || e.detail?.lastStatus !== 'STOPPED') return undefined;
-  const m = /^slot-(\d+)$/.exec(e.detail.startedBy ?? '');
-  if (!m) return undefined;
-  const times = [e.detail.executionStoppedAt, e.detail.stoppedAt, e.time].map((x) => Date.parse(x ?? '')).filter(Number.isFinite);
-  const exitCodes = (e.detail.containers ?? []).map((c) => c.exitCode).filter((c): c is number => typeof c === 'number');
-  const workerIds = (e.detail.overrides?.containerOverrides ?? []).flatMap((c) => c.environment ?? []).filter((v) => v.name === WORKER_ENV.workerId && v.value);
-  return {
-    slot: Number(m[1]),
-    stoppedAtMs: times[0] ?? Date.now(),
-    ...(exitCodes.length === 1 ? { exitCode: exitCodes[0]! } : {}),
-    ...(workerIds.length === 1 ? { workerId: workerIds[0]!.value! } : {}),
-  };
 }
