@@ -14,7 +14,7 @@
  * `maxProvisioningTasks` (bench/janitor-calls.ts).
  */
 import type { Tunables } from '../config.ts';
-import { canClaimSlot, isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
+import { isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
 import type { LeaseTable } from '../leases/port.ts';
 import type { LaunchedTaskState, LogSink, MetricSink, TaskLauncher } from '../ports.ts';
 import type { SlotQueue } from '../ingest/port.ts';
@@ -22,6 +22,7 @@ import { METRIC_NAMES } from '../metric-names.ts';
 import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaunchDeps } from './task-launch.ts';
 import { QUEUE_SWEEP_SLOTS_PER_RUN, inQueueSweep } from './queue-sweep.ts';
 import { slotDlqMessages } from './slot-dlq-gauge.ts';
+import { ensureStandbys, isStandbySeat, standbySeats } from './standby-seats.ts';
 import { expireStoppedOwner, stoppedTaskHeldSlot, type StoppedOwnerDeps, type StoppedTask } from './stopped-task.ts';
 
 export type JanitorLog = LogSink;
@@ -161,7 +162,7 @@ export class Janitor {
       if (await this.hasWorkToLaunchFor(s, pinned.length, now, false, queuesChecked)) candidates.push({ s, stoppedHere: false });
     }
     const acted = await this.act(candidates, slots, now);
-    const standbysLaunched = await this.ensureStandbys(this.standbySeats(), now);
+    const standbysLaunched = await this.ensureStandbys(standbySeats(this.d.tunables), now);
     const liveSlots = slots.filter((s) => isSlotLive(s, now)).length;
     this.d.metrics.count(METRIC_NAMES.janitor.liveSlots, liveSlots);
     this.d.metrics.count(METRIC_NAMES.janitor.slotsWithWorkNoOwner, acted.slotsWithWorkNoOwner.length);
@@ -172,35 +173,11 @@ export class Janitor {
     return this.logged({ liveSlots, pinnedVideos, countsRepaired, queuesChecked, ...acted, ...(standbysLaunched.length ? { standbysLaunched } : {}) }, 'schedule');
   }
 
-  /** The standby seats the fleet keeps (decision 75): `slotCount` .. `slotCount + standbyWorkers - 1`. */
-  private standbySeats(): number[] {
-    const t = this.d.tunables;
-    return Array.from({ length: t.standbyWorkers }, (_, i) => t.slotCount + i);
-  }
-
-  /**
-   * Launches a standby for every seat whose holder is gone (its seat lease lapsed or was
-   * ended by a stop report, or never held) and for which no launch is in grace: a lost
-   * standby is replaced. Seats are lease items like slots, so launches are granted once
-   * per grace window with the same grants; a seat has no queue and no videos.
-   */
+  /** Keeps the standby seats filled (standby-seats.ts); nothing to do without seats or a launcher. */
   private async ensureStandbys(seats: readonly number[], now: number, stopped = false): Promise<number[]> {
     const launcher = this.d.launcher();
     if (seats.length === 0 || !launcher) return [];
-    const t = this.d.tunables;
-    const launched: number[] = [];
-    for (const s of await this.d.leases.getSlotsNumbered(seats)) {
-      // A seat whose standby was reported stopped (its lease ended by the report) is free at once.
-      if (!canClaimSlot(s, now, t) || isSlotLaunching(s, now, t)) continue;
-      try {
-        const r = await launchSlot(this.launchDeps(launcher), s, stopped ? 'force' : 'if-dead', stopped ? 'standby task stopped' : 'standby seat empty');
-        if (r.kind === 'launched') launched.push(s.slot);
-      } catch (e) {
-        this.d.log.error('standby launch failed', { seat: s.slot, error: String(e) });
-        countLaunchFailure(this.d.metrics, METRIC_NAMES.janitor.taskLaunchFailures, 'error');
-      }
-    }
-    return launched;
+    return ensureStandbys({ ...this.launchDeps(launcher), leases: this.d.leases }, seats, now, stopped);
   }
 
   /** A standby's task stopped: its seat's lease is ended, and another standby launched. */
@@ -211,7 +188,7 @@ export class Janitor {
   }
 
   private async runStopped(trigger: StoppedTask): Promise<JanitorReport> {
-    if (trigger.slot >= this.d.tunables.slotCount) return this.runStoppedSeat(trigger);
+    if (isStandbySeat(trigger.slot, this.d.tunables)) return this.runStoppedSeat(trigger);
     // A stopped task cannot renew its lease: end it now so the replacement launched below
     // claims at once instead of waiting for the TTL.
     const expiry = await expireStoppedOwner(this.stoppedOwnerDeps(), trigger);
