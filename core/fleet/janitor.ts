@@ -5,13 +5,17 @@
  * Runs on a schedule over every slot, and on each ECS task-stopped event over that slot
  * alone. Launches go through task-launch.ts (shared with the router): a launch that did
  * not happen is counted with its Reason and its grant withdrawn, never held for
- * `taskStartGraceSeconds`.
+ * `taskStartGraceSeconds`. Its duties that are concepts of their own sit beside it and are
+ * re-exported here: the standby seats (standby-seats.ts), the stopped-task report and its
+ * lease (stopped-task.ts), the queue sweep's rotation (queue-sweep.ts) and the fleet
+ * slot-DLQ gauge (slot-dlq-gauge.ts).
  *
  * Its cost per scheduled run is bounded, not one call per slot: one BatchGetItem per 100
  * slots, one Scan of the keys-only pinned-slot index (one request per MB of pins), at most
  * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads, one DescribeTasks per 100
- * launches still starting, as many slot-DLQ depth reads plus one per recently owned slot, and its launches, `janitorLaunchConcurrency` at a time within
- * `maxProvisioningTasks` (bench/janitor-calls.ts).
+ * launches still starting, as many slot-DLQ depth reads plus one per recently owned slot,
+ * and its launches, `janitorLaunchConcurrency` at a time within `maxProvisioningTasks`
+ * (bench/janitor-calls.ts).
  */
 import type { Tunables } from '../config.ts';
 import { isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
