@@ -49,7 +49,7 @@ export interface MonitoringProps {
   readonly janitorInterval?: Duration;
   /**
    * Janitor runs one sweep of the idle slots' DLQs takes (`queueSweepRuns(slotCount)`,
-   * core/fleet/janitor.ts): the slot-DLQ alarm fires on one breaching run and clears only after
+   * core/fleet/queue-sweep.ts): the slot-DLQ alarm fires on one breaching run and clears only after
    * this many runs plus one without any, so a DLQ read once per sweep keeps it in ALARM.
    * @default 1
    */

@@ -3,7 +3,7 @@
 /**
  * Exit code of a worker that stopped without its slot lease and left nothing behind:
  * drained on SIGTERM, idle for `workerIdleExitSeconds` (slot released), or no slot to
- * claim. The janitor does not treat it as a crash (core/fleet/janitor.ts WORKER_EXITS_WITHOUT_LEASE);
+ * claim. The janitor does not treat it as a crash (core/fleet/stopped-task.ts WORKER_EXITS_WITHOUT_LEASE);
  * a slot that still has work is relaunched like any slot without a live owner.
  */
 export const EXIT_DONE = 0;

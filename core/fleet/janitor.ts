@@ -5,21 +5,29 @@
  * Runs on a schedule over every slot, and on each ECS task-stopped event over that slot
  * alone. Launches go through task-launch.ts (shared with the router): a launch that did
  * not happen is counted with its Reason and its grant withdrawn, never held for
- * `taskStartGraceSeconds`.
+ * `taskStartGraceSeconds`. Its duties that are concepts of their own sit beside it and are
+ * re-exported here: the standby seats (standby-seats.ts), the stopped-task report and its
+ * lease (stopped-task.ts), the queue sweep's rotation (queue-sweep.ts) and the fleet
+ * slot-DLQ gauge (slot-dlq-gauge.ts).
  *
  * Its cost per scheduled run is bounded, not one call per slot: one BatchGetItem per 100
  * slots, one Scan of the keys-only pinned-slot index (one request per MB of pins), at most
  * {@link QUEUE_SWEEP_SLOTS_PER_RUN} slot-queue depth reads, one DescribeTasks per 100
- * launches still starting, as many slot-DLQ depth reads plus one per recently owned slot, and its launches, `janitorLaunchConcurrency` at a time within
- * `maxProvisioningTasks` (bench/janitor-calls.ts).
+ * launches still starting, as many slot-DLQ depth reads plus one per recently owned slot,
+ * and its launches, `janitorLaunchConcurrency` at a time within `maxProvisioningTasks`
+ * (bench/janitor-calls.ts).
  */
-import { EXIT_LEASE_LOST, WORKER_ENV, type Tunables } from '../config.ts';
-import { canClaimSlot, isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
+import type { Tunables } from '../config.ts';
+import { isSlotLapsed, isSlotLaunching, isSlotLive, isSlotSuspect, needsLaunch, type SlotRecord } from '../leases/lease-logic.ts';
 import type { LeaseTable } from '../leases/port.ts';
 import type { LaunchedTaskState, LogSink, MetricSink, TaskLauncher } from '../ports.ts';
 import type { SlotQueue } from '../ingest/port.ts';
 import { METRIC_NAMES } from '../metric-names.ts';
 import { countLaunchFailure, failedLaunch, launchSlot, mapBounded, type SlotLaunchDeps } from './task-launch.ts';
+import { QUEUE_SWEEP_SLOTS_PER_RUN, inQueueSweep } from './queue-sweep.ts';
+import { slotDlqMessages } from './slot-dlq-gauge.ts';
+import { ensureStandbys, isStandbySeat, standbySeats } from './standby-seats.ts';
+import { expireStoppedOwner, stoppedTaskHeldSlot, type StoppedOwnerDeps, type StoppedTask } from './stopped-task.ts';
 
 export type JanitorLog = LogSink;
 
@@ -57,24 +65,13 @@ export interface JanitorDeps {
  */
 export type JanitorTrigger = { readonly kind: 'schedule' } | ({ readonly kind: 'task-stopped' } & StoppedTask);
 
-export interface StoppedTask {
-  readonly slot: number;
-  readonly stoppedAtMs: number;
-  /** The stopped task's worker id (its `WORKER_ID`), when the report carries it. */
-  readonly workerId?: string;
-  /** The worker container's exit code, when known. */
-  readonly exitCode?: number;
-}
-
-/**
- * Exit codes of a worker that was not holding its slot when it stopped: 0 (drained and
- * released the slot, or never claimed one) and 3 (lease lost; gpu-worker/main.ts's
- * EXIT_LEASE_LOST). Their stop says nothing about the slot's current owner.
- */
-export const WORKER_EXITS_WITHOUT_LEASE: readonly number[] = [0, EXIT_LEASE_LOST];
+/** Re-exported from stopped-task.ts, what a stopped-task report says and how its lease is ended. */
+export { WORKER_EXITS_WITHOUT_LEASE, stoppedSlotOf, type StoppedTask } from './stopped-task.ts';
 
 /** Re-exported from task-launch.ts, where the router and the janitor share it. */
 export { startTimedOut } from './task-launch.ts';
+/** Re-exported from queue-sweep.ts, the rotation of the queue reads (infra sizes an alarm from it). */
+export { QUEUE_SWEEP_SLOTS_PER_RUN, inQueueSweep, queueSweepRuns } from './queue-sweep.ts';
 
 export interface JanitorReport {
   readonly liveSlots: number;
@@ -101,45 +98,6 @@ interface Candidate {
   s: SlotRecord;
   /** The task reported stopped held this slot: launch even though the lease may look live. */
   readonly stoppedHere: boolean;
-}
-
-/**
- * Most slot queues one run looks into among slots that have no live owner and no pinned
- * video. Such a slot has work only if its queue holds messages nobody pinned there (a
- * frame routed on a stale pin, or forwarded by a worker), which the video's own worker
- * also finds through its S3 listing; so these queues are swept in turns rather than all
- * at every run. Up to this many slots, every queue is read at every run, as before;
- * beyond it, each is read once every ceil(slotCount / this) runs (10 minutes at 1,000
- * slots with the default one-minute schedule).
- */
-export const QUEUE_SWEEP_SLOTS_PER_RUN = 100;
-
-/**
- * Janitor runs one full queue sweep takes: every slot's queue (and DLQ) is read once in
- * this many runs ({@link inQueueSweep}). 1 up to {@link QUEUE_SWEEP_SLOTS_PER_RUN} slots.
- * An alarm on a gauge fed by the sweep must look at this many periods (plus one for the
- * runs' jitter against the metric periods), or it clears between two reads of the same
- * DLQ (issue 35, item 3).
- */
-export function queueSweepRuns(slotCount: number, perRun: number = QUEUE_SWEEP_SLOTS_PER_RUN): number {
-  return Math.max(1, Math.ceil(slotCount / perRun));
-}
-
-/**
- * Whether an ownerless slot without pinned videos has its queue read in the run at
- * `nowMs`: slots are split into ceil(slotCount / perRun) groups (slot mod groups), and
- * each janitor period (`janitorIntervalSeconds`) takes the next group, so every slot's
- * turn comes once in that many periods without any state kept between runs.
- */
-export function inQueueSweep(
-  slot: number,
-  nowMs: number,
-  t: Pick<Tunables, 'slotCount' | 'janitorIntervalSeconds'>,
-  perRun: number = QUEUE_SWEEP_SLOTS_PER_RUN,
-): boolean {
-  const groups = queueSweepRuns(t.slotCount, perRun);
-  if (groups <= 1) return true;
-  return slot % groups === Math.floor(nowMs / (t.janitorIntervalSeconds * 1000)) % groups;
 }
 
 export class Janitor {
@@ -208,60 +166,36 @@ export class Janitor {
       if (await this.hasWorkToLaunchFor(s, pinned.length, now, false, queuesChecked)) candidates.push({ s, stoppedHere: false });
     }
     const acted = await this.act(candidates, slots, now);
-    const standbysLaunched = await this.ensureStandbys(this.standbySeats(), now);
+    const standbysLaunched = await this.ensureStandbys(standbySeats(this.d.tunables), now);
     const liveSlots = slots.filter((s) => isSlotLive(s, now)).length;
     this.d.metrics.count(METRIC_NAMES.janitor.liveSlots, liveSlots);
     this.d.metrics.count(METRIC_NAMES.janitor.slotsWithWorkNoOwner, acted.slotsWithWorkNoOwner.length);
     this.d.metrics.count(METRIC_NAMES.janitor.pinnedVideos, pinnedVideos);
     this.d.metrics.count(METRIC_NAMES.janitor.tasksRelaunched, acted.launched.length);
     this.d.metrics.count(METRIC_NAMES.janitor.launchesDeferred, acted.launchesDeferred.length);
-    this.d.metrics.count(METRIC_NAMES.janitor.slotDlqMessages, await this.slotDlqMessages(slots, now));
+    this.d.metrics.count(METRIC_NAMES.janitor.slotDlqMessages, await slotDlqMessages(this.d, slots, now));
     return this.logged({ liveSlots, pinnedVideos, countsRepaired, queuesChecked, ...acted, ...(standbysLaunched.length ? { standbysLaunched } : {}) }, 'schedule');
   }
 
-  /** The standby seats the fleet keeps (decision 75): `slotCount` .. `slotCount + standbyWorkers - 1`. */
-  private standbySeats(): number[] {
-    const t = this.d.tunables;
-    return Array.from({ length: t.standbyWorkers }, (_, i) => t.slotCount + i);
-  }
-
-  /**
-   * Launches a standby for every seat whose holder is gone (its seat lease lapsed or was
-   * ended by a stop report, or never held) and for which no launch is in grace: a lost
-   * standby is replaced. Seats are lease items like slots, so launches are granted once
-   * per grace window with the same grants; a seat has no queue and no videos.
-   */
+  /** Keeps the standby seats filled (standby-seats.ts); nothing to do without seats or a launcher. */
   private async ensureStandbys(seats: readonly number[], now: number, stopped = false): Promise<number[]> {
     const launcher = this.d.launcher();
     if (seats.length === 0 || !launcher) return [];
-    const t = this.d.tunables;
-    const launched: number[] = [];
-    for (const s of await this.d.leases.getSlotsNumbered(seats)) {
-      // A seat whose standby was reported stopped (its lease ended by the report) is free at once.
-      if (!canClaimSlot(s, now, t) || isSlotLaunching(s, now, t)) continue;
-      try {
-        const r = await launchSlot(this.launchDeps(launcher), s, stopped ? 'force' : 'if-dead', stopped ? 'standby task stopped' : 'standby seat empty');
-        if (r.kind === 'launched') launched.push(s.slot);
-      } catch (e) {
-        this.d.log.error('standby launch failed', { seat: s.slot, error: String(e) });
-        countLaunchFailure(this.d.metrics, METRIC_NAMES.janitor.taskLaunchFailures, 'error');
-      }
-    }
-    return launched;
+    return ensureStandbys({ ...this.launchDeps(launcher), leases: this.d.leases }, seats, now, stopped);
   }
 
   /** A standby's task stopped: its seat's lease is ended, and another standby launched. */
   private async runStoppedSeat(trigger: StoppedTask): Promise<JanitorReport> {
-    const expiry = await this.expireStoppedOwner(trigger);
+    const expiry = await expireStoppedOwner(this.stoppedOwnerDeps(), trigger);
     const standbysLaunched = await this.ensureStandbys([trigger.slot], this.now(), expiry === 'expired');
     return this.logged({ liveSlots: 0, pinnedVideos: 0, countsRepaired: [], queuesChecked: [], slotsWithWorkNoOwner: [], launched: [], launchFailed: [], grantsVoided: [], launchesDeferred: [], standbysLaunched }, 'task-stopped');
   }
 
   private async runStopped(trigger: StoppedTask): Promise<JanitorReport> {
-    if (trigger.slot >= this.d.tunables.slotCount) return this.runStoppedSeat(trigger);
+    if (isStandbySeat(trigger.slot, this.d.tunables)) return this.runStoppedSeat(trigger);
     // A stopped task cannot renew its lease: end it now so the replacement launched below
     // claims at once instead of waiting for the TTL.
-    const expiry = await this.expireStoppedOwner(trigger);
+    const expiry = await expireStoppedOwner(this.stoppedOwnerDeps(), trigger);
     const now = this.now();
     const s = await this.d.leases.getSlot(trigger.slot);
     const pinned = await this.d.leases.listPinned(trigger.slot);
@@ -270,10 +204,7 @@ export class Janitor {
       await this.d.leases.setVideoCount(s.slot, s.videoCount, pinned.length);
       countsRepaired.push(s.slot);
     }
-    // The stopped task held this slot: its lease is expired now (or, if that write
-    // failed, its owner has not heartbeated since the stop). A slot still live after a
-    // refused expiry has another owner: nothing to replace.
-    const stoppedHere = !isSlotLive(s, now) || (expiry === 'failed' && !(s.heartbeatAtMs > trigger.stoppedAtMs));
+    const stoppedHere = stoppedTaskHeldSlot(s, now, expiry, trigger.stoppedAtMs);
     const queuesChecked: number[] = [];
     const candidates = (await this.hasWorkToLaunchFor(s, pinned.length, now, stoppedHere, queuesChecked)) ? [{ s, stoppedHere }] : [];
     const acted = await this.act(candidates, undefined, now);
@@ -398,6 +329,10 @@ export class Janitor {
     };
   }
 
+  private stoppedOwnerDeps(): StoppedOwnerDeps {
+    return { leases: this.d.leases, log: this.d.log, now: this.now };
+  }
+
   private logged(report: JanitorReport, trigger: JanitorTrigger['kind']): JanitorReport {
     if (report.launched.length > 0 || (report.standbysLaunched?.length ?? 0) > 0 || report.countsRepaired.length > 0 || report.launchFailed.length > 0 || report.grantsVoided.length > 0) {
       const { queuesChecked, ...acted } = report;
@@ -405,87 +340,4 @@ export class Janitor {
     }
     return report;
   }
-
-  /**
-   * Expires the slot lease of a task reported stopped, if that task still held it: the
-   * owner must have claimed before the stop (and be the stopped worker, when the report
-   * names it). A task that exited without its lease (drained, or lease lost) is skipped.
-   */
-  private async expireStoppedOwner(stopped: StoppedTask): Promise<'expired' | 'not-held' | 'failed'> {
-    if (stopped.exitCode !== undefined && WORKER_EXITS_WITHOUT_LEASE.includes(stopped.exitCode)) return 'not-held';
-    try {
-      const expired = await this.d.leases.expireStoppedOwner(stopped.slot, stopped.stoppedAtMs, this.now(), stopped.workerId);
-      if (expired) this.d.log.info('slot lease of stopped task expired', { slot: stopped.slot, stoppedAtMs: stopped.stoppedAtMs, workerId: stopped.workerId });
-      return expired ? 'expired' : 'not-held';
-    } catch (e) {
-      // The TTL still ends the lease: failover is slower, not wrong.
-      this.d.log.warn('could not expire the slot lease of a stopped task', { slot: stopped.slot, error: String(e) });
-      return 'failed';
-    }
-  }
-
-  /**
-   * Messages visible in the slot DLQs read this run: those of slots owned within the last
-   * two janitor periods plus a lease TTL (a slot DLQ gains messages only while a worker
-   * receives from its slot, or parks a malformed message, so every arrival is seen at
-   * once), and those of the slots in this run's queue sweep ({@link inQueueSweep}), so a
-   * message left in the DLQ of a slot that went idle keeps being counted: at every run up
-   * to {@link QUEUE_SWEEP_SLOTS_PER_RUN} slots (every DLQ is read each run, the gauge never
-   * clears while a message is there), once every ceil(slotCount / 100) runs beyond (an
-   * alarm on the gauge's Maximum over that many periods stays up). One gauge for the fleet,
-   * so one alarm covers every slot DLQ; its way back is `affinity redrive`. At most
-   * {@link QUEUE_SWEEP_SLOTS_PER_RUN} reads per run besides the recently owned slots'.
-   * A failed read counts as 0 for this run.
-   */
-  private async slotDlqMessages(slots: readonly SlotRecord[], nowMs: number): Promise<number> {
-    const t = this.d.tunables;
-    const lookbackMs = (2 * t.janitorIntervalSeconds + t.slotLeaseTtlSeconds) * 1000;
-    const toRead = slots.filter((s) => (s.heartbeatAtMs > 0 && nowMs - s.heartbeatAtMs <= lookbackMs) || inQueueSweep(s.slot, nowMs, t));
-    const depths = await Promise.all(
-      toRead.map(async (s) => {
-        try {
-          return await this.d.queues.dlqDepth(s.slot);
-        } catch (e) {
-          this.d.log.warn('could not read a slot DLQ depth', { slot: s.slot, error: String(e) });
-          return 0;
-        }
-      }),
-    );
-    return depths.reduce((sum, n) => sum + n, 0);
-  }
-}
-
-interface EcsTaskStateChange {
-  'detail-type'?: string;
-  time?: string;
-  detail?: {
-    lastStatus?: string;
-    startedBy?: string;
-    stoppedAt?: string;
-    executionStoppedAt?: string;
-    containers?: { exitCode?: number }[];
-    overrides?: { containerOverrides?: { environment?: { name?: string; value?: string }[] }[] };
-  };
-}
-
-/**
- * Reads an ECS "Task State Change" event for a stopped worker task (startedBy = slot-N):
- * its slot; when it stopped (`executionStoppedAt`, when the container stopped, else
- * `stoppedAt`, else the event time); and, where present, the worker's exit code and its
- * `WORKER_ID` from the container overrides.
- */
-export function stoppedSlotOf(event: unknown): StoppedTask | undefined {
-  const e = event as EcsTaskStateChange;
-  if (e?.['detail-type'] !== 'ECS Task State Change' || e.detail?.lastStatus !== 'STOPPED') return undefined;
-  const m = /^slot-(\d+)$/.exec(e.detail.startedBy ?? '');
-  if (!m) return undefined;
-  const times = [e.detail.executionStoppedAt, e.detail.stoppedAt, e.time].map((x) => Date.parse(x ?? '')).filter(Number.isFinite);
-  const exitCodes = (e.detail.containers ?? []).map((c) => c.exitCode).filter((c): c is number => typeof c === 'number');
-  const workerIds = (e.detail.overrides?.containerOverrides ?? []).flatMap((c) => c.environment ?? []).filter((v) => v.name === WORKER_ENV.workerId && v.value);
-  return {
-    slot: Number(m[1]),
-    stoppedAtMs: times[0] ?? Date.now(),
-    ...(exitCodes.length === 1 ? { exitCode: exitCodes[0]! } : {}),
-    ...(workerIds.length === 1 ? { workerId: workerIds[0]!.value! } : {}),
-  };
 }

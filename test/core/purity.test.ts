@@ -85,7 +85,7 @@ describe('core/ purity line', () => {
 
 describe('the port line', () => {
   const ROOT = path.resolve(CORE, '..');
-  const consumers = ['core/fleet/router.ts', 'core/fleet/janitor.ts', 'core/fleet/task-launch.ts', ...tsFiles(path.join(ROOT, 'gpu-worker/runtime')).map((f) => path.relative(ROOT, f).split(path.sep).join('/'))];
+  const consumers = ['core/fleet/router.ts', 'core/fleet/janitor.ts', 'core/fleet/task-launch.ts', 'core/fleet/queue-sweep.ts', 'core/fleet/slot-dlq-gauge.ts', 'core/fleet/standby-seats.ts', 'core/fleet/stopped-task.ts', ...tsFiles(path.join(ROOT, 'gpu-worker/runtime')).map((f) => path.relative(ROOT, f).split(path.sep).join('/'))];
 
   it('the router, the janitor and the worker runtime import no adapter and no twin', () => {
     const offenders = consumers.flatMap((f) =>
